@@ -1,0 +1,1 @@
+"""GPU rental planner: cheapest cloud GPU plans for AI workloads."""
