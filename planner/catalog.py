@@ -1,0 +1,217 @@
+"""Shipped and user catalogs: CSV files loaded with pandas and validated into the domain model.
+
+A catalog is named by provider (`aws`, `gcp`, ...: a file under `catalogs/offers/`) or given
+as a path to an offers CSV in the same format (for example a company's negotiated prices).
+"""
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+from pydantic import TypeAdapter, ValidationError
+
+from .domain import Gpu, ModelArch, Offer, Provider
+from .errors import PlannerError
+from .yamlio import MAX_FILE_BYTES
+
+CATALOG_DIR = Path(os.environ.get("PLANNER_CATALOG_DIR", Path(__file__).resolve().parent.parent / "catalogs"))
+
+OFFER_COLUMNS = [
+    "provider", "region", "instance_type", "gpu", "gpus_per_node", "vcpus", "ram_gib", "gpu_vram_gib",
+    "intra_node", "intra_node_gbs", "inter_node", "inter_node_gbps", "on_demand_usd_h", "spot_usd_h",
+    "spot_preemption_per_h", "max_nodes", "defaults", "notes",
+]
+_LIST_SEPARATOR = ";"
+
+
+def shipped_catalog_names() -> list[str]:
+    return sorted(p.stem for p in (CATALOG_DIR / "offers").glob("*.csv"))
+
+
+def did_you_mean(name: str, choices) -> str:
+    """' (did you mean X?)' when a close valid name exists, else ''."""
+    lowered = {str(c).lower(): str(c) for c in choices}
+    close = difflib.get_close_matches(str(name).lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean {lowered[close[0]]!r}?)" if close else ""
+
+
+def _header_comments(path: Path) -> tuple[dict[str, str], int]:
+    """`# key: value` lines at the top of a CSV -> metadata, and how many lines they take."""
+    meta: dict[str, str] = {}
+    count = 0
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.startswith("#"):
+                break
+            count += 1
+            key, _, value = line[1:].partition(":")
+            if value:
+                meta[key.strip()] = value.strip()
+    return meta, count
+
+
+def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str], int]:
+    if not path.exists():
+        raise PlannerError(f"no such {what}", str(path))
+    if path.stat().st_size > MAX_FILE_BYTES * 4:
+        raise PlannerError(f"{what} is larger than {MAX_FILE_BYTES * 4 // 2**20} MiB; refusing it", str(path))
+    if b"\x00" in path.read_bytes()[:65536]:
+        raise PlannerError(f"this is a binary file, expected a CSV {what}", str(path))
+    try:
+        meta, skip = _header_comments(path)
+        frame = pd.read_csv(path, skiprows=skip, keep_default_na=False, na_values=[""], dtype=str)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise PlannerError(f"cannot read {what}: {' '.join(str(exc).split())}", str(path)) from None
+    return frame, meta, skip
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as dicts without missing cells (so pydantic applies each field's default)."""
+    return [{k: v for k, v in row.items() if isinstance(v, str) and v != ""} for row in frame.to_dict("records")]
+
+
+def _validate_rows(model, frame: pd.DataFrame, path: Path, first_data_line: int, what: str) -> list:
+    records = _records(frame)
+    for record in records:
+        for list_field in ("defaults",):
+            if list_field in record:
+                record[list_field] = tuple(x for x in record[list_field].split(_LIST_SEPARATOR) if x)
+    try:
+        return TypeAdapter(list[model]).validate_python(records)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        row, *rest = error["loc"]
+        column = ".".join(str(p) for p in rest)
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = f"unknown column {column!r}{did_you_mean(column, model.model_fields)}"
+        elif error["type"] == "missing":
+            message = f"missing value for column {column!r}"
+        else:
+            message = f"column {column!r}: {message} (got {error.get('input')!r})"
+        raise PlannerError(f"bad {what} row: {message}", f"{path}:{first_data_line + int(row)}") from None
+
+
+@dataclass
+class Catalog:
+    """Everything the planner knows about hardware and prices, for one scenario."""
+
+    gpus: dict[str, Gpu]
+    providers: dict[str, Provider]
+    models: dict[str, ModelArch]
+    offers: pd.DataFrame
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def gpu(self, name: str) -> Gpu:
+        for gpu in self.gpus.values():
+            if gpu.name.lower() == name.lower():
+                return gpu
+        raise KeyError(f"unknown GPU {name!r}{did_you_mean(name, self.gpus)}")
+
+    def model(self, name: str) -> ModelArch:
+        for model in self.models.values():
+            if model.name.lower() == name.lower():
+                return model
+        raise KeyError(f"unknown model {name!r}{did_you_mean(name, self.models)}")
+
+    def gpu_matches(self, gpu_name: str, query: str) -> bool:
+        """A GPU filter names a canonical GPU (`H100-SXM`) or a family (`H100`)."""
+        gpu = self.gpus.get(gpu_name)
+        query = query.lower()
+        return gpu_name.lower() == query or (gpu is not None and gpu.family.lower() == query)
+
+    def knows_gpu(self, query: str) -> bool:
+        query = query.lower()
+        return any(g.name.lower() == query or g.family.lower() == query for g in self.gpus.values())
+
+    def gpu_names_and_families(self) -> list[str]:
+        return sorted({g.name for g in self.gpus.values()} | {g.family for g in self.gpus.values()})
+
+    @cached_property
+    def offer_models(self) -> dict[str, Offer]:
+        return {key: Offer(**_offer_fields(row)) for key, row in self.offers.set_index("key").iterrows()}
+
+
+def _offer_fields(row: pd.Series) -> dict:
+    fields = {k: v for k, v in row.items() if k in Offer.model_fields and not _missing(v)}
+    fields["defaults"] = tuple(row["defaults"]) if isinstance(row.get("defaults"), (tuple, list)) else ()
+    return fields
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and pd.isna(value))
+
+
+def load_gpus(directory: Path = CATALOG_DIR) -> dict[str, Gpu]:
+    path = directory / "gpus.csv"
+    frame, _, skip = _read_csv(path, "GPU table")
+    frame = frame.drop(columns=["aliases"], errors="ignore")
+    return {g.name: g for g in _validate_rows(Gpu, frame, path, skip + 2, "GPU")}
+
+
+def load_models(directory: Path = CATALOG_DIR) -> dict[str, ModelArch]:
+    path = directory / "models.csv"
+    frame, _, skip = _read_csv(path, "model table")
+    frame = frame.drop(columns=["tied_embeddings"], errors="ignore")
+    return {m.name: m for m in _validate_rows(ModelArch, frame, path, skip + 2, "model")}
+
+
+def load_providers(directory: Path = CATALOG_DIR) -> dict[str, Provider]:
+    path = directory / "providers.csv"
+    frame, _, skip = _read_csv(path, "provider table")
+    frame = frame.rename(columns={"provider": "name"})
+    for seconds, hours in (("billing_granularity_s", "billing_granularity_h"), ("billing_minimum_s", "billing_minimum_h")):
+        frame[hours] = (frame.pop(seconds).astype(float) / 3600).astype(str)
+    frame = frame.drop(columns=["notes"], errors="ignore")
+    return {p.name: p for p in _validate_rows(Provider, frame, path, skip + 2, "provider")}
+
+
+def read_offers(path: Path, gpus: dict[str, Gpu], providers: dict[str, Provider]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """One offers CSV -> validated frame (typed columns) and its `# source/as_of` header."""
+    frame, meta, skip = _read_csv(path, "offers catalog")
+    first_line = skip + 2
+    missing = [c for c in ("provider", "region", "instance_type", "gpu", "gpus_per_node") if c not in frame.columns]
+    if missing:
+        raise PlannerError(f"offers catalog lacks column(s) {', '.join(missing)}; expected {', '.join(OFFER_COLUMNS)}",
+                           f"{path}:{skip + 1}")
+    offers = _validate_rows(Offer, frame, path, first_line, "offer")
+    for row, offer in enumerate(offers):
+        if offer.gpu not in gpus:
+            raise PlannerError(f"unknown GPU {offer.gpu!r}{did_you_mean(offer.gpu, gpus)}", f"{path}:{first_line + row}")
+        if offer.provider not in providers:
+            raise PlannerError(f"unknown provider {offer.provider!r}{did_you_mean(offer.provider, providers)}; "
+                               f"known: {', '.join(sorted(providers))}", f"{path}:{first_line + row}")
+        if offer.on_demand_usd_h is None and offer.spot_usd_h is None:
+            raise PlannerError("offer has neither an on-demand nor a spot price", f"{path}:{first_line + row}")
+    typed = pd.DataFrame([o.model_dump() for o in offers], columns=OFFER_COLUMNS)
+    typed["source_file"] = str(path)
+    return typed, meta
+
+
+def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
+    """Load the GPU, model and provider tables plus the named offer catalogs (later ones win on duplicate keys)."""
+    gpus, models, providers = load_gpus(), load_models(), load_providers()
+    frames, sources = [], {}
+    shipped = shipped_catalog_names()
+    for item in names_or_paths:
+        if item in shipped:
+            path = CATALOG_DIR / "offers" / f"{item}.csv"
+        elif "/" in item or item.endswith(".csv"):
+            path = (base_dir / item) if base_dir and not Path(item).is_absolute() else Path(item)
+        else:
+            raise KeyError(f"unknown catalog {item!r}{did_you_mean(item, shipped)}; shipped: {', '.join(shipped)}")
+        frame, meta = read_offers(path, gpus, providers)
+        frames.append(frame)
+        sources[item] = meta
+    offers = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=OFFER_COLUMNS)
+    offers["key"] = offers["provider"] + "/" + offers["region"] + "/" + offers["instance_type"]
+    offers = offers.drop_duplicates("key", keep="last").sort_values("key", kind="stable").reset_index(drop=True)
+    fill = {p.name: p.spot_preemption_per_node_h for p in providers.values()}
+    defaulted = offers["spot_usd_h"].notna() & offers["spot_preemption_per_h"].isna()
+    if defaulted.any():
+        offers.loc[defaulted, "spot_preemption_per_h"] = offers.loc[defaulted, "provider"].map(fill).astype(float)
+    return Catalog(gpus=gpus, providers=providers, models=models, offers=offers, sources=sources)

@@ -1,0 +1,259 @@
+"""The `planner` command line: parse, call the library, format. No planning logic lives here.
+
+Heavy libraries (pandas, OR-Tools, numpy) are imported inside commands so `planner --help`
+answers instantly.
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from .errors import PlannerError
+
+FORMATS = ("table", "json", "csv")
+
+
+class PlannerGroup(click.Group):
+    """Turns every PlannerError into one line on stderr and exit status 2 (no traceback)."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except PlannerError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(2)
+
+
+def emit(text: str, output: str | None, inputs: tuple[Path, ...] = ()) -> None:
+    """Print, or write atomically to `output` (never over an input file)."""
+    if output:
+        from .output import write_atomic
+
+        write_atomic(Path(output), text, protected=inputs)
+        click.echo(f"wrote {output}", err=True)
+    else:
+        click.echo(text, nl=not text.endswith("\n"))
+
+
+@click.group(cls=PlannerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gpu-planner")
+def main() -> None:
+    """Plan the cheapest cloud GPU rental that meets every deadline.
+
+    \b
+    Example:
+      planner validate scenarios/*.yaml
+      planner catalog list --gpu H100 --format json
+    """
+
+
+# ---------------------------------------------------------------- validate
+
+
+@main.command()
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+def validate(files: tuple[Path, ...]) -> None:
+    """Check scenario files (and the catalogs they name); print a short summary.
+
+    \b
+    Example:
+      planner validate scenarios/*.yaml
+    """
+    from .scenario import load_scenario
+
+    for path in files:
+        loaded = load_scenario(path)
+        scenario, offers = loaded.scenario, loaded.catalog.offers
+        kinds = ", ".join(sorted({w.kind for w in scenario.workloads}))
+        click.echo(
+            f"{path}: ok: scenario {scenario.name!r}, {len(scenario.workloads)} workload(s) ({kinds}), "
+            f"{len(offers)} offers from {', '.join(scenario.catalogs)}"
+        )
+
+
+# ---------------------------------------------------------------- catalog
+
+
+@main.group()
+def catalog() -> None:
+    """Browse the shipped instance catalogs, or import fresh prices."""
+
+
+@catalog.command("list")
+@click.option("--provider", "providers", multiple=True, help="Only this provider (repeatable).")
+@click.option("--gpu", "gpus", multiple=True, help="GPU name or family, e.g. H100 or H100-SXM (repeatable).")
+@click.option("--min-vram", help="Minimum VRAM per GPU, e.g. 48GiB.")
+@click.option("--region", "regions", multiple=True, help="Only this region (repeatable).")
+@click.option("--spot", is_flag=True, help="Only offers with a spot price.")
+@click.option("--catalog", "catalogs", multiple=True, help="Catalog names or CSV paths (default: every shipped one).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--limit", type=int, default=None, help="Show at most this many rows.")
+def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit) -> None:
+    """List offers, cheapest per GPU-hour first.
+
+    \b
+    Example:
+      planner catalog list --gpu H100 --format json
+      planner catalog list --provider aws --min-vram 40GiB --spot
+    """
+    from .catalog import did_you_mean, load_catalog, shipped_catalog_names
+    from .units import parse_gib
+
+    names = catalogs or tuple(shipped_catalog_names())
+    try:
+        cat = load_catalog(names)
+    except KeyError as exc:
+        raise PlannerError(str(exc.args[0]), "--catalog") from None
+    offers = cat.offers
+    for provider in providers:
+        if provider not in set(offers["provider"]):
+            raise PlannerError(f"unknown provider {provider!r}{did_you_mean(provider, cat.providers)}", "--provider")
+    for gpu in gpus:
+        if not cat.knows_gpu(gpu):
+            raise PlannerError(f"unknown GPU {gpu!r}{did_you_mean(gpu, cat.gpu_names_and_families())}", "--gpu")
+    if providers:
+        offers = offers[offers["provider"].isin(providers)]
+    if regions:
+        offers = offers[offers["region"].isin(regions)]
+    if gpus:
+        offers = offers[offers["gpu"].map(lambda g: any(cat.gpu_matches(g, q) for q in gpus))]
+    if min_vram:
+        try:
+            floor = parse_gib(min_vram)
+        except ValueError as exc:
+            raise PlannerError(str(exc), "--min-vram") from None
+        offers = offers[offers["gpu_vram_gib"] >= floor - 1e-9]
+    if spot:
+        offers = offers[offers["spot_usd_h"].notna()]
+    frame = _offer_listing(offers)
+    if limit is not None:
+        frame = frame.head(limit)
+    if fmt == "json":
+        from .output import to_json
+
+        records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+        click.echo(to_json(records), nl=False)
+    elif fmt == "csv":
+        click.echo(frame.to_csv(index=False), nl=False)
+    else:
+        from .output import render_table
+
+        shown = frame.drop(columns=["defaults", "notes"]).rename(columns=_SHORT_HEADERS)
+        shown["network"] = shown.pop("inter_node") + " " + shown.pop("inter_node_gbps").map(lambda g: f"{g:g}G" if g else "")
+        footer = [f"{len(frame)} offers; prices USD per node-hour; preempt = spot preemptions per node-hour"]
+        click.echo(render_table(shown, footer=footer), nl=False)
+
+
+_SHORT_HEADERS = {"instance_type": "instance", "gpus_per_node": "gpus", "gpu_vram_gib": "vram_gib",
+                  "on_demand_usd_h": "on_demand", "spot_usd_h": "spot", "usd_per_gpu_h": "per_gpu_h",
+                  "spot_preemption_per_h": "preempt", "intra_node": "intra"}
+
+
+def _offer_listing(offers):
+    """The columns a person compares, sorted by price per GPU-hour (on-demand, else spot)."""
+    frame = offers.copy()
+    price = frame["on_demand_usd_h"].fillna(frame["spot_usd_h"])
+    frame["usd_per_gpu_h"] = (price / frame["gpus_per_node"]).round(4)
+    frame = frame.sort_values(["usd_per_gpu_h", "key"], kind="stable")
+    frame["defaults"] = frame["defaults"].map(lambda d: ";".join(d))
+    columns = ["provider", "region", "instance_type", "gpu", "gpus_per_node", "gpu_vram_gib", "on_demand_usd_h",
+               "spot_usd_h", "usd_per_gpu_h", "spot_preemption_per_h", "intra_node", "inter_node", "inter_node_gbps",
+               "defaults", "notes"]
+    return frame[columns].reset_index(drop=True)
+
+
+@catalog.command("show")
+@click.argument("offer")
+@click.option("--catalog", "catalogs", multiple=True, help="Catalog names or CSV paths (default: every shipped one).")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+def catalog_show(offer, catalogs, fmt) -> None:
+    """Everything about one offer: provider/region/instance_type (or a unique instance type).
+
+    \b
+    Example:
+      planner catalog show aws/us-east-1/p5.48xlarge
+    """
+    from .catalog import did_you_mean, load_catalog, shipped_catalog_names
+
+    cat = load_catalog(catalogs or tuple(shipped_catalog_names()))
+    keys = cat.offers["key"]
+    matches = keys[(keys == offer) | keys.str.endswith("/" + offer)].tolist()
+    if not matches:
+        raise PlannerError(f"unknown offer {offer!r}{did_you_mean(offer, keys)}; expected provider/region/instance_type",
+                           "OFFER")
+    if len(matches) > 1:
+        raise PlannerError(f"{offer!r} is offered in {len(matches)} places; name one, e.g. {matches[0]!r}", "OFFER")
+    chosen = cat.offer_models[matches[0]]
+    provider = cat.providers[chosen.provider]
+    gpu = cat.gpus[chosen.gpu]
+    details = {
+        "offer": chosen.model_dump(),
+        "gpu": gpu.model_dump(),
+        "provider": provider.model_dump(),
+        "defaulted_fields": list(chosen.defaults) + [f"provider.{d}" for d in provider.defaults],
+    }
+    if fmt == "json":
+        from .output import to_json
+
+        click.echo(to_json(details), nl=False)
+        return
+    lines = [f"{chosen.key}"]
+    for section in ("offer", "gpu", "provider"):
+        lines.append(f"[{section}]")
+        marked = chosen.defaults if section == "offer" else provider.defaults if section == "provider" else ()
+        for key, value in details[section].items():
+            if key == "defaults":
+                continue
+            mark = "  (default)" if key in marked else ""
+            lines.append(f"  {key:28} {value}{mark}")
+    click.echo("\n".join(lines))
+
+
+@catalog.command("import")
+@click.option("--from", "source", type=click.Choice(["skypilot"]), required=True, help="Input format.")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--provider", required=True, help="Provider name the offers belong to (e.g. aws).")
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Catalog CSV to write (atomically).")
+def catalog_import(source, file, provider, output) -> None:
+    """Convert a SkyPilot-format vms.csv into this project's offers catalog format.
+
+    \b
+    Example:
+      planner catalog import --from skypilot vms.csv --provider aws -o my-aws.csv
+    """
+    from .catalog import _read_csv, load_gpus, load_providers, read_offers
+    from .output import write_atomic
+    from .skypilot_import import catalog_header, gpu_aliases, import_skypilot
+
+    providers = load_providers()
+    if provider not in providers:
+        from .catalog import did_you_mean
+
+        raise PlannerError(f"unknown provider {provider!r}{did_you_mean(provider, providers)}; "
+                           f"known: {', '.join(sorted(providers))}", "--provider")
+    frame, _, _ = _read_csv(file, "SkyPilot catalog")
+    gpus = load_gpus()
+    try:
+        converted = import_skypilot(frame, provider, gpu_aliases(gpus))
+    except ValueError as exc:
+        raise PlannerError(str(exc), str(file)) from None
+    if converted.empty:
+        raise PlannerError("no GPU offers found (expected rows with AcceleratorName and AcceleratorCount)", str(file))
+    text = catalog_header(source=f"SkyPilot vms.csv imported from {file.name}", as_of=_today()) + converted.to_csv(
+        index=False)
+    write_atomic(output, text, protected=(file,))
+    read_offers(output, gpus, providers)  # what we wrote must load
+    click.echo(f"wrote {len(converted)} offers to {output}")
+
+
+def _today() -> str:
+    import datetime
+
+    return datetime.date.today().isoformat()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,469 @@
+"""Per-GPU memory estimates for training and inference (pure functions, GiB).
+
+Physics layer: plain numbers and frozen dataclasses only, no pydantic, pandas,
+solver or CLI imports.  Formulas and reference values come from
+``shared/MEMORY-AND-SPEED.md`` (section numbers below refer to it).
+
+Units: every ``MemoryBreakdown`` field is GiB (2**30 bytes) *per GPU*.  The
+helpers whose names end in ``_bytes`` return bytes.  Parameter counts are plain
+numbers of parameters (not billions).
+
+Public API
+----------
+ModelShape, MemoryBreakdown
+training_memory(shape, ...)        -> MemoryBreakdown
+inference_memory(shape, ...)       -> MemoryBreakdown
+stated_memory(...)                 -> MemoryBreakdown
+fits(breakdown, vram_gib, headroom=0.10) -> bool
+model_state_bytes(params, ...)     -> (weights, gradients, optimizer) bytes
+activation_bytes_per_layer(...), activation_bytes(...)
+kv_bytes_per_token(shape, kv_precision, tensor_parallel=1)
+weight_bytes(shape, precision), lora_params(shape, rank, targets_fraction)
+deepspeed_zero2_gpu_bytes / _cpu_bytes, deepspeed_zero3_gpu_bytes / _cpu_bytes
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from math import ceil
+
+GIB = 2**30
+
+# CUDA context + cuBLAS/NCCL workspaces + caching-allocator slack, per GPU process.
+# MEMORY-AND-SPEED §4.3: the CUDA context alone is ~0.3-2 GiB per process
+# (vram.asmirnov.xyz note); we take the middle of that range.  Fragmentation
+# beyond this is covered by the ``fits`` headroom (default 10 %).
+FRAMEWORK_OVERHEAD_GIB = 1.5
+
+# Default headroom used by ``fits``: need * (1 + headroom) <= vram.  10 % mirrors
+# vLLM's default gpu_memory_utilization = 0.9 (§4.3, R25) and the EleutherAI
+# "inference ~= 1.2 x weights" rule leaving ~10-20 % for the runtime.
+DEFAULT_HEADROOM = 0.10
+
+# Bytes per parameter of the *model weights* seen by the training recipe.
+_TRAIN_WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0,
+                       # fp8 (Transformer Engine): parameters stay bf16 and an
+                       # fp8 cast of every weight is cached between micro-batches
+                       # (+1 B/param); grads and optimizer as in bf16 training.
+                       "fp8": 3.0}
+_TRAIN_GRAD_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0, "fp8": 2.0}
+
+# Optimizer-state bytes per trainable parameter (§1.1, ZeRO K / EleutherAI).
+# Mixed precision keeps a 4-byte fp32 master copy; pure fp32 does not.
+_OPT_BYTES_MIXED = {"adamw": 12.0,       # 4 master + 4 m + 4 v (ZeRO K = 12)
+                    "adamw_8bit": 6.0,   # 4 master + 1 + 1 (bitsandbytes)
+                    "sgd": 8.0}          # 4 master + 4 momentum
+_OPT_BYTES_FP32 = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0}
+
+# LoRA adapters are kept in fp32 (PEFT's autocast_adapter_dtype=True default),
+# so each adapter parameter costs 4 (weight) + 4 (grad) + optimizer state with
+# no separate master copy: 16 B/param with AdamW (§3: "~16 B per adapter param").
+_ADAPTER_WEIGHT_BYTES = 4.0
+_ADAPTER_GRAD_BYTES = 4.0
+
+# QLoRA base storage: NF4 (4 bit) + double-quantised absmax constants
+# (8/64 + 32/(64*256) bit) = 4.127 bit ~= 0.516 B/param (QLoRA paper §3, R16).
+NF4_DQ_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
+
+# Inference weight storage per parameter of quantised linear layers (§4.1).
+WEIGHT_BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0,
+                          "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+# int4 group-quantisation scales: ~0.25 bit/param at group 128 with fp16 scales (§4.1).
+INT4_SCALE_BYTES_PER_PARAM = 0.25 / 8
+KV_BYTES_PER_ELEM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
+
+# Inference activation working set: tokens processed in one forward pass are
+# capped by the scheduler's token budget (vLLM chunked prefill,
+# max_num_batched_tokens ~ 8192); judgement, small next to weights + KV.
+INFERENCE_MAX_BATCHED_TOKENS = 8192
+
+_METHODS = ("full", "lora", "qlora")
+_PRECISIONS = ("bf16", "fp16", "fp32", "fp8")
+_OPTIMIZERS = ("adamw", "adamw_8bit", "sgd")
+_SHARDINGS = ("none", "zero1", "zero2", "zero3", "hybrid")
+_RECOMPUTE = ("none", "selective", "full")
+
+
+@dataclass(frozen=True)
+class ModelShape:
+    """Transformer shape (HF config.json names in brackets).
+
+    params: total parameters (MoE: all experts; what must be resident).
+    active_params: parameters used per token (= params for dense models).
+    layers [num_hidden_layers], hidden [hidden_size], heads
+    [num_attention_heads], kv_heads [num_key_value_heads], head_dim,
+    ffn [intermediate_size], vocab [vocab_size].
+    tied_embeddings: input embedding shared with the LM head (default False,
+    as for Llama); only affects the embedding-parameter estimate.
+    """
+
+    params: int
+    active_params: int
+    layers: int
+    hidden: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    ffn: int
+    vocab: int
+    tied_embeddings: bool = False
+
+    @property
+    def embedding_params(self) -> int:
+        """Input embedding + LM head parameters (V*h, twice unless tied)."""
+        return self.vocab * self.hidden * (1 if self.tied_embeddings else 2)
+
+    @property
+    def layer_params(self) -> float:
+        """Parameters of one transformer block, (P - embeddings) / L."""
+        return max(self.params - self.embedding_params, 0) / max(self.layers, 1)
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Per-GPU memory need in GiB, by part."""
+
+    weights: float = 0.0
+    gradients: float = 0.0
+    optimizer: float = 0.0
+    activations: float = 0.0
+    kv_cache: float = 0.0
+    overhead: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return (self.weights + self.gradients + self.optimizer
+                + self.activations + self.kv_cache + self.overhead)
+
+    def as_dict(self) -> dict[str, float]:
+        d = asdict(self)
+        d["total"] = self.total
+        return d
+
+
+def _check(name: str, value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r}: expected one of {', '.join(allowed)}")
+
+
+# ---------------------------------------------------------------------------
+# Model states
+# ---------------------------------------------------------------------------
+
+def model_state_bytes(params: float, *, precision: str = "bf16", optimizer: str = "adamw",
+                      sharding: str = "none", dp_degree: int = 1,
+                      tensor_parallel: int = 1) -> tuple[float, float, float]:
+    """Per-GPU (weights, gradients, optimizer) bytes of full training, without ZeRO-3 live params.
+
+    ZeRO paper Fig. 1 / EleutherAI: zero1 divides optimizer by N, zero2 also
+    gradients, zero3 (and 'hybrid') also weights; tensor parallelism t divides
+    all three first.  N = ``dp_degree``.  7.5B, N=64: 120 / 31.4 / 16.6 / 1.9 GB.
+    """
+    _check("precision", precision, _PRECISIONS)
+    _check("optimizer", optimizer, _OPTIMIZERS)
+    _check("sharding", sharding, _SHARDINGS)
+    per_gpu = params / tensor_parallel
+    w = per_gpu * _TRAIN_WEIGHT_BYTES[precision]
+    g = per_gpu * _TRAIN_GRAD_BYTES[precision]
+    o = per_gpu * (_OPT_BYTES_FP32 if precision == "fp32" else _OPT_BYTES_MIXED)[optimizer]
+    n = max(int(dp_degree), 1)
+    if sharding in ("zero1", "zero2", "zero3", "hybrid"):
+        o /= n
+    if sharding in ("zero2", "zero3", "hybrid"):
+        g /= n
+    if sharding in ("zero3", "hybrid"):
+        w /= n
+    return w, g, o
+
+
+def lora_params(shape: ModelShape, rank: int = 16, targets_fraction: float = 1.0) -> float:
+    """Trainable LoRA parameters: r*(d_in + d_out) summed over adapted linears.
+
+    Counts all seven linears of a Llama-style block (q, k, v, o, gate, up,
+    down) with GQA-aware k/v widths; ``targets_fraction`` scales that count
+    (1.0 = all linear layers, as QLoRA recommends; q,v only on Llama-2-7B is
+    ~0.21).  MoE experts are not multiplied (dense approximation).
+    """
+    h, q_out, kv_out, f = shape.hidden, shape.heads * shape.head_dim, \
+        shape.kv_heads * shape.head_dim, shape.ffn
+    per_layer = (h + q_out) + 2 * (h + kv_out) + (q_out + h) + 2 * (h + f) + (f + h)
+    return rank * per_layer * shape.layers * targets_fraction
+
+
+# ---------------------------------------------------------------------------
+# Activations (Korthikanti et al. 2022; EleutherAI Transformer Math 101)
+# ---------------------------------------------------------------------------
+
+def activation_bytes_per_layer(*, seq_len: int, micro_batch: int, hidden: int, heads: int,
+                               ffn: int | None = None, tensor_parallel: int = 1,
+                               recompute: str = "selective",
+                               flash_attention: bool = True) -> float:
+    """Activation bytes stored by one transformer layer on one GPU (16-bit activations).
+
+    Korthikanti (TP without sequence parallelism):
+      none:      s*b*h*(10 + 24/t + 5*a*s/(h*t))
+      selective: s*b*h*(10 + 24/t)      (also 'none' with FlashAttention: no s^2 term)
+      full:      2*s*b*h                (layer input only)
+    For ffn != 4h the 24 becomes 8 + 4*ffn/h (Megatron's 18 + 4*ffn/h generalisation).
+    """
+    _check("recompute", recompute, _RECOMPUTE)
+    s, b, h, a, t = seq_len, micro_batch, hidden, heads, tensor_parallel
+    if recompute == "full":
+        return 2.0 * s * b * h
+    split = 24.0 if ffn is None else 8.0 + 4.0 * ffn / h
+    coeff = 10.0 + split / t
+    if recompute == "none" and not flash_attention:
+        coeff += 5.0 * a * s / (h * t)
+    return s * b * h * coeff
+
+
+def activation_bytes(shape: ModelShape, *, seq_len: int, micro_batch: int,
+                     recompute: str = "selective", tensor_parallel: int = 1,
+                     flash_attention: bool = True) -> float:
+    """Whole-model activation bytes on one GPU (no pipeline parallelism).
+
+    L * per-layer term, plus with full recompute one layer's working set
+    (recomputed during its backward), plus the Korthikanti output-layer term
+    4*s*b*h + 4*s*b*V/t (fp32 logits, vocab-parallel) and embedding input 8*s*b.
+    """
+    s, b, t = seq_len, micro_batch, tensor_parallel
+    kw = dict(seq_len=s, micro_batch=b, hidden=shape.hidden, heads=shape.heads,
+              ffn=shape.ffn, tensor_parallel=t, flash_attention=flash_attention)
+    total = shape.layers * activation_bytes_per_layer(recompute=recompute, **kw)
+    if recompute == "full":
+        total += activation_bytes_per_layer(recompute="none", **kw)
+    total += 4.0 * s * b * shape.hidden + 4.0 * s * b * shape.vocab / t + 8.0 * s * b
+    return total
+
+
+# ---------------------------------------------------------------------------
+# Training
+# ---------------------------------------------------------------------------
+
+def training_memory(shape: ModelShape, *, method: str = "full", precision: str = "bf16",
+                    optimizer: str = "adamw", sharding: str = "none", gpus: int = 1,
+                    gpus_per_node: int = 1, seq_len: int = 2048, micro_batch: int = 1,
+                    activation_checkpointing: str = "selective", tensor_parallel: int = 1,
+                    lora_rank: int = 16, lora_targets_fraction: float = 1.0,
+                    flash_attention: bool = True,
+                    overhead_gib: float = FRAMEWORK_OVERHEAD_GIB) -> MemoryBreakdown:
+    """Per-GPU training memory (GiB) for one candidate.
+
+    method: 'full' | 'lora' (frozen 16-bit base) | 'qlora' (frozen NF4+DQ base,
+      embeddings/LM head kept in bf16).
+    precision: compute/weight precision 'bf16'|'fp16'|'fp32'|'fp8'.  fp8 keeps
+      bf16 parameters, grads and fp32 optimizer states as Transformer Engine
+      does, plus a cached fp8 copy of the weights (+1 B/param).
+    optimizer: 'adamw' (16 B/param mixed) | 'adamw_8bit' (10) | 'sgd' (12).
+    sharding: 'none' | 'zero1' | 'zero2' | 'zero3' over the data-parallel degree
+      N = gpus / tensor_parallel; 'hybrid' (FSDP HYBRID_SHARD) = zero3 inside a
+      node, N = gpus_per_node / tensor_parallel.  ZeRO-3/hybrid also hold the
+      gathered params + grads of the largest unit (4 B * max(block, V*h) params,
+      DeepSpeed's 4*largest_layer_params).
+    gpus: total GPUs of the candidate; gpus_per_node bounds tensor_parallel.
+    seq_len, micro_batch: tokens per sequence and sequences per GPU per micro-step.
+    activation_checkpointing: 'none' | 'selective' | 'full' (see activation_bytes).
+    tensor_parallel: t inside a node; divides weights/grads/optimizer and the
+      TP-split part of activations.
+    lora_rank, lora_targets_fraction: see lora_params.
+    """
+    _check("method", method, _METHODS)
+    _check("precision", precision, _PRECISIONS)
+    _check("optimizer", optimizer, _OPTIMIZERS)
+    _check("sharding", sharding, _SHARDINGS)
+    _check("activation_checkpointing", activation_checkpointing, _RECOMPUTE)
+    t = int(tensor_parallel)
+    if gpus < 1 or t < 1 or gpus % t:
+        raise ValueError(f"gpus={gpus} must be a positive multiple of tensor_parallel={t}")
+    if t > max(gpus_per_node, 1):
+        raise ValueError(f"tensor_parallel={t} exceeds gpus_per_node={gpus_per_node}")
+    dp = gpus // t
+    n = min(dp, max(gpus_per_node // t, 1)) if sharding == "hybrid" else dp
+    zero3 = sharding in ("zero3", "hybrid")
+    unit = max(shape.layer_params, shape.vocab * shape.hidden)  # largest gathered unit
+
+    if method == "full":
+        w, g, o = model_state_bytes(shape.params, precision=precision, optimizer=optimizer,
+                                    sharding=sharding, dp_degree=n, tensor_parallel=t)
+        if zero3 and n > 1:
+            w += 2.0 * unit / t
+            g += 2.0 * unit / t
+    else:
+        if method == "lora":
+            base = shape.params * (4.0 if precision == "fp32" else 2.0)
+        else:
+            emb = min(shape.embedding_params, shape.params)
+            base = (shape.params - emb) * NF4_DQ_BYTES_PER_PARAM + emb * 2.0
+        base /= t
+        p_lora = lora_params(shape, lora_rank, lora_targets_fraction) / t
+        aw = p_lora * _ADAPTER_WEIGHT_BYTES
+        g = p_lora * _ADAPTER_GRAD_BYTES
+        o = p_lora * _OPT_BYTES_FP32[optimizer]
+        if sharding != "none":
+            o /= n
+        if sharding in ("zero2", "zero3", "hybrid"):
+            g /= n
+        if zero3:
+            base_bpp = base * t / max(shape.params, 1)
+            base = base / n + (base_bpp * unit / t if n > 1 else 0.0)
+            aw /= n
+        w = base + aw
+
+    act = activation_bytes(shape, seq_len=seq_len, micro_batch=micro_batch,
+                           recompute=activation_checkpointing, tensor_parallel=t,
+                           flash_attention=flash_attention)
+    return MemoryBreakdown(weights=w / GIB, gradients=g / GIB, optimizer=o / GIB,
+                           activations=act / GIB, kv_cache=0.0, overhead=overhead_gib)
+
+
+# ---------------------------------------------------------------------------
+# Inference
+# ---------------------------------------------------------------------------
+
+def kv_bytes_per_token(shape: ModelShape, kv_precision: str = "bf16",
+                       tensor_parallel: int = 1) -> float:
+    """KV-cache bytes per token on one GPU: 2 * L * ceil(kv_heads/t) * head_dim * bytes.
+
+    GQA-aware; with t > kv_heads each GPU keeps one (replicated) KV head.
+    Llama-2-70B bf16, t=1: 327,680 B (R12).
+    """
+    _check("kv_precision", kv_precision, tuple(KV_BYTES_PER_ELEM))
+    heads_per_gpu = max(ceil(shape.kv_heads / tensor_parallel), 1)
+    return 2.0 * shape.layers * heads_per_gpu * shape.head_dim * KV_BYTES_PER_ELEM[kv_precision]
+
+
+def weight_bytes(shape: ModelShape, precision: str = "bf16") -> float:
+    """Bytes of all resident weights (MoE: total params) at ``precision``.
+
+    16/32-bit: P * bytes.  fp8/int8/int4 quantise the linear layers only;
+    embeddings and LM head stay bf16 (vLLM/AWQ/GPTQ practice); int4 adds
+    ~0.25 bit/param of group scales.  Raw P*bytes is WEIGHT_BYTES_PER_PARAM.
+    """
+    _check("weight_precision", precision, tuple(WEIGHT_BYTES_PER_PARAM))
+    bpp = WEIGHT_BYTES_PER_PARAM[precision]
+    if bpp >= 2.0:
+        return shape.params * bpp
+    if precision == "int4":
+        bpp += INT4_SCALE_BYTES_PER_PARAM
+    emb = min(shape.embedding_params, shape.params)
+    return (shape.params - emb) * bpp + emb * 2.0
+
+
+def inference_memory(shape: ModelShape, *, weight_precision: str = "bf16",
+                     kv_precision: str = "bf16", batch: int = 1, context_tokens: int = 4096,
+                     tensor_parallel: int = 1,
+                     overhead_gib: float = FRAMEWORK_OVERHEAD_GIB) -> MemoryBreakdown:
+    """Per-GPU serving memory (GiB) of one tensor-parallel replica.
+
+    weights = weight_bytes / t; kv_cache = kv_bytes_per_token(t) * batch *
+    context_tokens (context_tokens = prompt + generated tokens per sequence,
+    batch = concurrent sequences); activations = working set of one forward
+    pass over min(batch*context, 8192) tokens, 2 B * (4h + 3*ffn/t) per token,
+    plus fp32 logits 4*V/t per sequence.
+    """
+    t = int(tensor_parallel)
+    if t < 1:
+        raise ValueError(f"tensor_parallel={t} must be >= 1")
+    w = weight_bytes(shape, weight_precision) / t
+    kv = kv_bytes_per_token(shape, kv_precision, t) * batch * context_tokens
+    tokens = min(batch * context_tokens, INFERENCE_MAX_BATCHED_TOKENS)
+    act = tokens * 2.0 * (4 * shape.hidden + 3 * shape.ffn / t) + batch * 4.0 * shape.vocab / t
+    return MemoryBreakdown(weights=w / GIB, activations=act / GIB, kv_cache=kv / GIB,
+                           overhead=overhead_gib)
+
+
+# ---------------------------------------------------------------------------
+# Workloads that state memory directly
+# ---------------------------------------------------------------------------
+
+def stated_memory(*, per_gpu_gib: float | None = None, model_states_gib: float | None = None,
+                  activations_gib: float | None = None, shardable: bool = True,
+                  sharding_gpus: int = 1, overhead_gib: float = 0.0) -> MemoryBreakdown:
+    """Breakdown for a workload that states its memory instead of a model shape.
+
+    Either ``per_gpu_gib`` (a fixed per-GPU total, reported under ``weights``
+    because its split is unknown) or ``model_states_gib`` (whole-job weights +
+    grads + optimizer, divided by ``sharding_gpus`` when ``shardable``) plus
+    ``activations_gib`` (per GPU, never divided).  ``overhead_gib`` is added as is.
+    """
+    if per_gpu_gib is not None and (model_states_gib is not None or activations_gib is not None):
+        raise ValueError("give per_gpu_gib or model_states_gib/activations_gib, not both")
+    if per_gpu_gib is not None:
+        return MemoryBreakdown(weights=float(per_gpu_gib), overhead=overhead_gib)
+    states = float(model_states_gib or 0.0)
+    if shardable:
+        states /= max(int(sharding_gpus), 1)
+    return MemoryBreakdown(weights=states, activations=float(activations_gib or 0.0),
+                           overhead=overhead_gib)
+
+
+def fits(breakdown: MemoryBreakdown, vram_gib: float, headroom: float = DEFAULT_HEADROOM) -> bool:
+    """True when breakdown.total * (1 + headroom) <= vram_gib (both GiB per GPU).
+
+    The overhead part is already inside ``total``; headroom covers allocator
+    fragmentation and estimate error (1e-9 GiB tolerance for float noise).
+    """
+    return breakdown.total * (1.0 + headroom) <= vram_gib + 1e-9
+
+
+# ---------------------------------------------------------------------------
+# DeepSpeed estimator reproductions (§1.3; DeepSpeed commit 38327e07)
+# ---------------------------------------------------------------------------
+
+def deepspeed_zero2_gpu_bytes(P: int, gpus_per_node: int = 1, nodes: int = 1,
+                              cpu_offload: bool = True, legacy: bool = False) -> int:
+    """GPU bytes of estimate_zero2_model_states_mem_needs (stage_1_and_2.py).
+
+    offload: 2P.  No offload: 2P + int(18P/total_gpus) (code since PR #5099),
+    or 4P + int(16P/total_gpus) with legacy=True (memory.rst docs).
+    """
+    total = gpus_per_node * nodes
+    if cpu_offload:
+        return 2 * P
+    if legacy:
+        return 4 * P + int(16 * P / total)
+    return 2 * P + int(18 * P / total)
+
+
+def deepspeed_zero2_cpu_bytes(P: int, gpus_per_node: int = 1, nodes: int = 1,
+                              cpu_offload: bool = True,
+                              additional_buffer_factor: float = 1.5) -> float:
+    """CPU bytes of estimate_zero2_model_states_mem_needs."""
+    total = gpus_per_node * nodes
+    if cpu_offload:
+        return P * max(4 * total, 16) * additional_buffer_factor
+    return P * 4 * gpus_per_node * additional_buffer_factor
+
+
+def deepspeed_zero3_gpu_bytes(P: int, largest_layer_params: int, gpus_per_node: int = 1,
+                              nodes: int = 1, offload_optimizer: bool = True,
+                              offload_param: bool = True) -> int:
+    """GPU bytes of estimate_zero3_model_states_mem_needs (stage3.py).
+
+    LLM = 4*largest_layer_params; both offloaded: LLM; optimizer only:
+    LLM + int(2P/total_gpus); none: LLM + int(18P/total_gpus).
+    """
+    total = gpus_per_node * nodes
+    llm = 4 * largest_layer_params
+    if offload_optimizer and offload_param:
+        return llm
+    if offload_optimizer:
+        return llm + int(2 * P / total)
+    if offload_param:
+        raise ValueError("offload_param without offload_optimizer is not estimated by DeepSpeed")
+    return llm + int(18 * P / total)
+
+
+def deepspeed_zero3_cpu_bytes(P: int, largest_layer_params: int, gpus_per_node: int = 1,
+                              nodes: int = 1, offload_optimizer: bool = True,
+                              offload_param: bool = True, zero_init: bool = True,
+                              additional_buffer_factor: float = 1.5) -> float:
+    """CPU bytes of estimate_zero3_model_states_mem_needs."""
+    n, f, buf = gpus_per_node, 1.0 / nodes, additional_buffer_factor
+    if offload_optimizer and offload_param:
+        return P * 18 * f * buf if zero_init else P * max(4 * n, 18 * f) * buf
+    if offload_optimizer:
+        return P * 16 * f * buf if zero_init else P * max(4 * n, 16 * f) * buf
+    if offload_param:
+        raise ValueError("offload_param without offload_optimizer is not estimated by DeepSpeed")
+    return largest_layer_params * 4 * n * buf if zero_init else P * 4 * n * buf

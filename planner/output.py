@@ -1,0 +1,78 @@
+"""Writing results: atomic files, and one DataFrame rendered as table, CSV, JSON or Markdown."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .errors import PlannerError
+
+
+def write_atomic(path: Path, text: str, protected: tuple[Path, ...] = ()) -> None:
+    """Write via a temporary file and rename, so a crash never leaves half a file.
+
+    Refuses to overwrite any of `protected` (the user's input files).
+    """
+    path = Path(path)
+    for keep in protected:
+        if path.exists() and keep.exists() and path.resolve() == Path(keep).resolve():
+            raise PlannerError("refusing to overwrite an input file; choose another output path", str(path))
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise PlannerError("the output folder does not exist", str(path))
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def to_json(data: Any) -> str:
+    return json.dumps(data, indent=2, sort_keys=False, default=_json_default) + "\n"
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    if isinstance(value, (set, tuple)):
+        return list(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def render_table(frame, title: str | None = None, footer: list[str] | None = None, width: int = 240) -> str:
+    """A rich table as plain text (no colour codes, so it pastes and diffs cleanly)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for column in frame.columns:
+        numeric = frame[column].dtype.kind in "if"
+        table.add_column(str(column), justify="right" if numeric else "left", no_wrap=True)
+    for row in frame.itertuples(index=False):
+        table.add_row(*(_cell(v) for v in row))
+    console = Console(width=width, record=True, color_system=None, force_terminal=False)
+    with console.capture() as capture:
+        console.print(table)
+        for line in footer or []:
+            console.print(line, highlight=False, markup=False)
+    return capture.get()
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return str(value)
+
+
+def render_markdown(frame) -> str:
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([head, rule, *rows]) + "\n"

@@ -1,0 +1,46 @@
+"""Shared test helpers: write a scenario to a temp file and run the CLI on it."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from planner.cli import main
+
+REPO = Path(__file__).resolve().parent.parent
+SCENARIOS = REPO / "scenarios"
+
+MINIMAL = """\
+name: tiny
+catalogs: [aws]
+workloads:
+  - name: job
+    kind: training
+    memory: {per_gpu: 20GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+"""
+
+
+@pytest.fixture
+def run():
+    """run(args...) -> click Result, with stderr kept apart from stdout."""
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+    return invoke
+
+
+@pytest.fixture
+def scenario_file(tmp_path):
+    """scenario_file(text) -> path of a scenario file holding `text` (dedented)."""
+
+    def write(text: str, name: str = "scenario.yaml") -> Path:
+        path = tmp_path / name
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+        return path
+
+    return write

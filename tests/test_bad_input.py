@@ -1,0 +1,195 @@
+"""Every malformed input: one line on stderr naming file, line/key path and what was expected; exit 2."""
+import pytest
+
+from conftest import MINIMAL
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    assert "Traceback" not in result.output + result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def test_minimal_scenario_is_valid(run, scenario_file):
+    result = run("validate", scenario_file(MINIMAL))
+    assert result.exit_code == 0, result.stderr
+    assert "ok: scenario 'tiny', 1 workload(s) (training)" in result.stdout
+
+
+def test_yaml_syntax_error_names_the_line(run, scenario_file):
+    path = scenario_file("name: x\nworkloads:\n  - name: [unclosed\n    kind: training\n")
+    assert_one_line_error(run("validate", path), f"{path}:", "YAML syntax error")
+
+
+def test_unknown_key_suggests_the_close_one(run, scenario_file):
+    path = scenario_file(MINIMAL + "    time_budgt: 2h\n")
+    line = assert_one_line_error(run("validate", path), f"{path}:8", "unknown key 'time_budgt'",
+                                 "did you mean 'time_budget'?")
+    assert "workloads[0].time_budgt" in line
+
+
+def test_unknown_top_level_key_lists_what_is_allowed(run, scenario_file):
+    path = scenario_file(MINIMAL + "zzz: 1\n")
+    assert_one_line_error(run("validate", path), f"{path}:8", "unknown key 'zzz'", "expected one of:", "workloads")
+
+
+def test_unknown_nested_key(run, scenario_file):
+    path = scenario_file(MINIMAL.replace("{per_gpu: 20GiB}", "{per_gpu: 20GiB, shardible: true}"))
+    assert_one_line_error(run("validate", path), f"{path}:6", "unknown key 'shardible'", "did you mean 'shardable'?")
+
+
+def test_wrong_type(run, scenario_file):
+    path = scenario_file(MINIMAL + "    gpus: {min: lots}\n")
+    assert_one_line_error(run("validate", path), f"{path}:8", "workloads[0].gpus.min", "integer", "'lots'")
+
+
+def test_wrong_literal_suggests(run, scenario_file):
+    path = scenario_file(MINIMAL.replace("kind: training", "kind: trainig"))
+    assert_one_line_error(run("validate", path), f"{path}:5", "'trainig'", "did you mean 'training'?")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("    time_budget: -3h\n", "greater than 0"),
+    ("    time_budget: 0\n", "greater than 0"),
+    ("    checkpoint: {size: -5GiB}\n", "greater than or equal to 0"),
+])
+def test_negative_or_zero_times_and_sizes(run, scenario_file, text, fragment):
+    path = scenario_file(MINIMAL + text)
+    assert_one_line_error(run("validate", path), f"{path}:8", fragment)
+
+
+def test_zero_memory(run, scenario_file):
+    path = scenario_file(MINIMAL.replace("20GiB", "0GiB"))
+    assert_one_line_error(run("validate", path), f"{path}:6", "workloads[0].memory.per_gpu", "greater than 0")
+
+
+def test_negative_budget(run, scenario_file):
+    path = scenario_file(MINIMAL + "constraints: {budget: -$100}\n")
+    assert_one_line_error(run("validate", path), f"{path}:8", "constraints.budget", "greater than 0")
+
+
+def test_negative_price_in_a_user_catalog(run, scenario_file, tmp_path):
+    header = ("provider,region,instance_type,gpu,gpus_per_node,vcpus,ram_gib,gpu_vram_gib,intra_node,intra_node_gbs,"
+              "inter_node,inter_node_gbps,on_demand_usd_h,spot_usd_h,spot_preemption_per_h,max_nodes,defaults,notes\n")
+    (tmp_path / "mine.csv").write_text(
+        "# source: test\n" + header + "aws,us-east-1,x1,A10G,1,4,16,24,pcie,64,none,0,-2.5,,,,,\n")
+    path = scenario_file(MINIMAL.replace("catalogs: [aws]", "catalogs: [mine.csv]"))
+    assert_one_line_error(run("validate", path), "mine.csv:3", "on_demand_usd_h", "greater than 0")
+
+
+@pytest.mark.parametrize("value, fragment", [
+    ("3 fortnights", "unknown time unit 'fortnights'"),
+    ("2 hrz", "unknown time unit 'hrz'"),
+])
+def test_unknown_time_units(run, scenario_file, value, fragment):
+    path = scenario_file(MINIMAL + f"    time_budget: {value}\n")
+    assert_one_line_error(run("validate", path), f"{path}:8", fragment)
+
+
+def test_unknown_size_unit(run, scenario_file):
+    path = scenario_file(MINIMAL.replace("20GiB", "20 gigs"))
+    assert_one_line_error(run("validate", path), f"{path}:6", "unknown size unit 'gigs'")
+
+
+def test_unknown_gpu(run, scenario_file):
+    path = scenario_file(MINIMAL.replace("reference_gpu: A100-80GB", "reference_gpu: A100-80G"))
+    assert_one_line_error(run("validate", path), f"{path}:7", "unknown GPU 'A100-80G'", "did you mean")
+
+
+def test_unknown_model(run, scenario_file):
+    text = MINIMAL.replace("    memory: {per_gpu: 20GiB}\n", "    model: llama-3.1-7b\n")
+    path = scenario_file(text)
+    assert_one_line_error(run("validate", path), f"{path}:6", "unknown model 'llama-3.1-7b'", "did you mean")
+
+
+def test_unknown_catalog(run, scenario_file):
+    path = scenario_file(MINIMAL.replace("catalogs: [aws]", "catalogs: [aws, lamda]"))
+    assert_one_line_error(run("validate", path), f"{path}:2", "unknown catalog 'lamda'", "did you mean 'lambda'?")
+
+
+def test_missing_user_catalog_file(run, scenario_file):
+    path = scenario_file(MINIMAL.replace("catalogs: [aws]", "catalogs: [prices/nope.csv]"))
+    assert_one_line_error(run("validate", path), "nope.csv", "no such offers catalog")
+
+
+def test_unknown_provider_in_quota(run, scenario_file):
+    path = scenario_file(MINIMAL + "constraints:\n  gpu_quotas: {awz: 8}\n")
+    assert_one_line_error(run("validate", path), f"{path}:9", "unknown provider 'awz'", "did you mean 'aws'?")
+
+
+def test_unknown_offer_in_node_limits(run, scenario_file):
+    path = scenario_file(MINIMAL + "constraints:\n  node_limits: {aws/us-east-1/p5.48xlage: 2}\n")
+    assert_one_line_error(run("validate", path), f"{path}:9", "unknown offer", "did you mean 'aws/us-east-1/p5.48xlarge'?")
+
+
+def test_memory_and_work_both_missing(run, scenario_file):
+    path = scenario_file("name: x\ncatalogs: [aws]\nworkloads:\n  - name: job\n    kind: training\n")
+    assert_one_line_error(run("validate", path), f"{path}:4", "workloads[0]", "both memory and work are missing")
+
+
+def test_empty_file(run, scenario_file):
+    path = scenario_file("")
+    assert_one_line_error(run("validate", path), str(path), "empty")
+
+
+def test_comment_only_file(run, scenario_file):
+    path = scenario_file("# nothing here\n")
+    assert_one_line_error(run("validate", path), str(path), "no YAML document")
+
+
+def test_binary_file(run, tmp_path):
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    assert_one_line_error(run("validate", path), str(path), "binary file")
+
+
+def test_huge_file_is_refused(run, tmp_path):
+    path = tmp_path / "huge.yaml"
+    path.write_text("# " + "x" * (6 * 2**20) + "\n")
+    assert_one_line_error(run("validate", path), str(path), "refusing files above")
+
+
+def test_alias_bomb_is_refused(run, scenario_file):
+    bomb = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for i, name in enumerate("bcdefghi"):
+        prev = "abcdefghi"[i]
+        bomb.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    path = scenario_file("\n".join(bomb) + "\nname: x\n")
+    assert_one_line_error(run("validate", path), str(path), "alias bomb")
+
+
+def test_python_tags_build_no_objects(run, scenario_file):
+    path = scenario_file("name: !!python/object/apply:os.system ['echo pwned']\nworkloads: []\n")
+    assert_one_line_error(run("validate", path), f"{path}:1", "tags", "not allowed")
+
+
+def test_duplicate_workload_names(run, scenario_file):
+    job = "  - name: job\n    kind: training\n    memory: {per_gpu: 20GiB}\n    work: {gpu_hours: 10, reference_gpu: A10G}\n"
+    path = scenario_file("name: x\ncatalogs: [aws]\nworkloads:\n" + job + job)
+    assert_one_line_error(run("validate", path), f"{path}:8", "duplicate workload name 'job'")
+
+
+def test_duplicate_yaml_keys(run, scenario_file):
+    path = scenario_file(MINIMAL + "name: again\n")
+    assert_one_line_error(run("validate", path), f"{path}:", "duplicate")
+
+
+def test_top_level_list_is_not_a_scenario(run, scenario_file):
+    path = scenario_file("- a\n- b\n")
+    assert_one_line_error(run("validate", path), str(path), "expected a mapping")
+
+
+def test_missing_file(run, tmp_path):
+    assert_one_line_error(run("validate", tmp_path / "nope.yaml"), "nope.yaml", "no such")
+
+
+def test_one_bad_file_among_good_ones_fails(run, scenario_file):
+    good = scenario_file(MINIMAL, "good.yaml")
+    bad = scenario_file(MINIMAL + "oops: 1\n", "bad.yaml")
+    result = run("validate", good, bad)
+    assert result.exit_code == 2
