@@ -154,7 +154,7 @@ _SHORT_HEADERS = {"instance_type": "instance", "gpus_per_node": "gpus", "gpu_vra
 def _offer_listing(offers):
     """The columns a person compares, sorted by price per GPU-hour (on-demand, else spot)."""
     frame = offers.copy()
-    price = frame["on_demand_usd_h"].fillna(frame["spot_usd_h"])
+    price = frame["on_demand_usd_h"].where(frame["on_demand_usd_h"].notna(), frame["spot_usd_h"])
     frame["usd_per_gpu_h"] = (price / frame["gpus_per_node"]).round(4)
     frame = frame.sort_values(["usd_per_gpu_h", "key"], kind="stable")
     frame["defaults"] = frame["defaults"].map(lambda d: ";".join(d))
@@ -234,12 +234,23 @@ def catalog_import(source, file, provider, output) -> None:
 
         raise PlannerError(f"unknown provider {provider!r}{did_you_mean(provider, providers)}; "
                            f"known: {', '.join(sorted(providers))}", "--provider")
-    frame, _, _ = _read_csv(file, "SkyPilot catalog")
+    import pandas as pd
+
+    from .catalog import CATALOG_DIR
+
+    _read_csv(file, "SkyPilot catalog")  # the same refusals as every input file
+    frame = pd.read_csv(file)
     gpus = load_gpus()
     try:
-        converted = import_skypilot(frame, provider, gpu_aliases(gpus))
+        converted = import_skypilot(frame, provider, gpu_aliases(pd.read_csv(CATALOG_DIR / "gpus.csv", keep_default_na=False)))
     except ValueError as exc:
         raise PlannerError(str(exc), str(file)) from None
+    missing_vram = converted["gpu_vram_gib"].isna()
+    if missing_vram.any():  # the source had no GpuInfo: take the GPU's marketed memory, and say so
+        converted.loc[missing_vram, "gpu_vram_gib"] = converted.loc[missing_vram, "gpu"].map(
+            {name: gpu.vram_gib for name, gpu in gpus.items()})
+        converted.loc[missing_vram, "defaults"] = converted.loc[missing_vram, "defaults"].fillna("").map(
+            lambda d: ";".join(filter(None, [d, "gpu_vram_gib"])))
     if converted.empty:
         raise PlannerError("no GPU offers found (expected rows with AcceleratorName and AcceleratorCount)", str(file))
     text = catalog_header(source=f"SkyPilot vms.csv imported from {file.name}", as_of=_today()) + converted.to_csv(

@@ -198,3 +198,19 @@ def import_skypilot(
         })
     out = pd.DataFrame(rows, columns=OFFER_COLUMNS)
     return out.sort_values(["instance_type", "region", "gpu"], kind="mergesort").reset_index(drop=True)
+
+
+def gpu_aliases(gpus: pd.DataFrame) -> dict[str, str]:
+    """alias -> canonical name, from gpus.csv's `aliases` column (each name maps to itself too)."""
+    out = {}
+    for _, row in gpus.iterrows():
+        out[row["name"]] = row["name"]
+        for alias in str(row.get("aliases") or "").split(";"):
+            if alias:
+                out[alias] = row["name"]
+    return out
+
+
+def catalog_header(source: str, as_of: str) -> str:
+    """The `# key: value` lines every offers catalog starts with."""
+    return f"# source: {source}\n# as_of: {as_of}\n# built_by: planner catalog import\n"

@@ -18,7 +18,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from planner.skypilot_import import (  # noqa: E402
-    OFFER_COLUMNS, SPOT_PREEMPTION_DEFAULT, import_skypilot, interconnect_defaults,
+    OFFER_COLUMNS, SPOT_PREEMPTION_DEFAULT, gpu_aliases, import_skypilot, interconnect_defaults,
 )
 
 OUT = ROOT / "catalogs"
@@ -126,16 +126,6 @@ def build_gpus(data: Path) -> pd.DataFrame:
     dup = {a for a in alias_list if alias_list.count(a) > 1 and a not in set(df["name"].str.upper())}
     assert not dup, f"ambiguous GPU aliases: {dup}"
     return df
-
-
-def gpu_aliases(gpus: pd.DataFrame) -> dict[str, str]:
-    """alias -> canonical, including each canonical name itself."""
-    out = {}
-    for _, r in gpus.iterrows():
-        out[r["name"]] = r["name"]
-        for a in r["aliases"].split(";"):
-            out[a] = r["name"]
-    return out
 
 
 # ---------------------------------------------------------------- models

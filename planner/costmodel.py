@@ -1,0 +1,546 @@
+"""Expected cost of one candidate: the analytic side of COST-MODEL.md.
+
+Pure functions over plain numbers (no pydantic, solver or CLI imports), so the
+planner can call them for thousands of candidates and `planner.simulate` can
+check every number by Monte-Carlo of exactly the same process.
+
+Where this module departs from the formulas printed in COST-MODEL.md it is to
+make them exact (the contract's tolerances are against simulation):
+
+* rounding waste (§5) is computed from the distribution of every billing
+  session's length, not from the ``γ/2`` rule of thumb (see `_waste`);
+* P(T <= D) (§6) is the exact distribution of T on a fine grid (FFT of the
+  per-segment compound-geometric laws), not a normal approximation;
+* 'none' writes no checkpoints, so its C is 0 as for 'stateless' (§4).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import fft as _fft
+
+__all__ = [
+    "CandidateInputs",
+    "CostResult",
+    "BREAKDOWN_KEYS",
+    "TOLERANCES",
+    "billed_hours",
+    "segments",
+    "segment_plan",
+    "expected",
+    "p_deadline",
+    "best_interval",
+]
+
+TOLERANCES = ("none", "checkpointed", "stateless")
+BREAKDOWN_KEYS = (
+    "compute",
+    "checkpointing",
+    "startup",
+    "preemption_rework",
+    "rounding_waste",
+    "storage",
+    "egress",
+)
+# Above this many expected failures the job is hopeless and the grid methods
+# would only burn time; costs are reported as inf.
+_MAX_EXP = 600.0
+
+
+@dataclass(frozen=True)
+class CandidateInputs:
+    """Everything the cost model needs about one candidate, in hours and USD."""
+
+    work_h: float  # W: failure-free, checkpoint-free wall time (§2)
+    checkpoint_write_h: float = 0.0  # C
+    restart_h: float = 0.0  # R, at the first start and after each failure
+    nodes: int = 1  # n
+    gpus_per_node: int = 1  # g
+    spot_rate_per_node_h: float = 0.0  # λ_spot; 0 on on-demand
+    hw_failure_per_gpu_h: float = 2e-5  # φ (Llama 3: 419 in 54 d on 16,384 GPUs)
+    price_per_node_h: float = 0.0
+    billing_granularity_h: float = 1.0 / 3600.0  # γ
+    billing_minimum_h: float = 0.0
+    interruption_tolerance: str = "checkpointed"
+    checkpoint_interval_h: float = math.inf  # τ
+    time_budget_h: float = math.inf  # D
+    storage_usd_per_h: float = 0.0  # per wall-clock hour, already converted
+    egress_usd: float = 0.0  # one-off
+
+    def __post_init__(self) -> None:
+        if not self.work_h > 0:
+            raise ValueError(f"work_h must be > 0, got {self.work_h!r}")
+        if self.interruption_tolerance not in TOLERANCES:
+            raise ValueError(
+                f"interruption_tolerance must be one of {TOLERANCES}, "
+                f"got {self.interruption_tolerance!r}"
+            )
+        if self.nodes < 1 or self.gpus_per_node < 1:
+            raise ValueError("nodes and gpus_per_node must be >= 1")
+        if not self.billing_granularity_h > 0:
+            raise ValueError("billing_granularity_h must be > 0")
+        for name in ("checkpoint_write_h", "restart_h", "spot_rate_per_node_h",
+                     "hw_failure_per_gpu_h", "billing_minimum_h"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0")
+        if (self.interruption_tolerance != "none"
+                and not self.checkpoint_interval_h > 0):
+            raise ValueError("checkpoint_interval_h must be > 0")
+
+    @property
+    def gpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def failure_rate_per_h(self) -> float:
+        """λ = n·λ_spot + N·φ (§3)."""
+        return (self.nodes * self.spot_rate_per_node_h
+                + self.gpus * self.hw_failure_per_gpu_h)
+
+
+@dataclass(frozen=True)
+class CostResult:
+    """Expected outcome of one candidate; `breakdown` sums to `cost_usd` (§7)."""
+
+    wall_h: float  # E[T]
+    failures: float  # E[F]
+    billed_node_h: float
+    rounding_waste_node_h: float
+    p_deadline: float  # P(T <= D)
+    cost_usd: float
+    breakdown: dict = field(default_factory=dict)
+    segments: int = 1  # k
+    checkpoint_interval_h: float = math.inf  # τ used
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def billed_hours(length_h, granularity_h: float, minimum_h: float):
+    """billed(L) = max(minimum, γ·ceil(L/γ)) (§5), vectorised.
+
+    A relative slack of 1e-9 granules keeps float noise (3.0000000001 h) from
+    billing a whole extra granule; the simulator uses this same function.
+    """
+    x = np.asarray(length_h, dtype=float) / granularity_h
+    units = np.ceil(x - 1e-9 * np.maximum(1.0, x))
+    return np.maximum(minimum_h, granularity_h * units)
+
+
+def _split(work_h: float, tau: float) -> tuple[int, float]:
+    """k = ceil(W/τ) robust to float noise (W=1, τ=0.1 is 10), and τ_k."""
+    if not math.isfinite(tau) or tau >= work_h:
+        return 1, float(work_h)
+    q = work_h / tau
+    r = round(q)
+    k = int(r) if abs(q - r) <= 1e-9 * max(1.0, r) else math.ceil(q)
+    k = max(k, 1)
+    last = work_h - (k - 1) * tau
+    if last <= 0 or abs(last - tau) <= 1e-9 * tau or last > tau:
+        last = min(max(last, 0.0), tau) or tau
+    return k, float(last)
+
+
+def segments(work_h: float, tau: float) -> np.ndarray:
+    """Productive hours τ_i of each segment (§4): τ for all, the rest last."""
+    k, last = _split(work_h, tau)
+    out = np.full(k, float(min(tau, work_h)))
+    out[-1] = last
+    return out
+
+
+@dataclass(frozen=True)
+class _Plan:
+    k: int
+    tau: float
+    s: float  # full segment incl. checkpoint write
+    s_k: float  # last segment incl. checkpoint write
+    C: float
+    R: float
+    lam: float
+    n: int
+
+    @property
+    def S(self) -> float:
+        """Σ s_i: the same float expression the simulator uses."""
+        return (self.k - 1) * self.s + self.s_k
+
+    @property
+    def T0(self) -> float:
+        return self.R + self.S
+
+
+def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> _Plan:
+    """Resolve τ and C from the interruption tolerance (§4)."""
+    tol = inputs.interruption_tolerance
+    C = inputs.checkpoint_write_h
+    tau = inputs.checkpoint_interval_h if tau is None else tau
+    if tol == "none":
+        # Cannot resume: one segment, and no checkpoint is ever written.
+        tau, C = math.inf, 0.0
+    elif tol == "stateless":
+        C = 0.0  # an item is its own checkpoint
+    k, last = _split(inputs.work_h, tau)
+    tau_used = inputs.work_h if k == 1 else tau
+    s_full = tau_used + C if k > 1 else last + C
+    return _Plan(k=k, tau=float(tau_used), s=float(s_full), s_k=float(last + C),
+                 C=float(C), R=float(inputs.restart_h),
+                 lam=float(inputs.failure_rate_per_h), n=int(inputs.nodes))
+
+
+def _seg_time(lam: float, s: float, R: float) -> float:
+    """E[T_i] = (e^(λs) − 1)(1/λ + R) (§4), stable as λ → 0."""
+    x = lam * s
+    if x == 0:
+        return s
+    e = math.expm1(x)
+    return s * (e / x) + e * R
+
+
+def _trexp_mean(lam: float, s: float) -> float:
+    """E[X], X ~ Exp(λ) truncated to [0, s)."""
+    x = lam * s
+    if x < 1e-5:
+        return s * (0.5 - x / 12.0)
+    return 1.0 / lam - s / math.expm1(x)
+
+
+def _moments(p: _Plan) -> tuple[float, float, float]:
+    """E[T], E[F] and sd of the failure overhead Z = T − T0."""
+    lam, k = p.lam, p.k
+    if lam == 0:
+        return p.T0, 0.0, 0.0
+    if lam * max(p.s, p.s_k) > _MAX_EXP:
+        return math.inf, math.inf, math.inf
+    ET = p.R + (k - 1) * _seg_time(lam, p.s, p.R) + _seg_time(lam, p.s_k, p.R)
+    var = 0.0
+    EF = 0.0
+    for cnt, s in ((k - 1, p.s), (1, p.s_k)):
+        if cnt == 0:
+            continue
+        c = math.expm1(lam * s)  # E[F_i]; Var(F_i) = c(1 + c)
+        ex = _trexp_mean(lam, s)
+        ey = p.R + ex
+        vy = ex * max(s - ex, 0.0)  # bound for a variable on [0, s)
+        var += cnt * (c * vy + c * (1 + c) * ey * ey)
+        EF += cnt * c
+    return ET, EF, math.sqrt(var)
+
+
+def _hat_trexp(lam: float, s: float, R: float, h: float, N: int) -> np.ndarray:
+    """Mass of R + X, X ~ Exp(λ) on [0, s), split linearly onto grid i·h.
+
+    The linear (hat) split keeps every mean exact, so sums of many such
+    variables do not drift with the grid; mass beyond the grid is dropped,
+    which is exact for the part of any convolution that stays on it.
+    """
+    w = np.zeros(N)
+    lo, hi = R, R + s
+    i0 = int(math.floor(lo / h))
+    if i0 >= N or s <= 0:
+        return w
+    i1 = min(int(math.ceil(hi / h)), N)
+    cells = np.arange(i0, max(i1, i0 + 1))
+    left = cells * h
+    a = np.maximum(left, lo)
+    b = np.minimum(left + h, hi)
+    d = np.maximum(b - a, 0.0)
+    p = -math.expm1(-lam * s)
+    e0 = np.exp(-lam * (a - R))
+    x = lam * d
+    em = -np.expm1(-x)
+    mass = e0 * em / p
+    # ∫ (u − u0) λe^(−λu) du over the cell, stable for small λd
+    mom = e0 * (em - x * np.exp(-x)) / (lam * p)
+    up = (mom + (a - left) * mass) / h  # share of the right-hand grid point
+    w[cells] += mass - up
+    tail = cells + 1 < N
+    w[cells[tail] + 1] += up[tail]
+    return w
+
+
+def _half_cdf(w: np.ndarray, h: float, offset: float, xs, weights=None):
+    """CDF (or partial first moment) of a hat-split grid measure at xs.
+
+    Cumulative sums of hat masses equal the CDF averaged over [x_i, x_i+h],
+    i.e. the CDF at the half-grid points to second order; interpolate there.
+    """
+    v = w if weights is None else w * weights
+    cum = np.concatenate(([0.0], np.cumsum(v)))
+    xp = offset + (np.arange(-1, w.size) + 0.5) * h
+    return np.interp(xs, xp, cum)
+
+
+def _grid(h: float, N: int, damping: float = 18.0):
+    """Frequencies and exponential tilt for a damped DFT on N points.
+
+    The tilt e^(−αx) with αNh = `damping` suppresses wrap-around by e^-18,
+    so the grid need only cover the lengths we evaluate, not all of T.
+    """
+    alpha = damping / (N * h)
+    i = np.arange(N)
+    tilt = np.exp(-alpha * h * i)
+    untilt = np.exp(alpha * h * i)
+    j = np.arange(N // 2 + 1)
+    z1 = alpha * h + 2j * np.pi * j / N  # per-grid-step exponent
+    return tilt, untilt, z1
+
+
+# ----------------------------------------------------------- P(T <= D) (§6)
+
+
+def _p_le(p: _Plan, D: float, moments=None, N: int = 8192) -> float:
+    lam, k = p.lam, p.k
+    zD = D - p.T0
+    if zD < -1e-9 * max(1.0, abs(D)):
+        return 0.0
+    if lam == 0:
+        return 1.0
+    ET, EF, sd = moments if moments is not None else _moments(p)
+    if not math.isfinite(ET):
+        return 0.0 if math.isfinite(D) else 1.0
+    P0 = math.exp(-lam * p.S)
+    z_max = (ET - p.T0) + 14.0 * sd + 2.0 * (p.R + p.s)
+    if zD >= z_max:
+        return 1.0
+    if zD <= 0:
+        return P0
+    # Z = T − T0 = Σ_i Σ_{j<F_i} (X_ij + R): compound geometric per segment,
+    # (1−p)/(1−p·φ_Y); identical full segments by a power.
+    h = zD / (N - 2)
+    tilt, untilt, _ = _grid(h, N)
+    pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
+    fYk = _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt)
+    zhat = (1 - pk) / (1 - pk * fYk)
+    if k > 1:
+        fY = _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt)
+        zhat = zhat * np.power((1 - pf) / (1 - pf * fY), k - 1)
+    zhat = zhat - P0  # the atom at Z = 0 (no failure) is added exactly below
+    z = _fft.irfft(zhat, N) * untilt
+    Fc = float(_half_cdf(z, h, 0.0, zD))
+    return min(1.0, max(0.0, P0 + Fc))
+
+
+def p_deadline(inputs: CandidateInputs, tau: float | None = None) -> float:
+    """P(T <= D), exact up to a fine grid (§6); 1 when D is infinite."""
+    D = inputs.time_budget_h
+    if not math.isfinite(D):
+        return 1.0
+    return _p_le(segment_plan(inputs, tau), D)
+
+
+# ------------------------------------------------------ rounding waste (§5)
+
+
+def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
+           sd: float, cut_granules: int = 1000) -> float:
+    """Expected Σ over billing sessions of billed(L) − L, in node-hours.
+
+    Sessions per node slot: the slot's session started at the beginning of
+    segment j (after a restart R) runs through other slots' failures (each
+    adds X + R and restarts the segment) until this slot fails — each failure
+    hits it with probability 1/n — or the job ends. Sessions start n times at
+    j = 1 and E[F_j] = e^(λs_j) − 1 times at segment j. In transforms, with
+    q = (n−1)/n,
+        pass segment  A = (1−p)·e^(−iωs) / (1 − q·p·φ_Y)
+        die in it     K = (1−q)·p·φ_X   / (1 − q·p·φ_Y)
+    and summing the geometric series over start and end segments gives the
+    measure of all session lengths. Its atoms (no failure after the start,
+    L = R + S_j) are billed exactly; the continuous part is evaluated from
+    its CDF at the billing steps up to `cut_granules` granules, beyond which
+    a session's waste is γ/2 to within γ/2 in at least 1000 granules.
+    """
+    lam, k, n, R = p.lam, p.k, p.n, p.R
+    s, s_k = p.s, p.s_k
+    if lam == 0:
+        return n * float(billed_hours(p.T0, gran, minimum) - p.T0)
+    if not math.isfinite(ET):
+        return math.inf
+    mass_total = n + EF
+    J = max(0, math.ceil(minimum / gran - 1e-9) - 1)
+    L_tail = p.T0 + (ET - p.T0) + 14.0 * sd + 2.0 * (R + s)
+    I = max(J + 1, math.ceil(min(cut_granules * gran, L_tail) / gran - 1e-9))
+    cut = I * gran
+
+    pf, pk = -math.expm1(-lam * s), -math.expm1(-lam * s_k)
+    c, ck = math.expm1(lam * s), math.expm1(lam * s_k)
+
+    # ---- atoms: sessions with no failure from their start to the job end.
+    # m = k − j segments after the start segment j; length R + s_k + m·s.
+    M = min(k, 200_000)
+    m_idx = np.arange(M, dtype=float)
+    starts = np.full(M, c)
+    starts[0] = ck
+    if k == 1:
+        starts[0] += n
+    elif M == k:
+        starts[-1] += n
+    log1mp = math.log1p(-pf) if pf < 1 else -math.inf
+    amass = (1 - pk) * starts * np.exp(m_idx * log1mp)
+    apos = R + s_k + m_idx * s
+    if M < k:  # the very first session, never interrupted: L = T0
+        amass = np.append(amass, (1 - pk) * (n + c) * math.exp((k - 1) * log1mp))
+        apos = np.append(apos, p.T0)
+    waste_atoms = float(np.dot(amass, billed_hours(apos, gran, minimum) - apos))
+    # closed-form total mass of all atoms (§ derivation above, ω = 0)
+    if k == 1:
+        atom_total = (1 - pk) * (n + ck)
+    else:
+        geo = math.exp(lam * s) * -math.expm1(-lam * s * (k - 1))  # c·Σ(1−p)^m
+        atom_total = (1 - pk) * (n * math.exp((k - 1) * log1mp) + geo + ck)
+    # atoms not enumerated (only when k > 200,000): γ/2 each
+    waste_atoms += max(atom_total - float(amass.sum()), 0.0) * gran / 2
+
+    # ---- continuous part on a damped grid over x = L − R.
+    range_x = cut - R
+    cont_total = max(mass_total - atom_total, 0.0)
+    if range_x <= 0 or cont_total <= 1e-12 * mass_total:
+        return waste_atoms + cont_total * gran / 2
+    h_t = min(gran / 8.0, range_x / 4096.0)
+    if k > 1 and s >= h_t:
+        ms = math.ceil(s / h_t - 1e-9)
+        h, frac = s / ms, 0.0
+    else:
+        h = h_t
+        ms, frac = int(s // h), (s / h) % 1.0
+    N = _fft.next_fast_len(int(math.ceil(range_x / h)) + 4, real=True)
+    tilt, untilt, z1 = _grid(h, N)
+    shift = np.exp(-ms * z1)
+    if frac:  # s not on the grid: hat-split the shift too (mean exact)
+        shift = (1 - frac) * shift + frac * np.exp(-(ms + 1) * z1)
+    q = (n - 1) / n
+
+    fYk = _fft.rfft(_hat_trexp(lam, s_k, R, h, N) * tilt)
+    fXk = _fft.rfft(_hat_trexp(lam, s_k, 0.0, h, N) * tilt)
+    den_k = 1 - q * pk * fYk
+    Ak = (1 - pk) / den_k  # offset s_k applied when evaluating
+    Kk = (1 - q) * pk * fXk / den_k
+    if k == 1:
+        Uk = n + ck
+        Ua = n + ck
+        nu1 = Uk * Kk
+    else:
+        fY = _fft.rfft(_hat_trexp(lam, s, R, h, N) * tilt)
+        fX = _fft.rfft(_hat_trexp(lam, s, 0.0, h, N) * tilt)
+        den = 1 - q * pf * fY
+        A = (1 - pf) * shift / den
+        K = (1 - q) * pf * fX / den
+        Ak1 = np.power(A, k - 1)
+        D1 = 1 - A
+        G = (1 - Ak1) / D1  # Σ_{i<k−1} A^i
+        H = ((k - 1) - A * G) / D1  # Σ_{i=1}^{k−1} G_i
+        Uk = n * Ak1 + c * A * G + ck
+        nu1 = K * (n * G + c * H) + Uk * Kk
+        a = (1 - pf) * shift  # atom part of A
+        ak1 = np.power(a, k - 1)
+        Ua = n * ak1 + c * a * (1 - ak1) / (1 - a) + ck
+    nu2 = Uk * Ak - Ua * (1 - pk)  # completed sessions minus their atoms
+    g1 = _fft.irfft(nu1, N) * untilt
+    g2 = _fft.irfft(nu2, N) * untilt
+    x = np.arange(N) * h
+    o1, o2 = R, R + s_k
+
+    pts = np.arange(J, I + 1) * gran
+    F = _half_cdf(g1, h, o1, pts) + _half_cdf(g2, h, o2, pts)
+    F_J, F_I = F[0], F[-1]
+    billed_le = minimum * F_J + gran * (J * (F_I - F_J) + float(np.sum(F_I - F[:-1])))
+    len_le = (float(_half_cdf(g1, h, o1, cut, o1 + x))
+              + float(_half_cdf(g2, h, o2, cut, o2 + x)))
+    waste_cont = billed_le - len_le + max(cont_total - F_I, 0.0) * gran / 2
+    return waste_atoms + waste_cont
+
+
+# -------------------------------------------------------- expected (§4–§7)
+
+
+def _evaluate(inputs: CandidateInputs, tau: float | None,
+              with_deadline: bool) -> CostResult:
+    p = segment_plan(inputs, tau)
+    ET, EF, sd = _moments(p)
+    n, price = p.n, inputs.price_per_node_h
+    gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
+    waste = _waste(p, gran, minimum, ET, EF, sd)
+    billed = n * ET + waste
+    W, kC = inputs.work_h, p.k * p.C
+    breakdown = {
+        "compute": price * n * W,
+        "checkpointing": price * n * kC,
+        "startup": price * n * p.R,
+        # E[T] − W − kC − R: lost work and restarts (§7)
+        "preemption_rework": price * n * max(ET - p.T0, 0.0),
+        "rounding_waste": price * waste,
+        "storage": inputs.storage_usd_per_h * ET,
+        "egress": inputs.egress_usd,
+    }
+    cost = math.fsum(breakdown.values())
+    pd = 1.0
+    if with_deadline and math.isfinite(inputs.time_budget_h):
+        pd = _p_le(p, inputs.time_budget_h, (ET, EF, sd))
+    return CostResult(wall_h=ET, failures=EF, billed_node_h=billed,
+                      rounding_waste_node_h=waste, p_deadline=pd,
+                      cost_usd=cost, breakdown=breakdown, segments=p.k,
+                      checkpoint_interval_h=p.tau)
+
+
+def expected(inputs: CandidateInputs, tau: float | None = None) -> CostResult:
+    """Expected wall time, failures, billing, P(T <= D) and cost (§4–§7).
+
+    `tau` overrides `inputs.checkpoint_interval_h` (used by `best_interval`).
+    """
+    return _evaluate(inputs, tau, with_deadline=True)
+
+
+# ----------------------------------------------------- auto cadence (§4)
+
+
+def best_interval(inputs: CandidateInputs, candidates=None) -> float:
+    """τ minimising expected cost for 'checkpointed' with cadence `auto`.
+
+    For a given k = ceil(W/τ), E[T] is smallest with equal segments τ = W/k
+    (e^(λs) is convex), so the search runs over integers k: a log-spaced
+    scan around Young/Daly's sqrt(2C/λ), then every k near the best few,
+    then a continuous polish within the best k. Extra `candidates` (hours)
+    are always considered. Ties go to the longer τ (fewer checkpoints).
+    """
+    W = inputs.work_h
+    if inputs.interruption_tolerance != "checkpointed":
+        return segment_plan(inputs).tau
+    lam, C = inputs.failure_rate_per_h, inputs.checkpoint_write_h
+    k_max = int(min(100_000, max(1, math.ceil(W / 1e-3))))
+    cache: dict[float, float] = {}
+
+    def cost(tau: float) -> float:
+        if tau not in cache:
+            cache[tau] = _evaluate(inputs, tau, with_deadline=False).cost_usd
+        return cache[tau]
+
+    if lam == 0:
+        return W  # nothing to lose: one segment, fewest checkpoints
+    ks = set(np.unique(np.geomspace(1, k_max, 48).round().astype(int)).tolist())
+    if C > 0:
+        k_yd = W / math.sqrt(2 * C / lam)
+        for f in (0.5, 0.7, 1.0, 1.4, 2.0):
+            ks.add(int(min(k_max, max(1, round(k_yd * f)))))
+    for kk in ks:
+        cost(W / kk)
+    # refine: every k near the three best scanned ks
+    best = sorted(cache, key=lambda t: (cache[t], -t))[:3]
+    for t in best:
+        k0 = round(W / t)
+        span = max(3, int(0.15 * k0))
+        for kk in range(max(1, k0 - span), min(k_max, k0 + span) + 1):
+            cost(W / kk)
+    # polish: unequal splits within the best k (rarely better, but cheap)
+    t_best = min(cache, key=lambda t: (cache[t], -t))
+    k0 = round(W / t_best)
+    if k0 > 1:
+        lo, hi = W / k0, W / (k0 - 1) * (1 - 1e-9)
+        for t in np.linspace(lo, hi, 6)[1:]:
+            cost(float(t))
+    for t in candidates or ():
+        if t > 0:
+            cost(float(min(t, W)))
+    return min(cache, key=lambda t: (cache[t], -t))

@@ -1,0 +1,144 @@
+"""The shipped catalogs and the `planner catalog` commands."""
+import json
+
+import pytest
+
+from planner.catalog import CATALOG_DIR, _header_comments, load_catalog, shipped_catalog_names
+
+from test_bad_input import assert_one_line_error
+
+
+@pytest.fixture(scope="module")
+def everything():
+    return load_catalog(shipped_catalog_names())
+
+
+def test_at_least_the_big_three_and_two_gpu_clouds_are_shipped():
+    assert {"aws", "gcp", "azure", "lambda", "runpod"} <= set(shipped_catalog_names())
+
+
+@pytest.mark.parametrize("name", shipped_catalog_names())
+def test_every_offer_file_records_source_and_as_of(name):
+    meta, _ = _header_comments(CATALOG_DIR / "offers" / f"{name}.csv")
+    assert meta.get("source") and meta.get("as_of")
+
+
+def test_providers_carry_billing_source_and_date(everything):
+    for provider in everything.providers.values():
+        assert provider.billing_granularity_h > 0 and provider.source and provider.as_of
+    aws = everything.providers["aws"]
+    assert aws.billing_granularity_h == pytest.approx(1 / 3600) and aws.billing_minimum_h == pytest.approx(1 / 60)
+
+
+def test_every_offer_names_a_known_gpu_and_has_a_price(everything):
+    offers = everything.offers
+    assert set(offers["gpu"]) <= set(everything.gpus)
+    assert (offers["on_demand_usd_h"].notna() | offers["spot_usd_h"].notna()).all()
+    assert offers["key"].is_unique
+
+
+def test_spot_offers_get_a_preemption_rate(everything):
+    spot = everything.offers[everything.offers["spot_usd_h"].notna()]
+    assert spot["spot_preemption_per_h"].notna().all()
+    assert (spot["spot_preemption_per_h"] > 0).all()
+
+
+def test_data_oddities_are_handled_deliberately(everything):
+    offers = everything.offers.set_index("key")
+    # Azure ND H100 v5 lists spot == on-demand: no useful spot, and the catalog says so.
+    nd = offers.loc["azure/eastus/Standard_ND96isr_H100_v5"]
+    assert nd["spot_usd_h"] != nd["spot_usd_h"] and "spot_no_discount" in nd["notes"]
+    # Spot can never be dearer than on-demand in the shipped data.
+    both = everything.offers.dropna(subset=["spot_usd_h", "on_demand_usd_h"])
+    assert (both["spot_usd_h"] < both["on_demand_usd_h"]).all()
+
+
+def test_interconnects_are_real_where_known(everything):
+    p5 = everything.offer_models["aws/us-east-1/p5.48xlarge"]
+    assert (p5.gpu, p5.gpus_per_node, p5.intra_node, p5.inter_node, p5.inter_node_gbps) == ("H100-SXM", 8, "nvlink", "efa", 3200)
+    nd = everything.offer_models["azure/eastus/Standard_ND96amsr_A100_v4"]
+    assert nd.inter_node == "infiniband"
+
+
+def test_models_table_knows_common_architectures(everything):
+    for name in ("llama-2-7b", "llama-3.1-70b", "mixtral-8x7b", "mistral-7b", "qwen2.5-72b", "gemma-2-9b"):
+        assert everything.model(name).params > 1e9
+    assert everything.model("Llama-3.1-70B").layers == 80  # case-insensitive
+
+
+def test_catalog_list_h100_json_spans_providers(run):
+    result = run("catalog", "list", "--gpu", "H100", "--format", "json")
+    assert result.exit_code == 0
+    rows = json.loads(result.stdout)
+    assert len({r["provider"] for r in rows}) >= 4
+    assert all(r["gpu"].startswith("H100") for r in rows)
+    prices = [r["usd_per_gpu_h"] for r in rows]
+    assert prices == sorted(prices) and all(p > 0 for p in prices)
+
+
+def test_catalog_list_filters(run):
+    rows = json.loads(run("catalog", "list", "--provider", "aws", "--min-vram", "40GiB", "--spot", "--format", "json").stdout)
+    assert rows and all(r["provider"] == "aws" and r["gpu_vram_gib"] >= 40 and r["spot_usd_h"] for r in rows)
+
+
+def test_catalog_list_csv_and_table(run):
+    csv = run("catalog", "list", "--provider", "lambda", "--format", "csv").stdout.splitlines()
+    assert csv[0].startswith("provider,region,instance_type,gpu")
+    table = run("catalog", "list", "--provider", "lambda", "--limit", "3").stdout
+    assert "gpu_1x" in table and "3 offers" in table
+
+
+def test_catalog_list_rejects_unknown_names(run):
+    assert_one_line_error(run("catalog", "list", "--gpu", "H1000"), "unknown GPU 'H1000'")
+    assert_one_line_error(run("catalog", "list", "--provider", "awz"), "unknown provider 'awz'", "did you mean 'aws'?")
+    assert_one_line_error(run("catalog", "list", "--min-vram", "lots"), "--min-vram", "expected a size")
+
+
+def test_catalog_show_marks_defaults(run):
+    result = run("catalog", "show", "gcp/us-central1/a2-highgpu-1g")
+    assert result.exit_code == 0
+    assert "inter_node" in result.stdout and "(default)" in result.stdout
+    details = json.loads(run("catalog", "show", "aws/us-east-1/p5.48xlarge", "--format", "json").stdout)
+    assert details["gpu"]["name"] == "H100-SXM" and details["provider"]["name"] == "aws"
+
+
+def test_catalog_show_unknown_and_ambiguous(run):
+    assert_one_line_error(run("catalog", "show", "aws/us-east-1/p5.48xlage"), "unknown offer", "did you mean")
+    assert_one_line_error(run("catalog", "show", "p5.48xlarge"), "offered in", "name one")
+
+
+SKYPILOT = """InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone
+g5.xlarge,A10G,1,4,16,,1.006,0.45,us-east-1,us-east-1a
+g5.xlarge,A10G,1,4,16,,1.006,0.40,us-east-1,us-east-1b
+m5.large,,,2,8,,0.096,,us-east-1,us-east-1a
+"""
+
+
+def test_catalog_import_round_trips_into_a_scenario(run, tmp_path, scenario_file):
+    source = tmp_path / "vms.csv"
+    source.write_text(SKYPILOT)
+    out = tmp_path / "mine.csv"
+    result = run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o", out)
+    assert result.exit_code == 0, result.stderr
+    text = out.read_text()
+    assert text.startswith("# source: ") and "A10G" in text and "0.4," in text  # spot = min over zones
+    assert "m5.large" not in text
+    scenario = scenario_file("name: x\ncatalogs: [mine.csv]\nworkloads:\n  - name: j\n    kind: training\n"
+                             "    memory: {per_gpu: 10GiB}\n    work: {gpu_hours: 1, reference_gpu: A10G}\n")
+    (scenario.parent / "mine.csv").write_text(text)
+    assert run("validate", scenario).exit_code == 0
+
+
+def test_catalog_import_never_overwrites_its_input(run, tmp_path):
+    source = tmp_path / "vms.csv"
+    source.write_text(SKYPILOT)
+    assert_one_line_error(run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o", source),
+                          "refusing to overwrite an input file")
+    assert source.read_text() == SKYPILOT
+
+
+def test_catalog_import_unknown_gpu(run, tmp_path):
+    source = tmp_path / "vms.csv"
+    source.write_text(SKYPILOT.replace("A10G", "Z9000"))
+    assert_one_line_error(run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o", tmp_path / "o.csv"),
+                          "Z9000")
