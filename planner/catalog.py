@@ -107,9 +107,13 @@ class Catalog:
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def gpu(self, name: str) -> Gpu:
+        """A GPU by canonical name, or by family (`H100` -> its fastest member, H100-SXM)."""
         for gpu in self.gpus.values():
             if gpu.name.lower() == name.lower():
                 return gpu
+        family = [g for g in self.gpus.values() if g.family.lower() == name.lower()]
+        if family:
+            return max(family, key=lambda g: (g.mem_bandwidth_gbs, g.name))
         raise KeyError(f"unknown GPU {name!r}{did_you_mean(name, self.gpus)}")
 
     def model(self, name: str) -> ModelArch:
@@ -215,3 +219,27 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
     if defaulted.any():
         offers.loc[defaulted, "spot_preemption_per_h"] = offers.loc[defaulted, "provider"].map(fill).astype(float)
     return Catalog(gpus=gpus, providers=providers, models=models, offers=offers, sources=sources)
+
+
+def offers_for(catalog: Catalog, allow, forbid, offers: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The offers a workload's `allow`/`forbid` placement rules leave (GPU filters match families)."""
+    offers = catalog.offers if offers is None else offers
+    mask = pd.Series(True, index=offers.index)
+
+    def gpu_mask(queries) -> pd.Series:
+        wanted = {g for g in catalog.gpus if any(catalog.gpu_matches(g, q) for q in queries)}
+        return offers["gpu"].isin(wanted)
+
+    for column, values in (("provider", allow.providers), ("region", allow.regions),
+                           ("instance_type", allow.instance_types)):
+        if values:
+            mask &= offers[column].isin(values)
+    if allow.gpus:
+        mask &= gpu_mask(allow.gpus)
+    for column, values in (("provider", forbid.providers), ("region", forbid.regions),
+                           ("instance_type", forbid.instance_types)):
+        if values:
+            mask &= ~offers[column].isin(values)
+    if forbid.gpus:
+        mask &= ~gpu_mask(forbid.gpus)
+    return offers[mask]

@@ -73,6 +73,66 @@ def validate(files: tuple[Path, ...]) -> None:
         )
 
 
+# ---------------------------------------------------------------- estimate
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--workload", help="Only this workload.")
+@click.option("--gpu", "gpus", multiple=True, help="Only this GPU name or family (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+def estimate(scenario, workload, gpus, fmt) -> None:
+    """Memory per GPU, fit, productive hours W and scaling, per GPU model and count.
+
+    Shows why a GPU is ruled in or out: the memory parts (weights, gradients, optimizer,
+    activations, KV cache, overhead) against VRAM, and the work hours on the best
+    interconnect the catalogs offer for that GPU count.
+
+    \b
+    Example:
+      planner estimate scenarios/full-finetune-70b.yaml --gpu H100 --gpu A100
+    """
+    from .estimate import estimate_rows
+    from .scenario import load_scenario
+
+    loaded = load_scenario(scenario)
+    names = {w.name for w in loaded.scenario.workloads}
+    if workload and workload not in names:
+        from .catalog import did_you_mean
+
+        raise PlannerError(f"unknown workload {workload!r}{did_you_mean(workload, names)}", "--workload")
+    for query in gpus:
+        if not loaded.catalog.knows_gpu(query):
+            from .catalog import did_you_mean
+
+            raise PlannerError(f"unknown GPU {query!r}{did_you_mean(query, loaded.catalog.gpu_names_and_families())}",
+                               "--gpu")
+    rows = estimate_rows(loaded, workload, gpus)
+    if fmt == "json":
+        from .output import to_json
+
+        click.echo(to_json(rows), nl=False)
+        return
+    import pandas as pd
+
+    from .output import render_table
+
+    for name in sorted({r["workload"] for r in rows}, key=[w.name for w in loaded.scenario.workloads].index):
+        table = pd.DataFrame([{
+            "gpu": r["gpu"], "gpus": r["gpus"], "nodes": r["nodes"], "link": r["interconnect"],
+            "weights": r["memory_gib"]["weights"], "grads": r["memory_gib"]["gradients"],
+            "optim": r["memory_gib"]["optimizer"], "activ": r["memory_gib"]["activations"],
+            "kv": r["memory_gib"]["kv_cache"], "total_gib": r["memory_gib"]["total"], "vram": r["vram_gib"],
+            "fits": "yes" if r["fits"] else "no", "work_h": r["work_h"], "tok_per_s": r["tokens_per_s"] or None,
+            "scaling": r["scaling_efficiency"] or None, "note": r["reason"],
+        } for r in rows if r["workload"] == name])
+        table = table.loc[:, [c for c in table.columns if c not in ("grads", "optim", "kv", "activ", "tok_per_s")
+                              or table[c].fillna(0).astype(bool).any()]]
+        click.echo(render_table(table, title=f"workload {name}: memory per GPU (GiB) and productive hours W"),
+                   nl=False)
+        click.echo()
+
+
 # ---------------------------------------------------------------- catalog
 
 

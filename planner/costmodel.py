@@ -310,6 +310,9 @@ def _p_le(p: _Plan, D: float, moments=None, N: int = 8192) -> float:
         return P0
     # Z = T − T0 = Σ_i Σ_{j<F_i} (X_ij + R): compound geometric per segment,
     # (1−p)/(1−p·φ_Y); identical full segments by a power.
+    # grid fine enough for the lumps X + R of width s (stateless items)
+    feat = p.s if k > 1 else p.s_k
+    N = int(min(65536, max(N, _fft.next_fast_len(int(4 * zD / feat) + 2, real=True))))
     h = zD / (N - 2)
     tilt, untilt, _ = _grid(h, N)
     pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
@@ -389,7 +392,7 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     if k == 1:
         atom_total = (1 - pk) * (n + ck)
     else:
-        geo = math.exp(lam * s) * -math.expm1(-lam * s * (k - 1))  # c·Σ(1−p)^m
+        geo = -math.expm1(-lam * s * (k - 1))  # c·Σ_{m=1}^{k−1}(1−p)^m, c(1−p)/p = 1
         atom_total = (1 - pk) * (n * math.exp((k - 1) * log1mp) + geo + ck)
     # atoms not enumerated (only when k > 200,000): γ/2 each
     waste_atoms += max(atom_total - float(amass.sum()), 0.0) * gran / 2
@@ -399,7 +402,11 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     cont_total = max(mass_total - atom_total, 0.0)
     if range_x <= 0 or cont_total <= 1e-12 * mass_total:
         return waste_atoms + cont_total * gran / 2
-    h_t = min(gran / 8.0, range_x / 4096.0)
+    # resolve the billing step, the segment (X's support) and 1/λ; the
+    # session law is lumpy at those scales (many lengths ≈ m·R + small)
+    feat = s if k > 1 else s_k
+    h_t = min(gran / 8.0, range_x / 4096.0, feat / 8.0, 1.0 / (8.0 * lam))
+    h_t = max(h_t, range_x / 60000.0)
     if k > 1 and s >= h_t:
         ms = math.ceil(s / h_t - 1e-9)
         h, frac = s / ms, 0.0

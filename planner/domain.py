@@ -257,6 +257,9 @@ class Workload(Strict):
         if missing_work:
             need = "`generation`" if self.kind == "batch_inference" else "`work: {gpu_hours, reference_gpu}` or `work: {tokens}`"
             raise ValueError(f"work is missing: give {need}")
+        if self.precision in ("int8", "int4") and self.training_method != "inference":
+            raise ValueError(f"precision {self.precision} is for inference weights; "
+                             "training runs at fp32, fp16, bf16 or fp8")
         if self.work is not None and self.work.tokens is not None and self.model is None:
             raise ValueError("work.tokens needs a `model` to turn tokens into FLOPs")
         if self.generation is not None and self.model is None and self.work is None:

@@ -44,15 +44,18 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def render_table(frame, title: str | None = None, footer: list[str] | None = None, width: int = 240) -> str:
-    """A rich table as plain text (no colour codes, so it pastes and diffs cleanly)."""
+def render_table(frame, title: str | None = None, footer: list[str] | None = None, width: int = 240,
+                 fold: tuple[str, ...] = ("note", "why")) -> str:
+    """A rich table as plain text (no colour codes, so it pastes and diffs cleanly); `fold` columns wrap."""
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
     for column in frame.columns:
         numeric = frame[column].dtype.kind in "if"
-        table.add_column(str(column), justify="right" if numeric else "left", no_wrap=True)
+        wide = column in fold
+        table.add_column(str(column), justify="right" if numeric else "left", no_wrap=not wide,
+                         overflow="fold" if wide else "ellipsis", max_width=60 if wide else None)
     for row in frame.itertuples(index=False):
         table.add_row(*(_cell(v) for v in row))
     console = Console(width=width, record=True, color_system=None, force_terminal=False)
