@@ -122,7 +122,7 @@ def estimate(scenario, workload, gpus, fmt) -> None:
             "gpu": r["gpu"], "gpus": r["gpus"], "nodes": r["nodes"], "link": r["interconnect"],
             "weights": r["memory_gib"]["weights"], "grads": r["memory_gib"]["gradients"],
             "optim": r["memory_gib"]["optimizer"], "activ": r["memory_gib"]["activations"],
-            "kv": r["memory_gib"]["kv_cache"], "total_gib": r["memory_gib"]["total"], "vram": r["vram_gib"],
+            "kv": r["memory_gib"]["kv_cache"], "ovh": r["memory_gib"]["overhead"], "total_gib": r["memory_gib"]["total"], "vram": r["vram_gib"],
             "fits": "yes" if r["fits"] else "no", "work_h": r["work_h"], "tok_per_s": r["tokens_per_s"] or None,
             "scaling": r["scaling_efficiency"] or None, "note": r["reason"],
         } for r in rows if r["workload"] == name])
