@@ -73,6 +73,41 @@ def validate(files: tuple[Path, ...]) -> None:
         )
 
 
+# ---------------------------------------------------------------- solve
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv", "markdown")), default="table",
+              show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
+@click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="Seconds CP-SAT may search; the best plan so far is reported with its gap.")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
+@click.option("--explain", is_flag=True, help="Add runner-up candidates and why the winner beat them.")
+def solve(scenario, fmt, output, time_limit, workers, explain) -> None:
+    """The cheapest plan that meets every deadline, with its cost breakdown.
+
+    Exit status 0 with a plan, 1 when the scenario is infeasible (the report says which
+    workload cannot be placed and why), 2 on bad input.
+
+    \b
+    Example:
+      planner solve scenarios/lora-finetune.yaml
+      planner solve scenarios/team-quarter-mix.yaml --explain
+      planner solve scenarios/pretrain-multinode.yaml --format json -o plan.json
+    """
+    from .plan import make_plan
+    from .report import solve_text
+    from .scenario import load_scenario
+
+    loaded = load_scenario(scenario)
+    plan = make_plan(loaded, time_limit_s=time_limit, workers=workers)
+    emit(solve_text(plan, fmt, explain), output, inputs=(scenario,))
+    if plan.status == "INFEASIBLE":
+        sys.exit(1)
+
+
 # ---------------------------------------------------------------- estimate
 
 

@@ -270,7 +270,10 @@ def _half_cdf(w: np.ndarray, h: float, offset: float, xs, weights=None):
     """
     v = w if weights is None else w * weights
     cum = np.concatenate(([0.0], np.cumsum(v)))
-    xp = offset + (np.arange(-1, w.size) + 0.5) * h
+    # no mass below `offset` (lengths start there), so the first node is
+    # (offset, 0), not (offset − h/2, 0): a density that starts with a jump
+    # at x = 0 would otherwise leak half a cell below it
+    xp = offset + np.concatenate(([0.0], (np.arange(w.size) + 0.5) * h))
     return np.interp(xs, xp, cum)
 
 
@@ -362,6 +365,10 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
         return n * float(billed_hours(p.T0, gran, minimum) - p.T0)
     if not math.isfinite(ET):
         return math.inf
+    if EF > 1e7:
+        # hopeless candidate (e^(λs) huge): the grid sums would overflow;
+        # half a granule per session is plenty to rank it last
+        return (n + EF) * gran / 2
     mass_total = n + EF
     J = max(0, math.ceil(minimum / gran - 1e-9) - 1)
     L_tail = p.T0 + (ET - p.T0) + 14.0 * sd + 2.0 * (R + s)
@@ -381,7 +388,7 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
         starts[0] += n
     elif M == k:
         starts[-1] += n
-    log1mp = math.log1p(-pf) if pf < 1 else -math.inf
+    log1mp = -lam * s  # log(1 − p), exact
     amass = (1 - pk) * starts * np.exp(m_idx * log1mp)
     apos = R + s_k + m_idx * s
     if M < k:  # the very first session, never interrupted: L = T0
@@ -521,7 +528,8 @@ def best_interval(inputs: CandidateInputs, candidates=None) -> float:
 
     def cost(tau: float) -> float:
         if tau not in cache:
-            cache[tau] = _evaluate(inputs, tau, with_deadline=False).cost_usd
+            c = _evaluate(inputs, tau, with_deadline=False).cost_usd
+            cache[tau] = c if c == c else math.inf  # NaN never wins
         return cache[tau]
 
     if lam == 0:

@@ -430,6 +430,20 @@ def name_attached_gpus(off: pd.DataFrame) -> pd.DataFrame:
     return off
 
 
+def drop_unverifiable_floor_spot(off: pd.DataFrame) -> pd.DataFrame:
+    """In regions where spot prices sit on the 10 % floor, a spot price with no on-demand price to
+    compare against cannot be told apart from the floor (AWS p5e in ap-southeast-3 is exactly 10 %
+    of p5en's on-demand price): blank it rather than let a fake bargain win every plan."""
+    floor_regions = set(off.loc[off.notes.str.contains("spot_price_floor", na=False), "region"])
+    suspect = off.region.isin(floor_regions) & off.on_demand_usd_h.isna() & off.spot_usd_h.notna()
+    off = off.copy()
+    off.loc[suspect, "spot_usd_h"] = float("nan")
+    off.loc[suspect, "spot_preemption_per_h"] = float("nan")
+    off.loc[suspect, "notes"] = off.loc[suspect, "notes"].fillna("").map(
+        lambda n: ";".join(filter(None, [n, "spot_price_floor_unverifiable"])))
+    return off
+
+
 def build_offers(data: Path, aliases: dict[str, str], gpu_names: set[str]) -> dict[str, pd.DataFrame]:
     fam = families_table(data)
     out = {}
@@ -444,6 +458,7 @@ def build_offers(data: Path, aliases: dict[str, str], gpu_names: set[str]) -> di
         assert set(raw.instance_type) == set(off.instance_type), p
         assert not off.duplicated(["region", "instance_type", "gpu", "gpus_per_node"]).any(), p
         off = name_attached_gpus(off)
+        off = drop_unverifiable_floor_spot(off)
         unpriced = off.on_demand_usd_h.isna() & off.spot_usd_h.isna()
         for row in off[unpriced].itertuples():
             print(f"  dropped {p}/{row.region}/{row.instance_type}: no on-demand and no spot price")

@@ -1,0 +1,261 @@
+"""The analytic cost model (COST-MODEL.md §4–§7) against hand cases and the simulator."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from planner.costmodel import (
+    BREAKDOWN_KEYS,
+    CandidateInputs,
+    _moments,
+    best_interval,
+    billed_hours,
+    expected,
+    p_deadline,
+    segment_plan,
+    segments,
+)
+from planner.simulate import simulate
+
+SEC = 1.0 / 3600.0
+MIN = 60.0 * SEC
+
+
+def make(**kw) -> CandidateInputs:
+    base = dict(work_h=10.0, price_per_node_h=2.0, hw_failure_per_gpu_h=0.0)
+    base.update(kw)
+    return CandidateInputs(**base)
+
+
+# ------------------------------------------------------------ segments
+
+
+@pytest.mark.parametrize(
+    "W, tau, k, last",
+    [(1.0, 0.1, 10, 0.1), (1.1, 0.1, 11, 0.1), (0.7, 0.1, 7, 0.1),
+     (1.0, 0.3, 4, 0.1), (5.0, 10.0, 1, 5.0), (3.0, math.inf, 1, 3.0)],
+)
+def test_segments_float_safe_ceil(W, tau, k, last):
+    seg = segments(W, tau)
+    assert seg.size == k
+    assert seg[-1] == pytest.approx(last)
+    assert seg.sum() == pytest.approx(W)
+
+
+# ------------------------------------------------------------ hand-worked
+
+
+def test_hourly_job_of_3_2_hours_is_billed_4():
+    r = expected(make(work_h=3.0, restart_h=0.2, billing_granularity_h=1.0,
+                      interruption_tolerance="none"))
+    assert r.wall_h == pytest.approx(3.2)
+    assert r.billed_node_h == pytest.approx(4.0)
+    assert r.rounding_waste_node_h == pytest.approx(0.8)
+
+
+def test_per_second_job_of_20s_with_minute_minimum_is_billed_60s():
+    r = expected(make(work_h=20 * SEC, billing_granularity_h=SEC,
+                      billing_minimum_h=MIN, interruption_tolerance="none"))
+    assert r.billed_node_h == pytest.approx(MIN)
+    assert float(billed_hours(20 * SEC, SEC, MIN)) == pytest.approx(MIN)
+
+
+def test_billed_hours_is_not_fooled_by_float_noise():
+    assert float(billed_hours(0.1 + 0.2 + 2.7, 1.0, 0.0)) == 3.0  # 3.0000000000000004
+    assert float(billed_hours(3.01, 1.0, 0.0)) == 4.0
+
+
+def test_spot_reports_rework_and_rounding_separately():
+    r = expected(make(work_h=6.0, checkpoint_write_h=0.05, restart_h=0.1, nodes=2,
+                      spot_rate_per_node_h=0.3, checkpoint_interval_h=0.5,
+                      billing_granularity_h=1.0))
+    assert r.breakdown["preemption_rework"] > 0
+    assert r.breakdown["rounding_waste"] > 0
+    assert r.breakdown["preemption_rework"] == pytest.approx(
+        2.0 * 2 * (r.wall_h - 6.0 - r.segments * 0.05 - 0.1))
+    assert r.breakdown["rounding_waste"] == pytest.approx(2.0 * r.rounding_waste_node_h)
+
+
+def test_breakdown_keys_and_sum():
+    r = expected(make(nodes=3, spot_rate_per_node_h=0.2, checkpoint_write_h=0.1,
+                      checkpoint_interval_h=1.0, restart_h=0.3, storage_usd_per_h=0.7,
+                      egress_usd=12.0, billing_granularity_h=MIN))
+    assert tuple(r.breakdown) == BREAKDOWN_KEYS
+    assert math.fsum(r.breakdown.values()) == pytest.approx(r.cost_usd, rel=1e-12)
+    assert r.breakdown["storage"] == pytest.approx(0.7 * r.wall_h)
+    assert r.breakdown["egress"] == 12.0
+
+
+def test_tolerance_rules():
+    none = segment_plan(make(interruption_tolerance="none", checkpoint_write_h=0.3,
+                             checkpoint_interval_h=0.5))
+    assert (none.k, none.C) == (1, 0.0)
+    stateless = segment_plan(make(interruption_tolerance="stateless",
+                                  checkpoint_write_h=0.3, checkpoint_interval_h=0.5))
+    assert (stateless.k, stateless.C) == (20, 0.0)
+
+
+def test_p_deadline_k1_exact_small_case():
+    # k = 1, R = 0: T = s + Σ X_j; P(T <= s) = P(no failure) = e^(−λs)
+    inp = make(work_h=2.0, spot_rate_per_node_h=0.5, interruption_tolerance="none",
+               time_budget_h=2.0)
+    assert p_deadline(inp) == pytest.approx(math.exp(-1.0), abs=1e-6)
+    assert p_deadline(make(work_h=2.0, time_budget_h=1.99)) == 0.0
+
+
+# ------------------------------------------------------ monotonicity & λ = 0
+
+params = st.fixed_dictionaries(dict(
+    work_h=st.floats(0.05, 200),
+    checkpoint_write_h=st.floats(0, 0.5),
+    restart_h=st.floats(0, 1),
+    nodes=st.integers(1, 16),
+    gpus_per_node=st.integers(1, 8),
+    spot_rate_per_node_h=st.floats(0, 0.3),
+    billing_granularity_h=st.sampled_from([SEC, MIN, 1.0]),
+    billing_minimum_h=st.sampled_from([0.0, MIN, 1.0]),
+    interruption_tolerance=st.sampled_from(["none", "checkpointed", "stateless"]),
+    tau_frac=st.floats(0.01, 1.5),
+))
+
+
+def build(d: dict, **over) -> CandidateInputs:
+    d = dict(d)
+    d["checkpoint_interval_h"] = d.pop("tau_frac") * d["work_h"]
+    d.update(over)
+    return CandidateInputs(price_per_node_h=d.pop("price_per_node_h", 3.0), **d)
+
+
+def finite_and_small(inp: CandidateInputs) -> bool:
+    ET, EF, _ = _moments(segment_plan(inp))
+    return math.isfinite(ET) and EF < 1e4
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(params, st.floats(1.01, 3.0))
+def test_cost_non_decreasing_in_price_rate_and_restart(d, factor):
+    inp = build(d)
+    assume(finite_and_small(build(d, spot_rate_per_node_h=d["spot_rate_per_node_h"] * factor + 0.01)))
+    base = expected(inp).cost_usd
+    assert expected(build(d, price_per_node_h=3.0 * factor)).cost_usd >= base
+    slower = build(d, restart_h=d["restart_h"] * factor + 0.01)
+    assume(finite_and_small(slower))
+    assert expected(slower).cost_usd >= base * (1 - 1e-9)
+    riskier = build(d, spot_rate_per_node_h=d["spot_rate_per_node_h"] * factor + 0.01)
+    assert expected(riskier).cost_usd >= base * (1 - 1e-9)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(params)
+def test_no_failures_wall_time_is_R_plus_W_plus_kC(d):
+    inp = build(d, spot_rate_per_node_h=0.0, hw_failure_per_gpu_h=0.0)
+    p = segment_plan(inp)
+    r = expected(inp)
+    assert r.wall_h == pytest.approx(inp.restart_h + inp.work_h + p.k * p.C, rel=1e-12)
+    assert r.failures == 0
+    assert r.breakdown["preemption_rework"] == 0
+    assert r.billed_node_h == pytest.approx(
+        inp.nodes * float(billed_hours(p.T0, inp.billing_granularity_h,
+                                       inp.billing_minimum_h)), rel=1e-12)
+
+
+# ------------------------------------------------------ auto cadence
+
+
+@settings(max_examples=12, deadline=None, derandomize=True)
+@given(work=st.floats(0.5, 200), C=st.floats(0.005, 0.5), R=st.floats(0, 1),
+       n=st.integers(1, 16), rate=st.floats(0.001, 1.0),
+       gran=st.sampled_from([SEC, MIN, 1.0]))
+def test_auto_cadence_never_worse_than_fixed(work, C, R, n, rate, gran):
+    inp = CandidateInputs(work_h=work, checkpoint_write_h=C, restart_h=R, nodes=n,
+                          gpus_per_node=8, spot_rate_per_node_h=rate,
+                          price_per_node_h=10.0, billing_granularity_h=gran)
+    assume(finite_and_small(CandidateInputs(**{**inp.__dict__, "checkpoint_interval_h": 0.05})))
+    tau = best_interval(inp)
+    best = expected(inp, tau).cost_usd
+    lam = inp.failure_rate_per_h
+    fixed = [0.02, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, work, math.sqrt(2 * C / lam),
+             work / 3.3]
+    for t in fixed:
+        assert best <= expected(inp, t).cost_usd * (1 + 1e-9), t
+
+
+# ------------------------------------------------------ against simulation
+
+TRIALS = 20000
+
+sim_params = st.fixed_dictionaries(dict(
+    log_w=st.floats(math.log(0.01), math.log(500)),
+    log_tau_frac=st.floats(math.log(0.002), math.log(1.2)),
+    checkpoint_write_h=st.one_of(st.just(0.0), st.floats(0, 0.5)),
+    restart_h=st.one_of(st.just(0.0), st.floats(0, 1)),
+    nodes=st.integers(1, 16),
+    gpus_per_node=st.integers(1, 8),
+    spot_rate_per_node_h=st.one_of(st.just(0.0), st.floats(0, 2)),
+    billing_granularity_h=st.sampled_from([SEC, MIN, 1.0]),
+    billing_minimum_h=st.sampled_from([0.0, MIN, 1.0]),
+    interruption_tolerance=st.sampled_from(["none", "checkpointed", "stateless"]),
+    deadline_frac=st.floats(0, 2.5),
+))
+
+
+def sim_inputs(d: dict) -> CandidateInputs | None:
+    W = math.exp(d["log_w"])
+    inp = CandidateInputs(
+        work_h=W, checkpoint_interval_h=W * math.exp(d["log_tau_frac"]),
+        checkpoint_write_h=d["checkpoint_write_h"], restart_h=d["restart_h"],
+        nodes=d["nodes"], gpus_per_node=d["gpus_per_node"],
+        spot_rate_per_node_h=d["spot_rate_per_node_h"],
+        billing_granularity_h=d["billing_granularity_h"],
+        billing_minimum_h=d["billing_minimum_h"],
+        interruption_tolerance=d["interruption_tolerance"], price_per_node_h=1.0)
+    p = segment_plan(inp)
+    ET, EF, _ = _moments(p)
+    # keep the simulation cheap: bounded failures and segments
+    if not (EF <= 40 and p.k <= 5000):
+        return None
+    D = p.T0 + d["deadline_frac"] * (ET - p.T0)
+    return CandidateInputs(**{**inp.__dict__, "time_budget_h": D})
+
+
+def close(analytic: float, sample: np.ndarray, rel: float) -> bool:
+    """|analytic − mean| within `rel` of the mean plus 4 standard errors."""
+    m = float(sample.mean())
+    se = float(sample.std(ddof=1) / math.sqrt(sample.size))
+    return abs(analytic - m) <= rel * abs(m) + 4.0 * se
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(sim_params)
+def test_analytic_matches_simulation(d):
+    inp = sim_inputs(d)
+    assume(inp is not None)
+    r = expected(inp)
+    sim = simulate(inp, trials=TRIALS, seed=7)
+    # 2 % is the contract; the MC noise allowance is on top of a tighter 1 %
+    assert close(r.wall_h, sim.wall_h, 0.01), (r.wall_h, sim.mean("wall_h"))
+    assert close(r.billed_node_h, sim.billed_node_h, 0.01), (
+        r.billed_node_h, sim.mean("billed_node_h"))
+    assert close(r.failures, sim.failures.astype(float), 0.01)
+    se_p = math.sqrt(max(r.p_deadline * (1 - r.p_deadline), 1e-4) / TRIALS)
+    assert abs(r.p_deadline - sim.p_deadline) <= 0.01 + 4 * se_p, (
+        r.p_deadline, sim.p_deadline)
+
+
+@pytest.mark.parametrize("rate", [0.3, 1.0, 2.0])
+@pytest.mark.parametrize("frac", [0.5, 1.0, 1.5, 3.0])
+def test_p_deadline_single_segment_failure_prone(rate, frac):
+    """k = 1 on a failure-prone market: where a normal approximation fails."""
+    inp = CandidateInputs(work_h=1.5, restart_h=0.25, nodes=2, spot_rate_per_node_h=rate,
+                          interruption_tolerance="none", price_per_node_h=1.0)
+    r = expected(inp)
+    D = r.wall_h * frac
+    inp = CandidateInputs(**{**inp.__dict__, "time_budget_h": D})
+    sim = simulate(inp, trials=40000, seed=3)
+    assert abs(p_deadline(inp) - sim.p_deadline) <= 0.01
