@@ -278,8 +278,12 @@ def prune_dominated(frame: pd.DataFrame, limits: Limits, workload: Workload) -> 
 
 
 def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
-                        limits: Limits) -> tuple[pd.DataFrame, str, int]:
-    """(evaluated feasible candidates, reason if none, rows considered)."""
+                        limits: Limits, exhaustive: bool = False) -> tuple[pd.DataFrame, str, int]:
+    """(evaluated feasible candidates, reason if none, rows considered).
+
+    `exhaustive` evaluates every row instead of skipping those whose lower bound already
+    loses to an evaluated candidate of the same signature (tests compare the two).
+    """
     allowed = offers_for(catalog, workload.allow, workload.forbid, offers)
     if allowed.empty:
         return pd.DataFrame(), "no offer in the scenario's catalogs matches its allow/forbid rules", 0
@@ -319,7 +323,7 @@ def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario
     for row in rows.itertuples(index=False):
         sig = tuple(getattr(row, c) for c in signature)
         incumbents = front.setdefault(sig, [])
-        if any(cost <= row.lower_bound and gpus <= row.quota_gpus for cost, gpus in incumbents):
+        if not exhaustive and any(cost < row.lower_bound and gpus <= row.quota_gpus for cost, gpus in incumbents):
             continue
         est = ctx.estimate(_shape(row))
         unit = _timing(ctx, row, est)
@@ -358,14 +362,15 @@ def _deadline_reason(workload: Workload, missed, q: float) -> str:
             f"{unit.p_deadline:.1%} (expected {unit.wall_h:.1f} h)")
 
 
-def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None = None) -> CandidateSet:
+def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None = None,
+             exhaustive: bool = False) -> CandidateSet:
     """All workloads' candidates; `offers` defaults to the catalog's with the scenario's overrides applied."""
     limits = limits_of(scenario)
     if offers is None:
         offers = apply_overrides(catalog.offers, scenario.overrides, catalog)
     frames, infeasible, considered = [], {}, 0
     for workload in scenario.workloads:
-        frame, reason, count = workload_candidates(workload, catalog, scenario, offers, limits)
+        frame, reason, count = workload_candidates(workload, catalog, scenario, offers, limits, exhaustive)
         considered += count
         if reason:
             infeasible[workload.name] = reason

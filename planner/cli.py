@@ -108,6 +108,89 @@ def solve(scenario, fmt, output, time_limit, workers, explain) -> None:
         sys.exit(1)
 
 
+# ---------------------------------------------------------------- simulate
+
+
+@main.command()
+@click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--plan", "plan_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A plan from `planner solve --format json` (default: solve the scenario now).")
+@click.option("--trials", type=click.IntRange(min=100), default=10_000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True, help="Same seed, same numbers.")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="Solver time limit when no --plan is given.")
+def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
+    """Monte-Carlo the plan (failures, lost work, restarts, billing sessions) against the analytic model.
+
+    Prints per workload the simulated mean and p50/p90/p99 of wall time and cost, the
+    share of trials meeting the time budget, and the analytic values beside them.
+
+    \b
+    Example:
+      planner simulate scenarios/pretrain-multinode.yaml --trials 20000
+      planner solve scenarios/team-quarter-mix.yaml --format json -o plan.json
+      planner simulate scenarios/team-quarter-mix.yaml --plan plan.json
+    """
+    from .report import simulation_rows, simulation_text
+    from .scenario import load_scenario
+
+    loaded = load_scenario(scenario)
+    if plan_file:
+        chosen = _read_plan(plan_file, loaded)
+    else:
+        from .plan import assignments, make_plan
+
+        plan = make_plan(loaded, time_limit_s=time_limit)
+        if plan.status not in ("OPTIMAL", "FEASIBLE"):
+            reasons = "; ".join(f"{i['workload']}: {i['reason']}" for i in plan.infeasible) or plan.status
+            raise PlannerError(f"no plan to simulate ({reasons})", str(scenario))
+        chosen = assignments(plan, alternatives=0)
+    rows = _with_progress(lambda progress: simulation_rows(chosen, trials, seed, progress),
+                          show=trials * len(chosen) >= 200_000 and fmt == "table")
+    click.echo(simulation_text(rows, fmt), nl=False)
+
+
+def _read_plan(path: Path, loaded) -> list[dict]:
+    """A plan JSON file -> its assignments, checked for the fields simulation needs."""
+    import json
+
+    from .yamlio import read_text
+
+    try:
+        data = json.loads(read_text(path, "plan file"))
+    except json.JSONDecodeError as exc:
+        raise PlannerError(f"not valid JSON: {exc.msg}", f"{path}:{exc.lineno}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("assignments"), list) or not data["assignments"]:
+        raise PlannerError("expected a plan from `planner solve --format json` with assignments", str(path))
+    names = {w.name for w in loaded.scenario.workloads}
+    for index, a in enumerate(data["assignments"]):
+        missing = [k for k in ("workload", "nodes", "gpus_per_node", "checkpoint_interval_h", "inputs", "expected",
+                               "breakdown_usd") if k not in a]
+        if missing:
+            raise PlannerError(f"missing {', '.join(missing)}", f"{path}: assignments[{index}]")
+        if a["workload"] not in names:
+            raise PlannerError(f"workload {a['workload']!r} is not in the scenario", f"{path}: assignments[{index}]")
+    return data["assignments"]
+
+
+def _with_progress(work, show: bool):
+    """Run work(progress) with a rich progress bar on stderr when it is long enough to need one."""
+    if not show:
+        return work(None)
+    from rich.progress import Progress
+
+    with Progress(transient=True, console=_stderr_console()) as bar:
+        task = bar.add_task("simulating", total=1.0)
+        return work(lambda fraction: bar.update(task, completed=fraction))
+
+
+def _stderr_console():
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
 # ---------------------------------------------------------------- estimate
 
 

@@ -477,17 +477,21 @@ def _evaluate(inputs: CandidateInputs, tau: float | None,
     n, price = p.n, inputs.price_per_node_h
     gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
     waste = _waste(p, gran, minimum, ET, EF, sd)
-    billed = n * ET + waste
+    billed = float(n * ET + waste)
+    waste = float(waste)
     W, kC = inputs.work_h, p.k * p.C
+    def usd(rate: float, amount: float) -> float:  # 0 · inf is 0 here
+        return float(rate * amount) if rate else 0.0
+
     breakdown = {
-        "compute": price * n * W,
-        "checkpointing": price * n * kC,
-        "startup": price * n * p.R,
+        "compute": usd(price, n * W),
+        "checkpointing": usd(price, n * kC),
+        "startup": usd(price, n * p.R),
         # E[T] − W − kC − R: lost work and restarts (§7)
-        "preemption_rework": price * n * max(ET - p.T0, 0.0),
-        "rounding_waste": price * waste,
-        "storage": inputs.storage_usd_per_h * ET,
-        "egress": inputs.egress_usd,
+        "preemption_rework": usd(price, n * max(ET - p.T0, 0.0)),
+        "rounding_waste": usd(price, waste),
+        "storage": usd(inputs.storage_usd_per_h, ET),
+        "egress": float(inputs.egress_usd),
     }
     cost = math.fsum(breakdown.values())
     pd = 1.0
@@ -541,13 +545,14 @@ def best_interval(inputs: CandidateInputs, candidates=None) -> float:
             ks.add(int(min(k_max, max(1, round(k_yd * f)))))
     for kk in ks:
         cost(W / kk)
-    # refine: every k near the three best scanned ks
-    best = sorted(cache, key=lambda t: (cache[t], -t))[:3]
-    for t in best:
-        k0 = round(W / t)
-        span = max(3, int(0.15 * k0))
-        for kk in range(max(1, k0 - span), min(k_max, k0 + span) + 1):
-            cost(W / kk)
+    # refine: a fine log grid around the two best, then integer neighbours
+    for t in sorted(cache, key=lambda t: (cache[t], -t))[:2]:
+        k0 = W / t
+        for kk in np.unique(np.geomspace(max(1, k0 / 1.35), min(k_max, k0 * 1.35), 16).round()):
+            cost(W / int(kk))
+    k0 = round(W / min(cache, key=lambda t: (cache[t], -t)))
+    for kk in range(max(1, k0 - 4), min(k_max, k0 + 4) + 1):
+        cost(W / kk)
     # polish: unequal splits within the best k (rarely better, but cheap)
     t_best = min(cache, key=lambda t: (cache[t], -t))
     k0 = round(W / t_best)

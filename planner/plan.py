@@ -166,3 +166,24 @@ def runner_ups(plan: Plan, workload: str, chosen_cid: str, count: int) -> list[d
 
 def _finite(value: float) -> float | None:
     return None if value is None or math.isinf(value) else value
+
+
+def inputs_from_assignment(a: dict):
+    """Rebuild the cost model's inputs from one assignment of the JSON contract.
+
+    The plan file is self-contained: `failure_rate_per_h` is the job's total λ, so it is
+    passed as a per-node rate with no separate hardware term; storage per hour and egress
+    come back out of the breakdown.
+    """
+    from .costmodel import CandidateInputs
+
+    i, e, b = a["inputs"], a["expected"], a["breakdown_usd"]
+    interval = a["checkpoint_interval_h"] or i["work_h"]
+    return CandidateInputs(
+        work_h=i["work_h"], checkpoint_write_h=i["checkpoint_write_h"], restart_h=i["restart_h"], nodes=a["nodes"],
+        gpus_per_node=a["gpus_per_node"], spot_rate_per_node_h=i["failure_rate_per_h"] / a["nodes"],
+        hw_failure_per_gpu_h=0.0, price_per_node_h=i["price_per_node_h"],
+        billing_granularity_h=i["billing_granularity_h"], billing_minimum_h=i["billing_minimum_h"],
+        interruption_tolerance=i["interruption_tolerance"], checkpoint_interval_h=interval,
+        time_budget_h=i["time_budget_h"] if i["time_budget_h"] is not None else math.inf,
+        storage_usd_per_h=b["storage"] / e["wall_h"] if e["wall_h"] > 0 else 0.0, egress_usd=b["egress"])

@@ -140,3 +140,53 @@ def _compare(win, alt) -> str:
     if math.isclose(saving, 0.0, abs_tol=5e-4):
         return f"{what}: ties with {against}; shorter expected wall time or name breaks the tie"
     return f"{what}: {saving:.0%} cheaper than {against} {why}"
+
+
+def simulation_rows(assignment_list: list[dict], trials: int, seed: int, progress=None) -> list[dict]:
+    """Monte-Carlo each assignment and set the analytic figures beside the simulated ones."""
+    from .costmodel import expected
+    from .plan import inputs_from_assignment
+    from .simulate import simulate
+
+    rows = []
+    for number, a in enumerate(assignment_list):
+        inputs = inputs_from_assignment(a)
+        analytic = expected(inputs)
+        step = (lambda f, n=number: progress((n + f) / len(assignment_list))) if progress else None
+        sim = simulate(inputs, trials=trials, seed=seed + number, progress=step)
+        rows.append({
+            "workload": a["workload"], "trials": trials,
+            "wall_h": _compare_stats(sim, "wall_h", analytic.wall_h),
+            "cost_usd": _compare_stats(sim, "cost_usd", analytic.cost_usd),
+            "billed_node_h": _compare_stats(sim, "billed_node_h", analytic.billed_node_h),
+            "p_deadline": {"simulated": sim.p_deadline, "analytic": analytic.p_deadline,
+                           "difference_pp": 100 * (sim.p_deadline - analytic.p_deadline)},
+        })
+    return rows
+
+
+def _compare_stats(sim, name: str, analytic: float) -> dict:
+    mean = sim.mean(name)
+    return {"mean": mean, "p50": sim.p50(name), "p90": sim.p90(name), "p99": sim.p99(name),
+            "stderr": sim.stderr(name), "analytic": analytic,
+            "relative_difference": (mean - analytic) / analytic if analytic else 0.0}
+
+
+def simulation_text(rows: list[dict], fmt: str) -> str:
+    if fmt == "json":
+        return to_json(rows)
+    frame = pd.DataFrame([{
+        "workload": r["workload"],
+        "wall_mean_h": round(r["wall_h"]["mean"], 3), "wall_p50": round(r["wall_h"]["p50"], 3),
+        "wall_p90": round(r["wall_h"]["p90"], 3), "wall_p99": round(r["wall_h"]["p99"], 3),
+        "wall_analytic": round(r["wall_h"]["analytic"], 3), "wall_diff": f"{r['wall_h']['relative_difference']:+.2%}",
+        "cost_mean": round(r["cost_usd"]["mean"], 2), "cost_p50": round(r["cost_usd"]["p50"], 2),
+        "cost_p90": round(r["cost_usd"]["p90"], 2), "cost_p99": round(r["cost_usd"]["p99"], 2),
+        "cost_analytic": round(r["cost_usd"]["analytic"], 2),
+        "cost_diff": f"{r['cost_usd']['relative_difference']:+.2%}",
+        "p_deadline_sim": round(r["p_deadline"]["simulated"], 4),
+        "p_deadline_analytic": round(r["p_deadline"]["analytic"], 4),
+    } for r in rows])
+    trials = rows[0]["trials"] if rows else 0
+    return render_table(frame, title=f"Monte-Carlo ({trials:,} trials per workload) against the analytic model",
+                        footer=["diff = (simulated mean - analytic) / analytic"])

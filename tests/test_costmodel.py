@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from planner.costmodel import (
@@ -167,7 +167,7 @@ def test_no_failures_wall_time_is_R_plus_W_plus_kC(d):
 # ------------------------------------------------------ auto cadence
 
 
-@settings(max_examples=12, deadline=None, derandomize=True)
+@settings(max_examples=8, deadline=None, derandomize=True)
 @given(work=st.floats(0.5, 200), C=st.floats(0.005, 0.5), R=st.floats(0, 1),
        n=st.integers(1, 16), rate=st.floats(0.001, 1.0),
        gran=st.sampled_from([SEC, MIN, 1.0]))
@@ -196,7 +196,7 @@ sim_params = st.fixed_dictionaries(dict(
     restart_h=st.one_of(st.just(0.0), st.floats(0, 1)),
     nodes=st.integers(1, 16),
     gpus_per_node=st.integers(1, 8),
-    spot_rate_per_node_h=st.one_of(st.just(0.0), st.floats(0, 2)),
+    spot_rate_per_node_h=st.one_of(st.just(0.0), st.floats(0.01, 2)),
     billing_granularity_h=st.sampled_from([SEC, MIN, 1.0]),
     billing_minimum_h=st.sampled_from([0.0, MIN, 1.0]),
     interruption_tolerance=st.sampled_from(["none", "checkpointed", "stateless"]),
@@ -223,26 +223,29 @@ def sim_inputs(d: dict) -> CandidateInputs | None:
     return CandidateInputs(**{**inp.__dict__, "time_budget_h": D})
 
 
-def close(analytic: float, sample: np.ndarray, rel: float) -> bool:
+def close(analytic: float, sample: np.ndarray, rel: float, se_floor: float = 0.0) -> bool:
     """|analytic − mean| within `rel` of the mean plus 4 standard errors."""
     m = float(sample.mean())
-    se = float(sample.std(ddof=1) / math.sqrt(sample.size))
+    se = max(float(sample.std(ddof=1) / math.sqrt(sample.size)), se_floor)
     return abs(analytic - m) <= rel * abs(m) + 4.0 * se
 
 
-@settings(max_examples=60, deadline=None, derandomize=True,
+@settings(max_examples=150, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(sim_params)
 def test_analytic_matches_simulation(d):
     inp = sim_inputs(d)
     assume(inp is not None)
+    event("failure-prone" if expected(inp).failures > 0.5 else "rare failures")
     r = expected(inp)
     sim = simulate(inp, trials=TRIALS, seed=7)
     # 2 % is the contract; the MC noise allowance is on top of a tighter 1 %
     assert close(r.wall_h, sim.wall_h, 0.01), (r.wall_h, sim.mean("wall_h"))
     assert close(r.billed_node_h, sim.billed_node_h, 0.01), (
         r.billed_node_h, sim.mean("billed_node_h"))
-    assert close(r.failures, sim.failures.astype(float), 0.01)
+    # rare failures: a sample may hold none, so floor the error at Poisson's
+    assert close(r.failures, sim.failures.astype(float), 0.01,
+                 math.sqrt(r.failures / TRIALS))
     se_p = math.sqrt(max(r.p_deadline * (1 - r.p_deadline), 1e-4) / TRIALS)
     assert abs(r.p_deadline - sim.p_deadline) <= 0.01 + 4 * se_p, (
         r.p_deadline, sim.p_deadline)
@@ -259,3 +262,31 @@ def test_p_deadline_single_segment_failure_prone(rate, frac):
     inp = CandidateInputs(**{**inp.__dict__, "time_budget_h": D})
     sim = simulate(inp, trials=40000, seed=3)
     assert abs(p_deadline(inp) - sim.p_deadline) <= 0.01
+
+
+@settings(max_examples=80, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(sim_params, st.floats(0.05, 3.0))
+def test_analytic_matches_simulation_failure_prone(d, per_segment):
+    """Same check, with λ set so that each segment fails `per_segment` times on average."""
+    base = sim_inputs({**d, "spot_rate_per_node_h": 0.0, "log_w": min(d["log_w"], math.log(50))})
+    assume(base is not None)
+    p = segment_plan(base)
+    lam = math.log1p(per_segment) / max(p.s, p.s_k)
+    spot = (lam - base.gpus * base.hw_failure_per_gpu_h) / base.nodes
+    assume(0 < spot <= 2)
+    inp = sim_inputs({**d, "spot_rate_per_node_h": spot,
+                      "log_w": min(d["log_w"], math.log(50))})
+    assume(inp is not None)
+    r = expected(inp)
+    sim = simulate(inp, trials=TRIALS, seed=11)
+    assert close(r.wall_h, sim.wall_h, 0.01), (r.wall_h, sim.mean("wall_h"))
+    assert close(r.billed_node_h, sim.billed_node_h, 0.01), (
+        r.billed_node_h, sim.mean("billed_node_h"))
+    waste = sim.billed_node_h - inp.nodes * sim.wall_h
+    # rounding waste on its own (a few % of billed at most), within 2 % of billed
+    assert close(r.rounding_waste_node_h, waste, 0.0,
+                 0.005 * r.billed_node_h / 4)
+    se_p = math.sqrt(max(r.p_deadline * (1 - r.p_deadline), 1e-4) / TRIALS)
+    assert abs(r.p_deadline - sim.p_deadline) <= 0.01 + 4 * se_p, (
+        r.p_deadline, sim.p_deadline)
