@@ -15,7 +15,7 @@ def main() -> None:
     inp = CandidateInputs(work_h=50.0, checkpoint_write_h=0.02, restart_h=0.1, nodes=4,
                           gpus_per_node=8, spot_rate_per_node_h=0.1,
                           checkpoint_interval_h=0.1, billing_granularity_h=1.0,
-                          price_per_node_h=30.0, time_budget_h=80.0)
+                          price_per_node_h=30.0, time_budget_h=66.0)
     r = expected(inp)
     t = time.perf_counter()
     sim = simulate(inp, trials=10_000, seed=0)

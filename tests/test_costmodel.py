@@ -230,7 +230,7 @@ def close(analytic: float, sample: np.ndarray, rel: float, se_floor: float = 0.0
     return abs(analytic - m) <= rel * abs(m) + 4.0 * se
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
+@settings(max_examples=250, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(sim_params)
 def test_analytic_matches_simulation(d):
@@ -264,7 +264,7 @@ def test_p_deadline_single_segment_failure_prone(rate, frac):
     assert abs(p_deadline(inp) - sim.p_deadline) <= 0.01
 
 
-@settings(max_examples=80, deadline=None, derandomize=True,
+@settings(max_examples=250, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(sim_params, st.floats(0.05, 3.0))
 def test_analytic_matches_simulation_failure_prone(d, per_segment):

@@ -7,8 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from planner.costmodel import CandidateInputs, billed_hours, expected
-from planner.simulate import SimResult, simulate
+from planner.costmodel import CandidateInputs, expected
+from planner.simulate import simulate
 
 SEC = 1.0 / 3600.0
 

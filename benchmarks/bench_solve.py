@@ -1,0 +1,126 @@
+"""Benchmark `planner solve` on generated scenarios of 10, 50, 200 and 1,000 workloads.
+
+Against every shipped catalog, with and without binding quotas, it prints: candidates
+before/after pruning, candidate-generation and model-build time, solve time, status, gap,
+and two baselines measured in the same run: (a) each workload's cheapest on-demand
+candidate (quotas ignored), (b) a greedy that takes workloads largest-first and picks the
+cheapest candidate that still fits the quotas.
+
+    python benchmarks/bench_solve.py            # all sizes
+    python benchmarks/bench_solve.py 10 50      # some sizes
+"""
+from __future__ import annotations
+
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from planner.candidates import generate, limits_of  # noqa: E402
+from planner.catalog import shipped_catalog_names  # noqa: E402
+from planner.scenario import load_scenario  # noqa: E402
+from planner.solver import build_model, solve_model  # noqa: E402
+
+TEMPLATES = [
+    # (kind, yaml body) — realistic jobs of a platform team
+    ("lora", "kind: fine_tuning\n    model: llama-3.1-8b\n    method: lora\n    activation_checkpointing: full\n"
+             "    work: {{tokens: {tokens}M}}\n    gpus: {{min: 1, max: 8}}\n    time_budget: {budget}h\n"),
+    ("qlora", "kind: fine_tuning\n    model: mistral-7b\n    method: qlora\n    work: {{tokens: {tokens}M}}\n"
+              "    gpus: {{min: 1, max: 4}}\n    time_budget: {budget}h\n"),
+    ("full8b", "kind: fine_tuning\n    model: llama-3-8b\n    sharding: zero3\n    activation_checkpointing: full\n"
+               "    work: {{tokens: {tokens}M}}\n    gpus: {{min: 4, max: 32}}\n    time_budget: {budget}h\n"),
+    ("gen", "kind: batch_inference\n    model: llama-3.1-8b\n    generation: {{sequences: {tokens}k, batch: 64}}\n"
+            "    gpus: {{min: 1, max: 16}}\n    time_budget: {budget}h\n    interruption_tolerance: stateless\n"),
+    ("stated", "kind: training\n    memory: {{model_states: {states}GiB, activations: 12GiB}}\n"
+               "    work: {{gpu_hours: {gpu_hours}, reference_gpu: A100-80GB}}\n    gpus: {{min: 2, max: 16}}\n"
+               "    time_budget: {budget}h\n    interruption_tolerance: {tolerance}\n"),
+]
+
+
+def scenario_yaml(size: int, quotas: bool, seed: int = 7) -> str:
+    rng = random.Random(seed * 1000 + size)
+    lines = [f"name: bench-{size}{'-quotas' if quotas else ''}", f"catalogs: [{', '.join(shipped_catalog_names())}]",
+             "workloads:"]
+    for i in range(size):
+        kind, body = rng.choice(TEMPLATES)
+        text = body.format(tokens=rng.choice([50, 100, 200, 400]), budget=rng.choice([24, 48, 96, 168]),
+                           states=rng.choice([32, 64, 128]), gpu_hours=rng.choice([20, 80, 200]),
+                           tolerance=rng.choice(["checkpointed", "none"]))
+        lines.append(f"  - name: {kind}-{i:04d}\n    {text.rstrip()}")
+    if quotas:
+        scale = max(8, size // 2)
+        lines.append("constraints:\n  gpu_quotas:")
+        for provider, share in (("aws", 4), ("azure", 2), ("gcp", 2), ("lambda", 2), ("runpod", 1), ("nebius", 1)):
+            lines.append(f"    {provider}: {scale * share}")
+    return "\n".join(lines) + "\n"
+
+
+def cheapest_on_demand(cands: pd.DataFrame) -> float:
+    on_demand = cands[cands["market"] == "on_demand"]
+    return float(on_demand.groupby("workload")["cost_usd"].min().sum())
+
+
+def greedy(cands: pd.DataFrame, quotas: dict[str, int]) -> float | None:
+    """Largest workloads first (by their cheapest candidate's GPUs x hours), cheapest that fits."""
+    left = dict(quotas)
+    size = cands.assign(gpu_h=cands["gpus"] * cands["wall_h"]).groupby("workload")["gpu_h"].min()
+    total = 0.0
+    for workload in size.sort_values(ascending=False).index:
+        options = cands[cands["workload"] == workload].sort_values(["cost_usd", "cid"])
+        for row in options.itertuples(index=False):
+            if row.provider not in left or left[row.provider] >= row.gpus:
+                if row.provider in left:
+                    left[row.provider] -= row.gpus
+                total += row.cost_usd
+                break
+        else:
+            return None
+    return total
+
+
+def run(size: int, quotas: bool) -> dict:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bench.yaml"
+        path.write_text(scenario_yaml(size, quotas))
+        started = time.perf_counter()
+        loaded = load_scenario(path)
+        loaded_at = time.perf_counter()
+        cands = generate(loaded.scenario, loaded.catalog)
+        generated_at = time.perf_counter()
+    limits = limits_of(loaded.scenario)
+    model = build_model(cands.pruned, limits)
+    result = solve_model(model, time_limit_s=60.0, workers=2)
+    greedy_cost = greedy(cands.all, limits.gpu_quotas)
+    return {
+        "workloads": size, "quotas": "binding" if quotas else "none", "considered": cands.considered,
+        "evaluated": len(cands.all), "after_pruning": len(cands.pruned),
+        "load_s": round(loaded_at - started, 2), "candidates_s": round(generated_at - loaded_at, 2),
+        "build_s": round(model.build_seconds, 2), "solve_s": round(result.solve_seconds, 2), "status": result.status,
+        "gap": f"{result.gap:.3%}", "cp_sat_usd": round(result.objective_usd, 2),
+        "on_demand_usd": round(cheapest_on_demand(cands.all), 2),
+        "greedy_usd": round(greedy_cost, 2) if greedy_cost is not None else None,
+        "end_to_end_s": round(generated_at - started + model.build_seconds + result.solve_seconds, 2),
+    }
+
+
+def main(sizes: list[int]) -> None:
+    rows = []
+    for size in sizes:
+        for quotas in (False, True):
+            row = run(size, quotas)
+            rows.append(row)
+            print(row, flush=True)
+    frame = pd.DataFrame(rows)
+    print()
+    print(frame.to_string(index=False))
+    worse = frame[frame["greedy_usd"].notna() & (frame["cp_sat_usd"] > frame["greedy_usd"] + 0.01)]
+    print("\nCP-SAT never worse than greedy:", worse.empty)
+
+
+if __name__ == "__main__":
+    main([int(a) for a in sys.argv[1:]] or [10, 50, 200, 1000])

@@ -1,0 +1,496 @@
+"""`planner solve` end to end: CP-SAT against brute force, every plan through the independent
+checker, determinism, infeasibility explanations, sensible shipped plans, and the CLI.
+
+Random scenarios are small (2-4 workloads on a few Lambda/RunPod regions and GPUs, stated
+memory and reference GPU-hours) so the cartesian product of candidates can be enumerated.
+Limits are derived from each scenario's unconstrained optimum so that they bind often.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import random
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import SCENARIOS
+from planner.candidates import generate
+from planner.catalog import load_catalog
+from planner.checker import check_plan
+from planner.domain import Scenario
+from planner.plan import make_plan
+from planner.report import plan_json
+from planner.scenario import LoadedScenario, load_scenario
+
+SOLVED = ("OPTIMAL", "FEASIBLE")
+SEEDS = range(48)
+MAX_PRODUCT = 400_000
+HALF_CENT = 0.005
+
+
+def as_json(plan) -> dict:
+    """The contract exactly as `--format json` writes it (numpy scalars become plain numbers)."""
+    return json.loads(json.dumps(plan_json(plan), default=lambda v: v.item()))
+
+
+def without_timing(data: dict) -> dict:
+    return {k: v for k, v in data.items() if k != "solve_seconds"}
+
+
+# ---------------------------------------------------------------- random scenarios
+
+REGIONS = ("us-east-1", "us-west-1", "CA", "US")  # two Lambda regions, two RunPod regions
+GPUS = ("A100-80GB", "H100-SXM", "L40S", "RTXA6000", "A10", "RTX4090", "A100-40GB", "H100-PCIe", "A40", "L40")
+
+
+@lru_cache(maxsize=1)
+def small_catalog():
+    return load_catalog(["lambda", "runpod"])
+
+
+def random_workload(rng: random.Random, number: int) -> dict:
+    low = rng.choice((1, 1, 2, 4))
+    workload = {
+        "name": f"w{number}",
+        "kind": rng.choice(("training", "fine_tuning", "batch_inference")),
+        "work": {"gpu_hours": round(rng.uniform(1, 60), 1), "reference_gpu": "A100-80GB"},
+        "gpus": {"min": low, "max": low * rng.choice((1, 2, 4))},
+        "interruption_tolerance": rng.choice(("none", "checkpointed", "checkpointed", "stateless")),
+        # `every: auto` optimises τ per candidate, the slow part of generation: keep it rare.
+        "checkpoint": {"every": "auto" if rng.random() < 0.1 else rng.choice(("30m", "1h", "2h"))},
+        "allow": {"regions": rng.sample(REGIONS, rng.randint(1, 2)), "gpus": rng.sample(GPUS, rng.randint(2, 4))},
+    }
+    if rng.random() < 0.6:
+        workload["memory"] = {"per_gpu": round(rng.uniform(6, 45), 1)}
+    else:
+        workload["memory"] = {"model_states": round(rng.uniform(20, 150)), "activations": round(rng.uniform(1, 6))}
+    if rng.random() < 0.4:
+        per_gpu_h = workload["work"]["gpu_hours"] / workload["gpus"]["max"]
+        workload["time_budget"] = round(per_gpu_h * rng.uniform(1.0, 4) + 0.5, 2)
+    return workload
+
+
+def loaded_for(spec: dict, catalog) -> LoadedScenario:
+    return LoadedScenario(Path(f"{spec['name']}.yaml"), Scenario.model_validate(spec), catalog, spec)
+
+
+def brute_force(cands: pd.DataFrame, scenario: Scenario, catalog) -> dict | None:
+    """The cheapest feasible combination by enumerating every one; None when none is feasible.
+
+    Written from the scenario's words, not from the solver's code: quotas match GPUs by name
+    or family (as every GPU filter does), node limits combine the scenario's and the catalog's.
+    """
+    names = [w.name for w in scenario.workloads]
+    parts = [cands[cands["workload"] == n].reset_index(drop=True) for n in names]
+    if any(p.empty for p in parts):
+        return None
+    shape = [len(p) for p in parts]
+    assert math.prod(shape) <= MAX_PRODUCT, f"product {shape} too large to enumerate"
+    index = np.indices(shape).reshape(len(shape), -1)
+
+    def total(values_per_workload) -> np.ndarray:
+        return sum(np.asarray(v, dtype=float)[index[i]] for i, v in enumerate(values_per_workload))
+
+    cost = total([p["cost_usd"] for p in parts])
+    cents = total([p["cost_cents"] for p in parts])
+    ok = np.ones(cost.shape, dtype=bool)
+    c = scenario.constraints
+    for key, quota in c.gpu_quotas.items():
+        provider, _, gpu = key.partition("/")
+        use = [np.where((p["provider"] == provider) & p["gpu"].map(lambda g: not gpu or catalog.gpu_matches(g, gpu)),
+                        p["gpus"], 0) for p in parts]
+        ok &= total(use) <= quota
+    max_nodes = catalog.offers.set_index("key")["max_nodes"]
+    offer_markets = set()
+    for p in parts:
+        for key, market in zip(p["offer_key"], p["market"]):
+            offer_markets.add((key, market if c.node_limits_per_market else None))
+    for key, market in offer_markets:
+        caps = [x for x in (c.node_limits.get(key), max_nodes.get(key)) if x is not None and not pd.isna(x)]
+        if not caps:
+            continue
+        use = [np.where((p["offer_key"] == key) & ((p["market"] == market) if market else True), p["nodes"], 0)
+               for p in parts]
+        ok &= total(use) <= min(caps)
+    if c.budget is not None:
+        ok &= cost <= c.budget
+    for groups, column in ((c.same_region, "place"), (c.same_provider, "provider")):
+        for group in groups:
+            members = [names.index(n) for n in group]
+            values = [parts[i].assign(place=parts[i]["provider"] + "/" + parts[i]["region"])[column] for i in members]
+            codes = {v: k for k, v in enumerate(sorted(set().union(*map(set, values))))}
+            first = np.array([codes[v] for v in values[0]])[index[members[0]]]
+            for i, v in zip(members[1:], values[1:]):
+                ok &= np.array([codes[x] for x in v])[index[i]] == first
+    if not ok.any():
+        return None
+    best = int(np.flatnonzero(ok)[np.argmin(cost[ok])])
+    return {"cost_usd": float(cost[best]), "cents": int(cents[ok].min()),
+            "rows": [parts[i].iloc[index[i][best]] for i in range(len(parts))], "all_costs": cost}
+
+
+def random_limits(rng: random.Random, spec: dict, best: dict, catalog) -> tuple[dict, dict]:
+    """Limits that cut into the unconstrained optimum `best` (and catalog max_nodes to match)."""
+    rows = best["rows"]
+    constraints: dict = {}
+    max_nodes: dict[str, int] = {}
+    kinds = rng.sample(("quota", "family_quota", "node_limit", "max_nodes", "budget", "same_region",
+                        "same_provider", "per_market"), rng.randint(1, 3))
+    by_provider: dict[str, int] = {}
+    for r in rows:
+        by_provider[r["provider"]] = by_provider.get(r["provider"], 0) + int(r["gpus"])
+    if "quota" in kinds:
+        provider = rng.choice(sorted(by_provider))
+        constraints["gpu_quotas"] = {provider: max(0, by_provider[provider] - rng.randint(1, 4))}
+    if "family_quota" in kinds:
+        r = rng.choice(rows)
+        family = catalog.gpus[r["gpu"]].family
+        used = sum(int(x["gpus"]) for x in rows if x["provider"] == r["provider"] and x["gpu_family"] == family)
+        constraints.setdefault("gpu_quotas", {})[f"{r['provider']}/{family}"] = max(0, used - rng.randint(1, 4))
+    if "node_limit" in kinds or "max_nodes" in kinds or "per_market" in kinds:
+        r = rng.choice(rows)
+        used = sum(int(x["nodes"]) for x in rows if x["offer_key"] == r["offer_key"])
+        cap = max(0 if "node_limit" in kinds else 1, used - rng.randint(1, 2))
+        if "max_nodes" in kinds:
+            max_nodes[r["offer_key"]] = cap
+        else:
+            constraints["node_limits"] = {r["offer_key"]: cap}
+        constraints["node_limits_per_market"] = "per_market" in kinds
+    names = [w["name"] for w in spec["workloads"]]
+    if "same_region" in kinds:
+        constraints["same_region"] = [rng.sample(names, 2)]
+    if "same_provider" in kinds:
+        constraints["same_provider"] = [rng.sample(names, rng.randint(2, len(names)))]
+    if "budget" in kinds:
+        # Midway between two distinct combination totals, so half-cent rounding cannot decide feasibility.
+        totals = np.unique(np.round(best["all_costs"], 2))
+        target = best["cost_usd"] * rng.uniform(0.95, 1.6)
+        gaps = [(a + b) / 2 for a, b in zip(totals, totals[1:]) if b - a >= 0.1]
+        if gaps:
+            constraints["budget"] = round(min(gaps, key=lambda m: abs(m - target)), 4)
+    return constraints, max_nodes
+
+
+@lru_cache(maxsize=None)
+def random_run(seed: int) -> dict:
+    """Build one random scenario, bind limits on it, and solve it every way there is."""
+    rng = random.Random(seed)
+    base = small_catalog()
+    spec = {"name": f"random-{seed}", "catalogs": ["lambda", "runpod"],
+            "workloads": [random_workload(rng, n) for n in range(rng.randint(2, 4))]}
+    free = loaded_for(spec, base)
+    universe = generate(free.scenario, base, exhaustive=True).all  # every candidate, no limits involved
+    unconstrained = brute_force(universe, free.scenario, base) if not universe.empty else None
+    max_nodes: dict[str, int] = {}
+    if unconstrained is not None:
+        spec["constraints"], max_nodes = random_limits(rng, spec, unconstrained, base)
+    catalog = base
+    if max_nodes:
+        offers = base.offers.copy()
+        offers["max_nodes"] = offers["max_nodes"].astype(object)
+        for key, cap in max_nodes.items():
+            offers.loc[offers["key"] == key, "max_nodes"] = cap
+        catalog = dataclasses.replace(base, offers=offers)
+        universe = generate(free.scenario, catalog, exhaustive=True).all
+    loaded = loaded_for(spec, catalog)
+    exhaustive = generate(loaded.scenario, catalog, exhaustive=True)
+    plan = make_plan(loaded, time_limit_s=20.0, workers=1)
+    default = plan.candidates  # make_plan's own (non-exhaustive) generation
+    reference = brute_force(universe, loaded.scenario, catalog) if not universe.empty else None
+    return {
+        "spec": spec, "loaded": loaded, "plan": plan, "json": as_json(plan),
+        "unconstrained": unconstrained, "reference": reference,
+        "exhaustive_all": brute_force(exhaustive.all, loaded.scenario, catalog) if not exhaustive.infeasible else None,
+        "exhaustive_pruned": brute_force(exhaustive.pruned, loaded.scenario, catalog) if not exhaustive.infeasible else None,
+        "default_pruned": brute_force(default.pruned, loaded.scenario, catalog) if not default.infeasible else None,
+    }
+
+
+def _cents(result: dict | None) -> int | None:
+    return None if result is None else result["cents"]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_cp_sat_matches_brute_force(seed):
+    run = random_run(seed)
+    reference, plan = run["reference"], run["plan"]
+    context = f"seed {seed}: {json.dumps(run['spec'].get('constraints', {}))}"
+    if reference is None:
+        assert plan.status == "INFEASIBLE", context
+        assert run["json"]["infeasible"], context
+        return
+    assert plan.status == "OPTIMAL", context
+    assert int(plan.chosen["cost_cents"].sum()) == reference["cents"], context
+    n = len(run["spec"]["workloads"])
+    assert abs(run["json"]["objective_usd"] - reference["cost_usd"]) <= HALF_CENT * n + HALF_CENT, context
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_pruned_and_default_candidates_keep_the_optimum(seed):
+    run = random_run(seed)
+    want = _cents(run["reference"])
+    context = f"seed {seed}: {json.dumps(run['spec'].get('constraints', {}))}"
+    assert _cents(run["exhaustive_all"]) == want, context
+    assert _cents(run["exhaustive_pruned"]) == want, context
+    assert _cents(run["default_pruned"]) == want, context
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_plans_pass_the_checker(seed):
+    run = random_run(seed)
+    assert check_plan(run["loaded"], run["json"]) == []
+
+
+def test_random_scenarios_exercise_binding_limits_and_infeasibility():
+    """The brute-force comparison only means something if the limits actually bite."""
+    runs = [random_run(s) for s in SEEDS]
+    solved = [r for r in runs if r["unconstrained"] is not None]
+    binding = [r for r in solved if r["reference"] is not None
+               and r["reference"]["cents"] > r["unconstrained"]["cents"]]
+    infeasible = [r for r in solved if r["reference"] is None]
+    assert len(solved) >= 0.6 * len(runs), f"{len(solved)} of {len(runs)} have any plan"
+    assert len(binding) >= 0.25 * len(runs), f"{len(binding)} binding of {len(runs)}"
+    assert len(infeasible) >= 3, f"{len(infeasible)} infeasible of {len(runs)}"
+    assert any(r["plan"].chosen["market"].eq("spot").any() for r in runs if r["plan"].status in SOLVED)
+
+
+# ---------------------------------------------------------------- shipped scenarios
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """name -> (loaded, plan, plan JSON) for every example scenario, solved once with one worker."""
+    out = {}
+    for path in sorted(SCENARIOS.glob("*.yaml")):
+        loaded = load_scenario(path)
+        plan = make_plan(loaded, workers=1)
+        out[path.stem] = (loaded, plan, as_json(plan))
+    return out
+
+
+def test_shipped_plans_pass_the_checker(shipped):
+    assert len(shipped) >= 5
+    for name, (loaded, plan, data) in shipped.items():
+        assert data["status"] == "OPTIMAL", name
+        assert check_plan(loaded, data) == [], name
+
+
+def test_full_finetune_70b_shards_over_big_gpus(shipped):
+    _, _, data = shipped["full-finetune-70b"]
+    (a,) = data["assignments"]
+    assert a["gpus"] >= 2
+    assert a["memory"]["vram_gib"] >= 80
+    assert a["gpu"] not in ("A100-40GB",)  # forbidden in the scenario
+
+
+def test_batch_generation_uses_spot(shipped):
+    _, _, data = shipped["batch-generation"]
+    (a,) = data["assignments"]
+    assert a["market"] == "spot"
+    assert a["inputs"]["interruption_tolerance"] == "stateless"
+
+
+def test_no_spot_for_workloads_that_cannot_be_interrupted(shipped):
+    loaded, _, data = shipped["team-quarter-mix"]
+    tolerance = {w.name: w.interruption_tolerance for w in loaded.scenario.workloads}
+    assert tolerance["eval-harness"] == "none"
+    for a in data["assignments"]:
+        if tolerance[a["workload"]] == "none":
+            assert a["market"] == "on_demand", a["workload"]
+
+
+def test_determinism_same_input_and_worker_count(shipped):
+    loaded, _, first = shipped["team-quarter-mix"]
+    again = as_json(make_plan(load_scenario(loaded.path), workers=1))
+    two_workers = as_json(make_plan(loaded, workers=2))
+    assert without_timing(again) == without_timing(first)
+    assert without_timing(two_workers) == without_timing(first)
+
+
+def test_determinism_on_random_scenarios():
+    for seed in (1, 2, 3):
+        run = random_run(seed)
+        for workers in (1, 2):
+            again = as_json(make_plan(run["loaded"], time_limit_s=20.0, workers=workers))
+            assert without_timing(again) == without_timing(run["json"]), (seed, workers)
+
+
+# ---------------------------------------------------------------- the checker can fail
+
+
+def test_checker_catches_violations(shipped):
+    loaded, _, data = shipped["team-quarter-mix"]
+    names = [a["workload"] for a in data["assignments"]]
+
+    def violations(plan: dict) -> str:
+        found = check_plan(loaded, plan)
+        assert found, "the checker accepted a broken plan"
+        return "\n".join(found)
+
+    # eval-harness (interruption_tolerance: none) moved to spot.
+    broken = json.loads(json.dumps(data))
+    eval_harness = next(a for a in broken["assignments"] if a["workload"] == "eval-harness")
+    eval_harness["market"] = "spot"
+    assert "interruption_tolerance is none" in violations(broken)
+    # A quota exceeded: every AWS workload scaled past aws: 64.
+    broken = json.loads(json.dumps(data))
+    ranker = next(a for a in broken["assignments"] if a["workload"] == "ranker-train")
+    ranker["nodes"], ranker["gpus"] = 9, 72
+    text = violations(broken)
+    assert "quota aws" in text and "outside gpus 4..16" in text
+    # A workload dropped, a price shaded, a cost left out of the objective, a group split.
+    broken = json.loads(json.dumps(data))
+    broken["assignments"] = broken["assignments"][1:]
+    assert f"{names[0]}: 0 assignments" in violations(broken)
+    broken = json.loads(json.dumps(data))
+    broken["assignments"][0]["inputs"]["price_per_node_h"] *= 0.9
+    assert "price_per_node_h" in violations(broken)
+    broken = json.loads(json.dumps(data))
+    broken["objective_usd"] -= 1
+    assert "objective_usd" in violations(broken)
+    broken = json.loads(json.dumps(data))
+    vision = next(a for a in broken["assignments"] if a["workload"] == "vision-finetune")
+    vision["region"] = "us-west-2"
+    assert "same_region" in violations(broken)
+    # Memory that does not fit, and an offer that does not exist.
+    broken = json.loads(json.dumps(data))
+    broken["assignments"][0]["memory"]["per_gpu_gib"] = 500.0
+    assert "headroom" in violations(broken)
+    broken = json.loads(json.dumps(data))
+    broken["assignments"][0]["instance_type"] = "no-such-instance"
+    assert "not in the scenario's catalogs" in violations(broken)
+
+
+def test_checker_catches_budget_and_failure_rate(shipped):
+    loaded, _, data = shipped["pretrain-multinode"]
+    broken = json.loads(json.dumps(data))
+    broken["assignments"][0]["inputs"]["failure_rate_per_h"] *= 0.5
+    assert any("failure_rate_per_h" in v for v in check_plan(loaded, broken))
+    tight = dataclasses.replace(loaded, scenario=loaded.scenario.model_copy(
+        update={"constraints": loaded.scenario.constraints.model_copy(update={"budget": 100.0})}))
+    assert any(v.startswith("budget") for v in check_plan(tight, data))
+    broken = json.loads(json.dumps(data))
+    broken["assignments"][0]["breakdown_usd"]["compute"] += 5
+    assert any("breakdown sums" in v for v in check_plan(loaded, broken))
+
+
+# ---------------------------------------------------------------- infeasibility, through the CLI
+
+TINY = """\
+name: {name}
+catalogs: [lambda]
+workloads:
+{workloads}
+{constraints}
+"""
+
+
+def tiny(name: str, workloads: list[str], constraints: str = "") -> str:
+    return TINY.format(name=name, workloads="\n".join(workloads), constraints=constraints)
+
+
+def test_infeasible_no_gpu_has_enough_vram(run, scenario_file):
+    path = scenario_file(tiny("too-big", ["""\
+  - name: giant
+    kind: training
+    memory: {per_gpu: 400GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    gpus: 1"""]))
+    result = run("solve", path)
+    assert result.exit_code == 1
+    assert "giant" in result.output and "no GPU has enough VRAM" in result.output
+    data = json.loads(run("solve", path, "--format", "json").output)
+    assert data["status"] == "INFEASIBLE" and data["assignments"] == []
+    assert data["infeasible"][0]["workload"] == "giant"
+    assert "no GPU has enough VRAM" in data["infeasible"][0]["reason"]
+
+
+def test_infeasible_time_budget_too_short(run, scenario_file):
+    path = scenario_file(tiny("too-slow", ["""\
+  - name: rushed
+    kind: training
+    memory: {per_gpu: 20GiB}
+    work: {gpu_hours: 500, reference_gpu: A100-80GB}
+    gpus: {min: 1, max: 2}
+    time_budget: 2h"""]))
+    result = run("solve", path)
+    assert result.exit_code == 1
+    assert "rushed" in result.output and "misses the time budget" in result.output
+    data = json.loads(run("solve", path, "--format", "json").output)
+    assert data["status"] == "INFEASIBLE"
+    assert "misses the time budget" in data["infeasible"][0]["reason"]
+
+
+def test_infeasible_quota_too_small_for_two_workloads(run, scenario_file):
+    job = """\
+  - name: {name}
+    kind: training
+    memory: {{per_gpu: 20GiB}}
+    work: {{gpu_hours: 20, reference_gpu: A100-80GB}}
+    gpus: 8"""
+    path = scenario_file(tiny("quota-pair", [job.format(name="alpha"), job.format(name="beta")],
+                              "constraints:\n  gpu_quotas: {lambda: 12}"))
+    result = run("solve", path)
+    assert result.exit_code == 1
+    data = json.loads(run("solve", path, "--format", "json").output)
+    assert data["status"] == "INFEASIBLE"
+    assert {r["workload"] for r in data["infeasible"]} == {"alpha", "beta"}
+    for reason in (r["reason"] for r in data["infeasible"]):
+        assert "alpha" in reason and "beta" in reason and "quota lambda" in reason and "12" in reason
+    assert "quota lambda" in result.output
+
+
+# ---------------------------------------------------------------- CLI formats and output files
+
+SMALL = SCENARIOS / "full-finetune-70b.yaml"
+
+
+@pytest.mark.parametrize("fmt", ["table", "json", "csv", "markdown"])
+def test_solve_formats(run, fmt):
+    result = run("solve", SMALL, "--format", fmt, "--workers", "1")
+    assert result.exit_code == 0, result.output
+    out = result.output
+    if fmt == "json":
+        data = json.loads(out)
+        assert data["status"] == "OPTIMAL" and data["assignments"][0]["workload"] == "llama70b-sft"
+        assert check_plan(load_scenario(SMALL), data) == []
+    elif fmt == "csv":
+        header, row, *_ = out.splitlines()
+        assert header.startswith("workload,provider,region") and row.startswith("llama70b-sft,")
+    elif fmt == "markdown":
+        assert out.startswith("# Plan for `llama70b-full-finetune`") and "| llama70b-sft |" in out
+    else:
+        assert "llama70b-sft" in out and "TOTAL expected cost $" in out and "OPTIMAL" in out
+
+
+def test_solve_writes_output_file_atomically(run, tmp_path):
+    target = tmp_path / "plan.json"
+    result = run("solve", SMALL, "--format", "json", "-o", target, "--workers", "1")
+    assert result.exit_code == 0
+    assert json.loads(target.read_text())["status"] == "OPTIMAL"
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]  # no temporary file left behind
+
+
+def test_solve_refuses_to_overwrite_the_scenario(run, tmp_path):
+    scenario = tmp_path / "scenario.yaml"
+    scenario.write_text(SMALL.read_text())
+    before = scenario.read_bytes()
+    result = run("solve", scenario, "-o", scenario)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error:") and "overwrite" in lines[0]
+    assert scenario.read_bytes() == before
+
+
+def test_solve_explain_prints_runner_ups(run):
+    result = run("solve", SCENARIOS / "team-quarter-mix.yaml", "--explain", "--workers", "1")
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    runner_ups = [line for line in lines if line.startswith("  ") and ("cheaper than" in line or "ties with" in line)]
+    assert len(runner_ups) >= 5
+    assert any(line.startswith("eval-harness:") for line in lines)
