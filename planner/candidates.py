@@ -18,7 +18,7 @@ from . import costmodel
 from .catalog import Catalog, offers_for
 from .domain import Override, Scenario, Workload
 from .estimate import Estimate, Shape, checkpoint_size_gib, estimate
-from .solver import COST_RESOLUTION_USD, Limits
+from .solver import COST_RESOLUTION_USD, Limits, quota_mask
 
 HOURS_PER_MONTH = 730.0
 INTER_REGION_USD_PER_GIB = 0.02
@@ -104,8 +104,10 @@ def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataF
     caps = rows["max_nodes"].astype(float).fillna(math.inf)
     scenario_caps = rows["key"].map(limits.node_limits).astype(float).fillna(math.inf)
     caps = np.minimum(caps, scenario_caps)
-    counts = [_node_counts(workload.gpus.min, workload.gpus.max, int(g), inter != "none", cap)
-              for g, inter, cap in zip(rows["gpus_per_node"], rows["inter_node"], caps)]
+    combos = pd.DataFrame({"g": rows["gpus_per_node"].astype(int), "multi": rows["inter_node"] != "none", "cap": caps})
+    ladder = {c: _node_counts(workload.gpus.min, workload.gpus.max, c[0], c[1], c[2])
+              for c in combos.drop_duplicates().itertuples(index=False, name=None)}
+    counts = [ladder[c] for c in combos.itertuples(index=False, name=None)]
     repeat = np.array([len(c) for c in counts])
     expanded = rows.loc[rows.index.repeat(repeat)].reset_index(drop=True)
     expanded["nodes"] = np.concatenate([np.array(c, dtype=int) for c in counts]) if repeat.sum() else []
@@ -116,111 +118,213 @@ def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataF
 # ---------------------------------------------------------------- evaluation
 
 
-@dataclass
-class _WorkloadContext:
-    workload: Workload
-    catalog: Catalog
-    scenario: Scenario
-    checkpoint_gib: float
-    estimates: dict = field(default_factory=dict)
-    timings: dict = field(default_factory=dict)
 
-    def estimate(self, shape: Shape) -> Estimate:
-        if shape not in self.estimates:
-            self.estimates[shape] = estimate(self.workload, self.catalog, shape, self.scenario.defaults.vram_headroom)
-        return self.estimates[shape]
+# ---------------------------------------------------------------- physics per shape
+
+SHAPE_COLUMNS = ["gpu", "gpus_per_node", "nodes", "gpu_vram_gib", "intra_node", "intra_node_gbs", "inter_node",
+                 "inter_node_gbps"]
+TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "granularity_h", "minimum_h"]
+_PHYSICS_IRRELEVANT = {"name", "description", "time_budget", "checkpoint", "restart_overhead",
+                       "interruption_tolerance", "data", "allow", "forbid"}
+_ESTIMATES: dict[tuple, Estimate] = {}
+"""Physics results shared by workloads that differ only in name, deadline, data or placement."""
 
 
-def _shape(row) -> Shape:
-    return Shape(row.gpu, int(row.gpus_per_node), int(row.nodes), float(row.gpu_vram_gib), row.intra_node,
-                 float(row.intra_node_gbs), row.inter_node, float(row.inter_node_gbps))
+def _estimate(workload: Workload, catalog: Catalog, shape: Shape, headroom: float) -> Estimate:
+    key = (workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT), shape, headroom, id(catalog))
+    if key not in _ESTIMATES:
+        _ESTIMATES[key] = estimate(workload, catalog, shape, headroom)
+    return _ESTIMATES[key]
 
 
-def cost_inputs(workload: Workload, est: Estimate, *, nodes: int, gpus_per_node: int, lam_spot: float, price: float,
-                granularity_h: float, minimum_h: float, hw_rate: float, storage_usd_per_h: float = 0.0,
-                egress_usd: float = 0.0) -> costmodel.CandidateInputs:
-    """The cost model's inputs for one candidate (τ left to `interval_for`)."""
+def _attach_physics(rows: pd.DataFrame, workload: Workload, catalog: Catalog, headroom: float) -> tuple:
+    """W and item time per row, computed once per distinct hardware shape."""
+    shapes = rows[SHAPE_COLUMNS].drop_duplicates().reset_index(drop=True)
+    estimates = {s: _estimate(workload, catalog, Shape(*s), headroom)
+                 for s in shapes.itertuples(index=False, name=None)}
+    shapes["work_h"] = [e.work_h for e in estimates.values()]
+    shapes["item_h"] = [e.item_h or math.nan for e in estimates.values()]
+    return rows.merge(shapes, on=SHAPE_COLUMNS, how="left"), estimates
+
+
+# ---------------------------------------------------------------- cost-model inputs
+
+
+def cost_inputs(workload: Workload, *, work_h: float, item_h: float | None, nodes: int, gpus_per_node: int,
+                lam_spot: float, price: float, granularity_h: float, minimum_h: float, hw_rate: float,
+                storage_usd_per_h: float = 0.0, egress_usd: float = 0.0) -> costmodel.CandidateInputs:
+    """The cost model's inputs for one candidate, τ at the workload's fixed cadence (or W for `auto`)."""
     tolerance = workload.interruption_tolerance
-    checkpoint_h = 0.0 if tolerance == "stateless" else workload.checkpoint.write_time
     return costmodel.CandidateInputs(
-        work_h=est.work_h, checkpoint_write_h=checkpoint_h, restart_h=workload.restart_overhead, nodes=nodes,
-        gpus_per_node=gpus_per_node, spot_rate_per_node_h=lam_spot, hw_failure_per_gpu_h=hw_rate,
-        price_per_node_h=price, billing_granularity_h=granularity_h, billing_minimum_h=minimum_h,
-        interruption_tolerance=tolerance, checkpoint_interval_h=_fixed_interval(workload, est),
-        time_budget_h=workload.time_budget or math.inf, storage_usd_per_h=storage_usd_per_h, egress_usd=egress_usd)
+        work_h=work_h, checkpoint_write_h=0.0 if tolerance == "stateless" else workload.checkpoint.write_time,
+        restart_h=workload.restart_overhead, nodes=nodes, gpus_per_node=gpus_per_node, spot_rate_per_node_h=lam_spot,
+        hw_failure_per_gpu_h=hw_rate, price_per_node_h=price, billing_granularity_h=granularity_h,
+        billing_minimum_h=minimum_h, interruption_tolerance=tolerance,
+        checkpoint_interval_h=_fixed_interval(workload, work_h, item_h), time_budget_h=workload.time_budget or math.inf,
+        storage_usd_per_h=storage_usd_per_h, egress_usd=egress_usd)
 
 
-def _fixed_interval(workload: Workload, est: Estimate) -> float:
+def _fixed_interval(workload: Workload, work_h: float, item_h: float | None) -> float:
     if workload.interruption_tolerance == "none":
-        return est.work_h
+        return work_h
     if workload.interruption_tolerance == "stateless":
-        return min(est.item_h or est.work_h, est.work_h)
+        return min(item_h if item_h and item_h == item_h else work_h, work_h)
     every = workload.checkpoint.every
-    return est.work_h if every == "auto" else min(float(every), est.work_h)
+    return work_h if every == "auto" else min(float(every), work_h)
 
 
-def interval_for(workload: Workload, inputs: costmodel.CandidateInputs) -> float:
-    """τ: the workload's cadence, or for `every: auto` the cost-minimising one (COST-MODEL §4)."""
-    if workload.interruption_tolerance == "checkpointed" and workload.checkpoint.every == "auto":
-        return costmodel.best_interval(inputs)
-    return inputs.checkpoint_interval_h
+def _auto(workload: Workload) -> bool:
+    return workload.interruption_tolerance == "checkpointed" and workload.checkpoint.every == "auto"
 
 
-def _storage_usd_per_h(workload: Workload, provider, checkpoint_gib: float) -> float:
+def _storage_usd_per_h(workload: Workload, storage_usd_per_gib_month: float, checkpoint_gib: float) -> float:
     kept = checkpoint_gib * workload.checkpoint.keep if workload.interruption_tolerance == "checkpointed" else 0.0
-    return (kept + workload.data.size) * provider.storage_usd_per_gib_month / HOURS_PER_MONTH
+    return (kept + workload.data.size) * storage_usd_per_gib_month / HOURS_PER_MONTH
 
 
-def _egress_usd(workload: Workload, catalog: Catalog, provider: str, region: str) -> float:
-    """Moving the data set from where it lives to the candidate (charged by the source provider)."""
+def _egress_usd(workload: Workload, catalog: Catalog, providers: pd.Series, regions: pd.Series) -> np.ndarray:
+    """Moving the data set from where it lives to each candidate (charged by the source provider)."""
     if not workload.data.location or workload.data.size == 0:
-        return 0.0
+        return np.zeros(len(providers))
     home, _, home_region = workload.data.location.partition("/")
-    if home != provider:
-        return workload.data.size * catalog.providers[home].egress_usd_per_gib
-    if home_region and home_region != region:
-        return workload.data.size * INTER_REGION_USD_PER_GIB
-    return 0.0
+    elsewhere = (providers != home).to_numpy()
+    other_region = ((providers == home) & (regions != home_region)).to_numpy() if home_region else False
+    return np.where(elsewhere, workload.data.size * catalog.providers[home].egress_usd_per_gib,
+                    np.where(other_region, workload.data.size * INTER_REGION_USD_PER_GIB, 0.0))
 
 
-def _timing(ctx: _WorkloadContext, row, est: Estimate) -> costmodel.CostResult:
-    """Cost-model result at price 1 and no storage/egress, cached per timing key."""
-    provider = ctx.catalog.providers[row.provider]
-    key = (row.gpu, row.gpus_per_node, row.nodes, row.gpu_vram_gib, row.intra_node, row.intra_node_gbs,
-           row.inter_node, row.inter_node_gbps, row.lam_spot, provider.billing_granularity_h, provider.billing_minimum_h)
-    if key not in ctx.timings:
-        inputs = cost_inputs(ctx.workload, est, nodes=int(row.nodes), gpus_per_node=int(row.gpus_per_node),
-                             lam_spot=float(row.lam_spot), price=1.0, granularity_h=provider.billing_granularity_h,
-                             minimum_h=provider.billing_minimum_h,
-                             hw_rate=ctx.scenario.defaults.hardware_failure_per_gpu_h)
-        tau = interval_for(ctx.workload, inputs)
-        ctx.timings[key] = costmodel.expected(inputs, tau)
-    return ctx.timings[key]
+# ---------------------------------------------------------------- screening
 
 
-def _candidate_row(ctx: _WorkloadContext, row, est: Estimate, unit: costmodel.CostResult) -> dict:
-    provider = ctx.catalog.providers[row.provider]
-    storage_h = _storage_usd_per_h(ctx.workload, provider, ctx.checkpoint_gib)
+def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> pd.DataFrame:
+    """Per timing key, closed forms only (no FFT), vectorised over keys: the quick τ with E[T] and
+    E[F] there, the smallest E[T] the final τ can have (`et_lo`), the smallest and largest
+    failure-free time (`t0`, `t0_hi`) and a lower bound on P(no failure) (`p0`)."""
+    keys = rows[TIMING_COLUMNS + ["work_h", "item_h"]].drop_duplicates(TIMING_COLUMNS).reset_index(drop=True)
+    W = keys["work_h"].to_numpy(float)
+    n = keys["nodes"].to_numpy(float)
+    lam = n * keys["lam_spot"].to_numpy(float) + n * keys["gpus_per_node"].to_numpy(float) * hw_rate
+    gran = keys["granularity_h"].to_numpy(float)
+    tolerance = workload.interruption_tolerance
+    R = workload.restart_overhead
+    C = 0.0 if tolerance != "checkpointed" else workload.checkpoint.write_time
+    if _auto(workload):
+        k = _quick_k(W, C, R, lam, n, gran)
+        ks = np.clip(k[:, None] + np.arange(-2, 3)[None, :], 1, None)  # best_interval settles among these
+        et_all, _ = _expected_time_2d(W, C, R, lam, ks)
+        tau = W / k
+        et, ef = (a[:, 0] for a in _expected_time_2d(W, C, R, lam, k[:, None]))
+        et_lo = et_all.min(axis=1)
+        t0, t0_hi = R + W + ks.min(axis=1) * C, R + W + ks.max(axis=1) * C
+        p0 = np.exp(-lam * (W + ks.max(axis=1) * C))
+    else:
+        if tolerance == "none":
+            tau = W
+        elif tolerance == "stateless":
+            item = keys["item_h"].to_numpy(float)
+            tau = np.minimum(np.where(np.isnan(item), W, item), W)
+        else:
+            tau = np.minimum(float(workload.checkpoint.every), W)
+        k = np.maximum(1, np.ceil(W / tau * (1 - 1e-12)))
+        last = W - (k - 1) * tau
+        et = R + (k - 1) * _segment_time(lam, tau + C, R) + _segment_time(lam, last + C, R)
+        ef = (k - 1) * np.expm1(lam * (tau + C)) + np.expm1(lam * (last + C))
+        et_lo, t0 = et, R + W + k * C
+        t0_hi, p0 = t0, np.exp(-lam * (W + k * C))
+    out = keys[TIMING_COLUMNS].copy()
+    out["tau"], out["et"], out["ef"], out["et_lo"], out["t0"], out["t0_hi"], out["p0"] = (
+        tau, et, ef, et_lo, t0, t0_hi, p0)
+    return out
+
+
+def _segment_time(lam, s, R):
+    """E[T_i] = (e^(λs) − 1)(1/λ + R) (COST-MODEL §4), with the λ → 0 limit s."""
+    x = np.minimum(lam * s, 600.0)
+    safe = np.where(x > 0, x, 1.0)
+    return np.where(x > 0, s * np.expm1(x) / safe + np.expm1(x) * R, s)
+
+
+def _expected_time_2d(W, C, R, lam, ks):
+    """E[T], E[F] for ks[i, j] equal segments of key i."""
+    s = W[:, None] / ks + C
+    grow = np.expm1(np.minimum(lam[:, None] * s, 600.0))
+    safe = np.where(lam > 0, lam, 1.0)[:, None]
+    et = np.where(lam[:, None] > 0, R + ks * grow * (1.0 / safe + R), R + W[:, None] + ks * C)
+    return et, np.where(lam[:, None] > 0, ks * grow, 0.0)
+
+
+def _quick_k(W, C, R, lam, n, gran):
+    """costmodel.quick_interval vectorised over keys: the k minimising n·E[T] + γ/2·(n + E[F])."""
+    k_max = np.minimum(100_000, np.maximum(1, np.ceil(W / np.maximum(W / 1e5, 1e-3))))
+    grid = np.unique(np.round(np.geomspace(1, 1e5, 64)))[None, :]
+    scale = np.log(k_max)[:, None] / np.log(1e5)
+    ks = np.maximum(1, np.round(np.exp(np.log(grid) * scale)))
+
+    def best(ks):
+        et, ef = _expected_time_2d(W, C, R, lam, ks)
+        proxy = n[:, None] * et + gran[:, None] / 2 * (n[:, None] + ef)
+        return ks[np.arange(len(W)), np.argmin(proxy, axis=1)]
+
+    first = best(ks)
+    fine = np.clip(np.round(first[:, None] * np.linspace(0.8, 1.25, 46)[None, :]) + np.arange(-2, 44)[None, :] * 0, 1,
+                   k_max[:, None])
+    fine = np.clip(np.round(first[:, None] / 1.2) - 1 + np.arange(0, 200)[None, :], 1, k_max[:, None])
+    k = best(fine)
+    return np.where(lam > 0, k, 1.0)
+
+
+def _dominated(rows: pd.DataFrame, dominators: pd.DataFrame, signature: list[str]) -> pd.Series:
+    """Rows whose cost lower bound exceeds some dominator's upper bound in the same signature
+    drawing no more quota GPUs (a dominator never dominates itself: its hi >= its lo)."""
+    if dominators.empty:
+        return pd.Series(False, index=rows.index)
+    dominators = dominators.astype({"hi": float, "units": float})
+    rows = rows.astype({"units": float})
+    best = dominators.groupby(signature + ["units"], dropna=False)["hi"].min().reset_index()
+    best = best.sort_values(signature + ["units"])
+    best["best_hi"] = best.groupby(signature, dropna=False)["hi"].cummin()
+    merged = pd.merge_asof(rows.reset_index().sort_values("units"), best.sort_values("units")[
+        signature + ["units", "best_hi"]], on="units", by=signature or None, direction="backward")
+    merged = merged.set_index("index").reindex(rows.index)
+    return merged["best_hi"].fillna(math.inf) < merged["lo"]
+
+
+# ---------------------------------------------------------------- exact evaluation
+
+
+def _exact(workload: Workload, row, hw_rate: float, cache: dict) -> costmodel.CostResult:
+    """The cost model at price 1 without storage/egress (both added per row), cached per timing key."""
+    key = tuple(getattr(row, c) for c in TIMING_COLUMNS)
+    if key not in cache:
+        inputs = cost_inputs(workload, work_h=row.work_h, item_h=row.item_h, nodes=int(row.nodes),
+                             gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
+                             granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate)
+        tau = costmodel.best_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
+        cache[key] = costmodel.expected(inputs, tau)
+    return cache[key]
+
+
+def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.CostResult, memory_gib: float,
+                   precision: str | None) -> dict:
     parts = {k: unit.breakdown[k] * row.price for k in BREAKDOWN if k not in ("storage", "egress")}
-    parts["storage"] = storage_h * unit.wall_h
-    parts["egress"] = _egress_usd(ctx.workload, ctx.catalog, row.provider, row.region)
+    parts["storage"] = row.storage_h * unit.wall_h
+    parts["egress"] = row.egress
     cost = math.fsum(parts.values())
-    workload = ctx.workload
     return {
         "workload": workload.name,
         "cid": f"{workload.name}|{row.key}|{row.market}|x{int(row.nodes)}",
         "offer_key": row.key, "provider": row.provider, "region": row.region, "instance_type": row.instance_type,
-        "gpu": row.gpu, "gpu_family": ctx.catalog.gpus[row.gpu].family, "gpus_per_node": int(row.gpus_per_node),
+        "gpu": row.gpu, "gpu_family": row.gpu_family, "gpus_per_node": int(row.gpus_per_node),
         "nodes": int(row.nodes), "gpus": int(row.gpus), "market": row.market, "max_nodes": row.max_nodes,
         "price_per_node_h": float(row.price), "lam_spot": float(row.lam_spot),
         "checkpoint_interval_h": unit.checkpoint_interval_h, "segments": unit.segments,
-        "work_h": est.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
+        "work_h": row.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
         "rounding_waste_node_h": unit.rounding_waste_node_h, "p_deadline": unit.p_deadline,
         "cost_usd": cost, "cost_cents": int(round(cost / COST_RESOLUTION_USD)),
         **{f"usd_{k}": v for k, v in parts.items()},
-        "storage_usd_per_h": storage_h, "memory_gib": est.memory.total, "vram_gib": float(row.gpu_vram_gib),
-        "billing_granularity_h": provider.billing_granularity_h, "billing_minimum_h": provider.billing_minimum_h,
-        "precision": est.precision, "tensor_parallel": est.tensor_parallel,
+        "storage_usd_per_h": row.storage_h, "memory_gib": memory_gib, "vram_gib": float(row.gpu_vram_gib),
+        "billing_granularity_h": row.granularity_h, "billing_minimum_h": row.minimum_h,
+        "precision": precision,
     }
 
 
@@ -228,27 +332,28 @@ def _candidate_row(ctx: _WorkloadContext, row, est: Estimate, unit: costmodel.Co
 
 
 def _signature_columns(workload: Workload, limits: Limits) -> list[str]:
-    """The shared resources a candidate draws on besides cost and GPUs: candidates that differ in
-    these can never stand in for each other, so dominance is only checked within equal signatures."""
-    columns = []
-    if limits.gpu_quotas or any(workload.name in g for g in limits.same_provider):
+    """What a candidate draws on besides cost and GPUs: which quotas cover it, which offer node
+    limit, and (for grouped workloads) its provider or region. Candidates with different
+    signatures can never stand in for each other, so dominance is checked within one."""
+    columns = ["quota_keys", "capped_offer"]
+    if any(workload.name in g for g in limits.same_provider):
         columns.append("provider")
     if any(workload.name in g for g in limits.same_region):
         columns.append("provider_region")
-    columns.append("capped_offer")
     return columns
 
 
-def _quota_gpus(frame: pd.DataFrame, limits: Limits) -> pd.Series:
-    """GPUs a candidate draws from quotas (0 when no quota covers it)."""
-    covered = pd.Series(False, index=frame.index)
-    for key in limits.gpu_quotas:
-        provider, _, family = key.partition("/")
-        mask = frame["provider"] == provider
-        if family:
-            mask &= frame["gpu_family"].str.lower() == family.lower()
-        covered |= mask
-    return frame["gpus"].where(covered, 0)
+def _resource_columns(frame: pd.DataFrame, limits: Limits, offer_column: str) -> pd.DataFrame:
+    """Signature columns plus `units`: the GPUs a candidate draws from quotas or a capped offer
+    (0 when nothing limits it, so only cost then matters)."""
+    keys = pd.Series("", index=frame.index)
+    for key in sorted(limits.gpu_quotas):
+        keys = keys.where(~quota_mask(frame, key), keys + key + ";")
+    capped = frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))
+    suffix = ("|" + frame["market"]) if limits.node_limits_per_market else ""
+    return frame.assign(provider_region=frame["provider"] + "/" + frame["region"], quota_keys=keys,
+                        capped_offer=np.where(capped, frame[offer_column] + suffix, ""),
+                        units=frame["gpus"].where((keys != "") | capped, 0))
 
 
 def prune_dominated(frame: pd.DataFrame, limits: Limits, workload: Workload) -> pd.DataFrame:
@@ -261,28 +366,28 @@ def prune_dominated(frame: pd.DataFrame, limits: Limits, workload: Workload) -> 
     """
     if frame.empty:
         return frame
-    frame = frame.assign(
-        provider_region=frame["provider"] + "/" + frame["region"],
-        capped_offer=np.where(frame["max_nodes"].notna() | frame["offer_key"].isin(limits.node_limits),
-                              frame["offer_key"] + ("|" + frame["market"] if limits.node_limits_per_market else ""), ""),
-        quota_gpus=_quota_gpus(frame, limits))
+    frame = _resource_columns(frame, limits, "offer_key")
     keep = []
     for _, group in frame.sort_values(["cost_cents", "wall_h", "cid"], kind="stable").groupby(
             _signature_columns(workload, limits), sort=False):
-        best_gpus = math.inf
-        for index, gpus in zip(group.index, group["quota_gpus"]):
-            if gpus < best_gpus:  # cheaper ones before it all draw more quota GPUs
+        fewest = math.inf
+        for index, units in zip(group.index, group["units"]):
+            if units < fewest:  # every cheaper one before it draws more limited GPUs
                 keep.append(index)
-                best_gpus = gpus
-    return frame.loc[sorted(keep)].drop(columns=["provider_region", "capped_offer", "quota_gpus"])
+                fewest = units
+    return frame.loc[sorted(keep)].drop(columns=["provider_region", "quota_keys", "capped_offer", "units"])
+
+
+CHUNK = 48
 
 
 def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
                         limits: Limits, exhaustive: bool = False) -> tuple[pd.DataFrame, str, int]:
     """(evaluated feasible candidates, reason if none, rows considered).
 
-    `exhaustive` evaluates every row instead of skipping those whose lower bound already
-    loses to an evaluated candidate of the same signature (tests compare the two).
+    Rows are screened with closed-form cost bounds (lo <= exact cost <= hi) and only those
+    no other row provably beats get the exact cost model, cheapest bound first, in chunks.
+    `exhaustive` evaluates every row exactly (tests compare the two).
     """
     allowed = offers_for(catalog, workload.allow, workload.forbid, offers)
     if allowed.empty:
@@ -294,65 +399,79 @@ def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario
         if workload.interruption_tolerance == "none" and allowed["on_demand_usd_h"].isna().all():
             why = "interruption_tolerance none rules out spot, and no allowed offer has an on-demand price"
         return pd.DataFrame(), why, 0
-    ctx = _WorkloadContext(workload, catalog, scenario, checkpoint_size_gib(workload, catalog))
-    q = scenario.defaults.deadline_confidence
-    budget = workload.time_budget or math.inf
-    # Physics per shape, then a cheap lower bound: compute + startup at the row's price.
-    estimates = [ctx.estimate(_shape(r)) for r in rows.itertuples(index=False)]
-    rows["work_h"] = [e.work_h for e in estimates]
-    rows["fits"] = [e.fits for e in estimates]
-    feasible_physics = rows["work_h"] < math.inf
-    min_wall = rows["work_h"] + workload.restart_overhead
-    on_time = min_wall <= budget
-    candidates_mask = feasible_physics & on_time
-    if not candidates_mask.any():
-        return pd.DataFrame(), _physics_reason(ctx, rows, estimates, feasible_physics, budget), len(rows)
-    rows = rows[candidates_mask].copy()
-    rows["lower_bound"] = rows["price"] * rows["nodes"] * min_wall[candidates_mask]
-    rows = rows.sort_values(["lower_bound", "key", "market", "nodes"], kind="stable")
-    # Evaluate in lower-bound order; skip rows that cannot beat what their signature already has.
+    considered = len(rows)
+    headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
+    q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
+    rows, estimates = _attach_physics(rows, workload, catalog, headroom)
+    physics_ok = rows["work_h"] < math.inf
+    if not physics_ok.any():
+        return pd.DataFrame(), _physics_reason(workload, list(estimates.values()), budget), considered
+    rows = rows[physics_ok].copy()
+    providers = catalog.providers
+    rows["granularity_h"] = rows["provider"].map({p: v.billing_granularity_h for p, v in providers.items()})
+    rows["minimum_h"] = rows["provider"].map({p: v.billing_minimum_h for p, v in providers.items()})
+    rows = rows.merge(_screen_timings(rows, workload, hw_rate), on=TIMING_COLUMNS, how="left")
+    on_time = rows["t0"] <= budget
+    if not on_time.any():
+        return pd.DataFrame(), _too_slow_reason(workload, rows, budget), considered
+    rows = rows[on_time].copy()
+    checkpoint_gib = checkpoint_size_gib(workload, catalog)
+    storage_rate = {p: _storage_usd_per_h(workload, v.storage_usd_per_gib_month, checkpoint_gib)
+                    for p, v in providers.items()}
+    rows["storage_h"] = rows["provider"].map(storage_rate)
+    rows["egress"] = _egress_usd(workload, catalog, rows["provider"], rows["region"])
+    rows["gpu_family"] = rows["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
+    waste_hi = (rows["nodes"] + rows["ef"]) * np.maximum(rows["granularity_h"], rows["minimum_h"])
+    rows["lo"] = (rows["price"] * rows["nodes"] + rows["storage_h"]) * rows["et_lo"] + rows["egress"]
+    rows["hi"] = (rows["price"] * rows["nodes"] + rows["storage_h"]) * rows["et"] + rows["price"] * waste_hi + rows[
+        "egress"]
+    rows["certain"] = (rows["t0_hi"] <= budget) & (rows["p0"] >= q)
+    rows = _resource_columns(rows, limits, "key")
     signature = _signature_columns(workload, limits)
-    rows = rows.assign(provider_region=rows["provider"] + "/" + rows["region"],
-                       capped_offer=np.where(rows["max_nodes"].notna() | rows["key"].isin(limits.node_limits),
-                                             rows["key"] + ("|" + rows["market"] if limits.node_limits_per_market else ""),
-                                             ""),
-                       gpu_family=rows["gpu"].map(lambda g: catalog.gpus[g].family))
-    rows["quota_gpus"] = _quota_gpus(rows.rename(columns={"key": "offer_key"}), limits)
-    front: dict[tuple, list[tuple[float, int]]] = {}
-    out, missed = [], []
-    for row in rows.itertuples(index=False):
-        sig = tuple(getattr(row, c) for c in signature)
-        incumbents = front.setdefault(sig, [])
-        if not exhaustive and any(cost < row.lower_bound and gpus <= row.quota_gpus for cost, gpus in incumbents):
-            continue
-        est = ctx.estimate(_shape(row))
-        unit = _timing(ctx, row, est)
-        if unit.p_deadline < q:
-            missed.append((row, unit))
-            continue
-        candidate = _candidate_row(ctx, row, est, unit)
-        out.append(candidate)
-        incumbents.append((candidate["cost_usd"], row.quota_gpus))
+    if not exhaustive:
+        rows = rows[~_dominated(rows, rows[rows["certain"]], signature)]
+    rows = rows.sort_values(["lo", "key", "market", "nodes"], kind="stable")
+    cache: dict = {}
+    out, missed, dominators = [], [], []
+    pending = rows
+    while not pending.empty:
+        chunk, pending = pending.iloc[:CHUNK], pending.iloc[CHUNK:]
+        for row in chunk.itertuples(index=False):
+            unit = _exact(workload, row, hw_rate, cache)
+            if unit.p_deadline < q:
+                missed.append((row, unit))
+                continue
+            est = estimates[tuple(getattr(row, c) for c in SHAPE_COLUMNS)]
+            candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision)
+            out.append(candidate)
+            dominators.append({**{c: getattr(row, c) for c in signature}, "units": row.units,
+                               "hi": candidate["cost_usd"]})
+        if not exhaustive and dominators and not pending.empty:
+            pending = pending[~_dominated(pending, pd.DataFrame(dominators), signature)]
     if not out:
-        return pd.DataFrame(), _deadline_reason(workload, missed, q), len(rows)
-    return pd.DataFrame(out), "", len(rows)
+        return pd.DataFrame(), _deadline_reason(workload, missed, q), considered
+    return pd.DataFrame(out), "", considered
 
 
-def _physics_reason(ctx: _WorkloadContext, rows, estimates, feasible, budget) -> str:
+def _physics_reason(workload: Workload, estimates: list[Estimate], budget: float) -> str:
     fitting = [e for e in estimates if e.fits]
     if not fitting:
-        best = min(estimates, key=lambda e: e.memory.total - e.shape.vram_gib)
         precision = [e for e in estimates if "support" in e.reason]
         if precision and len(precision) == len(estimates):
             return precision[0].reason
+        sized = [e for e in estimates if e.memory.total > 0] or estimates
+        best = min(sized, key=lambda e: e.memory.total * 1.0 - e.shape.vram_gib)
         largest = max(e.shape.vram_gib for e in estimates)
         return (f"no GPU has enough VRAM: even {best.shape.gpus} x {best.shape.gpu} {best.reason}"
                 f" (largest GPU offered: {largest:.0f} GiB)")
-    if not feasible.any():
-        return sorted({e.reason for e in estimates if e.reason})[0]
-    fastest = min(e.work_h for e in estimates if e.work_h < math.inf) + ctx.workload.restart_overhead
-    return (f"every fitting candidate misses the time budget: the fastest needs {fastest:.1f} h without any "
-            f"failure against a budget of {budget:.1f} h (short by {fastest - budget:.1f} h)")
+    return sorted({e.reason for e in estimates if e.reason})[0]
+
+
+def _too_slow_reason(workload: Workload, rows: pd.DataFrame, budget: float) -> str:
+    fastest = rows.loc[rows["t0"].idxmin()]
+    return (f"every fitting candidate misses the time budget: the fastest, {int(fastest['nodes'])} x "
+            f"{fastest['key']}, needs {fastest['t0']:.1f} h without any failure against a budget of "
+            f"{budget:.1f} h (short by {fastest['t0'] - budget:.1f} h)")
 
 
 def _deadline_reason(workload: Workload, missed, q: float) -> str:
@@ -368,7 +487,7 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
     limits = limits_of(scenario)
     if offers is None:
         offers = apply_overrides(catalog.offers, scenario.overrides, catalog)
-    frames, infeasible, considered = [], {}, 0
+    frames, pruned, infeasible, considered = [], [], {}, 0
     for workload in scenario.workloads:
         frame, reason, count = workload_candidates(workload, catalog, scenario, offers, limits, exhaustive)
         considered += count
@@ -376,8 +495,7 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
             infeasible[workload.name] = reason
         else:
             frames.append(frame)
+            pruned.append(prune_dominated(frame, limits, workload))
     evaluated = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    pruned = (pd.concat([prune_dominated(f, limits, w) for f, w in zip(frames, [w for w in scenario.workloads
-                                                                                 if w.name not in infeasible])],
-                        ignore_index=True) if frames else pd.DataFrame())
-    return CandidateSet(evaluated, pruned, infeasible, considered)
+    return CandidateSet(evaluated, pd.concat(pruned, ignore_index=True) if pruned else pd.DataFrame(), infeasible,
+                        considered)

@@ -249,13 +249,16 @@ def check_plan(loaded: LoadedScenario, plan: dict) -> list[str]:
         violations.append(f"status {status} with infeasible reasons {plan['infeasible']}")
     counts = defaultdict(int)
     for a in assignments:
-        counts[a["workload"]] += 1
+        counts[a.get("workload")] += 1
     for name in workloads:
         if counts[name] != 1:
             violations.append(f"{name}: {counts[name]} assignments, expected exactly one")
     violations += [f"assignment for unknown workload {w!r}" for w in counts if w not in workloads]
     offers = {row["key"]: row for row in loaded.catalog.offers.to_dict("records")}
-    for a in assignments:
-        if a["workload"] in workloads:
-            violations += _check_assignment(loaded, a, workloads[a["workload"]], offers)
-    return violations + _shared_limits(loaded, plan, offers)
+    try:
+        for a in assignments:
+            if a["workload"] in workloads:
+                violations += _check_assignment(loaded, a, workloads[a["workload"]], offers)
+        return violations + _shared_limits(loaded, plan, offers)
+    except (KeyError, TypeError) as exc:  # not the documented contract at all
+        return violations + [f"malformed plan: missing or mistyped field {exc}"]

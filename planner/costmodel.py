@@ -514,6 +514,49 @@ def expected(inputs: CandidateInputs, tau: float | None = None) -> CostResult:
 # ----------------------------------------------------- auto cadence (§4)
 
 
+FINE_BILLING_H = 0.05
+"""Billing finer than 3 minutes (granule and minimum): rounding waste barely depends on τ."""
+
+
+def expected_time(work_h: float, C: float, R: float, lam: float, k) -> tuple:
+    """E[T] and E[F] for k equal segments (§4), vectorised over k."""
+    k = np.asarray(k, dtype=float)
+    s = work_h / k + C
+    if lam == 0:
+        return R + work_h + k * C, np.zeros_like(k)
+    grow = np.expm1(np.minimum(lam * s, _MAX_EXP))
+    return R + k * grow * (1.0 / lam + R), k * grow
+
+
+def wall_and_failures(inputs: CandidateInputs, tau: float | None = None) -> tuple[float, float, float, float]:
+    """(E[T], E[F], T0, P0 = P(no failure)) in closed form: no billing, no FFT (§4–§5)."""
+    p = segment_plan(inputs, tau)
+    ET, EF, _ = _moments(p)
+    return ET, EF, p.T0, math.exp(-p.lam * p.S) if p.lam > 0 else 1.0
+
+
+def quick_interval(inputs: CandidateInputs) -> float:
+    """τ = W/k minimising n·E[T] + γ/2·(n + E[F]) over integer k: exact E[T], the §5 waste
+    approximation. Equal segments are best for a given k (e^(λs) is convex). Cheap (a few
+    vectorised scans), so candidate generation can afford it for every hardware shape."""
+    W, lam = inputs.work_h, inputs.failure_rate_per_h
+    if inputs.interruption_tolerance != "checkpointed" or lam == 0:
+        return segment_plan(inputs).tau
+    C, R, n, gran = inputs.checkpoint_write_h, inputs.restart_h, inputs.nodes, inputs.billing_granularity_h
+    k_max = int(min(100_000, max(1, math.ceil(W / max(W / 1e5, 1e-3)))))
+
+    def proxy(ks):
+        ET, EF = expected_time(W, C, R, lam, ks)
+        return n * ET + gran / 2 * (n + EF)
+
+    ks = np.unique(np.geomspace(1, k_max, 64).round().astype(int))
+    best = int(ks[np.argmin(proxy(ks))])
+    lo, hi = max(1, int(best / 1.2) - 1), min(k_max, int(best * 1.2) + 2)
+    ks = np.arange(lo, hi + 1)
+    best = int(ks[np.argmin(proxy(ks))])
+    return W / best
+
+
 def best_interval(inputs: CandidateInputs, candidates=None) -> float:
     """τ minimising expected cost for 'checkpointed' with cadence `auto`.
 
@@ -526,6 +569,11 @@ def best_interval(inputs: CandidateInputs, candidates=None) -> float:
     W = inputs.work_h
     if inputs.interruption_tolerance != "checkpointed":
         return segment_plan(inputs).tau
+    fine = max(inputs.billing_granularity_h, inputs.billing_minimum_h) <= FINE_BILLING_H
+    if fine and not candidates:  # the quick optimum, settled against its neighbours at the exact cost
+        k0 = round(W / quick_interval(inputs))
+        near = [W / k for k in range(max(1, k0 - 2), k0 + 3)]
+        return min(near, key=lambda t: (_evaluate(inputs, t, with_deadline=False).cost_usd, -t))
     lam, C = inputs.failure_rate_per_h, inputs.checkpoint_write_h
     k_max = int(min(100_000, max(1, math.ceil(W / 1e-3))))
     cache: dict[float, float] = {}

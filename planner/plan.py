@@ -12,7 +12,7 @@ import pandas as pd
 
 from .candidates import CandidateSet, generate, limits_of
 from .scenario import LoadedScenario
-from .solver import Limits, SolveResult, build_model, solve_model
+from .solver import Limits, SolveResult, build_model, quota_mask, solve_model
 
 DEFAULT_TIME_LIMIT_S = 60.0
 DEFAULT_WORKERS = 2
@@ -105,11 +105,7 @@ def explain_conflict(cands: pd.DataFrame, limits: Limits, workloads: list[str]) 
 def _describe_limit(limits: Limits, family: str, key: str | None, cands: pd.DataFrame, conflict: list[str]) -> str:
     subset = cands[cands["workload"].isin(conflict)]
     if family == "gpu_quotas":
-        provider, _, gpu_family = key.partition("/")
-        mask = subset["provider"] == provider
-        if gpu_family:
-            mask &= subset["gpu_family"].str.lower() == gpu_family.lower()
-        need = subset[mask].groupby("workload")["gpus"].min()
+        need = subset[quota_mask(subset, key)].groupby("workload")["gpus"].min()
         detail = ", ".join(f"{w} needs >= {int(n)}" for w, n in need.items())
         return f"quota {key} ({limits.gpu_quotas[key]} GPUs; {detail})"
     if family == "node_limits":

@@ -9,6 +9,7 @@ the float sum of the chosen candidates' expected costs.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -22,7 +23,7 @@ COST_RESOLUTION_USD = 0.01  # one cent
 class Limits:
     """The shared limits of a scenario, in solver terms."""
 
-    gpu_quotas: dict[str, int] = field(default_factory=dict)  # 'provider' or 'provider/gpu_family' -> GPUs
+    gpu_quotas: dict[str, int] = field(default_factory=dict)  # 'provider' or 'provider/GPU' -> GPUs
     node_limits: dict[str, int] = field(default_factory=dict)  # offer key -> nodes
     node_limits_per_market: bool = False
     budget_usd: float | None = None
@@ -56,6 +57,16 @@ class SolveResult:
         return max(0.0, (self.objective_usd - self.bound_usd) / self.objective_usd)
 
 
+def quota_mask(frame: pd.DataFrame, key: str) -> pd.Series:
+    """Rows a quota key covers: 'provider', or 'provider/GPU' with GPU a family (H100) or a name (H100-SXM)."""
+    provider, _, gpu = key.partition("/")
+    mask = frame["provider"] == provider
+    if gpu:
+        gpu = gpu.lower()
+        mask &= (frame["gpu_family"].str.lower() == gpu) | (frame["gpu"].str.lower() == gpu)
+    return mask
+
+
 def tie_ranks(candidates: pd.DataFrame) -> pd.Series:
     """Within each workload, rank candidates by (cost, wall time, name): the deterministic tie-break."""
     order = candidates.sort_values(["workload", "cost_cents", "wall_h", "cid"], kind="stable")
@@ -81,11 +92,7 @@ def add_gpu_quotas(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, lim
     Σ_{c on provider p [and family f]} gpus_c · pick_c ≤ quota[p(/f)].
     """
     for key, quota in sorted(limits.gpu_quotas.items()):
-        provider, _, family = key.partition("/")
-        mask = cands["provider"] == provider
-        if family:
-            mask &= cands["gpu_family"].str.lower() == family.lower()
-        rows = cands.index[mask]
+        rows = cands.index[quota_mask(cands, key)]
         if len(rows) == 0 or cands.loc[rows, "gpus"].sum() <= quota:
             continue  # cannot bind
         model.add(sum(int(cands.at[i, "gpus"]) * pick[i] for i in rows) <= quota).with_name(f"quota[{key}]")
@@ -120,7 +127,7 @@ def add_budget(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits:
     """
     if limits.budget_usd is None:
         return
-    cap = int(limits.budget_usd / COST_RESOLUTION_USD)
+    cap = math.floor(limits.budget_usd / COST_RESOLUTION_USD + 1e-6)  # $0.29 is 29 cents, not int(28.999...)
     model.add(sum(int(cands.at[i, "cost_cents"]) * pick[i] for i in cands.index) <= cap).with_name("budget")
 
 
