@@ -130,8 +130,8 @@ _ESTIMATES: dict[tuple, Estimate] = {}
 """Physics results shared by workloads that differ only in name, deadline, data or placement."""
 
 
-def _estimate(workload: Workload, catalog: Catalog, shape: Shape, headroom: float) -> Estimate:
-    key = (workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT), shape, headroom, id(catalog))
+def _estimate(workload: Workload, physics: str, catalog: Catalog, shape: Shape, headroom: float) -> Estimate:
+    key = (physics, shape, headroom, id(catalog))
     if key not in _ESTIMATES:
         _ESTIMATES[key] = estimate(workload, catalog, shape, headroom)
     return _ESTIMATES[key]
@@ -140,7 +140,8 @@ def _estimate(workload: Workload, catalog: Catalog, shape: Shape, headroom: floa
 def _attach_physics(rows: pd.DataFrame, workload: Workload, catalog: Catalog, headroom: float) -> tuple:
     """W and item time per row, computed once per distinct hardware shape."""
     shapes = rows[SHAPE_COLUMNS].drop_duplicates().reset_index(drop=True)
-    estimates = {s: _estimate(workload, catalog, Shape(*s), headroom)
+    physics = workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT)
+    estimates = {s: _estimate(workload, physics, catalog, Shape(*s), headroom)
                  for s in shapes.itertuples(index=False, name=None)}
     shapes["work_h"] = [e.work_h for e in estimates.values()]
     shapes["item_h"] = [e.item_h or math.nan for e in estimates.values()]
@@ -273,20 +274,29 @@ def _quick_k(W, C, R, lam, n, gran):
     return np.where(lam > 0, k, 1.0)
 
 
-def _dominated(rows: pd.DataFrame, dominators: pd.DataFrame, signature: list[str]) -> pd.Series:
-    """Rows whose cost lower bound exceeds some dominator's upper bound in the same signature
-    drawing no more quota GPUs (a dominator never dominates itself: its hi >= its lo)."""
-    if dominators.empty:
-        return pd.Series(False, index=rows.index)
-    dominators = dominators.astype({"hi": float, "units": float})
-    rows = rows.astype({"units": float})
-    best = dominators.groupby(signature + ["units"], dropna=False)["hi"].min().reset_index()
-    best = best.sort_values(signature + ["units"])
-    best["best_hi"] = best.groupby(signature, dropna=False)["hi"].cummin()
-    merged = pd.merge_asof(rows.reset_index().sort_values("units"), best.sort_values("units")[
-        signature + ["units", "best_hi"]], on="units", by=signature or None, direction="backward")
-    merged = merged.set_index("index").reindex(rows.index)
-    return merged["best_hi"].fillna(math.inf) < merged["lo"]
+def _dominated(rows: pd.DataFrame, dominators: pd.DataFrame, signature: list[str]) -> np.ndarray:
+    """Rows whose cost lower bound exceeds the upper bound of some dominator with the same
+    signature drawing no more limited GPUs (a row never dominates itself: its hi >= its lo)."""
+    out = np.zeros(len(rows), dtype=bool)
+    if dominators.empty or rows.empty:
+        return out
+    both = pd.concat([rows[signature], dominators[signature]], ignore_index=True).astype(str)
+    label = both[signature[0]]
+    for column in signature[1:]:
+        label = label + "|" + both[column]
+    codes, _ = pd.factorize(label)
+    row_codes, dom_codes = codes[:len(rows)], codes[len(rows):]
+    units, lo = rows["units"].to_numpy(float), rows["lo"].to_numpy(float)
+    dom_units, dom_hi = dominators["units"].to_numpy(float), dominators["hi"].to_numpy(float)
+    for code in np.unique(dom_codes):
+        mine = dom_codes == code
+        order = np.argsort(dom_units[mine], kind="stable")
+        levels, best = dom_units[mine][order], np.minimum.accumulate(dom_hi[mine][order])
+        members = np.flatnonzero(row_codes == code)
+        at = np.searchsorted(levels, units[members], side="right") - 1
+        ok = at >= 0
+        out[members[ok]] = best[at[ok]] < lo[members[ok]]
+    return out
 
 
 # ---------------------------------------------------------------- exact evaluation
@@ -299,9 +309,18 @@ def _exact(workload: Workload, row, hw_rate: float, cache: dict) -> costmodel.Co
         inputs = cost_inputs(workload, work_h=row.work_h, item_h=row.item_h, nodes=int(row.nodes),
                              gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
                              granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate)
-        tau = costmodel.best_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
+        tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
         cache[key] = costmodel.expected(inputs, tau)
     return cache[key]
+
+
+def _auto_interval(inputs: costmodel.CandidateInputs) -> float:
+    """`every: auto`: with billing finer than FINE_BILLING_H the quick search (exact E[T], the §5
+    waste approximation) is the optimum to within 1e-6 of the cost; coarser billing gets the
+    exact search."""
+    if max(inputs.billing_granularity_h, inputs.billing_minimum_h) <= costmodel.FINE_BILLING_H:
+        return costmodel.quick_interval(inputs)
+    return costmodel.best_interval(inputs)
 
 
 def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.CostResult, memory_gib: float,
@@ -346,9 +365,12 @@ def _signature_columns(workload: Workload, limits: Limits) -> list[str]:
 def _resource_columns(frame: pd.DataFrame, limits: Limits, offer_column: str) -> pd.DataFrame:
     """Signature columns plus `units`: the GPUs a candidate draws from quotas or a capped offer
     (0 when nothing limits it, so only cost then matters)."""
-    keys = pd.Series("", index=frame.index)
+    pairs = frame[["provider", "gpu", "gpu_family"]].drop_duplicates()
+    covering = pd.Series("", index=pairs.index)
     for key in sorted(limits.gpu_quotas):
-        keys = keys.where(~quota_mask(frame, key), keys + key + ";")
+        covering = covering.where(~quota_mask(pairs, key), covering + key + ";")
+    lookup = dict(zip(zip(pairs["provider"], pairs["gpu"]), covering))
+    keys = pd.Series([lookup[p] for p in zip(frame["provider"], frame["gpu"])], index=frame.index, dtype=object)
     capped = frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))
     suffix = ("|" + frame["market"]) if limits.node_limits_per_market else ""
     return frame.assign(provider_region=frame["provider"] + "/" + frame["region"], quota_keys=keys,
@@ -381,6 +403,15 @@ def prune_dominated(frame: pd.DataFrame, limits: Limits, workload: Workload) -> 
 CHUNK = 48
 
 
+def _cheapest_twins(rows: pd.DataFrame, signature: list[str]) -> pd.DataFrame:
+    """Of rows identical in everything the cost and the limits depend on but the price (the same
+    instance in many regions, say), keep the cheapest (ties: the first offer key). The others
+    are dominated before any physics is computed."""
+    twins = SHAPE_COLUMNS + ["market", "lam_spot", "granularity_h", "minimum_h", "storage_h", "egress", "units"]
+    order = rows.sort_values(["price", "key"], kind="stable")
+    return order.drop_duplicates(twins + signature, keep="first").sort_index()
+
+
 def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
                         limits: Limits, exhaustive: bool = False) -> tuple[pd.DataFrame, str, int]:
     """(evaluated feasible candidates, reason if none, rows considered).
@@ -402,32 +433,33 @@ def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario
     considered = len(rows)
     headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
     q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
+    providers = catalog.providers
+    checkpoint_gib = checkpoint_size_gib(workload, catalog)
+    rows["granularity_h"] = rows["provider"].map({p: v.billing_granularity_h for p, v in providers.items()})
+    rows["minimum_h"] = rows["provider"].map({p: v.billing_minimum_h for p, v in providers.items()})
+    rows["storage_h"] = rows["provider"].map({p: _storage_usd_per_h(workload, v.storage_usd_per_gib_month,
+                                                                    checkpoint_gib) for p, v in providers.items()})
+    rows["egress"] = _egress_usd(workload, catalog, rows["provider"], rows["region"])
+    rows["gpu_family"] = rows["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
+    rows = _resource_columns(rows, limits, "key")
+    signature = _signature_columns(workload, limits)
+    if not exhaustive:
+        rows = _cheapest_twins(rows, signature)
     rows, estimates = _attach_physics(rows, workload, catalog, headroom)
     physics_ok = rows["work_h"] < math.inf
     if not physics_ok.any():
         return pd.DataFrame(), _physics_reason(workload, list(estimates.values()), budget), considered
     rows = rows[physics_ok].copy()
-    providers = catalog.providers
-    rows["granularity_h"] = rows["provider"].map({p: v.billing_granularity_h for p, v in providers.items()})
-    rows["minimum_h"] = rows["provider"].map({p: v.billing_minimum_h for p, v in providers.items()})
     rows = rows.merge(_screen_timings(rows, workload, hw_rate), on=TIMING_COLUMNS, how="left")
     on_time = rows["t0"] <= budget
     if not on_time.any():
         return pd.DataFrame(), _too_slow_reason(workload, rows, budget), considered
     rows = rows[on_time].copy()
-    checkpoint_gib = checkpoint_size_gib(workload, catalog)
-    storage_rate = {p: _storage_usd_per_h(workload, v.storage_usd_per_gib_month, checkpoint_gib)
-                    for p, v in providers.items()}
-    rows["storage_h"] = rows["provider"].map(storage_rate)
-    rows["egress"] = _egress_usd(workload, catalog, rows["provider"], rows["region"])
-    rows["gpu_family"] = rows["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
     waste_hi = (rows["nodes"] + rows["ef"]) * np.maximum(rows["granularity_h"], rows["minimum_h"])
     rows["lo"] = (rows["price"] * rows["nodes"] + rows["storage_h"]) * rows["et_lo"] + rows["egress"]
     rows["hi"] = (rows["price"] * rows["nodes"] + rows["storage_h"]) * rows["et"] + rows["price"] * waste_hi + rows[
         "egress"]
     rows["certain"] = (rows["t0_hi"] <= budget) & (rows["p0"] >= q)
-    rows = _resource_columns(rows, limits, "key")
-    signature = _signature_columns(workload, limits)
     if not exhaustive:
         rows = rows[~_dominated(rows, rows[rows["certain"]], signature)]
     rows = rows.sort_values(["lo", "key", "market", "nodes"], kind="stable")
