@@ -1,0 +1,65 @@
+"""`planner simulate` as a user runs it: the solved plan by default, or a plan file."""
+import json
+
+from conftest import SCENARIOS
+from test_bad_input import assert_one_line_error
+
+
+def test_simulates_the_solved_plan_and_agrees_with_the_analytic_model(run):
+    result = run("simulate", SCENARIOS / "lora-finetune.yaml", "--trials", "20000", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    (row,) = json.loads(result.stdout)
+    assert row["workload"] == "support-lora" and row["trials"] == 20000
+    for field in ("wall_h", "cost_usd", "billed_node_h"):
+        stats = row[field]
+        assert stats["p50"] <= stats["p90"] <= stats["p99"]
+        assert abs(stats["relative_difference"]) < 0.02
+    assert abs(row["p_deadline"]["difference_pp"]) < 2
+
+
+def test_plan_file_and_seed_give_identical_numbers(run, tmp_path):
+    plan = tmp_path / "plan.json"
+    assert run("solve", SCENARIOS / "team-quarter-mix.yaml", "--format", "json", "-o", plan).exit_code == 0
+    first = run("simulate", SCENARIOS / "team-quarter-mix.yaml", "--plan", plan, "--seed", "7", "--format", "json")
+    second = run("simulate", SCENARIOS / "team-quarter-mix.yaml", "--plan", plan, "--seed", "7", "--format", "json")
+    assert first.exit_code == 0 and first.stdout == second.stdout
+    rows = json.loads(first.stdout)
+    assert {r["workload"] for r in rows} == {"ranker-train", "eval-harness", "mistral-qlora", "vision-finetune",
+                                              "embed-corpus"}
+    other = run("simulate", SCENARIOS / "team-quarter-mix.yaml", "--plan", plan, "--seed", "8", "--format", "json")
+    assert other.stdout != first.stdout
+
+
+def test_table_output(run):
+    result = run("simulate", SCENARIOS / "batch-generation.yaml", "--trials", "1000")
+    assert result.exit_code == 0
+    assert "gen-8b" in result.stdout and "wall_p99" in result.stdout and "cost_analytic" in result.stdout
+
+
+def test_bad_plan_files(run, tmp_path):
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"assignments": [')
+    assert_one_line_error(run("simulate", SCENARIOS / "lora-finetune.yaml", "--plan", broken), "broken.json:1",
+                          "not valid JSON")
+    empty = tmp_path / "empty.json"
+    empty.write_text('{"assignments": []}')
+    assert_one_line_error(run("simulate", SCENARIOS / "lora-finetune.yaml", "--plan", empty), "expected a plan")
+    stranger = tmp_path / "stranger.json"
+    stranger.write_text(json.dumps({"assignments": [{"workload": "nobody", "nodes": 1, "gpus_per_node": 1,
+                                                     "checkpoint_interval_h": 1, "inputs": {}, "expected": {},
+                                                     "breakdown_usd": {}}]}))
+    assert_one_line_error(run("simulate", SCENARIOS / "lora-finetune.yaml", "--plan", stranger),
+                          "assignments[0]", "'nobody' is not in the scenario")
+
+
+def test_infeasible_scenario_has_nothing_to_simulate(run, scenario_file):
+    path = scenario_file("""\
+name: x
+catalogs: [lambda]
+workloads:
+  - name: huge
+    kind: training
+    memory: {per_gpu: 500GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+""")
+    assert_one_line_error(run("simulate", path), "no plan to simulate", "no GPU has enough VRAM")
