@@ -302,15 +302,36 @@ def _dominated(rows: pd.DataFrame, dominators: pd.DataFrame, signature: list[str
 # ---------------------------------------------------------------- exact evaluation
 
 
-def _exact(workload: Workload, row, hw_rate: float, cache: dict) -> costmodel.CostResult:
+# what-if reuse (planner/whatif.py): the exact cost model at price 1 depends only on the
+# workload's cost settings, W, the item time and the timing key, never on a price, so its
+# results are kept across calls. A sweep point that changes prices only re-maps prices; one
+# that changes preemption rates recomputes just the timing keys whose λ moved.
+_EXACT_CACHE: dict[tuple, costmodel.CostResult] = {}
+_EXACT_CACHE_MAX = 500_000
+_COST_SETTINGS = {"checkpoint", "restart_overhead", "interruption_tolerance", "time_budget"}
+"""The Workload fields `cost_inputs` and `_auto` read (everything else reaches them through W)."""
+
+
+def _cost_fingerprint(workload: Workload, hw_rate: float) -> tuple:
+    return workload.model_dump_json(include=_COST_SETTINGS), hw_rate
+
+
+def _exact(workload: Workload, row, hw_rate: float, cache: dict, fingerprint: tuple | None = None
+           ) -> costmodel.CostResult:
     """The cost model at price 1 without storage/egress (both added per row), cached per timing key."""
     key = tuple(getattr(row, c) for c in TIMING_COLUMNS)
     if key not in cache:
-        inputs = cost_inputs(workload, work_h=row.work_h, item_h=row.item_h, nodes=int(row.nodes),
-                             gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
-                             granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate)
-        tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
-        cache[key] = costmodel.expected(inputs, tau)
+        shared = (fingerprint or _cost_fingerprint(workload, hw_rate)) + tuple(
+            None if v != v else v for v in key + (row.work_h, row.item_h))  # NaN never equals itself
+        if shared not in _EXACT_CACHE:
+            inputs = cost_inputs(workload, work_h=row.work_h, item_h=row.item_h, nodes=int(row.nodes),
+                                 gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
+                                 granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate)
+            tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
+            if len(_EXACT_CACHE) >= _EXACT_CACHE_MAX:
+                _EXACT_CACHE.clear()
+            _EXACT_CACHE[shared] = costmodel.expected(inputs, tau)
+        cache[key] = _EXACT_CACHE[shared]
     return cache[key]
 
 
@@ -464,12 +485,13 @@ def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario
         rows = rows[~_dominated(rows, rows[rows["certain"]], signature)]
     rows = rows.sort_values(["lo", "key", "market", "nodes"], kind="stable")
     cache: dict = {}
+    fingerprint = _cost_fingerprint(workload, hw_rate)
     out, missed, dominators = [], [], []
     pending = rows
     while not pending.empty:
         chunk, pending = pending.iloc[:CHUNK], pending.iloc[CHUNK:]
         for row in chunk.itertuples(index=False):
-            unit = _exact(workload, row, hw_rate, cache)
+            unit = _exact(workload, row, hw_rate, cache, fingerprint)
             if unit.p_deadline < q:
                 missed.append((row, unit))
                 continue

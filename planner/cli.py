@@ -108,6 +108,44 @@ def solve(scenario, fmt, output, time_limit, workers, explain) -> None:
         sys.exit(1)
 
 
+# ---------------------------------------------------------------- batch
+
+
+@main.command()
+@click.argument("quarter", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
+@click.option("--gantt", type=click.Path(dir_okay=False), help="Draw the schedule to FILE.png or FILE.html.")
+@click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="Seconds CP-SAT may search; the best schedule so far is reported with its gap.")
+@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
+def batch(quarter, fmt, output, gantt, time_limit, workers) -> None:
+    """Schedule a quarter's runs over time: start dates, placements, reservations to buy.
+
+    Exit status 0 with a schedule, 1 when a required run cannot be placed, 2 on bad input.
+
+    \b
+    Example:
+      planner batch scenarios/quarter-team.yaml
+      planner batch scenarios/quarter-team.yaml --format json -o schedule.json --gantt schedule.png
+    """
+    from .batch import batch_json, batch_text, make_batch_plan
+    from .quarter import load_quarter
+
+    if gantt and not gantt.lower().endswith((".png", ".html")):
+        raise PlannerError("expected a .png or .html file name", "--gantt")
+    loaded = load_quarter(quarter)
+    plan = make_batch_plan(loaded, time_limit_s=time_limit, workers=workers)
+    emit(batch_text(plan, fmt), output, inputs=(quarter,))
+    if gantt and plan.status in ("OPTIMAL", "FEASIBLE"):
+        from .gantt import write_gantt
+
+        write_gantt(batch_json(plan), Path(gantt), protected=(quarter,))
+        click.echo(f"wrote {gantt}", err=True)
+    if plan.status not in ("OPTIMAL", "FEASIBLE"):
+        sys.exit(1)
+
+
 # ---------------------------------------------------------------- simulate
 
 

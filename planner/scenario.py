@@ -153,8 +153,11 @@ def _check_duplicate_workloads(path: Path, raw: dict) -> None:
             first[name] = index
 
 
-def check_references(loaded: LoadedScenario) -> None:
-    """Names that must exist in the catalog: models, GPUs, providers, offers."""
+def check_references(loaded: LoadedScenario, collection: str = "workloads") -> None:
+    """Names that must exist in the catalog: models, GPUs, providers, offers.
+
+    `collection` is the key the workloads sit under in the file (`runs` in a quarter file).
+    """
     scenario, catalog = loaded.scenario, loaded.catalog
     providers = set(catalog.providers)
     offer_keys = set(catalog.offers["key"])
@@ -171,7 +174,7 @@ def check_references(loaded: LoadedScenario) -> None:
             fail(f"unknown provider {name!r}{did_you_mean(name, providers)}; known: {', '.join(sorted(providers))}", loc)
 
     for i, workload in enumerate(scenario.workloads):
-        base = ("workloads", i)
+        base = (collection, i)
         if isinstance(workload.model, str):
             try:
                 catalog.model(workload.model)

@@ -1,0 +1,275 @@
+"""`planner batch` end to end: run candidates with calendar durations, the CP-SAT schedule,
+and the report (runs, reservations with utilisation, spending per month).
+
+A run's duration on the calendar is the wall time it needs at the deadline confidence: the
+`q`-quantile of its completion time under the cost model, rounded up to whole steps.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from . import costmodel
+from .batch_model import BatchLimits, BatchResult, Pool, RunInfo, build_batch_model, solve_batch
+from .candidates import _resource_columns, apply_overrides, limits_of, workload_candidates
+from .domain import Workload
+from .quarter import LoadedQuarter, _scenario_view
+from .solver import COST_RESOLUTION_USD
+
+DEADLINE_LEVELS = (1.0, 0.5, 0.25)
+"""Candidates are generated for the run's whole window and for half and a quarter of it, so
+the schedule can trade money for speed when capacity or precedence squeezes a run."""
+MAX_CANDIDATES_PER_RUN = 12
+
+
+@dataclass
+class BatchPlan:
+    loaded: LoadedQuarter
+    cands: pd.DataFrame
+    pools: list[Pool]
+    result: BatchResult | None
+    infeasible: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        if self.result is None:
+            return "INFEASIBLE"
+        return self.result.status
+
+
+def completion_quantile(inputs: costmodel.CandidateInputs, q: float) -> float:
+    """Smallest D with P(T ≤ D) ≥ q (bisection on the cost model's exact distribution)."""
+    _, _, t0, p0 = costmodel.wall_and_failures(inputs)
+    if p0 >= q:
+        return t0
+    low, high = t0, max(t0 * 2, t0 + 1.0)
+    while costmodel.p_deadline(costmodel.CandidateInputs(**{**inputs.__dict__, "time_budget_h": high})) < q:
+        low, high = high, high * 2
+        if high > 1e6:
+            return math.inf
+    for _ in range(40):
+        middle = (low + high) / 2
+        if costmodel.p_deadline(costmodel.CandidateInputs(**{**inputs.__dict__, "time_budget_h": middle})) >= q:
+            high = middle
+        else:
+            low = middle
+        if high - low < 1e-3 * high:
+            break
+    return high
+
+
+def _inputs(row, run: Workload, hw_rate: float) -> costmodel.CandidateInputs:
+    tolerance = run.interruption_tolerance
+    return costmodel.CandidateInputs(
+        work_h=row.work_h, checkpoint_write_h=0.0 if tolerance == "stateless" else run.checkpoint.write_time,
+        restart_h=run.restart_overhead, nodes=int(row.nodes), gpus_per_node=int(row.gpus_per_node),
+        spot_rate_per_node_h=float(row.lam_spot) if row.market == "spot" else 0.0, hw_failure_per_gpu_h=hw_rate,
+        price_per_node_h=float(row.price_per_node_h), billing_granularity_h=row.billing_granularity_h,
+        billing_minimum_h=row.billing_minimum_h, interruption_tolerance=tolerance,
+        checkpoint_interval_h=row.checkpoint_interval_h)
+
+
+def _pools(loaded: LoadedQuarter) -> list[Pool]:
+    pools = []
+    for r in loaded.quarter.reservations:
+        start, end = loaded.to_step(r.start, up=True), loaded.to_step(r.end)
+        pools.append(Pool(r.label, r.offer, start, end, r.price_per_node_h, r.min_nodes, r.max_nodes,
+                          (r.end - r.start).total_seconds() / 3600))
+    return pools
+
+
+def run_candidates(loaded: LoadedQuarter, run, workload: Workload, offers: pd.DataFrame, pools: list[Pool],
+                   scenario) -> tuple[pd.DataFrame, str]:
+    """A run's candidates: on-demand/spot at several deadline levels, plus one per reservation pool
+    on an offer it may use. Each gets its calendar duration in steps."""
+    catalog, q = loaded.catalog, loaded.quarter.defaults.deadline_confidence
+    hw_rate = loaded.quarter.defaults.hardware_failure_per_gpu_h
+    release, due = loaded.window(run)
+    window_h = (due - release) * loaded.step_h
+    limits = limits_of(scenario)
+    frames, reason = [], ""
+    for level in DEADLINE_LEVELS:
+        budgeted = workload.model_copy(update={"time_budget": window_h * level})
+        frame, why, _ = workload_candidates(budgeted, catalog, scenario, offers, limits)
+        if why and level == 1.0:
+            reason = why
+        if not frame.empty:
+            frames.append(frame.assign(pool=-1))
+    for p, pool in enumerate(pools):
+        offer = offers[offers["key"] == pool.offer_key].assign(spot_usd_h=np.nan, max_nodes=float(pool.max_nodes),
+                                                                on_demand_usd_h=pool.price_per_node_h)
+        reserved = workload.model_copy(update={"time_budget": window_h})
+        frame, _, _ = workload_candidates(reserved, catalog, scenario, offer, limits, exhaustive=True)
+        if not frame.empty:  # compute is prepaid with the reservation: only storage and data move cost money
+            frame = frame.assign(pool=p, market="reserved", cid=frame["cid"].str.replace("|on_demand|", "|reserved|"),
+                                 cost_usd=frame["usd_storage"] + frame["usd_egress"])
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame(), reason or "no candidate fits its window"
+    cands = pd.concat(frames, ignore_index=True).drop_duplicates("cid")
+    cands["cost_cents"] = (cands["cost_usd"] / COST_RESOLUTION_USD).round().astype(int)
+    wall_q = [completion_quantile(_inputs(row, workload, hw_rate), q) for row in cands.itertuples(index=False)]
+    cands["wall_q_h"] = wall_q
+    cands["duration_steps"] = np.ceil(np.array(wall_q) / loaded.step_h - 1e-9).astype(int).clip(min=1)
+    cands = cands[cands["duration_steps"] <= due - release]
+    if cands.empty:
+        return cands, f"no candidate finishes within its window of {window_h:.0f} h at confidence {q:.0%}"
+    return _keep_useful(cands.rename(columns={"workload": "run"}), limits), ""
+
+
+def _keep_useful(cands: pd.DataFrame, limits) -> pd.DataFrame:
+    """Drop candidates another one beats on cost, duration and limited GPUs with the same limits
+    and pool; keep at most MAX_CANDIDATES_PER_RUN, always including the fastest."""
+    frame = _resource_columns(cands, limits, "offer_key").assign(pool_key=cands["pool"].astype(str))
+    frame = frame.sort_values(["cost_cents", "duration_steps", "cid"], kind="stable")
+    keep = []
+    for _, group in frame.groupby(["quota_keys", "capped_offer", "pool_key"], sort=False):
+        front: list[tuple[int, int]] = []
+        for index, duration, units in zip(group.index, group["duration_steps"], group["units"]):
+            if not any(d <= duration and u <= units for d, u in front):
+                keep.append(index)
+                front.append((duration, units))
+    kept = frame.loc[keep].sort_values(["cost_cents", "duration_steps", "cid"], kind="stable")
+    fastest = kept.nsmallest(1, "duration_steps")
+    kept = pd.concat([kept.head(MAX_CANDIDATES_PER_RUN - 1), fastest]).drop_duplicates("cid")
+    return kept.drop(columns=["quota_keys", "capped_offer", "units", "provider_region", "pool_key"])
+
+
+def month_spans(loaded: LoadedQuarter, pools: list[Pool]) -> tuple:
+    """(label, first step, end step, {pool: hours of its term in the month}) for each month."""
+    horizon = loaded.quarter.horizon
+    months = []
+    cursor = dt.datetime(horizon.start.year, horizon.start.month, 1, tzinfo=dt.timezone.utc)
+    while cursor < horizon.end:
+        following = dt.datetime(cursor.year + cursor.month // 12, cursor.month % 12 + 1, 1, tzinfo=dt.timezone.utc)
+        first, end = max(0, loaded.to_step(cursor, up=True)), min(loaded.steps, loaded.to_step(following, up=True))
+        hours = {}
+        for p, pool in enumerate(pools):
+            overlap = min(following, loaded.to_time(pool.end)) - max(cursor, loaded.to_time(pool.start))
+            if overlap.total_seconds() > 0:
+                hours[p] = overlap.total_seconds() / 3600
+        if end > first:
+            months.append((cursor.strftime("%Y-%m"), first, end, hours))
+        cursor = following
+    return tuple(months)
+
+
+def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 2, seed: int = 0) -> BatchPlan:
+    quarter = loaded.quarter
+    scenario = _scenario_view(quarter)
+    offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
+    pools = _pools(loaded)
+    frames, infeasible, runs = [], {}, []
+    for run, workload in zip(quarter.runs, scenario.workloads):
+        cands, reason = run_candidates(loaded, run, workload, offers, pools, scenario)
+        release, due = loaded.window(run)
+        runs.append(RunInfo(run.name, release, due, run.after, run.priority, run.required))
+        if reason:
+            infeasible[run.name] = reason
+        else:
+            frames.append(cands)
+    required_missing = [r for r in quarter.runs if r.name in infeasible and r.required]
+    if required_missing or not frames:
+        return BatchPlan(loaded, pd.DataFrame(), pools, None, infeasible)
+    cands = pd.concat(frames, ignore_index=True)
+    placeable = [r for r in runs if r.name not in infeasible]
+    c = quarter.constraints
+    limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools))
+    model = build_batch_model(cands, placeable, pools, limits, loaded.steps)
+    result = solve_batch(model, time_limit_s, workers, seed)
+    plan = BatchPlan(loaded, cands, pools, result, infeasible)
+    for name in result.unscheduled:
+        plan.infeasible.setdefault(name, "optional run left out: the budget or capacity cannot also fund it "
+                                         "next to higher-priority runs")
+    return plan
+
+
+# ---------------------------------------------------------------- report
+
+
+def batch_json(plan: BatchPlan) -> dict:
+    loaded, result = plan.loaded, plan.result
+    solved = result is not None and result.status in ("OPTIMAL", "FEASIBLE")
+    runs, reservations, months = [], [], []
+    if solved:
+        chosen = result.chosen.set_index("run")
+        for run in loaded.quarter.runs:
+            if run.name not in chosen.index:
+                runs.append({"run": run.name, "scheduled": False, "reason": plan.infeasible.get(run.name, "")})
+                continue
+            row = chosen.loc[run.name]
+            start = int(row["start_step"])
+            runs.append({
+                "run": run.name, "scheduled": True, "start": loaded.to_time(start).isoformat(),
+                "end": loaded.to_time(start + int(row["duration_steps"])).isoformat(),
+                "provider": row["provider"], "region": row["region"], "instance_type": row["instance_type"],
+                "nodes": int(row["nodes"]), "gpus": int(row["gpus"]), "market": row["market"],
+                "expected_wall_h": float(row["wall_h"]), "p_deadline": float(row["p_deadline"]),
+                "cost_usd": round(float(row["cost_usd"]), 2),
+            })
+        for pool, bought in zip(plan.pools, result.bought):
+            provider, region, instance = pool.offer_key.split("/", 2)
+            on_pool = result.chosen[result.chosen["pool"] == plan.pools.index(pool)]
+            used = float((on_pool["nodes"] * on_pool["duration_steps"]).sum())
+            capacity = bought * (pool.end - pool.start)
+            reservations.append({
+                "provider": provider, "region": region, "instance_type": instance, "nodes": bought,
+                "start": loaded.to_time(pool.start).isoformat(), "end": loaded.to_time(pool.end).isoformat(),
+                "cost_usd": round(bought * pool.price_per_node_h * pool.term_h, 2),
+                "utilisation": round(used / capacity, 4) if capacity else 0.0, "name": pool.label,
+            })
+        months = _months(plan)
+    return {
+        "status": plan.status,
+        "objective_usd": round(result.objective_usd, 2) if solved else None,
+        "bound_usd": round(result.bound_usd, 2) if solved else None,
+        "solve_seconds": round(result.solve_seconds, 3) if result else 0.0,
+        "reservations": reservations, "runs": runs, "months": months,
+        "unscheduled": [{"run": r, "reason": why} for r, why in plan.infeasible.items()],
+    }
+
+
+def _months(plan: BatchPlan) -> list[dict]:
+    spans = month_spans(plan.loaded, plan.pools)
+    totals = {label: 0.0 for label, *_ in spans}
+    for row in plan.result.chosen.itertuples(index=False):
+        label = next((label for label, first, end, _ in spans if first <= row.start_step < end), spans[-1][0])
+        totals[label] += row.cost_usd
+    for label, _, _, hours in spans:
+        for p, h in hours.items():
+            totals[label] += plan.result.bought[p] * plan.pools[p].price_per_node_h * h
+    return [{"month": label, "cost_usd": round(value, 2)} for label, value in totals.items()]
+
+
+def batch_text(plan: BatchPlan, fmt: str) -> str:
+    from .output import render_table, to_json
+
+    data = batch_json(plan)
+    if fmt == "json":
+        return to_json(data)
+    runs = pd.DataFrame([r for r in data["runs"] if r["scheduled"]])
+    if fmt == "csv":
+        return runs.to_csv(index=False) if not runs.empty else "run\n"
+    if plan.status not in ("OPTIMAL", "FEASIBLE"):
+        frame = pd.DataFrame(data["unscheduled"], columns=["run", "reason"]).rename(columns={"reason": "why"})
+        title = f"{plan.status}: quarter {plan.loaded.quarter.name!r} cannot be planned"
+        return render_table(frame, title=title) if not frame.empty else title + "\n"
+    shown = runs.assign(start=runs["start"].str[:16], end=runs["end"].str[:16],
+                        expected_wall_h=runs["expected_wall_h"].round(1), p_deadline=runs["p_deadline"].round(3))
+    shown = shown.drop(columns=["scheduled", "reason"], errors="ignore")
+    text = render_table(shown, title=f"schedule for quarter {plan.loaded.quarter.name!r}")
+    if data["reservations"]:
+        text += "\n" + render_table(pd.DataFrame(data["reservations"]), title="reservations to buy")
+    text += "\n" + render_table(pd.DataFrame(data["months"]), title="spending per month")
+    if data["unscheduled"]:
+        text += "\n" + render_table(pd.DataFrame(data["unscheduled"]).rename(columns={"reason": "why"}),
+                                    title="runs left out")
+    r = plan.result
+    proof = "optimal (proven)" if r.status == "OPTIMAL" else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
+    text += (f"\n{r.status}: expected total ${r.objective_usd:,.2f}, {proof}; {len(plan.cands)} candidates for "
+             f"{len(plan.loaded.quarter.runs)} runs; solved in {r.solve_seconds:.2f} s\n")
+    return text
