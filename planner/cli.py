@@ -55,15 +55,26 @@ def main() -> None:
 @main.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 def validate(files: tuple[Path, ...]) -> None:
-    """Check scenario files (and the catalogs they name); print a short summary.
+    """Check scenario and quarter files (and the catalogs they name); print a short summary.
+
+    A file with a `horizon:` key is a quarter file (`planner batch`).
 
     \b
     Example:
       planner validate scenarios/*.yaml
     """
+    from .quarter import load_quarter
     from .scenario import load_scenario
+    from .yamlio import load_yaml
 
     for path in files:
+        raw = load_yaml(path)
+        if isinstance(raw, dict) and "horizon" in raw:
+            quarter = load_quarter(path)
+            q = quarter.quarter
+            click.echo(f"{path}: ok: quarter {q.name!r}, {len(q.runs)} run(s), {len(q.reservations)} reservation "
+                       f"option(s), {quarter.steps} steps of {quarter.step_h:g} h, {len(quarter.catalog.offers)} offers")
+            continue
         loaded = load_scenario(path)
         scenario, offers = loaded.scenario, loaded.catalog.offers
         kinds = ", ".join(sorted({w.kind for w in scenario.workloads}))
