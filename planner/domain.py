@@ -6,7 +6,6 @@ or docstring.
 """
 from __future__ import annotations
 
-import math
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
@@ -334,6 +333,3 @@ class Scenario(Strict):
                 raise ValueError(f"constraint group names unknown workload(s) {', '.join(unknown)}")
         return self
 
-
-def finite_or_inf(value: float | None) -> float:
-    return math.inf if value is None else value

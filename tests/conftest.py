@@ -12,6 +12,15 @@ from planner.cli import main
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "scenarios"
 
+
+def scenario_files() -> list[Path]:
+    """The example scenarios (`planner solve`), not the quarter files (`planner batch`, a `horizon:` key)."""
+    return sorted(p for p in SCENARIOS.glob("*.yaml") if "\nhorizon:" not in "\n" + p.read_text())
+
+
+def quarter_files() -> list[Path]:
+    return sorted(set(SCENARIOS.glob("*.yaml")) - set(scenario_files()))
+
 MINIMAL = """\
 name: tiny
 catalogs: [aws]

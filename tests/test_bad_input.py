@@ -193,3 +193,12 @@ def test_one_bad_file_among_good_ones_fails(run, scenario_file):
     bad = scenario_file(MINIMAL + "oops: 1\n", "bad.yaml")
     result = run("validate", good, bad)
     assert result.exit_code == 2
+
+
+def test_every_shipped_example_validates(run):
+    from conftest import SCENARIOS
+
+    files = sorted(SCENARIOS.glob("*.yaml"))
+    result = run("validate", *files)
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.count(": ok: ") == len(files)

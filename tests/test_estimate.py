@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from conftest import SCENARIOS
+from conftest import SCENARIOS, scenario_files
 from planner.estimate import Shape, estimate
 from planner.scenario import load_scenario
 
@@ -92,7 +92,7 @@ def test_pcie_and_ethernet_are_visibly_slower(loaded):
     assert one_pcie.work_h > 1.02 * one_nvlink.work_h and one_pcie.scaling_efficiency < one_nvlink.scaling_efficiency
 
 
-@pytest.mark.parametrize("scenario", sorted(p.name for p in SCENARIOS.glob("*.yaml")))
+@pytest.mark.parametrize("scenario", [p.name for p in scenario_files()])
 def test_estimate_runs_on_every_example(run, scenario):
     result = run("estimate", SCENARIOS / scenario, "--format", "json")
     assert result.exit_code == 0, result.stderr
