@@ -148,14 +148,26 @@ def month_spans(loaded: LoadedQuarter, pools: list[Pool]) -> tuple:
         following = dt.datetime(cursor.year + cursor.month // 12, cursor.month % 12 + 1, 1, tzinfo=dt.timezone.utc)
         first, end = max(0, loaded.to_step(cursor, up=True)), min(loaded.steps, loaded.to_step(following, up=True))
         hours = {}
-        for p, pool in enumerate(pools):
-            overlap = min(following, loaded.to_time(pool.end)) - max(cursor, loaded.to_time(pool.start))
+        for p, reservation in enumerate(loaded.quarter.reservations):  # the real term, as it is paid
+            overlap = min(following, reservation.end) - max(cursor, reservation.start)
             if overlap.total_seconds() > 0:
                 hours[p] = overlap.total_seconds() / 3600
         if end > first:
             months.append((cursor.strftime("%Y-%m"), first, end, hours))
         cursor = following
     return tuple(months)
+
+
+def _propagate_unplaceable(runs, infeasible: dict[str, str]) -> None:
+    """A run that waits for a run that cannot be placed cannot be placed either."""
+    changed = True
+    while changed:
+        changed = False
+        for run in runs:
+            blocker = next((b for b in run.after if b in infeasible), None)
+            if blocker and run.name not in infeasible:
+                infeasible[run.name] = f"waits for {blocker}, which cannot be placed"
+                changed = True
 
 
 def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 2, seed: int = 0) -> BatchPlan:
@@ -172,16 +184,25 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
             infeasible[run.name] = reason
         else:
             frames.append(cands)
+    _propagate_unplaceable(quarter.runs, infeasible)
     required_missing = [r for r in quarter.runs if r.name in infeasible and r.required]
     if required_missing or not frames:
         return BatchPlan(loaded, pd.DataFrame(), pools, None, infeasible)
     cands = pd.concat(frames, ignore_index=True)
+    cands = cands[~cands["run"].isin(list(infeasible))].reset_index(drop=True)
     placeable = [r for r in runs if r.name not in infeasible]
+    if cands.empty:
+        return BatchPlan(loaded, cands, pools, None, infeasible)
     c = quarter.constraints
-    limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools))
+    limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools),
+                         c.node_limits_per_market)
     model = build_batch_model(cands, placeable, pools, limits, loaded.steps)
     result = solve_batch(model, time_limit_s, workers, seed)
     plan = BatchPlan(loaded, cands, pools, result, infeasible)
+    if result.status == "INFEASIBLE":
+        for run in placeable:
+            plan.infeasible.setdefault(run.name, "no schedule fits every required run within the quotas, node limits, "
+                                                 "reservation terms, budgets and precedence together")
     for name in result.unscheduled:
         plan.infeasible.setdefault(name, "optional run left out: the budget or capacity cannot also fund it "
                                          "next to higher-priority runs")
@@ -214,8 +235,8 @@ def batch_json(plan: BatchPlan) -> dict:
         for pool, bought in zip(plan.pools, result.bought):
             provider, region, instance = pool.offer_key.split("/", 2)
             on_pool = result.chosen[result.chosen["pool"] == plan.pools.index(pool)]
-            used = float((on_pool["nodes"] * on_pool["duration_steps"]).sum())
-            capacity = bought * (pool.end - pool.start)
+            used = float((on_pool["nodes"] * on_pool["duration_steps"]).sum()) * loaded.step_h
+            capacity = bought * pool.term_h
             reservations.append({
                 "provider": provider, "region": region, "instance_type": instance, "nodes": bought,
                 "start": loaded.to_time(pool.start).isoformat(), "end": loaded.to_time(pool.end).isoformat(),
@@ -251,15 +272,18 @@ def batch_text(plan: BatchPlan, fmt: str) -> str:
     data = batch_json(plan)
     if fmt == "json":
         return to_json(data)
-    runs = pd.DataFrame([r for r in data["runs"] if r["scheduled"]])
+    runs = pd.DataFrame([r for r in data["runs"] if r["scheduled"]],
+                        columns=["run", "scheduled", "start", "end", "provider", "region", "instance_type", "nodes",
+                                 "gpus", "market", "expected_wall_h", "p_deadline", "cost_usd"])
     if fmt == "csv":
         return runs.to_csv(index=False) if not runs.empty else "run\n"
     if plan.status not in ("OPTIMAL", "FEASIBLE"):
         frame = pd.DataFrame(data["unscheduled"], columns=["run", "reason"]).rename(columns={"reason": "why"})
         title = f"{plan.status}: quarter {plan.loaded.quarter.name!r} cannot be planned"
         return render_table(frame, title=title) if not frame.empty else title + "\n"
-    shown = runs.assign(start=runs["start"].str[:16], end=runs["end"].str[:16],
-                        expected_wall_h=runs["expected_wall_h"].round(1), p_deadline=runs["p_deadline"].round(3))
+    shown = runs.assign(start=runs["start"].astype(str).str[:16], end=runs["end"].astype(str).str[:16],
+                        expected_wall_h=runs["expected_wall_h"].astype(float).round(1),
+                        p_deadline=runs["p_deadline"].astype(float).round(3))
     shown = shown.drop(columns=["scheduled", "reason"], errors="ignore")
     text = render_table(shown, title=f"schedule for quarter {plan.loaded.quarter.name!r}")
     if data["reservations"]:

@@ -52,6 +52,7 @@ class BatchLimits:
     budget_usd: float | None = None
     monthly_budget_usd: float | None = None
     months: tuple[tuple[str, int, int, dict], ...] = ()  # (label, first step, end step, {pool: hours in month})
+    node_limits_per_market: bool = False
 
 
 @dataclass
@@ -119,7 +120,7 @@ def add_precedence(m: BatchModel) -> None:
     duration = {run: sum(int(m.cands.at[i, "duration_steps"]) * m.pick[i] for i in rows)
                 for run, rows in m.cands.groupby("run").indices.items()}
     for run in m.runs.values():
-        for before in run.after:
+        for before in (b for b in run.after if b in m.runs):
             m.model.add(m.scheduled[run.name] <= m.scheduled[before])
             order = m.model.add(m.start[run.name] >= m.start[before] + duration[before])
             order.with_name(f"after[{before}->{run.name}]")
@@ -155,7 +156,9 @@ def add_node_limits(m: BatchModel, limits: BatchLimits) -> None:
 
     cumulative(intervals of the offer's on-demand/spot candidates, demand nodes_c, limit).
     """
-    for offer, rows in m.cands[m.cands["pool"] < 0].groupby("offer_key").groups.items():
+    groups = ["offer_key", "market"] if limits.node_limits_per_market else "offer_key"
+    for key, rows in m.cands[m.cands["pool"] < 0].groupby(groups).groups.items():
+        offer = key[0] if isinstance(key, tuple) else key
         caps = [limits.node_limits.get(offer)]
         catalog_cap = m.cands.at[rows[0], "max_nodes"]
         caps.append(None if pd.isna(catalog_cap) else int(catalog_cap))

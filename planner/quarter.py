@@ -58,7 +58,7 @@ class Run(Workload):
     release: When | None = Field(None, description="earliest start (default: horizon start)")
     due: When | None = Field(None, description="latest end (default: horizon end)")
     after: tuple[str, ...] = Field((), description="runs that must finish first")
-    priority: Annotated[int, Field(ge=0)] = 1
+    priority: Annotated[int, Field(ge=1)] = Field(1, description="weight of an optional run; higher first")
     required: bool = True
 
     @model_validator(mode="after")

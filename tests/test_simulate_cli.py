@@ -63,3 +63,21 @@ workloads:
     work: {gpu_hours: 10, reference_gpu: A100-80GB}
 """)
     assert_one_line_error(run("simulate", path), "no plan to simulate", "no GPU has enough VRAM")
+
+
+import pytest  # noqa: E402
+
+from conftest import scenario_files  # noqa: E402
+
+
+@pytest.mark.parametrize("scenario", [p.name for p in scenario_files()])
+def test_every_example_plan_agrees_with_simulation(run, scenario):
+    """COST-MODEL §5: billed node-hours (and so cost) within 2 % of simulation for the shipped examples."""
+    result = run("simulate", SCENARIOS / scenario, "--trials", "20000", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    for row in json.loads(result.stdout):
+        for field in ("billed_node_h", "cost_usd", "wall_h"):
+            stats = row[field]
+            tolerance = 0.02 * stats["analytic"] + 4 * stats["stderr"]
+            assert abs(stats["mean"] - stats["analytic"]) <= tolerance, (row["workload"], field, stats)
+        assert abs(row["p_deadline"]["difference_pp"]) <= 2

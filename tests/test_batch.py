@@ -1,0 +1,1124 @@
+"""`planner batch` end to end: every schedule through the independent hour-by-hour checker
+(`planner/batch_checker.py`), CP-SAT against brute force on small quarters, budget-driven
+dropping by priority, reserved capacity bought exactly when it pays off, a binding monthly
+budget, bad input, and the CLI's formats and JSON contract.
+
+Quarters are small: one Lambda region (on-demand only) or one RunPod region (with spot), a few
+instance types through `allow`, stated memory and GPU-hours on a reference GPU, a horizon of a
+few days in steps of 12 or 24 hours, so every candidate x start step x reservation size can be
+enumerated.
+"""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import datetime as dt
+import itertools
+import json
+import math
+import random
+import textwrap
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from planner.batch import batch_json, make_batch_plan
+from planner.batch_checker import check_schedule
+from planner.quarter import QuarterConstraints, load_quarter
+
+SOLVED = ("OPTIMAL", "FEASIBLE")
+HALF_CENT = 0.005
+UTC = dt.timezone.utc
+A100 = "allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4]}"
+
+
+def as_json(plan) -> dict:
+    """The contract exactly as `--format json` writes it (numpy scalars become plain numbers)."""
+    return json.loads(json.dumps(batch_json(plan), default=lambda v: v.item()))
+
+
+def write(directory: Path, text: str, name: str = "quarter.yaml") -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return path
+
+
+def solve(directory: Path, text: str, name: str = "quarter.yaml"):
+    loaded = load_quarter(write(directory, text, name))
+    plan = make_batch_plan(loaded, time_limit_s=20.0, workers=1)
+    return loaded, plan, as_json(plan)
+
+
+def by_run(data: dict) -> dict:
+    return {r["run"]: r for r in data["runs"]}
+
+
+def at(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text).astimezone(UTC)
+
+
+# ---------------------------------------------------------------- hand-written quarters
+
+CHAIN = """\
+name: chain
+catalogs: [lambda]
+horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
+runs:
+  - name: a
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 40, reference_gpu: A100-80GB}
+    gpus: {min: 1, max: 4}
+    allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4, gpu_2x_a100, gpu_4x_a100]}
+  - name: b
+    kind: fine_tuning
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 30, reference_gpu: A100-80GB}
+    gpus: {min: 1, max: 4}
+    after: [a]
+    allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4, gpu_2x_a100, gpu_4x_a100]}
+  - name: c
+    kind: batch_inference
+    memory: {per_gpu: 20GiB}
+    work: {gpu_hours: 20, reference_gpu: A100-80GB}
+    gpus: {min: 1, max: 4}
+    interruption_tolerance: stateless
+    required: false
+    priority: 2
+    release: 2027-01-05
+    allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4, gpu_2x_a100, gpu_4x_a100]}
+constraints:
+  gpu_quotas: {lambda: 4}
+"""
+
+WIDE = """\
+name: wide
+catalogs: [lambda]
+horizon: {start: 2027-01-04, end: 2027-01-09, step: 12h}
+runs:
+  - name: first
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 100, reference_gpu: A100-80GB}
+    gpus: 4
+    allow: {regions: [us-east-1], instance_types: [gpu_4x_a100]}
+  - name: second
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 100, reference_gpu: A100-80GB}
+    gpus: 4
+    release: 2027-01-04T12:00
+    allow: {regions: [us-east-1], instance_types: [gpu_4x_a100]}
+constraints:
+  gpu_quotas: {lambda/A100: 4}
+"""
+
+SPOT = """\
+name: spot-mix
+catalogs: [runpod]
+horizon: {start: 2027-01-04, end: 2027-01-08, step: 24h}
+runs:
+  - name: eval
+    kind: batch_inference
+    memory: {per_gpu: 16GiB}
+    work: {gpu_hours: 30, reference_gpu: A100-80GB}
+    gpus: {min: 1, max: 2}
+    interruption_tolerance: none
+    allow: {regions: [CA], instance_types: [1x_RTXA6000_SECURE, 2x_RTXA6000_SECURE, 1x_RTXA4500_SECURE]}
+  - name: gen
+    kind: batch_inference
+    memory: {per_gpu: 16GiB}
+    work: {gpu_hours: 30, reference_gpu: A100-80GB}
+    gpus: {min: 1, max: 2}
+    interruption_tolerance: stateless
+    allow: {regions: [CA], instance_types: [1x_RTXA6000_SECURE, 2x_RTXA6000_SECURE, 1x_RTXA4500_SECURE]}
+constraints:
+  node_limits: {runpod/CA/1x_RTXA6000_SECURE: 1, runpod/CA/2x_RTXA6000_SECURE: 1}
+"""
+
+RESERVED = """\
+name: reserved
+catalogs: [lambda]
+horizon: {start: 2027-01-04, end: 2027-01-08, step: 24h}
+runs:
+  - name: train
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 40, reference_gpu: A100-80GB}
+    gpus: 1
+    interruption_tolerance: none
+    ALLOW
+reservations:
+  - offer: lambda/us-east-1/gpu_1x_a100_sxm4
+    start: TERM_START
+    end: TERM_END
+    price_per_node_h: PRICE
+    max_nodes: 2
+""".replace("ALLOW", A100)
+
+
+TINY = """\
+name: tiny-quarter
+catalogs: [aws, lambda]
+horizon: {start: 2027-01-04, end: 2027-02-01, step: 6h}
+runs:
+  - name: pretrain
+    kind: training
+    memory: {per_gpu: 60GiB}
+    work: {gpu_hours: 3000, reference_gpu: A100-80GB}
+    gpus: {min: 8, max: 32}
+    interruption_tolerance: none
+    release: 2027-01-04
+    due: 2027-01-20
+  - name: finetune
+    kind: fine_tuning
+    memory: {per_gpu: 40GiB}
+    work: {gpu_hours: 300, reference_gpu: A100-80GB}
+    gpus: {min: 8, max: 16}
+    after: [pretrain]
+    due: 2027-01-28
+  - name: eval
+    kind: batch_inference
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 50, reference_gpu: A10G}
+    gpus: 4
+    interruption_tolerance: stateless
+    after: [finetune]
+    required: false
+    priority: 3
+reservations:
+  - offer: aws/us-east-1/p5.48xlarge
+    start: 2027-01-04
+    end: 2027-02-01
+    price_per_node_h: PRICE
+    max_nodes: 4
+constraints:
+  gpu_quotas: {aws: 32}
+"""
+
+
+@pytest.fixture(scope="module")
+def quarters(tmp_path_factory):
+    """name -> (loaded, plan, JSON) for the hand-written quarters, solved once with one worker."""
+    directory = tmp_path_factory.mktemp("quarters")
+    texts = {"chain": CHAIN, "wide": WIDE, "spot": SPOT,
+             "reserved": RESERVED.replace("TERM_START", "2027-01-04").replace("TERM_END", "2027-01-06")
+             .replace("PRICE", "$0.50"),
+             "tiny": TINY.replace("PRICE", "$30"), "tiny-cheap": TINY.replace("PRICE", "$2")}
+    return {name: solve(directory, text, f"{name}.yaml") for name, text in texts.items()}
+
+
+@pytest.mark.parametrize("name", ["chain", "wide", "spot", "reserved", "tiny", "tiny-cheap"])
+def test_hand_written_schedules_pass_the_checker(quarters, name):
+    loaded, plan, data = quarters[name]
+    assert data["status"] == "OPTIMAL", name
+    assert check_schedule(loaded, data) == [], name
+
+
+def test_chain_respects_precedence_release_and_quota(quarters):
+    _, _, data = quarters["chain"]
+    runs = by_run(data)
+    assert all(r["scheduled"] for r in runs.values())  # c is optional with priority 2: room for it
+    assert at(runs["b"]["start"]) >= at(runs["a"]["end"])
+    assert at(runs["c"]["start"]) >= at("2027-01-05T00:00+00:00")
+
+
+def test_quota_by_gpu_family_serialises_the_runs(quarters):
+    _, _, data = quarters["wide"]
+    first, second = by_run(data)["first"], by_run(data)["second"]
+    assert first["gpus"] == second["gpus"] == 4
+    # lambda/A100 = 4 GPUs at once: the two 4-GPU runs cannot overlap at any hour.
+    assert at(first["end"]) <= at(second["start"]) or at(second["end"]) <= at(first["start"])
+
+
+def test_interruption_tolerance_none_never_on_spot(quarters):
+    _, _, data = quarters["spot"]
+    runs = by_run(data)
+    assert runs["eval"]["market"] != "spot"
+    assert runs["gen"]["market"] == "spot"  # stateless batch generation: the natural spot workload
+    for r in runs.values():  # RunPod has no inter-node network: one node per run
+        assert r["nodes"] == 1
+
+
+# ---------------------------------------------------------------- the checker can fail
+
+
+def broken(data: dict) -> dict:
+    return copy.deepcopy(data)
+
+
+def shift(run: dict, hours: float) -> None:
+    for key in ("start", "end"):
+        run[key] = (at(run[key]) + dt.timedelta(hours=hours)).isoformat()
+
+
+def violations(loaded, data: dict) -> str:
+    found = check_schedule(loaded, data)
+    assert found, "the checker accepted a broken schedule"
+    return "\n".join(found)
+
+
+def test_checker_catches_quota_exceeded_at_some_hour(quarters):
+    loaded, _, data = quarters["wide"]
+    bad = broken(data)
+    first, second = by_run(bad)["first"], by_run(bad)["second"]
+    length = at(second["end"]) - at(second["start"])
+    assert at(first["end"]) - at(first["start"]) > dt.timedelta(hours=12)
+    # `second` moved to start with `first` (or at its own release, 12 h later): 8 A100s at once.
+    start = max(at(first["start"]), at("2027-01-04T12:00+00:00"))
+    second.update(start=start.isoformat(), end=(start + length).isoformat())
+    text = violations(loaded, bad)
+    assert "quota lambda/A100: 8 GPUs at" in text
+
+
+def test_checker_catches_a_run_before_its_release(quarters):
+    loaded, _, data = quarters["chain"]
+    bad = broken(data)
+    c = by_run(bad)["c"]
+    shift(c, -(at(c["start"]) - at("2027-01-04T00:00+00:00")).total_seconds() / 3600)  # to the horizon start
+    assert "c: starts 2027-01-04T00:00:00+00:00 before its release 2027-01-05" in violations(loaded, bad)
+
+
+def test_checker_catches_a_run_after_its_due(quarters):
+    loaded, _, data = quarters["chain"]
+    bad = broken(data)
+    b = by_run(bad)["b"]
+    shift(b, (at("2027-01-08T00:00+00:00") - at(b["end"])).total_seconds() / 3600 + 12)
+    assert "b: ends 2027-01-08T12:00:00+00:00 after its due" in violations(loaded, bad)
+
+
+def test_checker_catches_precedence_violated(quarters):
+    loaded, _, data = quarters["chain"]
+    bad = broken(data)
+    a, b = by_run(bad)["a"], by_run(bad)["b"]
+    shift(b, -(at(b["start"]) - at(a["start"])).total_seconds() / 3600)  # b starts with a
+    assert f"b: starts {b['start']} before a ends" in violations(loaded, bad)
+    gone = broken(data)  # a left out, b kept
+    gone["runs"] = [{"run": "a", "scheduled": False} if r["run"] == "a" else r for r in gone["runs"]]
+    text = violations(loaded, gone)
+    assert "a: required but not scheduled" in text
+    assert "b: scheduled, but a (which it comes after) is not" in text
+
+
+def test_checker_catches_reservation_over_subscribed(quarters):
+    loaded, _, data = quarters["reserved"]
+    assert data["reservations"][0]["nodes"] >= 1 and by_run(data)["train"]["market"] == "reserved"
+    bad = broken(data)
+    bad["reservations"][0]["nodes"] = 0
+    bad["reservations"][0]["cost_usd"] = 0.0
+    text = violations(loaded, bad)
+    assert "reservation lambda/us-east-1/gpu_1x_a100_sxm4: 1 reserved nodes at" in text
+    assert "> 0 bought" in text
+    outside = broken(data)
+    shift(by_run(outside)["train"], 48)  # past the reservation's term
+    assert "outside every reservation term" in violations(loaded, outside)
+
+
+def test_checker_catches_money_and_contract_errors(quarters):
+    loaded, _, data = quarters["chain"]
+    bad = broken(data)
+    bad["objective_usd"] += 1.0
+    text = violations(loaded, bad)
+    assert "objective_usd" in text and "months sum to" in text
+    spot = broken(quarters["spot"][2])
+    by_run(spot)["eval"]["market"] = "spot"
+    assert "spot, but interruption_tolerance is none" in violations(quarters["spot"][0], spot)
+    wide = broken(data)
+    by_run(wide)["a"]["gpus"] = 16
+    assert "a: 16 GPUs outside gpus 1..4" in violations(loaded, wide)
+    many = broken(quarters["spot"][2])
+    by_run(many)["gen"].update(nodes=2, gpus=2 * by_run(many)["gen"]["gpus"])
+    assert "which has no inter-node network" in violations(quarters["spot"][0], many)
+
+
+# ---------------------------------------------------------------- brute force
+
+
+def step_of(loaded, moment: dt.datetime, up: bool) -> int:
+    """Whole steps from the horizon start (written here, not taken from the model)."""
+    hours = (moment - loaded.quarter.horizon.start).total_seconds() / 3600
+    steps = hours / loaded.quarter.horizon.step
+    return math.ceil(steps - 1e-9) if up else math.floor(steps + 1e-9)
+
+
+def brute_force(loaded, cands) -> dict | None:
+    """The best schedule by enumerating every candidate x start step (x reserved nodes bought).
+
+    Best = most priority of optional runs scheduled, then cheapest. None when nothing is
+    feasible. Candidates (with their `duration_steps`) are the plan's own; everything else is
+    read from the quarter: windows, precedence, quotas by GPU name or family, node limits from the
+    quarter and the catalog, reservation terms and capacity, the budget and the monthly budget
+    (a run in the month it starts, a reservation by its hours in each month).
+    """
+    quarter, catalog = loaded.quarter, loaded.catalog
+    horizon, c, step = quarter.horizon, quarter.constraints, quarter.horizon.step
+    steps = step_of(loaded, horizon.end, up=False)
+    names = [r.name for r in quarter.runs]
+    runs = {r.name: r for r in quarter.runs}
+    order, placed = [], set()
+    while len(order) < len(names):  # precedence first
+        for name in names:
+            if name not in placed and all(b in placed for b in runs[name].after):
+                order.append(name)
+                placed.add(name)
+    month_edges = []
+    cursor = dt.datetime(horizon.start.year, horizon.start.month, 1, tzinfo=UTC)
+    while cursor < horizon.end:
+        following = dt.datetime(cursor.year + cursor.month // 12, cursor.month % 12 + 1, 1, tzinfo=UTC)
+        month_edges.append((cursor, following))
+        cursor = following
+    max_nodes = catalog.offers.set_index("key")["max_nodes"]
+
+    def month_of(s: int) -> int:
+        moment = horizon.start + dt.timedelta(hours=s * step)
+        return next(k for k, (a, b) in enumerate(month_edges) if a <= moment < b)
+
+    options = {}
+    for name in order:
+        run = runs[name]
+        release = step_of(loaded, run.release, up=True) if run.release else 0
+        due = step_of(loaded, run.due, up=False) if run.due else steps
+        release, due = max(0, release), min(steps, due)
+        mine = [row for row in cands.itertuples(index=False) if row.run == name]
+        options[name] = [(row, s) for row in mine for s in range(release, due - int(row.duration_steps) + 1)]
+
+    def usage(row):
+        """(resource, amount) pairs a candidate draws on while it runs."""
+        out = []
+        for key in c.gpu_quotas:
+            provider, _, gpu = key.partition("/")
+            if row.provider == provider and (not gpu or catalog.gpu_matches(row.gpu, gpu)):
+                out.append((("quota", key), int(row.gpus)))
+        if row.pool < 0:
+            market = row.market if c.node_limits_per_market else None
+            out.append((("offer", (row.offer_key, market)), int(row.nodes)))
+        else:
+            out.append((("pool", int(row.pool)), int(row.nodes)))
+        return out
+
+    def capacity(resource, bought):
+        kind, key = resource
+        if kind == "quota":
+            return c.gpu_quotas[key]
+        if kind == "pool":
+            return bought[key]
+        offer = key[0]
+        caps = [x for x in (c.node_limits.get(offer), max_nodes.get(offer)) if x is not None and not pd_isna(x)]
+        return min(caps) if caps else math.inf
+
+    pools = list(quarter.reservations)
+    best = None
+    for bought in itertools.product(*[range(p.min_nodes, p.max_nodes + 1) for p in pools]):
+        reserved_usd = sum(n * p.price_per_node_h * (p.end - p.start).total_seconds() / 3600
+                           for n, p in zip(bought, pools))
+        reserved_month = [sum(n * p.price_per_node_h * max(0.0, (min(b, p.end) - max(a, p.start)).total_seconds())
+                              / 3600 for n, p in zip(bought, pools)) for a, b in month_edges]
+        if c.budget is not None and reserved_usd > c.budget + 1e-9:
+            continue
+        used: dict = {}
+        chosen: dict = {}
+
+        def fits(row, s) -> bool:
+            d = int(row.duration_steps)
+            if row.pool >= 0:
+                p = pools[int(row.pool)]
+                if horizon.start + dt.timedelta(hours=s * step) < p.start or \
+                        horizon.start + dt.timedelta(hours=(s + d) * step) > p.end:
+                    return False
+            for resource, amount in usage(row):
+                cap = capacity(resource, bought)
+                for t in range(s, s + d):
+                    if used.get((resource, t), 0) + amount > cap:
+                        return False
+            return True
+
+        def place(row, s, sign):
+            for resource, amount in usage(row):
+                for t in range(s, s + int(row.duration_steps)):
+                    used[(resource, t)] = used.get((resource, t), 0) + sign * amount
+
+        def visit(i: int, cost: float, priority: int, month_cost: list):
+            nonlocal best
+            remaining_priority = sum(runs[n].priority for n in order[i:] if not runs[n].required)
+            if best is not None and (-(priority + remaining_priority), cost) >= (best["key"][0], best["key"][1] + 1e-9):
+                return
+            if i == len(order):
+                if c.monthly_budget is not None and any(m > c.monthly_budget + 1e-9 for m in month_cost):
+                    return
+                key = (-priority, cost)
+                if best is None or key < best["key"]:
+                    best = {"key": key, "cost_usd": cost, "bought": list(bought), "priority": priority,
+                            "chosen": {n: (row.cid, s) for n, (row, s) in chosen.items()}}
+                return
+            name = order[i]
+            run = runs[name]
+            earliest = 0
+            possible = True
+            for before in run.after:
+                if before not in chosen:
+                    possible = False
+                else:
+                    row, s = chosen[before]
+                    earliest = max(earliest, s + int(row.duration_steps))
+            if possible:
+                for row, s in options[name]:
+                    if s < earliest or not fits(row, s):
+                        continue
+                    total = cost + float(row.cost_usd)
+                    if c.budget is not None and total + reserved_usd > c.budget + 1e-9:
+                        continue
+                    months = list(month_cost)
+                    months[month_of(s)] += float(row.cost_usd)
+                    chosen[name] = (row, s)
+                    place(row, s, +1)
+                    visit(i + 1, total, priority + (0 if run.required else run.priority), months)
+                    place(row, s, -1)
+                    del chosen[name]
+            if not run.required:
+                visit(i + 1, cost, priority, month_cost)
+
+        visit(0, reserved_usd, 0, reserved_month)
+    return best
+
+
+def pd_isna(value) -> bool:
+    try:
+        return value is None or math.isnan(float(value))
+    except (TypeError, ValueError):
+        return False
+
+
+LAMBDA_TYPES = ("gpu_1x_a100_sxm4", "gpu_2x_a100", "gpu_1x_a10", "gpu_1x_a6000", "gpu_2x_a6000")
+RUNPOD_TYPES = ("1x_RTXA6000_SECURE", "2x_RTXA6000_SECURE", "1x_RTXA4500_SECURE", "1x_A40_SECURE")
+
+
+def random_quarter(seed: int) -> dict:
+    """2-3 runs over a few days, with windows, precedence, quotas/limits, budgets and reservations
+    chosen so that they often bind."""
+    rng = random.Random(seed)
+    provider = "lambda" if seed % 2 == 0 else "runpod"
+    region, types = ("us-east-1", LAMBDA_TYPES) if provider == "lambda" else ("CA", RUNPOD_TYPES)
+    step = rng.choice((12, 24))
+    days = rng.choice((3, 4))
+    start = dt.datetime(2027, 1, 30 if rng.random() < 0.4 else 11, tzinfo=UTC)  # some cross a month
+    end = start + dt.timedelta(days=days)
+    runs = []
+    for k in range(rng.randint(2, 3)):
+        allowed = rng.sample(types, rng.randint(1, 3))
+        run = {
+            "name": f"r{k}", "kind": rng.choice(("training", "fine_tuning", "batch_inference")),
+            "memory": {"per_gpu": f"{rng.randint(8, 14)}GiB"},
+            "work": {"gpu_hours": rng.choice((4, 6, 10, 14, 20)), "reference_gpu": "A100-80GB"},
+            "gpus": {"min": 1, "max": rng.choice((1, 2))},
+            "interruption_tolerance": rng.choice(("none", "checkpointed", "stateless")),
+            "checkpoint": {"every": "1h"},
+            "allow": {"regions": [region], "instance_types": allowed},
+            "required": rng.random() < 0.6, "priority": rng.randint(1, 4),
+        }
+        if rng.random() < 0.4:
+            run["release"] = (start + dt.timedelta(hours=step * rng.randint(1, 2))).isoformat()
+        if rng.random() < 0.4:
+            run["due"] = (end - dt.timedelta(hours=step * rng.randint(0, 1))).isoformat()
+        if k and rng.random() < 0.5:
+            run["after"] = [f"r{rng.randrange(k)}"]
+        runs.append(run)
+    quarter = {"name": f"random-{seed}", "catalogs": [provider],
+               "horizon": {"start": start.isoformat(), "end": end.isoformat(), "step": f"{step}h"}, "runs": runs}
+    constraints: dict = {}
+    kinds = rng.sample(("quota", "node_limit", "budget", "monthly", "reservation", "none"), rng.randint(1, 2))
+    if "quota" in kinds:
+        constraints["gpu_quotas"] = {provider: rng.choice((1, 2, 3))}
+    if "node_limit" in kinds:
+        constraints["node_limits"] = {f"{provider}/{region}/{t}": 1 for t in rng.sample(types, 2)}
+    if "budget" in kinds:
+        constraints["budget"] = rng.choice((10, 20, 30, 45))
+    if "monthly" in kinds:
+        constraints["monthly_budget"] = rng.choice((8, 12, 20))
+    if constraints:
+        quarter["constraints"] = constraints
+    if "reservation" in kinds:
+        term_start = start + dt.timedelta(hours=step * rng.randint(0, 1))
+        term_end = min(end, term_start + dt.timedelta(hours=step * rng.randint(2, 4)))
+        quarter["reservations"] = [{
+            "offer": f"{provider}/{region}/{rng.choice(runs[0]['allow']['instance_types'])}",
+            "start": term_start.isoformat(), "end": term_end.isoformat(),
+            "price_per_node_h": round(rng.uniform(0.1, 0.6), 2), "max_nodes": rng.choice((1, 2)),
+        }]
+    return quarter
+
+
+SEEDS = range(36)
+
+
+@lru_cache(maxsize=None)
+def random_case(seed: int, directory: str) -> dict:
+    spec = random_quarter(seed)
+    path = Path(directory) / f"random-{seed}.yaml"
+    path.write_text(json.dumps(spec, indent=2), encoding="utf-8")  # JSON is YAML
+    loaded = load_quarter(path)
+    plan = make_batch_plan(loaded, time_limit_s=20.0, workers=1)
+    data = as_json(plan)
+    reference = brute_force(loaded, plan.cands) if not plan.cands.empty else None
+    return {"spec": spec, "loaded": loaded, "plan": plan, "json": data, "reference": reference}
+
+
+@pytest.fixture(scope="module")
+def random_dir(tmp_path_factory) -> str:
+    return str(tmp_path_factory.mktemp("random"))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_cp_sat_matches_brute_force(seed, random_dir):
+    case = random_case(seed, random_dir)
+    plan, data, reference = case["plan"], case["json"], case["reference"]
+    context = f"seed {seed}: {json.dumps(case['spec'].get('constraints', {}))} {case['spec'].get('reservations')}"
+    required = [r for r in case["loaded"].quarter.runs if r.required]
+    if reference is None:
+        assert plan.status == "INFEASIBLE", context
+        assert not any(r.get("scheduled") for r in data["runs"]), context
+        return
+    # A run without any candidate (too slow for its window everywhere) is optional here, else the
+    # plan is INFEASIBLE; the brute force leaves it out as well.
+    assert plan.status == "OPTIMAL", context
+    scheduled = {r["run"] for r in data["runs"] if r["scheduled"]}
+    assert {r.name for r in required} <= scheduled, context
+    priority = sum(r.priority for r in case["loaded"].quarter.runs if not r.required and r.name in scheduled)
+    assert priority == reference["priority"], context
+    items = len(scheduled) + len(data["reservations"])
+    assert abs(data["objective_usd"] - reference["cost_usd"]) <= HALF_CENT * (items + 1), (context, reference)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_random_schedules_pass_the_checker(seed, random_dir):
+    case = random_case(seed, random_dir)
+    assert check_schedule(case["loaded"], case["json"]) == [], case["spec"]
+
+
+def test_random_quarters_exercise_limits_dropping_and_infeasibility(random_dir):
+    """The brute-force comparison only means something if the limits bite."""
+    cases = [random_case(s, random_dir) for s in SEEDS]
+    solved = [c for c in cases if c["plan"].status in SOLVED]
+    infeasible = [c for c in cases if c["plan"].status == "INFEASIBLE"]
+    dropped = [c for c in solved if any(not r["scheduled"] for r in c["json"]["runs"])]
+    reserved = [c for c in solved if any(r["nodes"] for r in c["json"]["reservations"])]
+    sequential = [c for c in solved if any("after" in r for r in c["spec"]["runs"])]
+    binding = []  # the limits change the brute-force optimum on the same candidates
+    for c in cases:
+        if c["plan"].cands.empty:
+            continue
+        quarter = c["loaded"].quarter
+        free = dataclasses.replace(c["loaded"],
+                                   quarter=quarter.model_copy(update={"constraints": QuarterConstraints()}))
+        unconstrained = brute_force(free, c["plan"].cands)
+        reference = c["reference"]
+        if unconstrained is not None and (reference is None or reference["key"] != unconstrained["key"]):
+            binding.append(c)
+    limited_infeasible = [c for c in infeasible if not c["plan"].cands.empty]
+    assert len(solved) >= 15, len(solved)
+    assert len(limited_infeasible) >= 5, len(limited_infeasible)  # infeasible in the model, not for want of candidates
+    assert len(dropped) >= 3, len(dropped)
+    assert len(reserved) >= 3, len(reserved)
+    assert len(sequential) >= 5, len(sequential)
+    assert len(binding) >= 8, len(binding)
+
+
+# ---------------------------------------------------------------- priorities under a budget
+
+PRIORITIES = """\
+name: priorities
+catalogs: [lambda]
+horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
+runs:
+  - name: must
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    gpus: 1
+    ALLOW
+  - name: low
+    kind: fine_tuning
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    gpus: 1
+    required: false
+    priority: 1
+    ALLOW
+  - name: high
+    kind: fine_tuning
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 20, reference_gpu: A100-80GB}
+    gpus: 1
+    required: false
+    priority: 5
+    ALLOW
+  - name: mid
+    kind: fine_tuning
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    gpus: 1
+    required: false
+    priority: 3
+    ALLOW
+constraints:
+  budget: BUDGET
+""".replace("ALLOW", A100)
+
+
+def test_budget_drops_the_lowest_priority_runs(tmp_path):
+    # On one A100 at $1.29/h: 10 GPU-h ~ $13 (must, low, mid), 20 GPU-h ~ $26 (high).
+    # $45 funds must + high (~$39) or must + low + mid (~$39), never all four (~$65): the
+    # priority-5 run stays although it is the dearest, and both cheaper runs go.
+    loaded, plan, data = solve(tmp_path, PRIORITIES.replace("BUDGET", "$45"))
+    assert data["status"] == "OPTIMAL"
+    assert check_schedule(loaded, data) == []
+    scheduled = {r["run"] for r in data["runs"] if r["scheduled"]}
+    assert scheduled == {"must", "high"}
+    assert {u["run"] for u in data["unscheduled"]} == {"low", "mid"}
+    # $58 funds must + high + one ~$13 run: the priority-3 one.
+    loaded, plan, data = solve(tmp_path, PRIORITIES.replace("BUDGET", "$58"), "b.yaml")
+    assert {r["run"] for r in data["runs"] if r["scheduled"]} == {"must", "high", "mid"}
+    assert check_schedule(loaded, data) == []
+
+
+def test_required_runs_are_never_dropped_for_budget(tmp_path):
+    # $10 cannot even fund the required run (~$13): INFEASIBLE, not a schedule without it.
+    _, plan, data = solve(tmp_path, PRIORITIES.replace("BUDGET", "$10"))
+    assert data["status"] == "INFEASIBLE"
+    assert not any(r.get("scheduled") for r in data["runs"])
+
+
+# ---------------------------------------------------------------- reservations: bought exactly when they pay off
+
+
+def reserved_case(tmp_path, term_start, term_end, price):
+    text = RESERVED.replace("TERM_START", term_start).replace("TERM_END", term_end).replace("PRICE", price)
+    loaded, plan, data = solve(tmp_path, text, f"r-{price[1:]}-{term_end}.yaml")
+    on_demand = plan.cands[(plan.cands["market"] == "on_demand")]["cost_usd"]
+    return loaded, plan, data, float(on_demand.min())
+
+
+def test_reserved_node_bought_when_it_pays_off(tmp_path):
+    # train: 40 GPU-h on one A100-40GB (as fast as the A100-80GB reference here), no interruptions:
+    # on demand ~40.2 h x $1.29/h + restart ~ $52.5. A 48 h term (Jan 4-6) at $0.50/node-h costs
+    # 1 x 48 x 0.50 = $24 < $52.5 and holds the 2-step (48 h) slot: buy 1 node, run reserved.
+    loaded, plan, data, on_demand = reserved_case(tmp_path, "2027-01-04", "2027-01-06", "$0.50")
+    assert 50 < on_demand < 55
+    assert data["status"] == "OPTIMAL" and check_schedule(loaded, data) == []
+    (reservation,) = data["reservations"]
+    assert reservation["nodes"] == 1  # the second node would be $24 for nothing
+    assert reservation["cost_usd"] == 24.0
+    train = by_run(data)["train"]
+    assert train["market"] == "reserved"
+    assert at(train["end"]) <= at("2027-01-06T00:00+00:00")
+    assert data["objective_usd"] == pytest.approx(24.0 + train["cost_usd"], abs=0.01)
+    assert data["objective_usd"] < on_demand
+
+
+def test_reserved_node_not_bought_when_the_price_is_too_high(tmp_path):
+    # Same 48 h term at $1.20/node-h: 48 x 1.20 = $57.6 > $52.5 on demand: buy nothing.
+    loaded, plan, data, on_demand = reserved_case(tmp_path, "2027-01-04", "2027-01-06", "$1.20")
+    assert data["status"] == "OPTIMAL" and check_schedule(loaded, data) == []
+    assert data["reservations"][0]["nodes"] == 0
+    assert by_run(data)["train"]["market"] == "on_demand"
+    assert data["objective_usd"] == pytest.approx(on_demand, abs=0.01)
+
+
+def test_reserved_node_not_bought_when_the_term_is_too_long(tmp_path):
+    # $0.60/node-h is under half the on-demand rate, but the term is the whole 96 h horizon:
+    # 96 x 0.60 = $57.6 > $52.5 on demand (the node would idle 56 of 96 hours): buy nothing.
+    # A 48 h term at the same rate (48 x 0.60 = $28.8 < $52.5) is bought.
+    loaded, plan, data, on_demand = reserved_case(tmp_path, "2027-01-04", "2027-01-08", "$0.60")
+    assert data["status"] == "OPTIMAL" and check_schedule(loaded, data) == []
+    assert data["reservations"][0]["nodes"] == 0
+    assert data["objective_usd"] == pytest.approx(on_demand, abs=0.01)
+    loaded, plan, data, _ = reserved_case(tmp_path, "2027-01-04", "2027-01-06", "$0.60")
+    assert data["reservations"][0]["nodes"] == 1
+    assert data["reservations"][0]["cost_usd"] == pytest.approx(28.8)
+    assert check_schedule(loaded, data) == []
+
+
+# ---------------------------------------------------------------- monthly budget
+
+MONTHLY = """\
+name: monthly
+catalogs: [lambda]
+horizon: {start: 2027-01-30, end: 2027-02-04, step: 24h}
+runs:
+  - name: early
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    gpus: 1
+    due: 2027-01-31
+    ALLOW
+  - name: late
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    gpus: 1
+    ALLOW
+constraints:
+  monthly_budget: $20
+""".replace("ALLOW", A100)
+
+
+def test_monthly_budget_pushes_a_run_into_the_next_month(tmp_path):
+    # Each run costs ~$13 on one A100. `early` must run on Jan 30 (due Jan 31). January's $20
+    # cannot hold both (~$26), so `late` must start on Feb 1 or later (runs count in the month
+    # they start).
+    loaded, plan, data = solve(tmp_path, MONTHLY)
+    assert data["status"] == "OPTIMAL"
+    assert check_schedule(loaded, data) == []
+    runs = by_run(data)
+    assert 10 < runs["late"]["cost_usd"] < 20
+    assert at(runs["early"]["start"]) < at("2027-02-01T00:00+00:00")
+    assert at(runs["late"]["start"]) >= at("2027-02-01T00:00+00:00")
+    months = {m["month"]: m["cost_usd"] for m in data["months"]}
+    assert set(months) == {"2027-01", "2027-02"}
+    assert months["2027-01"] == pytest.approx(runs["early"]["cost_usd"], abs=0.01)
+    assert months["2027-02"] == pytest.approx(runs["late"]["cost_usd"], abs=0.01)
+    # The same schedule with `late` moved into January breaks the monthly budget.
+    bad = broken(data)
+    shift(by_run(bad)["late"], -(at(runs["late"]["start"]) - at("2027-01-30T00:00+00:00")).total_seconds() / 3600)
+    assert "monthly budget 2027-01" in violations(loaded, bad)
+    # $10 a month cannot fund even one run: INFEASIBLE.
+    _, _, tight = solve(tmp_path, MONTHLY.replace("$20", "$10"), "tight.yaml")
+    assert tight["status"] == "INFEASIBLE"
+
+
+# ---------------------------------------------------------------- regressions (bugs the brute force and checker found)
+
+UNALIGNED_TERM = """\
+name: unaligned
+catalogs: [lambda]
+horizon: {start: 2027-01-30, end: 2027-02-03, step: 24h}
+runs:
+  - name: a
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 40, reference_gpu: A100-80GB}
+    gpus: 1
+    interruption_tolerance: none
+    ALLOW
+reservations:
+  - offer: lambda/us-east-1/gpu_1x_a100_sxm4
+    start: 2027-01-30T12:00
+    end: 2027-02-02T12:00
+    price_per_node_h: $0.50
+    min_nodes: 1
+    max_nodes: 1
+""".replace("ALLOW", A100)
+
+
+def test_months_add_up_with_a_term_off_the_step_grid(tmp_path):
+    # 72 h term x $0.50 = $36 paid (objective 36.0); months report 12 + 12 (the 48 h of whole
+    # steps inside the term) instead of 18 + 18.
+    loaded, _, data = solve(tmp_path, UNALIGNED_TERM)
+    assert data["objective_usd"] == pytest.approx(36.0)
+    assert sum(m["cost_usd"] for m in data["months"]) == pytest.approx(36.0, abs=0.01)
+
+
+def test_monthly_budget_with_a_term_off_the_step_grid(tmp_path):
+    text = UNALIGNED_TERM + "constraints:\n  monthly_budget: $15\n"
+    loaded, _, data = solve(tmp_path, text)
+    assert data["status"] == "INFEASIBLE" or check_schedule(loaded, data) == []
+
+
+OPTIONAL_PREDECESSOR = """\
+name: optional-predecessor
+catalogs: [lambda]
+horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
+runs:
+  - name: huge
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 4000, reference_gpu: A100-80GB}
+    gpus: 1
+    required: false
+    ALLOW
+  - name: follow
+    kind: fine_tuning
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    gpus: 1
+    required: false
+    after: [huge]
+    ALLOW
+  - name: other
+    kind: fine_tuning
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    gpus: 1
+    ALLOW
+""".replace("ALLOW", A100)
+
+
+def test_run_after_an_optional_run_without_candidates(tmp_path):
+    loaded, plan, data = solve(tmp_path, OPTIONAL_PREDECESSOR)
+    assert data["status"] == "OPTIMAL"
+    assert {r["run"] for r in data["runs"] if r["scheduled"]} == {"other"}
+
+
+PER_MARKET = """\
+name: per-market
+catalogs: [runpod]
+horizon: {start: 2027-01-04, end: 2027-01-05, step: 24h}
+runs:
+  - name: od
+    kind: training
+    memory: {per_gpu: 16GiB}
+    work: {gpu_hours: 8, reference_gpu: A100-80GB}
+    gpus: 1
+    interruption_tolerance: none
+    allow: {regions: [CA], instance_types: [1x_RTXA6000_SECURE]}
+  - name: sp
+    kind: batch_inference
+    memory: {per_gpu: 16GiB}
+    work: {gpu_hours: 8, reference_gpu: A100-80GB}
+    gpus: 1
+    interruption_tolerance: stateless
+    allow: {regions: [CA], instance_types: [1x_RTXA6000_SECURE]}
+constraints:
+  node_limits: {runpod/CA/1x_RTXA6000_SECURE: 1}
+  node_limits_per_market: true
+"""
+
+
+def test_node_limits_per_market(tmp_path):
+    # One 24 h step: `od` (tolerance none: on demand) and `sp` (stateless: spot) must both run in
+    # it on the one allowed offer. Per market, each market may have 1 node: feasible.
+    loaded, plan, data = solve(tmp_path, PER_MARKET)
+    reference = brute_force(loaded, plan.cands)
+    assert reference is not None
+    assert data["status"] == "OPTIMAL"
+    assert check_schedule(loaded, data) == []
+
+
+NOTHING_SCHEDULED = """\
+name: nothing
+catalogs: [lambda]
+horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
+runs:
+  - name: extra
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    gpus: 1
+    required: false
+    ALLOW
+constraints:
+  budget: $5
+""".replace("ALLOW", A100)
+
+
+def test_table_of_a_schedule_with_no_run(tmp_path, run):
+    path = write(tmp_path, NOTHING_SCHEDULED)
+    result = run("batch", path, "--workers", "1")
+    assert result.exit_code == 0
+
+
+def test_json_of_a_schedule_with_no_run(tmp_path, run):
+    path = write(tmp_path, NOTHING_SCHEDULED)
+    result = run("batch", path, "--workers", "1", "--format", "json")
+    assert result.exit_code == 0
+    data = json.loads(result.stdout)
+    assert data["status"] == "OPTIMAL" and data["objective_usd"] == 0.0
+    assert data["runs"] == [{"run": "extra", "scheduled": False, "reason": data["unscheduled"][0]["reason"]}]
+    assert check_schedule(load_quarter(path), data) == []
+
+
+# ---------------------------------------------------------------- bad input
+
+BASE = """\
+name: bad
+catalogs: [lambda]
+horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
+runs:
+  - name: a
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 40, reference_gpu: A100-80GB}
+    gpus: 1
+    release: 2027-01-04
+    due: 2027-01-07
+    allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4]}
+  - name: b
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    gpus: 1
+    after: [a]
+    allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4]}
+reservations:
+  - offer: lambda/us-east-1/gpu_1x_a100_sxm4
+    start: 2027-01-04
+    end: 2027-01-06
+    price_per_node_h: $0.50
+    max_nodes: 2
+"""
+
+CYCLE_RUN = """\
+  - name: c
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    after: [b]
+reservations:
+"""
+
+
+def line_of(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+BAD_CASES = {
+    # name: (old, new, key path, needle of the line named, words of the message)
+    "inverted horizon": ("end: 2027-01-08, step", "end: 2027-01-02, step", "horizon", "horizon:",
+                         "is not after start"),
+    "inverted reservation term": ("    end: 2027-01-06", "    end: 2027-01-03", "reservations[0]", "- offer:",
+                                  "is not after start"),
+    "due before release": ("    due: 2027-01-07", "    due: 2027-01-03", "runs[0]", "- name: a",
+                           "is not after release"),
+    "unknown run in after": ("after: [a]", "after: [aa]", "runs[1].after[0]", "after: [aa]",
+                             "unknown run 'aa' in after (did you mean 'a'?)"),
+    "unknown offer": ("offer: lambda/us-east-1/gpu_1x_a100_sxm4", "offer: lambda/us-east-1/gpu_1x_a100_sxm",
+                      "reservations[0].offer", "- offer:",
+                      "unknown offer 'lambda/us-east-1/gpu_1x_a100_sxm' (did you mean "
+                      "'lambda/us-east-1/gpu_1x_a100_sxm4'?)"),
+    "min above max nodes": ("    max_nodes: 2", "    min_nodes: 3\n    max_nodes: 2", "reservations[0]",
+                            "- offer:", "min_nodes (3) is above max_nodes (2)"),
+    "time budget on a run": ("    due: 2027-01-07", "    due: 2027-01-07\n    time_budget: 10h", "runs[0]",
+                             "- name: a", "use release and due instead of time_budget"),
+    "term outside the horizon": ("    end: 2027-01-06", "    end: 2027-01-09", "reservations[0]", "- offer:",
+                                 "must lie inside the horizon"),
+    "window without a whole step": ("    due: 2027-01-07", "    due: 2027-01-04T05:00", "runs[0]", "- name: a",
+                                    "holds no whole time step"),
+    "run after itself": ("after: [a]", "after: [b]", "runs[1].after[0]", "after: [b]", "cannot come after itself"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_CASES))
+def test_bad_quarter_is_one_error_line_exit_2(case, tmp_path, run):
+    old, new, key_path, needle, words = BAD_CASES[case]
+    assert old in BASE
+    text = BASE.replace(old, new, 1)
+    path = write(tmp_path, text)
+    result = run("batch", path)
+    assert result.exit_code == 2, result.output
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"error: {path}:{line_of(text, needle)} ({key_path}): "), lines[0]
+    assert words in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_cycle_in_after_names_the_cycle(tmp_path, run):
+    text = BASE.replace("reservations:\n", CYCLE_RUN).replace("    due: 2027-01-07\n", "    due: 2027-01-07\n"
+                                                                                   "    after: [c]\n")
+    path = write(tmp_path, text)
+    result = run("batch", path)
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0] == (f"error: {path}:{line_of(text, 'after: [c]')} (runs[0].after): "
+                        "runs wait for each other in a cycle: a -> c -> b -> a")
+
+
+def test_validate_accepts_the_base_quarter(tmp_path, run):
+    path = write(tmp_path, BASE)
+    result = run("validate", path)
+    assert result.exit_code == 0, result.output
+    assert "quarter 'bad', 2 run(s), 1 reservation option(s), 8 steps of 12 h" in result.stdout
+
+
+# ---------------------------------------------------------------- CLI formats and the JSON contract
+
+CONTRACT_TOP = {"status", "objective_usd", "bound_usd", "solve_seconds", "reservations", "runs", "months"}
+CONTRACT_RESERVATION = {"provider", "region", "instance_type", "nodes", "start", "end", "cost_usd", "utilisation"}
+CONTRACT_RUN = {"run", "scheduled", "start", "end", "provider", "region", "instance_type", "nodes", "gpus", "market",
+                "expected_wall_h", "p_deadline", "cost_usd"}
+
+
+@pytest.fixture(scope="module")
+def contract_file(tmp_path_factory) -> Path:
+    text = CHAIN.replace("constraints:\n", "reservations:\n  - name: spare\n    offer: lambda/us-east-1/gpu_2x_a100\n"
+                         "    start: 2027-01-04\n    end: 2027-01-06\n    price_per_node_h: $1.00\n"
+                         "    max_nodes: 1\nconstraints:\n")
+    return write(tmp_path_factory.mktemp("contract"), text)
+
+
+def test_json_contract(contract_file, run):
+    result = run("batch", contract_file, "--format", "json", "--workers", "1")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert CONTRACT_TOP <= set(data)
+    assert data["status"] in ("OPTIMAL", "FEASIBLE")
+    for key in ("objective_usd", "bound_usd", "solve_seconds"):
+        assert isinstance(data[key], (int, float))
+    assert data["bound_usd"] <= data["objective_usd"] + 1e-9
+    assert len(data["reservations"]) == 1
+    for reservation in data["reservations"]:
+        assert CONTRACT_RESERVATION <= set(reservation)
+        for key in ("start", "end"):
+            assert dt.datetime.fromisoformat(reservation[key]).tzinfo is not None
+    assert [r["run"] for r in data["runs"]] == ["a", "b", "c"]
+    for r in data["runs"]:
+        if r["scheduled"]:
+            assert CONTRACT_RUN <= set(r)
+            assert r["market"] in ("on_demand", "spot", "reserved")
+            for key in ("start", "end"):
+                parsed = dt.datetime.fromisoformat(r[key])  # ISO 8601 with an offset
+                assert parsed.tzinfo is not None and parsed.utcoffset() == dt.timedelta(0)
+    for month in data["months"]:
+        assert set(month) == {"month", "cost_usd"}
+        dt.datetime.strptime(month["month"], "%Y-%m")
+    assert check_schedule(load_quarter(contract_file), data) == []
+
+
+def test_table_and_csv(contract_file, run):
+    table = run("batch", contract_file, "--workers", "1")
+    assert table.exit_code == 0, table.output
+    assert "schedule for quarter 'chain'" in table.stdout
+    assert "spending per month" in table.stdout and "reservations to buy" in table.stdout
+    assert "OPTIMAL: expected total $" in table.stdout
+    csv = run("batch", contract_file, "--workers", "1", "--format", "csv")
+    assert csv.exit_code == 0
+    header, *rows = csv.stdout.strip().splitlines()
+    assert header.split(",")[:4] == ["run", "scheduled", "start", "end"]
+    assert {row.split(",")[0] for row in rows} == {"a", "b", "c"}
+
+
+def test_output_file_is_written_atomically(contract_file, run, tmp_path):
+    target = tmp_path / "schedule.json"
+    result = run("batch", contract_file, "--format", "json", "--workers", "1", "-o", target)
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert f"wrote {target}" in result.stderr
+    data = json.loads(target.read_text(encoding="utf-8"))
+    assert check_schedule(load_quarter(contract_file), data) == []
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["schedule.json"]  # no temporary file left behind
+    # Never over the input quarter: exit 2, the quarter untouched.
+    before = contract_file.read_text(encoding="utf-8")
+    refused = run("batch", contract_file, "--workers", "1", "-o", contract_file)
+    assert refused.exit_code == 2
+    assert refused.stderr.startswith("error: ") and "refusing to overwrite an input file" in refused.stderr
+    assert contract_file.read_text(encoding="utf-8") == before
+
+
+def test_infeasible_quarter_exits_1(tmp_path, run):
+    path = write(tmp_path, PRIORITIES.replace("BUDGET", "$10"))
+    result = run("batch", path, "--workers", "1", "--format", "json")
+    assert result.exit_code == 1
+    data = json.loads(result.stdout)
+    assert data["status"] == "INFEASIBLE" and data["objective_usd"] is None
+    assert check_schedule(load_quarter(path), data) == []
+
+
+def test_determinism(contract_file):
+    loaded = load_quarter(contract_file)
+    first = as_json(make_batch_plan(loaded, workers=1))
+    again = as_json(make_batch_plan(loaded, workers=1))
+    first.pop("solve_seconds"), again.pop("solve_seconds")
+    assert first == again
