@@ -1,0 +1,293 @@
+"""Benchmark `planner batch` on generated quarters of 50, 200 and 500 runs over 13 weeks.
+
+Each quarter is a realistic mix: multi-node pretrains (AWS H100 only, some
+`interruption_tolerance: none`), fine-tunes `after` them, evaluation batches `after` the
+fine-tunes, standalone fine-tunes and eval sweeps, some optional runs with priorities,
+per-provider GPU quotas and 2-4 reservation pools. For each it prints candidate-generation
+time, model build time, solve time (--time-limit, 2 workers), status, gap, objective, and
+the cost of a greedy list-scheduler baseline measured in the same run:
+
+  runs in due-date order (a run waits for the runs it comes `after`); each takes the
+  cheapest of its candidates (plan.cands) that fits, at the earliest start where quotas,
+  node limits and reservation capacity allow inside its window; each reservation pool is
+  sized by the peak demand of the runs whose cheapest candidate (with reserved compute
+  priced at the reserved rate) is on the pool, and kept only if that pays against their
+  cheapest other candidates.
+
+    python benchmarks/bench_batch.py               # 50, 200, 500 runs
+    python benchmarks/bench_batch.py 50 --time-limit 20 --hint
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from planner.batch import month_spans, run_candidates  # noqa: E402
+from planner.batch import _pools  # noqa: E402
+from planner.batch_model import BatchLimits, RunInfo, build_batch_model, solve_batch  # noqa: E402
+from planner.candidates import apply_overrides  # noqa: E402
+from planner.quarter import _scenario_view, load_quarter  # noqa: E402
+from planner.solver import COST_RESOLUTION_USD, quota_mask  # noqa: E402
+
+START = "2027-01-04"
+DAYS = 91
+POOLS = [  # offer, start day, end day, reserved price (35-45 % below on-demand), max nodes per 50 runs
+    ("aws/us-east-1/p5.48xlarge", 0, 91, 33.02, 4),
+    ("azure/eastus/Standard_ND96amsr_A100_v4", 28, 91, 20.97, 3),
+    ("aws/us-east-1/p4de.24xlarge", 0, 91, 16.47, 3),
+    ("aws/us-east-1/p5.48xlarge", 56, 91, 30.27, 3),
+]
+
+
+def day(d: float) -> str:
+    import datetime as dt
+
+    moment = dt.datetime.fromisoformat(START) + dt.timedelta(days=d)
+    return moment.strftime("%Y-%m-%dT%H:%M")
+
+
+def quarter_yaml(size: int, seed: int = 11) -> str:
+    rng = random.Random(seed * 1000 + size)
+    scale = max(1, size // 50)
+    lines = [f"name: bench-quarter-{size}", "catalogs: [aws, gcp, azure, lambda, runpod]",
+             f"horizon: {{start: {START}, end: {day(DAYS)[:10]}, step: 6h}}", "runs:"]
+    count = 0
+    while count < size:
+        family = count
+        release = rng.randrange(0, 50)
+        gpu_h = rng.choice([1500, 3000, 5000, 8000])
+        tolerance = rng.choice(["checkpointed", "none", "none"])
+        pre_due = min(DAYS - 20, release + rng.randrange(18, 35))
+        lines.append(f"  - {{name: pt-{family:04d}, kind: training, memory: {{per_gpu: 60GiB}}, "
+                     f"work: {{gpu_hours: {gpu_h if tolerance != 'none' else gpu_h // 2}, reference_gpu: H100-SXM}}, "
+                     f"gpus: {{min: 16, max: 32}}, interruption_tolerance: {tolerance}, restart_overhead: 45m, "
+                     f"allow: {{providers: [aws], regions: [us-east-1], gpus: [H100]}}, "
+                     f"release: {day(release)}, due: {day(pre_due)}}}")
+        count += 1
+        ft_due = min(DAYS, pre_due + rng.randrange(5, 14))
+        if count < size:
+            lines.append(f"  - {{name: ft-{family:04d}, kind: fine_tuning, memory: {{per_gpu: 50GiB}}, "
+                         f"work: {{gpu_hours: {rng.choice([200, 400, 800])}, reference_gpu: H100-SXM}}, "
+                         f"gpus: {{min: 8, max: 16}}, after: [pt-{family:04d}], due: {day(ft_due)}}}")
+            count += 1
+        for e in range(rng.choice([1, 2, 3])):
+            if count >= size:
+                break
+            optional = rng.random() < 0.3
+            extra = f", required: false, priority: {rng.randrange(1, 4)}" if optional else ""
+            lines.append(f"  - {{name: ev-{family:04d}-{e}, kind: batch_inference, memory: {{per_gpu: 20GiB}}, "
+                         f"work: {{gpu_hours: {rng.choice([20, 40, 80])}, reference_gpu: A10G}}, gpus: 4, "
+                         f"interruption_tolerance: stateless, after: [ft-{family:04d}], "
+                         f"due: {day(min(DAYS, ft_due + rng.randrange(2, 8)))}{extra}}}")
+            count += 1
+        for s in range(rng.choice([0, 1, 2])):  # standalone fine-tunes and eval sweeps
+            if count >= size:
+                break
+            rel = rng.randrange(0, DAYS - 10)
+            optional = rng.random() < 0.4
+            extra = f", required: false, priority: {rng.randrange(1, 4)}" if optional else ""
+            if rng.random() < 0.5:
+                lines.append(f"  - {{name: sft-{family:04d}-{s}, kind: fine_tuning, memory: {{per_gpu: 40GiB}}, "
+                             f"work: {{gpu_hours: {rng.choice([100, 300, 600])}, reference_gpu: A100-80GB}}, "
+                             f"gpus: {{min: 4, max: 16}}, release: {day(rel)}, "
+                             f"due: {day(min(DAYS, rel + rng.randrange(4, 20)))}{extra}}}")
+            else:
+                lines.append(f"  - {{name: sweep-{family:04d}-{s}, kind: batch_inference, memory: {{per_gpu: 20GiB}}, "
+                             f"work: {{gpu_hours: {rng.choice([40, 80])}, reference_gpu: A10G}}, gpus: 4, "
+                             f"interruption_tolerance: stateless, release: {day(rel)}, "
+                             f"due: {day(min(DAYS, rel + rng.randrange(2, 6)))}{extra}}}")
+            count += 1
+    pools = POOLS[: 2 if size < 200 else 3 if size < 500 else 4]
+    lines.append("reservations:")
+    for offer, first, last, price, nodes in pools:
+        lines.append(f"  - {{offer: {offer}, start: {day(first)[:10]}, end: {day(last)[:10]}, "
+                     f"price_per_node_h: {price}, max_nodes: {nodes * scale}}}")
+    lines.append("constraints:\n  gpu_quotas:")
+    for key, quota in (("aws", 64), ("aws/H100", 48), ("gcp", 32), ("azure", 32), ("lambda", 32)):
+        lines.append(f"    {key}: {quota * scale}")
+    return "\n".join(lines) + "\n"
+
+
+# ---------------------------------------------------------------- greedy baseline
+
+
+def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits, steps: int) -> dict:
+    """The list scheduler described in the module docstring; returns cost, bought, cids, starts."""
+    cands = cands.reset_index(drop=True)
+    resources: dict[tuple, tuple[np.ndarray, list]] = {}  # key -> (usage per step, capacity holder)
+    uses: list[list[tuple[tuple, int]]] = [[] for _ in range(len(cands))]
+    capacity: dict[tuple, int] = {}
+    for key, quota in limits.gpu_quotas.items():
+        for i in np.flatnonzero(quota_mask(cands, key).to_numpy()):
+            uses[i].append((("quota", key), int(cands.at[i, "gpus"])))
+        capacity[("quota", key)] = int(quota)
+    for i, row in enumerate(cands.itertuples(index=False)):
+        if row.pool >= 0:
+            uses[i].append((("pool", int(row.pool)), int(row.nodes)))
+            continue
+        caps = [c for c in (limits.node_limits.get(row.offer_key),
+                            None if pd.isna(row.max_nodes) else int(row.max_nodes)) if c is not None]
+        if caps:
+            uses[i].append((("offer", row.offer_key), int(row.nodes)))
+            capacity[("offer", row.offer_key)] = min(caps)
+    run_map = {r.name: r for r in runs}
+    by_run = {name: rows for name, rows in cands.groupby("run").indices.items()}
+    # reservation sizing: runs whose cheapest option (reserved compute at the reserved rate) is the pool
+    bought = []
+    for p, pool in enumerate(pools):
+        demand = np.zeros(steps + 1)
+        amortised_cents, other_cents = 0.0, 0.0
+        for name, rows in by_run.items():
+            frame = cands.loc[rows]
+            amortised = frame.assign(eff=np.where(frame["pool"] == p, frame["cost_cents"] + frame["nodes"]
+                                                  * frame["wall_q_h"] * pool.price_per_node_h / COST_RESOLUTION_USD,
+                                                  frame["cost_cents"]))
+            amortised = amortised[(amortised["pool"] == p) | (amortised["pool"] < 0)]
+            if amortised.empty:
+                continue
+            best = amortised.loc[amortised["eff"].idxmin()]
+            if best["pool"] != p:
+                continue
+            run = run_map[name]
+            first = max(run.release, pool.start)
+            demand[first:first + int(best["duration_steps"])] += int(best["nodes"])
+            amortised_cents += best["cost_cents"]
+            others = amortised[amortised["pool"] < 0]
+            other_cents += others["cost_cents"].min() if len(others) else math.inf
+        peak = int(min(pool.max_nodes, demand.max()))
+        peak = max(peak, pool.min_nodes)
+        pays = peak * pool.cents_per_node + amortised_cents < other_cents
+        bought.append(peak if pays or pool.min_nodes else 0)
+        capacity[("pool", p)] = bought[-1]
+    usage = {key: np.zeros(steps + 1, dtype=np.int64) for key in capacity}
+    order = sorted(runs, key=lambda r: (r.due, r.release, r.name))
+    ends: dict[str, int] = {}
+    chosen, starts, pending = [], {}, list(order)
+    cost = sum(pool.cents_per_node * b for pool, b in zip(pools, bought)) * COST_RESOLUTION_USD
+    failed = []
+    while pending:
+        run = next((r for r in pending if all(b in ends or b in failed for b in r.after)), None)
+        if run is None:
+            break
+        pending.remove(run)
+        if any(b in failed for b in run.after) or run.name not in by_run:
+            failed.append(run.name)
+            continue
+        earliest = max([run.release] + [ends[b] for b in run.after])
+        best = None
+        for i in sorted(by_run[run.name], key=lambda i: (cands.at[i, "cost_cents"], cands.at[i, "duration_steps"])):
+            d = int(cands.at[i, "duration_steps"])
+            lo, hi = earliest, run.due - d
+            pool = int(cands.at[i, "pool"])
+            if pool >= 0:
+                lo, hi = max(lo, pools[pool].start), min(hi, pools[pool].end - d)
+            if hi < lo:
+                continue
+            ok = np.ones(hi - lo + 1, dtype=bool)
+            for key, amount in uses[i]:
+                if amount > capacity[key]:
+                    ok[:] = False
+                    break
+                window = np.lib.stride_tricks.sliding_window_view(usage[key][lo:hi + d], d).max(axis=1)
+                ok &= window + amount <= capacity[key]
+            if ok.any():
+                best = (i, lo + int(np.argmax(ok)), d)
+                break  # the cheapest candidate that fits
+        if best is None:
+            failed.append(run.name)
+            continue
+        i, s, d = best
+        for key, amount in uses[i]:
+            usage[key][s:s + d] += amount
+        ends[run.name] = s + d
+        starts[run.name] = s
+        chosen.append(i)
+        cost += float(cands.at[i, "cost_usd"])  # as the model reports its objective
+    required_failed = [r for r in failed if run_map[r].required]
+    priority = sum(run_map[cands.at[i, "run"]].priority for i in chosen if not run_map[cands.at[i, "run"]].required)
+    return {"cost_usd": cost, "bought": bought, "cids": {cands.at[i, "cid"] for i in chosen},
+            "starts": starts, "failed_required": required_failed, "priority": priority,
+            "left_out": [r for r in failed if not run_map[r].required]}
+
+
+# ---------------------------------------------------------------- benchmark
+
+
+def bench(size: int, time_limit: float, workers: int, hint: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"quarter-{size}.yaml"
+        path.write_text(quarter_yaml(size))
+        loaded = load_quarter(path)
+    quarter = loaded.quarter
+    t0 = time.perf_counter()
+    scenario = _scenario_view(quarter)
+    offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
+    pools = _pools(loaded)
+    frames, runs, infeasible = [], [], {}
+    for run, workload in zip(quarter.runs, scenario.workloads):
+        cands, reason = run_candidates(loaded, run, workload, offers, pools, scenario)
+        release, due = loaded.window(run)
+        info = RunInfo(run.name, release, due, run.after, run.priority, run.required)
+        if reason:
+            infeasible[run.name] = reason
+        else:
+            frames.append(cands)
+            runs.append(info)
+    cands = pd.concat(frames, ignore_index=True)
+    gen_s = time.perf_counter() - t0
+    c = quarter.constraints
+    limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools))
+    t1 = time.perf_counter()
+    greedy_result = greedy(cands, runs, pools, limits, loaded.steps)
+    greedy_s = time.perf_counter() - t1
+    model = build_batch_model(cands, runs, pools, limits, loaded.steps)
+    result = solve_batch(model, time_limit, workers)
+    print(f"\n== {size} runs ({len(runs)} placeable, {len(infeasible)} without candidates), {len(cands)} candidates, "
+          f"{len(pools)} pools, {loaded.steps} steps of {loaded.step_h:g} h")
+    print(f"candidate generation {gen_s:7.1f} s   model build {model.build_seconds:6.2f} s   greedy {greedy_s:5.2f} s")
+    g = greedy_result
+    g_note = (f"{len(g['failed_required'])} required runs unplaced" if g["failed_required"] else "all required placed")
+    print(f"greedy:  cost ${g['cost_usd']:,.2f}, bought {g['bought']}, optional priority {g['priority']}, "
+          f"{len(g['left_out'])} optional left out, {g_note}")
+    rows = [("cp-sat", result)]
+    if hint:
+        hinted = solve_batch(model, time_limit, workers, hint={"cids": g["cids"], "starts": g["starts"],
+                                                                 "bought": g["bought"]})
+        rows.append(("cp-sat+greedy hint", hinted))
+    for label, r in rows:
+        if r.status not in ("OPTIMAL", "FEASIBLE"):
+            print(f"{label}: {r.status} after {r.solve_seconds:.1f} s")
+            continue
+        priority = sum(model.runs[n].priority for n in r.chosen["run"] if not model.runs[n].required)
+        never_worse = (not g["failed_required"] and (priority > g["priority"] or
+                       (priority == g["priority"] and r.objective_usd <= g["cost_usd"] + 0.01))) \
+            or bool(g["failed_required"])
+        print(f"{label}: {r.status} in {r.solve_seconds:.1f} s, objective ${r.objective_usd:,.2f}, bound "
+              f"${r.bound_usd:,.2f}, gap {r.gap:.2%}, bought {r.bought}, optional priority {priority}; "
+              f"vs greedy {100 * (r.objective_usd / g['cost_usd'] - 1):+.2f} % -> "
+              f"{'never worse than greedy' if never_worse else 'WORSE than greedy'}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sizes", nargs="*", type=int, default=[50, 200, 500])
+    parser.add_argument("--time-limit", type=float, default=60.0)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--hint", action="store_true", help="also solve with the greedy schedule as a hint")
+    args = parser.parse_args()
+    for size in args.sizes:
+        bench(size, args.time_limit, args.workers, args.hint)
+
+
+if __name__ == "__main__":
+    main()
