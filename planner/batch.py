@@ -41,27 +41,6 @@ class BatchPlan:
         return self.result.status
 
 
-def completion_quantile(inputs: costmodel.CandidateInputs, q: float) -> float:
-    """Smallest D with P(T ≤ D) ≥ q (bisection on the cost model's exact distribution)."""
-    _, _, t0, p0 = costmodel.wall_and_failures(inputs)
-    if p0 >= q:
-        return t0
-    low, high = t0, max(t0 * 2, t0 + 1.0)
-    while costmodel.p_deadline(costmodel.CandidateInputs(**{**inputs.__dict__, "time_budget_h": high})) < q:
-        low, high = high, high * 2
-        if high > 1e6:
-            return math.inf
-    for _ in range(40):
-        middle = (low + high) / 2
-        if costmodel.p_deadline(costmodel.CandidateInputs(**{**inputs.__dict__, "time_budget_h": middle})) >= q:
-            high = middle
-        else:
-            low = middle
-        if high - low < 1e-3 * high:
-            break
-    return high
-
-
 def _inputs(row, run: Workload, hw_rate: float) -> costmodel.CandidateInputs:
     tolerance = run.interruption_tolerance
     return costmodel.CandidateInputs(
@@ -112,7 +91,7 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, offers: pd.Da
         return pd.DataFrame(), reason or "no candidate fits its window"
     cands = pd.concat(frames, ignore_index=True).drop_duplicates("cid")
     cands["cost_cents"] = (cands["cost_usd"] / COST_RESOLUTION_USD).round().astype(int)
-    wall_q = [completion_quantile(_inputs(row, workload, hw_rate), q) for row in cands.itertuples(index=False)]
+    wall_q = [costmodel.completion_quantile(_inputs(row, workload, hw_rate), q) for row in cands.itertuples(index=False)]
     cands["wall_q_h"] = wall_q
     cands["duration_steps"] = np.ceil(np.array(wall_q) / loaded.step_h - 1e-9).astype(int).clip(min=1)
     cands = cands[cands["duration_steps"] <= due - release]

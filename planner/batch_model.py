@@ -182,6 +182,47 @@ def add_reservation_capacity(m: BatchModel, limits: BatchLimits) -> None:
         m.model.add(energy <= (pool.end - pool.start) * m.bought[p]).with_name(f"energy[{pool.label}]")
 
 
+def _windows(m: BatchModel, limits: BatchLimits, first: int, end: int) -> list[tuple[int, int]]:
+    """Calendar windows for energy cuts inside [first, end): each month, and each run's own window."""
+    spans = {(max(a, first), min(b, end)) for _, a, b, _ in limits.months}
+    spans |= {(max(r.release, first), min(r.due, end)) for r in m.runs.values()}
+    return sorted((a, b) for a, b in spans if b > a)
+
+
+def add_energy_cuts(m: BatchModel, limits: BatchLimits) -> None:
+    """Redundant cuts the LP relaxation can see (cumulatives alone give it nothing): inside any
+    window, the runs that must lie wholly in it use at most capacity x window length.
+
+    Σ_{c: window_r ⊆ [a,b)} d_c·demand_c·pick_c ≤ capacity·(b − a), for quotas and reservation pools.
+    """
+    inside_cache: dict[tuple[int, int], set[str]] = {}
+
+    def runs_inside(a: int, b: int) -> set[str]:
+        if (a, b) not in inside_cache:
+            inside_cache[(a, b)] = {r.name for r in m.runs.values() if r.release >= a and r.due <= b}
+        return inside_cache[(a, b)]
+
+    def cut(rows, demand_column, capacity, first, end, label):
+        frame = m.cands.loc[rows]
+        for a, b in _windows(m, limits, first, end):
+            members = frame.index[frame["run"].isin(runs_inside(a, b))]
+            if len(members) < 2:
+                continue
+            energy = sum(int(m.cands.at[i, "duration_steps"]) * int(m.cands.at[i, demand_column]) * m.pick[i]
+                         for i in members)
+            m.model.add(energy <= capacity * (b - a)).with_name(f"energy[{label}@{a}-{b}]")
+
+    horizon_end = max(r.due for r in m.runs.values())
+    for key, quota in sorted(limits.gpu_quotas.items()):
+        rows = m.cands.index[quota_mask(m.cands, key)]
+        if len(rows) and _can_bind(m, rows, "gpus", quota):
+            cut(rows, "gpus", quota, 0, horizon_end, key)
+    for p, pool in enumerate(m.pools):
+        rows = m.cands.index[m.cands["pool"] == p]
+        if len(rows):
+            cut(rows, "nodes", m.bought[p], pool.start, pool.end, pool.label)
+
+
 def _run_cost(m: BatchModel, rows):
     return sum(int(m.cands.at[i, "cost_cents"]) * m.pick[i] for i in rows)
 
@@ -247,6 +288,7 @@ def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool
     add_gpu_quotas(m, limits)
     add_node_limits(m, limits)
     add_reservation_capacity(m, limits)
+    add_energy_cuts(m, limits)
     add_budgets(m, limits)
     priority = sum(r.priority * m.scheduled[r.name] for r in runs if not r.required)
     model.minimize(total_cost_cents(m) - m.priority_weight * priority)

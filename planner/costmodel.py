@@ -330,6 +330,41 @@ def _p_le(p: _Plan, D: float, moments=None, N: int = 8192) -> float:
     return min(1.0, max(0.0, P0 + Fc))
 
 
+def completion_quantile(inputs: CandidateInputs, q: float, tau: float | None = None) -> float:
+    """Smallest D with P(T ≤ D) ≥ q: the same distribution as `p_deadline`, inverted from one
+    FFT over the whole support (what `planner batch` books on the calendar)."""
+    p = segment_plan(inputs, tau)
+    lam = p.lam
+    if lam == 0:
+        return p.T0
+    ET, EF, sd = _moments(p)
+    if not math.isfinite(ET) or ET + 14.0 * sd > 1e6:  # beyond a century: never on a calendar
+        return math.inf
+    P0 = math.exp(-lam * p.S)
+    if P0 >= q:
+        return p.T0
+    z_max = (ET - p.T0) + 14.0 * sd + 2.0 * (p.R + p.s)
+    feat = p.s if p.k > 1 else p.s_k
+    N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * z_max / feat) + 2, real=True))))
+    h = z_max / (N - 2)
+    tilt, untilt, _ = _grid(h, N)
+    pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
+    zhat = (1 - pk) / (1 - pk * _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt))
+    if p.k > 1:
+        zhat = zhat * np.power((1 - pf) / (1 - pf * _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt)), p.k - 1)
+    z = _fft.irfft(zhat - P0, N) * untilt
+    cdf = P0 + np.concatenate(([0.0], np.cumsum(z)))
+    xp = np.concatenate(([0.0], (np.arange(N) + 0.5) * h))
+    above = np.flatnonzero(cdf >= q)
+    if not above.size:
+        return p.T0 + z_max
+    i = int(above[0])
+    if i == 0:
+        return p.T0
+    frac = (q - cdf[i - 1]) / (cdf[i] - cdf[i - 1]) if cdf[i] > cdf[i - 1] else 1.0
+    return p.T0 + xp[i - 1] + frac * (xp[i] - xp[i - 1])
+
+
 def p_deadline(inputs: CandidateInputs, tau: float | None = None) -> float:
     """P(T <= D), exact up to a fine grid (§6); 1 when D is infinite."""
     D = inputs.time_budget_h

@@ -290,3 +290,20 @@ def test_analytic_matches_simulation_failure_prone(d, per_segment):
     se_p = math.sqrt(max(r.p_deadline * (1 - r.p_deadline), 1e-4) / TRIALS)
     assert abs(r.p_deadline - sim.p_deadline) <= 0.01 + 4 * se_p, (
         r.p_deadline, sim.p_deadline)
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(work=st.floats(0.5, 100), rate=st.floats(0.0, 1.5), n=st.integers(1, 8), q=st.floats(0.5, 0.99),
+       tolerance=st.sampled_from(["checkpointed", "none"]))
+def test_completion_quantile_inverts_p_deadline(work, rate, n, q, tolerance):
+    """`planner batch` books the q-quantile: P(T <= quantile) >= q, and just below it < q."""
+    from planner.costmodel import completion_quantile, p_deadline
+
+    inp = CandidateInputs(work_h=work, checkpoint_write_h=0.02, restart_h=0.1, nodes=n, gpus_per_node=8,
+                          spot_rate_per_node_h=rate, checkpoint_interval_h=1.0, interruption_tolerance=tolerance)
+    d = completion_quantile(inp, q)
+    assume(math.isfinite(d))
+    at = p_deadline(CandidateInputs(**{**inp.__dict__, "time_budget_h": d * (1 + 1e-3) + 1e-6}))
+    below = p_deadline(CandidateInputs(**{**inp.__dict__, "time_budget_h": d * (1 - 2e-3) - 1e-6}))
+    assert at >= q - 2e-3
+    assert below <= q + 2e-3
