@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from . import costmodel
+from .batch_greedy import greedy
 from .batch_model import BatchLimits, BatchResult, Pool, RunInfo, build_batch_model, solve_batch
 from .candidates import _resource_columns, apply_overrides, limits_of, workload_candidates
 from .domain import Workload
@@ -176,7 +177,9 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools),
                          c.node_limits_per_market)
     model = build_batch_model(cands, placeable, pools, limits, loaded.steps)
-    result = solve_batch(model, time_limit_s, workers, seed)
+    start = greedy(model.cands, placeable, pools, limits, loaded.steps)
+    hint = None if start["failed_required"] else {k: start[k] for k in ("cids", "starts", "bought")}
+    result = solve_batch(model, time_limit_s, workers, seed, hint)
     plan = BatchPlan(loaded, cands, pools, result, infeasible)
     if result.status == "INFEASIBLE":
         for run in placeable:
