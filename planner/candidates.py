@@ -428,32 +428,28 @@ def _cheapest_twins(rows: pd.DataFrame, signature: list[str]) -> pd.DataFrame:
     """Of rows identical in everything the cost and the limits depend on but the price (the same
     instance in many regions, say), keep the cheapest (ties: the first offer key). The others
     are dominated before any physics is computed."""
-    twins = SHAPE_COLUMNS + ["market", "lam_spot", "granularity_h", "minimum_h", "storage_h", "egress", "units"]
     order = rows.sort_values(["price", "key"], kind="stable")
-    return order.drop_duplicates(twins + signature, keep="first").sort_index()
+    return order.drop_duplicates(_TWIN_COLUMNS + signature, keep="first").sort_index()
 
 
-def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
-                        limits: Limits, exhaustive: bool = False) -> tuple[pd.DataFrame, str, int]:
-    """(evaluated feasible candidates, reason if none, rows considered).
+_TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "granularity_h", "minimum_h", "storage_h", "egress", "units"]
 
-    Rows are screened with closed-form cost bounds (lo <= exact cost <= hi) and only those
-    no other row provably beats get the exact cost model, cheapest bound first, in chunks.
-    `exhaustive` evaluates every row exactly (tests compare the two).
-    """
+
+def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits
+                   ) -> tuple[pd.DataFrame | None, str, int]:
+    """The price-independent start of `workload_candidates`: (rows with billing, storage,
+    egress and limit columns, reason if none, rows considered)."""
     allowed = offers_for(catalog, workload.allow, workload.forbid, offers)
     if allowed.empty:
-        return pd.DataFrame(), "no offer in the scenario's catalogs matches its allow/forbid rules", 0
+        return None, "no offer in the scenario's catalogs matches its allow/forbid rules", 0
     rows = expand(allowed, workload, limits)
     if rows.empty:
         why = ("no offer can host its GPU count range "
                f"{workload.gpus.min}-{workload.gpus.max} (node sizes, multi-node networking, node limits)")
         if workload.interruption_tolerance == "none" and allowed["on_demand_usd_h"].isna().all():
             why = "interruption_tolerance none rules out spot, and no allowed offer has an on-demand price"
-        return pd.DataFrame(), why, 0
+        return None, why, 0
     considered = len(rows)
-    headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
-    q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
     providers = catalog.providers
     checkpoint_gib = checkpoint_size_gib(workload, catalog)
     rows["granularity_h"] = rows["provider"].map({p: v.billing_granularity_h for p, v in providers.items()})
@@ -462,10 +458,96 @@ def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario
                                                                     checkpoint_gib) for p, v in providers.items()})
     rows["egress"] = _egress_usd(workload, catalog, rows["provider"], rows["region"])
     rows["gpu_family"] = rows["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
-    rows = _resource_columns(rows, limits, "key")
+    return _resource_columns(rows, limits, "key"), "", considered
+
+
+# what-if reuse (planner/whatif.py): the expanded rows depend on prices only through the
+# `price`/`lam_spot` columns and the three price columns copied from the offer, so `generate`
+# keeps them per (workload, catalog, limits, offers-without-prices) and a sweep point only
+# re-maps those columns from its offers. Entries hold the catalog, so its id stays unique.
+PRICE_COLUMNS = ("on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h")
+_ROWS_CACHE: dict[tuple, tuple] = {}
+_ROWS_CACHE_MAX_ROWS = 2_000_000  # ~0.7 GB; a larger sweep rebuilds rows per point (slower, same results)
+_OFFER_ROW = "_offer_row"
+
+
+def offers_token(offers: pd.DataFrame) -> str:
+    """A fingerprint of everything in `offers` except the prices and preemption rates (but
+    including which prices exist), so frames that differ only by what-if multipliers share it."""
+    import hashlib
+
+    rest = offers[[c for c in offers.columns if c not in PRICE_COLUMNS]].astype(str)
+    exists = offers[[c for c in PRICE_COLUMNS if c in offers.columns]].notna()
+    digest = hashlib.sha1(pd.util.hash_pandas_object(rest, index=True).to_numpy().tobytes())
+    digest.update(pd.util.hash_pandas_object(exists, index=True).to_numpy().tobytes())
+    digest.update(repr(list(offers.columns)).encode())
+    return digest.hexdigest()
+
+
+def _reused_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits, token: str):
+    """`_expanded_rows`, with the price-independent work cached and this call's prices mapped in;
+    plus a `_cheapest_twins` for these rows that reuses the price-independent twin groups."""
+    key = (token, id(catalog), repr(limits), workload.model_dump_json())
+    if key not in _ROWS_CACHE:
+        if sum(len(entry[1]) for entry in _ROWS_CACHE.values() if entry[1] is not None) >= _ROWS_CACHE_MAX_ROWS:
+            _ROWS_CACHE.clear()
+        numbered = offers.assign(**{_OFFER_ROW: np.arange(len(offers))})
+        base, reason, considered = _expanded_rows(workload, catalog, numbered, limits)
+        codes = None
+        if base is not None:
+            fixed = [c for c in _TWIN_COLUMNS if c != "lam_spot"] + _signature_columns(workload, limits)
+            codes = (base.groupby(fixed, dropna=False, sort=False).ngroup().to_numpy(np.int64),
+                     pd.factorize(base["key"], sort=True)[0])
+        _ROWS_CACHE[key] = (catalog, base, reason, considered, codes)
+    _, base, reason, considered, codes = _ROWS_CACHE[key]
+    if base is None:
+        return None, reason, considered, _cheapest_twins
+    at = base[_OFFER_ROW].to_numpy()
+    rows = base.drop(columns=_OFFER_ROW)
+    for column in PRICE_COLUMNS:
+        rows[column] = pd.Series(offers[column].to_numpy()[at], index=rows.index, dtype=base[column].dtype)
+    spot = (rows["market"] == "spot").to_numpy()
+    price = np.where(spot, rows["spot_usd_h"].to_numpy(object), rows["on_demand_usd_h"].to_numpy(object))
+    lam = rows["spot_preemption_per_h"].fillna(0.0).to_numpy(object)
+    rows["price"] = pd.Series(price, index=rows.index, dtype=base["price"].dtype)
+    rows["lam_spot"] = pd.Series(np.where(spot, lam, 0.0), index=rows.index, dtype=base["lam_spot"].dtype)
+
+    def cheapest_twins(frame: pd.DataFrame, signature: list[str]) -> pd.DataFrame:
+        """`_cheapest_twins(frame, signature)` for exactly these rows: per twin group (the cached
+        groups, split by λ) the row first in (price, key, position) order, rows in index order."""
+        group, key_order = codes
+        lam_code = pd.factorize(frame["lam_spot"])[0]
+        twins = group * (lam_code.max() + 1) + lam_code
+        order = np.lexsort((np.arange(len(frame)), key_order, frame["price"].to_numpy(float), twins))
+        first = np.ones(len(order), dtype=bool)
+        first[1:] = twins[order][1:] != twins[order][:-1]
+        return frame.iloc[np.sort(order[first])]
+
+    return rows, reason, considered, cheapest_twins
+
+
+def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
+                        limits: Limits, exhaustive: bool = False, offers_key: str | None = None
+                        ) -> tuple[pd.DataFrame, str, int]:
+    """(evaluated feasible candidates, reason if none, rows considered).
+
+    Rows are screened with closed-form cost bounds (lo <= exact cost <= hi) and only those
+    no other row provably beats get the exact cost model, cheapest bound first, in chunks.
+    `exhaustive` evaluates every row exactly (tests compare the two). `offers_key`
+    (`offers_token(offers)`) lets repeated calls reuse the price-independent rows.
+    """
+    if offers_key is None:
+        rows, reason, considered = _expanded_rows(workload, catalog, offers, limits)
+        cheapest_twins = _cheapest_twins
+    else:
+        rows, reason, considered, cheapest_twins = _reused_rows(workload, catalog, offers, limits, offers_key)
+    if rows is None:
+        return pd.DataFrame(), reason, considered
+    headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
+    q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
     signature = _signature_columns(workload, limits)
     if not exhaustive:
-        rows = _cheapest_twins(rows, signature)
+        rows = cheapest_twins(rows, signature)
     rows, estimates = _attach_physics(rows, workload, catalog, headroom)
     physics_ok = rows["work_h"] < math.inf
     if not physics_ok.any():
@@ -541,9 +623,10 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
     limits = limits_of(scenario)
     if offers is None:
         offers = apply_overrides(catalog.offers, scenario.overrides, catalog)
+    token = offers_token(offers) if offers["key"].is_unique else None
     frames, pruned, infeasible, considered = [], [], {}, 0
     for workload in scenario.workloads:
-        frame, reason, count = workload_candidates(workload, catalog, scenario, offers, limits, exhaustive)
+        frame, reason, count = workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, token)
         considered += count
         if reason:
             infeasible[workload.name] = reason

@@ -240,6 +240,101 @@ def _stderr_console():
     return Console(stderr=True)
 
 
+# ---------------------------------------------------------------- whatif
+
+
+@main.command()
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--spot-price", "spot", metavar="MULT_RANGE",
+              help="Spot price multipliers: start:stop:points (0.5:2.0:16) or a comma list (0.8,1,1.25).")
+@click.option("--preemption", metavar="MULT_RANGE", help="Spot preemption rate multipliers, same forms.")
+@click.option("--on-demand-price", "on_demand", metavar="MULT_RANGE", help="On-demand price multipliers, same forms.")
+@click.option("--where", "where", multiple=True, metavar="KEY=VALUE,...",
+              help="Scale only these offers: provider=, gpu= (name or family), region=, instance_type=.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path),
+              help="Write a plot: FILE.png, or FILE.html (self-contained, inline SVG).")
+@click.option("--workers", type=click.IntRange(min=1), default=None,
+              help="Points solved in parallel by local processes  [default: local cores]")
+@click.option("--precision", type=click.FloatRange(min=1e-6), default=0.005, show_default=True,
+              help="Switch points are bisected until the interval is at most this wide.")
+@click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+              help="CP-SAT seconds per point.")
+def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers, precision, time_limit) -> None:
+    """Sweep spot prices, preemption rates or on-demand prices; find where each placement switches.
+
+    Each point solves the scenario with the multipliers applied (after its own overrides)
+    to the offers --where selects. Per point: status, expected total cost and every
+    workload's placement; then, for each workload, the multiplier at which its placement
+    changes, bisected between grid points to --precision. Two ranges sweep the grid.
+
+    \b
+    Example:
+      planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.5:2.0:16
+      planner whatif scenarios/lora-finetune.yaml --spot-price 0.5:1.5:11 --preemption 0.5,1,2 --plot sweep.png
+      planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.8:1.6:9 --where provider=gcp --format json
+    """
+    import os
+
+    from .whatif import (OPTIONS, SweepSpec, check_where, loaded_scenario, make_executor, parse_range, parse_where,
+                         run_sweep, sweep_text)
+
+    given = {"spot_price_multiplier": spot, "preemption_multiplier": preemption,
+             "on_demand_price_multiplier": on_demand}
+    if not any(given.values()):
+        raise PlannerError("give at least one of --spot-price, --preemption, --on-demand-price", "whatif")
+    axes = {p: parse_range(text, OPTIONS[p]) for p, text in given.items() if text}
+    if sum(len(v) > 1 for v in axes.values()) > 2:
+        raise PlannerError("at most two of --spot-price, --preemption, --on-demand-price may have several values; "
+                           "give the third one value", "whatif")
+    conditions = parse_where(where)
+    if plot and plot.suffix.lower() not in (".png", ".html", ".htm"):
+        raise PlannerError(f"expected a .png or .html file name, got {plot.name!r}", "--plot")
+    from .yamlio import load_yaml
+
+    raw = load_yaml(file)
+    if isinstance(raw, dict) and "horizon" in raw:
+        raise PlannerError("this is a quarter file (it has `horizon:`); `planner whatif` sweeps scenario files "
+                           "(quarter files are not supported yet)", str(file))
+    loaded = loaded_scenario(str(file))
+    check_where(conditions, loaded.catalog)
+    spec = SweepSpec(str(file), axes, tuple(conditions.items()), precision, time_limit)
+    executor = make_executor(workers or os.cpu_count() or 1)
+    bar = _LazyProgress("sweeping")
+    try:
+        with executor:
+            result = run_sweep(spec, executor, progress=bar.update)
+    finally:
+        bar.close()
+    emit(sweep_text(result, fmt), output, inputs=(file,))
+    if plot:
+        from .whatif_plot import write_plot
+
+        write_plot(result, plot, protected=(file,))
+        click.echo(f"wrote {plot}", err=True)
+
+
+class _LazyProgress:
+    """A progress bar on stderr, started at the first update (after worker processes are forked)."""
+
+    def __init__(self, label: str):
+        self.label, self.bar, self.task = label, None, None
+
+    def update(self, done: int, total: int) -> None:
+        if self.bar is None:
+            from rich.progress import Progress
+
+            self.bar = Progress(transient=True, console=_stderr_console())
+            self.bar.start()
+            self.task = self.bar.add_task(self.label, total=total)
+        self.bar.update(self.task, completed=done, total=total)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
 # ---------------------------------------------------------------- estimate
 
 

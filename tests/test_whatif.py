@@ -1,0 +1,246 @@
+"""`planner whatif`: ranges, monotone optimal cost, switch points confirmed by solving either
+side, the JSON contract, plots, and that reusing work between points changes no result."""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pandas as pd
+import pytest
+
+from planner import candidates as C
+from planner import whatif as W
+from planner.errors import PlannerError
+from planner.scenario import load_scenario
+
+TWO_JOBS = """\
+name: whatif-small
+catalogs: [lambda, runpod]
+workloads:
+  - name: train
+    kind: training
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 40, reference_gpu: A100-80GB}
+    gpus: {min: 1, max: 8}
+    time_budget: 3d
+  - name: infer
+    kind: batch_inference
+    memory: {per_gpu: 20GiB}
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    interruption_tolerance: stateless
+"""
+SLACK = 0.02  # CP-SAT optimises whole cents per workload; reported objectives are float sums
+PRECISION = 0.01
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory) -> str:
+    path = tmp_path_factory.mktemp("whatif") / "small.yaml"
+    path.write_text(TWO_JOBS)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def spot_sweep(small) -> W.SweepResult:
+    spec = W.SweepSpec(small, {"spot_price_multiplier": W.parse_range("0.4:2.4:6", "--spot-price")},
+                       precision=PRECISION)
+    return W.run_sweep(spec)
+
+
+# ---------------------------------------------------------------- ranges
+
+
+def test_ranges_parse_as_start_stop_points_or_a_list():
+    assert W.parse_range("0.5:2.0:4", "--x") == (0.5, 1.0, 1.5, 2.0)
+    assert W.parse_range("1.2, 0.8,1", "--x") == (0.8, 1.0, 1.2)
+    assert W.parse_range("1.5", "--x") == (1.5,)
+    assert W.parse_where(["provider=aws,gpu=H100", "region=us-east-1"]) == {
+        "provider": "aws", "gpu": "H100", "region": "us-east-1"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--spot-price", "0.5:2.0"], "error: --spot-price: expected start:stop:points (e.g. 0.5:2.0:16)"),
+    (["--spot-price", "a:b:c"], "error: --spot-price: expected start:stop:points"),
+    (["--spot-price", "0:2:3"], "error: --spot-price: multipliers must be finite and greater than 0, got 0"),
+    (["--preemption", "-1,1"], "error: --preemption: multipliers must be finite and greater than 0, got -1"),
+    (["--spot-price", "0.5:2:1"], "error: --spot-price: points must be between 2 and"),
+    (["--spot-price", "2:1:3"], "error: --spot-price: stop must be greater than start"),
+    (["--spot-price", "0.5:2:3.5"], "error: --spot-price: the number of points must be a whole number"),
+    (["--spot-price", "1,2", "--where", "colour=red"], "error: --where: unknown key 'colour'"),
+    (["--spot-price", "1,2", "--where", "provider=awz"], "error: --where: unknown provider 'awz'"),
+    (["--spot-price", "1,2", "--where", "gpu"], "error: --where: expected key=value pairs"),
+    ([], "error: whatif: give at least one of --spot-price, --preemption, --on-demand-price"),
+    (["--spot-price", "1,2", "--preemption", "1,2", "--on-demand-price", "1,2"], "error: whatif: at most two of"),
+    (["--spot-price", "1,2", "--plot", "out.jpg"], "error: --plot: expected a .png or .html file name"),
+])
+def test_bad_options_give_one_line_and_exit_2(run, small, args, message):
+    result = run("whatif", small, *args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(message), result.stderr
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------- properties of the optimum
+
+
+def test_cost_never_falls_as_the_spot_price_rises(spot_sweep):
+    costs = [p.objective_usd for p in spot_sweep.points]
+    assert all(p.status == "OPTIMAL" for p in spot_sweep.points)
+    assert all(b >= a - SLACK for a, b in zip(costs, costs[1:])), costs
+    assert costs[-1] > costs[0]
+
+
+def test_cost_never_falls_as_preemption_rises(small):
+    spec = W.SweepSpec(small, {"preemption_multiplier": (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
+                               "spot_price_multiplier": (0.7,)}, precision=1.0)
+    costs = [p.objective_usd for p in W.run_sweep(spec).points]
+    assert all(b >= a - SLACK for a, b in zip(costs, costs[1:])), costs
+    assert costs[-1] > costs[0]
+
+
+def test_a_high_enough_spot_price_leaves_no_workload_on_spot(small, spot_sweep):
+    assert any("/spot/" in p for p in spot_sweep.points[0].placements.values())
+    for multiplier in (spot_sweep.points[-1].multipliers["spot_price_multiplier"], 50.0):
+        point = W.solve_point(W.PointTask(small, spot_price_multiplier=multiplier))
+        assert point.status == "OPTIMAL"
+        assert point.spend_usd["spot"] == 0.0
+        assert not any("/spot/" in p for p in point.placements.values()), point.placements
+
+
+def test_every_switch_is_confirmed_by_solving_either_side(small, spot_sweep):
+    assert {s["workload"] for s in spot_sweep.switches} == {"train", "infer"}
+    for switch in spot_sweep.switches:
+        assert switch["from"] != switch["to"]
+        below = W.solve_point(W.PointTask(small, spot_price_multiplier=switch["at"] - PRECISION))
+        above = W.solve_point(W.PointTask(small, spot_price_multiplier=switch["at"] + PRECISION))
+        assert below.placements[switch["workload"]] == switch["from"], switch
+        assert above.placements[switch["workload"]] == switch["to"], switch
+
+
+def test_where_limits_the_offers_a_multiplier_touches(small):
+    """Cheaper spot GH200s (none of which runs spot here) leave the plan as it is; cheaper spot L40S move work to spot."""
+    unscaled = W.solve_point(W.PointTask(small))
+    only_gh200 = W.solve_point(W.PointTask(small, spot_price_multiplier=0.5, where=(("gpu", "GH200"),)))
+    only_l40s = W.solve_point(W.PointTask(small, spot_price_multiplier=0.5, where=(("gpu", "L40S"),)))
+    assert unscaled.spend_usd["spot"] == 0.0
+    assert only_gh200.placements == unscaled.placements
+    assert only_l40s.spend_usd["spot"] > 0.0
+    assert all("L40S" in p for p in only_l40s.placements.values() if "/spot/" in p)
+
+
+# ---------------------------------------------------------------- the runner
+
+
+SWITCH_AT = 1.2345
+
+
+def fake_solve(task: W.PointTask) -> W.PointResult:
+    """A stand-in "solve one point": job moves to on-demand above SWITCH_AT x spot price."""
+    x = task.spot_price_multiplier
+    market = "spot" if x < SWITCH_AT else "on_demand"
+    return W.PointResult(task.multipliers, "OPTIMAL", 10 * min(x, SWITCH_AT), {"job": f"p/r/i/{market}/1"},
+                         {"job": market}, {market: 10 * min(x, SWITCH_AT)})
+
+
+def test_bisection_finds_the_switch_to_the_stated_precision_with_any_solve_function():
+    spec = W.SweepSpec("unused.yaml", {"spot_price_multiplier": W.parse_range("0.5:2.0:7", "--x")}, precision=0.001)
+    result = W.run_sweep(spec, solve=fake_solve)
+    assert len(result.points) == 7
+    [switch] = result.switches
+    assert abs(switch["at"] - SWITCH_AT) <= 0.0005
+    assert (switch["from"], switch["to"]) == ("p/r/i/spot/1", "p/r/i/on_demand/1")
+    assert result.solves == 7 + 8  # an interval of 0.25 halved 8 times is below 0.001
+
+
+def test_two_ranges_sweep_the_grid_and_bisect_along_both(small):
+    spec = W.SweepSpec(small, {"spot_price_multiplier": (0.5, 1.5), "preemption_multiplier": (0.5, 8.0)},
+                       precision=0.05)
+    result = W.run_sweep(spec)
+    assert [(p.multipliers["spot_price_multiplier"], p.multipliers["preemption_multiplier"])
+            for p in result.points] == [(0.5, 0.5), (1.5, 0.5), (0.5, 8.0), (1.5, 8.0)]
+    assert {s["parameter"] for s in result.switches} <= {"spot_price_multiplier", "preemption_multiplier"}
+    assert any(s["parameter"] == "spot_price_multiplier" for s in result.switches)
+
+
+def test_process_pool_gives_the_inline_results(small, spot_sweep):
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        parallel = W.run_sweep(spot_sweep.spec, pool)
+    assert [p.record() for p in parallel.points] == [p.record() for p in spot_sweep.points]
+    assert parallel.switches == spot_sweep.switches
+
+
+def test_reusing_work_between_points_changes_no_candidate(monkeypatch):
+    loaded = load_scenario(W.Path(__file__).resolve().parent.parent / "scenarios" / "team-quarter-mix.yaml")
+    for kwargs in ({"spot_mult": 1.7}, {"preempt_mult": 2.5}, {"spot_mult": 0.6, "where": {"provider": "gcp"}}):
+        offers = C.apply_overrides(loaded.catalog.offers, loaded.scenario.overrides, loaded.catalog, **kwargs)
+        reused = C.generate(loaded.scenario, loaded.catalog, offers)
+        with monkeypatch.context() as patch:
+            patch.setattr(C, "offers_token", lambda offers: None)
+            patch.setattr(C, "_EXACT_CACHE", {})
+            fresh = C.generate(loaded.scenario, loaded.catalog, offers)
+        pd.testing.assert_frame_equal(reused.all, fresh.all)
+        pd.testing.assert_frame_equal(reused.pruned, fresh.pruned)
+        assert reused.infeasible == fresh.infeasible and reused.considered == fresh.considered
+
+
+def test_a_sweep_needs_at_most_two_ranges(small):
+    with pytest.raises(PlannerError):
+        W.run_sweep(W.SweepSpec(small, {p: (1.0, 2.0) for p in W.PARAMETERS}))
+
+
+# ---------------------------------------------------------------- the command
+
+
+def test_json_contract(run, small):
+    result = run("whatif", small, "--spot-price", "0.5,1.5", "--workers", "1", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert {"points", "switches"} <= set(data)
+    for point in data["points"]:
+        assert {"spot_price_multiplier", "preemption_multiplier", "on_demand_price_multiplier", "status",
+                "objective_usd", "placements"} <= set(point)
+        assert set(point["placements"]) == {"train", "infer"}
+        for placement in point["placements"].values():
+            provider, region, instance, market, nodes = placement.split("/")
+            assert market in ("spot", "on_demand") and int(nodes) >= 1
+    assert data["switches"]
+    for switch in data["switches"]:
+        assert {"workload", "parameter", "at", "from", "to"} <= set(switch)
+        assert switch["parameter"] == "spot_price_multiplier" and 0.5 < switch["at"] < 1.5
+
+
+def test_table_output_and_plots(run, small, tmp_path):
+    png, page = tmp_path / "sweep.png", tmp_path / "sweep.html"
+    result = run("whatif", small, "--spot-price", "0.5:1.5:3", "--workers", "1", "--plot", png)
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout
+    assert out.startswith("what-if sweep: spot x0.5..1.5 (3 points); multipliers apply to all offers")
+    for text in ("objective_usd", "spot_share", "switch points (bisected to", "placements between switch points",
+                 "train", "infer", "OPTIMAL"):
+        assert text in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    result = run("whatif", small, "--spot-price", "0.5,1.5", "--preemption", "1,2", "--workers", "1",
+                 "--plot", page, "--format", "csv")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.splitlines()[0].startswith("spot_price_multiplier,preemption_multiplier,")
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<svg" in text and "</html>" in text
+    assert "http" not in text.split("<svg", 1)[0]  # self-contained: nothing fetched
+
+
+def test_plot_refuses_to_overwrite_the_scenario(run, scenario_file):
+    path = scenario_file(TWO_JOBS, name="same.png")
+    result = run("whatif", path, "--spot-price", "1,2", "--workers", "1", "--plot", path)
+    assert result.exit_code == 2
+    assert "refusing to overwrite an input file" in result.stderr
+    assert path.read_text() == textwrap.dedent(TWO_JOBS)
+
+
+def test_quarter_files_are_refused_in_one_line(run):
+    from conftest import SCENARIOS
+
+    result = run("whatif", SCENARIOS / "quarter-team.yaml", "--spot-price", "1,2", "--workers", "1")
+    assert result.exit_code == 2
+    assert "this is a quarter file" in result.stderr and result.stderr.count("\n") == 1
