@@ -38,7 +38,7 @@ from planner.batch_greedy import greedy  # noqa: E402
 from planner.batch_model import BatchLimits, RunInfo, build_batch_model, solve_batch  # noqa: E402
 from planner.candidates import apply_overrides  # noqa: E402
 from planner.quarter import _scenario_view, load_quarter  # noqa: E402
-from planner.solver import COST_RESOLUTION_USD, quota_mask  # noqa: E402
+from planner.limits import COST_RESOLUTION_USD, quota_mask  # noqa: E402
 
 START = "2027-01-04"
 DAYS = 91

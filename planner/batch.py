@@ -19,7 +19,7 @@ from .batch_model import BatchLimits, BatchResult, Pool, RunInfo, build_batch_mo
 from .candidates import _resource_columns, apply_overrides, limits_of, workload_candidates
 from .domain import Workload
 from .quarter import LoadedQuarter, _scenario_view
-from .solver import COST_RESOLUTION_USD
+from .limits import COST_RESOLUTION_USD
 
 DEADLINE_LEVELS = (1.0, 0.5, 0.25)
 """Candidates are generated for the run's whole window and for half and a quarter of it, so

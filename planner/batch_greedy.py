@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from .batch_model import BatchLimits, RunInfo
-from .solver import COST_RESOLUTION_USD, quota_mask
+from .limits import COST_RESOLUTION_USD, quota_mask
 
 
 def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits, steps: int) -> dict:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 from ortools.sat.python import cp_model
 
-from .solver import COST_RESOLUTION_USD, quota_mask
+from .limits import COST_RESOLUTION_USD, quota_mask
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from . import costmodel
 from .catalog import Catalog, offers_for
 from .domain import Override, Scenario, Workload
 from .estimate import Estimate, Shape, checkpoint_size_gib, estimate
-from .solver import COST_RESOLUTION_USD, Limits, quota_mask
+from .limits import COST_RESOLUTION_USD, Limits, quota_mask
 
 HOURS_PER_MONTH = 730.0
 INTER_REGION_USD_PER_GIB = 0.02

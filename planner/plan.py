@@ -12,7 +12,8 @@ import pandas as pd
 
 from .candidates import CandidateSet, generate, limits_of
 from .scenario import LoadedScenario
-from .solver import Limits, SolveResult, build_model, quota_mask, solve_model
+from .limits import Limits, quota_mask
+from .solver import SolveResult, build_model, solve_model
 
 DEFAULT_TIME_LIMIT_S = 60.0
 DEFAULT_WORKERS = 2

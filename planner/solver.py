@@ -11,24 +11,12 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import pandas as pd
 from ortools.sat.python import cp_model
 
-COST_RESOLUTION_USD = 0.01  # one cent
-
-
-@dataclass(frozen=True)
-class Limits:
-    """The shared limits of a scenario, in solver terms."""
-
-    gpu_quotas: dict[str, int] = field(default_factory=dict)  # 'provider' or 'provider/GPU' -> GPUs
-    node_limits: dict[str, int] = field(default_factory=dict)  # offer key -> nodes
-    node_limits_per_market: bool = False
-    budget_usd: float | None = None
-    same_region: tuple[tuple[str, ...], ...] = ()
-    same_provider: tuple[tuple[str, ...], ...] = ()
+from .limits import COST_RESOLUTION_USD, Limits, quota_mask
 
 
 @dataclass
@@ -55,16 +43,6 @@ class SolveResult:
         if self.objective_usd <= 0:
             return 0.0
         return max(0.0, (self.objective_usd - self.bound_usd) / self.objective_usd)
-
-
-def quota_mask(frame: pd.DataFrame, key: str) -> pd.Series:
-    """Rows a quota key covers: 'provider', or 'provider/GPU' with GPU a family (H100) or a name (H100-SXM)."""
-    provider, _, gpu = key.partition("/")
-    mask = frame["provider"] == provider
-    if gpu:
-        gpu = gpu.lower()
-        mask &= (frame["gpu_family"].str.lower() == gpu) | (frame["gpu"].str.lower() == gpu)
-    return mask
 
 
 def tie_ranks(candidates: pd.DataFrame) -> pd.Series:
