@@ -150,10 +150,13 @@ def _propagate_unplaceable(runs, infeasible: dict[str, str]) -> None:
                 changed = True
 
 
-def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 2, seed: int = 0) -> BatchPlan:
+def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 2, seed: int = 0,
+                    offers: pd.DataFrame | None = None) -> BatchPlan:
+    """`offers` defaults to the catalog's with the quarter's overrides applied (what-if sweeps pass their own)."""
     quarter = loaded.quarter
     scenario = _scenario_view(quarter)
-    offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
+    if offers is None:
+        offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
     pools = _pools(loaded)
     frames, infeasible, runs = [], {}, []
     for run, workload in zip(quarter.runs, scenario.workloads):

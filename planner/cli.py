@@ -294,17 +294,22 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers,
     from .yamlio import load_yaml
 
     raw = load_yaml(file)
-    if isinstance(raw, dict) and "horizon" in raw:
-        raise PlannerError("this is a quarter file (it has `horizon:`); `planner whatif` sweeps scenario files "
-                           "(quarter files are not supported yet)", str(file))
-    loaded = loaded_scenario(str(file))
+    is_quarter = isinstance(raw, dict) and "horizon" in raw
+    if is_quarter:  # a quarter file: every point is a `planner batch` schedule
+        from .whatif import loaded_quarter, solve_quarter_point
+
+        loaded, solve_one = loaded_quarter(str(file)), solve_quarter_point
+    else:
+        from .whatif import solve_point
+
+        loaded, solve_one = loaded_scenario(str(file)), solve_point
     check_where(conditions, loaded.catalog)
     spec = SweepSpec(str(file), axes, tuple(conditions.items()), precision, time_limit)
     executor = make_executor(workers or os.cpu_count() or 1)
     bar = _LazyProgress("sweeping")
     try:
         with executor:
-            result = run_sweep(spec, executor, progress=bar.update)
+            result = run_sweep(spec, executor, solve=solve_one, progress=bar.update)
     finally:
         bar.close()
     emit(sweep_text(result, fmt), output, inputs=(file,))

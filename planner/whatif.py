@@ -4,7 +4,7 @@ A sweep is a list of *points* (plain, picklable `PointTask`s). One module-level 
 solves one point (`solve_point`: scenario file -> offers scaled by the point's multipliers
 -> `make_plan`); the runner hands points to any `concurrent.futures.Executor`, so points can
 run inline, in local processes, or elsewhere, and a different "solve one point" function
-(a quarter file of `planner batch`, say) plugs in through `solve=`.
+(`solve_quarter_point`, for quarter files of `planner batch`) plugs in through `solve=`.
 
 Work is reused, never results: each worker process keeps the loaded scenario and
 `candidates.py`'s caches (price-independent rows, exact cost-model results per timing
@@ -173,17 +173,28 @@ _LOADED: dict[tuple, object] = {}
 
 def loaded_scenario(source: str):
     """The scenario, loaded once per process (and again only if the file changes)."""
+    return _loaded(source, "scenario")
+
+
+def loaded_quarter(source: str):
+    """The quarter file, loaded once per process (and again only if the file changes)."""
+    return _loaded(source, "quarter")
+
+
+def _loaded(source: str, kind: str):
+    from .quarter import load_quarter
     from .scenario import load_scenario
 
+    load = load_quarter if kind == "quarter" else load_scenario
     path = Path(source)
     try:
         stat = path.stat()
     except OSError:
-        return load_scenario(path)  # raises the usual one-line error
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+        return load(path)  # raises the usual one-line error
+    key = (kind, str(path.resolve()), stat.st_mtime_ns, stat.st_size)
     if key not in _LOADED:
         _LOADED.clear()
-        _LOADED[key] = load_scenario(path)
+        _LOADED[key] = load(path)
     return _LOADED[key]
 
 
@@ -213,6 +224,28 @@ def solve_point(task: PointTask) -> PointResult:
         {r.workload: placement(r) for r in chosen.itertuples(index=False)},
         {r.workload: r.cid for r in chosen.itertuples(index=False)},
         {m: float(spend.get(m, 0.0)) for m in ("spot", "on_demand")})
+
+
+def solve_quarter_point(task: PointTask) -> PointResult:
+    """The same for a quarter file: `planner batch` at the point's prices (its own greedy hint);
+    placements and switches are per run."""
+    from .batch import make_batch_plan
+    from .candidates import apply_overrides
+
+    loaded = _loaded(task.source, "quarter")
+    quarter, catalog = loaded.quarter, loaded.catalog
+    offers = apply_overrides(catalog.offers, quarter.overrides, catalog, spot_mult=task.spot_price_multiplier,
+                             preempt_mult=task.preemption_multiplier,
+                             on_demand_mult=task.on_demand_price_multiplier, where=dict(task.where) or None)
+    plan = make_batch_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers)
+    if plan.status not in ("OPTIMAL", "FEASIBLE"):
+        return PointResult(task.multipliers, plan.status, None, {})
+    chosen = plan.result.chosen
+    spend = chosen.groupby("market")["cost_usd"].sum()
+    return PointResult(task.multipliers, plan.status, float(plan.result.objective_usd),
+                       {r.run: placement(r) for r in chosen.itertuples(index=False)},
+                       {r.run: r.cid for r in chosen.itertuples(index=False)},
+                       {m: float(spend.get(m, 0.0)) for m in ("spot", "on_demand")})
 
 
 SolveFn = Callable[[PointTask], PointResult]

@@ -238,9 +238,33 @@ def test_plot_refuses_to_overwrite_the_scenario(run, scenario_file):
     assert path.read_text() == textwrap.dedent(TWO_JOBS)
 
 
-def test_quarter_files_are_refused_in_one_line(run):
-    from conftest import SCENARIOS
+TINY_QUARTER = """\
+name: tiny-quarter
+catalogs: [aws, lambda]
+horizon: {start: 2027-01-04, end: 2027-01-18, step: 12h}
+runs:
+  - name: train
+    kind: training
+    memory: {per_gpu: 40GiB}
+    work: {gpu_hours: 300, reference_gpu: A100-80GB}
+    gpus: {min: 8, max: 16}
+  - name: evals
+    kind: batch_inference
+    memory: {per_gpu: 30GiB}
+    work: {gpu_hours: 40, reference_gpu: A10G}
+    gpus: 4
+    interruption_tolerance: stateless
+    after: [train]
+"""
 
-    result = run("whatif", SCENARIOS / "quarter-team.yaml", "--spot-price", "1,2", "--workers", "1")
-    assert result.exit_code == 2
-    assert "this is a quarter file" in result.stderr and result.stderr.count("\n") == 1
+
+def test_quarter_files_sweep_batch_schedules(run, scenario_file):
+    """On a quarter file every point is a `planner batch` schedule; placements are per run, and
+    dearer spot never makes the quarter cheaper."""
+    path = scenario_file(TINY_QUARTER, "quarter.yaml")
+    result = run("whatif", path, "--spot-price", "0.5,1,4", "--workers", "1", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert all(set(p["placements"]) == {"train", "evals"} for p in data["points"])
+    costs = [p["objective_usd"] for p in data["points"]]
+    assert costs == sorted(costs)
