@@ -20,14 +20,12 @@ the cost of a greedy list-scheduler baseline measured in the same run:
 from __future__ import annotations
 
 import argparse
-import math
 import random
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -38,7 +36,6 @@ from planner.batch_greedy import greedy  # noqa: E402
 from planner.batch_model import BatchLimits, RunInfo, build_batch_model, solve_batch  # noqa: E402
 from planner.candidates import apply_overrides  # noqa: E402
 from planner.quarter import _scenario_view, load_quarter  # noqa: E402
-from planner.limits import COST_RESOLUTION_USD, quota_mask  # noqa: E402
 
 START = "2027-01-04"
 DAYS = 91

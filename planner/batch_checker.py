@@ -2,7 +2,8 @@
 
 It re-reads the quarter (runs, reservations, limits) and the catalog and checks the schedule
 from first principles, walking the horizon hour by hour. It shares no code with `batch.py`,
-`batch_model.py`, `candidates.py` or `solver.py`: times are compared as date-times (not as
+`batch_model.py`, `candidates.py` or `solver.py` (only the single-plan checker's placement
+and stated-memory rules): times are compared as date-times (not as
 model steps), quotas and node limits are summed over the runs running at each hour, and the
 money is added up again from the rows of the schedule. A schedule either satisfies the quarter
 as written, or `check_schedule` names every way it does not.
@@ -13,6 +14,7 @@ import datetime as dt
 import math
 from collections import defaultdict
 
+from .checker import number, placement_violations, stated_memory_floor
 from .quarter import LoadedQuarter
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
@@ -35,13 +37,6 @@ def _hours(delta: dt.timedelta) -> float:
     return delta.total_seconds() / 3600
 
 
-def _number(value) -> float | None:
-    if value is None:
-        return None
-    value = float(value)
-    return None if math.isnan(value) else value
-
-
 def _tolerance(items: int) -> float:
     return HALF_CENT * (items + 1) + 1e-9
 
@@ -56,31 +51,6 @@ def _next_month(moment: dt.datetime) -> dt.datetime:
 
 def _overlap_h(a0: dt.datetime, a1: dt.datetime, b0: dt.datetime, b1: dt.datetime) -> float:
     return max(0.0, _hours(min(a1, b1) - max(a0, b0)))
-
-
-def _placement(run, offer: dict, catalog) -> list[str]:
-    out = []
-    for plural, column in (("providers", "provider"), ("regions", "region"), ("instance_types", "instance_type")):
-        allowed = getattr(run.allow, plural)
-        if allowed and offer[column] not in allowed:
-            out.append(f"{column} {offer[column]!r} is not in allow.{plural}")
-        if offer[column] in getattr(run.forbid, plural):
-            out.append(f"{column} {offer[column]!r} is in forbid.{plural}")
-    if run.allow.gpus and not any(catalog.gpu_matches(offer["gpu"], q) for q in run.allow.gpus):
-        out.append(f"GPU {offer['gpu']!r} is not in allow.gpus")
-    if any(catalog.gpu_matches(offer["gpu"], q) for q in run.forbid.gpus):
-        out.append(f"GPU {offer['gpu']!r} is in forbid.gpus")
-    return out
-
-
-def _stated_memory(run, gpus: int) -> float | None:
-    need = run.memory
-    if need is None:
-        return None
-    if need.per_gpu is not None:
-        return need.per_gpu
-    states = need.model_states / gpus if need.shardable else need.model_states
-    return states + need.activations
 
 
 def _check_run(loaded: LoadedQuarter, run, r: dict, offers: dict) -> list[str]:
@@ -124,15 +94,15 @@ def _check_run(loaded: LoadedQuarter, run, r: dict, offers: dict) -> list[str]:
         bad(f"{gpus} GPUs outside gpus {run.gpus.min}..{run.gpus.max}")
     if nodes > 1 and offer["inter_node"] == "none":
         bad(f"{nodes} nodes of {key}, which has no inter-node network")
-    out += [f"{run.name}: {m}" for m in _placement(run, offer, catalog)]
+    out += [f"{run.name}: {m}" for m in placement_violations(run, offer, catalog)]
     market = r["market"]
     if market == "spot":
-        if _number(offer["spot_usd_h"]) is None:
+        if number(offer["spot_usd_h"]) is None:
             bad(f"spot, but {key} has no spot price")
         if run.interruption_tolerance == "none":
             bad("spot, but interruption_tolerance is none")
     elif market == "on_demand":
-        if _number(offer["on_demand_usd_h"]) is None:
+        if number(offer["on_demand_usd_h"]) is None:
             bad(f"on-demand, but {key} has no on-demand price")
     elif market == "reserved":
         terms = [res for res in quarter.reservations if res.offer == key]
@@ -142,7 +112,7 @@ def _check_run(loaded: LoadedQuarter, run, r: dict, offers: dict) -> list[str]:
             bad(f"reserved on {key} from {start.isoformat()} to {end.isoformat()}, outside every reservation term")
     else:
         bad(f"unknown market {market!r}")
-    floor = _stated_memory(run, max(gpus, 1))
+    floor = stated_memory_floor(run, max(gpus, 1))
     vram = float(offer["gpu_vram_gib"])
     if floor is not None and floor * (1 + quarter.defaults.vram_headroom) > vram * (1 + 1e-9):
         headroom = quarter.defaults.vram_headroom
@@ -201,7 +171,7 @@ def _capacity_over_time(loaded: LoadedQuarter, scheduled: list[dict], bought: li
                 continue
             usage[(key, r["market"] if c.node_limits_per_market else "any")].append((r["run"], int(r["nodes"])))
         for (key, market), users in sorted(usage.items()):
-            caps = [cap for cap in (c.node_limits.get(key), _number(offers[key]["max_nodes"])) if cap is not None]
+            caps = [cap for cap in (c.node_limits.get(key), number(offers[key]["max_nodes"])) if cap is not None]
             used = sum(n for _, n in users)
             if caps and used > min(caps):
                 where = key if market == "any" else f"{key} ({market})"

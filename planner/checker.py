@@ -24,7 +24,7 @@ def _close(a: float, b: float, rel: float = REL_TOL, abs_tol: float = 1e-9) -> b
     return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=abs_tol)
 
 
-def _number(value) -> float | None:
+def number(value) -> float | None:
     """Catalog cells are floats with NaN for missing; None stays None."""
     if value is None:
         return None
@@ -50,7 +50,7 @@ def _multipliers(loaded: LoadedScenario, offer: dict) -> tuple[float, float, flo
     return on_demand, spot, preempt
 
 
-def _placement_violations(workload: Workload, offer: dict, catalog) -> list[str]:
+def placement_violations(workload: Workload, offer: dict, catalog) -> list[str]:
     out = []
     fields = (("providers", "provider"), ("regions", "region"), ("instance_types", "instance_type"))
     for plural, column in fields:
@@ -66,7 +66,7 @@ def _placement_violations(workload: Workload, offer: dict, catalog) -> list[str]
     return out
 
 
-def _stated_memory_floor(workload: Workload, gpus: int) -> float | None:
+def stated_memory_floor(workload: Workload, gpus: int) -> float | None:
     """The per-GPU memory a workload states directly, before overhead (None with a model)."""
     need = workload.memory
     if need is None:
@@ -103,7 +103,7 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
         bad(f"{gpus} GPUs outside gpus {workload.gpus.min}..{workload.gpus.max}")
     if nodes > 1 and offer["inter_node"] == "none":
         bad(f"{nodes} nodes of {key}, which has no inter-node network")
-    out += [f"{name}: {m}" for m in _placement_violations(workload, offer, catalog)]
+    out += [f"{name}: {m}" for m in placement_violations(workload, offer, catalog)]
 
     # Market and price (with the scenario's overrides).
     on_demand_mult, spot_mult, preempt_mult = _multipliers(loaded, offer)
@@ -111,15 +111,15 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     inputs = a["inputs"]
     spot_rate = 0.0
     if market == "spot":
-        base = _number(offer["spot_usd_h"])
+        base = number(offer["spot_usd_h"])
         if base is None:
             bad(f"spot, but offer {key} has no spot price")
         if workload.interruption_tolerance == "none":
             bad("spot, but interruption_tolerance is none")
         expected_price = None if base is None else base * spot_mult
-        spot_rate = (_number(offer["spot_preemption_per_h"]) or 0.0) * preempt_mult
+        spot_rate = (number(offer["spot_preemption_per_h"]) or 0.0) * preempt_mult
     elif market == "on_demand":
-        base = _number(offer["on_demand_usd_h"])
+        base = number(offer["on_demand_usd_h"])
         if base is None:
             bad(f"on-demand, but offer {key} has no on-demand price")
         expected_price = None if base is None else base * on_demand_mult
@@ -162,7 +162,7 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
         bad(f"memory.vram_gib {memory['vram_gib']} but {offer['gpu']} in {key} has {vram} GiB")
     if memory["per_gpu_gib"] * (1 + headroom) > vram * (1 + 1e-9):
         bad(f"needs {memory['per_gpu_gib']:.2f} GiB per GPU (+{headroom:.0%} headroom) on {vram:.1f} GiB")
-    floor = _stated_memory_floor(workload, gpus)
+    floor = stated_memory_floor(workload, gpus)
     if floor is not None and memory["per_gpu_gib"] < floor * (1 - 1e-9):
         bad(f"memory.per_gpu_gib {memory['per_gpu_gib']} is below the stated {floor} GiB")
 
@@ -203,7 +203,7 @@ def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str
         market = a["market"] if c.node_limits_per_market else "any"
         usage[(offer["key"], market)].append((a["workload"], int(a["nodes"])))
     for (key, market), users in sorted(usage.items()):
-        caps = [cap for cap in (c.node_limits.get(key), _number(offers[key]["max_nodes"])) if cap is not None]
+        caps = [cap for cap in (c.node_limits.get(key), number(offers[key]["max_nodes"])) if cap is not None]
         used = sum(n for _, n in users)
         if caps and used > min(caps):
             where = key if market == "any" else f"{key} ({market})"

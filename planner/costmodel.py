@@ -563,13 +563,6 @@ def expected_time(work_h: float, C: float, R: float, lam: float, k) -> tuple:
     return R + k * grow * (1.0 / lam + R), k * grow
 
 
-def wall_and_failures(inputs: CandidateInputs, tau: float | None = None) -> tuple[float, float, float, float]:
-    """(E[T], E[F], T0, P0 = P(no failure)) in closed form: no billing, no FFT (§4–§5)."""
-    p = segment_plan(inputs, tau)
-    ET, EF, _ = _moments(p)
-    return ET, EF, p.T0, math.exp(-p.lam * p.S) if p.lam > 0 else 1.0
-
-
 def quick_interval(inputs: CandidateInputs) -> float:
     """τ = W/k minimising n·E[T] + γ/2·(n + E[F]) over integer k: exact E[T], the §5 waste
     approximation. Equal segments are best for a given k (e^(λs) is convex). Cheap (a few

@@ -45,22 +45,22 @@ def _finite(number: float, original: object, what: str) -> float:
     return number
 
 
+def _scaled(value: object, per: dict[str, float], what: str, kind: str, hint: str) -> float:
+    """A number with an optional case-insensitive unit from `per`; bare numbers are in the base unit."""
+    number, unit = _split(value, what)
+    if unit and unit.lower() not in per:
+        raise ValueError(f"unknown {kind} unit {unit!r} in {value!r} (use {hint})")
+    return _finite(number * per.get(unit.lower(), 1.0), value, what)
+
+
 def parse_hours(value: object) -> float:
     """'90s', '30m', '2h', '3d', '1w' or a bare number of hours -> hours."""
-    what = "a duration such as 90s, 30m, 2h or 3d"
-    number, unit = _split(value, what)
-    if unit and unit.lower() not in HOURS_PER:
-        raise ValueError(f"unknown time unit {unit!r} in {value!r} (use s, m, h, d or w)")
-    return _finite(number * HOURS_PER.get(unit.lower(), 1.0), value, what)
+    return _scaled(value, HOURS_PER, "a duration such as 90s, 30m, 2h or 3d", "time", "s, m, h, d or w")
 
 
 def parse_gib(value: object) -> float:
     """'80GiB', '1.5TiB', '500GB' or a bare number of GiB -> GiB."""
-    what = "a size such as 80GiB, 1.5TiB or 500GB"
-    number, unit = _split(value, what)
-    if unit and unit.lower() not in GIB_PER:
-        raise ValueError(f"unknown size unit {unit!r} in {value!r} (use GiB, TiB, GB, TB, MiB...)")
-    return _finite(number * GIB_PER.get(unit.lower(), 1.0), value, what)
+    return _scaled(value, GIB_PER, "a size such as 80GiB, 1.5TiB or 500GB", "size", "GiB, TiB, GB, TB, MiB...")
 
 
 def parse_usd(value: object) -> float:
