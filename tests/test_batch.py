@@ -21,9 +21,12 @@ import textwrap
 from functools import lru_cache
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from planner.batch import batch_json, make_batch_plan
+from planner.batch_bound import all_runs_lower_bound_usd
+from planner.batch_model import Pool, RunInfo
 from planner.batch_checker import check_schedule
 from planner.quarter import QuarterConstraints, load_quarter
 
@@ -621,6 +624,31 @@ def test_random_quarters_exercise_limits_dropping_and_infeasibility(random_dir):
     assert len(reserved) >= 3, len(reserved)
     assert len(sequential) >= 5, len(sequential)
     assert len(binding) >= 8, len(binding)
+
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_time_indexed_bound_never_exceeds_the_brute_force_optimum(seed, random_dir):
+    case = random_case(seed, random_dir)
+    plan, reference, loaded = case["plan"], case["reference"], case["loaded"]
+    every_run = sum(r.priority for r in loaded.quarter.runs if not r.required)
+    if reference is None or plan.infeasible and set(plan.infeasible) - set(plan.result.unscheduled) \
+            or reference["priority"] != every_run:
+        pytest.skip("the bound is for plans that schedule every run")
+    runs = [RunInfo(r.name, *loaded.window(r), r.after, r.priority, r.required) for r in loaded.quarter.runs]
+    bound = all_runs_lower_bound_usd(plan.cands, runs, plan.pools, loaded.steps)
+    assert bound is not None and bound <= reference["cost_usd"] + HALF_CENT * len(runs), (bound, reference)
+
+
+def test_time_indexed_bound_sees_overlap_that_energy_cuts_miss():
+    """Two 2-step runs, both inside steps [0, 3), a 1-node pool for [0, 4) at $4 a node,
+    on-demand $3 a run. Energy alone (4 node-steps <= 4 x 1 node) lets one $4 node carry both;
+    any real schedule overlaps them at step 1, so the best plan is $6: both on demand."""
+    pools = [Pool("pool", "x/y/z", 0, 4, 1.0, 0, 2, 4.0)]
+    runs = [RunInfo(name, 0, 3, (), 1, True) for name in ("a", "b")]
+    cands = pd.DataFrame([{"run": name, "pool": pool, "duration_steps": 2, "nodes": 1, "cost_cents": cost}
+                          for name in ("a", "b") for pool, cost in ((0, 0), (-1, 300))])
+    assert all_runs_lower_bound_usd(cands, runs, pools, 4) == pytest.approx(6.0, rel=1e-5)
 
 
 # ---------------------------------------------------------------- priorities under a budget
