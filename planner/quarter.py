@@ -62,9 +62,7 @@ class Run(Workload):
     required: bool = True
 
     @model_validator(mode="after")
-    def _window(self) -> "Run":
-        if self.release and self.due and self.due <= self.release:
-            raise ValueError(f"due ({self.due.isoformat()}) is not after release ({self.release.isoformat()})")
+    def _no_time_budget(self) -> "Run":
         if self.time_budget is not None:
             raise ValueError("a run's time budget is its window: use release and due instead of time_budget")
         return self
@@ -189,6 +187,8 @@ def _check_quarter(loaded: LoadedQuarter) -> None:
                 fail(f"unknown run {before!r} in after{did_you_mean(before, names)}", ("runs", i, "after", j))
             if before == run.name:
                 fail("a run cannot come after itself", ("runs", i, "after", j))
+        if run.release and run.due and run.due <= run.release:
+            fail(f"due ({run.due.isoformat()}) is not after release ({run.release.isoformat()})", ("runs", i, "due"))
         release, due = loaded.window(run)
         if run.due and run.due <= horizon.start or run.release and run.release >= horizon.end:
             fail("the run's window lies outside the horizon", ("runs", i, "due" if run.due else "release"))

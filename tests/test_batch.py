@@ -1006,7 +1006,7 @@ BAD_CASES = {
                          "is not after start"),
     "inverted reservation term": ("    end: 2027-01-06", "    end: 2027-01-03", "reservations[0]", "- offer:",
                                   "is not after start"),
-    "due before release": ("    due: 2027-01-07", "    due: 2027-01-03", "runs[0]", "- name: a",
+    "due before release": ("    due: 2027-01-07", "    due: 2027-01-03", "runs[0].due", "due: 2027-01-03",
                            "is not after release"),
     "unknown run in after": ("after: [a]", "after: [aa]", "runs[1].after[0]", "after: [aa]",
                              "unknown run 'aa' in after (did you mean 'a'?)"),
