@@ -15,7 +15,8 @@ import pandas as pd
 
 from . import costmodel
 from .batch_greedy import greedy
-from .batch_model import BatchLimits, BatchResult, Pool, RunInfo, build_batch_model, solve_batch
+from .batch_model import BatchLimits, BatchResult, Pool, RunInfo
+from .batch_search import solve_in_phases
 from .candidates import _resource_columns, apply_overrides, limits_of, workload_candidates
 from .domain import Workload
 from .quarter import LoadedQuarter, _scenario_view
@@ -179,10 +180,9 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     c = quarter.constraints
     limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools),
                          c.node_limits_per_market)
-    model = build_batch_model(cands, placeable, pools, limits, loaded.steps)
-    start = greedy(model.cands, placeable, pools, limits, loaded.steps)
-    hint = None if start["failed_required"] else {k: start[k] for k in ("cids", "starts", "bought")}
-    result = solve_batch(model, time_limit_s, workers, seed, hint)
+    start = greedy(cands, placeable, pools, limits, loaded.steps)
+    hint = None if start["failed_required"] else start
+    result = solve_in_phases(cands, placeable, pools, limits, loaded.steps, time_limit_s, workers, seed, hint)
     plan = BatchPlan(loaded, cands, pools, result, infeasible)
     if result.status == "INFEASIBLE":
         for run in placeable:

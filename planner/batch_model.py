@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 import pandas as pd
 from ortools.sat.python import cp_model
 
-from .batch_bound import all_runs_lower_bound_usd
 from .limits import COST_RESOLUTION_USD, quota_mask
 
 
@@ -299,20 +298,23 @@ def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool
 
 
 def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, seed: int = 0,
-                hint: dict | None = None) -> BatchResult:
+                hint: dict | None = None, fix_hint: bool = False) -> BatchResult:
     """Solve; the bound is reported in dollars of cost for the chosen set of runs.
 
-    When the search stops short of optimality with every run scheduled and reservations in
-    play, the time-indexed LP bound (batch_bound) is taken if it is higher than CP-SAT's.
+    `hint` holds chosen `cids`, `starts` per run and `bought` per pool; with `runs`, only
+    those runs' candidates are hinted. `fix_hint` fixes the hinted variables.
     """
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit_s
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
+    solver.parameters.fix_variables_to_their_hinted_value = fix_hint
+    m.model.clear_hints()
     if hint:
-        m.model.clear_hints()
-        for i, cid in enumerate(m.cands["cid"]):
-            m.model.add_hint(m.pick[i], cid in hint.get("cids", ()))
+        hinted_runs = hint.get("runs")
+        for i, (cid, run) in enumerate(zip(m.cands["cid"], m.cands["run"])):
+            if hinted_runs is None or run in hinted_runs:
+                m.model.add_hint(m.pick[i], cid in hint.get("cids", ()))
         for run, step in hint.get("starts", {}).items():
             m.model.add_hint(m.start[run], step)
         for p, count in enumerate(hint.get("bought", [])):
@@ -334,10 +336,5 @@ def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, see
     bound_cents = solver.best_objective_bound + m.priority_weight * priority_done
     bound = objective if code == cp_model.OPTIMAL else min(objective, bound_cents * COST_RESOLUTION_USD)
     unscheduled = sorted(set(m.runs) - set(chosen["run"]))
-    if code == cp_model.FEASIBLE and m.pools and not unscheduled:
-        relaxed = all_runs_lower_bound_usd(m.cands, list(m.runs.values()), m.pools, m.horizon_steps)
-        if relaxed is not None:
-            bound = max(bound, min(objective, relaxed))
-        elapsed = time.perf_counter() - started
     return BatchResult(status, chosen.sort_values("run").reset_index(drop=True), bought, objective, bound, elapsed,
                        unscheduled)

@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from planner import batch_search
 from planner.batch import batch_json, make_batch_plan
 from planner.batch_bound import all_runs_lower_bound_usd
 from planner.batch_model import Pool, RunInfo
@@ -638,6 +639,29 @@ def test_time_indexed_bound_never_exceeds_the_brute_force_optimum(seed, random_d
     runs = [RunInfo(r.name, *loaded.window(r), r.after, r.priority, r.required) for r in loaded.quarter.runs]
     bound = all_runs_lower_bound_usd(plan.cands, runs, plan.pools, loaded.steps)
     assert bound is not None and bound <= reference["cost_usd"] + HALF_CENT * len(runs), (bound, reference)
+
+
+def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
+    """With the first whole-model attempt cut to nothing, the core / fixed / free phases run
+    and must still end at the proven optimum on the quarters with a reservation pool."""
+    monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)
+    built = []
+    original = batch_search.build_batch_model
+    monkeypatch.setattr(batch_search, "build_batch_model", lambda *a: built.append(a[1]) or original(*a))
+    phased = 0
+    for seed in SEEDS:
+        case = random_case(seed, random_dir)
+        if case["reference"] is None or not case["spec"].get("reservations"):
+            continue
+        built.clear()
+        plan = make_batch_plan(case["loaded"], time_limit_s=20.0, workers=1)
+        phased += len(built) > 1
+        data = as_json(plan)
+        assert plan.status == "OPTIMAL", seed
+        assert check_schedule(case["loaded"], data) == [], seed
+        items = sum(r["scheduled"] for r in data["runs"]) + len(data["reservations"])
+        assert abs(data["objective_usd"] - case["reference"]["cost_usd"]) <= HALF_CENT * (items + 1), seed
+    assert phased >= 3, phased
 
 
 def test_time_indexed_bound_sees_overlap_that_energy_cuts_miss():
