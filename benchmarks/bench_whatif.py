@@ -1,12 +1,12 @@
 """Benchmark `planner whatif` against independent `planner solve` runs, measured in the same run.
 
 A 50-workload scenario (bench_solve.py's generator, binding quotas) is swept over 41 spot
-price multipliers (0.5 to 2.0). The sweep (one process pool over local cores, candidate
-rows and exact cost-model results reused between points, hints from the neighbouring
-point) is timed on the grid alone and with the bisection of every switch point. The
-baseline is 41 independent `planner solve` processes, one per multiplier, each on a copy
-of the scenario with `overrides: [{spot_price_multiplier: m}]`; their objectives must
-equal the sweep's.
+price multipliers (0.5 to 2.0). The sweep (one process pool over local cores; candidate
+rows, physics, screening bounds and exact cost-model results reused between points; hints
+from the neighbouring point) is timed on the grid alone and with the bisection of every
+switch point. The baseline is 41 independent `planner solve` processes, one per
+multiplier, each on a copy of the scenario with `overrides: [{spot_price_multiplier: m}]`;
+their objectives must equal the sweep's.
 
     python benchmarks/bench_whatif.py                # 50 workloads, 41 points, all 41 baseline solves
     python benchmarks/bench_whatif.py --sample 8     # time 8 baseline solves and scale to 41

@@ -8,7 +8,9 @@ billing rules); offers in twenty regions at twenty prices reuse it.
 """
 from __future__ import annotations
 
+import hashlib
 import math
+from collections import namedtuple
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -137,15 +139,30 @@ def _estimate(workload: Workload, physics: str, catalog: Catalog, shape: Shape, 
     return _ESTIMATES[key]
 
 
-def _attach_physics(rows: pd.DataFrame, workload: Workload, catalog: Catalog, headroom: float) -> tuple:
-    """W and item time per row, computed once per distinct hardware shape."""
-    shapes = rows[SHAPE_COLUMNS].drop_duplicates().reset_index(drop=True)
-    physics = workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT)
-    estimates = {s: _estimate(workload, physics, catalog, Shape(*s), headroom)
-                 for s in shapes.itertuples(index=False, name=None)}
-    shapes["work_h"] = [e.work_h for e in estimates.values()]
-    shapes["item_h"] = [e.item_h or math.nan for e in estimates.values()]
-    return rows.merge(shapes, on=SHAPE_COLUMNS, how="left"), estimates
+def _physics(rows: "_Rows", workload: Workload, catalog: Catalog, headroom: float) -> "_Physics":
+    """W and item time per expanded row, computed once per distinct hardware shape and kept with
+    the rows: shapes never depend on prices, so what-if points reuse them."""
+    if headroom not in rows.physics:
+        base = rows.base
+        code = base.groupby(SHAPE_COLUMNS, dropna=False, sort=False).ngroup().to_numpy()
+        first = np.unique(code, return_index=True)[1]
+        physics = workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT)
+        estimates = [_estimate(workload, physics, catalog, Shape(*s), headroom)
+                     for s in base[SHAPE_COLUMNS].iloc[first].itertuples(index=False, name=None)]
+        work_h = np.array([e.work_h for e in estimates], dtype=float)
+        item_h = np.array([e.item_h or math.nan for e in estimates], dtype=float)
+        rows.physics[headroom] = _Physics(code, estimates, work_h[code], item_h[code])
+    return rows.physics[headroom]
+
+
+@dataclass
+class _Physics:
+    """Physics of one workload's rows at one VRAM headroom (see `_physics`)."""
+
+    shape: np.ndarray  # row -> shape number (index into `estimates`)
+    estimates: list[Estimate]
+    work_h: np.ndarray  # per row
+    item_h: np.ndarray  # per row (NaN: no item time)
 
 
 # ---------------------------------------------------------------- cost-model inputs
@@ -274,25 +291,18 @@ def _quick_k(W, C, R, lam, n, gran):
     return np.where(lam > 0, k, 1.0)
 
 
-def _dominated(rows: pd.DataFrame, dominators: pd.DataFrame, signature: list[str]) -> np.ndarray:
+def _dominated(signature: np.ndarray, units: np.ndarray, lo: np.ndarray, dom_signature: np.ndarray,
+               dom_units: np.ndarray, dom_hi: np.ndarray) -> np.ndarray:
     """Rows whose cost lower bound exceeds the upper bound of some dominator with the same
-    signature drawing no more limited GPUs (a row never dominates itself: its hi >= its lo)."""
-    out = np.zeros(len(rows), dtype=bool)
-    if dominators.empty or rows.empty:
+    signature (number) drawing no more limited GPUs (a row never dominates itself: its hi >= its lo)."""
+    out = np.zeros(len(lo), dtype=bool)
+    if len(dom_hi) == 0 or len(lo) == 0:
         return out
-    both = pd.concat([rows[signature], dominators[signature]], ignore_index=True).astype(str)
-    label = both[signature[0]]
-    for column in signature[1:]:
-        label = label + "|" + both[column]
-    codes, _ = pd.factorize(label)
-    row_codes, dom_codes = codes[:len(rows)], codes[len(rows):]
-    units, lo = rows["units"].to_numpy(float), rows["lo"].to_numpy(float)
-    dom_units, dom_hi = dominators["units"].to_numpy(float), dominators["hi"].to_numpy(float)
-    for code in np.unique(dom_codes):
-        mine = dom_codes == code
+    for code in np.unique(dom_signature):
+        mine = dom_signature == code
         order = np.argsort(dom_units[mine], kind="stable")
         levels, best = dom_units[mine][order], np.minimum.accumulate(dom_hi[mine][order])
-        members = np.flatnonzero(row_codes == code)
+        members = np.flatnonzero(signature == code)
         at = np.searchsorted(levels, units[members], side="right") - 1
         ok = at >= 0
         out[members[ok]] = best[at[ok]] < lo[members[ok]]
@@ -391,7 +401,8 @@ def _resource_columns(frame: pd.DataFrame, limits: Limits, offer_column: str) ->
     for key in sorted(limits.gpu_quotas):
         covering = covering.where(~quota_mask(pairs, key), covering + key + ";")
     lookup = dict(zip(zip(pairs["provider"], pairs["gpu"]), covering))
-    keys = pd.Series([lookup[p] for p in zip(frame["provider"], frame["gpu"])], index=frame.index, dtype=object)
+    keys = pd.Series([lookup[p] for p in zip(frame["provider"].to_numpy(object), frame["gpu"].to_numpy(object))],
+                     index=frame.index, dtype=object)
     capped = frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))
     suffix = ("|" + frame["market"]) if limits.node_limits_per_market else ""
     return frame.assign(provider_region=frame["provider"] + "/" + frame["region"], quota_keys=keys,
@@ -409,29 +420,26 @@ def prune_dominated(frame: pd.DataFrame, limits: Limits, workload: Workload) -> 
     """
     if frame.empty:
         return frame
-    frame = _resource_columns(frame, limits, "offer_key")
-    keep = []
-    for _, group in frame.sort_values(["cost_cents", "wall_h", "cid"], kind="stable").groupby(
-            _signature_columns(workload, limits), sort=False):
-        fewest = math.inf
-        for index, units in zip(group.index, group["units"]):
-            if units < fewest:  # every cheaper one before it draws more limited GPUs
-                keep.append(index)
-                fewest = units
-    return frame.loc[sorted(keep)].drop(columns=["provider_region", "quota_keys", "capped_offer", "units"])
+    extra = _resource_columns(frame, limits, "offer_key")
+    signature = extra.groupby(_signature_columns(workload, limits), dropna=False, sort=False).ngroup()
+    return _pareto(frame, signature.to_numpy(), extra["units"].to_numpy())
+
+
+def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd.DataFrame:
+    """`prune_dominated` given each row's signature number and limited GPUs, which
+    `workload_candidates` already has, so a what-if point does not derive them again."""
+    cents, wall, cid = (frame[c].tolist() for c in ("cost_cents", "wall_h", "cid"))
+    order = sorted(range(len(cid)), key=lambda i: (cents[i], wall[i] != wall[i], wall[i] if wall[i] == wall[i] else 0,
+                                                   cid[i]))  # as pandas sorts: NaN last
+    keep, fewest = [], {}
+    for i in order:
+        if units[i] < fewest.get(signature[i], math.inf):  # every cheaper one before it draws more limited GPUs
+            keep.append(i)
+            fewest[signature[i]] = units[i]
+    return frame.iloc[np.sort(np.array(keep, dtype=np.int64))]
 
 
 CHUNK = 48
-
-
-def _cheapest_twins(rows: pd.DataFrame, signature: list[str]) -> pd.DataFrame:
-    """Of rows identical in everything the cost and the limits depend on but the price (the same
-    instance in many regions, say), keep the cheapest (ties: the first offer key). The others
-    are dominated before any physics is computed."""
-    order = rows.sort_values(["price", "key"], kind="stable")
-    return order.drop_duplicates(_TWIN_COLUMNS + signature, keep="first").sort_index()
-
-
 _TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "granularity_h", "minimum_h", "storage_h", "egress", "units"]
 
 
@@ -463,19 +471,24 @@ def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, l
 
 # what-if reuse (planner/whatif.py): the expanded rows depend on prices only through the
 # `price`/`lam_spot` columns and the three price columns copied from the offer, so `generate`
-# keeps them per (workload, catalog, limits, offers-without-prices) and a sweep point only
-# re-maps those columns from its offers. Entries hold the catalog, so its id stays unique.
+# keeps them per (workload, catalog, limits, offers-without-prices), together with everything
+# derived from them that no price touches (twin groups, signatures, physics per shape) and the
+# screening bounds per preemption state; a sweep point only maps its prices in. Entries hold
+# the catalog, so its id stays unique.
 PRICE_COLUMNS = ("on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h")
-_ROWS_CACHE: dict[tuple, tuple] = {}
-_ROWS_CACHE_MAX_ROWS = 2_000_000  # ~0.7 GB; a larger sweep rebuilds rows per point (slower, same results)
+_ROWS_CACHE: dict[tuple, "_Rows"] = {}
+_ROWS_CACHE_MAX_ROWS = 2_000_000  # ~1 GB; a larger sweep rebuilds rows per point (slower, same results)
+_SCREENS_KEPT = 4  # preemption states kept per workload (a preemption sweep changes it every point)
 _OFFER_ROW = "_offer_row"
+_ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egress", "key", "market", "provider",
+                                "region", "instance_type", "gpu_family", "gpus", "max_nodes"]
+"""What `_exact` and `_candidate_row` read of a row, besides the point's price, λ and physics."""
+_Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h"])
 
 
 def offers_token(offers: pd.DataFrame) -> str:
     """A fingerprint of everything in `offers` except the prices and preemption rates (but
     including which prices exist), so frames that differ only by what-if multipliers share it."""
-    import hashlib
-
     rest = offers[[c for c in offers.columns if c not in PRICE_COLUMNS]].astype(str)
     exists = offers[[c for c in PRICE_COLUMNS if c in offers.columns]].notna()
     digest = hashlib.sha1(pd.util.hash_pandas_object(rest, index=True).to_numpy().tobytes())
@@ -484,46 +497,130 @@ def offers_token(offers: pd.DataFrame) -> str:
     return digest.hexdigest()
 
 
-def _reused_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits, token: str):
-    """`_expanded_rows`, with the price-independent work cached and this call's prices mapped in;
-    plus a `_cheapest_twins` for these rows that reuses the price-independent twin groups."""
+@dataclass
+class _Rows:
+    """One workload's expanded rows and what is derived from them without prices."""
+
+    catalog: Catalog
+    base: pd.DataFrame | None  # `_expanded_rows` without prices and λ; `_OFFER_ROW`: the offer's position
+    reason: str
+    considered: int
+    columns: dict = field(default_factory=dict)  # base[_ROW_COLUMNS] as arrays (strings as Python objects)
+    offer_row: np.ndarray | None = None
+    spot: np.ndarray | None = None
+    twin: np.ndarray | None = None  # twin group, before splitting by λ
+    timing: np.ndarray | None = None  # timing key without λ
+    signature: np.ndarray | None = None
+    units: np.ndarray | None = None
+    key_rank: np.ndarray | None = None
+    market_rank: np.ndarray | None = None
+    twins: dict = field(default_factory=dict)  # λ digest -> `_twin_groups`
+    physics: dict = field(default_factory=dict)  # headroom -> _Physics
+    screens: dict = field(default_factory=dict)  # (headroom, hw_rate, λ digest) -> _Screen
+
+
+@dataclass
+class _Screen:
+    """Screening of one workload's rows at one preemption state (see `_screen`)."""
+
+    code: np.ndarray  # row -> timing key number (-1 where the physics does not fit)
+    bounds: pd.DataFrame  # `_screen_timings`, one row per timing key number
+    exact: dict = field(default_factory=dict)  # timing key number -> `_exact`
+
+
+def _rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits, token: str | None) -> _Rows:
+    """The workload's price-independent rows, kept per `offers_token` (built afresh without one)."""
+    if token is None:
+        return _build_rows(workload, catalog, offers, limits)
     key = (token, id(catalog), repr(limits), workload.model_dump_json())
     if key not in _ROWS_CACHE:
-        if sum(len(entry[1]) for entry in _ROWS_CACHE.values() if entry[1] is not None) >= _ROWS_CACHE_MAX_ROWS:
+        if sum(len(r.base) for r in _ROWS_CACHE.values() if r.base is not None) >= _ROWS_CACHE_MAX_ROWS:
             _ROWS_CACHE.clear()
-        numbered = offers.assign(**{_OFFER_ROW: np.arange(len(offers))})
-        base, reason, considered = _expanded_rows(workload, catalog, numbered, limits)
-        codes = None
-        if base is not None:
-            fixed = [c for c in _TWIN_COLUMNS if c != "lam_spot"] + _signature_columns(workload, limits)
-            codes = (base.groupby(fixed, dropna=False, sort=False).ngroup().to_numpy(np.int64),
-                     pd.factorize(base["key"], sort=True)[0])
-        _ROWS_CACHE[key] = (catalog, base, reason, considered, codes)
-    _, base, reason, considered, codes = _ROWS_CACHE[key]
+        _ROWS_CACHE[key] = _build_rows(workload, catalog, offers, limits)
+    return _ROWS_CACHE[key]
+
+
+def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits) -> _Rows:
+    """`_expanded_rows` plus the group numbers every call needs, computed once from strings so a
+    call works on arrays."""
+    base, reason, considered = _expanded_rows(workload, catalog, offers.assign(**{_OFFER_ROW: np.arange(len(offers))}),
+                                              limits)
     if base is None:
-        return None, reason, considered, _cheapest_twins
-    at = base[_OFFER_ROW].to_numpy()
-    rows = base.drop(columns=_OFFER_ROW)
-    for column in PRICE_COLUMNS:
-        rows[column] = pd.Series(offers[column].to_numpy()[at], index=rows.index, dtype=base[column].dtype)
-    spot = (rows["market"] == "spot").to_numpy()
-    price = np.where(spot, rows["spot_usd_h"].to_numpy(object), rows["on_demand_usd_h"].to_numpy(object))
-    lam = rows["spot_preemption_per_h"].fillna(0.0).to_numpy(object)
-    rows["price"] = pd.Series(price, index=rows.index, dtype=base["price"].dtype)
-    rows["lam_spot"] = pd.Series(np.where(spot, lam, 0.0), index=rows.index, dtype=base["lam_spot"].dtype)
+        return _Rows(catalog, None, reason, considered)
+    base = base.drop(columns=[*PRICE_COLUMNS, "price", "lam_spot"])  # each call maps its own in (`_prices`)
+    signature = _signature_columns(workload, limits)
 
-    def cheapest_twins(frame: pd.DataFrame, signature: list[str]) -> pd.DataFrame:
-        """`_cheapest_twins(frame, signature)` for exactly these rows: per twin group (the cached
-        groups, split by λ) the row first in (price, key, position) order, rows in index order."""
-        group, key_order = codes
-        lam_code = pd.factorize(frame["lam_spot"])[0]
-        twins = group * (lam_code.max() + 1) + lam_code
-        order = np.lexsort((np.arange(len(frame)), key_order, frame["price"].to_numpy(float), twins))
-        first = np.ones(len(order), dtype=bool)
-        first[1:] = twins[order][1:] != twins[order][:-1]
-        return frame.iloc[np.sort(order[first])]
+    def number(columns: list[str]) -> np.ndarray:
+        return base.groupby(columns, dropna=False, sort=False).ngroup().to_numpy(np.int64)
 
-    return rows, reason, considered, cheapest_twins
+    return _Rows(catalog, base, reason, considered, columns={c: base[c].to_numpy() for c in _ROW_COLUMNS},
+                 offer_row=base[_OFFER_ROW].to_numpy(), spot=(base["market"] == "spot").to_numpy(),
+                 twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
+                 timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]), signature=number(signature),
+                 units=base["units"].to_numpy(float), key_rank=pd.factorize(base["key"], sort=True)[0],
+                 market_rank=pd.factorize(base["market"], sort=True)[0])
+
+
+def _offer_prices(offers: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The offers' prices and preemption rates as float arrays (NaN where missing)."""
+    return {c: offers[c].to_numpy(dtype=float, na_value=np.nan) for c in PRICE_COLUMNS}
+
+
+def _prices(rows: _Rows, prices: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """This call's price and spot preemption rate per row, mapped in from its offers' `_offer_prices`."""
+    def column(name: str) -> np.ndarray:
+        return prices[name][rows.offer_row]
+
+    price = np.where(rows.spot, column("spot_usd_h"), column("on_demand_usd_h"))
+    lam = np.where(rows.spot, np.nan_to_num(column("spot_preemption_per_h"), nan=0.0), 0.0)
+    return price, lam
+
+
+def _twin_groups(rows: _Rows, lam: np.ndarray, state: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ordered by (twin group split by λ, offer key, position) and where each group starts,
+    kept per preemption state: only prices then change which twin is cheapest."""
+    if state not in rows.twins:
+        if len(rows.twins) >= _SCREENS_KEPT:
+            rows.twins.pop(next(iter(rows.twins)))
+        lam_code = pd.factorize(lam)[0]
+        twins = rows.twin * (lam_code.max() + 1) + lam_code
+        order = np.lexsort((np.arange(len(lam)), rows.key_rank, twins))
+        starts = np.flatnonzero(np.r_[True, twins[order][1:] != twins[order][:-1]])
+        rows.twins[state] = order, starts
+    return rows.twins[state]
+
+
+def _cheapest_twins(rows: _Rows, price: np.ndarray, lam: np.ndarray, state: bytes) -> np.ndarray:
+    """Of rows identical in everything the cost and the limits depend on but the price (the same
+    instance in many regions, say), the positions of the cheapest (ties: the first offer key,
+    then the first row). The others are dominated before any physics is computed."""
+    order, starts = _twin_groups(rows, lam, state)
+    ordered = price[order]
+    cheapest = ordered == np.repeat(np.minimum.reduceat(ordered, starts), np.diff(np.r_[starts, len(order)]))
+    hits = np.flatnonzero(cheapest)  # in group order, so each group's first hit is its pick
+    group = np.searchsorted(starts, hits, side="right")
+    return np.sort(order[hits[np.r_[True, group[1:] != group[:-1]]]])
+
+
+def _screen(rows: _Rows, workload: Workload, physics: _Physics, lam: np.ndarray, state: bytes, hw_rate: float,
+            headroom: float) -> _Screen:
+    """The closed-form bounds per timing key, kept per preemption state: a price multiplier
+    never changes them, a preemption multiplier changes every spot key's λ."""
+    key = (headroom, hw_rate, state)
+    if key not in rows.screens:
+        if len(rows.screens) >= _SCREENS_KEPT:
+            rows.screens.pop(next(iter(rows.screens)))
+        fits = np.flatnonzero(physics.work_h < math.inf)
+        lam_code = pd.factorize(lam)[0]
+        code = np.full(len(lam), -1, dtype=np.int64)
+        code[fits] = pd.factorize(rows.timing[fits] * (lam_code.max() + 1) + lam_code[fits])[0]
+        first = fits[np.unique(code[fits], return_index=True)[1]]
+        keys = rows.base.iloc[first].assign(lam_spot=lam[first], work_h=physics.work_h[first],
+                                           item_h=physics.item_h[first])
+        bounds = _screen_timings(keys, workload, hw_rate)
+        assert len(bounds) == len(first)  # one row per timing key number, in number order
+        rows.screens[key] = _Screen(code, bounds)
+    return rows.screens[key]
 
 
 def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
@@ -534,59 +631,83 @@ def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario
     Rows are screened with closed-form cost bounds (lo <= exact cost <= hi) and only those
     no other row provably beats get the exact cost model, cheapest bound first, in chunks.
     `exhaustive` evaluates every row exactly (tests compare the two). `offers_key`
-    (`offers_token(offers)`) lets repeated calls reuse the price-independent rows.
+    (`offers_token(offers)`) lets repeated calls reuse the price-independent work.
     """
-    if offers_key is None:
-        rows, reason, considered = _expanded_rows(workload, catalog, offers, limits)
-        cheapest_twins = _cheapest_twins
-    else:
-        rows, reason, considered, cheapest_twins = _reused_rows(workload, catalog, offers, limits, offers_key)
-    if rows is None:
-        return pd.DataFrame(), reason, considered
+    return _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, offers_key,
+                                _offer_prices(offers))[:3]
+
+
+def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
+                         limits: Limits, exhaustive: bool, offers_key: str | None, prices: dict[str, np.ndarray]
+                         ) -> tuple[pd.DataFrame, str, int, pd.DataFrame]:
+    """`workload_candidates` plus `prune_dominated` of its candidates, from the signature numbers
+    the rows already carry; per-row work is on arrays, since a sweep repeats it at every point."""
+    rows = _rows(workload, catalog, offers, limits, offers_key)
+    none = pd.DataFrame()
+    if rows.base is None:
+        return none, rows.reason, rows.considered, none
     headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
     q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
-    signature = _signature_columns(workload, limits)
-    if not exhaustive:
-        rows = cheapest_twins(rows, signature)
-    rows, estimates = _attach_physics(rows, workload, catalog, headroom)
-    physics_ok = rows["work_h"] < math.inf
-    if not physics_ok.any():
-        return pd.DataFrame(), _physics_reason(workload, list(estimates.values()), budget), considered
-    rows = rows[physics_ok].copy()
-    rows = rows.merge(_screen_timings(rows, workload, hw_rate), on=TIMING_COLUMNS, how="left")
-    on_time = rows["t0"] <= budget
+    price, lam = _prices(rows, prices)
+    state = hashlib.sha1(lam.tobytes()).digest()  # the preemption state: what screening depends on
+    at = np.arange(len(price)) if exhaustive else _cheapest_twins(rows, price, lam, state)
+    physics = _physics(rows, workload, catalog, headroom)
+    fits = physics.work_h[at] < math.inf
+    if not fits.any():
+        estimates = [physics.estimates[i] for i in pd.unique(physics.shape[at])]
+        return none, _physics_reason(workload, estimates, budget), rows.considered, none
+    at = at[fits]
+    screen = _screen(rows, workload, physics, lam, state, hw_rate, headroom)
+    key = screen.code[at]
+    bound = {c: screen.bounds[c].to_numpy(float)[key] for c in ("et", "ef", "et_lo", "t0", "t0_hi", "p0")}
+    base = rows.base
+    on_time = bound["t0"] <= budget
     if not on_time.any():
-        return pd.DataFrame(), _too_slow_reason(workload, rows, budget), considered
-    rows = rows[on_time].copy()
-    waste_hi = (rows["nodes"] + rows["ef"]) * np.maximum(rows["granularity_h"], rows["minimum_h"])
-    rows["lo"] = (rows["price"] * rows["nodes"] + rows["storage_h"]) * rows["et_lo"] + rows["egress"]
-    rows["hi"] = (rows["price"] * rows["nodes"] + rows["storage_h"]) * rows["et"] + rows["price"] * waste_hi + rows[
-        "egress"]
-    rows["certain"] = (rows["t0_hi"] <= budget) & (rows["p0"] >= q)
+        slow = pd.DataFrame({"t0": bound["t0"], "nodes": base["nodes"].to_numpy()[at],
+                             "key": base["key"].to_numpy(object)[at]})
+        return none, _too_slow_reason(workload, slow, budget), rows.considered, none
+    at, key, bound = at[on_time], key[on_time], {c: v[on_time] for c, v in bound.items()}
+    p, nodes = price[at], base["nodes"].to_numpy()[at]
+    storage, egress = base["storage_h"].to_numpy(float)[at], base["egress"].to_numpy(float)[at]
+    waste_hi = (nodes + bound["ef"]) * np.maximum(base["granularity_h"].to_numpy(float)[at],
+                                                  base["minimum_h"].to_numpy(float)[at])
+    lo = (p * nodes + storage) * bound["et_lo"] + egress
+    hi = (p * nodes + storage) * bound["et"] + p * waste_hi + egress
+    signature, units = rows.signature[at], rows.units[at]
     if not exhaustive:
-        rows = rows[~_dominated(rows, rows[rows["certain"]], signature)]
-    rows = rows.sort_values(["lo", "key", "market", "nodes"], kind="stable")
-    cache: dict = {}
+        certain = (bound["t0_hi"] <= budget) & (bound["p0"] >= q)
+        keep = ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain])
+        at, key, lo, nodes, signature, units = (a[keep] for a in (at, key, lo, nodes, signature, units))
+    order = np.lexsort((at, nodes, rows.market_rank[at], rows.key_rank[at], lo))
+    at, key, lo, signature, units = (a[order] for a in (at, key, lo, signature, units))
+    columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
+    columns += [a[at].tolist() for a in (price, lam, physics.work_h, physics.item_h)]
     fingerprint = _cost_fingerprint(workload, hw_rate)
-    out, missed, dominators = [], [], []
-    pending = rows
-    while not pending.empty:
-        chunk, pending = pending.iloc[:CHUNK], pending.iloc[CHUNK:]
-        for row in chunk.itertuples(index=False):
-            unit = _exact(workload, row, hw_rate, cache, fingerprint)
-            if unit.p_deadline < q:
-                missed.append((row, unit))
-                continue
-            est = estimates[tuple(getattr(row, c) for c in SHAPE_COLUMNS)]
+    out, missed, chosen, dominator_hi = [], [], [], []
+    alive, done = np.ones(len(at), dtype=bool), 0
+    for i, row in enumerate(map(_Row._make, zip(*columns))):
+        if not alive[i]:
+            continue
+        unit = screen.exact.get(key[i])
+        if unit is None:
+            unit = screen.exact[key[i]] = _exact(workload, row, hw_rate, {}, fingerprint)
+        if unit.p_deadline < q:
+            missed.append((row, unit))
+        else:
+            est = physics.estimates[physics.shape[at[i]]]
             candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision)
             out.append(candidate)
-            dominators.append({**{c: getattr(row, c) for c in signature}, "units": row.units,
-                               "hi": candidate["cost_usd"]})
-        if not exhaustive and dominators and not pending.empty:
-            pending = pending[~_dominated(pending, pd.DataFrame(dominators), signature)]
+            chosen.append(i)
+            dominator_hi.append(candidate["cost_usd"])
+        done += 1
+        if done % CHUNK == 0 and not exhaustive and chosen and i + 1 < len(at):  # the next chunk: drop the beaten
+            rest = slice(i + 1, None)
+            alive[rest] &= ~_dominated(signature[rest], units[rest], lo[rest], signature[chosen], units[chosen],
+                                       np.array(dominator_hi))
     if not out:
-        return pd.DataFrame(), _deadline_reason(workload, missed, q), considered
-    return pd.DataFrame(out), "", considered
+        return none, _deadline_reason(workload, missed, q), rows.considered, none
+    frame = pd.DataFrame(out)
+    return frame, "", rows.considered, _pareto(frame, signature[chosen], units[chosen])
 
 
 def _physics_reason(workload: Workload, estimates: list[Estimate], budget: float) -> str:
@@ -624,15 +745,17 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
     if offers is None:
         offers = apply_overrides(catalog.offers, scenario.overrides, catalog)
     token = offers_token(offers) if offers["key"].is_unique else None
+    prices = _offer_prices(offers)
     frames, pruned, infeasible, considered = [], [], {}, 0
     for workload in scenario.workloads:
-        frame, reason, count = workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, token)
+        frame, reason, count, front = _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive,
+                                                           token, prices)
         considered += count
         if reason:
             infeasible[workload.name] = reason
         else:
             frames.append(frame)
-            pruned.append(prune_dominated(frame, limits, workload))
+            pruned.append(front)
     evaluated = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     return CandidateSet(evaluated, pd.concat(pruned, ignore_index=True) if pruned else pd.DataFrame(), infeasible,
                         considered)

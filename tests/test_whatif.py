@@ -185,6 +185,30 @@ def test_reusing_work_between_points_changes_no_candidate(monkeypatch):
         assert reused.infeasible == fresh.infeasible and reused.considered == fresh.considered
 
 
+def test_kept_physics_and_screening_follow_preemption_and_scenario_defaults(monkeypatch):
+    """The rows cache keeps physics per VRAM headroom and screening per (headroom, hardware
+    failure rate, preemption state): going back and forth between preemption rates, and to a
+    scenario with other defaults on the same offers, gives what a fresh generation gives."""
+    loaded = load_scenario(W.Path(__file__).resolve().parent.parent / "scenarios" / "team-quarter-mix.yaml")
+
+    def changed(**defaults):
+        return loaded.scenario.model_copy(update={"defaults": loaded.scenario.defaults.model_copy(update=defaults)})
+
+    failing, roomy = changed(hardware_failure_per_gpu_h=1e-3), changed(vram_headroom=0.3)
+    for scenario, kwargs in ((loaded.scenario, {"preempt_mult": 2.5}), (loaded.scenario, {"spot_mult": 1.3}),
+                             (loaded.scenario, {"preempt_mult": 2.5}), (failing, {"preempt_mult": 2.5}),
+                             (roomy, {"preempt_mult": 2.5}), (failing, {"spot_mult": 0.5})):
+        offers = C.apply_overrides(loaded.catalog.offers, scenario.overrides, loaded.catalog, **kwargs)
+        reused = C.generate(scenario, loaded.catalog, offers)
+        with monkeypatch.context() as patch:
+            patch.setattr(C, "offers_token", lambda offers: None)
+            patch.setattr(C, "_EXACT_CACHE", {})
+            fresh = C.generate(scenario, loaded.catalog, offers)
+        pd.testing.assert_frame_equal(reused.all, fresh.all)
+        pd.testing.assert_frame_equal(reused.pruned, fresh.pruned)
+        assert reused.infeasible == fresh.infeasible
+
+
 def test_a_sweep_needs_at_most_two_ranges(small):
     with pytest.raises(PlannerError):
         W.run_sweep(W.SweepSpec(small, {p: (1.0, 2.0) for p in W.PARAMETERS}))
