@@ -370,6 +370,12 @@ def grid(spec: SweepSpec) -> list[dict[str, float]]:
     return points
 
 
+# Runs of neighbouring points per sweep, whatever the number of workers: a point's hint comes
+# from the point before it in its run, and CP-SAT may break a tie between equal optima by
+# the hint, so cutting by the worker count would make the plans depend on --workers.
+SWEEP_RUNS = 4
+
+
 def _runs(spec: SweepSpec, points: list[dict], chunks: int) -> list[list[int]]:
     """Indices of neighbouring points along the first swept axis, cut into about `chunks` runs."""
     swept = spec.swept
@@ -417,8 +423,7 @@ def run_sweep(spec: SweepSpec, executor: Executor | None = None, solve: SolveFn 
         raise PlannerError("at most two of --spot-price, --preemption, --on-demand-price may have several values")
     template = PointTask(spec.source, where=spec.where, time_limit_s=spec.time_limit_s, seed=spec.seed)
     points = grid(spec)
-    workers = getattr(executor, "_max_workers", 1) or 1
-    runs = _runs(spec, points, chunks or 2 * workers if workers > 1 else 1)
+    runs = _runs(spec, points, chunks or SWEEP_RUNS)
     total, done = len(points), 0
     futures = [(run, executor.submit(solve_run, [replace(template, **points[i]) for i in run], solve)) for run in runs]
     results: list[PointResult | None] = [None] * len(points)
