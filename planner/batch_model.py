@@ -67,7 +67,6 @@ class BatchModel:
     bought: list
     priority_weight: int
     build_seconds: float
-    horizon_steps: int = 0
 
 
 @dataclass
@@ -281,7 +280,7 @@ def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool
     scheduled = {r.name: (1 if r.required else model.new_bool_var(f"scheduled[{r.name}]")) for r in runs}
     bought = [model.new_int_var(p.min_nodes, p.max_nodes, f"bought[{p.label}]") for p in pools]
     upper = int(cands.groupby("run")["cost_cents"].max().sum()) + sum(p.cents_per_node * p.max_nodes for p in pools)
-    m = BatchModel(model, cands, run_map, pools, pick, start, scheduled, bought, upper + 1, 0.0, horizon_steps)
+    m = BatchModel(model, cands, run_map, pools, pick, start, scheduled, bought, upper + 1, 0.0)
     m.month_flags = {}  # type: ignore[attr-defined]
     add_one_candidate_per_run(m)
     add_windows(m)
