@@ -628,18 +628,21 @@ def test_random_quarters_exercise_limits_dropping_and_infeasibility(random_dir):
 
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_time_indexed_bound_never_exceeds_the_brute_force_optimum(seed, random_dir):
-    case = random_case(seed, random_dir)
-    plan, reference, loaded = case["plan"], case["reference"], case["loaded"]
-    every_run = sum(r.priority for r in loaded.quarter.runs if not r.required)
-    if reference is None or plan.infeasible and set(plan.infeasible) - set(plan.result.unscheduled) \
-            or reference["priority"] != every_run:
-        pytest.skip("the bound is for plans that schedule every run")
-    runs = [RunInfo(r.name, *loaded.window(r), r.after, r.priority, r.required) for r in loaded.quarter.runs]
-    bound = all_runs_lower_bound_usd(plan.cands, runs, plan.pools, loaded.steps)
-    assert bound is not None and bound <= reference["cost_usd"] + HALF_CENT * len(runs), (bound, reference)
-
+def test_time_indexed_bound_never_exceeds_the_brute_force_optimum(random_dir):
+    """On every random quarter whose optimum schedules every run (what the bound is for)."""
+    checked = 0
+    for seed in SEEDS:
+        case = random_case(seed, random_dir)
+        plan, reference, loaded = case["plan"], case["reference"], case["loaded"]
+        every_run = sum(r.priority for r in loaded.quarter.runs if not r.required)
+        if reference is None or plan.infeasible and set(plan.infeasible) - set(plan.result.unscheduled) \
+                or reference["priority"] != every_run:
+            continue
+        runs = [RunInfo(r.name, *loaded.window(r), r.after, r.priority, r.required) for r in loaded.quarter.runs]
+        bound = all_runs_lower_bound_usd(plan.cands, runs, plan.pools, loaded.steps)
+        assert bound is not None and bound <= reference["cost_usd"] + HALF_CENT * len(runs), (seed, bound, reference)
+        checked += 1
+    assert checked >= 10, checked
 
 def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
     """With the first whole-model attempt cut to nothing, the core / fixed / free phases run
