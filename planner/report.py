@@ -6,6 +6,8 @@ import math
 import pandas as pd
 
 from .output import render_markdown, render_table, to_json
+from .candidates import limits_of
+from .limits import Limits, quota_mask
 from .plan import Plan, assignments
 from .units import format_hours
 
@@ -108,27 +110,43 @@ def explanations(plan: Plan) -> list[str]:
     """Per workload: why the winner beat its runner-ups, in one line each."""
     lines = []
     every = plan.candidates.all
+    limits = limits_of(plan.loaded.scenario)
     for row in plan.chosen.itertuples(index=False):
         lines.append(f"{row.workload}: {row.nodes} x {row.instance_type} ({row.provider}/{row.region}, {row.market}), "
                      f"${row.cost_usd:,.2f} over {row.wall_h:.1f} h expected")
         others = every[(every["workload"] == row.workload) & (every["cid"] != row.cid)]
         other_market = others[others["market"] != row.market].nsmallest(1, "cost_usd")
         for alt in other_market.itertuples(index=False):
-            lines.append("  " + _compare(row, alt))
+            lines.append("  " + _compare(row, alt, limits))
         rivals = others[others["instance_type"] != row.instance_type].sort_values("cost_usd").drop_duplicates(
             ["instance_type"]).head(2)
         for alt in rivals.itertuples(index=False):
             if alt.cid not in set(other_market["cid"]):
-                lines.append("  " + _compare(row, alt))
+                lines.append("  " + _compare(row, alt, limits))
         if others.empty:
             lines.append("  the only feasible candidate")
     return lines
 
 
-def _compare(win, alt) -> str:
+def _shared_limits(alt, workload: str, limits: Limits) -> str:
+    """The limits shared with other workloads that a candidate draws on, named as in the scenario."""
+    row = pd.DataFrame([{"provider": alt.provider, "gpu": alt.gpu, "gpu_family": alt.gpu_family}])
+    names = [f"gpu_quotas {key}" for key in sorted(limits.gpu_quotas) if quota_mask(row, key).iloc[0]]
+    if alt.offer_key in limits.node_limits:
+        names.append(f"node_limits {alt.offer_key}")
+    names += [f"the {kind} group" for kind, groups in (("same_region", limits.same_region),
+                                                   ("same_provider", limits.same_provider))
+              if any(workload in group for group in groups)]
+    return " and ".join(names) or "the shared limits"
+
+
+def _compare(win, alt, limits: Limits) -> str:
     saving = (alt.cost_usd - win.cost_usd) / alt.cost_usd if alt.cost_usd > 0 else 0.0
     what = f"{win.market.replace('_', '-')} {win.instance_type}"
     against = f"{alt.nodes} x {alt.instance_type} {alt.market.replace('_', '-')} (${alt.cost_usd:,.2f}, {alt.wall_h:.1f} h)"
+    if alt.cost_usd < win.cost_usd - 0.005:  # cheaper alone, but the other workloads hold what it needs
+        return (f"{what}: instead of {against}, {win.cost_usd / alt.cost_usd - 1:.0%} dearer alone; "
+                f"{_shared_limits(alt, win.workload, limits)} cannot also fit it next to the other workloads")
     if win.market == "spot" and alt.market == "on_demand":
         why = f"after {win.failures:.1f} expected preemptions/failures costing ${win.usd_preemption_rework:,.2f} of rework"
     elif win.wall_h < alt.wall_h * 0.9:

@@ -552,6 +552,11 @@ def test_solve_explain_prints_runner_ups(run):
     result = run("solve", SCENARIOS / "team-quarter-mix.yaml", "--explain", "--workers", "1")
     assert result.exit_code == 0
     lines = result.output.splitlines()
-    runner_ups = [line for line in lines if line.startswith("  ") and ("cheaper than" in line or "ties with" in line)]
+    runner_ups = [line for line in lines if line.startswith("  ") and ("cheaper than" in line or "ties with" in line
+                                                                        or "dearer alone" in line)]
     assert len(runner_ups) >= 5
     assert any(line.startswith("eval-harness:") for line in lines)
+    assert not any("-" in word and word.endswith("%") for line in runner_ups for word in line.split())
+    # the AWS quota (12 GPUs) holds ranker-train off the cheaper p6-b200 spot node: say so
+    passed_over = [line for line in runner_ups if "p6-b200.48xlarge spot" in line and "dearer alone" in line]
+    assert passed_over and all("gpu_quotas aws" in line for line in passed_over), runner_ups
