@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import threading
 import time
 
 import pandas as pd
@@ -77,36 +78,76 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
                     time_limit_s: float = 60.0, workers: int = 2, seed: int = 0, hint: dict | None = None
                     ) -> BatchResult:
     """The best schedule over the phases; its bound is the best valid one (CP-SAT on the whole
-    model, or the time-indexed LP when every run is scheduled)."""
+    model, or the time-indexed LP when every run is scheduled). The LP runs in a thread beside
+    the search, within the same time limit (HiGHS and CP-SAT both release the GIL)."""
     started = time.perf_counter()
     whole = build_batch_model(cands, runs, pools, limits, steps)
     core = core_runs(whole.cands, runs)
     phased = bool(pools) and 0 < len(core) < len(runs)
-    first = _log("whole", solve_batch(whole, time_limit_s * (FIRST_SHARE if phased else 1.0), workers, seed, hint),
-                 started)
-    if first.status not in ("FEASIBLE", "UNKNOWN") or not pools:
-        return _finish(first, [first], whole, started)
-    relaxed = all_runs_lower_bound_usd(whole.cands, runs, pools, steps)
-    results, best = [first], first
-    if phased:
-        names = {r.name for r in core}
-        core_model = build_batch_model(_small_pieces(whole.cands[whole.cands["run"].isin(names)]), core, pools,
-                                       limits, steps)
-        start = greedy(core_model.cands, core, pools, limits, steps)
-        packed = _log("core", solve_batch(core_model, time_limit_s * CORE_SHARE, workers, seed,
-                                          None if start["failed_required"] else start), started)
-        if _solved(packed):
-            around = _log("core fixed", solve_batch(whole, time_limit_s * FIXED_SHARE, workers, seed,
-                                                    _as_hint(packed, names), fix_hint=True), started)
-            if _solved(around) and (not _solved(best) or _key(around, whole) < _key(best, whole)):
-                best = around
-        left = max(1.0, time_limit_s - (time.perf_counter() - started))
-        final = _log("whole again", solve_batch(whole, left, workers, seed, _as_hint(best) if _solved(best) else hint),
-                     started)
-        results.append(final)
-        if _solved(final) and (not _solved(best) or _key(final, whole) <= _key(best, whole)):
-            best = final
-    return _finish(best, results, whole, started, relaxed)
+    with _Background(all_runs_lower_bound_usd if pools else None, whole.cands, runs, pools, steps,
+                     time_limit_s - (time.perf_counter() - started)) as relaxed:
+        first = _log("whole", solve_batch(whole, time_limit_s * (FIRST_SHARE if phased else 1.0), workers, seed,
+                                          hint), started)
+        if first.status not in ("FEASIBLE", "UNKNOWN") or not pools:
+            return _finish(first, [first], whole, started)
+        results, best = [first], first
+        if phased:
+            best = _around_the_core(whole, core, pools, limits, steps, time_limit_s, workers, seed, started, best)
+            left = max(1.0, time_limit_s - (time.perf_counter() - started))
+            final = _log("whole again", solve_batch(whole, left, workers, seed,
+                                                    _as_hint(best) if _solved(best) else hint), started)
+            results.append(final)
+            if _solved(final) and (not _solved(best) or _key(final, whole) <= _key(best, whole)):
+                best = final
+        return _finish(best, results, whole, started, relaxed.result())
+
+
+def _around_the_core(whole, core: list[RunInfo], pools: list[Pool], limits: BatchLimits, steps: int,
+                     time_limit_s: float, workers: int, seed: int, started: float, best: BatchResult) -> BatchResult:
+    """Phases 1 and 2: pack the core alone, then schedule the rest with the core fixed."""
+    names = {r.name for r in core}
+    core_model = build_batch_model(_small_pieces(whole.cands[whole.cands["run"].isin(names)]), core, pools,
+                                   limits, steps)
+    start = greedy(core_model.cands, core, pools, limits, steps)
+    packed = _log("core", solve_batch(core_model, time_limit_s * CORE_SHARE, workers, seed,
+                                      None if start["failed_required"] else start), started)
+    if _solved(packed):
+        around = _log("core fixed", solve_batch(whole, time_limit_s * FIXED_SHARE, workers, seed,
+                                                _as_hint(packed, names), fix_hint=True), started)
+        if _solved(around) and (not _solved(best) or _key(around, whole) < _key(best, whole)):
+            return around
+    return best
+
+
+class _Background:
+    """Runs `bound(*args, stop=...)` in a thread; `result()` waits for its value (or raises
+    its error); leaving the block stops it between LPs and waits for it."""
+
+    def __init__(self, bound, *args):
+        self.stop, self.value, self.error = threading.Event(), None, None
+        self.thread = threading.Thread(target=self._run, args=(bound, args), daemon=True) if bound else None
+
+    def _run(self, bound, args):
+        try:
+            self.value = bound(*args, stop=self.stop)
+        except BaseException as error:  # raised again where the value is wanted
+            self.error = error
+
+    def __enter__(self):
+        if self.thread:
+            self.thread.start()
+        return self
+
+    def result(self) -> float | None:
+        if self.thread:
+            self.thread.join()
+        if self.error:
+            raise self.error
+        return self.value
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.result()
 
 
 def _key(result: BatchResult, whole) -> tuple:

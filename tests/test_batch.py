@@ -17,13 +17,17 @@ import itertools
 import json
 import math
 import random
+import subprocess
+import sys
 import textwrap
+import threading
 from functools import lru_cache
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
+from conftest import SCENARIOS
 from planner import batch_search
 from planner.batch import batch_json, make_batch_plan
 from planner.batch_bound import all_runs_lower_bound_usd
@@ -677,6 +681,29 @@ def test_time_indexed_bound_sees_overlap_that_energy_cuts_miss():
                           for name in ("a", "b") for pool, cost in ((0, 0), (-1, 300))])
     assert all_runs_lower_bound_usd(cands, runs, pools, 4) == pytest.approx(6.0, rel=1e-5)
 
+
+
+def test_bound_rounds_each_pool_to_whole_runs():
+    """Two 2-node runs that must overlap at steps [0, 2); a pool of up to 3 nodes at $1 a node;
+    on demand $10 a run. The LP alone buys 3 nodes and runs 1.5 runs on them: $8. Any real plan
+    fits one run on the pool ($2 + $10 = $12) or buys 3 nodes for the same one run ($13):
+    branching on the nodes bought, and at 3 nodes the row ⌊2/2⌋·x_a + ⌊2/2⌋·x_b ≤ ⌊3/2⌋, gives $12."""
+    pools = [Pool("pool", "x/y/z", 0, 2, 1.0, 0, 3, 1.0)]
+    runs = [RunInfo(name, 0, 2, (), 1, True) for name in ("a", "b")]
+    cands = pd.DataFrame([{"run": name, "pool": pool, "duration_steps": 2, "nodes": nodes, "cost_cents": cost}
+                          for name in ("a", "b") for pool, nodes, cost in ((0, 2, 0), (-1, 2, 1000))])
+    assert all_runs_lower_bound_usd(cands, runs, pools, 2) == pytest.approx(12.0, rel=1e-5)
+    stopped = threading.Event()
+    stopped.set()
+    assert all_runs_lower_bound_usd(cands, runs, pools, 2, stop=stopped) is None  # nothing solved: no bound
+
+
+def test_batch_json_on_stdout_is_only_json(tmp_path):
+    """The bound's LP solver runs in the same process; nothing it prints may reach stdout."""
+    planner = Path(sys.executable).with_name("planner")
+    done = subprocess.run([str(planner), "batch", str(SCENARIOS / "quarter-team.yaml"), "--format", "json",
+                           "--time-limit", "5"], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout)["reservations"]
 
 # ---------------------------------------------------------------- priorities under a budget
 
