@@ -182,11 +182,11 @@ def all_runs_lower_bound_usd(cands: pd.DataFrame, runs, pools, steps: int, secon
         heapq.heappop(heap)
         if bought is None:
             state, value_found, bought = lp.solve(box, deadline - time.perf_counter())
+            count += 1
             if state == "stopped":
                 heapq.heappush(heap, (value, count, box, None))
                 break
             if state == "optimal":
-                count += 1
                 heapq.heappush(heap, (max(value, value_found), count, box, bought))
             continue
         p = _open_pool(box, bought)
