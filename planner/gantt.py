@@ -12,8 +12,6 @@ from __future__ import annotations
 import datetime as dt
 import html
 import io
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -189,16 +187,6 @@ def draw(schedule: dict):
     return fig
 
 
-def _check_target(path: Path, protected: tuple[Path, ...]) -> Path:
-    for keep in protected:
-        if path.exists() and Path(keep).exists() and path.resolve() == Path(keep).resolve():
-            raise PlannerError("refusing to overwrite an input file; choose another output path", str(path))
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise PlannerError("the output folder does not exist", str(path))
-    return directory
-
-
 def _page(schedule: dict, svg: str) -> str:
     esc = html.escape
     rows = []
@@ -253,13 +241,13 @@ def write_gantt(schedule: dict, path: Path, protected: tuple[Path, ...] = ()) ->
 
     Written atomically (temporary file in the same folder, then rename); never over a `protected` path.
     """
-    from .output import write_atomic
+    from .output import check_target, write_atomic
 
     path = Path(path)
     suffix = path.suffix.lower()
     if suffix not in (".png", ".html"):
         raise PlannerError("expected a .png or .html file name", str(path))
-    directory = _check_target(path, tuple(protected))
+    check_target(path, tuple(protected))
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -267,21 +255,15 @@ def write_gantt(schedule: dict, path: Path, protected: tuple[Path, ...] = ()) ->
 
     fig = draw(schedule)
     try:
+        buffer = io.BytesIO() if suffix == ".png" else io.StringIO()
         if suffix == ".html":
-            buffer = io.StringIO()
             with matplotlib.rc_context({"svg.hashsalt": "planner-gantt", "svg.fonttype": "none"}):
                 fig.savefig(buffer, format="svg", metadata={"Date": None})
             svg = buffer.getvalue()
             svg = svg[svg.index("<svg"):]  # drop the XML prolog and doctype: inline SVG in HTML5
             write_atomic(path, _page(schedule, svg), protected=tuple(protected))
             return
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                fig.savefig(handle, format="png", dpi=110, metadata={"Software": None})
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})
+        write_atomic(path, buffer.getvalue(), protected=tuple(protected))
     finally:
         plt.close(fig)

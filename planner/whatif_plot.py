@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import html
 import io
-import os
-import tempfile
 from pathlib import Path
 
 from .errors import PlannerError
+from .output import check_target, write_atomic
 from .whatif import PARAMETERS, SweepResult
 
 LABELS = {"spot_price_multiplier": "spot price multiplier", "preemption_multiplier": "preemption rate multiplier",
@@ -106,12 +105,7 @@ def write_plot(result: SweepResult, path: Path, protected: tuple[Path, ...] = ()
     suffix = path.suffix.lower()
     if suffix not in (".png", ".html", ".htm"):
         raise PlannerError(f"expected a .png or .html file name, got {path.name!r}", "--plot")
-    for keep in protected:
-        if path.exists() and Path(keep).exists() and path.resolve() == Path(keep).resolve():
-            raise PlannerError("refusing to overwrite an input file; choose another plot path", str(path))
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise PlannerError("the output folder does not exist", str(path))
+    check_target(path, protected)
     fig = figure(result)
     buffer = io.BytesIO()
     if suffix == ".png":
@@ -120,17 +114,7 @@ def write_plot(result: SweepResult, path: Path, protected: tuple[Path, ...] = ()
     else:
         fig.savefig(buffer, format="svg")
         data = _page(result, buffer.getvalue().decode("utf-8")).encode("utf-8")
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a plot is an ordinary file
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, data, protected)
 
 
 def _page(result: SweepResult, svg: str) -> str:
