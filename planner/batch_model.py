@@ -297,14 +297,20 @@ def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool
 
 
 def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, seed: int = 0,
-                hint: dict | None = None, fix_hint: bool = False) -> BatchResult:
+                hint: dict | None = None, fix_hint: bool = False, work_limit: float | None = None) -> BatchResult:
     """Solve; the bound is reported in dollars of cost for the chosen set of runs.
 
     `hint` holds chosen `cids`, `starts` per run and `bought` per pool; with `runs`, only
-    those runs' candidates are hinted. `fix_hint` fixes the hinted variables.
+    those runs' candidates are hinted. `fix_hint` fixes the hinted variables. With
+    `work_limit` (CP-SAT deterministic seconds) the workers interleave deterministically, so
+    the result depends on the model, hint, seed and workers, not on the clock, unless
+    `time_limit_s` cuts it first.
     """
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit_s
+    if work_limit is not None:
+        solver.parameters.interleave_search = True
+        solver.parameters.max_deterministic_time = work_limit
     solver.parameters.num_workers = workers
     solver.parameters.random_seed = seed
     solver.parameters.fix_variables_to_their_hinted_value = fix_hint

@@ -671,6 +671,26 @@ def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
     assert phased >= 3, phased
 
 
+def test_same_quarter_same_plan_when_work_ends_the_search(monkeypatch):
+    """The phases stop on CP-SAT's deterministic work, not the clock: a search cut short by
+    its work budget (not proven optimal) gives the same plan twice, with a busy CPU the second time."""
+    monkeypatch.setattr(batch_search, "WHOLE_WORK_PER_SECOND", 0.0005)
+    monkeypatch.setattr(batch_search, "CORE_WORK_PER_SECOND", 0.002)
+    loaded = load_quarter(SCENARIOS / "quarter-team.yaml")
+    first = batch_json(make_batch_plan(loaded, time_limit_s=60.0, workers=2))
+    busy = threading.Event()
+    spinner = threading.Thread(target=lambda: [sum(range(10_000)) for _ in iter(busy.is_set, True)], daemon=True)
+    spinner.start()
+    try:
+        second = batch_json(make_batch_plan(loaded, time_limit_s=60.0, workers=2))
+    finally:
+        busy.set()
+        spinner.join()
+    assert first["status"] == "FEASIBLE"
+    assert first["runs"] == second["runs"] and first["reservations"] == second["reservations"]
+    assert first["objective_usd"] == second["objective_usd"]
+
+
 def test_time_indexed_bound_sees_overlap_that_energy_cuts_miss():
     """Two 2-step runs, both inside steps [0, 3), a 1-node pool for [0, 4) at $4 a node,
     on-demand $3 a run. Energy alone (4 node-steps <= 4 x 1 node) lets one $4 node carry both;
