@@ -4,7 +4,7 @@ Each quarter is a realistic mix: multi-node pretrains (AWS H100 only, some
 `interruption_tolerance: none`), fine-tunes `after` them, evaluation batches `after` the
 fine-tunes, standalone fine-tunes and eval sweeps, some optional runs with priorities,
 per-provider GPU quotas and 2-4 reservation pools. For each it prints candidate-generation
-time, model build time, the search `planner batch` runs (phases within --time-limit, 2 workers;
+time, model build time, the search `planner batch` runs (phases within --time-limit, 1 CP-SAT worker and the bound's LP beside it;
 see planner/batch_search.py): status, gap, objective, and
 the cost of a greedy list-scheduler baseline measured in the same run:
 
@@ -178,7 +178,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sizes", nargs="*", type=int, default=[50, 200, 500])
     parser.add_argument("--time-limit", type=float, default=60.0)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     for size in args.sizes:
         bench(size, args.time_limit, args.workers)

@@ -151,7 +151,7 @@ def _propagate_unplaceable(runs, infeasible: dict[str, str]) -> None:
                 changed = True
 
 
-def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 2, seed: int = 0,
+def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 1, seed: int = 0,
                     offers: pd.DataFrame | None = None) -> BatchPlan:
     """`offers` defaults to the catalog's with the quarter's overrides applied (what-if sweeps pass their own)."""
     quarter = loaded.quarter

@@ -4,13 +4,13 @@ On a quarter with reservation pools most of the money is in which runs share the
 nodes, but CP-SAT on the whole model spreads its search over hundreds of cheap runs and
 packs the pools poorly (the 200-run benchmark: $661k after 60 s against a $608k bound).
 Packing the pools alone, then scheduling everything around them, then letting CP-SAT
-improve the whole, reaches $621k in the same minute. So, unless a short first attempt
+improve the whole, reaches $623.5k in the same minute. So, unless a short first attempt
 proves optimality, the search runs in phases over the one time limit:
 
 0. the whole model, from the caller's hint (small quarters end here, proven optimal);
 1. the core alone: runs that can use a pool and wait for no other run;
 2. the whole model with the core's candidates, starts and bought nodes fixed;
-3. the whole model, free, from phase 2's schedule.
+3. the whole model, free, from phase 2's schedule (even if it left optional runs out).
 
 Only phases 0 and 3 search the whole model, so only their bounds are reported.
 """
@@ -31,13 +31,14 @@ from .batch_model import BatchLimits, BatchResult, Pool, RunInfo, build_batch_mo
 log = logging.getLogger(__name__)
 
 # Shares of the time limit: the first attempt, the core, the core fixed; phase 3 gets the rest.
-FIRST_SHARE, CORE_SHARE, FIXED_SHARE = 0.10, 0.50, 0.05
+FIRST_SHARE, CORE_SHARE, FIXED_SHARE = 0.05, 0.50, 0.10
 # The phases are limited by CP-SAT's deterministic work, not by the clock, so a quarter gets
-# the same plan however busy the machine is; the clock (--time-limit) only caps them. Work
-# per second of their share of the limit, about 80 % of what 2 cores do on the 200-run
-# benchmark (the whole model: 0.11 units a second, the smaller core: 0.55), so that the
-# work ends each phase before the clock does.
-WHOLE_WORK_PER_SECOND, CORE_WORK_PER_SECOND = 0.09, 0.45
+# the same plan however busy the machine is; each phase's share of the clock only caps it.
+# Work per second of that share, about 70 % of what one worker does on the 200-run benchmark
+# beside the bound's LP (the whole model: about 0.11 units a second; the smaller core, or
+# the whole with the core fixed: 0.5), so that there the work ends each phase first.
+# Larger quarters reach the clock first and then depend on timing.
+WHOLE_WORK_PER_SECOND, CORE_WORK_PER_SECOND = 0.07, 0.38
 
 
 def core_runs(cands: pd.DataFrame, runs: list[RunInfo]) -> list[RunInfo]:
@@ -91,40 +92,44 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
     core = core_runs(whole.cands, runs)
     phased = bool(pools) and 0 < len(core) < len(runs)
 
-    def search(model, share: float, start: dict | None, fix_hint: bool = False) -> BatchResult:
+    def search(model, share: float, start: dict | None, fix_hint: bool = False, last: bool = False) -> BatchResult:
+        """One phase: its share of the work, capped by its share of the clock (the last phase: what is left)."""
         left = max(1.0, time_limit_s - (time.perf_counter() - started))
-        rate = WHOLE_WORK_PER_SECOND if model is whole else CORE_WORK_PER_SECOND
-        return solve_batch(model, left, workers, seed, start, fix_hint, work_limit=share * time_limit_s * rate)
+        rate = WHOLE_WORK_PER_SECOND if model is whole and not fix_hint else CORE_WORK_PER_SECOND
+        return solve_batch(model, left if last else min(left, share * time_limit_s), workers, seed, start, fix_hint,
+                           work_limit=share * time_limit_s * rate)
 
     with _Background(all_runs_lower_bound_usd if pools else None, whole.cands, runs, pools, steps,
                      time_limit_s - (time.perf_counter() - started)) as relaxed:
-        first = _log("whole", search(whole, FIRST_SHARE if phased else 1.0, hint), started)
+        first = _log("whole", search(whole, FIRST_SHARE if phased else 1.0, hint, last=not phased), started)
         if first.status not in ("FEASIBLE", "UNKNOWN") or not pools:
             return _finish(first, [first], whole, started)
         results, best = [first], first
         if phased:
-            best = _around_the_core(whole, core, limits, steps, search, started, best)
+            around = _around_the_core(whole, core, limits, steps, search, started)
+            if _solved(around) and (not _solved(best) or _key(around, whole) < _key(best, whole)):
+                best = around
+            # From the core's packing even when it left optional runs out: this phase can add them back.
+            start = around if _solved(around) else best
             final = _log("whole again", search(whole, 1 - FIRST_SHARE - CORE_SHARE - FIXED_SHARE,
-                                               _as_hint(best) if _solved(best) else hint), started)
+                                               _as_hint(start) if _solved(start) else hint, last=True), started)
             results.append(final)
             if _solved(final) and (not _solved(best) or _key(final, whole) <= _key(best, whole)):
                 best = final
         return _finish(best, results, whole, started, relaxed.result())
 
 
-def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search, started: float,
-                     best: BatchResult) -> BatchResult:
+def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search,
+                     started: float) -> BatchResult | None:
     """Phases 1 and 2: pack the core alone, then schedule the rest with the core fixed."""
     names = {r.name for r in core}
     core_model = build_batch_model(_small_pieces(whole.cands[whole.cands["run"].isin(names)]), core, whole.pools,
                                    limits, steps)
     start = greedy(core_model.cands, core, whole.pools, limits, steps)
     packed = _log("core", search(core_model, CORE_SHARE, None if start["failed_required"] else start), started)
-    if _solved(packed):
-        around = _log("core fixed", search(whole, FIXED_SHARE, _as_hint(packed, names), fix_hint=True), started)
-        if _solved(around) and (not _solved(best) or _key(around, whole) < _key(best, whole)):
-            return around
-    return best
+    if not _solved(packed):
+        return None
+    return _log("core fixed", search(whole, FIXED_SHARE, _as_hint(packed, names), fix_hint=True), started)
 
 
 class _Background:

@@ -128,8 +128,10 @@ def solve(scenario, fmt, output, time_limit, workers, explain) -> None:
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
 @click.option("--gantt", type=click.Path(dir_okay=False), help="Draw the schedule to FILE.png or FILE.html.")
 @click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
-              help="Seconds for the whole search (all its phases); the best schedule so far is reported with its gap.")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
+              help="Seconds for the whole search (all its phases), which sets its amount of CP-SAT work; the "
+                   "best schedule so far is reported with its gap.")
+@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
+              help="CP-SAT search workers; the bound's LP runs beside them on one more core.")
 def batch(quarter, fmt, output, gantt, time_limit, workers) -> None:
     """Schedule a quarter's runs over time: start dates, placements, reservations to buy.
 
