@@ -86,7 +86,7 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
                     ) -> BatchResult:
     """The best schedule over the phases; its bound is the best valid one (CP-SAT on the whole
     model, or the time-indexed LP when every run is scheduled). The LP runs in a thread beside
-    the search, within the same time limit (HiGHS and CP-SAT both release the GIL)."""
+    the search until the search ends (HiGHS and CP-SAT both release the GIL)."""
     started = time.perf_counter()
     whole = build_batch_model(cands, runs, pools, limits, steps)
     core = core_runs(whole.cands, runs)
@@ -116,7 +116,7 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
             results.append(final)
             if _solved(final) and (not _solved(best) or _key(final, whole) <= _key(best, whole)):
                 best = final
-        return _finish(best, results, whole, started, relaxed.result())
+        return _finish(best, results, whole, started, relaxed.finish())
 
 
 def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search,
@@ -133,8 +133,9 @@ def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int
 
 
 class _Background:
-    """Runs `bound(*args, stop=...)` in a thread; `result()` waits for its value (or raises
-    its error); leaving the block stops it between LPs and waits for it."""
+    """Runs `bound(*args, stop=...)` in a thread beside the search. `finish()` stops it between
+    LPs (the least open box is still a valid bound) and returns its value or raises its error;
+    leaving the block does the same."""
 
     def __init__(self, bound, *args):
         self.stop, self.value, self.error = threading.Event(), None, None
@@ -151,7 +152,8 @@ class _Background:
             self.thread.start()
         return self
 
-    def result(self) -> float | None:
+    def finish(self) -> float | None:
+        self.stop.set()
         if self.thread:
             self.thread.join()
         if self.error:
@@ -159,8 +161,7 @@ class _Background:
         return self.value
 
     def __exit__(self, *exc):
-        self.stop.set()
-        self.result()
+        self.finish()
 
 
 def _key(result: BatchResult, whole) -> tuple:
