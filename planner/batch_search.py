@@ -82,7 +82,7 @@ def _as_hint(result: BatchResult, runs: set[str] | None = None) -> dict:
 
 
 def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool], limits: BatchLimits, steps: int,
-                    time_limit_s: float = 60.0, workers: int = 2, seed: int = 0, hint: dict | None = None
+                    time_limit_s: float = 60.0, workers: int = 1, seed: int = 0, hint: dict | None = None
                     ) -> BatchResult:
     """The best schedule over the phases; its bound is the best valid one (CP-SAT on the whole
     model, or the time-indexed LP when every run is scheduled). The LP runs in a thread beside
