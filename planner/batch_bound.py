@@ -14,6 +14,10 @@ that is another 0.8 %.
 The LP relaxes everything else (quotas, node limits, precedence, budgets, integrality of
 the starts), so its optimum is a valid lower bound on the cost of any plan that schedules
 every run; so is the least bound over the boxes still open when time runs out.
+
+The LP of the box that gives the bound also says where good plans are: which pooled
+candidates it uses and at which starts. The search packs the pools inside that
+neighbourhood (see `batch_search`).
 """
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ import heapq
 import math
 import threading
 import time
+from dataclasses import dataclass, field
 
 import highspy
 import numpy as np
@@ -34,6 +39,16 @@ _SAFETY = 1e-6
 _INTEGRAL = 1e-6
 
 Box = tuple[tuple[int, int], ...]  # (least, most) nodes bought, per pool
+
+
+@dataclass(frozen=True)
+class Relaxation:
+    """The bound, and the LP solution of the box it comes from when branching ended there:
+    the nodes bought per pool and, per pooled candidate row the LP uses, its first and last start."""
+
+    bound_usd: float | None
+    bought: tuple[int, ...] | None = None
+    starts: dict[int, tuple[int, int]] = field(default_factory=dict)
 
 
 def _columns(cands: pd.DataFrame, runs, pools) -> tuple[np.ndarray, np.ndarray]:
@@ -92,6 +107,7 @@ class _TimeIndexedLP:
                                                  shape=(steps, n_x + n_b)))
                                for k in range(2, max(self.sizes[p], default=0) + 1)]
         self.n_x, self.n_b = n_x, n_b
+        self.cand, self.start, self.pooled = cand, start, pool >= 0
 
         rows = sp.vstack([one_each, capacity]).tocsc()
         lp = highspy.HighsLp()
@@ -112,8 +128,9 @@ class _TimeIndexedLP:
         self.highs.passModel(lp)
         self.base_rows = lp.num_row_
 
-    def solve(self, box: Box, seconds: float) -> tuple[str, float, np.ndarray]:
-        """("optimal", cents, bought), ("infeasible", ...) or ("stopped", ...) for this box."""
+    def solve(self, box: Box, seconds: float) -> tuple[str, float, np.ndarray, dict[int, tuple[int, int]]]:
+        """("optimal", cents, bought, starts), ("infeasible", ...) or ("stopped", ...) for this box;
+        `starts` (see `Relaxation`) only when the box is a leaf: no pool left to branch on."""
         highs = self.highs
         for p, (least, most) in enumerate(box):
             highs.changeColBounds(self.n_x + p, float(least), float(most))
@@ -133,14 +150,21 @@ class _TimeIndexedLP:
         highs.run()
         status = highs.getModelStatus()
         value = highs.getInfo().objective_function_value
-        bought = np.array(highs.getSolution().col_value[self.n_x:])
+        solution = np.array(highs.getSolution().col_value)
+        bought = solution[self.n_x:]
+        starts = self._starts(solution[:self.n_x]) if _open_pool(box, bought) is None else {}
         if added:
             highs.deleteRows(added, np.arange(self.base_rows, self.base_rows + added, dtype=np.int32))
         if status == highspy.HighsModelStatus.kInfeasible:
-            return "infeasible", math.inf, bought
+            return "infeasible", math.inf, bought, {}
         if status != highspy.HighsModelStatus.kOptimal:
-            return "stopped", -math.inf, bought
-        return "optimal", float(value), bought
+            return "stopped", -math.inf, bought, {}
+        return "optimal", float(value), bought, starts
+
+    def _starts(self, x: np.ndarray) -> dict[int, tuple[int, int]]:
+        used = np.flatnonzero((x > _INTEGRAL) & self.pooled)
+        frame = pd.DataFrame({"cand": self.cand[used], "start": self.start[used]}).groupby("cand")["start"]
+        return {int(c): (int(lo), int(hi)) for c, lo, hi in zip(frame.min().index, frame.min(), frame.max())}
 
 
 def _open_pool(box: Box, bought: np.ndarray) -> int | None:
@@ -165,7 +189,13 @@ def _split(box: Box, p: int, b: float) -> list[Box]:
 def all_runs_lower_bound_usd(cands: pd.DataFrame, runs, pools, steps: int, seconds: float = math.inf,
                              stop: threading.Event | None = None) -> float | None:
     """Least cost of a plan that schedules every run, relaxed as above; None if even the
-    first LP did not finish (or no plan can schedule every run).
+    first LP did not finish (or no plan can schedule every run)."""
+    return relax(cands, runs, pools, steps, seconds, stop).bound_usd
+
+
+def relax(cands: pd.DataFrame, runs, pools, steps: int, seconds: float = math.inf,
+          stop: threading.Event | None = None) -> Relaxation:
+    """The bound, with its box's LP solution when branching ended at a leaf.
 
     Best-first over boxes of bought nodes: a box's LP value bounds every plan in it; a box
     is split until the LP fixes or leaves unused every pool, and the least open box bounds
@@ -175,14 +205,17 @@ def all_runs_lower_bound_usd(cands: pd.DataFrame, runs, pools, steps: int, secon
     lp = _TimeIndexedLP(cands, runs, pools, steps)
     count = 0  # breaks ties in the heap in creation order
     heap: list = [(-math.inf, count, tuple((p.min_nodes, p.max_nodes) for p in pools), None)]
+    leaves: dict[int, dict[int, tuple[int, int]]] = {}  # heap entry's count -> its LP's starts
     while heap and not (stop is not None and stop.is_set()):
         value, _, box, bought = heap[0]
         if bought is not None and _open_pool(box, bought) is None:
             break  # the least box cannot be lifted by branching
         heapq.heappop(heap)
         if bought is None:
-            state, value_found, bought = lp.solve(box, deadline - time.perf_counter())
+            state, value_found, bought, starts = lp.solve(box, deadline - time.perf_counter())
             count += 1
+            if starts:
+                leaves[count] = starts
             if state == "stopped":
                 heapq.heappush(heap, (value, count, box, None))
                 break
@@ -194,5 +227,9 @@ def all_runs_lower_bound_usd(cands: pd.DataFrame, runs, pools, steps: int, secon
             count += 1
             heapq.heappush(heap, (value, count, part, None))
     if not heap or heap[0][0] == -math.inf:
-        return None
-    return heap[0][0] * (1 - _SAFETY) * COST_RESOLUTION_USD
+        return Relaxation(None)
+    value, entry, _, bought = heap[0]
+    bound = value * (1 - _SAFETY) * COST_RESOLUTION_USD
+    if entry not in leaves:
+        return Relaxation(bound)
+    return Relaxation(bound, tuple(int(round(b)) for b in bought), leaves[entry])

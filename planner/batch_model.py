@@ -99,10 +99,12 @@ def add_one_candidate_per_run(m: BatchModel) -> None:
 
 
 def add_windows(m: BatchModel) -> None:
-    """Runs start after release and end by due; reserved runs stay inside the pool's term.
+    """Runs start after release and end by due; reserved runs stay inside the pool's term,
+    and inside the candidate's own `first_start`/`last_start` when the frame has them.
 
     release_r ≤ start_r;  pick[r, c] ⇒ start_r + d_c ≤ due_r (and term bounds for pools).
     """
+    narrowed = "first_start" in m.cands
     for i, row in enumerate(m.cands.itertuples(index=False)):
         start, d = m.start[row.run], int(row.duration_steps)
         m.model.add(start + d <= m.runs[row.run].due).only_enforce_if(m.pick[i])
@@ -110,6 +112,8 @@ def add_windows(m: BatchModel) -> None:
             pool = m.pools[row.pool]
             m.model.add(start >= pool.start).only_enforce_if(m.pick[i])
             m.model.add(start + d <= pool.end).only_enforce_if(m.pick[i])
+        if narrowed and not pd.isna(row.first_start):
+            m.model.add_linear_constraint(start, int(row.first_start), int(row.last_start)).only_enforce_if(m.pick[i])
 
 
 def add_precedence(m: BatchModel) -> None:

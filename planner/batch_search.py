@@ -4,12 +4,17 @@ On a quarter with reservation pools most of the money is in which runs share the
 nodes, but CP-SAT on the whole model spreads its search over hundreds of cheap runs and
 packs the pools poorly (the 200-run benchmark: $661k after 60 s against a $608k bound).
 Packing the pools alone, then scheduling everything around them, then letting CP-SAT
-improve the whole, reaches $623.5k in the same minute. So, unless a short first attempt
+improve the whole, does much better in the same minute. So, unless a short first attempt
 proves optimality, the search runs in phases over the one time limit:
 
 0. the whole model, from the caller's hint (small quarters end here, proven optimal);
-1. the core alone: runs that can use a pool and wait for no other run;
-2. the whole model with the core's candidates, starts and bought nodes fixed;
+1. the core alone: runs that can use a pool and wait for no other run, packed two ways:
+   a. on each run's fewest-node pieces (tight packing, any number of nodes bought);
+   b. in the neighbourhood of the bound's LP: its nodes bought, and only the pooled
+      candidates it uses, near the starts it uses (a small model CP-SAT often solves
+      outright; on the 200-run benchmark it finds the plans with an odd node bought that
+      fewest-node pieces cannot fill);
+2. the whole model with the better core's candidates, starts and bought nodes fixed;
 3. the whole model, free, from phase 2's schedule (even if it left optional runs out).
 
 Only phases 0 and 3 search the whole model, so only their bounds are reported.
@@ -24,14 +29,16 @@ import time
 
 import pandas as pd
 
-from .batch_bound import all_runs_lower_bound_usd
+from .batch_bound import Relaxation, relax
 from .batch_greedy import greedy
 from .batch_model import BatchLimits, BatchResult, Pool, RunInfo, build_batch_model, solve_batch
 
 log = logging.getLogger(__name__)
 
-# Shares of the time limit: the first attempt, the core, the core fixed; phase 3 gets the rest.
-FIRST_SHARE, CORE_SHARE, FIXED_SHARE = 0.05, 0.50, 0.10
+# Shares of the time limit: the first attempt, the core (each way), the core fixed; phase 3 gets the rest.
+FIRST_SHARE, CORE_SHARE, NEIGHBOURHOOD_SHARE, FIXED_SHARE = 0.05, 0.35, 0.15, 0.10
+# The LP's starts are widened by this fraction of each candidate's duration each side.
+NEIGHBOURHOOD_WIDTH = 0.4
 # The phases are limited by CP-SAT's deterministic work, not by the clock, so a quarter gets
 # the same plan however busy the machine is; each phase's share of the clock only caps it.
 # Work per second of that share, about 70 % of what one worker does on the 200-run benchmark
@@ -99,37 +106,62 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
         return solve_batch(model, left if last else min(left, share * time_limit_s), workers, seed, start, fix_hint,
                            work_limit=share * time_limit_s * rate)
 
-    with _Background(all_runs_lower_bound_usd if pools else None, whole.cands, runs, pools, steps,
+    with _Background(relax if pools else None, whole.cands, runs, pools, steps,
                      time_limit_s - (time.perf_counter() - started)) as relaxed:
         first = _log("whole", search(whole, FIRST_SHARE if phased else 1.0, hint, last=not phased), started)
         if first.status not in ("FEASIBLE", "UNKNOWN") or not pools:
             return _finish(first, [first], whole, started)
         results, best = [first], first
         if phased:
-            around = _around_the_core(whole, core, limits, steps, search, started)
+            around = _around_the_core(whole, core, limits, steps, search, started, relaxed,
+                                      NEIGHBOURHOOD_SHARE * time_limit_s)
             if _solved(around) and (not _solved(best) or _key(around, whole) < _key(best, whole)):
                 best = around
             # From the core's packing even when it left optional runs out: this phase can add them back.
             start = around if _solved(around) else best
-            final = _log("whole again", search(whole, 1 - FIRST_SHARE - CORE_SHARE - FIXED_SHARE,
+            final = _log("whole again", search(whole, 1 - FIRST_SHARE - CORE_SHARE - NEIGHBOURHOOD_SHARE - FIXED_SHARE,
                                                _as_hint(start) if _solved(start) else hint, last=True), started)
             results.append(final)
             if _solved(final) and (not _solved(best) or _key(final, whole) <= _key(best, whole)):
                 best = final
-        return _finish(best, results, whole, started, relaxed.finish())
+        relaxation = relaxed.finish()
+        return _finish(best, results, whole, started, relaxation.bound_usd if relaxation else None)
 
 
-def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search,
-                     started: float) -> BatchResult | None:
-    """Phases 1 and 2: pack the core alone, then schedule the rest with the core fixed."""
+def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search, started: float,
+                     relaxed: _Background, wait_s: float) -> BatchResult | None:
+    """Phases 1 and 2: pack the core alone (both ways), then schedule the rest around the better packing."""
     names = {r.name for r in core}
-    core_model = build_batch_model(_small_pieces(whole.cands[whole.cands["run"].isin(names)]), core, whole.pools,
-                                   limits, steps)
-    start = greedy(core_model.cands, core, whole.pools, limits, steps)
-    packed = _log("core", search(core_model, CORE_SHARE, None if start["failed_required"] else start), started)
-    if not _solved(packed):
+    core_cands = whole.cands[whole.cands["run"].isin(names)]
+    small = build_batch_model(_small_pieces(core_cands), core, whole.pools, limits, steps)
+    start = greedy(small.cands, core, whole.pools, limits, steps)
+    packings = [_log("core", search(small, CORE_SHARE, None if start["failed_required"] else start), started)]
+    # Waiting for the bound here keeps the plan independent of the clock unless the LP is slow.
+    relaxation = relaxed.wait(wait_s)
+    if relaxation is not None and relaxation.starts:
+        near = _near_the_relaxation(core_cands, relaxation)
+        pools = [dataclasses.replace(p, min_nodes=b, max_nodes=b) for p, b in zip(whole.pools, relaxation.bought)]
+        packings.append(_log("core near the LP", search(build_batch_model(near, core, pools, limits, steps),
+                                                        NEIGHBOURHOOD_SHARE, None), started))
+    packings = [p for p in packings if _solved(p)]
+    if not packings:
         return None
+    packed = min(packings, key=lambda p: _key(p, whole))
     return _log("core fixed", search(whole, FIXED_SHARE, _as_hint(packed, names), fix_hint=True), started)
+
+
+def _near_the_relaxation(cands: pd.DataFrame, relaxation: Relaxation) -> pd.DataFrame:
+    """The candidates that do not use a pool, and the pooled ones the LP uses, each limited to
+    the LP's starts widened by `NEIGHBOURHOOD_WIDTH` of its duration (rows of `cands` are
+    indexed as the bound's were)."""
+    used = pd.DataFrame.from_dict(relaxation.starts, orient="index", columns=["first_start", "last_start"])
+    near = cands.join(used)
+    keep = (near["pool"] < 0) | near["first_start"].notna()
+    widen = (near["duration_steps"] * NEIGHBOURHOOD_WIDTH).apply(math.ceil)
+    near["first_start"] = (near["first_start"] - widen).clip(lower=0)
+    near["last_start"] = near["last_start"] + widen
+    near.loc[near["pool"] < 0, ["first_start", "last_start"]] = math.nan
+    return near[keep]
 
 
 class _Background:
@@ -152,7 +184,13 @@ class _Background:
             self.thread.start()
         return self
 
-    def finish(self) -> float | None:
+    def wait(self, seconds: float):
+        """Its value if it ends within `seconds` (None if not, or on error: `finish` raises it)."""
+        if self.thread:
+            self.thread.join(seconds)
+        return None if self.thread is None or self.thread.is_alive() else self.value
+
+    def finish(self):
         self.stop.set()
         if self.thread:
             self.thread.join()
