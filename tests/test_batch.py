@@ -30,8 +30,8 @@ import pytest
 from conftest import SCENARIOS
 from planner import batch_search
 from planner.batch import batch_json, make_batch_plan
-from planner.batch_bound import all_runs_lower_bound_usd
-from planner.batch_model import Pool, RunInfo
+from planner.batch_bound import all_runs_lower_bound_usd, relax
+from planner.batch_model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
 from planner.batch_checker import check_schedule
 from planner.quarter import QuarterConstraints, load_quarter
 
@@ -655,6 +655,9 @@ def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
     built = []
     original = batch_search.build_batch_model
     monkeypatch.setattr(batch_search, "build_batch_model", lambda *a: built.append(a[1]) or original(*a))
+    near = []
+    original_near = batch_search._near_the_relaxation
+    monkeypatch.setattr(batch_search, "_near_the_relaxation", lambda *a: near.append(1) or original_near(*a))
     phased = 0
     for seed in SEEDS:
         case = random_case(seed, random_dir)
@@ -669,6 +672,7 @@ def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
         items = sum(r["scheduled"] for r in data["runs"]) + len(data["reservations"])
         assert abs(data["objective_usd"] - case["reference"]["cost_usd"]) <= HALF_CENT * (items + 1), seed
     assert phased >= 3, phased
+    assert len(near) >= 2, len(near)  # the core was packed near the LP too (where the LP uses a pool)
 
 
 def test_same_quarter_same_plan_when_work_ends_the_search(monkeypatch):
@@ -714,6 +718,46 @@ def test_bound_rounds_each_pool_to_whole_runs():
     stopped = threading.Event()
     stopped.set()
     assert all_runs_lower_bound_usd(cands, runs, pools, 2, stop=stopped) is None  # nothing solved: no bound
+
+
+def _two_runs_one_node_apart():
+    """Runs a (steps [0, 2)) and b (window [1, 4)), each 2 steps on 1 node; a pool of up to
+    2 nodes for steps [0, 4) at $1 a node; on demand $10 a run. The only $1 plan buys one node
+    and runs a at 0, b at 2: the LP finds it too, integral at the root."""
+    pools = [Pool("pool", "x/y/z", 0, 4, 1.0, 0, 2, 1.0)]
+    runs = [RunInfo("a", 0, 2, (), 1, True), RunInfo("b", 1, 4, (), 1, True)]
+    cands = pd.DataFrame([{"run": name, "cid": f"{name}{pool}", "pool": pool, "duration_steps": 2, "nodes": 1,
+                           "gpus": 8, "offer_key": "x/y/z", "market": "reserved" if pool >= 0 else "on_demand",
+                           "max_nodes": math.nan, "cost_cents": cost, "cost_usd": cost / 100}
+                          for name in ("a", "b") for pool, cost in ((0, 0), (-1, 1000))])
+    return cands, runs, pools
+
+
+def test_relaxation_says_which_pooled_candidates_and_starts_its_bound_uses():
+    cands, runs, pools = _two_runs_one_node_apart()
+    relaxation = relax(cands, runs, pools, 4)
+    assert relaxation.bound_usd == pytest.approx(1.0, rel=1e-5)
+    assert relaxation.bought == (1,)
+    assert relaxation.starts == {0: (0, 0), 2: (2, 2)}  # rows of a and b on the pool
+
+
+def test_core_is_packed_near_the_lp_only_inside_widened_starts():
+    """The neighbourhood keeps every candidate off the pools and the pooled ones the LP uses,
+    with starts widened by 0.4 of the duration (one step here), and CP-SAT respects them."""
+    cands, runs, pools = _two_runs_one_node_apart()
+    relaxation = relax(cands, runs, pools, 4)
+    near = batch_search._near_the_relaxation(cands, relaxation)
+    assert list(near["cid"]) == ["a0", "a-1", "b0", "b-1"]
+    assert near[["first_start", "last_start"]].iloc[[0, 2]].values.tolist() == [[0, 1], [1, 3]]
+    assert near[["first_start", "last_start"]].iloc[[1, 3]].isna().all().all()
+
+    narrowed = near.copy()
+    narrowed.loc[narrowed["cid"] == "b0", ["first_start", "last_start"]] = [1, 1]  # b on the pool only at 1
+    result = solve_batch(build_batch_model(narrowed, runs, pools, BatchLimits(), 4), 10.0, workers=1)
+    assert result.status == "OPTIMAL"
+    # b at 1 overlaps a: two nodes ($2), or b on demand ($1 + $10): two nodes is cheaper.
+    assert result.objective_usd == pytest.approx(2.0) and result.bought == [2]
+    assert dict(zip(result.chosen["cid"], result.chosen["start_step"])) == {"a0": 0, "b0": 1}
 
 
 def test_batch_json_on_stdout_is_only_json(tmp_path):
