@@ -160,7 +160,6 @@ def _near_the_relaxation(cands: pd.DataFrame, relaxation: Relaxation) -> pd.Data
     widen = (near["duration_steps"] * NEIGHBOURHOOD_WIDTH).apply(math.ceil)
     near["first_start"] = (near["first_start"] - widen).clip(lower=0)
     near["last_start"] = near["last_start"] + widen
-    near.loc[near["pool"] < 0, ["first_start", "last_start"]] = math.nan
     return near[keep]
 
 
