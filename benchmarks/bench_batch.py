@@ -124,10 +124,10 @@ def quarter_yaml(size: int, seed: int = 11) -> str:
 # ---------------------------------------------------------------- benchmark
 
 
-def bench(size: int, time_limit: float, workers: int) -> None:
+def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"quarter-{size}.yaml"
-        path.write_text(quarter_yaml(size))
+        path.write_text(quarter_yaml(size, seed))
         loaded = load_quarter(path)
     quarter = loaded.quarter
     t0 = time.perf_counter()
@@ -179,9 +179,10 @@ def main() -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=[50, 200, 500])
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=11, help="another seed gives other quarters of the same shape")
     args = parser.parse_args()
     for size in args.sizes:
-        bench(size, args.time_limit, args.workers)
+        bench(size, args.time_limit, args.workers, args.seed)
 
 
 if __name__ == "__main__":
