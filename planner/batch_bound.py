@@ -150,21 +150,22 @@ class _TimeIndexedLP:
         highs.run()
         status = highs.getModelStatus()
         value = highs.getInfo().objective_function_value
-        solution = np.array(highs.getSolution().col_value)
-        bought = solution[self.n_x:]
-        starts = self._starts(solution[:self.n_x]) if _open_pool(box, bought) is None else {}
+        solution = np.array(highs.getSolution().col_value)  # read before the rows go
         if added:
             highs.deleteRows(added, np.arange(self.base_rows, self.base_rows + added, dtype=np.int32))
+        bought = solution[self.n_x:]
         if status == highspy.HighsModelStatus.kInfeasible:
             return "infeasible", math.inf, bought, {}
         if status != highspy.HighsModelStatus.kOptimal:
             return "stopped", -math.inf, bought, {}
+        starts = self._starts(solution[:self.n_x]) if _open_pool(box, bought) is None else {}
         return "optimal", float(value), bought, starts
 
     def _starts(self, x: np.ndarray) -> dict[int, tuple[int, int]]:
         used = np.flatnonzero((x > _INTEGRAL) & self.pooled)
-        frame = pd.DataFrame({"cand": self.cand[used], "start": self.start[used]}).groupby("cand")["start"]
-        return {int(c): (int(lo), int(hi)) for c, lo, hi in zip(frame.min().index, frame.min(), frame.max())}
+        span = pd.DataFrame({"cand": self.cand[used], "start": self.start[used]}).groupby("cand")["start"].agg(
+            ["min", "max"])
+        return {int(c): (int(lo), int(hi)) for c, lo, hi in span.itertuples()}
 
 
 def _open_pool(box: Box, bought: np.ndarray) -> int | None:
