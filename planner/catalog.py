@@ -160,7 +160,6 @@ def load_gpus(directory: Path = CATALOG_DIR) -> dict[str, Gpu]:
 def load_models(directory: Path = CATALOG_DIR) -> dict[str, ModelArch]:
     path = directory / "models.csv"
     frame, _, skip = _read_csv(path, "model table")
-    frame = frame.drop(columns=["tied_embeddings"], errors="ignore")
     return {m.name: m for m in _validate_rows(ModelArch, frame, path, skip + 2, "model")}
 
 

@@ -354,8 +354,10 @@ def estimate(scenario, workload, gpus, fmt) -> None:
     """Memory per GPU, fit, productive hours W and scaling, per GPU model and count.
 
     Shows why a GPU is ruled in or out: the memory parts (weights, gradients, optimizer,
-    activations, KV cache, overhead) against VRAM, and the work hours on the best
-    interconnect the catalogs offer for that GPU count.
+    activations, KV cache, overhead) against VRAM, the parallelism chosen (TP, PP, DP,
+    EP, ZeRO stage, recomputation, micro-batch; or the replicas' TP and batch) and the
+    work hours on the offered shape (node size and network) where the workload
+    finishes soonest.
 
     \b
     Example:
@@ -392,7 +394,8 @@ def estimate(scenario, workload, gpus, fmt) -> None:
             "weights": r["memory_gib"]["weights"], "grads": r["memory_gib"]["gradients"],
             "optim": r["memory_gib"]["optimizer"], "activ": r["memory_gib"]["activations"],
             "kv": r["memory_gib"]["kv_cache"], "ovh": r["memory_gib"]["overhead"], "total_gib": r["memory_gib"]["total"], "vram": r["vram_gib"],
-            "fits": "yes" if r["fits"] else "no", "work_h": r["work_h"], "tok_per_s": r["tokens_per_s"] or None,
+            "fits": "yes" if r["fits"] else "no", "parallelism": r["parallelism"] if r["fits"] else "",
+            "work_h": r["work_h"], "tok_per_s": r["tokens_per_s"] or None,
             "scaling": r["scaling_efficiency"] or None, "note": r["reason"],
         } for r in rows if r["workload"] == name])
         table = table.loc[:, [c for c in table.columns if c not in ("grads", "optim", "kv", "activ", "tok_per_s")

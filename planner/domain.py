@@ -116,6 +116,10 @@ class ModelArch(Strict):
     ffn: int | None = Field(None, gt=0, description="MLP width; default 4 x hidden")
     vocab: int = Field(32000, gt=0)
     max_context: int | None = Field(None, gt=0)
+    tied_embeddings: bool = False
+    experts: int | None = Field(None, gt=0, description="MoE: routed experts per MoE layer")
+    experts_per_token: int | None = Field(None, gt=0, description="MoE: routed experts each token uses")
+    expert_params: Count | None = Field(None, description="MoE: parameters in routed experts, all layers")
     hf_repo: str = ""
     source: str = ""
 
@@ -125,6 +129,14 @@ class ModelArch(Strict):
         object.__setattr__(self, "head_dim", self.head_dim or self.hidden // self.heads)
         object.__setattr__(self, "ffn", self.ffn or 4 * self.hidden)
         object.__setattr__(self, "active_params", self.active_params or self.params)
+        moe = (self.experts, self.experts_per_token, self.expert_params)
+        if any(v is not None for v in moe) and any(v is None for v in moe):
+            raise ValueError("an MoE model gives experts, experts_per_token and expert_params together")
+        if self.experts is not None:
+            if self.experts_per_token > self.experts:
+                raise ValueError(f"experts_per_token ({self.experts_per_token}) is above experts ({self.experts})")
+            if self.expert_params >= self.params:
+                raise ValueError("expert_params must be below params (attention and embeddings are not experts)")
         return self
 
 
@@ -225,11 +237,20 @@ class Workload(Strict):
     precision: WeightPrecision = "bf16"
     fp8_fallback: bool = Field(False, description="fp8 on a GPU without it: run at bf16 instead of ruling it out")
     optimizer: Literal["adamw", "adamw_8bit", "sgd"] = "adamw"
-    sharding: Literal["none", "zero1", "zero2", "zero3"] = "zero3"
-    tensor_parallel: int = Field(1, gt=0, description="inside one node")
+    parallelism: Literal["auto", "fixed"] = Field(
+        "auto", description="auto: the planner picks every layout field not given; fixed: unset fields take "
+                            "tensor_parallel 1, pipeline_parallel 1, zero3, selective, micro_batch 1")
+    sharding: Literal["none", "zero1", "zero2", "zero3"] | None = None
+    tensor_parallel: int | None = Field(None, gt=0, description="inside one node")
+    pipeline_parallel: int | None = Field(None, gt=0, description="pipeline stages (1F1B)")
+    expert_parallel: int | None = Field(None, gt=0, description="MoE: GPUs the routed experts are spread over")
+    sequence_parallel: bool | None = Field(None, description="divide the TP-replicated activations (Megatron)")
     sequence_length: int = Field(4096, gt=0)
-    micro_batch: int = Field(1, gt=0)
-    activation_checkpointing: Literal["none", "selective", "full"] = "selective"
+    micro_batch: int | None = Field(None, gt=0, description="sequences per GPU per micro-step")
+    global_batch_tokens: Count | None = Field(None, description="tokens per optimizer step; default by kind")
+    activation_checkpointing: Literal["none", "selective", "full"] | None = None
+    paged_optimizer: bool | None = Field(None, description="optimizer state paged off the GPU between steps "
+                                                           "(default: true for qlora)")
     lora_rank: int = Field(16, gt=0)
     mfu: Fraction | None = Field(None, description="model FLOPs utilisation; default by GPU generation")
     comm_overlap: Annotated[float, Field(ge=0, le=1)] | None = None

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from . import memory as mem
-from . import speed
+from . import parallelism, speed
 from .catalog import Catalog
 from .domain import Gpu, ModelArch, Workload
 
@@ -60,6 +60,8 @@ class Estimate:
     tensor_parallel: int = 1
     item_h: float | None = None  # stateless jobs: the time of one item (one batch per replica)
     reason: str = ""  # why the shape is ruled out ('' when feasible)
+    layout: parallelism.Layout | None = None  # training: the layout chosen (or tried) on this shape
+    batch: int | None = None  # generation: concurrent sequences per replica whose KV cache fits
 
     @property
     def feasible(self) -> bool:
@@ -70,7 +72,8 @@ def model_shape(arch: ModelArch) -> mem.ModelShape:
     return mem.ModelShape(
         params=int(arch.params), active_params=int(arch.active_params), layers=arch.layers, hidden=arch.hidden,
         heads=arch.heads, kv_heads=int(arch.kv_heads), head_dim=int(arch.head_dim), ffn=int(arch.ffn),
-        vocab=arch.vocab)
+        vocab=arch.vocab, tied_embeddings=arch.tied_embeddings, experts=arch.experts or 0,
+        experts_per_token=arch.experts_per_token or 0, expert_params=int(arch.expert_params or 0))
 
 
 @lru_cache(maxsize=None)
@@ -113,11 +116,16 @@ def _mfu_kind(workload: Workload) -> str:
     return _MFU_KIND[workload.training_method]
 
 
-def _ruled_out(shape: Shape, breakdown: mem.MemoryBreakdown, reason: str, precision=None, tp: int = 1) -> Estimate:
-    return Estimate(shape, breakdown, False, precision, math.inf, 0.0, 0.0, tp, None, reason)
+def _ruled_out(shape: Shape, breakdown: mem.MemoryBreakdown, reason: str, precision=None, tp: int = 1,
+               layout=None) -> Estimate:
+    return Estimate(shape, breakdown, False, precision, math.inf, 0.0, 0.0, tp, None, reason, layout)
 
 
-def _vram_reason(breakdown: mem.MemoryBreakdown, shape: Shape, headroom: float) -> str:
+def _vram_reason(breakdown: mem.MemoryBreakdown, shape: Shape, headroom: float, serving: bool = False) -> str:
+    if serving:
+        need = mem.serving_need_gib(breakdown, headroom)
+        return (f"needs {need:.1f} GiB per GPU for one sequence (with {headroom:.0%} headroom outside the KV cache), "
+                f"{shape.gpu} has {shape.vram_gib:.1f} GiB")
     need = breakdown.total * (1 + headroom)
     return f"needs {need:.1f} GiB per GPU (with {headroom:.0%} headroom), {shape.gpu} has {shape.vram_gib:.1f} GiB"
 
@@ -138,38 +146,79 @@ def estimate(workload: Workload, catalog: Catalog, shape: Shape, headroom: float
 def _estimate_training(workload: Workload, catalog: Catalog, arch: ModelArch | None, perf: speed.GpuPerf, shape: Shape,
                        headroom: float) -> Estimate:
     precision = speed.effective_precision(perf, _train_precision(workload.precision), workload.fp8_fallback)
-    tp = workload.tensor_parallel
     if precision is None:
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
                           f"{shape.gpu} has no {workload.precision} support (set fp8_fallback: true to run bf16)")
+    tp = workload.tensor_parallel or 1
     if tp > shape.gpus_per_node or shape.gpus % tp:
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
                           f"tensor_parallel {tp} does not fit {shape.gpus_per_node} GPUs per node", precision, tp)
-    topology = shape.topology()
-    memory_precision = "bf16" if precision == "fp16" and workload.precision == "bf16" else precision
     if workload.memory is not None:
-        breakdown = _stated(workload, shape)
-    else:
-        breakdown = mem.training_memory(
-            model_shape(arch), method=workload.training_method, precision=memory_precision,
-            optimizer=workload.optimizer, sharding=workload.sharding, gpus=shape.gpus,
-            gpus_per_node=shape.gpus_per_node, seq_len=workload.sequence_length, micro_batch=workload.micro_batch,
-            activation_checkpointing=workload.activation_checkpointing, tensor_parallel=tp,
-            lora_rank=workload.lora_rank)
+        return _estimate_stated_training(workload, catalog, arch, perf, shape, headroom, precision, tp)
+    memory_precision = "bf16" if precision == "fp16" and workload.precision == "bf16" else precision
+    job = training_job(workload, arch, memory_precision)
+    choice, reason = parallelism.best_layout(job, perf, shape.topology(), shape.vram_gib, headroom, pinned(workload))
+    if choice is None:
+        return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0), reason, precision, tp)
+    if reason:
+        return _ruled_out(shape, choice.memory, reason, precision, choice.layout.tp, choice.layout)
+    if workload.work.tokens is not None:
+        hours = workload.work.tokens * choice.seconds_per_token / 3600
+        return Estimate(shape, choice.memory, True, precision, hours, 1 / choice.seconds_per_token,
+                        choice.scaling_efficiency, choice.layout.tp, layout=choice.layout)
+    ref = gpu_perf(catalog.gpu(workload.work.reference_gpu))
+    try:
+        hours = speed.reference_scaled_hours(workload.work.gpu_hours, ref, perf, shape.gpus, precision,
+                                             choice.scaling_efficiency, _mfu_kind(workload), workload.fp8_fallback)
+    except ValueError as exc:
+        return _ruled_out(shape, choice.memory, str(exc), precision, choice.layout.tp, choice.layout)
+    return Estimate(shape, choice.memory, True, precision, hours, 0.0, choice.scaling_efficiency, choice.layout.tp,
+                    layout=choice.layout)
+
+
+def training_job(workload: Workload, arch: ModelArch, precision: str) -> parallelism.Job:
+    """The workload's training physics apart from tokens and hardware (what a layout search depends on)."""
+    return parallelism.Job(
+        shape=model_shape(arch), method=workload.training_method, precision=precision, optimizer=workload.optimizer,
+        seq_len=workload.sequence_length, global_batch_tokens=workload.global_batch_tokens, kind=_mfu_kind(workload),
+        mfu=workload.mfu, overlap=workload.comm_overlap, lora_rank=workload.lora_rank,
+        paged_optimizer=workload.paged_optimizer, fallback_to_bf16=workload.fp8_fallback)
+
+
+def pinned(workload: Workload) -> parallelism.Pinned:
+    """The layout fields the workload fixes; with `parallelism: fixed` the unset ones take their old defaults."""
+    fixed = workload.parallelism == "fixed"
+
+    def pick(value, default):
+        return value if value is not None else (default if fixed else None)
+
+    return parallelism.Pinned(
+        tp=pick(workload.tensor_parallel, 1), pp=pick(workload.pipeline_parallel, 1),
+        ep=pick(workload.expert_parallel, 1), zero=pick(workload.sharding, "zero3"),
+        recompute=pick(workload.activation_checkpointing, "selective"), micro_batch=pick(workload.micro_batch, 1),
+        sequence_parallel=pick(workload.sequence_parallel, False))
+
+
+def _estimate_stated_training(workload: Workload, catalog: Catalog, arch: ModelArch | None, perf: speed.GpuPerf,
+                              shape: Shape, headroom: float, precision: str, tp: int) -> Estimate:
+    """Memory stated by the workload: data parallelism over every GPU (the layout is the user's)."""
+    breakdown = _stated(workload, shape)
     if not mem.fits(breakdown, shape.vram_gib, headroom):
         return _ruled_out(shape, breakdown, _vram_reason(breakdown, shape, headroom), precision, tp)
-    overlap = workload.comm_overlap if workload.comm_overlap is not None else speed.DEFAULT_OVERLAP
-    common = dict(gpu=perf, topology=topology, precision=precision, kind=_mfu_kind(workload),
-                  sharding=workload.sharding, overlap=overlap, tensor_parallel=tp,
+    sharding = workload.sharding or ("zero3" if workload.memory.shardable else "none")
+    layout = parallelism.Layout(tp=tp, dp=shape.gpus // tp, zero=sharding,
+                                recompute=workload.activation_checkpointing or "selective",
+                                micro_batch=workload.micro_batch or 1)
+    common = dict(gpu=perf, topology=shape.topology(), precision=precision, kind=_mfu_kind(workload),
+                  sharding=sharding, overlap=workload.comm_overlap, tensor_parallel=tp, micro_batch=layout.micro_batch,
+                  seq_len=workload.sequence_length, global_batch_tokens=workload.global_batch_tokens,
                   fallback_to_bf16=workload.fp8_fallback)
     if workload.work.tokens is not None:
-        result = speed.training_time(
-            model_shape(arch), tokens=workload.work.tokens, method=workload.training_method, mfu=workload.mfu,
-            recompute=workload.activation_checkpointing, seq_len=workload.sequence_length,
-            lora_rank=workload.lora_rank, **common)
+        result = speed.training_time(model_shape(arch), tokens=workload.work.tokens, method=workload.training_method,
+                                     mfu=workload.mfu, recompute=layout.recompute, lora_rank=workload.lora_rank,
+                                     **common)
         return Estimate(shape, breakdown, True, precision, result.work_h, result.tokens_per_s,
-                        result.scaling_efficiency, tp)
-    # Reference GPU-hours: scale by effective throughput, then by scaling efficiency here.
+                        result.scaling_efficiency, tp, layout=layout)
     params = arch.params if arch is not None else _params_from_stated(workload)
     probe = speed.training_time(float(params), tokens=1e9, **common)
     ref = gpu_perf(catalog.gpu(workload.work.reference_gpu))
@@ -178,7 +227,7 @@ def _estimate_training(workload: Workload, catalog: Catalog, arch: ModelArch | N
                                              probe.scaling_efficiency, _mfu_kind(workload), workload.fp8_fallback)
     except ValueError as exc:
         return _ruled_out(shape, breakdown, str(exc), precision, tp)
-    return Estimate(shape, breakdown, True, precision, hours, 0.0, probe.scaling_efficiency, tp)
+    return Estimate(shape, breakdown, True, precision, hours, 0.0, probe.scaling_efficiency, tp, layout=layout)
 
 
 def _params_from_stated(workload: Workload) -> float:
@@ -199,43 +248,49 @@ def _stated(workload: Workload, shape: Shape) -> mem.MemoryBreakdown:
 
 def _estimate_inference(workload: Workload, catalog: Catalog, arch: ModelArch | None, perf: speed.GpuPerf, shape: Shape,
                         headroom: float) -> Estimate:
+    """Generation on one shape: per tensor-parallel degree the batch whose KV cache fits the engine's pool
+    (at most `generation.batch`), and the degree that finishes soonest."""
     if arch is None or workload.generation is None:
         return _estimate_stated_inference(workload, catalog, perf, shape, headroom)
     gen = workload.generation
-    fixed_tp = workload.tensor_parallel > 1
-    choices = [workload.tensor_parallel] if fixed_tp else [t for t in (1, 2, 4, 8, 16) if t <= shape.gpus_per_node
-                                                             and shape.gpus_per_node % t == 0]
-    breakdown = None
-    for tp in choices:
-        if tp > shape.gpus_per_node:
-            break
-        breakdown = mem.inference_memory(
-            model_shape(arch), weight_precision=workload.precision, kv_precision=gen.kv_precision, batch=gen.batch,
-            context_tokens=gen.prompt_tokens + gen.output_tokens, tensor_parallel=tp)
-        if mem.fits(breakdown, shape.vram_gib, headroom):
-            break
-    else:
-        tp = choices[-1] if choices else workload.tensor_parallel
-    if breakdown is None:
+    model = model_shape(arch)
+    choices = [workload.tensor_parallel] if workload.tensor_parallel else [
+        t for t in (1, 2, 4, 8, 16) if t <= shape.gpus_per_node and shape.gpus_per_node % t == 0]
+    if any(t > shape.gpus_per_node for t in choices):
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
                           f"tensor_parallel {workload.tensor_parallel} exceeds {shape.gpus_per_node} GPUs per node")
-    if not mem.fits(breakdown, shape.vram_gib, headroom):
-        return _ruled_out(shape, breakdown, _vram_reason(breakdown, shape, headroom) + f" even at tensor_parallel {tp}",
-                          workload.precision, tp)
     topology = speed.Topology(gpus_per_node=shape.gpus_per_node, nodes=shape.nodes,
                               intra_node=shape.intra_node if shape.gpus_per_node > 1 else "none",
                               intra_node_gbs=shape.intra_node_gbs or None)
-    try:
-        result = speed.generation_time(
-            model_shape(arch), gpu=perf, topology=topology, weight_precision=workload.precision,
-            kv_precision=gen.kv_precision, batch=gen.batch, prompt_tokens=gen.prompt_tokens,
-            output_tokens=gen.output_tokens, sequences=gen.sequences, tensor_parallel=tp)
-    except ValueError as exc:
-        return _ruled_out(shape, breakdown, str(exc), workload.precision, tp)
+    context = gen.prompt_tokens + gen.output_tokens
+    best, closest = None, None
+    for tp in choices:
+        batch = mem.kv_batch_that_fits(model, shape.vram_gib, headroom, weight_precision=workload.precision,
+                                       kv_precision=gen.kv_precision, context_tokens=context, tensor_parallel=tp,
+                                       most=gen.batch)
+        breakdown = mem.inference_memory(model, weight_precision=workload.precision, kv_precision=gen.kv_precision,
+                                         batch=max(batch, 1), context_tokens=context, tensor_parallel=tp)
+        if batch < 1:
+            closest = closest or (breakdown, tp)
+            continue
+        try:
+            result = speed.generation_time(
+                model, gpu=perf, topology=topology, weight_precision=workload.precision,
+                kv_precision=gen.kv_precision, batch=batch, prompt_tokens=gen.prompt_tokens,
+                output_tokens=gen.output_tokens, sequences=gen.sequences, tensor_parallel=tp)
+        except ValueError as exc:
+            return _ruled_out(shape, breakdown, str(exc), workload.precision, tp)
+        if best is None or result.work_h < best[0].work_h:
+            best = (result, breakdown, tp, batch)
+    if best is None:
+        breakdown, tp = closest
+        return _ruled_out(shape, breakdown, _vram_reason(breakdown, shape, headroom, serving=True)
+                          + f" even at tensor_parallel {tp}", workload.precision, tp)
+    result, breakdown, tp, batch = best
     replicas = max(1, shape.gpus // tp)
-    rounds = max(1, math.ceil(gen.sequences / (gen.batch * replicas)))
+    rounds = max(1, math.ceil(gen.sequences / (batch * replicas)))
     return Estimate(shape, breakdown, True, result.precision or workload.precision, result.work_h,
-                    result.tokens_per_s, 1.0, tp, result.work_h / rounds)
+                    result.tokens_per_s, 1.0, tp, result.work_h / rounds, batch=batch)
 
 
 def _estimate_stated_inference(workload: Workload, catalog: Catalog, perf: speed.GpuPerf, shape: Shape, headroom: float) -> Estimate:
@@ -263,20 +318,28 @@ def sensible_counts(low: int, high: int) -> list[int]:
     return sorted(counts)
 
 
-def best_shape_for(offers, gpus: int) -> Shape | None:
-    """The strongest way the offers can host `gpus` GPUs: biggest nodes, then fastest links."""
+def shapes_for(offers, gpus: int) -> list[Shape]:
+    """Every distinct hardware shape the offers can host `gpus` GPUs on (node size and links)."""
     fitting = offers[(gpus % offers["gpus_per_node"] == 0)
                      & ((offers["gpus_per_node"] == gpus) | (offers["inter_node"] != "none"))]
-    if fitting.empty:
-        return None
-    row = fitting.sort_values(["gpus_per_node", "inter_node_gbps", "intra_node_gbs", "gpu_vram_gib"],
-                              ascending=False, kind="stable").iloc[0]
-    return Shape(row["gpu"], int(row["gpus_per_node"]), gpus // int(row["gpus_per_node"]), float(row["gpu_vram_gib"]),
-                 row["intra_node"], float(row["intra_node_gbs"]), row["inter_node"], float(row["inter_node_gbps"]))
+    columns = ["gpu", "gpus_per_node", "gpu_vram_gib", "intra_node", "intra_node_gbs", "inter_node", "inter_node_gbps"]
+    distinct = fitting[columns].drop_duplicates().sort_values(columns, kind="stable")
+    return [Shape(r.gpu, int(r.gpus_per_node), gpus // int(r.gpus_per_node), float(r.gpu_vram_gib), r.intra_node,
+                  float(r.intra_node_gbs), r.inter_node, float(r.inter_node_gbps))
+            for r in distinct.itertuples(index=False)]
+
+
+def fastest(estimates: list[Estimate]) -> Estimate:
+    """The shape the workload finishes soonest on; when none fits, the one closest to fitting."""
+    feasible = [e for e in estimates if e.feasible]
+    if feasible:
+        return min(feasible, key=lambda e: (e.work_h, -e.shape.inter_node_gbps, e.shape.gpus_per_node))
+    return min(estimates, key=lambda e: (e.memory.total - e.shape.vram_gib, -e.shape.inter_node_gbps))
 
 
 def estimate_rows(loaded, workload_name: str | None = None, gpu_queries: tuple[str, ...] = ()) -> list[dict]:
-    """`planner estimate`: for each workload, GPU model and sensible GPU count, the physics verdict."""
+    """`planner estimate`: for each workload, GPU model and sensible GPU count, the physics verdict on the
+    offered shape (node size, NVLink or PCIe, network) where the workload finishes soonest, as `solve` prices it."""
     from .catalog import offers_for
 
     scenario, catalog = loaded.scenario, loaded.catalog
@@ -291,11 +354,10 @@ def estimate_rows(loaded, workload_name: str | None = None, gpu_queries: tuple[s
                 continue
             on_gpu = offers[offers["gpu"] == gpu_name]
             for count in sensible_counts(workload.gpus.min, workload.gpus.max):
-                shape = best_shape_for(on_gpu, count)
-                if shape is None:
-                    continue
-                result = estimate(workload, catalog, shape, headroom)
-                rows.append(_row(workload.name, result))
+                shapes = shapes_for(on_gpu, count)
+                if shapes:
+                    rows.append(_row(workload.name, fastest([estimate(workload, catalog, s, headroom)
+                                                             for s in shapes])))
     return rows
 
 
@@ -309,5 +371,15 @@ def _row(workload: str, est: Estimate) -> dict:
         "memory_gib": parts, "vram_gib": round(est.shape.vram_gib, 2), "fits": est.fits,
         "precision": est.precision, "work_h": None if math.isinf(est.work_h) else round(est.work_h, 3),
         "tokens_per_s": round(est.tokens_per_s, 1), "scaling_efficiency": round(est.scaling_efficiency, 3),
-        "tensor_parallel": est.tensor_parallel, "reason": est.reason,
+        "tensor_parallel": est.tensor_parallel, "parallelism": layout_text(est), "batch": est.batch,
+        "reason": est.reason,
     }
+
+
+def layout_text(est: Estimate) -> str:
+    """How the job runs on the shape: the training layout, or the replicas' TP degree and batch."""
+    if est.layout is not None:
+        return est.layout.label
+    if est.batch is not None:
+        return f"TP{est.tensor_parallel} x{max(1, est.shape.gpus // est.tensor_parallel)} batch {est.batch}"
+    return ""

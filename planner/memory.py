@@ -60,6 +60,9 @@ _OPT_BYTES_FP32 = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0}
 # no separate master copy: 16 B/param with AdamW (§3: "~16 B per adapter param").
 _ADAPTER_WEIGHT_BYTES = 4.0
 _ADAPTER_GRAD_BYTES = 4.0
+# QLoRA's recipe (qlora.py with --bf16) keeps adapters and their gradients in bf16 and
+# steps them with a paged 32-bit AdamW (m and v in fp32, no master copy): 2 + 2 + 8 B.
+QLORA_ADAPTER_BYTES = 2.0
 
 # QLoRA base storage: NF4 (4 bit) + double-quantised absmax constants
 # (8/64 + 32/(64*256) bit) = 4.127 bit ~= 0.516 B/param (QLoRA paper §3, R16).
@@ -95,6 +98,8 @@ class ModelShape:
     ffn [intermediate_size], vocab [vocab_size].
     tied_embeddings: input embedding shared with the LM head (default False,
     as for Llama); only affects the embedding-parameter estimate.
+    MoE: experts (routed experts per MoE layer), experts_per_token, expert_params
+    (parameters inside routed experts, all layers); ffn is one expert's width.
     """
 
     params: int
@@ -107,6 +112,30 @@ class ModelShape:
     ffn: int
     vocab: int
     tied_embeddings: bool = False
+    experts: int = 0
+    experts_per_token: int = 0
+    expert_params: int = 0
+
+    @property
+    def moe(self) -> bool:
+        return self.experts > 0
+
+    @property
+    def dense_params(self) -> int:
+        """Parameters every GPU of a pipeline stage keeps whatever the expert parallelism."""
+        return self.params - self.expert_params
+
+    @property
+    def moe_layers(self) -> int:
+        """Layers with routed experts: expert_params / (experts * 3*h*ffn), ffn being one expert's width."""
+        if not self.moe:
+            return 0
+        return min(self.layers, max(1, round(self.expert_params / (self.experts * 3 * self.hidden * self.ffn))))
+
+    @property
+    def mlp_width(self) -> float:
+        """MLP width a token passes through (MoE: experts_per_token experts of width ffn)."""
+        return self.ffn * (self.experts_per_token if self.moe else 1)
 
     @property
     def embedding_params(self) -> int:
@@ -195,23 +224,26 @@ def lora_params(shape: ModelShape, rank: int = 16, targets_fraction: float = 1.0
 # ---------------------------------------------------------------------------
 
 def activation_bytes_per_layer(*, seq_len: int, micro_batch: int, hidden: int, heads: int,
-                               ffn: int | None = None, tensor_parallel: int = 1,
-                               recompute: str = "selective",
-                               flash_attention: bool = True) -> float:
+                               ffn: float | None = None, tensor_parallel: int = 1,
+                               recompute: str = "selective", flash_attention: bool = True,
+                               sequence_parallel: bool = False) -> float:
     """Activation bytes stored by one transformer layer on one GPU (16-bit activations).
 
     Korthikanti (TP without sequence parallelism):
       none:      s*b*h*(10 + 24/t + 5*a*s/(h*t))
       selective: s*b*h*(10 + 24/t)      (also 'none' with FlashAttention: no s^2 term)
       full:      2*s*b*h                (layer input only)
-    For ffn != 4h the 24 becomes 8 + 4*ffn/h (Megatron's 18 + 4*ffn/h generalisation).
+    Sequence parallelism splits the 10 (norms, dropout, residual) over t as well:
+    s*b*h*34/t, and 2*s*b*h/t with full recompute.  ``ffn`` is the MLP width a token
+    passes through; for ffn != 4h the 24 becomes 8 + 4*ffn/h (Megatron's 18 + 4*ffn/h).
     """
     _check("recompute", recompute, _RECOMPUTE)
     s, b, h, a, t = seq_len, micro_batch, hidden, heads, tensor_parallel
+    sp = t if sequence_parallel and t > 1 else 1
     if recompute == "full":
-        return 2.0 * s * b * h
+        return 2.0 * s * b * h / sp
     split = 24.0 if ffn is None else 8.0 + 4.0 * ffn / h
-    coeff = 10.0 + split / t
+    coeff = 10.0 / sp + split / t
     if recompute == "none" and not flash_attention:
         coeff += 5.0 * a * s / (h * t)
     return s * b * h * coeff
@@ -219,17 +251,22 @@ def activation_bytes_per_layer(*, seq_len: int, micro_batch: int, hidden: int, h
 
 def activation_bytes(shape: ModelShape, *, seq_len: int, micro_batch: int,
                      recompute: str = "selective", tensor_parallel: int = 1,
-                     flash_attention: bool = True) -> float:
-    """Whole-model activation bytes on one GPU (no pipeline parallelism).
+                     flash_attention: bool = True, pipeline_parallel: int = 1,
+                     in_flight: int = 1, sequence_parallel: bool = False) -> float:
+    """Activation bytes on the busiest GPU: the first pipeline stage.
 
-    L * per-layer term, plus with full recompute one layer's working set
-    (recomputed during its backward), plus the Korthikanti output-layer term
-    4*s*b*h + 4*s*b*V/t (fp32 logits, vocab-parallel) and embedding input 8*s*b.
+    ceil(L/p) layers per stage times the micro-batches in flight there (1F1B keeps
+    min(p, m) of them; Korthikanti §4.3: about L layers' worth at p = m), plus with
+    full recompute one layer's working set (recomputed during its backward), plus the
+    output-layer term 4*s*b*h + 4*s*b*V/t (fp32 logits, vocab-parallel) and embedding
+    input 8*s*b.  MoE layers store the activations of the experts_per_token experts.
     """
     s, b, t = seq_len, micro_batch, tensor_parallel
     kw = dict(seq_len=s, micro_batch=b, hidden=shape.hidden, heads=shape.heads,
-              ffn=shape.ffn, tensor_parallel=t, flash_attention=flash_attention)
-    total = shape.layers * activation_bytes_per_layer(recompute=recompute, **kw)
+              ffn=shape.mlp_width, tensor_parallel=t, flash_attention=flash_attention,
+              sequence_parallel=sequence_parallel)
+    stage_layers = ceil(shape.layers / max(pipeline_parallel, 1))
+    total = stage_layers * max(in_flight, 1) * activation_bytes_per_layer(recompute=recompute, **kw)
     if recompute == "full":
         total += activation_bytes_per_layer(recompute="none", **kw)
     total += 4.0 * s * b * shape.hidden + 4.0 * s * b * shape.vocab / t + 8.0 * s * b
@@ -240,78 +277,115 @@ def activation_bytes(shape: ModelShape, *, seq_len: int, micro_batch: int,
 # Training
 # ---------------------------------------------------------------------------
 
+def params_per_gpu(shape: ModelShape, tensor_parallel: int = 1, pipeline_parallel: int = 1,
+                   expert_parallel: int = 1) -> tuple[float, float]:
+    """(dense, expert) parameters one GPU holds before ZeRO sharding.
+
+    Transformer blocks split over t*p (the busiest stage also holds one embedding
+    matrix, or both when p = 1); routed experts over p*e*t (expert parallelism
+    places whole experts, tensor parallelism splits each).
+    """
+    t, p, e = tensor_parallel, pipeline_parallel, expert_parallel
+    emb_all = min(shape.embedding_params, shape.dense_params)
+    emb = emb_all if p == 1 else min(shape.vocab * shape.hidden, emb_all)
+    dense = (shape.dense_params - emb_all) / (t * p) + emb / t
+    return dense, shape.expert_params / (p * e * t)
+
+
 def training_memory(shape: ModelShape, *, method: str = "full", precision: str = "bf16",
                     optimizer: str = "adamw", sharding: str = "none", gpus: int = 1,
                     gpus_per_node: int = 1, seq_len: int = 2048, micro_batch: int = 1,
                     activation_checkpointing: str = "selective", tensor_parallel: int = 1,
+                    pipeline_parallel: int = 1, expert_parallel: int = 1,
+                    sequence_parallel: bool = False, in_flight: int | None = None,
+                    paged_optimizer: bool | None = None,
                     lora_rank: int = 16, lora_targets_fraction: float = 1.0,
                     flash_attention: bool = True,
                     overhead_gib: float = FRAMEWORK_OVERHEAD_GIB) -> MemoryBreakdown:
-    """Per-GPU training memory (GiB) for one candidate.
+    """Per-GPU training memory (GiB) of the busiest GPU of one candidate.
 
-    method: 'full' | 'lora' (frozen 16-bit base) | 'qlora' (frozen NF4+DQ base,
-      embeddings/LM head kept in bf16).
-    precision: compute/weight precision 'bf16'|'fp16'|'fp32'|'fp8'.  fp8 keeps
-      bf16 parameters, grads and fp32 optimizer states as Transformer Engine
-      does, plus a cached fp8 copy of the weights (+1 B/param).
+    method: 'full' | 'lora' (frozen 16-bit base, fp32 adapters: PEFT's default) |
+      'qlora' (frozen NF4+DQ base with bf16 embeddings/LM head, bf16 adapters and
+      grads, 32-bit AdamW moments or 8-bit with adamw_8bit: the QLoRA recipe).
+    precision: 'bf16'|'fp16'|'fp32'|'fp8'.  fp8 keeps bf16 parameters, grads and
+      fp32 optimizer states as Transformer Engine does, plus a cached fp8 copy of
+      the weights (+1 B/param).
     optimizer: 'adamw' (16 B/param mixed) | 'adamw_8bit' (10) | 'sgd' (12).
     sharding: 'none' | 'zero1' | 'zero2' | 'zero3' over the data-parallel degree
-      N = gpus / tensor_parallel; 'hybrid' (FSDP HYBRID_SHARD) = zero3 inside a
-      node, N = gpus_per_node / tensor_parallel.  ZeRO-3/hybrid also hold the
-      gathered params + grads of the largest unit (4 B * max(block, V*h) params,
-      DeepSpeed's 4*largest_layer_params).
-    gpus: total GPUs of the candidate; gpus_per_node bounds tensor_parallel.
-    seq_len, micro_batch: tokens per sequence and sequences per GPU per micro-step.
-    activation_checkpointing: 'none' | 'selective' | 'full' (see activation_bytes).
-    tensor_parallel: t inside a node; divides weights/grads/optimizer and the
-      TP-split part of activations.
-    lora_rank, lora_targets_fraction: see lora_params.
+      N = gpus / (t*p) (experts over N / e); 'hybrid' (FSDP HYBRID_SHARD) = zero3
+      inside a node.  ZeRO-3/hybrid also hold the gathered params + grads of the
+      largest unit (4 B * max(block, V*h) params, DeepSpeed's 4*largest_layer_params).
+    tensor_parallel t (inside a node), pipeline_parallel p, expert_parallel e: see
+      params_per_gpu; sequence_parallel divides the TP-replicated activations.
+    in_flight: micro-batches whose activations the first stage holds (default p).
+    paged_optimizer: optimizer state in paged (unified) memory, on the GPU only for
+      the step, when activations are freed: the peak is weights + grads +
+      max(activations, optimizer), so only the excess over the activations is
+      counted under optimizer.  Default: True for qlora (paged AdamW), else False.
     """
     _check("method", method, _METHODS)
     _check("precision", precision, _PRECISIONS)
     _check("optimizer", optimizer, _OPTIMIZERS)
     _check("sharding", sharding, _SHARDINGS)
     _check("activation_checkpointing", activation_checkpointing, _RECOMPUTE)
-    t = int(tensor_parallel)
-    if gpus < 1 or t < 1 or gpus % t:
-        raise ValueError(f"gpus={gpus} must be a positive multiple of tensor_parallel={t}")
+    t, p, e = int(tensor_parallel), int(pipeline_parallel), int(expert_parallel)
+    if gpus < 1 or t < 1 or p < 1 or gpus % (t * p):
+        raise ValueError(f"gpus={gpus} must be a positive multiple of tensor_parallel={t} x pipeline_parallel={p}")
     if t > max(gpus_per_node, 1):
         raise ValueError(f"tensor_parallel={t} exceeds gpus_per_node={gpus_per_node}")
-    dp = gpus // t
+    dp = gpus // (t * p)
+    if e < 1 or dp % e or (e > 1 and not shape.moe):
+        raise ValueError(f"expert_parallel={e} must divide the data-parallel degree {dp} of an MoE model")
     n = min(dp, max(gpus_per_node // t, 1)) if sharding == "hybrid" else dp
+    n_exp = max(n // e, 1)
     zero3 = sharding in ("zero3", "hybrid")
-    unit = max(shape.layer_params, shape.vocab * shape.hidden)  # largest gathered unit
+    dense, expert = params_per_gpu(shape, t, p, e)
+    emb_all = min(shape.embedding_params, shape.dense_params)
+    block = (shape.dense_params - emb_all) / shape.layers + shape.expert_params / max(shape.moe_layers, 1) / e
+    unit = max(block, shape.vocab * shape.hidden) / t  # largest gathered unit
+
+    def sharded(dense_bytes: float, expert_bytes: float, shard: bool) -> float:
+        return dense_bytes / n + expert_bytes / n_exp if shard else dense_bytes + expert_bytes
 
     if method == "full":
-        w, g, o = model_state_bytes(shape.params, precision=precision, optimizer=optimizer,
-                                    sharding=sharding, dp_degree=n, tensor_parallel=t)
+        wb, gb = _TRAIN_WEIGHT_BYTES[precision], _TRAIN_GRAD_BYTES[precision]
+        ob = (_OPT_BYTES_FP32 if precision == "fp32" else _OPT_BYTES_MIXED)[optimizer]
+        w = sharded(dense * wb, expert * wb, zero3)
+        g = sharded(dense * gb, expert * gb, sharding in ("zero2", "zero3", "hybrid"))
+        o = sharded(dense * ob, expert * ob, sharding != "none")
         if zero3 and n > 1:
-            w += 2.0 * unit / t
-            g += 2.0 * unit / t
+            w += 2.0 * unit
+            g += 2.0 * unit
     else:
         if method == "lora":
-            base = shape.params * (4.0 if precision == "fp32" else 2.0)
+            base = (dense + expert) * (4.0 if precision == "fp32" else 2.0)
+            aw, ag, ob = _ADAPTER_WEIGHT_BYTES, _ADAPTER_GRAD_BYTES, _OPT_BYTES_FP32[optimizer]
         else:
-            emb = min(shape.embedding_params, shape.params)
-            base = (shape.params - emb) * NF4_DQ_BYTES_PER_PARAM + emb * 2.0
-        base /= t
-        p_lora = lora_params(shape, lora_rank, lora_targets_fraction) / t
-        aw = p_lora * _ADAPTER_WEIGHT_BYTES
-        g = p_lora * _ADAPTER_GRAD_BYTES
-        o = p_lora * _OPT_BYTES_FP32[optimizer]
+            emb = min(shape.vocab * shape.hidden * (1 if p > 1 else (1 if shape.tied_embeddings else 2)),
+                      dense * t) / t
+            base = (dense - emb + expert) * NF4_DQ_BYTES_PER_PARAM + emb * 2.0
+            aw, ag, ob = QLORA_ADAPTER_BYTES, QLORA_ADAPTER_BYTES, _OPT_BYTES_FP32[optimizer]
+        p_lora = lora_params(shape, lora_rank, lora_targets_fraction) / (t * p)
+        adapters = p_lora * aw
+        g = p_lora * ag
+        o = p_lora * ob
         if sharding != "none":
             o /= n
         if sharding in ("zero2", "zero3", "hybrid"):
             g /= n
         if zero3:
-            base_bpp = base * t / max(shape.params, 1)
-            base = base / n + (base_bpp * unit / t if n > 1 else 0.0)
-            aw /= n
-        w = base + aw
+            base_bpp = base / max(dense + expert, 1)
+            base = base / n + (base_bpp * unit if n > 1 else 0.0)
+            adapters /= n
+        w = base + adapters
 
     act = activation_bytes(shape, seq_len=seq_len, micro_batch=micro_batch,
                            recompute=activation_checkpointing, tensor_parallel=t,
-                           flash_attention=flash_attention)
+                           flash_attention=flash_attention, pipeline_parallel=p,
+                           in_flight=p if in_flight is None else min(in_flight, p),
+                           sequence_parallel=sequence_parallel)
+    if paged_optimizer if paged_optimizer is not None else method == "qlora":
+        o = max(0.0, o - act)
     return MemoryBreakdown(weights=w / GIB, gradients=g / GIB, optimizer=o / GIB,
                            activations=act / GIB, kv_cache=0.0, overhead=overhead_gib)
 
@@ -395,6 +469,30 @@ def stated_memory(*, per_gpu_gib: float | None = None, model_states_gib: float |
         states /= max(int(sharding_gpus), 1)
     return MemoryBreakdown(weights=states, activations=float(activations_gib or 0.0),
                            overhead=overhead_gib)
+
+
+def serving_need_gib(breakdown: MemoryBreakdown, headroom: float = DEFAULT_HEADROOM) -> float:
+    """GiB per GPU an inference engine needs: headroom on everything but the KV cache it sizes itself
+    (vLLM's gpu_memory_utilization and TensorRT-LLM's free_gpu_memory_fraction leave the margin outside the pool)."""
+    return (breakdown.total - breakdown.kv_cache) * (1.0 + headroom) + breakdown.kv_cache
+
+
+def kv_batch_that_fits(shape: ModelShape, vram_gib: float, headroom: float = DEFAULT_HEADROOM, *,
+                       weight_precision: str = "bf16", kv_precision: str = "bf16", context_tokens: int = 4096,
+                       tensor_parallel: int = 1, most: int | None = None) -> int:
+    """The most concurrent sequences of ``context_tokens`` whose KV cache fits the pool (0: not even one).
+
+    pool = vram - (weights + activations + overhead) * (1 + headroom); the activation working
+    set is taken at the largest batch it can have (the scheduler's token budget).
+    """
+    kv_seq = kv_bytes_per_token(shape, kv_precision, tensor_parallel) * context_tokens / GIB
+    cap = most if most is not None else 1 << 20
+    rest = inference_memory(shape, weight_precision=weight_precision, kv_precision=kv_precision, batch=cap,
+                            context_tokens=context_tokens, tensor_parallel=tensor_parallel)
+    pool = vram_gib - (rest.total - rest.kv_cache) * (1.0 + headroom) + 1e-9
+    if pool <= 0:
+        return 0
+    return int(min(cap, pool // kv_seq)) if kv_seq > 0 else cap
 
 
 def fits(breakdown: MemoryBreakdown, vram_gib: float, headroom: float = DEFAULT_HEADROOM) -> bool:

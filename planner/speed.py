@@ -24,11 +24,12 @@ reference_scaled_hours(gpu_hours, ref_gpu, gpu, n_gpus, precision, scaling_eff) 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Mapping
 
-from .memory import (ModelShape, kv_bytes_per_token, lora_params, weight_bytes,
+from .memory import (ModelShape, kv_bytes_per_token, lora_params, params_per_gpu, weight_bytes,
                      WEIGHT_BYTES_PER_PARAM)
 
 GENERATIONS = ("volta", "turing", "ampere", "ada", "hopper", "blackwell",
@@ -67,6 +68,10 @@ MFU_TABLE: Mapping[str, float] = MappingProxyType({
     "maxwell": 0.20,
     "other": 0.25,
 })
+
+# Tokens per micro-batch at which the GEMMs run at half their large-batch rate
+# (judgement: a 4K-token micro-batch runs at 94 % of the large-GEMM rate, 512 tokens at 67 %).
+MICRO_BATCH_HALF_TOKENS = 256.0
 
 # Multiplier on MFU_TABLE by job kind (judgement; §5.2 "25-40 % for
 # fine-tuning small models").  'inference' applies to prefill / compute-bound
@@ -131,9 +136,18 @@ ALLREDUCE_LATENCY_S: Mapping[str, float] = MappingProxyType({
 # Decode streams weights + KV at 60-80 % of HBM/GDDR peak (§5.3, judgement).
 DECODE_BW_EFFICIENCY = 0.70
 
-# Global batch (tokens per optimizer step) when not given: judgement between
-# fine-tuning (64K-512K) and Llama-2 pre-training (4M).
-DEFAULT_GLOBAL_BATCH_TOKENS = 2**20
+# Tokens per optimizer step when the workload gives none (see default_global_batch_tokens).
+PRETRAIN_GLOBAL_BATCH_TOKENS = 4 * 2**20
+FINETUNE_GLOBAL_BATCH_TOKENS = 2**19
+DEFAULT_SEQ_LEN = 2048
+
+# Gradient buckets: PyTorch DDP's bucket_cap_mb = 25 (Megatron and FSDP use similar sizes).
+BUCKET_BYTES = 25 * 2**20
+
+# Per-hop latency of a collective across nodes (judgement from NCCL small-message
+# figures: a few us on InfiniBand, tens of us on EFA's SRD and on TCP sockets).
+NETWORK_LATENCY_S: Mapping[str, float] = MappingProxyType({
+    "infiniband": 5e-6, "roce": 8e-6, "efa": 15e-6, "ethernet": 50e-6, "none": 0.0})
 
 # Trainable fraction for LoRA when only a parameter count is known.
 DEFAULT_LORA_TRAINABLE_FRACTION = 0.01
@@ -242,9 +256,14 @@ class SpeedResult:
 # ---------------------------------------------------------------------------
 
 def default_mfu(generation: str, precision: str = "bf16", kind: str = "pretrain",
-                memory_type: str = "hbm") -> float:
-    """Default MFU = MFU_TABLE[generation] * KIND_FACTOR[kind] * PRECISION_FACTOR[precision]
-    (* GDDR_MFU_FACTOR when memory_type == 'gddr')."""
+                memory_type: str = "hbm", micro_batch_tokens: float | None = None) -> float:
+    """Default kernel MFU = MFU_TABLE[generation] * KIND_FACTOR[kind] * PRECISION_FACTOR[precision]
+    (* GDDR_MFU_FACTOR when memory_type == 'gddr') * x / (x + MICRO_BATCH_HALF_TOKENS) for
+    x = tokens per micro-batch (GEMMs with few rows run below the large-GEMM rate).
+
+    This is the efficiency of the compute alone: the pipeline bubble and exposed
+    communication of training_time come on top, so a large run's end-to-end MFU is lower.
+    """
     if generation not in MFU_TABLE:
         raise ValueError(f"generation={generation!r}: expected one of {', '.join(MFU_TABLE)}")
     if kind not in KIND_FACTOR:
@@ -252,7 +271,8 @@ def default_mfu(generation: str, precision: str = "bf16", kind: str = "pretrain"
     if precision not in PRECISION_FACTOR:
         raise ValueError(f"precision={precision!r}: expected one of {', '.join(PRECISION_FACTOR)}")
     mem = GDDR_MFU_FACTOR if memory_type == "gddr" else 1.0
-    return MFU_TABLE[generation] * KIND_FACTOR[kind] * PRECISION_FACTOR[precision] * mem
+    rows = 1.0 if micro_batch_tokens is None else micro_batch_tokens / (micro_batch_tokens + MICRO_BATCH_HALF_TOKENS)
+    return MFU_TABLE[generation] * KIND_FACTOR[kind] * PRECISION_FACTOR[precision] * mem * rows
 
 
 def effective_precision(gpu: GpuPerf, precision: str,
@@ -307,21 +327,59 @@ def bus_bandwidth_gbs(topology: Topology) -> float:
 
 
 def allreduce_seconds(nbytes: float, topology: Topology, sharding: str = "none") -> float:
-    """Seconds for one ring all-reduce of ``nbytes`` over all GPUs of ``topology``.
+    """Seconds for one all-reduce of ``nbytes`` over all GPUs of ``topology``.
 
-    nccl-tests: time = 2(n-1)/n * S / busbw; hierarchical runs are limited by
-    the slower of the intra-node link and the per-GPU NIC share.  ZeRO-1/2
-    move the same volume as DDP; ZeRO-3 / hybrid 1.5x (ZeRO paper §7).
+    nccl-tests: time = 2(n-1)/n * S / busbw inside a node; across nodes see
+    collective_seconds.  ZeRO-1/2 move the same volume as DDP; ZeRO-3 / hybrid
+    1.5x (ZeRO paper §7).
     """
     if sharding not in _SHARDINGS:
         raise ValueError(f"sharding={sharding!r}: expected one of {', '.join(_SHARDINGS)}")
-    n = topology.n_gpus
-    if n <= 1 or nbytes <= 0:
+    volume = nbytes * (1.5 if sharding in ("zero3", "hybrid") else 1.0)
+    return collective_seconds(volume, topology.n_gpus, topology.gpus_per_node, topology, factor=2.0)
+
+
+def collective_seconds(nbytes: float, ranks: int, local: int, topology: Topology, factor: float = 2.0,
+                       bucket_bytes: float = float("inf")) -> float:
+    """Seconds for a hierarchical collective of ``nbytes`` per rank over ``ranks`` GPUs.
+
+    The ``local`` ranks of a node reduce-scatter (and all-gather) over NVLink/PCIe,
+    then each GPU exchanges its 1/local share with its peers in the other nodes over
+    its share of the node's NICs (what NCCL's rings and trees achieve across nodes):
+      factor * ((g-1)/g * S / B_intra + (N-1)/N * S/g / B_nic)   with g = local, N = ranks/g;
+    factor 2 for an all-reduce, 1 for a reduce-scatter or an all-gather (nccl-tests
+    PERFORMANCE.md).  Each bucket of ``bucket_bytes`` pays a launch latency
+    2(g-1) * a_intra + 2 log2(N) * a_inter.
+    """
+    if ranks <= 1 or nbytes <= 0:
         return 0.0
-    volume = 2.0 * (n - 1) / n * nbytes
-    if sharding in ("zero3", "hybrid"):
-        volume *= 1.5
-    return volume / (bus_bandwidth_gbs(topology) * 1e9)
+    g = max(1, min(local, ranks))
+    nodes = ranks / g
+    seconds = 0.0
+    latency = 0.0
+    if g > 1:
+        seconds += factor * (g - 1) / g * nbytes / (_intra_bus_gbs(topology) * 1e9)
+        latency += 2 * (g - 1) * ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6)
+    if nodes > 1:
+        seconds += factor * (nodes - 1) / nodes * (nbytes / g) / (_inter_bus_gbs(topology) * 1e9)
+        latency += 2 * math.log2(nodes) * NETWORK_LATENCY_S.get(topology.inter_node, 50e-6)
+    return seconds + latency * max(1, math.ceil(nbytes / bucket_bytes))
+
+
+def all_to_all_seconds(nbytes: float, ranks: int, local: int, topology: Topology) -> float:
+    """Seconds for an all-to-all of ``nbytes`` per rank (MoE token dispatch or combine).
+
+    Each rank keeps 1/ranks, sends (local-1)/ranks of its bytes over NVLink/PCIe and
+    (ranks-local)/ranks over its NIC share, both at once (nccl-tests factor (n-1)/n).
+    """
+    if ranks <= 1 or nbytes <= 0:
+        return 0.0
+    g = max(1, min(local, ranks))
+    intra = (g - 1) / ranks * nbytes / (_intra_bus_gbs(topology) * 1e9) if g > 1 else 0.0
+    inter = (ranks - g) / ranks * nbytes / (_inter_bus_gbs(topology) * 1e9) if ranks > g else 0.0
+    latency = ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6) + (
+        NETWORK_LATENCY_S.get(topology.inter_node, 50e-6) if ranks > g else 0.0)
+    return max(intra, inter) + latency
 
 
 def scaling_efficiency(step_compute_s: float, comm_s: float, overlap: float = DEFAULT_OVERLAP,
@@ -337,38 +395,59 @@ def scaling_efficiency(step_compute_s: float, comm_s: float, overlap: float = DE
 # Training
 # ---------------------------------------------------------------------------
 
+def default_global_batch_tokens(kind: str, dp: int, micro_batch: int, seq_len: int) -> float:
+    """Tokens per optimizer step when the workload gives none.
+
+    Pre-training: 4M tokens (Llama 2: 4M; Llama 3 405B: 4M rising to 16M; OLMo 4M);
+    fine-tuning: 512K (128 sequences of 4K, as SFT recipes such as Tulu use).  Never
+    below one micro-batch per data-parallel rank.
+    """
+    base = PRETRAIN_GLOBAL_BATCH_TOKENS if kind == "pretrain" else FINETUNE_GLOBAL_BATCH_TOKENS
+    return float(max(base, dp * micro_batch * seq_len))
+
+
 def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, topology: Topology,
                   precision: str = "bf16", method: str = "full", mfu: float | None = None,
                   kind: str | None = None, recompute: str = "selective",
-                  sharding: str = "none", overlap: float = DEFAULT_OVERLAP,
-                  global_batch_tokens: float = DEFAULT_GLOBAL_BATCH_TOKENS,
-                  tensor_parallel: int = 1, seq_len: int | None = None,
+                  sharding: str = "none", overlap: float | None = None,
+                  global_batch_tokens: float | None = None,
+                  tensor_parallel: int = 1, pipeline_parallel: int = 1, expert_parallel: int = 1,
+                  micro_batch: int = 1, seq_len: int | None = None,
                   lora_rank: int = 16, lora_targets_fraction: float = 1.0,
                   trainable_params: float | None = None,
                   fallback_to_bf16: bool = False) -> SpeedResult:
     """Productive hours to train on ``tokens`` tokens with every GPU of ``topology``.
 
-    model: ModelShape, or a plain (dense) parameter count.
-    FLOPs per token: full 6*P_active (8* with recompute='full'); lora 4*P_active
-    (forward 2P + activation-gradient backward 2P, no weight gradients for the
-    frozen base; +2P with recompute='full'); qlora as lora times
-    QLORA_DEQUANT_FACTOR.  With ``seq_len`` and a shape, PaLM's attention term
-    12*L*h*s (x4/3 with full recompute) is added per token.
-    time = FLOPs / (N * peak * MFU * scaling_efficiency).
-    mfu: None -> default_mfu(gpu.generation, precision, kind); kind defaults
-      to 'pretrain' (full) or method ('lora' / 'qlora'); GDDR GPUs x0.8.
-    Communication per optimizer step (global_batch_tokens tokens): all-reduce
-    of trainable grads (2 B, 4 B in fp32) / t over the data-parallel GPUs,
-    `overlap` of it hidden; with tensor_parallel > 1 and a shape, 4 (6 with
-    full recompute) un-overlapped all-reduces of 2*h B per token per layer
-    inside the node (Megatron TP).  ZeRO-3 parameter gathers are counted once
-    per step (gradient accumulation would repeat them; ignored).
-    Raises ValueError when the precision is unsupported (effective_precision None).
+    The step model, as Megatron/DeepSpeed/FSDP run it.  DP = n / (t*p) replicas each
+    run m = ceil(G / (DP * b * s)) micro-batches of b sequences of s tokens per
+    optimizer step of G = ``global_batch_tokens`` tokens (gradient accumulation).
+      micro-batch on one stage: FLOPs(b*s tokens) / (t*p) / (peak * MFU)
+        + tensor-parallel all-reduces (4 per layer, 6 with full recompute, of b*s*h
+        16-bit values; sequence parallelism moves the same volume)
+        + MoE all-to-alls (dispatch and combine, forward and backward, per MoE layer)
+        + the pipeline send of b*s*h values between stages;
+      pipeline (1F1B): (m + p - 1) micro-batches, the bubble being (p-1)/(m+p-1);
+      gradients: none/zero1 reduce once per step, overlapped with the backward of the
+        last micro-batch; zero2 reduce-scatters each micro-step (overlapped with its
+        backward) and all-gathers once per step; zero3 also all-gathers parameters
+        twice per micro-step, prefetched behind its compute.  Only the part that
+        outlasts the compute it hides behind (and at least the last bucket) counts.
+        ``overlap`` (0..1), when given, replaces that with a flat hidden fraction.
+    FLOPs per token: full 6*P_active (8* with recompute='full'); lora 4*P_active (no
+    weight gradients for the frozen base; +2P with full recompute); qlora times
+    QLORA_DEQUANT_FACTOR; with a shape and ``seq_len``, PaLM's attention term 12*L*h*s
+    (x4/3 with full recompute).  mfu: None -> default_mfu.
+    model: ModelShape, or a plain (dense) parameter count (no TP/EP/PP terms then).
+    Raises ValueError when the precision is unsupported or the layout does not divide.
     """
     if method not in ("full", "lora", "qlora"):
         raise ValueError(f"method={method!r}: expected full, lora or qlora")
     if recompute not in ("none", "selective", "full"):
         raise ValueError(f"recompute={recompute!r}: expected none, selective or full")
+    if sharding not in _SHARDINGS:
+        raise ValueError(f"sharding={sharding!r}: expected one of {', '.join(_SHARDINGS)}")
+    if overlap is not None and not 0.0 <= overlap <= 1.0:
+        raise ValueError(f"overlap={overlap}: expected 0..1")
     prec = effective_precision(gpu, precision, fallback_to_bf16)
     if prec is None:
         raise ValueError(f"{gpu.name} has no {precision} support (set fallback_to_bf16 to run in bf16)")
@@ -376,9 +455,21 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     p_total = float(shape.params if shape else model)
     p_active = float(shape.active_params if shape else model)
     n = topology.n_gpus
-    t = int(tensor_parallel)
-    if t < 1 or n % t or t > topology.gpus_per_node:
+    t, p, e, b = int(tensor_parallel), int(pipeline_parallel), int(expert_parallel), int(micro_batch)
+    if t < 1 or t > topology.gpus_per_node or topology.gpus_per_node % t:
         raise ValueError(f"tensor_parallel={t} must divide gpus_per_node={topology.gpus_per_node}")
+    if p < 1 or n % (t * p):
+        raise ValueError(f"pipeline_parallel={p} x tensor_parallel={t} must divide {n} GPUs")
+    if shape is not None and p > shape.layers:
+        raise ValueError(f"pipeline_parallel={p} exceeds the model's {shape.layers} layers")
+    dp = n // (t * p)
+    moe = shape is not None and shape.moe
+    if e < 1 or dp % e or (e > 1 and not moe):
+        raise ValueError(f"expert_parallel={e} must divide the data-parallel degree {dp} of an MoE model")
+    if sharding in ("zero3", "hybrid") and p > 1:
+        raise ValueError("ZeRO-3 shards parameters that pipeline stages already split: use zero1 with pipeline_parallel")
+    s = int(seq_len or DEFAULT_SEQ_LEN)
+    kind = kind or ("pretrain" if method == "full" else method)
 
     if method == "full":
         per_token = (8.0 if recompute == "full" else 6.0) * p_active
@@ -387,53 +478,81 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
         if method == "qlora":
             per_token *= QLORA_DEQUANT_FACTOR
     if shape is not None and seq_len:
-        per_token += 12.0 * shape.layers * shape.hidden * seq_len * (4 / 3 if recompute == "full" else 1)
+        per_token += 12.0 * shape.layers * shape.hidden * s * (4 / 3 if recompute == "full" else 1)
     flops = per_token * tokens
-
     if mfu is None:
-        mfu = default_mfu(gpu.generation, prec, kind or ("pretrain" if method == "full" else method),
-                          gpu.memory_type)
+        mfu = default_mfu(gpu.generation, prec, kind, gpu.memory_type, micro_batch_tokens=b * s)
     peak = gpu.peak(prec)
 
-    # per optimizer step
-    step_compute = per_token * global_batch_tokens / (n * peak * mfu)
-    if method == "full":
-        trainable = p_total
-    elif trainable_params is not None:
-        trainable = trainable_params
-    elif shape is not None:
-        trainable = lora_params(shape, lora_rank, lora_targets_fraction)
-    else:
-        trainable = DEFAULT_LORA_TRAINABLE_FRACTION * p_total
-    grad_bytes = (4.0 if prec == "fp32" or method != "full" else 2.0) * trainable / t
-    dp_comm = _dp_allreduce_seconds(grad_bytes, topology, t, sharding)
-    tp_comm = 0.0
-    if t > 1 and shape is not None:
-        tokens_per_group = global_batch_tokens / (n // t)
-        msgs = 6 if recompute == "full" else 4
-        vol = msgs * shape.layers * tokens_per_group * 2.0 * shape.hidden * 2.0 * (t - 1) / t
-        tp_comm = vol / (_intra_bus_gbs(topology) * 1e9)
-    eff = scaling_efficiency(step_compute, dp_comm, overlap, unoverlapped_s=tp_comm)
+    G = global_batch_tokens or default_global_batch_tokens(kind, dp, b, s)
+    m = max(1, math.ceil(G / (dp * b * s) - 1e-9))
+    step_tokens = m * dp * b * s
+    micro_tokens = b * s
+    compute = per_token * micro_tokens / (t * p) / (peak * mfu)
+    backward = compute * (6 / 8 if recompute == "full" else 4 / 6)
+    micro = compute
+    local_dp = max(1, min(dp, topology.gpus_per_node // t))
+    if shape is not None:
+        stage_layers = math.ceil(shape.layers / p)
+        act_bytes = micro_tokens * shape.hidden * 2.0
+        if t > 1:
+            msgs = 6 if recompute == "full" else 4
+            micro += msgs * stage_layers * collective_seconds(act_bytes, t, t, topology, 2.0)
+        if e > 1:
+            local_ep = max(1, min(e, topology.gpus_per_node // t))
+            moe_layers = math.ceil(shape.moe_layers / p)
+            msgs = 6 if recompute == "full" else 4
+            micro += msgs * moe_layers * all_to_all_seconds(
+                act_bytes * shape.experts_per_token / t, e, local_ep, topology)
+        if p > 1:
+            cross = t * p > topology.gpus_per_node
+            bw = (_inter_bus_gbs(topology) if cross else _intra_bus_gbs(topology)) * 1e9
+            micro += 2 * act_bytes / t / bw
+    pipeline = (m + p - 1) * micro
 
-    seconds = flops / (n * peak * mfu * eff)
+    # Gradient reduction over the data-parallel replicas (experts among their own replicas).
+    if method == "full":
+        if shape is not None:
+            dense, expert = params_per_gpu(shape, t, p, e)
+        else:
+            dense, expert = p_total / (t * p), 0.0
+        grad_b = 4.0 if prec == "fp32" else 2.0
+    else:
+        if trainable_params is not None:
+            trainable = trainable_params
+        elif shape is not None:
+            trainable = lora_params(shape, lora_rank, lora_targets_fraction)
+        else:
+            trainable = DEFAULT_LORA_TRAINABLE_FRACTION * p_total
+        dense, expert = trainable / (t * p), 0.0
+        grad_b = 2.0 if method == "qlora" else 4.0
+    local_exp = max(1, min(dp // e, topology.gpus_per_node // (t * e)))
+
+    def collective(factor: float) -> float:
+        return (collective_seconds(dense * grad_b, dp, local_dp, topology, factor, BUCKET_BYTES)
+                + collective_seconds(expert * grad_b, dp // e, local_exp, topology, factor, BUCKET_BYTES))
+
+    buckets = max(1, math.ceil((dense + expert) * grad_b / BUCKET_BYTES))
+
+    def exposed(comm: float, window: float) -> float:
+        if overlap is not None:
+            return (1.0 - overlap) * comm
+        return max(comm - window, comm / buckets)
+
+    per_micro = per_step = 0.0
+    if sharding in ("none", "zero1"):
+        per_step = exposed(collective(2.0), backward)
+    elif sharding == "zero2":
+        per_micro = exposed(collective(1.0), backward)
+        per_step = collective(1.0) * (1.0 - overlap if overlap is not None else 1.0)
+    else:  # zero3 / hybrid: gather parameters for forward and backward, reduce-scatter grads
+        per_micro = exposed(3.0 * collective(1.0), micro)
+    step = pipeline + m * per_micro + per_step
+    seconds = flops / per_token / step_tokens * step if step_tokens else 0.0
+    eff = m * compute / step if step > 0 else 1.0
     tps = tokens / seconds if seconds > 0 else float("inf")
     return SpeedResult(work_h=seconds / 3600.0, tokens_per_s=tps, scaling_efficiency=eff,
-                       mfu=mfu, flops=flops, precision=prec, tokens_per_s_per_gpu=tps / n)
-
-
-def _dp_allreduce_seconds(grad_bytes: float, topology: Topology, t: int, sharding: str) -> float:
-    """Gradient all-reduce over the n/t data-parallel ranks.
-
-    All n GPUs communicate at once (one DP ring per TP rank), so each sees the
-    per-GPU bus bandwidth of the full topology; equals allreduce_seconds for t = 1.
-    """
-    if sharding not in _SHARDINGS:
-        raise ValueError(f"sharding={sharding!r}: expected one of {', '.join(_SHARDINGS)}")
-    ranks = topology.n_gpus // t
-    if ranks <= 1:
-        return 0.0
-    volume = 2.0 * (ranks - 1) / ranks * grad_bytes * (1.5 if sharding in ("zero3", "hybrid") else 1.0)
-    return volume / (bus_bandwidth_gbs(topology) * 1e9)
+                       mfu=mfu * eff, flops=flops, precision=prec, tokens_per_s_per_gpu=tps / n)
 
 
 # ---------------------------------------------------------------------------

@@ -51,14 +51,17 @@ A100x8 = dict(gpu="A100-80GB", gpus_per_node=8, vram_gib=80, intra_node="nvlink"
               inter_node_gbps=400)
 
 
-def test_70b_full_finetune_needs_many_80gb_gpus_and_never_a_24gb_card(loaded):
+def test_70b_full_finetune_needs_many_gpus_and_crawls_on_24gb_cards(loaded):
     w = workload(loaded, "ft70")
     one_node = estimate(w, loaded.catalog, Shape(nodes=1, **H100x8), 0.10)
     four_nodes = estimate(w, loaded.catalog, Shape(nodes=4, **H100x8), 0.10)
     assert not one_node.fits and "needs" in one_node.reason
     assert four_nodes.fits and four_nodes.work_h > 0
-    a10g = Shape("A10G", 8, 8, 22.35, "pcie", 64, "efa", 100)
-    assert not estimate(w, loaded.catalog, a10g, 0.10).fits
+    # 16 B/param of model states over 8 cards is 141 GB each; over 64 it is 17.6 GB, which a 24 GB card
+    # holds (ZeRO-3 as DeepSpeed runs it), but PCIe and a 100 Gbit/s network make it many times slower.
+    assert not estimate(w, loaded.catalog, Shape("A10G", 8, 1, 22.35, "pcie", 64, "efa", 100), 0.10).fits
+    many_a10g = estimate(w, loaded.catalog, Shape("A10G", 8, 8, 22.35, "pcie", 64, "efa", 100), 0.10)
+    assert many_a10g.fits and many_a10g.work_h > 10 * four_nodes.work_h
 
 
 def test_fp8_needs_hardware_support_unless_fallback(loaded):
@@ -86,7 +89,8 @@ def test_pcie_and_ethernet_are_visibly_slower(loaded):
     nvlink = estimate(w, loaded.catalog, Shape(nodes=4, **H100x8), 0.10)
     ethernet = estimate(w, loaded.catalog, Shape(**{**H100x8, "inter_node": "ethernet", "inter_node_gbps": 100}, nodes=4), 0.10)
     assert ethernet.work_h > 1.5 * nvlink.work_h
-    lora = workload(loaded, "fp8-flexible")  # an 8B model on one node: the intra-node link decides
+    # an 8B model on one node with a fine-tune's small steps: the intra-node link decides
+    lora = workload(loaded, "fp8-flexible").model_copy(update={"global_batch_tokens": 2**17})
     one_nvlink = estimate(lora, loaded.catalog, Shape(nodes=1, **H100x8), 0.10)
     one_pcie = estimate(lora, loaded.catalog, Shape(**{**H100x8, "intra_node": "pcie", "intra_node_gbs": 128}, nodes=1), 0.10)
     assert one_pcie.work_h > 1.02 * one_nvlink.work_h and one_pcie.scaling_efficiency < one_nvlink.scaling_efficiency

@@ -98,6 +98,40 @@ EXTRA_GPUS = [
      "RTX3070", _N + "NVIDIA Ampere GA102 whitepaper appendix (GeForce RTX 3070; FP32-accumulate dense)"),
     ("RadeonProV520", "RadeonProV520", "AMD", 8, "HBM2", 512, 7.4, 14.7, None, None, None, None, "other",
      "Radeon Pro V520;RadeonProV520", _N + "AMD Radeon Pro V520 spec (Navi 12 / RDNA1; FP16 = packed, no matrix cores)"),
+    # China-market Hopper/Ada parts, AMD's MI300X refresh and Intel Gaudi 3 (all dense figures).
+    ("H800", "H800", "NVIDIA", 80, "HBM3", 3350, 67, 989, 989, 1979, 1979, 400, "hopper",
+     "H800;H800-SXM;H800-SXM5",
+     _N + "NVIDIA H800 Tensor Core GPU datasheet (SXM5 column: H100 SXM's GH100 compute, sparse figures "
+     "halved = 989 BF16/FP16, 1979 FP8/INT8; FP64 cut to ~1 TFLOPS; NVLink 400 GB/s bidirectional vs 900 on "
+     "H100). Verified by search: same die and low-precision compute as H100 SXM, NVLink 400 GB/s "
+     "(philisun.com and aiwiki.ai H800 articles). Not verified: 80 GB HBM3 at 3.35 TB/s (taken from H100 SXM; "
+     "the H800 PCIe card is 80 GB HBM2e 2 TB/s and is not this row)"),
+    ("H20", "H20", "NVIDIA", 96, "HBM3", 4000, 44, 148, 148, 296, 296, 900, "hopper",
+     "H20;HGX-H20",
+     _N + "NVIDIA HGX H20 spec sheet (China-market Hopper, SXM, 400 W: 96 GB HBM3, 4.0 TB/s, BF16/FP16 148, "
+     "FP8/INT8 296, TF32 74, FP32 44 TFLOPS dense, NVLink 900 GB/s). Verified by search: Tom's Hardware "
+     "H20/L20/L2 spec table (Vipera listing, SemiAnalysis figures), tweaktown (H100 SXM 6.68x H20 on FP16 "
+     "tensor = dense 989/148), zangshuxian.com (FP32 44, TF32 74). A 141 GB HBM3e variant also exists"),
+    ("L20", "L20", "NVIDIA", 48, "GDDR6", 864, 59.8, 119.5, 119.5, 239, 239, None, "ada",
+     "L20",
+     _N + "NVIDIA L20 PCIe spec sheet (China-market AD102, 275 W, PCIe 4.0 x16, no NVLink: 48 GB GDDR6 ECC, "
+     "864 GB/s, BF16/FP16 119.5, FP8/INT8 239, TF32 59.8 TFLOPS dense). Verified by search: Tom's Hardware "
+     "H20/L20/L2 spec table; 864 GB/s, 48 GB GDDR6 (technical.city, topcpu.net). FP32 = the TF32 figure, as on "
+     "the L40/Ada datasheets (11776 cores x 2.52 GHz x 2 = 59.35 per topcpu.net)"),
+    ("MI325X", "MI325X", "AMD", 256, "HBM3e", 6000, 163.4, 1307.4, 1307.4, 2614.9, 2614.9, 896, "cdna3",
+     "MI325X",
+     _N + "AMD Instinct MI325X datasheet (CDNA3, same compute as MI300X: FP32 163.4, FP16/BF16 1307.4, FP8 "
+     "2614.9 dense (5229.8 sparse); 256 GB HBM3E, 6 TB/s; 7 Infinity Fabric links = 896 GB/s peak aggregate, "
+     "as the MI300X row). Verified by search: awesomeagents.ai and aiwiki.ai MI325X spec pages (256 GB HBM3e, "
+     "6 TB/s, FP16/BF16 1307.4, FP8 2614.9, FP32 163.4), wiaix.com (seven Infinity Fabric links). Not verified: "
+     "INT8 (assumed = FP8, as on MI300X)"),
+    ("Gaudi3", "Gaudi3", "Intel", 128, "HBM2e", 3700, None, None, 1835, 1835, None, None, "other",
+     "Gaudi3;Gaudi-3",
+     _N + "Intel Gaudi 3 AI Accelerator white paper / Hot Chips 2024 spec table (OAM, 900 W air-cooled: BF16 "
+     "and FP8 matrix 1835 TFLOPS, BF16 vector 28.7; 128 GB HBM2e, 3.67 TB/s = marketed 3.7 TB/s). Verified by "
+     "search: the Hot Chips 2024 slides (sgpjbg.com copy) and yobitel.com. FP32/FP16/INT8 matrix rates not in "
+     "the verified table: left empty. Scale-up is 24x 200 GbE RoCE on the chip (1200 GB/s bidirectional), not "
+     "NVLink: nvlink_gbs empty. generation 'other' (the planner has no Gaudi generation)"),
 ]
 # A10G: NVIDIA publishes no tensor figures; the shared row leaves them empty.
 A10G_FILL = {"fp32_tflops": 31.2, "fp16_tflops": 70, "bf16_tflops": 70, "int8_tops": 140}
@@ -130,9 +164,147 @@ def build_gpus(data: Path) -> pd.DataFrame:
 
 # ---------------------------------------------------------------- models
 MODEL_COLUMNS = ["name", "hf_repo", "params", "active_params", "layers", "hidden", "heads",
-                 "kv_heads", "head_dim", "ffn", "vocab", "max_context", "tied_embeddings", "source"]
+                 "kv_heads", "head_dim", "ffn", "vocab", "max_context", "tied_embeddings",
+                 "experts", "experts_per_token", "expert_params", "source"]
 MODEL_SLUGS = {"GPT-2 (124M)": "gpt2", "GPT-2 XL (1.5B)": "gpt2-xl", "Mistral-7B-v0.1": "mistral-7b",
                "Mixtral-8x7B-v0.1": "mixtral-8x7b"}
+# MoE columns for shared-data rows (not in the shared file): name -> (experts, experts_per_token,
+# expert_params).  Mixtral: 32 layers x 8 experts x SwiGLU 3 x 4096 x 14336 (HF config.json).
+SHARED_MOE = {"mixtral-8x7b": (8, 2, 32 * 8 * 3 * 4096 * 14336)}
+SHARED_MOE_SOURCE = ("; experts/experts_per_token/expert_params from HF config.json (num_local_experts 8, "
+                     "num_experts_per_tok 2; 32 x 8 x 3 x 4096 x 14336)")
+
+
+def decoder_params(vocab, hidden, layers, heads, kv_heads, head_dim, ffn, tied, *, qkv_bias=False,
+                   qk_norm=False, norms_per_layer=2, extra=0):
+    """Parameter count of a Llama-style decoder from its HF config.json: embedding V*h (twice unless
+    tie_word_embeddings), per layer q/k/v/o (GQA widths), gate/up/down 3*h*ffn and the norms, final norm."""
+    attn = hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
+    attn += (heads * head_dim + 2 * kv_heads * head_dim if qkv_bias else 0) + (2 * head_dim if qk_norm else 0)
+    per_layer = attn + 3 * hidden * ffn + norms_per_layer * hidden
+    return vocab * hidden * (1 if tied else 2) + layers * per_layer + hidden + extra
+
+
+def siglip_params(d=1152, layers=27, ffn=4304, patch=14, image=896):
+    """Gemma 3's SigLIP vision tower (vision_config; biases included, no pooling head)."""
+    embed = 3 * patch * patch * d + d + (image // patch) ** 2 * d
+    layer = 4 * (d * d + d) + (d * ffn + ffn) + (ffn * d + d) + 4 * d
+    return embed + layers * layer + 2 * d
+
+
+def _moe_active(params, experts, per_token, expert_params):
+    """Active = all parameters but the routed experts a token does not use (the Mixtral row's rule)."""
+    return params - expert_params * (experts - per_token) // experts
+
+
+# DeepSeek-V3 (config.json): MLA per layer = q_a 7168x1536 + norm + q_b 1536x(128 x 192) + kv_a 7168x(512+64)
+# + norm + kv_b 512x(128 x (128+128)) + o (128 x 128)x7168; 3 dense layers (18432), 58 MoE layers of
+# 256 routed + 1 shared expert (2048) + router 256x7168 (+256 bias); MTP module (num_nextn_predict_layers) excluded.
+_DSV3_MLA = 7168 * 1536 + 1536 + 1536 * 128 * 192 + 7168 * 576 + 512 + 512 * 128 * 256 + 128 * 128 * 7168
+_DSV3_EXPERTS = 58 * 256 * 3 * 7168 * 2048
+_DSV3_PARAMS = (129280 * 7168 * 2 + 61 * (_DSV3_MLA + 2 * 7168) + 3 * 3 * 7168 * 18432
+                + 58 * (3 * 7168 * 2048 + 256 * 7168 + 256) + _DSV3_EXPERTS + 7168)
+# Qwen3-30B-A3B (config.json): 48 MoE layers, 128 experts of 768, router 128x2048, QK norm.
+_Q3MOE_EXPERTS = 48 * 128 * 3 * 2048 * 768
+_Q3MOE_PARAMS = decoder_params(151936, 2048, 48, 32, 4, 128, 0, False, qk_norm=True,
+                               extra=48 * 128 * 2048 + _Q3MOE_EXPERTS)
+_GEMMA3_VISION = siglip_params()   # + multi_modal_projector (1152 x hidden) and its 1152 norm
+
+_NM = "not in shared data; "
+_CK = "; config values checked by search against published copies of config.json"
+EXTRA_MODELS = [
+    dict(name="deepseek-v3", hf_repo="deepseek-ai/DeepSeek-V3", params=_DSV3_PARAMS,
+         active_params=_moe_active(_DSV3_PARAMS, 256, 8, _DSV3_EXPERTS), layers=61, hidden=7168, heads=128,
+         kv_heads=1, head_dim=288, ffn=2048, vocab=129280, max_context=131072, tied_embeddings=False,
+         experts=256, experts_per_token=8, expert_params=_DSV3_EXPERTS,
+         source=_NM + "HF config.json (deepseek-ai/DeepSeek-V3: 61 layers, hidden 7168, 128 heads, q_lora_rank "
+         "1536, kv_lora_rank 512, qk_nope/qk_rope/v_head_dim 128/64/128, first_k_dense_replace 3 with "
+         "intermediate_size 18432, 256 routed + 1 shared expert, moe_intermediate_size 2048, 8 per token, "
+         "vocab 129280, max_position_embeddings 163840) + DeepSeek-V3 technical report (arXiv:2412.19437: "
+         "671B total, 37B active, 128K context); note: MLA caches kv_lora_rank + qk_rope_head_dim = 512 + 64 = "
+         "576 elements per token per layer, written as kv_heads 1 x head_dim 288 (2 x 1 x 288 = 576; not the "
+         "attention head width); ffn = one routed expert's width (dense layers 18432); params computed from "
+         "the config for the main model (the paper's 671B; the HF checkpoint's 685B adds the MTP module); "
+         "active = params less unused routed experts, incl. embeddings (paper: 37B)" + _CK),
+    dict(name="qwen3-30b-a3b", hf_repo="Qwen/Qwen3-30B-A3B", params=_Q3MOE_PARAMS,
+         active_params=_moe_active(_Q3MOE_PARAMS, 128, 8, _Q3MOE_EXPERTS), layers=48, hidden=2048, heads=32,
+         kv_heads=4, head_dim=128, ffn=768, vocab=151936, max_context=40960, tied_embeddings=False,
+         experts=128, experts_per_token=8, expert_params=_Q3MOE_EXPERTS,
+         source=_NM + "HF config.json (Qwen/Qwen3-30B-A3B: num_experts 128, num_experts_per_tok 8, "
+         "moe_intermediate_size 768, no shared expert, head_dim 128, QK norm, max_position_embeddings 40960) "
+         "+ Qwen3 model card (30.5B total, 3.3B active, 32768 native context, 131072 with YaRN); note: params "
+         "computed from config; ffn = one expert's width" + _CK),
+    dict(name="llama-3.2-1b", hf_repo="meta-llama/Llama-3.2-1B",
+         params=decoder_params(128256, 2048, 16, 32, 8, 64, 8192, True), layers=16, hidden=2048, heads=32,
+         kv_heads=8, head_dim=64, ffn=8192, vocab=128256, max_context=131072, tied_embeddings=True,
+         source=_NM + "HF config.json (head_dim 64, tie_word_embeddings true, rope_scaling llama3 factor 32) "
+         "+ Llama 3.2 model card (1.23B); note: params computed from config" + _CK),
+    dict(name="llama-3.2-3b", hf_repo="meta-llama/Llama-3.2-3B",
+         params=decoder_params(128256, 3072, 28, 24, 8, 128, 8192, True), layers=28, hidden=3072, heads=24,
+         kv_heads=8, head_dim=128, ffn=8192, vocab=128256, max_context=131072, tied_embeddings=True,
+         source=_NM + "HF config.json (tie_word_embeddings true, rope_scaling llama3 factor 32) + Llama 3.2 "
+         "model card (3.21B); note: params computed from config" + _CK),
+    dict(name="llama-3.3-70b", hf_repo="meta-llama/Llama-3.3-70B-Instruct",
+         params=decoder_params(128256, 8192, 80, 64, 8, 128, 28672, False), layers=80, hidden=8192, heads=64,
+         kv_heads=8, head_dim=128, ffn=28672, vocab=128256, max_context=131072, tied_embeddings=False,
+         source=_NM + "HF config.json (same shape as Llama-3.1-70B; only an Instruct checkpoint is published) "
+         "+ Llama 3.3 model card (70B, 128K context); note: params computed from config = the Llama-3.1-70B "
+         "count; this config was not re-fetched here"),
+    dict(name="qwen2.5-14b", hf_repo="Qwen/Qwen2.5-14B",
+         params=decoder_params(152064, 5120, 48, 40, 8, 128, 13824, False, qkv_bias=True), layers=48,
+         hidden=5120, heads=40, kv_heads=8, head_dim=128, ffn=13824, vocab=152064, max_context=131072,
+         tied_embeddings=False,
+         source=_NM + "HF config.json (base max_position_embeddings 131072) + Qwen2.5 model card (14.7B, "
+         "13.1B non-embedding); note: QKV bias; params computed from config; Instruct config ships 32768 + YaRN" + _CK),
+    dict(name="qwen2.5-32b", hf_repo="Qwen/Qwen2.5-32B",
+         params=decoder_params(152064, 5120, 64, 40, 8, 128, 27648, False, qkv_bias=True), layers=64,
+         hidden=5120, heads=40, kv_heads=8, head_dim=128, ffn=27648, vocab=152064, max_context=131072,
+         tied_embeddings=False,
+         source=_NM + "HF config.json (base max_position_embeddings 131072) + Qwen2.5 model card (32.5B, "
+         "31.0B non-embedding); note: QKV bias; params computed from config; Instruct config ships 32768 + YaRN" + _CK),
+    dict(name="qwen3-8b", hf_repo="Qwen/Qwen3-8B",
+         params=decoder_params(151936, 4096, 36, 32, 8, 128, 12288, False, qk_norm=True), layers=36,
+         hidden=4096, heads=32, kv_heads=8, head_dim=128, ffn=12288, vocab=151936, max_context=40960,
+         tied_embeddings=False,
+         source=_NM + "HF config.json (head_dim 128, QK norm, max_position_embeddings 40960) + Qwen3 model card "
+         "(8.2B; 32768 native context, 131072 with YaRN); note: params computed from config" + _CK),
+    dict(name="qwen3-32b", hf_repo="Qwen/Qwen3-32B",
+         params=decoder_params(151936, 5120, 64, 64, 8, 128, 25600, False, qk_norm=True), layers=64,
+         hidden=5120, heads=64, kv_heads=8, head_dim=128, ffn=25600, vocab=151936, max_context=40960,
+         tied_embeddings=False,
+         source=_NM + "HF config.json (64 heads x head_dim 128 > hidden 5120, QK norm, max_position_embeddings "
+         "40960) + Qwen3 model card (32.8B; 32768 native, 131072 with YaRN); note: params computed from config" + _CK),
+    dict(name="gemma-3-27b", hf_repo="google/gemma-3-27b-pt",
+         params=decoder_params(262208, 5376, 62, 32, 16, 128, 21504, True, qk_norm=True, norms_per_layer=4,
+                               extra=_GEMMA3_VISION + 1152 * 5376 + 1152),
+         layers=62, hidden=5376, heads=32, kv_heads=16, head_dim=128, ffn=21504, vocab=262208,
+         max_context=131072, tied_embeddings=True,
+         source=_NM + "HF config.json (text_config: head_dim 128, query_pre_attn_scalar 168, sliding_window "
+         "1024, sliding_window_pattern 6; vision_config: SigLIP 27 x 1152, 896 px) + Gemma 3 technical report "
+         "(27B, 128K context); note: 5 local (1024-token window) : 1 global attention; params computed from "
+         "config incl. the 417M vision tower and projector (text decoder alone 27,009,346,304)" + _CK),
+    dict(name="gemma-3-12b", hf_repo="google/gemma-3-12b-pt",
+         params=decoder_params(262208, 3840, 48, 16, 8, 256, 15360, True, qk_norm=True, norms_per_layer=4,
+                               extra=_GEMMA3_VISION + 1152 * 3840 + 1152),
+         layers=48, hidden=3840, heads=16, kv_heads=8, head_dim=256, ffn=15360, vocab=262208,
+         max_context=131072, tied_embeddings=True,
+         source=_NM + "HF config.json (text_config: head_dim 256, sliding_window 1024, sliding_window_pattern 6; "
+         "vision_config: SigLIP 27 x 1152, 896 px) + Gemma 3 technical report (12B, 128K context); note: 5 local "
+         "(1024-token window) : 1 global attention; params computed from config incl. the 417M vision tower and "
+         "projector (text decoder alone 11,766,034,176)" + _CK),
+    dict(name="phi-4", hf_repo="microsoft/phi-4",
+         params=decoder_params(100352, 5120, 40, 40, 10, 128, 17920, False), layers=40, hidden=5120, heads=40,
+         kv_heads=10, head_dim=128, ffn=17920, vocab=100352, max_context=16384, tied_embeddings=False,
+         source=_NM + "HF config.json (Phi3ForCausalLM: 40 heads / 10 KV, fused qkv and gate_up, "
+         "max_position_embeddings 16384) + Phi-4 technical report / model card (14B); note: params computed "
+         "from config" + _CK),
+    dict(name="mistral-small-24b", hf_repo="mistralai/Mistral-Small-24B-Base-2501",
+         params=decoder_params(131072, 5120, 40, 32, 8, 128, 32768, False), layers=40, hidden=5120, heads=32,
+         kv_heads=8, head_dim=128, ffn=32768, vocab=131072, max_context=32768, tied_embeddings=False,
+         source=_NM + "HF config.json (head_dim 128: 32 heads x 128 = 4096 < hidden 5120, Tekken vocab 131072, "
+         "max_position_embeddings 32768) + Mistral Small 3 model card (24B, 32k context); note: params "
+         "computed from config" + _CK),
+]
 
 
 def build_models(data: Path) -> pd.DataFrame:
@@ -141,8 +313,17 @@ def build_models(data: Path) -> pd.DataFrame:
     m["ffn"] = m["intermediate_size"]
     m["source"] = [f"shared data models.csv ({mo}): {s}" + (f"; note: {n}" if n else "")
                    for mo, s, n in zip(m["model"], m["source"], m["notes"])]
-    assert m["name"].is_unique
-    return m[MODEL_COLUMNS].sort_values("name").reset_index(drop=True)
+    for col, i in (("experts", 0), ("experts_per_token", 1), ("expert_params", 2)):
+        m[col] = [SHARED_MOE[n][i] if n in SHARED_MOE else None for n in m["name"]]
+    m["source"] = [s + SHARED_MOE_SOURCE if n in SHARED_MOE else s for n, s in zip(m["name"], m["source"])]
+    # the parameter formula reproduces the shared rows it applies to (Llama 3.1 70B; Qwen2.5 with QKV bias)
+    shared = dict(zip(m["name"], m["params"]))
+    assert decoder_params(128256, 8192, 80, 64, 8, 128, 28672, False) == shared["llama-3.1-70b"]
+    assert decoder_params(152064, 3584, 28, 28, 4, 128, 18944, False, qkv_bias=True) == shared["qwen2.5-7b"]
+    extra = [dict(e, active_params=e.get("active_params", e["params"])) for e in EXTRA_MODELS]  # dense: = params
+    out = pd.DataFrame(m[MODEL_COLUMNS].to_dict("records") + extra, columns=MODEL_COLUMNS)
+    assert out["name"].is_unique
+    return out.sort_values("name").reset_index(drop=True)
 
 
 # ---------------------------------------------------------------- providers

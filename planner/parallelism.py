@@ -1,0 +1,200 @@
+"""How a training job is laid out over a shape's GPUs, and the search for the fastest layout that fits.
+
+Physics layer: plain numbers and frozen dataclasses.  A layout is what Megatron-LM,
+DeepSpeed and FSDP let a team choose: tensor parallelism inside a node (TP), pipeline
+stages (PP), data-parallel replicas (DP), expert parallelism among those replicas (EP,
+MoE only), the ZeRO stage over DP, activation recomputation, the micro-batch and
+sequence parallelism.  `best_layout` tries them (Metis and Sailor do this for one job;
+a rental planner does it for every hardware shape it prices) and keeps the one that
+finishes soonest; fields the workload pins are not searched.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+from . import memory as mem
+from . import speed
+
+ZERO_STAGES = ("none", "zero1", "zero2", "zero3")
+RECOMPUTE = ("selective", "full")  # 'none' stores what 'selective' does under FlashAttention, so it is never faster
+MICRO_BATCHES = (1, 2, 4, 8)
+TENSOR_PARALLEL = (1, 2, 4, 8)
+PIPELINE_PARALLEL = (1, 2, 4, 8, 16, 32)
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    zero: str = "none"
+    recompute: str = "selective"
+    micro_batch: int = 1
+    sequence_parallel: bool = False
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def label(self) -> str:
+        """`TP8 PP16 DP64 zero1 SP selective mb1`: the layout in one short, parseable string."""
+        parts = [f"TP{self.tp}", f"PP{self.pp}", f"DP{self.dp}"]
+        if self.ep > 1:
+            parts.append(f"EP{self.ep}")
+        parts.append(self.zero)
+        if self.sequence_parallel:
+            parts.append("SP")
+        parts += [self.recompute, f"mb{self.micro_batch}"]
+        return " ".join(parts)
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "label": self.label}
+
+    @classmethod
+    def parse(cls, label: str) -> "Layout":
+        """The inverse of `label`."""
+        num = {k: int(v) for k, v in re.findall(r"\b(TP|PP|DP|EP|mb)(\d+)\b", label)}
+        words = label.split()
+        return cls(tp=num.get("TP", 1), pp=num.get("PP", 1), dp=num.get("DP", 1), ep=num.get("EP", 1),
+                   zero=next(w for w in words if w in ZERO_STAGES), recompute=next(w for w in words if w in (
+                       "none", "selective", "full")), micro_batch=num.get("mb", 1), sequence_parallel="SP" in words)
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """What the workload fixes; None is searched."""
+
+    tp: int | None = None
+    pp: int | None = None
+    ep: int | None = None
+    zero: str | None = None
+    recompute: str | None = None
+    micro_batch: int | None = None
+    sequence_parallel: bool | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A training job's physics inputs apart from its token count and the hardware."""
+
+    shape: mem.ModelShape
+    method: str = "full"
+    precision: str = "bf16"
+    optimizer: str = "adamw"
+    seq_len: int = 4096
+    global_batch_tokens: float | None = None
+    kind: str = "pretrain"
+    mfu: float | None = None
+    overlap: float | None = None
+    lora_rank: int = 16
+    paged_optimizer: bool | None = None
+    fallback_to_bf16: bool = False
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The layout chosen on one shape, its memory and the time per token."""
+
+    layout: Layout
+    memory: mem.MemoryBreakdown
+    seconds_per_token: float
+    scaling_efficiency: float
+    mfu: float
+    precision: str
+
+
+def micro_batches(job: Job, layout: Layout) -> int:
+    """Micro-batches per optimizer step per data-parallel replica, m = ceil(G / (DP*b*s))."""
+    g = job.global_batch_tokens or speed.default_global_batch_tokens(job.kind, layout.dp, layout.micro_batch,
+                                                                     job.seq_len)
+    return max(1, math.ceil(g / (layout.dp * layout.micro_batch * job.seq_len) - 1e-9))
+
+
+def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBreakdown:
+    return mem.training_memory(
+        job.shape, method=job.method, precision=job.precision, optimizer=job.optimizer, sharding=layout.zero,
+        gpus=layout.gpus, gpus_per_node=gpus_per_node, seq_len=job.seq_len, micro_batch=layout.micro_batch,
+        activation_checkpointing=layout.recompute, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
+        expert_parallel=layout.ep, sequence_parallel=layout.sequence_parallel,
+        in_flight=min(layout.pp, micro_batches(job, layout)), paged_optimizer=job.paged_optimizer,
+        lora_rank=job.lora_rank)
+
+
+def layout_speed(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.Topology) -> speed.SpeedResult:
+    """The step model for one layout, over 1e9 tokens (time is linear in tokens)."""
+    return speed.training_time(
+        job.shape, tokens=1e9, gpu=gpu, topology=topology, precision=job.precision, method=job.method, mfu=job.mfu,
+        kind=job.kind, recompute=layout.recompute, sharding=layout.zero, overlap=job.overlap,
+        global_batch_tokens=job.global_batch_tokens, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
+        expert_parallel=layout.ep, micro_batch=layout.micro_batch, seq_len=job.seq_len, lora_rank=job.lora_rank,
+        fallback_to_bf16=job.fallback_to_bf16)
+
+
+def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
+    """Every layout of `gpus` GPUs the pinned fields allow, lightest memory last within each group."""
+    shape = job.shape
+    tps = [pinned.tp] if pinned.tp else [t for t in TENSOR_PARALLEL if t <= gpus_per_node and gpus_per_node % t == 0
+                                         and shape.heads % t == 0]
+    for tp in tps:
+        pps = [pinned.pp] if pinned.pp else [p for p in PIPELINE_PARALLEL if p <= shape.layers]
+        for pp in pps:
+            if gpus % (tp * pp) or (pp > 1 and pinned.zero == "zero3"):
+                continue
+            dp = gpus // (tp * pp)
+            eps = [pinned.ep] if pinned.ep else [1] + [e for e in (2, 4, 8, 16, 32, 64, 128, 256)
+                                                      if shape.moe and e <= dp and dp % e == 0
+                                                      and shape.experts % e == 0]
+            for ep in eps:
+                zeros = [pinned.zero] if pinned.zero else [z for z in ZERO_STAGES if (dp > 1 or z == "none")
+                                                           and (pp == 1 or z in ("none", "zero1"))]
+                for zero in zeros:
+                    for recompute in [pinned.recompute] if pinned.recompute else RECOMPUTE:
+                        sp = pinned.sequence_parallel if pinned.sequence_parallel is not None else tp > 1
+                        yield [Layout(tp, pp, dp, ep, zero, recompute, mb, sp)
+                               for mb in ([pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES)]
+
+
+@lru_cache(maxsize=8192)
+def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib: float, headroom: float,
+                pinned: Pinned = Pinned()) -> tuple[Choice | None, str]:
+    """The layout that finishes soonest among those that fit; (None, why) when none does.
+
+    Ties go to the smaller memory, then to the label, so the choice is deterministic.
+    Micro-batches are tried smallest first and stop at the first that does not fit.
+    """
+    best: tuple | None = None
+    lightest: tuple[float, Layout] | None = None
+    reason = ""
+    for group in layouts(job, topology.n_gpus, topology.gpus_per_node, pinned):
+        for layout in group:
+            try:
+                memory = layout_memory(job, layout, topology.gpus_per_node)
+            except ValueError as exc:
+                reason = str(exc)
+                break
+            if lightest is None or memory.total < lightest[0]:
+                lightest = (memory.total, layout, memory)
+            if not mem.fits(memory, vram_gib, headroom):
+                break
+            try:
+                result = layout_speed(job, layout, gpu, topology)
+            except ValueError as exc:
+                reason = str(exc)
+                break
+            key = (result.work_h, memory.total, layout.label)
+            if best is None or key < best[0]:
+                best = (key, Choice(layout, memory, result.work_h * 3600 / 1e9, result.scaling_efficiency,
+                                    result.mfu, result.precision))
+    if best is not None:
+        return best[1], ""
+    if lightest is not None:
+        need = lightest[2].total * (1 + headroom)
+        return Choice(lightest[1], lightest[2], math.inf, 0.0, 0.0, job.precision), (
+            f"needs {need:.1f} GiB per GPU (with {headroom:.0%} headroom) even as {lightest[1].label}, "
+            f"{gpu.name} has {vram_gib:.1f} GiB")
+    return None, reason or "no layout divides these GPUs"
