@@ -19,7 +19,7 @@ import pandas as pd
 from . import costmodel
 from .catalog import Catalog, offers_for
 from .domain import Override, Scenario, Workload
-from .estimate import Estimate, Shape, checkpoint_size_gib, estimate
+from .estimate import Estimate, Shape, checkpoint_size_gib, estimate, layout_text
 from .limits import COST_RESOLUTION_USD, Limits, quota_mask
 
 HOURS_PER_MONTH = 730.0
@@ -355,7 +355,7 @@ def _auto_interval(inputs: costmodel.CandidateInputs) -> float:
 
 
 def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.CostResult, memory_gib: float,
-                   precision: str | None) -> dict:
+                   precision: str | None, parallelism: str = "") -> dict:
     parts = {k: unit.breakdown[k] * row.price for k in BREAKDOWN if k not in ("storage", "egress")}
     parts["storage"] = row.storage_h * unit.wall_h
     parts["egress"] = row.egress
@@ -374,7 +374,7 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
         **{f"usd_{k}": v for k, v in parts.items()},
         "storage_usd_per_h": row.storage_h, "memory_gib": memory_gib, "vram_gib": float(row.gpu_vram_gib),
         "billing_granularity_h": row.granularity_h, "billing_minimum_h": row.minimum_h,
-        "precision": precision,
+        "precision": precision, "parallelism": parallelism,
     }
 
 
@@ -695,7 +695,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             missed.append((row, unit))
         else:
             est = physics.estimates[physics.shape[at[i]]]
-            candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision)
+            candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision, layout_text(est))
             out.append(candidate)
             chosen.append(i)
             dominator_hi.append(candidate["cost_usd"])

@@ -267,9 +267,10 @@ def _estimate_inference(workload: Workload, catalog: Catalog, arch: ModelArch | 
     for tp in choices:
         batch = mem.kv_batch_that_fits(model, shape.vram_gib, headroom, weight_precision=workload.precision,
                                        kv_precision=gen.kv_precision, context_tokens=context, tensor_parallel=tp,
-                                       most=gen.batch)
+                                       prompt_tokens=gen.prompt_tokens, most=gen.batch)
         breakdown = mem.inference_memory(model, weight_precision=workload.precision, kv_precision=gen.kv_precision,
-                                         batch=max(batch, 1), context_tokens=context, tensor_parallel=tp)
+                                         batch=max(batch, 1), context_tokens=context, tensor_parallel=tp,
+                                         prompt_tokens=gen.prompt_tokens)
         if batch < 1:
             closest = closest or (breakdown, tp)
             continue

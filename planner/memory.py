@@ -75,6 +75,15 @@ WEIGHT_BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0,
 INT4_SCALE_BYTES_PER_PARAM = 0.25 / 8
 KV_BYTES_PER_ELEM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
 
+# Bytes per logit (one token, one vocabulary entry) at the loss.  Megatron's fused, vocab-parallel
+# cross-entropy keeps the fp32 logits (4, Korthikanti §4.3).  Hugging Face Transformers, which
+# fine-tuning stacks (PEFT, TRL) run, keeps the 16-bit LM-head output (2), its fp32 upcast held by
+# the model output (4), the log-softmax saved for backward (4) and the loss gradient (4): 14.  This
+# is what makes long-context fine-tunes run out of memory (Unsloth's chunked cross-entropy exists to
+# avoid it): with it, Unsloth's published Hugging Face maximum contexts are reproduced.
+FUSED_LOGIT_BYTES = 4.0
+UNFUSED_LOGIT_BYTES = 14.0
+
 # Inference activation working set: tokens processed in one forward pass are
 # capped by the scheduler's token budget (vLLM chunked prefill,
 # max_num_batched_tokens ~ 8192); judgement, small next to weights + KV.
@@ -252,14 +261,16 @@ def activation_bytes_per_layer(*, seq_len: int, micro_batch: int, hidden: int, h
 def activation_bytes(shape: ModelShape, *, seq_len: int, micro_batch: int,
                      recompute: str = "selective", tensor_parallel: int = 1,
                      flash_attention: bool = True, pipeline_parallel: int = 1,
-                     in_flight: int = 1, sequence_parallel: bool = False) -> float:
+                     in_flight: int = 1, sequence_parallel: bool = False,
+                     logit_bytes: float = FUSED_LOGIT_BYTES) -> float:
     """Activation bytes on the busiest GPU: the first pipeline stage.
 
     ceil(L/p) layers per stage times the micro-batches in flight there (1F1B keeps
     min(p, m) of them; Korthikanti §4.3: about L layers' worth at p = m), plus with
     full recompute one layer's working set (recomputed during its backward), plus the
-    output-layer term 4*s*b*h + 4*s*b*V/t (fp32 logits, vocab-parallel) and embedding
-    input 8*s*b.  MoE layers store the activations of the experts_per_token experts.
+    output-layer term 4*s*b*h + logit_bytes*s*b*V/t (vocab-parallel logits and their
+    gradient) and embedding input 8*s*b.  MoE layers store the activations of the
+    experts_per_token experts.
     """
     s, b, t = seq_len, micro_batch, tensor_parallel
     kw = dict(seq_len=s, micro_batch=b, hidden=shape.hidden, heads=shape.heads,
@@ -269,8 +280,20 @@ def activation_bytes(shape: ModelShape, *, seq_len: int, micro_batch: int,
     total = stage_layers * max(in_flight, 1) * activation_bytes_per_layer(recompute=recompute, **kw)
     if recompute == "full":
         total += activation_bytes_per_layer(recompute="none", **kw)
-    total += 4.0 * s * b * shape.hidden + 4.0 * s * b * shape.vocab / t + 8.0 * s * b
+    total += 4.0 * s * b * shape.hidden + logit_bytes * s * b * shape.vocab / t + 8.0 * s * b
     return total
+
+
+def lora_dropout_bytes(shape: ModelShape, *, seq_len: int, micro_batch: int, tensor_parallel: int = 1,
+                       pipeline_parallel: int = 1, in_flight: int = 1) -> float:
+    """Activations LoRA adds: PEFT applies dropout to the input of every adapted linear before its
+    A matrix, so each keeps its own 16-bit copy of that input: 2 * (3h + q_out + 2h + ffn) bytes per
+    token per layer for q, k, v, o, gate, up and down (litgpt's Llama 2 7B LoRA at 1,304 tokens:
+    7.8 GB per sequence measured, 7.9 GB with this term on top of activation_bytes)."""
+    q_out = shape.heads * shape.head_dim
+    widths = 3 * shape.hidden + q_out + 2 * shape.hidden + shape.mlp_width
+    layers = ceil(shape.layers / max(pipeline_parallel, 1)) * max(in_flight, 1)
+    return 2.0 * seq_len * micro_batch * widths / tensor_parallel * layers
 
 
 # ---------------------------------------------------------------------------
@@ -298,7 +321,7 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
                     activation_checkpointing: str = "selective", tensor_parallel: int = 1,
                     pipeline_parallel: int = 1, expert_parallel: int = 1,
                     sequence_parallel: bool = False, in_flight: int | None = None,
-                    paged_optimizer: bool | None = None,
+                    paged_optimizer: bool | None = None, logit_bytes: float = FUSED_LOGIT_BYTES,
                     lora_rank: int = 16, lora_targets_fraction: float = 1.0,
                     flash_attention: bool = True,
                     overhead_gib: float = FRAMEWORK_OVERHEAD_GIB) -> MemoryBreakdown:
@@ -318,6 +341,7 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
     tensor_parallel t (inside a node), pipeline_parallel p, expert_parallel e: see
       params_per_gpu; sequence_parallel divides the TP-replicated activations.
     in_flight: micro-batches whose activations the first stage holds (default p).
+    logit_bytes: bytes per logit at the loss (FUSED_LOGIT_BYTES or UNFUSED_LOGIT_BYTES).
     paged_optimizer: optimizer state in paged (unified) memory, on the GPU only for
       the step, when activations are freed: the peak is weights + grads +
       max(activations, optimizer), so only the excess over the activations is
@@ -382,8 +406,11 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
     act = activation_bytes(shape, seq_len=seq_len, micro_batch=micro_batch,
                            recompute=activation_checkpointing, tensor_parallel=t,
                            flash_attention=flash_attention, pipeline_parallel=p,
-                           in_flight=p if in_flight is None else min(in_flight, p),
-                           sequence_parallel=sequence_parallel)
+                           in_flight=p if in_flight is None else in_flight,
+                           sequence_parallel=sequence_parallel, logit_bytes=logit_bytes)
+    if method != "full" and activation_checkpointing != "full":
+        act += lora_dropout_bytes(shape, seq_len=seq_len, micro_batch=micro_batch, tensor_parallel=t,
+                                  pipeline_parallel=p, in_flight=p if in_flight is None else in_flight)
     if paged_optimizer if paged_optimizer is not None else method == "qlora":
         o = max(0.0, o - act)
     return MemoryBreakdown(weights=w / GIB, gradients=g / GIB, optimizer=o / GIB,
@@ -425,22 +452,23 @@ def weight_bytes(shape: ModelShape, precision: str = "bf16") -> float:
 
 def inference_memory(shape: ModelShape, *, weight_precision: str = "bf16",
                      kv_precision: str = "bf16", batch: int = 1, context_tokens: int = 4096,
-                     tensor_parallel: int = 1,
+                     tensor_parallel: int = 1, prompt_tokens: int | None = None,
                      overhead_gib: float = FRAMEWORK_OVERHEAD_GIB) -> MemoryBreakdown:
     """Per-GPU serving memory (GiB) of one tensor-parallel replica.
 
     weights = weight_bytes / t; kv_cache = kv_bytes_per_token(t) * batch *
     context_tokens (context_tokens = prompt + generated tokens per sequence,
     batch = concurrent sequences); activations = working set of one forward
-    pass over min(batch*context, 8192) tokens, 2 B * (4h + 3*ffn/t) per token,
-    plus fp32 logits 4*V/t per sequence.
+    pass: prefill runs the prompts (``prompt_tokens`` each, default the whole
+    context) and decode one token per sequence, so min(batch*prompt, 8192) tokens
+    at 2 B * (4h + 3*ffn/t) each, plus fp32 logits 4*V/t per sequence.
     """
     t = int(tensor_parallel)
     if t < 1:
         raise ValueError(f"tensor_parallel={t} must be >= 1")
     w = weight_bytes(shape, weight_precision) / t
     kv = kv_bytes_per_token(shape, kv_precision, t) * batch * context_tokens
-    tokens = min(batch * context_tokens, INFERENCE_MAX_BATCHED_TOKENS)
+    tokens = min(batch * (prompt_tokens or context_tokens), INFERENCE_MAX_BATCHED_TOKENS)
     act = tokens * 2.0 * (4 * shape.hidden + 3 * shape.ffn / t) + batch * 4.0 * shape.vocab / t
     return MemoryBreakdown(weights=w / GIB, activations=act / GIB, kv_cache=kv / GIB,
                            overhead=overhead_gib)
@@ -479,20 +507,25 @@ def serving_need_gib(breakdown: MemoryBreakdown, headroom: float = DEFAULT_HEADR
 
 def kv_batch_that_fits(shape: ModelShape, vram_gib: float, headroom: float = DEFAULT_HEADROOM, *,
                        weight_precision: str = "bf16", kv_precision: str = "bf16", context_tokens: int = 4096,
-                       tensor_parallel: int = 1, most: int | None = None) -> int:
-    """The most concurrent sequences of ``context_tokens`` whose KV cache fits the pool (0: not even one).
+                       tensor_parallel: int = 1, prompt_tokens: int | None = None, most: int = 1 << 16) -> int:
+    """The most concurrent sequences of ``context_tokens`` (at most ``most``) that fit; 0: not even one.
 
-    pool = vram - (weights + activations + overhead) * (1 + headroom); the activation working
-    set is taken at the largest batch it can have (the scheduler's token budget).
+    Fits means serving_need_gib <= vram: the KV cache whole, headroom on the rest.  The need
+    grows with the batch, so a bisection finds the largest.
     """
-    kv_seq = kv_bytes_per_token(shape, kv_precision, tensor_parallel) * context_tokens / GIB
-    cap = most if most is not None else 1 << 20
-    rest = inference_memory(shape, weight_precision=weight_precision, kv_precision=kv_precision, batch=cap,
-                            context_tokens=context_tokens, tensor_parallel=tensor_parallel)
-    pool = vram_gib - (rest.total - rest.kv_cache) * (1.0 + headroom) + 1e-9
-    if pool <= 0:
+    def fits_with(batch: int) -> bool:
+        need = inference_memory(shape, weight_precision=weight_precision, kv_precision=kv_precision, batch=batch,
+                                context_tokens=context_tokens, tensor_parallel=tensor_parallel,
+                                prompt_tokens=prompt_tokens)
+        return serving_need_gib(need, headroom) <= vram_gib + 1e-9
+
+    if not fits_with(1):
         return 0
-    return int(min(cap, pool // kv_seq)) if kv_seq > 0 else cap
+    low, high = 1, most
+    while low < high:
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if fits_with(mid) else (low, mid - 1)
+    return low
 
 
 def fits(breakdown: MemoryBreakdown, vram_gib: float, headroom: float = DEFAULT_HEADROOM) -> bool:

@@ -10,6 +10,7 @@ finishes soonest; fields the workload pins are not searched.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from dataclasses import asdict, dataclass
@@ -23,6 +24,7 @@ RECOMPUTE = ("selective", "full")  # 'none' stores what 'selective' does under F
 MICRO_BATCHES = (1, 2, 4, 8)
 TENSOR_PARALLEL = (1, 2, 4, 8)
 PIPELINE_PARALLEL = (1, 2, 4, 8, 16, 32)
+VIRTUAL_STAGES = (2, 4)
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Layout:
     recompute: str = "selective"
     micro_batch: int = 1
     sequence_parallel: bool = False
+    virtual_stages: int = 1  # interleaved pipeline chunks per GPU
 
     @property
     def gpus(self) -> int:
@@ -43,7 +46,8 @@ class Layout:
     @property
     def label(self) -> str:
         """`TP8 PP16 DP64 zero1 SP selective mb1`: the layout in one short, parseable string."""
-        parts = [f"TP{self.tp}", f"PP{self.pp}", f"DP{self.dp}"]
+        parts = [f"TP{self.tp}", f"PP{self.pp}"] + ([f"VPP{self.virtual_stages}"] if self.virtual_stages > 1 else []) \
+            + [f"DP{self.dp}"]
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
         parts.append(self.zero)
@@ -58,11 +62,11 @@ class Layout:
     @classmethod
     def parse(cls, label: str) -> "Layout":
         """The inverse of `label`."""
-        num = {k: int(v) for k, v in re.findall(r"\b(TP|PP|DP|EP|mb)(\d+)\b", label)}
+        num = {k: int(v) for k, v in re.findall(r"\b(TP|PP|VPP|DP|EP|mb)(\d+)\b", label)}
         words = label.split()
         return cls(tp=num.get("TP", 1), pp=num.get("PP", 1), dp=num.get("DP", 1), ep=num.get("EP", 1),
-                   zero=next(w for w in words if w in ZERO_STAGES), recompute=next(w for w in words if w in (
-                       "none", "selective", "full")), micro_batch=num.get("mb", 1), sequence_parallel="SP" in words)
+                   zero=next(w for w in words if w in ZERO_STAGES), recompute=words[-2], micro_batch=num.get("mb", 1), sequence_parallel="SP" in words,
+                   virtual_stages=num.get("VPP", 1))
 
 
 @dataclass(frozen=True)
@@ -80,7 +84,10 @@ class Pinned:
 
 @dataclass(frozen=True)
 class Job:
-    """A training job's physics inputs apart from its token count and the hardware."""
+    """A training job's physics inputs apart from its token count and the hardware.
+
+    kind 'pretrain' is taken to run on Megatron-style stacks (fused cross-entropy), the
+    fine-tuning kinds on Hugging Face ones (unfused logits; see memory.UNFUSED_LOGIT_BYTES)."""
 
     shape: mem.ModelShape
     method: str = "full"
@@ -115,13 +122,21 @@ def micro_batches(job: Job, layout: Layout) -> int:
     return max(1, math.ceil(g / (layout.dp * layout.micro_batch * job.seq_len) - 1e-9))
 
 
+def in_flight(job: Job, layout: Layout) -> int:
+    """Micro-batches whose activations the first stage holds: p under 1F1B, ceil(p + (p-1)/v)
+    interleaved (Megatron's theoretical_memory_usage), never more than the step has."""
+    p, v = layout.pp, layout.virtual_stages
+    return min(micro_batches(job, layout), p if v == 1 else math.ceil(p + (p - 1) / v))
+
+
 def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBreakdown:
     return mem.training_memory(
         job.shape, method=job.method, precision=job.precision, optimizer=job.optimizer, sharding=layout.zero,
         gpus=layout.gpus, gpus_per_node=gpus_per_node, seq_len=job.seq_len, micro_batch=layout.micro_batch,
         activation_checkpointing=layout.recompute, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
         expert_parallel=layout.ep, sequence_parallel=layout.sequence_parallel,
-        in_flight=min(layout.pp, micro_batches(job, layout)), paged_optimizer=job.paged_optimizer,
+        in_flight=in_flight(job, layout), paged_optimizer=job.paged_optimizer,
+        logit_bytes=mem.FUSED_LOGIT_BYTES if job.kind == "pretrain" else mem.UNFUSED_LOGIT_BYTES,
         lora_rank=job.lora_rank)
 
 
@@ -132,7 +147,7 @@ def layout_speed(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.T
         kind=job.kind, recompute=layout.recompute, sharding=layout.zero, overlap=job.overlap,
         global_batch_tokens=job.global_batch_tokens, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
         expert_parallel=layout.ep, micro_batch=layout.micro_batch, seq_len=job.seq_len, lora_rank=job.lora_rank,
-        fallback_to_bf16=job.fallback_to_bf16)
+        virtual_stages=layout.virtual_stages, fallback_to_bf16=job.fallback_to_bf16)
 
 
 def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
@@ -152,11 +167,12 @@ def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
             for ep in eps:
                 zeros = [pinned.zero] if pinned.zero else [z for z in ZERO_STAGES if (dp > 1 or z == "none")
                                                            and (pp == 1 or z in ("none", "zero1"))]
-                for zero in zeros:
-                    for recompute in [pinned.recompute] if pinned.recompute else RECOMPUTE:
-                        sp = pinned.sequence_parallel if pinned.sequence_parallel is not None else tp > 1
-                        yield [Layout(tp, pp, dp, ep, zero, recompute, mb, sp)
-                               for mb in ([pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES)]
+                vs = [1] + [v for v in VIRTUAL_STAGES if pp > 1 and pp * v <= shape.layers]
+                for zero, recompute, v in itertools.product(
+                        zeros, [pinned.recompute] if pinned.recompute else RECOMPUTE, vs):
+                    sp = pinned.sequence_parallel if pinned.sequence_parallel is not None else tp > 1
+                    yield [Layout(tp, pp, dp, ep, zero, recompute, mb, sp, v)
+                           for mb in ([pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES)]
 
 
 @lru_cache(maxsize=8192)

@@ -146,6 +146,7 @@ def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
                               ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage",
                                "egress")},
             "memory": {"per_gpu_gib": row.memory_gib, "vram_gib": row.vram_gib},
+            "parallelism": parallelism_json(row.parallelism),
             "alternatives": runner_ups(plan, row.workload, row.cid, alternatives),
         })
     return out
@@ -159,6 +160,19 @@ def runner_ups(plan: Plan, workload: str, chosen_cid: str, count: int) -> list[d
     others = others.drop_duplicates(["instance_type", "market"]).head(count)
     return [{"provider": r.provider, "region": r.region, "instance_type": r.instance_type, "nodes": int(r.nodes),
              "market": r.market, "cost_usd": r.cost_usd, "wall_h": r.wall_h} for r in others.itertuples(index=False)]
+
+
+def parallelism_json(label: str) -> dict | None:
+    """How the workload runs on its GPUs: a training layout (tp, pp, dp, ep, zero, recompute, micro_batch,
+    sequence_parallel, virtual_stages, label), or a generation job's replicas; None for stated memory."""
+    if not label:
+        return None
+    if label.startswith("TP") and " batch " in label:
+        tp, replicas, _, batch = label.replace("TP", "").replace("x", "").split()
+        return {"tp": int(tp), "replicas": int(replicas), "batch": int(batch), "label": label}
+    from .parallelism import Layout
+
+    return Layout.parse(label).as_dict()
 
 
 def _finite(value: float) -> float | None:

@@ -38,7 +38,8 @@ def plan_frame(plan: Plan) -> pd.DataFrame:
         rows.append({
             "workload": a["workload"], "provider": a["provider"], "region": a["region"],
             "instance": a["instance_type"], "gpus": f"{a['gpus_per_node']}x{a['gpu']} x{a['nodes']}",
-            "market": a["market"], "checkpoint": format_hours(interval) if interval else "none",
+            "market": a["market"], "parallelism": (a["parallelism"] or {}).get("label", ""),
+            "checkpoint": format_hours(interval) if interval else "none",
             "expected_h": round(e["wall_h"], 2), "p_deadline": round(e["p_deadline"], 3),
             "cost_usd": round(e["cost_usd"], 2),
         })
@@ -113,7 +114,8 @@ def explanations(plan: Plan) -> list[str]:
     limits = limits_of(plan.loaded.scenario)
     for row in plan.chosen.itertuples(index=False):
         lines.append(f"{row.workload}: {row.nodes} x {row.instance_type} ({row.provider}/{row.region}, {row.market}), "
-                     f"${row.cost_usd:,.2f} over {row.wall_h:.1f} h expected")
+                     f"${row.cost_usd:,.2f} over {row.wall_h:.1f} h expected"
+                     + (f", run as {row.parallelism}" if row.parallelism else ""))
         others = every[(every["workload"] == row.workload) & (every["cid"] != row.cid)]
         other_market = others[others["market"] != row.market].nsmallest(1, "cost_usd")
         for alt in other_market.itertuples(index=False):

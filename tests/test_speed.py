@@ -71,12 +71,17 @@ def test_r22_llama2_7b_pretraining_flops_and_gpu_hours():
     assert r.tokens_per_s_per_gpu * 6 * LLAMA2_7B.params / 1e12 == pytest.approx(122, rel=0.03)
 
 
-def test_mfu_table_matches_published_runs():
-    assert 0.38 <= default_mfu("hopper", "bf16", "pretrain") <= 0.43     # Llama 3
-    assert 0.39 <= default_mfu("ampere", "bf16", "pretrain") <= 0.48     # Llama 2 .. GPT-NeoX
+def test_mfu_table_is_kernel_efficiency_above_end_to_end_runs():
+    # The table is compute efficiency before bubble and communication: above the 38-43 % end-to-end
+    # MFU of Llama 3 405B and the 39 % of Llama 2 7B, below the 60 % of single-node llm.c runs
+    # (benchmarks/published.py checks what the step model makes of them).
+    assert 0.43 < default_mfu("hopper", "bf16", "pretrain") < 0.60
+    assert 0.43 < default_mfu("ampere", "bf16", "pretrain") < 0.60
+    assert default_mfu("hopper", "bf16", micro_batch_tokens=512) < 0.7 * default_mfu("hopper", "bf16",
+                                                                                     micro_batch_tokens=65536)
     assert default_mfu("ampere", "bf16", "finetune") < default_mfu("ampere", "bf16", "pretrain")
     assert default_mfu("ampere", "bf16", "pretrain", "gddr") < default_mfu("ampere", "bf16", "pretrain")
-    assert 0.25 <= default_mfu("ada", "bf16", "pretrain", "gddr") <= 0.40
+    assert 0.25 <= default_mfu("ada", "bf16", "pretrain", "gddr") <= 0.45
     assert default_mfu("hopper", "fp8") * 1979 > default_mfu("hopper", "bf16") * 989
 
 
@@ -107,7 +112,9 @@ def test_fp8_is_faster_than_bf16_on_h100():
 def test_gpu_ordering_on_same_job():
     h = [training_time(LLAMA2_7B, tokens=1e9, gpu=g, topology=ONE).work_h for g in (H100, A100, A10G)]
     assert h[0] < h[1] < h[2]
-    assert h[1] / h[0] == pytest.approx((989 * 0.40) / (312 * 0.42), rel=1e-6)
+    mfu = {g.name: default_mfu(g.generation, "bf16", "pretrain", g.memory_type, micro_batch_tokens=2048)
+           for g in (H100, A100)}
+    assert h[1] / h[0] == pytest.approx((989 * mfu[H100.name]) / (312 * mfu[A100.name]), rel=1e-6)
 
 
 def test_pcie_scales_worse_than_nvlink():
@@ -220,7 +227,7 @@ def test_quantised_weights_decode_faster_at_small_batch():
 
 def test_reference_scaled_hours():
     h = reference_scaled_hours(100, A100, H100, 1, "bf16", 1.0)
-    assert h == pytest.approx(100 * (312 * 0.42) / (989 * 0.40))
+    assert h == pytest.approx(100 * (312 * default_mfu("ampere", kind="finetune")) / (989 * default_mfu("hopper", kind="finetune")))
     assert reference_scaled_hours(100, A100, A100, 4, "bf16", 0.8) == pytest.approx(100 / 4 / 0.8)
     assert reference_scaled_hours(100, A100, A10G, 1) > 100
     with pytest.raises(ValueError):

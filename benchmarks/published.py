@@ -1,0 +1,248 @@
+"""Hold the planner's physics against published runs: training time, fine-tuning fit, inference speed.
+
+    python benchmarks/published.py [--kind training|fit|inference] [--markdown]
+
+Reads `benchmarks/published_cases.yaml` (each case with its source, what was published and what
+was assumed where the source is silent), computes the same quantity with the planner's physics
+(`planner.parallelism`, `planner.memory`, `planner.speed`: the functions `planner estimate` and
+`planner solve` use), and prints published, planner and their ratio per case, then a summary.
+
+Every ratio is planner time over published time (> 1: the planner is slower than the real run).
+Training cases that publish throughput (TFLOP/s or MFU per GPU) compare time per token at that
+throughput; fit cases compare the verdict; inference cases compare output tokens/s, time per
+output token and time to first token.  Targets (issue #13): median ratio within 1.2x, every
+training and throughput case within 1.5x, every fit verdict reproduced.
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from ruamel.yaml import YAML
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT.parent))
+
+from planner import memory as mem  # noqa: E402
+from planner import parallelism, speed  # noqa: E402
+from planner.catalog import load_gpus, load_models  # noqa: E402
+from planner.domain import ModelArch  # noqa: E402
+from planner.estimate import gpu_perf, model_shape  # noqa: E402
+
+CASES = ROOT / "published_cases.yaml"
+HEADROOM = 0.10  # the planner's default vram_headroom
+TARGET_MEDIAN, TARGET_EACH = 1.2, 1.5
+MAX_ENGINE_BATCH = 2048  # TensorRT-LLM's default max_batch_size for throughput runs
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: str
+    kind: str
+    metric: str
+    published: float | bool | None
+    planner: float | bool | None
+    ratio: float | None  # planner time / published time; None for verdicts and skipped cases
+    note: str = ""
+
+    @property
+    def reproduced(self) -> bool | None:
+        if self.kind == "fit":
+            return self.published == self.planner
+        return None if self.ratio is None else 1 / TARGET_EACH <= self.ratio <= TARGET_EACH
+
+
+def load_cases(path: Path = CASES) -> list[dict]:
+    return YAML(typ="safe").load(path.read_text())["cases"]
+
+
+def _shape(case: dict, models: dict) -> mem.ModelShape:
+    model = case["model"]
+    arch = models[model] if isinstance(model, str) else ModelArch(**model)
+    return model_shape(arch)
+
+
+def _topology(case: dict, gpu, gpus: int) -> speed.Topology:
+    per_node = min(int(case.get("gpus_per_node", min(gpus, 8))), gpus)
+    nodes = max(1, gpus // per_node)
+    nvlink = bool(gpu.nvlink_gbs) and gpu.vendor == "NVIDIA" or gpu.vendor == "AMD"
+    net = case.get("network") or {}
+    return speed.Topology(
+        gpus_per_node=per_node, nodes=nodes,
+        intra_node=("nvlink" if nvlink else "pcie") if per_node > 1 else "none",
+        intra_node_gbs=(gpu.nvlink_gbs or 64.0) if per_node > 1 else None,
+        inter_node=net.get("kind", "none") if nodes > 1 else "none",
+        inter_node_gbps=net.get("gbps_per_node") if nodes > 1 else None)
+
+
+def _pinned(case: dict) -> parallelism.Pinned:
+    given = case.get("parallelism") or {}
+    micro = given.get("micro_batch", case.get("micro_batch"))
+    return parallelism.Pinned(tp=given.get("tp"), pp=given.get("pp"), ep=given.get("ep"), zero=given.get("zero"),
+                              recompute=given.get("recompute"), micro_batch=micro)
+
+
+def _job(case: dict, shape: mem.ModelShape) -> parallelism.Job:
+    method = case.get("method", "full")
+    precision = case.get("precision", "bf16")
+    precision = "bf16" if precision in ("int4", "int8", "fp16") else precision
+    return parallelism.Job(shape=shape, method=method, precision=precision, optimizer="adamw",
+                           seq_len=int(case.get("sequence_length", 2048)),
+                           global_batch_tokens=case.get("global_batch_tokens"),
+                           kind="pretrain" if method == "full" else method)
+
+
+def training(case: dict, gpus_table: dict, models: dict) -> list[Outcome]:
+    shape, gpu = _shape(case, models), gpus_table[case["gpu"]]
+    perf, n = gpu_perf(gpu), int(case["gpus"])
+    topology = _topology(case, gpu, n)
+    job = _job(case, shape)
+    choice, reason = parallelism.best_layout(job, perf, topology, gpu.vram_gib, HEADROOM, _pinned(case))
+    published = case["published"]
+    if choice is None or reason:
+        return [Outcome(case["id"], "training", next(iter(published)), next(iter(published.values())), None, None,
+                        f"ruled out: {reason}")]
+    spt = choice.seconds_per_token
+    note = choice.layout.label
+    hw_per_token = 6.0 * shape.active_params + 12.0 * shape.layers * shape.hidden * job.seq_len
+    if choice.layout.recompute == "full":
+        hw_per_token = 8.0 * shape.active_params + 16.0 * shape.layers * shape.hidden * job.seq_len
+    model_per_token = 6.0 * shape.active_params + 12.0 * shape.layers * shape.hidden * job.seq_len
+    out = []
+    tokens = case.get("tokens")
+    # Megatron's papers count the recomputed forward in their TFLOP/s (Narayanan et al. 2021 eq. 3):
+    # compare those as hardware FLOPs; otherwise MFU (model FLOPs) when given.
+    hardware = "tflops_per_gpu" in published and choice.layout.recompute == "full"
+    for metric, value in sorted(published.items(), key=lambda kv: kv[0] != "tflops_per_gpu" or not hardware):
+        if metric == "gpu_hours" and tokens:
+            planner = tokens * spt / 3600 * n
+            out.append(Outcome(case["id"], "training", metric, value, planner, planner / value, note))
+        elif metric == "wall_h" and tokens:
+            planner = tokens * spt / 3600
+            out.append(Outcome(case["id"], "training", metric, value, planner, planner / value, note))
+        elif metric == "mfu":
+            planner = model_per_token / spt / (n * perf.peak(choice.precision))
+            out.append(Outcome(case["id"], "training", metric, value, planner, value / planner, note))
+        elif metric == "tflops_per_gpu" and (hardware or "mfu" not in published):
+            planner = hw_per_token / spt / n / 1e12
+            out.append(Outcome(case["id"], "training", metric, value, planner, value / planner, note))
+    if not out:
+        out.append(Outcome(case["id"], "training", next(iter(published)), next(iter(published.values())), None, None,
+                           "skipped: the source gives no token count"))
+    return out[:1]  # one figure per case: the first the source publishes that can be compared
+
+
+def fit(case: dict, gpus_table: dict, models: dict) -> list[Outcome]:
+    shape, gpu = _shape(case, models), gpus_table[case["gpu"]]
+    perf, n = gpu_perf(gpu), int(case["gpus"])
+    topology = _topology(case, gpu, n)
+    job = replace(_job(case, shape), global_batch_tokens=case.get("global_batch_tokens", 2 ** 17))
+    choice, reason = parallelism.best_layout(job, perf, topology, gpu.vram_gib, HEADROOM, _pinned(case))
+    fits = choice is not None and not reason
+    need = choice.memory.total * (1 + HEADROOM) if choice is not None else math.nan
+    measured = case.get("measured_gib")
+    note = (choice.layout.label if fits else (reason or "no layout")) + f"; planner {need:.1f} GiB with headroom"
+    if measured:
+        note += f", measured {measured:g} GB"
+    return [Outcome(case["id"], "fit", "fits", bool(case["fits"]), fits, None, note)]
+
+
+def inference(case: dict, gpus_table: dict, models: dict) -> list[Outcome]:
+    shape, gpu = _shape(case, models), gpus_table[case["gpu"]]
+    perf = gpu_perf(gpu)
+    tp = int(case.get("tensor_parallel", case.get("gpus", 1)))
+    topology = _topology(case, gpu, int(case.get("gpus", tp)))
+    weights = case.get("precision", "bf16")
+    kv = case.get("kv_precision", "bf16" if weights not in ("fp8",) else "fp8")
+    prompt, output = int(case["prompt_tokens"]), int(case["output_tokens"])
+    room = mem.kv_batch_that_fits(shape, gpu.vram_gib, HEADROOM, weight_precision=weights, kv_precision=kv,
+                                  context_tokens=prompt + output, tensor_parallel=tp, prompt_tokens=prompt,
+                                  most=MAX_ENGINE_BATCH)
+    batch = int(case.get("batch") or room)
+    outcomes = []
+    if room < batch:
+        return [Outcome(case["id"], "inference", m, v, None, None, f"ruled out: KV cache holds {room} of {batch}")
+                for m, v in case["published"].items()]
+    replicas = topology.n_gpus // tp
+    run = speed.generation_time(shape, gpu=perf, topology=topology, weight_precision=weights, kv_precision=kv,
+                                batch=batch, prompt_tokens=prompt, output_tokens=output,
+                                sequences=batch * replicas * 64, tensor_parallel=tp)
+    note = f"TP{tp} batch {batch} ({run.bound}-bound)"
+    for metric, value in case["published"].items():
+        if metric == "output_tokens_per_s":
+            outcomes.append(Outcome(case["id"], "inference", metric, value, run.tokens_per_s,
+                                    value / run.tokens_per_s, note))
+        elif metric == "tpot_ms":
+            outcomes.append(Outcome(case["id"], "inference", metric, value, run.time_per_output_token_s * 1e3,
+                                    run.time_per_output_token_s * 1e3 / value, note))
+        elif metric == "ttft_ms" and batch == 1:
+            outcomes.append(Outcome(case["id"], "inference", metric, value, run.prefill_s * 1e3,
+                                    run.prefill_s * 1e3 / value, note))
+    return outcomes
+
+
+RUNNERS = {"training": training, "fit": fit, "inference": inference}
+
+
+def evaluate(cases: list[dict] | None = None) -> list[Outcome]:
+    gpus_table, models = load_gpus(), load_models()
+    outcomes = []
+    for case in cases if cases is not None else load_cases():
+        outcomes += RUNNERS[case["kind"]](case, gpus_table, models)
+    return outcomes
+
+
+def summary(outcomes: list[Outcome]) -> dict:
+    ratios = [o.ratio for o in outcomes if o.ratio is not None]
+    verdicts = [o for o in outcomes if o.kind == "fit"]
+    compared = [o for o in outcomes if o.kind != "fit"]
+    return {
+        "cases": len({o.case for o in outcomes}),
+        "ratios": len(ratios),
+        "median_ratio": statistics.median(ratios) if ratios else math.nan,
+        "within_each": sum(1 for o in compared if o.reproduced),
+        "compared": len(compared),
+        "not_compared": [o.case for o in compared if o.ratio is None],
+        "verdicts_reproduced": sum(1 for o in verdicts if o.reproduced),
+        "verdicts": len(verdicts),
+    }
+
+
+def _fmt(value) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "fits" if value else "no fit"
+    return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--kind", choices=sorted(RUNNERS))
+    parser.add_argument("--markdown", action="store_true", help="print the table as Markdown (for the README)")
+    args = parser.parse_args(argv)
+    cases = [c for c in load_cases() if not args.kind or c["kind"] == args.kind]
+    outcomes = evaluate(cases)
+    if args.markdown:
+        print("| case | kind | metric | published | planner | ratio | planner's layout / note |")
+        print("|---|---|---|---|---|---|---|")
+    for o in outcomes:
+        ratio = "-" if o.ratio is None else f"{o.ratio:.2f}"
+        mark = {True: "", False: " MISS", None: ""}[o.reproduced]
+        cells = [o.case, o.kind, o.metric, _fmt(o.published), _fmt(o.planner), ratio + mark, o.note]
+        print("| " + " | ".join(cells) + " |" if args.markdown else
+              f"{o.case:46.46} {o.kind:9} {o.metric:19} {cells[3]:>10} {cells[4]:>10} {cells[5]:>10}  {o.note}")
+    s = summary(outcomes)
+    print(f"\n{s['cases']} cases: median ratio {s['median_ratio']:.2f} over {s['ratios']} figures "
+          f"(target within {TARGET_MEDIAN}x); {s['within_each']} of {s['compared']} training and inference figures "
+          f"within {TARGET_EACH}x; {s['verdicts_reproduced']} of {s['verdicts']} fit verdicts reproduced"
+          + (f"; not compared: {', '.join(s['not_compared'])}" if s["not_compared"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,63 @@
+"""The physics held against published runs (benchmarks/published.py): the targets, and no new miss.
+
+The unit tests pin the formulas; this checks that together they land near reality.  Cases the
+planner still misses are listed here with the reason (the README's validation table says more);
+any other case leaving 1.5x, or a fit verdict changing, fails the suite.
+"""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+_spec = importlib.util.spec_from_file_location("published", ROOT / "benchmarks" / "published.py")
+published = importlib.util.module_from_spec(_spec)
+sys.modules["published"] = published
+_spec.loader.exec_module(published)
+
+KNOWN_MISSES = {
+    # Model-card GPU-hours cover far more than the pre-training run: Meta's own Table 4 throughput
+    # for 405B is matched (1.16-1.20), but 8B at 1.46M H100-hours is 14 % MFU.
+    "llama3-8b-pretrain", "llama31-8b-pretrain", "llama31-70b-pretrain",
+    # Context parallelism (CP16 for 128K tokens) is not modelled.
+    "llama31-405b-table4-128k-context",
+    # Unverified GPU-hours (Pythia) and three differing published times (nanoGPT: 38 h, 4 and 5 days).
+    "pythia-410m-pretrain", "pythia-12b-pretrain", "nanogpt-gpt2-124m-8xa100-40gb",
+    # TensorRT-LLM v0.6.1 (2023) 70B figures: v0.17 on the same GPUs is matched within 0.77-0.89.
+    "trtllm061-llama2-70b-a100-tp4-bs240-128-2048", "trtllm061-llama2-70b-h100-fp8-tp2-bs64-2048-2048",
+    # Ran at 95 % of a 40 GB card, which the 10 % headroom rules out; and a 70B QLoRA that the
+    # planner fits with 3 % to spare where Hugging Face's baseline ran out of memory.
+    "litgpt-llama2-13b-lora-a100-40gb", "hf-fa2-llama33-70b-qlora-48gb-oom",
+}
+
+
+@pytest.fixture(scope="module")
+def outcomes():
+    return published.evaluate()
+
+
+def test_at_least_25_cases_with_sources():
+    cases = published.load_cases()
+    assert len(cases) >= 25
+    assert all(c.get("source", "").startswith("http") for c in cases)
+    assert {c["kind"] for c in cases} == {"training", "fit", "inference"}
+
+
+def test_median_ratio_within_target(outcomes):
+    s = published.summary(outcomes)
+    assert s["ratios"] >= 40
+    assert 1 / published.TARGET_MEDIAN <= s["median_ratio"] <= published.TARGET_MEDIAN, s
+
+
+def test_no_case_misses_but_the_known_ones(outcomes):
+    missed = {o.case for o in outcomes if o.reproduced is False}
+    assert missed <= KNOWN_MISSES, sorted(missed - KNOWN_MISSES)
+    assert sum(1 for o in outcomes if o.kind == "fit" and o.reproduced) >= 23
+
+
+def test_qlora_fits_the_cards_it_was_made_for(outcomes):
+    by_case = {o.case: o for o in outcomes}
+    assert by_case["qlora-65b-single-48gb"].planner is True
+    assert by_case["qlora-33b-single-24gb"].planner is True
+    assert by_case["trtllm061-llama2-7b-a100-bs60-128-2048"].ratio is not None  # batch 60 fits the KV pool
