@@ -30,13 +30,13 @@ _SKYPILOT_COLUMNS = {
 # assumed NVLink-connected.  Value = NVIDIA's bidirectional GB/s per GPU.
 NVLINK_BASEBOARD_GBS = {
     "B200": 1800, "H200": 900, "H100-SXM": 900, "A100-40GB": 600, "A100-80GB": 600,
-    "V100-16GB": 300, "V100-32GB": 300,
+    "V100-16GB": 300, "V100-32GB": 300, "H800": 400, "H20": 900,
 }
 # Bidirectional GB/s of a x16 slot: Gen3 32, Gen4 64, Gen5 128.  GPUs not listed: Gen4.
 _PCIE_GEN3 = {"V100-16GB-PCIe", "V100-32GB-PCIe", "V100-16GB", "V100-32GB", "T4", "T4G",
               "P4", "P100", "M60", "M4000", "P4000", "RTX6000"}
 _PCIE_GEN5 = {"H100-PCIe", "H100-NVL", "H100-SXM", "H200", "B200", "GH200", "MI300X",
-              "RTX5090", "RTXPRO6000-WS"}
+              "RTX5090", "RTXPRO6000-WS", "H800", "H20", "MI325X", "Gaudi3"}
 # Providers whose offers are single rented machines/pods that cannot be placed on a
 # shared cluster network: inter_node = none.  Everyone else: 25 Gbit/s Ethernet,
 # a typical (conservative) figure for a general-purpose VM NIC.

@@ -61,3 +61,62 @@ def test_qlora_fits_the_cards_it_was_made_for(outcomes):
     assert by_case["qlora-65b-single-48gb"].planner is True
     assert by_case["qlora-33b-single-24gb"].planner is True
     assert by_case["trtllm061-llama2-7b-a100-bs60-128-2048"].ratio is not None  # batch 60 fits the KV pool
+
+
+# ---------------------------------------------------------------- the same physics through `planner solve`
+
+def _solve(scenario_file, text):
+    from planner.plan import make_plan
+    from planner.scenario import load_scenario
+
+    return make_plan(load_scenario(scenario_file(text)))
+
+
+def test_solve_prices_a_70b_pretrain_on_1000_plus_h100s_near_its_published_gpu_hours(scenario_file):
+    # Llama 3 70B: 6.4M H100-80GB GPU-hours for 15T tokens (model card), 8K context
+    plan = _solve(scenario_file, """\
+        name: llama3-70b-pretrain
+        catalogs: [aws]
+        workloads:
+          - name: pretrain
+            kind: training
+            model: llama-3-70b
+            sequence_length: 8192
+            global_batch_tokens: 16M
+            work: {tokens: 15T}
+            gpus: {min: 1024, max: 2048}
+            checkpoint: {every: auto, write_time: 5m}
+            allow: {gpus: [H100-SXM], instance_types: [p5.48xlarge]}
+        constraints:
+          node_limits: {aws/us-east-1/p5.48xlarge: 256}
+        """)
+    assert plan.status in ("OPTIMAL", "FEASIBLE")
+    row = plan.chosen.iloc[0]
+    gpu_hours = row.work_h * row.gpus
+    assert row.gpus >= 1024
+    assert 1 / 1.5 <= gpu_hours / 6.4e6 <= 1.5, (gpu_hours, row.parallelism)
+    assert row.parallelism  # the layout is part of the plan
+
+
+def test_solve_plans_qlora_65b_on_one_48gb_card_when_it_is_cheapest(scenario_file):
+    plan = _solve(scenario_file, """\
+        name: qlora-65b
+        catalogs: [runpod, lambda]
+        workloads:
+          - name: guanaco
+            kind: fine_tuning
+            model: {name: llama-65b, params: 65.2B, layers: 80, hidden: 8192, heads: 64, ffn: 22016, vocab: 32000}
+            method: qlora
+            precision: bf16
+            sequence_length: 512
+            work: {tokens: 20M}
+            gpus: {min: 1, max: 8}
+            allow: {gpus: [RTXA6000, A100-80GB]}   # a 48 GB card against 80 GB ones
+        """)
+    row = plan.chosen.iloc[0]
+    assert row.vram_gib <= 48, (row.instance_type, row.gpus)
+    from planner.estimate import Shape, estimate
+
+    one_card = estimate(plan.loaded.scenario.workloads[0], plan.loaded.catalog,
+                        Shape("RTXA6000", 1, 1, 47.99, "pcie", 64, "none", 0), 0.10)
+    assert one_card.fits, one_card.reason  # the QLoRA paper's 65B on one 48 GB GPU
