@@ -234,6 +234,7 @@ def batch_json(plan: BatchPlan) -> dict:
         "objective_usd": round(result.objective_usd, 2) if solved else None,
         "bound_usd": round(result.bound_usd, 2) if solved else None,
         "solve_seconds": round(result.solve_seconds, 3) if result else 0.0,
+        "prices_as_of": as_of.isoformat() if (as_of := loaded.catalog.prices_as_of()) else None,
         "reservations": reservations, "runs": runs, "months": months,
         "unscheduled": [{"run": r, "reason": why} for r, why in plan.infeasible.items()],
     }
@@ -261,7 +262,7 @@ def batch_text(plan: BatchPlan, fmt: str) -> str:
                         columns=["run", "scheduled", "start", "end", "provider", "region", "instance_type", "nodes",
                                  "gpus", "market", "expected_wall_h", "p_deadline", "cost_usd"])
     if fmt == "csv":
-        return runs.to_csv(index=False) if not runs.empty else "run\n"
+        return sections_csv(data)
     if plan.status not in ("OPTIMAL", "FEASIBLE"):
         frame = pd.DataFrame(data["unscheduled"], columns=["run", "reason"]).rename(columns={"reason": "why"})
         title = f"{plan.status}: quarter {plan.loaded.quarter.name!r} cannot be planned"
@@ -280,5 +281,20 @@ def batch_text(plan: BatchPlan, fmt: str) -> str:
     r = plan.result
     proof = "optimal (proven)" if r.status == "OPTIMAL" else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
     text += (f"\n{r.status}: expected total ${r.objective_usd:,.2f}, {proof}; {len(plan.cands)} candidates for "
-             f"{len(plan.loaded.quarter.runs)} runs; solved in {r.solve_seconds:.2f} s\n")
+             f"{len(plan.loaded.quarter.runs)} runs; solved in {r.solve_seconds:.2f} s"
+             + (f"; prices as of {data['prices_as_of']}" if data["prices_as_of"] else "") + "\n")
     return text
+
+
+def sections_csv(data: dict) -> str:
+    """Runs, reservations and months in one CSV, told apart by its first column `section`
+    (one file, so a pipe or `-o FILE` carries the whole plan; empty cells where a section has no such column)."""
+    parts = [pd.DataFrame(data[key]).assign(section=name) for key, name in
+             (("runs", "run"), ("reservations", "reservation"), ("months", "month")) if data[key]]
+    if not parts:
+        return "section\n"
+    frame = pd.concat(parts, ignore_index=True)
+    for column in ("nodes", "gpus"):
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")  # whole numbers, blank where a section has none
+    return frame[["section"] + [c for c in frame.columns if c != "section"]].to_csv(index=False)

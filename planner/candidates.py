@@ -96,7 +96,7 @@ def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataF
     """One row per (offer, market, node count) the workload could use, before any physics."""
     markets = [offers[offers["on_demand_usd_h"].notna()].assign(market="on_demand", price=lambda f: f["on_demand_usd_h"],
                                                                  lam_spot=0.0)]
-    if workload.interruption_tolerance != "none":  # COST-MODEL §4: `none` cannot resume, so never spot
+    if workload.interruption_tolerance != "none":  # cost-model §4: `none` cannot resume, so never spot
         spot = offers[offers["spot_usd_h"].notna()]
         markets.append(spot.assign(market="spot", price=spot["spot_usd_h"],
                                    lam_spot=spot["spot_preemption_per_h"].fillna(0.0)))
@@ -256,7 +256,7 @@ def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> p
 
 
 def _segment_time(lam, s, R):
-    """E[T_i] = (e^(λs) − 1)(1/λ + R) (COST-MODEL §4), with the λ → 0 limit s."""
+    """E[T_i] = (e^(λs) − 1)(1/λ + R) (cost-model §4), with the λ → 0 limit s."""
     x = np.minimum(lam * s, 600.0)
     safe = np.where(x > 0, x, 1.0)
     return np.where(x > 0, s * np.expm1(x) / safe + np.expm1(x) * R, s)
@@ -460,8 +460,12 @@ def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, l
     considered = len(rows)
     providers = catalog.providers
     checkpoint_gib = checkpoint_size_gib(workload, catalog)
-    rows["granularity_h"] = rows["provider"].map({p: v.billing_granularity_h for p, v in providers.items()})
-    rows["minimum_h"] = rows["provider"].map({p: v.billing_minimum_h for p, v in providers.items()})
+    # billing: the offer's own rule where its catalog row gives one (hourly GPU clouds, committed
+    # contracts), else the provider's (cost-model §5)
+    rows["granularity_h"] = rows["billing_granularity_h"].astype(float).fillna(
+        rows["provider"].map({p: v.billing_granularity_h for p, v in providers.items()}))
+    rows["minimum_h"] = rows["billing_minimum_h"].astype(float).fillna(
+        rows["provider"].map({p: v.billing_minimum_h for p, v in providers.items()}))
     rows["storage_h"] = rows["provider"].map({p: _storage_usd_per_h(workload, v.storage_usd_per_gib_month,
                                                                     checkpoint_gib) for p, v in providers.items()})
     rows["egress"] = _egress_usd(workload, catalog, rows["provider"], rows["region"])

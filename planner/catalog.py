@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import difflib
 import os
+from importlib import resources
 from dataclasses import dataclass, field
+from datetime import date
 from functools import cached_property
 from pathlib import Path
 
@@ -18,12 +20,21 @@ from .domain import Gpu, ModelArch, Offer, Provider
 from .errors import PlannerError
 from .yamlio import MAX_FILE_BYTES
 
-CATALOG_DIR = Path(os.environ.get("PLANNER_CATALOG_DIR", Path(__file__).resolve().parent.parent / "catalogs"))
+def _shipped(package: str) -> Path:
+    """A folder of package data (installed wheel, or the checkout's top-level folder in an editable
+    install: pyproject.toml maps both); wheels install unzipped, so it is a real directory."""
+    return Path(str(resources.files(package)))
+
+
+CATALOG_DIR = Path(os.environ.get("PLANNER_CATALOG_DIR") or _shipped("planner._catalogs"))
+"""The shipped catalogs; PLANNER_CATALOG_DIR points the planner at another folder of the same layout."""
+EXAMPLES_DIR = _shipped("planner._scenarios")
+"""The example scenarios and quarter files (`planner examples` copies them)."""
 
 OFFER_COLUMNS = [
     "provider", "region", "instance_type", "gpu", "gpus_per_node", "vcpus", "ram_gib", "gpu_vram_gib",
     "intra_node", "intra_node_gbs", "inter_node", "inter_node_gbps", "on_demand_usd_h", "spot_usd_h",
-    "spot_preemption_per_h", "max_nodes", "defaults", "notes",
+    "spot_preemption_per_h", "max_nodes", "billing_granularity_h", "billing_minimum_h", "defaults", "notes",
 ]
 _LIST_SEPARATOR = ";"
 
@@ -117,8 +128,9 @@ class Catalog:
         raise KeyError(f"unknown GPU {name!r}{did_you_mean(name, self.gpus)}")
 
     def model(self, name: str) -> ModelArch:
+        """A model by catalog name or by the Hugging Face id the catalog row records."""
         for model in self.models.values():
-            if model.name.lower() == name.lower():
+            if name.lower() in (model.name.lower(), model.hf_repo.lower()):
                 return model
         raise KeyError(f"unknown model {name!r}{did_you_mean(name, self.models)}")
 
@@ -134,6 +146,16 @@ class Catalog:
 
     def gpu_names_and_families(self) -> list[str]:
         return sorted({g.name for g in self.gpus.values()} | {g.family for g in self.gpus.values()})
+
+    def prices_as_of(self) -> date | None:
+        """The oldest `# as_of:` date of the offer catalogs used (a catalog without one is not counted)."""
+        dates = []
+        for meta in self.sources.values():
+            try:
+                dates.append(date.fromisoformat(str(meta.get("as_of", ""))[:10]))
+            except ValueError:
+                continue
+        return min(dates) if dates else None
 
     @cached_property
     def offer_models(self) -> dict[str, Offer]:
@@ -220,14 +242,60 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
     return Catalog(gpus=gpus, providers=providers, models=models, offers=offers, sources=sources)
 
 
+def gpu_summary(catalog: Catalog, queries: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Per GPU model on offer (like `sky show-gpus`): VRAM, bandwidth, FP8, the cheapest on-demand and
+    spot price per GPU-hour across providers (and who offers it), and the GPU counts per node on offer."""
+    offers = catalog.offers
+    if queries:
+        offers = offers[offers["gpu"].map(lambda g: any(catalog.gpu_matches(g, q) for q in queries))]
+    rows = []
+    for name, group in offers.groupby("gpu", sort=True):
+        gpu = catalog.gpus[name]
+        row = {"gpu": name, "vram_gib": gpu.vram_gib, "bandwidth_gbs": gpu.mem_bandwidth_gbs,
+               "fp8": "yes" if gpu.fp8_tflops else "no"}
+        for market, column in (("on_demand", "on_demand_usd_h"), ("spot", "spot_usd_h")):
+            per_gpu = (group[column] / group["gpus_per_node"]).dropna()
+            cheapest = group.loc[per_gpu.idxmin()] if not per_gpu.empty else None
+            row[f"{market}_usd_per_gpu_h"] = round(float(per_gpu.min()), 4) if cheapest is not None else None
+            row[f"{market}_from"] = cheapest["provider"] if cheapest is not None else ""
+        row["gpus_per_node"] = ",".join(str(c) for c in sorted(group["gpus_per_node"].unique()))
+        row["providers"] = group["provider"].nunique()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+STALE_AFTER_DAYS = 90
+
+
+def price_age_warning(catalog: Catalog, today: date | None = None) -> str | None:
+    """One line when the oldest prices used are older than STALE_AFTER_DAYS, else None."""
+    as_of = catalog.prices_as_of()
+    if as_of is None:
+        return None
+    age = ((today or date.today()) - as_of).days
+    if age <= STALE_AFTER_DAYS:
+        return None
+    return (f"prices as of {as_of.isoformat()} are {age} days old; refresh them (planner catalog refresh azure|aws, "
+            f"planner catalog import) or name a catalog of your own")
+
+
+def split_accelerator(query: str) -> tuple[str, int | None]:
+    """SkyPilot's accelerator syntax: `H100:8` is an H100 node of 8 GPUs; `H100` any node size."""
+    name, _, count = query.partition(":")
+    return name, int(count) if count else None
+
+
 def offers_for(catalog: Catalog, allow, forbid, offers: pd.DataFrame | None = None) -> pd.DataFrame:
     """The offers a workload's `allow`/`forbid` placement rules leave (GPU filters match families)."""
     offers = catalog.offers if offers is None else offers
     mask = pd.Series(True, index=offers.index)
 
     def gpu_mask(queries) -> pd.Series:
-        wanted = {g for g in catalog.gpus if any(catalog.gpu_matches(g, q) for q in queries)}
-        return offers["gpu"].isin(wanted)
+        hit = pd.Series(False, index=offers.index)
+        for name, count in map(split_accelerator, queries):
+            wanted = {g for g in catalog.gpus if catalog.gpu_matches(g, name)}
+            hit |= offers["gpu"].isin(wanted) & (offers["gpus_per_node"] == count if count else True)
+        return hit
 
     for column, values in (("provider", allow.providers), ("region", allow.regions),
                            ("instance_type", allow.instance_types)):

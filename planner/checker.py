@@ -17,7 +17,11 @@ SOLVED = ("OPTIMAL", "FEASIBLE")
 REL_TOL = 1e-6
 BREAKDOWN_PARTS = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage", "egress")
 CENT = 0.01
-"""COST-MODEL §8: costs enter CP-SAT as integer cents, so sums may drift by half a cent per assignment."""
+"""cost-model §8: costs enter CP-SAT as integer cents, so sums may drift by half a cent per assignment."""
+
+
+def _given(value, fallback):
+    return fallback if value is None or value != value else float(value)
 
 
 def _close(a: float, b: float, rel: float = REL_TOL, abs_tol: float = 1e-9) -> bool:
@@ -145,8 +149,9 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
         "checkpoint_write_h": 0.0 if workload.interruption_tolerance == "stateless" else workload.checkpoint.write_time,
         "time_budget_h": workload.time_budget,
         "deadline_confidence": scenario.defaults.deadline_confidence,
-        "billing_granularity_h": provider.billing_granularity_h,
-        "billing_minimum_h": provider.billing_minimum_h,
+        # the offer's own billing rule where its catalog row gives one, else the provider's
+        "billing_granularity_h": _given(offer.get("billing_granularity_h"), provider.billing_granularity_h),
+        "billing_minimum_h": _given(offer.get("billing_minimum_h"), provider.billing_minimum_h),
     }
     for field, want in restated.items():
         got = inputs.get(field)

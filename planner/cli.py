@@ -26,6 +26,15 @@ class PlannerGroup(click.Group):
             ctx.exit(2)
 
 
+def warn_old_prices(catalog) -> None:
+    """One line on stderr when the prices used are old (never an error: old prices still plan)."""
+    from .catalog import price_age_warning
+
+    line = price_age_warning(catalog)
+    if line:
+        click.echo(f"warning: {line}", err=True)
+
+
 def emit(text: str, output: str | None, inputs: tuple[Path, ...] = ()) -> None:
     """Print, or write atomically to `output` (never over an input file)."""
     if output:
@@ -115,6 +124,7 @@ def solve(scenario, fmt, output, time_limit, workers, explain) -> None:
     loaded = load_scenario(scenario)
     plan = make_plan(loaded, time_limit_s=time_limit, workers=workers)
     emit(solve_text(plan, fmt, explain), output, inputs=(scenario,))
+    warn_old_prices(loaded.catalog)
     if plan.status == "INFEASIBLE":
         sys.exit(1)
 
@@ -150,6 +160,7 @@ def batch(quarter, fmt, output, gantt, time_limit, workers) -> None:
     loaded = load_quarter(quarter)
     plan = make_batch_plan(loaded, time_limit_s=time_limit, workers=workers)
     emit(batch_text(plan, fmt), output, inputs=(quarter,))
+    warn_old_prices(loaded.catalog)
     if gantt and plan.status in ("OPTIMAL", "FEASIBLE"):
         from .gantt import write_gantt
 
@@ -200,6 +211,7 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
     rows = _with_progress(lambda progress: simulation_rows(chosen, trials, seed, progress),
                           show=trials * len(chosen) >= 200_000 and fmt == "table")
     click.echo(simulation_text(rows, fmt), nl=False)
+    warn_old_prices(loaded.catalog)
 
 
 def _read_plan(path: Path, loaded) -> list[dict]:
@@ -320,6 +332,7 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers,
 
         write_plot(result, plot, protected=(file,))
         click.echo(f"wrote {plot}", err=True)
+    warn_old_prices(loaded.catalog)
 
 
 class _LazyProgress:
@@ -405,6 +418,83 @@ def estimate(scenario, workload, gpus, fmt) -> None:
         click.echo()
 
 
+# ---------------------------------------------------------------- gpus
+
+
+@main.command()
+@click.option("--gpu", "gpus", multiple=True, help="Only this GPU name or family, e.g. H100 (repeatable).")
+@click.option("--catalog", "catalogs", multiple=True, help="Catalog names or CSV paths (default: every shipped one).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+def gpus(gpus, catalogs, fmt) -> None:
+    """Each GPU model on offer: VRAM, bandwidth, FP8, the cheapest price per GPU-hour, node sizes.
+
+    Prices are the cheapest on-demand and spot price per GPU-hour across every provider and
+    region of the catalogs, with the provider that offers it.
+
+    \b
+    Example:
+      planner gpus
+      planner gpus --gpu H100 --gpu H200
+    """
+    from .catalog import did_you_mean, gpu_summary, load_catalog, shipped_catalog_names
+
+    try:
+        cat = load_catalog(catalogs or tuple(shipped_catalog_names()))
+    except KeyError as exc:
+        raise PlannerError(str(exc.args[0]), "--catalog") from None
+    for gpu in gpus:
+        if not cat.knows_gpu(gpu):
+            raise PlannerError(f"unknown GPU {gpu!r}{did_you_mean(gpu, cat.gpu_names_and_families())}", "--gpu")
+    frame = gpu_summary(cat, tuple(gpus))
+    if fmt == "json":
+        from .output import to_json
+
+        click.echo(to_json(frame.astype(object).where(frame.notna(), None).to_dict("records")), nl=False)
+    elif fmt == "csv":
+        click.echo(frame.to_csv(index=False), nl=False)
+    else:
+        from .output import render_table
+
+        as_of = cat.prices_as_of()
+        shown = frame.rename(columns={"on_demand_usd_per_gpu_h": "on_demand_per_gpu_h",
+                                      "spot_usd_per_gpu_h": "spot_per_gpu_h"})
+        footer = [f"{len(frame)} GPU models; USD per GPU-hour" + (f", prices as of {as_of}" if as_of else "")]
+        click.echo(render_table(shown, footer=footer), nl=False)
+    warn_old_prices(cat)
+
+
+# ---------------------------------------------------------------- examples
+
+
+@main.command()
+@click.argument("names", nargs=-1)
+@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("scenarios"),
+              show_default=True, help="Folder to copy the examples into (created if missing).")
+@click.option("--list", "list_only", is_flag=True, help="Only list the shipped examples.")
+def examples(names, directory, list_only) -> None:
+    """Copy the shipped example scenarios (all, or NAMES) into a folder of yours.
+
+    A wheel or pipx install has no checkout: this gives it the README's examples and the
+    negotiated-price catalog they name. Files already in the folder are kept, never overwritten.
+
+    \b
+    Example:
+      planner examples && planner solve scenarios/team-quarter-mix.yaml --explain
+      planner examples lora-finetune --dir my-plans
+    """
+    from .examples import copy_examples, shipped_examples
+
+    if list_only:
+        for name, what in shipped_examples().items():
+            click.echo(f"{name:28} {what}")
+        return
+    written, kept = copy_examples(directory, tuple(names))
+    for path in written:
+        click.echo(f"wrote {path}")
+    for path in kept:
+        click.echo(f"kept {path} (already there)")
+
+
 # ---------------------------------------------------------------- catalog
 
 
@@ -474,8 +564,11 @@ def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit)
 
         shown = frame.drop(columns=["defaults", "notes"]).rename(columns=_SHORT_HEADERS)
         shown["network"] = shown.pop("inter_node") + " " + shown.pop("inter_node_gbps").map(lambda g: f"{g:g}G" if g else "")
-        footer = [f"{len(frame)} offers; prices USD per node-hour; preempt = spot preemptions per node-hour"]
+        as_of = cat.prices_as_of()
+        footer = [f"{len(frame)} offers; prices USD per node-hour" + (f", as of {as_of}" if as_of else "")
+                  + "; preempt = spot preemptions per node-hour"]
         click.echo(render_table(shown, footer=footer), nl=False)
+    warn_old_prices(cat)
 
 
 _SHORT_HEADERS = {"instance_type": "instance", "gpus_per_node": "gpus", "gpu_vram_gib": "vram_gib",

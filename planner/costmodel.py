@@ -1,10 +1,10 @@
-"""Expected cost of one candidate: the analytic side of COST-MODEL.md.
+"""Expected cost of one candidate: the analytic side of docs/cost-model.md.
 
 Pure functions over plain numbers (no pydantic, solver or CLI imports), so the
 planner can call them for thousands of candidates and `planner.simulate` can
 check every number by Monte-Carlo of exactly the same process.
 
-Where this module departs from the formulas printed in COST-MODEL.md it is to
+Where this module departs from the formulas printed in docs/cost-model.md it is to
 make them exact (the contract's tolerances are against simulation):
 
 * rounding waste (§5) is computed from the distribution of every billing

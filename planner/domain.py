@@ -94,6 +94,8 @@ class Offer(Strict):
     spot_usd_h: float | None = Field(None, gt=0, description="USD per node-hour")
     spot_preemption_per_h: float | None = Field(None, ge=0, description="per node-hour")
     max_nodes: int | None = Field(None, gt=0)
+    billing_granularity_h: Hours | None = Field(None, description="blank: the provider's rule (e.g. `1h`, `60s`)")
+    billing_minimum_h: HoursOrZero | None = Field(None, description="blank: the provider's rule")
     defaults: tuple[str, ...] = ()
     notes: str = ""
 
@@ -138,6 +140,12 @@ class ModelArch(Strict):
             if self.expert_params >= self.params:
                 raise ValueError("expert_params must be below params (attention and embeddings are not experts)")
         return self
+
+
+class HfConfigFile(Strict):
+    """`model: {hf_config: path/to/config.json}`: a Hugging Face config read from disk (relative to the file)."""
+
+    hf_config: str = Field(min_length=1)
 
 
 # ---------------------------------------------------------------- workloads
@@ -223,15 +231,25 @@ class Data(Strict):
 class Placement(Strict):
     providers: tuple[str, ...] = ()
     regions: tuple[str, ...] = ()
-    gpus: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = Field((), description="GPU names or families; `H100:8` = nodes of 8 (SkyPilot syntax)")
     instance_types: tuple[str, ...] = ()
+
+    @field_validator("gpus")
+    @classmethod
+    def _accelerator_syntax(cls, gpus: tuple[str, ...]) -> tuple[str, ...]:
+        for gpu in gpus:
+            name, colon, count = gpu.partition(":")
+            if colon and not (count.isdigit() and int(count) > 0):
+                raise ValueError(f"{gpu!r}: expected NAME or NAME:COUNT with COUNT a whole number of GPUs per node")
+        return gpus
 
 
 class Workload(Strict):
     name: str = Field(min_length=1)
     kind: Literal["training", "fine_tuning", "batch_inference"]
     description: str = ""
-    model: str | ModelArch | None = Field(None, description="catalog name or an inline shape")
+    model: str | ModelArch | HfConfigFile | None = Field(
+        None, description="catalog name, Hugging Face id (org/name), {hf_config: path} or an inline shape")
     method: Literal["full", "lora", "qlora", "inference"] | None = Field(
         None, description="default: inference for batch_inference, else full")
     precision: WeightPrecision = "bf16"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -55,9 +56,12 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def render_table(frame, title: str | None = None, footer: list[str] | None = None, width: int = 240,
+def render_table(frame, title: str | None = None, footer: list[str] | None = None, width: int | None = None,
                  fold: tuple[str, ...] = ("note", "why")) -> str:
-    """A rich table as plain text (no colour codes, so it pastes and diffs cleanly); `fold` columns wrap."""
+    """A rich table as plain text (no colour codes, so it pastes and diffs cleanly); `fold` columns wrap.
+
+    As wide as the terminal (or $COLUMNS); 240 columns when writing to a pipe or a file, so nothing
+    is cut. Money columns (`*usd*`) show cents."""
     from rich.console import Console
     from rich.table import Table
 
@@ -67,8 +71,10 @@ def render_table(frame, title: str | None = None, footer: list[str] | None = Non
         wide = column in fold
         table.add_column(str(column), justify="right" if numeric else "left", no_wrap=not wide,
                          overflow="fold" if wide else "ellipsis", max_width=60 if wide else None)
+    money = [is_money(c) for c in frame.columns]
     for row in frame.itertuples(index=False):
-        table.add_row(*(_cell(v) for v in row))
+        table.add_row(*(_cell(v, m) for v, m in zip(row, money)))
+    width = width or shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
     console = Console(width=width, record=True, color_system=None, force_terminal=False)
     with console.capture() as capture:
         console.print(table)
@@ -77,9 +83,19 @@ def render_table(frame, title: str | None = None, footer: list[str] | None = Non
     return capture.get()
 
 
-def _cell(value: Any) -> str:
+PIPE_WIDTH = 240
+
+
+def is_money(column) -> bool:
+    """Columns holding dollars: shown to the cent."""
+    return "usd" in str(column).lower()
+
+
+def _cell(value: Any, money: bool = False) -> str:
     if value is None or (isinstance(value, float) and value != value):
         return "-"
+    if money and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:,.2f}"
     if isinstance(value, float):
         return f"{value:,.4g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
@@ -88,5 +104,6 @@ def _cell(value: Any) -> str:
 def render_markdown(frame) -> str:
     head = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    rows = ["| " + " | ".join(_cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    money = [is_money(c) for c in frame.columns]
+    rows = ["| " + " | ".join(_cell(v, m) for v, m in zip(row, money)) + " |" for row in frame.itertuples(index=False)]
     return "\n".join([head, rule, *rows]) + "\n"

@@ -24,6 +24,7 @@ def plan_json(plan: Plan) -> dict:
         "objective_usd": round(result.objective_usd, 2) if solved else None,
         "bound_usd": round(result.bound_usd, 2) if solved else None,
         "solve_seconds": round(result.solve_seconds, 3) if result else 0.0,
+        "prices_as_of": _as_of(plan.loaded.catalog),
         "assignments": assignments(plan) if solved else [],
         "infeasible": plan.infeasible,
     }
@@ -37,7 +38,8 @@ def plan_frame(plan: Plan) -> pd.DataFrame:
         interval = a["checkpoint_interval_h"]
         rows.append({
             "workload": a["workload"], "provider": a["provider"], "region": a["region"],
-            "instance": a["instance_type"], "gpus": f"{a['gpus_per_node']}x{a['gpu']} x{a['nodes']}",
+            "instance": a["instance_type"], "gpu": a["gpu"], "gpus_per_node": a["gpus_per_node"],
+            "nodes": a["nodes"], "gpus": a["gpus"],
             "market": a["market"], "parallelism": (a["parallelism"] or {}).get("label", ""),
             "checkpoint": format_hours(interval) if interval else "none",
             "expected_h": round(e["wall_h"], 2), "p_deadline": round(e["p_deadline"], 3),
@@ -64,13 +66,19 @@ def solve_text(plan: Plan, fmt: str, explain: bool = False) -> str:
     return _table(plan, frame, explain)
 
 
+def _as_of(catalog) -> str | None:
+    as_of = catalog.prices_as_of()
+    return as_of.isoformat() if as_of else None
+
+
 def _status_line(plan: Plan) -> str:
     r = plan.result
     proof = "optimal (proven)" if plan.status == "OPTIMAL" else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
     cands = plan.candidates
     return (f"{plan.status}: expected total ${r.objective_usd:,.2f}, {proof}; {len(cands.pruned)} candidates "
             f"after pruning ({len(cands.all)} evaluated, {cands.considered} considered); solved in "
-            f"{r.solve_seconds:.2f} s ({r.deterministic_seconds:.2f} deterministic) on {r.workers} workers")
+            f"{r.solve_seconds:.2f} s ({r.deterministic_seconds:.2f} deterministic) on {r.workers} workers"
+            + (f"; prices as of {_as_of(plan.loaded.catalog)}" if _as_of(plan.loaded.catalog) else ""))
 
 
 def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:

@@ -44,9 +44,45 @@ def load_scenario(path: str | Path) -> LoadedScenario:
         bad = str(exc.args[0])
         index = next((i for i, c in enumerate(scenario.catalogs) if repr(c) in bad), 0)
         raise PlannerError(bad, where(path, raw, ("catalogs", index))) from None
+    scenario = scenario.model_copy(update={"workloads": resolve_models(scenario.workloads, catalog, path, raw)})
     loaded = LoadedScenario(path, scenario, catalog, raw)
     check_references(loaded)
     return loaded
+
+
+def resolve_models(workloads: tuple, catalog: Catalog, path: Path, raw: Any, collection: str = "workloads") -> tuple:
+    """Models given as a Hugging Face config (a local `{hf_config: path}`, or an `org/name` id the catalog
+    does not hold, fetched through huggingface_hub's cache) become inline shapes; catalog names stay."""
+    from . import hf_config
+    from .domain import HfConfigFile
+
+    out = []
+    for i, workload in enumerate(workloads):
+        model, loc = workload.model, (collection, i, "model")
+        try:
+            if isinstance(model, HfConfigFile):
+                file = Path(model.hf_config)
+                file = file if file.is_absolute() else path.parent / file
+                config = hf_config.load_config_file(file)
+                arch = hf_config.arch_from_config(config, file.parent.name if file.name == "config.json" else file.stem)
+            elif isinstance(model, str) and hf_config.looks_like_hf_id(model) and not _in_catalog(catalog, model):
+                arch = hf_config.arch_from_config(hf_config.fetch_config(model), model.split("/")[-1].lower(),
+                                                  hf_repo=model)
+            else:
+                out.append(workload)
+                continue
+        except ValueError as exc:
+            raise PlannerError(str(exc), where(path, raw, loc)) from None
+        out.append(workload.model_copy(update={"model": arch}))
+    return tuple(out)
+
+
+def _in_catalog(catalog: Catalog, name: str) -> bool:
+    try:
+        catalog.model(name)
+        return True
+    except KeyError:
+        return False
 
 
 def validate_model(model: type[BaseModel], raw: Any, path: Path):
@@ -185,7 +221,7 @@ def check_references(loaded: LoadedScenario, collection: str = "workloads") -> N
         for placement in ("allow", "forbid"):
             spec = getattr(workload, placement)
             for j, gpu in enumerate(spec.gpus):
-                check_gpu(gpu, base + (placement, "gpus", j))
+                check_gpu(gpu.partition(":")[0], base + (placement, "gpus", j))
             for j, provider in enumerate(spec.providers):
                 check_provider(provider, base + (placement, "providers", j))
         if workload.data.location:

@@ -1,4 +1,4 @@
-"""Monte-Carlo of exactly the process in COST-MODEL.md, to check `costmodel`.
+"""Monte-Carlo of exactly the process in docs/cost-model.md, to check `costmodel`.
 
 Vectorised across trials: each pass of the loop draws the time to the next
 failure for every unfinished trial (failures are memoryless in the time spent
@@ -72,7 +72,7 @@ class SimResult:
 def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
              progress: Callable[[float], None] | None = None,
              tau: float | None = None) -> SimResult:
-    """Simulate `trials` runs of one candidate (COST-MODEL §3–§7).
+    """Simulate `trials` runs of one candidate (cost-model §3–§7).
 
     Failures arrive at rate λ while working or writing checkpoints (not while
     restarting); one loses the progress since the last completed checkpoint,

@@ -1230,8 +1230,9 @@ def test_table_and_csv(contract_file, run):
     csv = run("batch", contract_file, "--workers", "1", "--format", "csv")
     assert csv.exit_code == 0
     header, *rows = csv.stdout.strip().splitlines()
-    assert header.split(",")[:4] == ["run", "scheduled", "start", "end"]
-    assert {row.split(",")[0] for row in rows} == {"a", "b", "c"}
+    assert header.split(",")[:5] == ["section", "run", "scheduled", "start", "end"]
+    assert {row.split(",")[1] for row in rows if row.startswith("run,")} == {"a", "b", "c"}
+    assert {row.split(",")[0] for row in rows} == {"run", "reservation", "month"}
 
 
 def test_output_file_is_written_atomically(contract_file, run, tmp_path):

@@ -1,4 +1,4 @@
-"""The analytic cost model (COST-MODEL.md §4–§7) against hand cases and the simulator."""
+"""The analytic cost model (cost-model §4–§7) against hand cases and the simulator."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ from conftest import scenario_files  # noqa: E402
 
 @pytest.mark.parametrize("scenario", [p.name for p in scenario_files()])
 def test_every_example_plan_agrees_with_simulation(run, scenario):
-    """COST-MODEL §5: billed node-hours (and so cost) within 2 % of simulation for the shipped examples."""
+    """cost-model §5: billed node-hours (and so cost) within 2 % of simulation for the shipped examples."""
     result = run("simulate", SCENARIOS / scenario, "--trials", "20000", "--format", "json")
     assert result.exit_code == 0, result.stderr
     for row in json.loads(result.stdout):

@@ -465,7 +465,7 @@ def test_infeasible_no_gpu_has_enough_vram(run, scenario_file):
     result = run("solve", path)
     assert result.exit_code == 1
     assert "giant" in result.output and "no GPU has enough VRAM" in result.output
-    data = json.loads(run("solve", path, "--format", "json").output)
+    data = json.loads(run("solve", path, "--format", "json").stdout)
     assert data["status"] == "INFEASIBLE" and data["assignments"] == []
     assert data["infeasible"][0]["workload"] == "giant"
     assert "no GPU has enough VRAM" in data["infeasible"][0]["reason"]
@@ -482,7 +482,7 @@ def test_infeasible_time_budget_too_short(run, scenario_file):
     result = run("solve", path)
     assert result.exit_code == 1
     assert "rushed" in result.output and "misses the time budget" in result.output
-    data = json.loads(run("solve", path, "--format", "json").output)
+    data = json.loads(run("solve", path, "--format", "json").stdout)
     assert data["status"] == "INFEASIBLE"
     assert "misses the time budget" in data["infeasible"][0]["reason"]
 
@@ -498,7 +498,7 @@ def test_infeasible_quota_too_small_for_two_workloads(run, scenario_file):
                               "constraints:\n  gpu_quotas: {lambda: 12}"))
     result = run("solve", path)
     assert result.exit_code == 1
-    data = json.loads(run("solve", path, "--format", "json").output)
+    data = json.loads(run("solve", path, "--format", "json").stdout)
     assert data["status"] == "INFEASIBLE"
     assert {r["workload"] for r in data["infeasible"]} == {"alpha", "beta"}
     for reason in (r["reason"] for r in data["infeasible"]):
@@ -515,7 +515,7 @@ SMALL = SCENARIOS / "full-finetune-70b.yaml"
 def test_solve_formats(run, fmt):
     result = run("solve", SMALL, "--format", fmt, "--workers", "1")
     assert result.exit_code == 0, result.output
-    out = result.output
+    out = result.stdout
     if fmt == "json":
         data = json.loads(out)
         assert data["status"] == "OPTIMAL" and data["assignments"][0]["workload"] == "llama70b-sft"
@@ -551,7 +551,7 @@ def test_solve_refuses_to_overwrite_the_scenario(run, tmp_path):
 def test_solve_explain_prints_runner_ups(run):
     result = run("solve", SCENARIOS / "team-quarter-mix.yaml", "--explain", "--workers", "1")
     assert result.exit_code == 0
-    lines = result.output.splitlines()
+    lines = result.stdout.splitlines()
     runner_ups = [line for line in lines if line.startswith("  ") and ("cheaper than" in line or "ties with" in line
                                                                         or "dearer alone" in line)]
     assert len(runner_ups) >= 5

@@ -384,7 +384,7 @@ def build_providers() -> pd.DataFrame:
                      "storage_usd_per_gib_month": sto, "egress_usd_per_gib": egr,
                      "spot_preemption_per_node_h": SPOT_PREEMPTION_DEFAULT.get(p),
                      "source": f"shared data billing_facts.csv; offers: skypilot-org/skypilot-catalog {path}@{sha[:12]}",
-                     "as_of": sha, "defaults": dflt + (";spot_preemption_per_node_h" if p in SPOT_PREEMPTION_DEFAULT else ""),
+                     "as_of": SNAPSHOT_DATE, "defaults": dflt + (";spot_preemption_per_node_h" if p in SPOT_PREEMPTION_DEFAULT else ""),
                      "notes": note})
     return pd.DataFrame(rows, columns=PROVIDER_COLUMNS).sort_values("provider").reset_index(drop=True)
 
@@ -649,9 +649,21 @@ def build_offers(data: Path, aliases: dict[str, str], gpu_names: set[str]) -> di
     return out
 
 
+# The day the price snapshots are dated.  The upstream catalog commits' dates were not recorded;
+# their content dates them to mid-2025 (the AWS Spot Advisor feed is of 2025-06-28), so the
+# earliest date the content fits is used: a user is warned about old prices rather than too late.
+SNAPSHOT_DATE = "2025-07-01"
+
+
 def main(argv: list[str]) -> None:
     data = Path(argv[1]) if len(argv) > 1 else (ROOT / ".." / "shared" / "data")
     data = data.resolve()
+    needed = [data / "gpus.csv", data / "models.csv", data / "offers"]
+    if not all(p.exists() for p in needed):
+        print(f"error: {data}: expected the reference data folder (gpus.csv, models.csv, offers/*.csv, "
+                 "billing_facts.csv, ... as described in catalogs/README.md); "
+                 "usage: python tools/build_catalogs.py DATA_DIR", file=sys.stderr)
+        sys.exit(2)
     gpus = build_gpus(data)
     write_csv(gpus, OUT / "gpus.csv")
     write_csv(build_models(data), OUT / "models.csv")
@@ -661,7 +673,7 @@ def main(argv: list[str]) -> None:
         path, sha = OFFER_SOURCES[p]
         write_csv(off, OUT / "offers" / f"{p}.csv", [
             f"source: skypilot-org/skypilot-catalog {path} @ {sha} (via shared/data/offers/{p}.csv)",
-            f"as_of: {sha}",
+            f"as_of: {SNAPSHOT_DATE}",
             "built_by: tools/build_catalogs.py",
         ])
         print(f"{p:12s} {len(off):4d} rows, {off.instance_type.nunique():3d} instance types, "

@@ -1,0 +1,1 @@
+"""Package data of the planner (installed as planner._scenarios.catalogs): not code."""
