@@ -197,7 +197,8 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
 # ---------------------------------------------------------------- report
 
 
-def batch_json(plan: BatchPlan) -> dict:
+def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
+    """The documented JSON contract of `planner batch --format json` (`timings` as for `plan_json`)."""
     loaded, result = plan.loaded, plan.result
     solved = result is not None and result.status in ("OPTIMAL", "FEASIBLE")
     runs, reservations, months = [], [], []
@@ -229,15 +230,17 @@ def batch_json(plan: BatchPlan) -> dict:
                 "utilisation": round(used / capacity, 4) if capacity else 0.0, "name": pool.label,
             })
         months = _months(plan)
-    return {
+    data = {
         "status": plan.status,
         "objective_usd": round(result.objective_usd, 2) if solved else None,
         "bound_usd": round(result.bound_usd, 2) if solved else None,
-        "solve_seconds": round(result.solve_seconds, 3) if result else 0.0,
         "prices_as_of": as_of.isoformat() if (as_of := loaded.catalog.prices_as_of()) else None,
         "reservations": reservations, "runs": runs, "months": months,
         "unscheduled": [{"run": r, "reason": why} for r, why in plan.infeasible.items()],
     }
+    if timings:
+        data["solve_report"] = {"solve_seconds": round(result.solve_seconds, 3) if result else 0.0}
+    return data
 
 
 def _months(plan: BatchPlan) -> list[dict]:
@@ -252,10 +255,10 @@ def _months(plan: BatchPlan) -> list[dict]:
     return [{"month": label, "cost_usd": round(value, 2)} for label, value in totals.items()]
 
 
-def batch_text(plan: BatchPlan, fmt: str) -> str:
+def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
     from .output import render_table, to_json
 
-    data = batch_json(plan)
+    data = batch_json(plan, timings)
     if fmt == "json":
         return to_json(data)
     runs = pd.DataFrame([r for r in data["runs"] if r["scheduled"]],

@@ -23,7 +23,7 @@ HALF_CENT = 0.005
 RUN_KEYS = {"run", "scheduled", "start", "end", "provider", "region", "instance_type", "nodes", "gpus", "market",
             "expected_wall_h", "p_deadline", "cost_usd"}
 RESERVATION_KEYS = {"provider", "region", "instance_type", "nodes", "start", "end", "cost_usd", "utilisation"}
-TOP_KEYS = {"status", "objective_usd", "bound_usd", "solve_seconds", "reservations", "runs", "months"}
+TOP_KEYS = {"status", "objective_usd", "bound_usd", "reservations", "runs", "months"}
 
 
 def _time(value) -> dt.datetime:

@@ -32,6 +32,7 @@ import pandas as pd
 from .batch_bound import Relaxation, relax
 from .batch_greedy import greedy
 from .batch_model import BatchLimits, BatchResult, Pool, RunInfo, build_batch_model, solve_batch
+from .limits import COST_RESOLUTION_USD
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +110,9 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
     with _Background(relax if pools else None, whole.cands, runs, pools, steps,
                      time_limit_s - (time.perf_counter() - started)) as relaxed:
         first = _log("whole", search(whole, FIRST_SHARE if phased else 1.0, hint, last=not phased), started)
+        if first.status == "UNKNOWN" and hint and (not pools or time.perf_counter() - started >= time_limit_s):
+            fallback = greedy_result(whole, hint)
+            return _finish(fallback, [first, fallback], whole, started)
         if first.status not in ("FEASIBLE", "UNKNOWN") or not pools:
             return _finish(first, [first], whole, started)
         results, best = [first], first
@@ -125,6 +129,9 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
             if _solved(final) and (not _solved(best) or _key(final, whole) <= _key(best, whole)):
                 best = final
         relaxation = relaxed.finish()
+        if not _solved(best) and hint:  # the clock ran out before CP-SAT completed any schedule
+            best = greedy_result(whole, hint)
+            results.append(best)
         return _finish(best, results, whole, started, relaxation.bound_usd if relaxation else None)
 
 
@@ -148,6 +155,21 @@ def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int
         return None
     packed = min(packings, key=lambda p: _key(p, whole))
     return _log("core fixed", search(whole, FIXED_SHARE, _as_hint(packed, names), fix_hint=True), started)
+
+
+def greedy_result(whole, schedule: dict) -> BatchResult:
+    """The greedy schedule CP-SAT started from, as a FEASIBLE result: the plan a short time limit still
+    returns. Its bound is each scheduled run's cheapest candidate (reservations cost nothing there)."""
+    chosen = whole.cands[whole.cands["cid"].isin(schedule["cids"])].copy()
+    chosen["start_step"] = [schedule["starts"][r] for r in chosen["run"]]
+    bought = list(schedule["bought"])
+    reservations = sum(p.cents_per_node * b for p, b in zip(whole.pools, bought)) * COST_RESOLUTION_USD
+    objective = float(chosen["cost_usd"].sum()) + reservations
+    cheapest = whole.cands.groupby("run")["cost_usd"].min()
+    bound = min(objective, float(cheapest.reindex(chosen["run"]).sum()))
+    unscheduled = sorted(set(whole.runs) - set(chosen["run"]))
+    return BatchResult("FEASIBLE", chosen.sort_values("run").reset_index(drop=True), bought, objective, bound, 0.0,
+                       unscheduled)
 
 
 def _near_the_relaxation(cands: pd.DataFrame, relaxation: Relaxation) -> pd.DataFrame:

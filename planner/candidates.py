@@ -20,7 +20,7 @@ from . import costmodel
 from .catalog import Catalog, offers_for
 from .domain import Override, Scenario, Workload
 from .estimate import Estimate, Shape, checkpoint_size_gib, estimate, layout_text
-from .limits import COST_RESOLUTION_USD, Limits, quota_mask
+from .limits import COST_RESOLUTION_USD, MAX_CANDIDATE_USD, Limits, quota_mask
 
 HOURS_PER_MONTH = 730.0
 INTER_REGION_USD_PER_GIB = 0.02
@@ -687,7 +687,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, physics.work_h, physics.item_h)]
     fingerprint = _cost_fingerprint(workload, hw_rate)
-    out, missed, chosen, dominator_hi = [], [], [], []
+    out, missed, chosen, dominator_hi, runaway = [], [], [], [], []
     alive, done = np.ones(len(at), dtype=bool), 0
     for i, row in enumerate(map(_Row._make, zip(*columns))):
         if not alive[i]:
@@ -697,6 +697,8 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             unit = screen.exact[key[i]] = _exact(workload, row, hw_rate, {}, fingerprint)
         if unit.p_deadline < q:
             missed.append((row, unit))
+        elif not unit.billed_node_h * row.price <= MAX_CANDIDATE_USD:  # also inf and NaN
+            runaway.append(row)
         else:
             est = physics.estimates[physics.shape[at[i]]]
             candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision, layout_text(est))
@@ -709,6 +711,10 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             alive[rest] &= ~_dominated(signature[rest], units[rest], lo[rest], signature[chosen], units[chosen],
                                        np.array(dominator_hi))
     if not out:
+        if runaway and not missed:
+            return none, (f"every candidate's expected cost is above ${MAX_CANDIDATE_USD:,.0f}: failures restart "
+                          f"the work so often that it practically never finishes (checkpoint it, or give it fewer "
+                          f"GPUs or hours)"), rows.considered, none
         return none, _deadline_reason(workload, missed, q), rows.considered, none
     frame = pd.DataFrame(out)
     return frame, "", rows.considered, _pareto(frame, signature[chosen], units[chosen])

@@ -6,6 +6,7 @@ as a path to an offers CSV in the same format (for example a company's negotiate
 from __future__ import annotations
 
 import difflib
+import math
 import os
 from importlib import resources
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from .domain import Gpu, ModelArch, Offer, Provider
 from .errors import PlannerError
-from .yamlio import MAX_FILE_BYTES
+from . import yamlio
 
 def _shipped(package: str) -> Path:
     """A folder of package data (installed wheel, or the checkout's top-level folder in an editable
@@ -68,8 +69,11 @@ def _header_comments(path: Path) -> tuple[dict[str, str], int]:
 def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str], int]:
     if not path.exists():
         raise PlannerError(f"no such {what}", str(path))
-    if path.stat().st_size > MAX_FILE_BYTES * 4:
-        raise PlannerError(f"{what} is larger than {MAX_FILE_BYTES * 4 // 2**20} MiB; refusing it", str(path))
+    size = path.stat().st_size
+    if size > yamlio.MAX_FILE_BYTES:
+        raise PlannerError(f"{what} is {size / 2**20:.1f} MiB; refusing input above {yamlio.MAX_FILE_BYTES / 2**20:g} "
+                           f"MiB (raise the limit with: planner --max-input-size {math.ceil(size / 2**20) + 1}MiB ...)",
+                           str(path))
     if b"\x00" in path.read_bytes()[:65536]:
         raise PlannerError(f"this is a binary file, expected a CSV {what}", str(path))
     try:

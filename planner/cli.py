@@ -15,15 +15,55 @@ from .errors import PlannerError
 FORMATS = ("table", "json", "csv")
 
 
+EXIT_PLAN, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_TIME_LIMIT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+"""The exit statuses every command keeps (README "Exit status", `planner --help`)."""
+_interrupted = False
+
+
+def _on_sigint(signum, frame) -> None:
+    """Remember the interrupt: a Ctrl-C that lands inside an import can surface as another error."""
+    global _interrupted
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
 class PlannerGroup(click.Group):
-    """Turns every PlannerError into one line on stderr and exit status 2 (no traceback)."""
+    """Turns every PlannerError into one line on stderr and exit status 2, an interrupt into one line
+    `interrupted` and status 130 (no traceback; outputs are written atomically, so nothing is half-written)."""
 
     def invoke(self, ctx: click.Context):
+        import signal
+        import threading
+
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGINT, _on_sigint)
         try:
             return super().invoke(ctx)
         except PlannerError as exc:
             click.echo(f"error: {exc}", err=True)
-            ctx.exit(2)
+            ctx.exit(EXIT_BAD_INPUT)
+        except KeyboardInterrupt:
+            _stop_interrupted(ctx)
+        except (click.exceptions.Exit, click.ClickException):
+            raise
+        except Exception:
+            if _interrupted:
+                _stop_interrupted(ctx)
+            raise
+
+
+def _stop_interrupted(ctx: click.Context) -> None:
+    click.echo("interrupted", err=True)
+    ctx.exit(EXIT_INTERRUPTED)
+
+
+def exit_for(status: str) -> None:
+    """Exit 1 when infeasible, 3 when the time limit ended the search before any plan; else return."""
+    if status == "INFEASIBLE":
+        sys.exit(EXIT_INFEASIBLE)
+    if status not in ("OPTIMAL", "FEASIBLE"):
+        click.echo("error: the time limit was reached before any plan was found; raise --time-limit", err=True)
+        sys.exit(EXIT_TIME_LIMIT)
 
 
 def warn_old_prices(catalog) -> None:
@@ -48,14 +88,28 @@ def emit(text: str, output: str | None, inputs: tuple[Path, ...] = ()) -> None:
 
 @click.group(cls=PlannerGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpu-planner")
-def main() -> None:
+@click.option("--max-input-size", default="64MiB", show_default=True, metavar="SIZE",
+              help="Refuse scenario, quarter and catalog files larger than this (checked before parsing).")
+def main(max_input_size: str) -> None:
     """Plan the cheapest cloud GPU rental that meets every deadline.
+
+    Exit status: 0 a plan (or a successful command), 1 infeasible (the report says why),
+    2 bad input (one line on stderr: file, line, key path, what was expected),
+    3 the time limit was reached before any plan was found, 130 interrupted.
 
     \b
     Example:
       planner validate scenarios/*.yaml
       planner catalog list --gpu H100 --format json
+      planner --max-input-size 256MiB solve big-scenario.yaml
     """
+    from . import yamlio
+    from .units import parse_gib
+
+    try:
+        yamlio.MAX_FILE_BYTES = int(parse_gib(max_input_size) * 2**30)
+    except ValueError as exc:
+        raise PlannerError(str(exc), "--max-input-size") from None
 
 
 # ---------------------------------------------------------------- validate
@@ -105,11 +159,15 @@ def validate(files: tuple[Path, ...]) -> None:
               help="Seconds CP-SAT may search; the best plan so far is reported with its gap.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
 @click.option("--explain", is_flag=True, help="Add runner-up candidates and why the winner beat them.")
-def solve(scenario, fmt, output, time_limit, workers, explain) -> None:
+@click.option("--no-timings", "no_timings", is_flag=True,
+              help="Leave `solve_report` (the clock readings) out of the JSON, so runs can be diffed byte for byte.")
+def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> None:
     """The cheapest plan that meets every deadline, with its cost breakdown.
 
-    Exit status 0 with a plan, 1 when the scenario is infeasible (the report says which
-    workload cannot be placed and why), 2 on bad input.
+    --time-limit covers CP-SAT's search; loading the catalogs and building the candidates
+    come before it. Exit status 0 with a plan (FEASIBLE plans report their gap), 1 when the
+    scenario is infeasible (the report says which workload cannot be placed and why), 2 on
+    bad input, 3 when the time limit ends the search before any plan, 130 when interrupted.
 
     \b
     Example:
@@ -123,10 +181,9 @@ def solve(scenario, fmt, output, time_limit, workers, explain) -> None:
 
     loaded = load_scenario(scenario)
     plan = make_plan(loaded, time_limit_s=time_limit, workers=workers)
-    emit(solve_text(plan, fmt, explain), output, inputs=(scenario,))
+    emit(solve_text(plan, fmt, explain, not no_timings), output, inputs=(scenario,))
     warn_old_prices(loaded.catalog)
-    if plan.status == "INFEASIBLE":
-        sys.exit(1)
+    exit_for(plan.status)
 
 
 # ---------------------------------------------------------------- batch
@@ -142,10 +199,16 @@ def solve(scenario, fmt, output, time_limit, workers, explain) -> None:
                    "best schedule so far is reported with its gap.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="CP-SAT search workers; the bound's LP runs beside them on one more core.")
-def batch(quarter, fmt, output, gantt, time_limit, workers) -> None:
+@click.option("--no-timings", "no_timings", is_flag=True,
+              help="Leave `solve_report` (the clock readings) out of the JSON, so runs can be diffed byte for byte.")
+def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
     """Schedule a quarter's runs over time: start dates, placements, reservations to buy.
 
-    Exit status 0 with a schedule, 1 when a required run cannot be placed, 2 on bad input.
+    --time-limit covers the search (every phase); candidates are built before it. When it
+    ends the search early the best schedule found is returned, at least the greedy one it
+    starts from (FEASIBLE, with its gap). Exit status 0 with a schedule, 1 when a required
+    run cannot be placed, 2 on bad input, 3 when no schedule was found in time, 130 when
+    interrupted.
 
     \b
     Example:
@@ -159,15 +222,14 @@ def batch(quarter, fmt, output, gantt, time_limit, workers) -> None:
         raise PlannerError("expected a .png or .html file name", "--gantt")
     loaded = load_quarter(quarter)
     plan = make_batch_plan(loaded, time_limit_s=time_limit, workers=workers)
-    emit(batch_text(plan, fmt), output, inputs=(quarter,))
+    emit(batch_text(plan, fmt, not no_timings), output, inputs=(quarter,))
     warn_old_prices(loaded.catalog)
     if gantt and plan.status in ("OPTIMAL", "FEASIBLE"):
         from .gantt import write_gantt
 
         write_gantt(batch_json(plan), Path(gantt), protected=(quarter,))
         click.echo(f"wrote {gantt}", err=True)
-    if plan.status not in ("OPTIMAL", "FEASIBLE"):
-        sys.exit(1)
+    exit_for(plan.status)
 
 
 # ---------------------------------------------------------------- simulate
@@ -667,7 +729,8 @@ def catalog_import(source, file, provider, output) -> None:
     frame = pd.read_csv(file)
     gpus = load_gpus()
     try:
-        converted = import_skypilot(frame, provider, gpu_aliases(pd.read_csv(CATALOG_DIR / "gpus.csv", keep_default_na=False)))
+        converted = import_skypilot(frame, provider, gpu_aliases(pd.read_csv(CATALOG_DIR / "gpus.csv", keep_default_na=False)),
+                                    keep_facts=True)
     except ValueError as exc:
         raise PlannerError(str(exc), str(file)) from None
     missing_vram = converted["gpu_vram_gib"].isna()
@@ -682,7 +745,66 @@ def catalog_import(source, file, provider, output) -> None:
         index=False)
     write_atomic(output, text, protected=(file,))
     read_offers(output, gpus, providers)  # what we wrote must load
-    click.echo(f"wrote {len(converted)} offers to {output}")
+    kept = int(converted["notes"].fillna("").str.contains("facts_from_shipped_catalog").sum())
+    click.echo(f"wrote {len(converted)} offers to {output} ({kept} keep interconnect, network and preemption "
+               f"facts from the shipped catalog)")
+
+
+@catalog.command("refresh")
+@click.argument("provider", type=click.Choice(["azure", "aws"]))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Catalog CSV to write (atomically); name it in a scenario's `catalogs`.")
+@click.option("--region", "regions", multiple=True, help="AWS regions to fetch (repeatable; default us-east-1).")
+def catalog_refresh(provider, output, regions) -> None:
+    """Fetch current on-demand (and spot) GPU prices from the provider's public price API.
+
+    azure: the Retail Prices API (no account needed). aws: the EC2 price-list offer file per
+    region (large: streamed to disk); spot prices from the EC2 spot price history when boto3 and
+    AWS credentials are present, else the shipped spot prices are kept and marked. Offers keep
+    every fact the shipped catalog knows that the price source lacks (GPUs, interconnect,
+    network, preemption rate), marked in `notes`.
+
+    \b
+    Example:
+      planner catalog refresh azure -o azure-today.csv
+      planner catalog refresh aws --region us-east-1 --region us-west-2 -o aws-today.csv
+    """
+    import datetime
+    import tempfile
+
+    import pandas as pd
+
+    from .catalog import load_gpus, load_providers, read_offers
+    from .offer_facts import load_shipped_offers
+    from .output import check_target
+    from .price_refresh import (aws_offers, aws_spot_prices, azure_offers, fetch_aws_offer_file, fetch_azure,
+                                write_offers_csv)
+
+    check_target(output)
+    gpus = load_gpus()
+    if provider == "azure":
+        frame = azure_offers(fetch_azure(), gpus)
+        skipped = f"; skipped {len(frame.attrs.get('unknown_instance_types', ()))} sizes the shipped catalog lacks"
+        source = "Azure Retail Prices API (prices.azure.com/api/retail/prices), Linux consumption and spot"
+        spot = ""
+    else:
+        regions = regions or ("us-east-1",)
+        spot_prices = aws_spot_prices(list(regions), sorted(set(load_shipped_offers("aws")["instance_type"])))
+        frames = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for region in regions:
+                frames.append(aws_offers(fetch_aws_offer_file(region, directory=Path(tmp)), gpus,
+                                         spot_prices=spot_prices))
+        frame = pd.concat(frames, ignore_index=True)
+        skipped = ""
+        source = f"AWS EC2 price list offer files ({', '.join(regions)})"
+        spot = "; spot: EC2 spot price history" if spot_prices is not None else \
+            "; spot: kept the shipped prices (boto3 not installed or no AWS credentials)"
+    if frame.empty:
+        raise PlannerError(f"the {provider} price source returned no GPU offers the shipped catalog knows", provider)
+    write_offers_csv(frame, output, source, datetime.date.today().isoformat())
+    read_offers(output, gpus, load_providers())  # what we wrote must load
+    click.echo(f"wrote {len(frame)} offers to {output}{skipped}{spot}")
 
 
 def _today() -> str:

@@ -12,14 +12,20 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from .units import parse_count, parse_gib, parse_hours, parse_usd
 
-Hours = Annotated[float, BeforeValidator(parse_hours), Field(gt=0)]
-HoursOrZero = Annotated[float, BeforeValidator(parse_hours), Field(ge=0)]
-GiB = Annotated[float, BeforeValidator(parse_gib), Field(gt=0)]
-GiBOrZero = Annotated[float, BeforeValidator(parse_gib), Field(ge=0)]
-USD = Annotated[float, BeforeValidator(parse_usd), Field(gt=0)]
-Count = Annotated[float, BeforeValidator(parse_count), Field(gt=0)]
+# Upper bounds far above any real job keep every number the user gives finite through the cost
+# model (1e308 as a multiplier or budget would overflow to inf): a century, an exabyte, a trillion
+# dollars, 1e18 tokens, a million-fold multiplier.
+MAX_HOURS, MAX_GIB, MAX_USD, MAX_COUNT, MAX_MULTIPLIER = 1e6, 1e9, 1e12, 1e18, 1e6
+Hours = Annotated[float, BeforeValidator(parse_hours), Field(gt=0, le=MAX_HOURS)]
+HoursOrZero = Annotated[float, BeforeValidator(parse_hours), Field(ge=0, le=MAX_HOURS)]
+GiB = Annotated[float, BeforeValidator(parse_gib), Field(gt=0, le=MAX_GIB)]
+GiBOrZero = Annotated[float, BeforeValidator(parse_gib), Field(ge=0, le=MAX_GIB)]
+USD = Annotated[float, BeforeValidator(parse_usd), Field(gt=0, le=MAX_USD)]
+Count = Annotated[float, BeforeValidator(parse_count), Field(gt=0, le=MAX_COUNT)]
 Fraction = Annotated[float, Field(gt=0, lt=1)]
-Multiplier = Annotated[float, Field(gt=0)]
+Multiplier = Annotated[float, Field(gt=0, le=MAX_MULTIPLIER)]
+PricePerHour = Annotated[float, Field(gt=0, le=1e6)]
+Rate = Annotated[float, Field(ge=0, le=1e4)]
 
 Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
@@ -35,7 +41,7 @@ HARDWARE_FAILURE_PER_GPU_H = 2e-5
 class Strict(BaseModel):
     """Unknown keys are errors (a typo must not be silently ignored)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 # ---------------------------------------------------------------- catalog facts
@@ -90,9 +96,9 @@ class Offer(Strict):
     intra_node_gbs: float = Field(gt=0, description="GB/s per GPU")
     inter_node: InterNode
     inter_node_gbps: float = Field(0.0, ge=0, description="Gbit/s per node (0 with inter_node none)")
-    on_demand_usd_h: float | None = Field(None, gt=0, description="USD per node-hour")
-    spot_usd_h: float | None = Field(None, gt=0, description="USD per node-hour")
-    spot_preemption_per_h: float | None = Field(None, ge=0, description="per node-hour")
+    on_demand_usd_h: PricePerHour | None = Field(None, description="USD per node-hour")
+    spot_usd_h: PricePerHour | None = Field(None, description="USD per node-hour")
+    spot_preemption_per_h: Rate | None = Field(None, description="per node-hour")
     max_nodes: int | None = Field(None, gt=0)
     billing_granularity_h: Hours | None = Field(None, description="blank: the provider's rule (e.g. `1h`, `60s`)")
     billing_minimum_h: HoursOrZero | None = Field(None, description="blank: the provider's rule")
@@ -194,8 +200,8 @@ class Generation(Strict):
 
 
 class GpuCount(Strict):
-    min: int = Field(1, gt=0)
-    max: int = Field(64, gt=0)
+    min: int = Field(1, gt=0, le=1_000_000)
+    max: int = Field(64, gt=0, le=1_000_000)
 
     @model_validator(mode="after")
     def _ordered(self) -> "GpuCount":
@@ -315,14 +321,14 @@ class Workload(Strict):
 class Defaults(Strict):
     vram_headroom: Annotated[float, Field(ge=0, lt=1)] = 0.10
     deadline_confidence: Fraction = 0.9
-    hardware_failure_per_gpu_h: Annotated[float, Field(ge=0)] = HARDWARE_FAILURE_PER_GPU_H
+    hardware_failure_per_gpu_h: Annotated[float, Field(ge=0, le=10)] = HARDWARE_FAILURE_PER_GPU_H
 
 
 class Constraints(Strict):
     budget: USD | None = Field(None, description="USD, total expected cost")
-    gpu_quotas: dict[str, Annotated[int, Field(ge=0)]] = Field(
+    gpu_quotas: dict[str, Annotated[int, Field(ge=0, le=10**9)]] = Field(
         default_factory=dict, description="provider (or provider/gpu) -> GPUs at once")
-    node_limits: dict[str, Annotated[int, Field(ge=0)]] = Field(
+    node_limits: dict[str, Annotated[int, Field(ge=0, le=10**9)]] = Field(
         default_factory=dict, description="'provider/region/instance_type' -> nodes")
     node_limits_per_market: bool = Field(
         False, description="count spot and on-demand nodes against separate limits")
@@ -339,7 +345,7 @@ class Override(Strict):
     instance_type: str | None = None
     spot_price_multiplier: Multiplier = 1.0
     on_demand_price_multiplier: Multiplier = 1.0
-    preemption_rate_multiplier: Annotated[float, Field(ge=0)] = 1.0
+    preemption_rate_multiplier: Annotated[float, Field(ge=0, le=MAX_MULTIPLIER)] = 1.0
 
 
 class Scenario(Strict):

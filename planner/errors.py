@@ -14,4 +14,11 @@ class PlannerError(Exception):
         self.where = where
 
     def __str__(self) -> str:
-        return f"{self.where}: {self.message}" if self.where else self.message
+        return printable(f"{self.where}: {self.message}" if self.where else self.message)
+
+
+def printable(text: str) -> str:
+    """Escape what would break the one-line promise or hide in a terminal (newlines, U+2028, controls)."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)

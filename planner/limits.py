@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 COST_RESOLUTION_USD = 0.01  # one cent
+MAX_CANDIDATE_USD = 1e10
+"""A candidate whose expected cost is above this ($10 billion) never finishes in practice (an
+uncheckpointed months-long job on many GPUs: e^(λW) restarts); it is ruled out, which also keeps the
+integer objective far inside CP-SAT's 64-bit range."""
 
 
 @dataclass(frozen=True)

@@ -165,6 +165,10 @@ def load_quarter(path: str | Path) -> LoadedQuarter:
         catalog = load_catalog(quarter.catalogs, base_dir=path.parent)
     except KeyError as exc:
         raise PlannerError(str(exc.args[0]), where(path, raw, ("catalogs",))) from None
+    except PlannerError as exc:
+        from .scenario import located_catalog_error
+
+        raise located_catalog_error(exc, quarter.catalogs, path, raw) from None
     from .scenario import resolve_models
 
     quarter = quarter.model_copy(update={"runs": resolve_models(quarter.runs, catalog, path, raw, "runs")})

@@ -14,20 +14,27 @@ from .units import format_hours
 BREAKDOWN = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage", "egress")
 
 
-def plan_json(plan: Plan) -> dict:
-    """The documented JSON contract of `planner solve --format json`."""
+def plan_json(plan: Plan, timings: bool = True) -> dict:
+    """The documented JSON contract of `planner solve --format json`; without `timings` it holds no
+    clock reading, so two runs of the same input are identical byte for byte."""
     result = plan.result
     solved = result is not None and plan.status in ("OPTIMAL", "FEASIBLE")
-    return {
+    data = {
         "scenario": plan.loaded.scenario.name,
         "status": plan.status,
         "objective_usd": round(result.objective_usd, 2) if solved else None,
         "bound_usd": round(result.bound_usd, 2) if solved else None,
-        "solve_seconds": round(result.solve_seconds, 3) if result else 0.0,
         "prices_as_of": _as_of(plan.loaded.catalog),
         "assignments": assignments(plan) if solved else [],
         "infeasible": plan.infeasible,
     }
+    if timings:
+        data["solve_report"] = {
+            "solve_seconds": round(result.solve_seconds, 3) if result else 0.0,
+            "deterministic_seconds": round(result.deterministic_seconds, 3) if result else 0.0,
+            "workers": result.workers if result else 0,
+        }
+    return data
 
 
 def plan_frame(plan: Plan) -> pd.DataFrame:
@@ -53,9 +60,9 @@ def breakdown_totals(plan: Plan) -> dict[str, float]:
     return {k: float(chosen[f"usd_{k}"].sum()) if len(chosen) else 0.0 for k in BREAKDOWN}
 
 
-def solve_text(plan: Plan, fmt: str, explain: bool = False) -> str:
+def solve_text(plan: Plan, fmt: str, explain: bool = False, timings: bool = True) -> str:
     if fmt == "json":
-        return to_json(plan_json(plan))
+        return to_json(plan_json(plan, timings))
     if plan.status not in ("OPTIMAL", "FEASIBLE"):
         return _infeasible_text(plan, fmt)
     frame = plan_frame(plan)

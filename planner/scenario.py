@@ -44,10 +44,18 @@ def load_scenario(path: str | Path) -> LoadedScenario:
         bad = str(exc.args[0])
         index = next((i for i, c in enumerate(scenario.catalogs) if repr(c) in bad), 0)
         raise PlannerError(bad, where(path, raw, ("catalogs", index))) from None
+    except PlannerError as exc:
+        raise located_catalog_error(exc, scenario.catalogs, path, raw) from None
     scenario = scenario.model_copy(update={"workloads": resolve_models(scenario.workloads, catalog, path, raw)})
     loaded = LoadedScenario(path, scenario, catalog, raw)
     check_references(loaded)
     return loaded
+
+
+def located_catalog_error(exc: PlannerError, catalogs: tuple[str, ...], path: Path, raw: Any) -> PlannerError:
+    """A problem inside an offers file, located also at the scenario line that named the file."""
+    index = next((i for i, c in enumerate(catalogs) if Path(c).name in (exc.where or "")), 0)
+    return PlannerError(f"catalog {catalogs[index]!r}: {exc}", where(path, raw, ("catalogs", index)))
 
 
 def resolve_models(workloads: tuple, catalog: Catalog, path: Path, raw: Any, collection: str = "workloads") -> tuple:

@@ -129,6 +129,8 @@ def import_skypilot(
     provider: str,
     gpu_aliases: dict[str, str],
     resolve_gpu: Optional[Callable[[str, str, float], Optional[str]]] = None,
+    keep_facts: bool = False,
+    shipped: Optional[pd.DataFrame] = None,
 ) -> pd.DataFrame:
     """Convert a SkyPilot vms.csv (or the lower-case shared offers layout) to offers.
 
@@ -138,6 +140,12 @@ def import_skypilot(
     provider's instance type or memory (e.g. RunPod ``H100`` = PCIe).
     Rows without GPUs or with fractional GPU counts are dropped; zones are
     collapsed per region (spot = min over zones); unknown GPU names raise ValueError.
+
+    ``keep_facts=True`` (user files) then takes interconnect, preemption and other facts the
+    shipped catalog knows (``shipped``, else catalogs/offers/<provider>.csv) in place of the
+    default rules, so an imported p5.48xlarge keeps EFA 3200 Gbit/s instead of Ethernet 25
+    (see ``planner.offer_facts.keep_known_facts``).  Off by default because
+    tools/build_catalogs.py builds the shipped catalog itself with this function.
     """
     d = df.rename(columns=_SKYPILOT_COLUMNS).copy()
     for col in ("instance_type", "accelerator_name", "accelerator_count", "region"):
@@ -197,7 +205,12 @@ def import_skypilot(
             "max_nodes": math.nan, "defaults": _join(*defaults), "notes": _join(*notes),
         })
     out = pd.DataFrame(rows, columns=OFFER_COLUMNS)
-    return out.sort_values(["instance_type", "region", "gpu"], kind="mergesort").reset_index(drop=True)
+    out = out.sort_values(["instance_type", "region", "gpu"], kind="mergesort").reset_index(drop=True)
+    if keep_facts:
+        from .offer_facts import keep_known_facts  # needs the catalog loader; the build script does not
+
+        out = keep_known_facts(out, shipped)
+    return out
 
 
 def gpu_aliases(gpus: pd.DataFrame) -> dict[str, str]:
@@ -211,6 +224,7 @@ def gpu_aliases(gpus: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def catalog_header(source: str, as_of: str) -> str:
-    """The `# key: value` lines every offers catalog starts with."""
-    return f"# source: {source}\n# as_of: {as_of}\n# built_by: planner catalog import\n"
+def catalog_header(source: str, as_of: str, built_by: str = "planner catalog import") -> str:
+    """The `# key: value` lines every offers catalog starts with (each value kept on one line)."""
+    source, as_of, built_by = (" ".join(str(v).split()) for v in (source, as_of, built_by))
+    return f"# source: {source}\n# as_of: {as_of}\n# built_by: {built_by}\n"

@@ -1,14 +1,26 @@
 """Safe YAML loading that keeps line numbers, refuses hostile input, and maps key paths to lines."""
 from __future__ import annotations
 
+import math
+import warnings
 from pathlib import Path
 from typing import Any
 
 from .errors import PlannerError
 
-MAX_FILE_BYTES = 5 * 2**20  # scenario files are a few KiB; a quarter file with 500 runs ~ 200 KiB
-MAX_EXPANDED_NODES = 200_000  # guards against alias ("billion laughs") bombs
-_CORE_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq")}
+MAX_FILE_BYTES = 64 * 2**20
+"""Input files above this size are refused before parsing (`planner --max-input-size` raises it);
+a 20,000-workload scenario is about 4 MiB."""
+MAX_DEPTH = 64  # a scenario nests about 5 levels; deeper input is refused before anything recurses
+MAX_ALIAS_NODES = 100_000  # nodes that aliases may add by expansion ("billion laughs" guard)
+_CORE_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq",
+                                                       "timestamp")}
+
+
+class YamlMapping(dict):
+    """A parsed YAML mapping (the document root) that knows the line of every key path."""
+
+    lines: dict[tuple, int]
 
 
 def read_text(path: Path, what: str = "file") -> str:
@@ -20,8 +32,8 @@ def read_text(path: Path, what: str = "file") -> str:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise PlannerError(
-            f"file is {size / 2**20:.1f} MiB; refusing files above {MAX_FILE_BYTES // 2**20} MiB", str(path)
-        )
+            f"file is {size / 2**20:.1f} MiB; refusing input above {MAX_FILE_BYTES / 2**20:g} MiB "
+            f"(raise the limit with: planner --max-input-size {math.ceil(size / 2**20) + 1}MiB ...)", str(path))
     raw = path.read_bytes()
     if b"\x00" in raw:
         raise PlannerError(f"this is a binary file, expected a YAML {what}", str(path))
@@ -35,96 +47,151 @@ def read_text(path: Path, what: str = "file") -> str:
 
 
 def load_yaml(path: Path, what: str = "scenario file") -> Any:
-    """Parse YAML with the round-trip loader (keeps line numbers, builds no Python objects from tags)."""
+    """Parse YAML 1.2 safely and fast, keeping the line of every key path for error messages.
+
+    Two passes over the text with the C parser (ruamel.yaml.clib): the events first, which bound
+    nesting depth and alias expansion and refuse tags before anything is built or recursed
+    (`_scan`), then the safe loader, which builds plain Python data only.
+    """
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.reader import ReaderError
 
     text = read_text(path, what)
-    yaml = YAML(typ="rt", pure=True)
+    yaml = YAML(typ="safe")
+    line_at = _Lines(text)
     try:
-        data = yaml.load(text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # YAML library notices: the errors below say what matters
+            lines = _scan(yaml.parse(text), path, line_at)
+            data = yaml.load(text)
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = " ".join(str(exc.problem or exc.context or "invalid YAML").split())
+        line = f":{line_at(mark)}" if mark is not None else ""
+        context = exc.context or ""
+        if context and exc.context_mark is not None and exc.problem_mark is not None:
+            context += f" (line {line_at(exc.context_mark)})"
+        problem = " ".join(", ".join(p for p in (context, exc.problem) if p).split()) or "invalid YAML"
         raise PlannerError(f"YAML syntax error: {problem}", f"{path}{line}") from None
-    except YAMLError as exc:
+    except ReaderError as exc:  # a character YAML does not allow
+        line = text.count("\n", 0, exc.position) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+        raise PlannerError(f"character U+{code:04X} is not allowed in YAML (control characters are not)",
+                           f"{path}:{line}") from None
+    except (YAMLError, ValueError, TypeError) as exc:
         raise PlannerError(f"YAML error: {' '.join(str(exc).split())}", str(path)) from None
     if data is None:
         raise PlannerError(f"the file holds no YAML document; expected a {what}", str(path))
-    _refuse_tags_and_bombs(data, path)
+    if isinstance(data, dict):
+        data = YamlMapping(data)
+        data.lines = lines
     return data
 
 
-def _refuse_tags_and_bombs(data: Any, path: Path) -> None:
-    """Reject explicit tags (no object construction) and alias expansions that would explode."""
-    sizes: dict[int, int] = {}
+class _Lines:
+    """1-based line of a parser mark, counting newlines only (as editors do; the YAML scanner also
+    breaks lines at U+2028 and U+0085, which would put errors on the wrong line). Marks come in
+    increasing order during a scan, so counting is incremental."""
 
-    def size(node: Any) -> int:
-        key = id(node)
-        if key in sizes:
-            return sizes[key]
-        tag = getattr(node, "tag", None)
-        tag_value = getattr(tag, "value", None)
-        if tag_value and tag_value not in _CORE_TAGS:
-            raise PlannerError(f"YAML tags such as {tag_value!r} are not allowed", where(path, data, _path_of(data, node)))
-        sizes[key] = 1  # provisional, breaks recursive aliases
-        if isinstance(node, dict):
-            total = 1 + sum(size(k) + size(v) for k, v in node.items())
-        elif isinstance(node, list):
-            total = 1 + sum(size(v) for v in node)
-        else:
-            total = 1
-        sizes[key] = total
-        if total > MAX_EXPANDED_NODES:
-            raise PlannerError(
-                f"YAML expands to more than {MAX_EXPANDED_NODES:,} nodes (alias bomb?); refusing it", str(path)
-            )
-        return total
+    def __init__(self, text: str):
+        self.text, self.index, self.line = text, 0, 1
 
-    size(data)
+    def __call__(self, mark) -> int:
+        index = getattr(mark, "index", None)
+        if index is None:
+            return mark.line + 1
+        if index < self.index:
+            return self.text.count("\n", 0, index) + 1
+        self.line += self.text.count("\n", self.index, index)
+        self.index = index
+        return self.line
 
 
-def _path_of(root: Any, target: Any) -> tuple:
-    """Find the key path of `target` inside `root` (for error messages; small documents only)."""
-    stack: list[tuple[Any, tuple]] = [(root, ())]
-    seen: set[int] = set()
-    while stack:
-        node, loc = stack.pop()
-        if node is target:
-            return loc
-        if id(node) in seen:
+def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
+    """Walk the parser's events once: refuse deep nesting, alias bombs, recursive aliases and tags;
+    return the 1-based line of each key path (a mapping key's line, a sequence item's first line)."""
+    from ruamel.yaml.events import (AliasEvent, CollectionEndEvent, CollectionStartEvent, MappingStartEvent,
+                                    NodeEvent, ScalarEvent)
+
+    lines: dict[tuple, int] = {}
+    stack: list[list] = []  # per open collection: [is_mapping, path, next index or current key, key read]
+    sizes: dict[str, int] = {}  # anchor -> nodes it stands for
+    open_anchors: list[tuple[str | None, int]] = []
+    nodes = expanded = 0
+
+    def place(line: int) -> tuple | None:
+        """Where the node that starts now sits; for a mapping key, None (it names the next node)."""
+        if not stack:
+            return ()
+        frame = stack[-1]
+        if frame[0]:
+            if not frame[3]:
+                return None
+            frame[3] = False
+            return frame[1] + (frame[2],)
+        loc = frame[1] + (frame[2],)
+        lines.setdefault(loc, line)
+        frame[2] += 1
+        return loc
+
+    for event in events:
+        if not isinstance(event, (NodeEvent, CollectionEndEvent)):
             continue
-        seen.add(id(node))
-        if isinstance(node, dict):
-            stack.extend((v, loc + (k,)) for k, v in node.items())
-        elif isinstance(node, list):
-            stack.extend((v, loc + (i,)) for i, v in enumerate(node))
-    return ()
+        line = line_at(event.start_mark)
+        tag = getattr(event, "tag", None)
+        if tag and tag != "!" and tag not in _CORE_TAGS:
+            raise PlannerError(f"YAML tags such as {tag!r} are not allowed", f"{path}:{line}")
+        if isinstance(event, CollectionEndEvent):
+            stack.pop()
+            anchor, before = open_anchors.pop()
+            if anchor:
+                sizes[anchor] = nodes - before
+            continue
+        loc = place(line)
+        if loc is None:  # a mapping key
+            key = event.value if isinstance(event, ScalarEvent) else f"<{type(event).__name__}>"
+            stack[-1][2], stack[-1][3] = _key(key), True
+            lines.setdefault(stack[-1][1] + (stack[-1][2],), line)
+            nodes += 1
+            continue
+        if isinstance(event, AliasEvent):
+            if event.anchor in (a for a, _ in open_anchors):
+                raise PlannerError(f"recursive YAML alias *{event.anchor} (it refers to a node that contains it)",
+                                   f"{path}:{line}")
+            grow = sizes.get(event.anchor, 1)
+            nodes += grow
+            expanded += grow
+            if expanded > MAX_ALIAS_NODES:
+                raise PlannerError(f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (alias bomb?); "
+                                   "refusing it", f"{path}:{line}")
+            continue
+        nodes += 1
+        if isinstance(event, CollectionStartEvent):
+            if len(stack) >= MAX_DEPTH:
+                raise PlannerError(f"YAML nested deeper than {MAX_DEPTH} levels; refusing it", f"{path}:{line}")
+            stack.append([isinstance(event, MappingStartEvent), loc, 0, False])
+            open_anchors.append((event.anchor, nodes - 1))
+        elif event.anchor:
+            sizes[event.anchor] = 1
+    return lines
+
+
+def _key(value: str):
+    """A mapping key as the safe loader will build it, for key paths (numbers and booleans too)."""
+    if value.lstrip("-").isdigit():
+        return int(value)
+    return {"true": True, "false": False}.get(value.lower(), value)
 
 
 def line_of(data: Any, loc: tuple) -> int | None:
-    """1-based line of the deepest part of key path `loc` that exists in the parsed YAML."""
-    line = None
-    node = data
-    for part in loc:
-        lc = getattr(node, "lc", None)
-        try:
-            if isinstance(node, dict) and part in node:
-                if lc is not None:
-                    line = lc.key(part)[0] + 1
-                node = node[part]
-            elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
-                if lc is not None:
-                    line = lc.item(part)[0] + 1
-                node = node[part]
-            else:
-                break
-        except (KeyError, TypeError, AttributeError):
-            break
-    if line is None and getattr(data, "lc", None) is not None:
-        line = data.lc.line + 1
-    return line
+    """1-based line of the deepest part of key path `loc` that is in the parsed YAML."""
+    lines = getattr(data, "lines", None)
+    if not lines:
+        return None
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
 
 
 def key_path(loc: tuple) -> str:
@@ -143,14 +210,10 @@ def where(path: Path, data: Any, loc: tuple) -> str:
 
 
 def to_plain(data: Any) -> Any:
-    """Round-trip containers -> plain dicts/lists (pydantic validates plain data)."""
+    """Parsed YAML -> plain dicts/lists with str/int/float/bool keys (pydantic validates plain data);
+    depth is bounded by the scan, so the recursion is too."""
     if isinstance(data, dict):
-        return {str(k) if not isinstance(k, (str, int, float, bool)) else k: to_plain(v) for k, v in data.items()}
+        return {k if isinstance(k, (str, int, float, bool)) else str(k): to_plain(v) for k, v in data.items()}
     if isinstance(data, list):
         return [to_plain(v) for v in data]
-    if hasattr(data, "value") and type(data).__name__ == "TaggedScalar":
-        return data.value
-    for plain in (bool, int, float, str):
-        if isinstance(data, plain):
-            return plain(data)
     return data

@@ -148,10 +148,13 @@ def test_binary_file(run, tmp_path):
     assert_one_line_error(run("validate", path), str(path), "binary file")
 
 
-def test_huge_file_is_refused(run, tmp_path):
+def test_huge_file_is_refused_before_parsing_and_the_limit_can_be_raised(run, tmp_path):
     path = tmp_path / "huge.yaml"
     path.write_text("# " + "x" * (6 * 2**20) + "\n")
-    assert_one_line_error(run("validate", path), str(path), "refusing files above")
+    assert_one_line_error(run("--max-input-size", "2MiB", "validate", path), str(path), "refusing input above 2 MiB",
+                          "--max-input-size 8MiB")
+    # under the default (64 MiB) the same file is read, and found empty of YAML
+    assert_one_line_error(run("validate", path), str(path), "no YAML document")
 
 
 def test_alias_bomb_is_refused(run, scenario_file):

@@ -39,7 +39,7 @@ def as_json(plan) -> dict:
 
 
 def without_timing(data: dict) -> dict:
-    return {k: v for k, v in data.items() if k != "solve_seconds"}
+    return {k: v for k, v in data.items() if k != "solve_report"}
 
 
 # ---------------------------------------------------------------- random scenarios

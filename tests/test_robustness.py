@@ -1,0 +1,209 @@
+"""The bad-input promise under hostile and odd input, interrupts, exit codes, big files, byte-identical output.
+
+Every input gets exit 0, 1 or 2; for 2, one located line on stderr and no traceback. The fuzz test
+mutates the shipped examples (hypothesis, a fixed budget of examples so the suite stays quick;
+`python benchmarks/fuzz_inputs.py` runs the same mutations for longer).
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import SCENARIOS
+from planner.yamlio import MAX_DEPTH, load_yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+from fuzz_inputs import MUTATIONS, mutate  # noqa: E402
+
+PLANNER = [sys.executable, "-m", "planner.cli"]
+
+
+def one_line(result) -> str:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert "Traceback" not in result.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("nested", ["[" * 5000 + "]" * 5000, "{a: " * 3000 + "1" + "}" * 3000])
+@pytest.mark.parametrize("command", ["validate", "solve", "batch"])
+def test_deep_nesting_is_refused_before_recursion(run, tmp_path, nested, command):
+    path = tmp_path / "deep.yaml"
+    path.write_text(f"name: deep\nhorizon: {{start: 2027-01-01, end: 2027-02-01, step: 6h}}\nruns: {nested}\n"
+                    if command == "batch" else f"name: deep\nworkloads: {nested}\n")
+    line = one_line(run(command, path))
+    assert f"{path}:" in line and f"deeper than {MAX_DEPTH}" in line
+
+
+@pytest.mark.parametrize("extreme", ["overrides: [{spot_price_multiplier: 1e308}]", "constraints: {budget: 1e308}",
+                                     "overrides: [{on_demand_price_multiplier: .inf}]",
+                                     "defaults: {hardware_failure_per_gpu_h: 1e300}"])
+def test_extreme_numbers_are_located_errors(run, scenario_file, extreme):
+    path = scenario_file(f"""\
+        name: extreme
+        catalogs: [lambda]
+        workloads:
+          - name: a
+            kind: training
+            memory: {{per_gpu: 20GiB}}
+            work: {{gpu_hours: 10, reference_gpu: A100-80GB}}
+        {extreme}
+        """)
+    line = one_line(run("solve", path))
+    assert f"{path}:8" in line
+
+
+def test_a_runaway_cost_is_a_reason_not_a_solver_failure(run, scenario_file):
+    path = scenario_file("""\
+        name: runaway
+        catalogs: [aws]
+        workloads:
+          - name: months-without-checkpoints
+            kind: training
+            model: llama-3-70b
+            work: {tokens: 15T}
+            gpus: {min: 1024, max: 1024}
+            interruption_tolerance: none
+            allow: {instance_types: [p5.48xlarge]}
+        constraints: {node_limits: {aws/us-east-1/p5.48xlarge: 128}}
+        """)
+    result = run("solve", path)
+    assert result.exit_code == 1
+    assert "practically never" in result.stdout and "finishes" in result.stdout
+
+
+def test_yaml_oddities_give_one_clean_line(run, tmp_path):
+    anchors = tmp_path / "anchors.yaml"
+    anchors.write_text("name: x\nworkloads:\n  - &a {name: a, kind: training}\n  - &a {name: b, kind: training}\n")
+    assert "duplicate anchor" in one_line(run("validate", anchors))
+    separator = tmp_path / "u2028.yaml"  # the YAML scanner breaks lines at U+2028: report the editor's line
+    separator.write_text('name: x\nworkloads:\n  - name: "a\u2028b"\n    kind: trainingz\n', encoding="utf-8")
+    assert f"{separator}:4 (workloads[0].kind)" in one_line(run("validate", separator))
+    offers = tmp_path / "odd.csv"  # a U+2028 inside a value is escaped, so the error stays one line
+    offers.write_text("provider,region,instance_type,gpu,gpus_per_node,gpu_vram_gib,intra_node,intra_node_gbs,"
+                      "inter_node,on_demand_usd_h\nlambda,us,x,H100\u2028X,1,80,pcie,64,none,2\n", encoding="utf-8")
+    scenario = tmp_path / "odd.yaml"
+    scenario.write_text("name: x\ncatalogs: [./odd.csv]\nworkloads:\n  - {name: a, kind: training, memory: {per_gpu: 2GiB},"
+                        " work: {gpu_hours: 1, reference_gpu: A100-80GB}}\n")
+    line = one_line(run("validate", scenario))
+    assert "H100\\u2028X" in line and "unknown GPU" in line
+    control = tmp_path / "control.yaml"
+    control.write_bytes(b"name: x\x01\nworkloads: []\n")
+    assert "U+0001" in one_line(run("validate", control))
+
+
+def test_a_missing_catalog_is_located_at_the_line_that_names_it(run, scenario_file):
+    path = scenario_file("""\
+        name: x
+        catalogs:
+          - lambda
+          - ./missing.csv
+        workloads:
+          - {name: a, kind: training, memory: {per_gpu: 2GiB}, work: {gpu_hours: 1, reference_gpu: A100-80GB}}
+        """)
+    line = one_line(run("validate", path))
+    assert f"{path}:4 (catalogs[1])" in line and "missing.csv" in line and "no such offers catalog" in line
+
+
+def test_alias_bombs_count_expansions_not_nodes(tmp_path):
+    """A large file without aliases loads; a small one whose aliases expand beyond the limit does not."""
+    from planner.errors import PlannerError
+
+    big = tmp_path / "big.yaml"
+    big.write_text("name: big\nworkloads:\n" + "".join(
+        f"  - {{name: w{i}, kind: training, memory: {{per_gpu: 2GiB}}, work: {{gpu_hours: 1, reference_gpu: A100-80GB}}}}\n"
+        for i in range(20_000)))
+    started = time.perf_counter()
+    assert len(load_yaml(big)["workloads"]) == 20_000
+    assert time.perf_counter() - started < 60
+    bomb = ["a: &a [x, x, x, x, x, x, x, x, x, x]"] + [f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]"
+                                                      for p, c in zip("abcdef", "bcdefg")]
+    path = tmp_path / "bomb.yaml"
+    path.write_text("\n".join(bomb) + "\n")
+    with pytest.raises(PlannerError, match="aliases expand"):
+        load_yaml(path)
+
+
+@pytest.mark.parametrize("command, file", [("solve", "team-quarter-mix.yaml"), ("batch", "quarter-budget.yaml")])
+def test_same_input_same_bytes(run, tmp_path, command, file):
+    outputs = []
+    for i in range(2):
+        target = tmp_path / f"{i}.json"
+        assert run(command, SCENARIOS / file, "--format", "json", "--no-timings", "-o", target).exit_code == 0
+        outputs.append(target.read_bytes())
+    assert outputs[0] == outputs[1]
+    assert b"solve_report" not in outputs[0]
+
+
+def test_whatif_same_input_same_bytes(run, tmp_path):
+    outputs = [run("whatif", SCENARIOS / "lora-finetune.yaml", "--spot-price", "0.5,1,2", "--format", "json",
+                   "--workers", "1").stdout for _ in range(2)]
+    assert outputs[0] == outputs[1] and json.loads(outputs[0])["points"]
+
+
+def test_batch_time_limit_returns_at_least_the_greedy_schedule(run):
+    result = run("batch", SCENARIOS / "quarter-team.yaml", "--time-limit", "2", "--format", "json", "--no-timings")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["status"] in ("OPTIMAL", "FEASIBLE") and data["objective_usd"] >= data["bound_usd"] > 0
+    assert all(r["scheduled"] for r in data["runs"] if r["run"] in {"atlas-pretrain", "coder-pretrain"})
+
+
+def _interrupt(args: list[str], after_s: float, tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    process = subprocess.Popen(PLANNER + args, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                               text=True)
+    time.sleep(after_s)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    return subprocess.CompletedProcess(args, process.returncode, out, err)
+
+
+@pytest.mark.parametrize("command, file, after_s", [
+    ("solve", "team-quarter-mix.yaml", 0.3),   # during start-up and the lazy imports
+    ("solve", "team-quarter-mix.yaml", 2.5),   # while building candidates
+    ("batch", "quarter-team.yaml", 0.3),
+    ("batch", "quarter-team.yaml", 4.0),
+])
+def test_sigint_is_one_line_and_status_130(tmp_path, command, file, after_s):
+    target = tmp_path / "out.json"
+    done = _interrupt([command, str(SCENARIOS / file), "--format", "json", "-o", str(target)], after_s, tmp_path)
+    if done.returncode == 0:  # finished before the signal arrived: nothing to check but the output
+        assert target.exists()
+        return
+    assert done.returncode == 130, (done.returncode, done.stderr)
+    assert done.stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in done.stderr
+    assert not target.exists() and not list(tmp_path.glob(".out.json.*"))  # nothing half-written
+
+
+# ---------------------------------------------------------------- fuzzing the shipped examples
+
+EXAMPLES = sorted(SCENARIOS.glob("*.yaml"))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(example=st.sampled_from(EXAMPLES), mutation=st.sampled_from(sorted(MUTATIONS)), seed=st.integers(0, 10**6))
+def test_fuzzed_examples_keep_the_promise(run, tmp_path_factory, example, mutation, seed):
+    path = tmp_path_factory.mktemp("fuzz") / example.name
+    path.write_bytes(mutate(example.read_bytes(), mutation, seed))
+    (path.parent / "catalogs").mkdir(exist_ok=True)
+    for extra in (SCENARIOS / "catalogs").glob("*.csv"):
+        (path.parent / "catalogs" / extra.name).write_bytes(extra.read_bytes())
+    started = time.perf_counter()
+    result = run("validate", path)
+    assert time.perf_counter() - started < 30, "validate hung"
+    assert result.exit_code in (0, 1, 2), result.output
+    assert "Traceback" not in result.output
+    if result.exit_code == 2:
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: ") and str(path) in lines[0], result.stderr
