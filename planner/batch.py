@@ -152,15 +152,18 @@ def _propagate_unplaceable(runs, infeasible: dict[str, str]) -> None:
 
 
 def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 1, seed: int = 0,
-                    offers: pd.DataFrame | None = None) -> BatchPlan:
-    """`offers` defaults to the catalog's with the quarter's overrides applied (what-if sweeps pass their own)."""
+                    offers: pd.DataFrame | None = None, progress=None) -> BatchPlan:
+    """`offers` defaults to the catalog's with the quarter's overrides applied (what-if sweeps pass their own);
+    `progress(done, total)` after each run's candidates."""
     quarter = loaded.quarter
     scenario = _scenario_view(quarter)
     if offers is None:
         offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
     pools = _pools(loaded)
     frames, infeasible, runs = [], {}, []
-    for run, workload in zip(quarter.runs, scenario.workloads):
+    for number, (run, workload) in enumerate(zip(quarter.runs, scenario.workloads)):
+        if progress:
+            progress(number, len(quarter.runs))
         cands, reason = run_candidates(loaded, run, workload, offers, pools, scenario)
         release, due = loaded.window(run)
         runs.append(RunInfo(run.name, release, due, run.after, run.priority, run.required))

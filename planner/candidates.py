@@ -749,15 +749,18 @@ def _deadline_reason(workload: Workload, missed, q: float) -> str:
 
 
 def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None = None,
-             exhaustive: bool = False) -> CandidateSet:
-    """All workloads' candidates; `offers` defaults to the catalog's with the scenario's overrides applied."""
+             exhaustive: bool = False, progress=None) -> CandidateSet:
+    """All workloads' candidates; `offers` defaults to the catalog's with the scenario's overrides applied.
+    `progress(done, total)` is called after each workload (a progress bar)."""
     limits = limits_of(scenario)
     if offers is None:
         offers = apply_overrides(catalog.offers, scenario.overrides, catalog)
     token = offers_token(offers) if offers["key"].is_unique else None
     prices = _offer_prices(offers)
     frames, pruned, infeasible, considered = [], [], {}, 0
-    for workload in scenario.workloads:
+    for number, workload in enumerate(scenario.workloads):
+        if progress:
+            progress(number, len(scenario.workloads))
         frame, reason, count, front = _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive,
                                                            token, prices)
         considered += count

@@ -180,7 +180,11 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
     from .scenario import load_scenario
 
     loaded = load_scenario(scenario)
-    plan = make_plan(loaded, time_limit_s=time_limit, workers=workers)
+    bar = _LazyProgress("building candidates", show=fmt != "json" or output is not None)
+    try:
+        plan = make_plan(loaded, time_limit_s=time_limit, workers=workers, progress=bar.update)
+    finally:
+        bar.close()
     emit(solve_text(plan, fmt, explain, not no_timings), output, inputs=(scenario,))
     warn_old_prices(loaded.catalog)
     exit_for(plan.status)
@@ -221,7 +225,11 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
     if gantt and not gantt.lower().endswith((".png", ".html")):
         raise PlannerError("expected a .png or .html file name", "--gantt")
     loaded = load_quarter(quarter)
-    plan = make_batch_plan(loaded, time_limit_s=time_limit, workers=workers)
+    bar = _LazyProgress("building candidates", show=fmt != "json" or output is not None)
+    try:
+        plan = make_batch_plan(loaded, time_limit_s=time_limit, workers=workers, progress=bar.update)
+    finally:
+        bar.close()
     emit(batch_text(plan, fmt, not no_timings), output, inputs=(quarter,))
     warn_old_prices(loaded.catalog)
     if gantt and plan.status in ("OPTIMAL", "FEASIBLE"):
@@ -398,12 +406,16 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers,
 
 
 class _LazyProgress:
-    """A progress bar on stderr, started at the first update (after worker processes are forked)."""
+    """A progress bar on stderr, started at the first update (after worker processes are forked); only on a
+    terminal, never on a pipe or a file."""
 
-    def __init__(self, label: str):
+    def __init__(self, label: str, show: bool = True):
         self.label, self.bar, self.task = label, None, None
+        self.show = show and sys.stderr.isatty()
 
     def update(self, done: int, total: int) -> None:
+        if not self.show:
+            return
         if self.bar is None:
             from rich.progress import Progress
 

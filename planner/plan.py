@@ -40,10 +40,11 @@ class Plan:
 
 
 def make_plan(loaded: LoadedScenario, time_limit_s: float = DEFAULT_TIME_LIMIT_S, workers: int = DEFAULT_WORKERS,
-              seed: int = 0, offers: pd.DataFrame | None = None, hint: dict[str, str] | None = None) -> Plan:
+              seed: int = 0, offers: pd.DataFrame | None = None, hint: dict[str, str] | None = None,
+              progress=None) -> Plan:
     """Generate candidates, solve, and explain infeasibility in domain words."""
     scenario = loaded.scenario
-    candidates = generate(scenario, loaded.catalog, offers)
+    candidates = generate(scenario, loaded.catalog, offers, progress=progress)
     if candidates.infeasible:
         reasons = [{"workload": w.name, "reason": candidates.infeasible[w.name]}
                    for w in scenario.workloads if w.name in candidates.infeasible]
