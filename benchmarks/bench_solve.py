@@ -1,5 +1,11 @@
 """Benchmark `planner solve` on generated scenarios of 10, 50, 200 and 1,000 workloads.
 
+    python benchmarks/bench_solve.py --varied 1000     # the proof benchmark: varied workloads, LP bound on/off
+
+`--varied` generates workloads of many distinct models, methods, token counts, deadlines, GPU
+ranges, tolerances and placement rules under binding per-provider quotas, builds the candidates
+once, and solves them twice, with and without the LP bound, printing gap and time to proof.
+
 Against every shipped catalog, with and without binding quotas, it prints: candidates
 before/after pruning, candidate-generation and model-build time, solve time, status, gap,
 and two baselines measured in the same run: (a) each workload's cheapest on-demand
@@ -58,6 +64,74 @@ def scenario_yaml(size: int, quotas: bool, seed: int = 7) -> str:
         for provider, share in (("aws", 4), ("azure", 2), ("gcp", 2), ("lambda", 2), ("runpod", 1), ("nebius", 1)):
             lines.append(f"    {provider}: {scale * share}")
     return "\n".join(lines) + "\n"
+
+
+MODELS = ["llama-3.1-8b", "llama-3-8b", "mistral-7b", "qwen2.5-7b", "qwen3-8b", "gemma-2-9b", "llama-3.2-3b",
+          "llama-3.2-1b", "qwen2.5-14b", "phi-4", "llama-2-13b", "gemma-2-27b", "qwen2.5-32b", "mixtral-8x7b"]
+
+
+def varied_yaml(size: int, seed: int = 11) -> str:
+    """Workloads that differ in almost everything (not a few templates repeated), binding quotas."""
+    rng = random.Random(seed * 7919 + size)
+    lines = [f"name: varied-{size}", f"catalogs: [{', '.join(shipped_catalog_names())}]", "workloads:"]
+    for i in range(size):
+        kind = rng.choice(["lora", "qlora", "full", "gen", "stated"])
+        model = rng.choice(MODELS)
+        low = rng.choice([1, 1, 2, 4, 8])
+        high = low * rng.choice([1, 2, 4, 8])
+        budget = rng.choice([6, 12, 24, 36, 48, 72, 96, 168, 336])
+        body = [f"  - name: {kind}-{i:05d}", f"    gpus: {{min: {low}, max: {high}}}", f"    time_budget: {budget}h"]
+        if kind in ("lora", "qlora", "full"):
+            body += ["    kind: fine_tuning", f"    model: {model}", f"    method: {kind}",
+                     f"    work: {{tokens: {rng.choice([5, 20, 50, 100, 200, 500, 1000])}M}}",
+                     f"    sequence_length: {rng.choice([1024, 2048, 4096, 8192])}"]
+        elif kind == "gen":
+            body += ["    kind: batch_inference", f"    model: {model}", "    interruption_tolerance: stateless",
+                     f"    generation: {{sequences: {rng.choice([10, 50, 200, 1000])}k, "
+                     f"prompt_tokens: {rng.choice([128, 512, 2048])}, output_tokens: {rng.choice([64, 256, 1024])}, "
+                     f"batch: {rng.choice([16, 64, 256])}}}"]
+        else:
+            body += ["    kind: training", f"    memory: {{model_states: {rng.choice([16, 48, 96, 192])}GiB, "
+                     f"activations: {rng.choice([4, 8, 16])}GiB}}",
+                     f"    work: {{gpu_hours: {rng.choice([5, 20, 80, 300])}, reference_gpu: A100-80GB}}",
+                     f"    interruption_tolerance: {rng.choice(['checkpointed', 'none'])}"]
+        rule = rng.random()
+        if rule < 0.15:
+            body.append(f"    allow: {{providers: [{rng.choice(['aws', 'gcp', 'azure', 'lambda', 'runpod'])}]}}")
+        elif rule < 0.3:
+            body.append(f"    forbid: {{gpus: [{rng.choice(['H100', 'A100', 'L40S', 'B200'])}]}}")
+        elif rule < 0.4:
+            body.append("    data: {size: 500GiB, location: aws/us-east-1}")
+        lines += body
+    scale = max(8, size // 2)
+    lines.append("constraints:\n  gpu_quotas:")
+    for provider, share in (("aws", 4), ("azure", 2), ("gcp", 2), ("lambda", 2), ("runpod", 1), ("nebius", 1)):
+        lines.append(f"    {provider}: {scale * share}")
+    return "\n".join(lines) + "\n"
+
+
+def run_varied(size: int, time_limit: float = 60.0) -> list[dict]:
+    """One varied scenario: candidates once, then solved with and without the LP bound."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "varied.yaml"
+        path.write_text(varied_yaml(size))
+        loaded = load_scenario(path)
+        started = time.perf_counter()
+        cands = generate(loaded.scenario, loaded.catalog)
+        candidates_s = time.perf_counter() - started
+    limits = limits_of(loaded.scenario)
+    rows = []
+    for use_lp in (False, True):
+        model = build_model(cands.pruned, limits)
+        result = solve_model(model, time_limit_s=time_limit, workers=2, use_lp=use_lp)
+        rows.append({"workloads": size, "lp_bound": "yes" if use_lp else "no", "candidates": len(cands.pruned),
+                     "infeasible": len(cands.infeasible), "candidates_s": round(candidates_s, 1),
+                     "status": result.status, "proved_by": result.proved_by or "-", "gap": f"{result.gap:.4%}",
+                     "objective_usd": round(result.objective_usd, 2), "bound_usd": round(result.bound_usd, 2),
+                     "solve_s": round(result.solve_seconds, 2), "lp_s": round(result.lp_seconds, 2),
+                     "deterministic_s": round(result.deterministic_seconds, 2)})
+        print(rows[-1], flush=True)
+    return rows
 
 
 def cheapest_on_demand(loaded) -> float:
@@ -128,4 +202,9 @@ def main(sizes: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    main([int(a) for a in sys.argv[1:]] or [10, 50, 200, 1000])
+    if sys.argv[1:2] == ["--varied"]:
+        table = [row for size in ([int(a) for a in sys.argv[2:]] or [200, 1000]) for row in run_varied(size)]
+        print()
+        print(pd.DataFrame(table).to_string(index=False))
+    else:
+        main([int(a) for a in sys.argv[1:]] or [10, 50, 200, 1000])

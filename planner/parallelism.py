@@ -10,6 +10,7 @@ finishes soonest; fields the workload pins are not searched.
 """
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import re
@@ -115,6 +116,7 @@ class Choice:
     precision: str
 
 
+@lru_cache(maxsize=1 << 16)
 def micro_batches(job: Job, layout: Layout) -> int:
     """Micro-batches per optimizer step per data-parallel replica, m = ceil(G / (DP*b*s))."""
     g = job.global_batch_tokens or speed.default_global_batch_tokens(job.kind, layout.dp, layout.micro_batch,
@@ -129,7 +131,9 @@ def in_flight(job: Job, layout: Layout) -> int:
     return min(micro_batches(job, layout), p if v == 1 else math.ceil(p + (p - 1) / v))
 
 
+@lru_cache(maxsize=1 << 16)
 def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBreakdown:
+    """Memory of the busiest GPU; the same for every GPU model and network of that node size (so cached)."""
     return mem.training_memory(
         job.shape, method=job.method, precision=job.precision, optimizer=job.optimizer, sharding=layout.zero,
         gpus=layout.gpus, gpus_per_node=gpus_per_node, seq_len=job.seq_len, micro_batch=layout.micro_batch,
@@ -180,37 +184,92 @@ def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib
                 pinned: Pinned = Pinned()) -> tuple[Choice | None, str]:
     """The layout that finishes soonest among those that fit; (None, why) when none does.
 
-    Ties go to the smaller memory, then to the label, so the choice is deterministic.
-    Micro-batches are tried smallest first and stop at the first that does not fit.
+    Exact, but it evaluates few layouts: each group's lightest layout (its largest ZeRO stage, full
+    recomputation, one sequence per micro-batch) shows whether any of the group can fit, and the rest
+    are tried in order of a lower bound on their time (compute and bubble alone), stopping once the best
+    found is faster than every bound left. Ties go to the smaller memory, then to the label.
     """
-    best: tuple | None = None
-    lightest: tuple[float, Layout] | None = None
-    reason = ""
-    for group in layouts(job, topology.n_gpus, topology.gpus_per_node, pinned):
-        for layout in group:
+    groups = _layout_groups(job, topology.n_gpus, topology.gpus_per_node, pinned)
+    if not groups:
+        return None, "no layout divides these GPUs"
+    lightest, fitting_groups, reason, seen = None, [], "", {}
+    for group in groups:
+        light = _lightest(group[0], pinned)
+        if light not in seen:
             try:
-                memory = layout_memory(job, layout, topology.gpus_per_node)
+                memory = layout_memory(job, light, topology.gpus_per_node)
             except ValueError as exc:
-                reason = str(exc)
-                break
+                reason, seen[light] = str(exc), None
+                continue
+            seen[light] = mem.fits(memory, vram_gib, headroom)
             if lightest is None or memory.total < lightest[0]:
-                lightest = (memory.total, layout, memory)
-            if not mem.fits(memory, vram_gib, headroom):
-                break
-            try:
-                result = layout_speed(job, layout, gpu, topology)
-            except ValueError as exc:
-                reason = str(exc)
-                break
-            key = (result.work_h, memory.total, layout.label)
-            if best is None or key < best[0]:
-                best = (key, Choice(layout, memory, result.work_h * 3600 / 1e9, result.scaling_efficiency,
-                                    result.mfu, result.precision))
-    if best is not None:
-        return best[1], ""
-    if lightest is not None:
+                lightest = (memory.total, light, memory)
+        if seen[light]:
+            fitting_groups.append(group)
+    if not fitting_groups:
+        if lightest is None:
+            return None, reason or "no layout divides these GPUs"
         need = lightest[2].total * (1 + headroom)
         return Choice(lightest[1], lightest[2], math.inf, 0.0, 0.0, job.precision), (
             f"needs {need:.1f} GiB per GPU (with {headroom:.0%} headroom) even as {lightest[1].label}, "
             f"{gpu.name} has {vram_gib:.1f} GiB")
-    return None, reason or "no layout divides these GPUs"
+    precision = speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
+    compute: dict[tuple, float] = {}  # (recompute, micro-batch) -> compute floor without the bubble
+
+    def floor(layout: Layout) -> float:
+        key = (layout.recompute, layout.micro_batch)
+        if key not in compute:
+            compute[key] = _floor(job, dataclasses.replace(layout, pp=1, virtual_stages=1), gpu, topology, precision)
+        return compute[key] * (1.0 + (layout.pp - 1) / layout.virtual_stages / micro_batches(job, layout))
+
+    ordered = sorted((floor(layout), number, layout)
+                     for number, layout in enumerate(layout for group in fitting_groups for layout in group))
+    best, too_big = None, {}  # too_big: layout without its micro-batch -> the smallest micro-batch that did not fit
+    for floor, _, layout in ordered:
+        if best is not None and floor > best[0][0]:
+            break  # no layout left can be faster
+        family = (layout.tp, layout.pp, layout.dp, layout.ep, layout.zero, layout.recompute, layout.sequence_parallel,
+                  layout.virtual_stages)
+        if too_big.get(family, math.inf) <= layout.micro_batch:
+            continue  # a smaller micro-batch of the same layout did not fit
+        try:
+            memory = layout_memory(job, layout, topology.gpus_per_node)
+        except ValueError:
+            continue
+        if not mem.fits(memory, vram_gib, headroom):
+            too_big[family] = min(too_big.get(family, math.inf), layout.micro_batch)
+            continue
+        try:
+            result = layout_speed(job, layout, gpu, topology)
+        except ValueError:
+            continue
+        key = (result.work_h, memory.total, layout.label)
+        if best is None or key < best[0]:
+            best = (key, Choice(layout, memory, result.work_h * 3600 / 1e9, result.scaling_efficiency, result.mfu,
+                                result.precision))
+    if best is None:
+        return None, "no layout both fits and divides these GPUs"
+    return best[1], ""
+
+
+@lru_cache(maxsize=1 << 12)
+def _layout_groups(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> tuple:
+    return tuple(tuple(g) for g in layouts(job, gpus, gpus_per_node, pinned) if g)
+
+
+@lru_cache(maxsize=1 << 16)
+def _lightest(layout: Layout, pinned: Pinned) -> Layout:
+    """The layout of the same TP, PP, DP and EP that needs the least memory (within the pins)."""
+    zero = pinned.zero or ("zero3" if layout.pp == 1 and layout.dp > 1 else "zero1" if layout.dp > 1 else "none")
+    return dataclasses.replace(layout, zero=zero, recompute=pinned.recompute or "full",
+                               micro_batch=pinned.micro_batch or 1, virtual_stages=1)
+
+
+def _floor(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.Topology, precision: str) -> float:
+    """Seconds per 1e9 tokens the layout cannot beat (compute and bubble: speed.compute_floor_seconds_per_token),
+    in the units of SpeedResult.work_h over layout_speed's 1e9 tokens."""
+    return speed.compute_floor_seconds_per_token(
+        job.shape, gpu=gpu, n_gpus=topology.n_gpus, precision=precision, method=job.method,
+        recompute=layout.recompute, seq_len=job.seq_len, micro_batch=layout.micro_batch, kind=job.kind,
+        micro_batches=micro_batches(job, layout), pipeline_parallel=layout.pp, virtual_stages=layout.virtual_stages,
+        mfu=job.mfu) * 1e9 / 3600

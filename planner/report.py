@@ -33,6 +33,8 @@ def plan_json(plan: Plan, timings: bool = True) -> dict:
             "solve_seconds": round(result.solve_seconds, 3) if result else 0.0,
             "deterministic_seconds": round(result.deterministic_seconds, 3) if result else 0.0,
             "workers": result.workers if result else 0,
+            "proved_by": result.proved_by if result else "",
+            "lp_seconds": round(result.lp_seconds, 3) if result else 0.0,
         }
     return data
 
@@ -80,7 +82,8 @@ def _as_of(catalog) -> str | None:
 
 def _status_line(plan: Plan) -> str:
     r = plan.result
-    proof = "optimal (proven)" if plan.status == "OPTIMAL" else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
+    proof = (f"optimal (proven by {'the LP bound' if r.proved_by == 'lp' else 'CP-SAT'})" if plan.status == "OPTIMAL"
+             else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}")
     cands = plan.candidates
     return (f"{plan.status}: expected total ${r.objective_usd:,.2f}, {proof}; {len(cands.pruned)} candidates "
             f"after pruning ({len(cands.all)} evaluated, {cands.considered} considered); solved in "

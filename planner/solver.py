@@ -13,10 +13,13 @@ import math
 import time
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 from ortools.sat.python import cp_model
 
-from .limits import COST_RESOLUTION_USD, Limits, quota_mask
+from .limit_rows import budget_rows, group_members, node_limit_rows, quota_rows
+from .limits import COST_RESOLUTION_USD, Limits
+from .solve_bound import lp_bound
 
 
 @dataclass
@@ -26,6 +29,8 @@ class PlanModel:
     pick: list  # one BoolVar per candidate row, same order
     tie_scale: int
     build_seconds: float
+    limits: Limits = Limits()
+    ranks: np.ndarray = None  # tie-break rank per candidate (0 = best within its workload)
 
 
 @dataclass
@@ -37,6 +42,8 @@ class SolveResult:
     solve_seconds: float
     deterministic_seconds: float
     workers: int
+    proved_by: str = ""  # "cp-sat" | "lp" (the HiGHS relaxation) | "" when not proven
+    lp_seconds: float = 0.0
 
     @property
     def gap(self) -> float:
@@ -69,11 +76,7 @@ def add_gpu_quotas(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, lim
 
     Σ_{c on provider p [and family f]} gpus_c · pick_c ≤ quota[p(/f)].
     """
-    for key, quota in sorted(limits.gpu_quotas.items()):
-        rows = cands.index[quota_mask(cands, key)]
-        if len(rows) == 0 or cands.loc[rows, "gpus"].sum() <= quota:
-            continue  # cannot bind
-        model.add(sum(int(cands.at[i, "gpus"]) * pick[i] for i in rows) <= quota).with_name(f"quota[{key}]")
+    _add_rows(model, pick, quota_rows(cands, limits))
 
 
 def add_node_limits(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
@@ -81,21 +84,7 @@ def add_node_limits(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, li
 
     Σ_{c on offer o [and market m]} nodes_c · pick_c ≤ limit[o] (scenario limit or catalog max_nodes).
     """
-    groups = ["offer_key", "market"] if limits.node_limits_per_market else ["offer_key"]
-    for key, rows in cands.groupby(groups, sort=True).indices.items():
-        offer_key = key[0] if isinstance(key, tuple) else key
-        caps = [limits.node_limits.get(offer_key)]
-        catalog_cap = cands.at[cands.index[rows[0]], "max_nodes"]
-        caps.append(None if pd.isna(catalog_cap) else int(catalog_cap))
-        caps = [c for c in caps if c is not None]
-        if not caps:
-            continue
-        cap = min(caps)
-        index = cands.index[rows]
-        if cands.loc[index, "nodes"].groupby(cands.loc[index, "workload"]).max().sum() <= cap:
-            continue  # cannot bind
-        label = "/".join(key) if isinstance(key, tuple) else key
-        model.add(sum(int(cands.at[i, "nodes"]) * pick[i] for i in index) <= cap).with_name(f"nodes[{label}]")
+    _add_rows(model, pick, node_limit_rows(cands, limits))
 
 
 def add_budget(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
@@ -103,20 +92,21 @@ def add_budget(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits:
 
     Σ_c cost_cents_c · pick_c ≤ budget (in cents, rounded down).
     """
-    if limits.budget_usd is None:
-        return
-    cap = math.floor(limits.budget_usd / COST_RESOLUTION_USD + 1e-6)  # $0.29 is 29 cents, not int(28.999...)
-    model.add(sum(int(cands.at[i, "cost_cents"]) * pick[i] for i in cands.index) <= cap).with_name("budget")
+    _add_rows(model, pick, budget_rows(cands, limits))
+
+
+def _add_rows(model: cp_model.CpModel, pick: list, rows) -> None:
+    for row in rows:
+        model.add(sum(int(c) * pick[i] for i, c in zip(row.index, row.coef)) <= row.upper).with_name(row.name)
 
 
 def _add_same(model, cands, pick, groups, column: str, label: str) -> None:
-    for number, group in enumerate(groups):
-        members = cands.index[cands["workload"].isin(group)]
-        values = sorted(cands.loc[members, column].unique())
-        chosen = {v: model.new_bool_var(f"{label}[{number}={v}]") for v in values}
+    for number, (_, by_value) in enumerate(group_members(cands, groups, column)):
+        chosen = {v: model.new_bool_var(f"{label}[{number}={v}]") for v in by_value}
         model.add_exactly_one(chosen.values()).with_name(f"{label}[{number}]")
-        for i in members:
-            model.add_implication(pick[i], chosen[cands.at[i, column]])
+        for value, members in by_value.items():
+            for i in members:
+                model.add_implication(pick[i], chosen[value])
 
 
 def add_same_region_groups(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
@@ -159,36 +149,122 @@ def build_model(candidates: pd.DataFrame, limits: Limits) -> PlanModel:
     tie_scale = int(ranks.groupby(cands["workload"]).max().sum()) + 1
     objective = [(int(c) * tie_scale + int(r), pick[i]) for i, (c, r) in enumerate(zip(cands["cost_cents"], ranks))]
     model.minimize(sum(coef * var for coef, var in objective))
-    return PlanModel(model, cands, pick, tie_scale, time.perf_counter() - started)
+    return PlanModel(model, cands, pick, tie_scale, time.perf_counter() - started, limits, ranks.to_numpy())
 
 
 def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, seed: int = 0,
-                hint: dict[str, str] | None = None) -> SolveResult:
+                hint: dict[str, str] | None = None, use_lp: bool = True, lp_hint: bool = False,
+                parameters: dict | None = None) -> SolveResult:
     """Solve; report status, the chosen rows, and objective and bound in dollars.
 
-    `hint` maps workload -> cid of a previous plan (what-if sweeps start from the neighbour).
+    Two stages, each proven by the larger of CP-SAT's bound and the LP relaxation's (`solve_bound`):
+    first the cost in cents, stopped as soon as a plan's cost meets the LP bound; then, among plans
+    of that cost, the tie-break (shorter wall time, then name), so the plan is unique and the same
+    input gives the same plan. `hint` maps workload -> cid of a previous plan (what-if sweeps start
+    from the neighbour); `lp_hint` starts CP-SAT from the LP's rounded solution instead. `parameters`
+    are CP-SAT's own (for measurements: `linearization_level`, `optimize_with_lb_tree_search`, ...).
     """
+    started = time.perf_counter()
+    cands = plan.candidates
+    cents = cands["cost_cents"].to_numpy(dtype=np.int64)
+    relaxed = lp_bound(cands, plan.limits, cents) if use_lp else None
+    cents_floor = math.ceil(relaxed.value - 1e-6) if relaxed else None
+    lp_seconds = relaxed.seconds if relaxed else 0.0
+    if hint:
+        wanted = set(hint.values())
+        start = [cid in wanted for cid in cands["cid"]]
+    else:  # the LP's rounded solution: measured to slow CP-SAT down (it breaks quotas), so off by default
+        start = _rounded(cands, relaxed.x, plan.ranks) if relaxed and lp_hint else None
+    first = _search(plan.model, plan.pick, start, time_limit_s - (time.perf_counter() - started), workers, seed,
+                    stop_at=None if cents_floor is None else cents_floor * plan.tie_scale + plan.tie_scale - 1,
+                    parameters=parameters)
+    if first.values is None:
+        return SolveResult(first.status, cands.iloc[0:0], math.nan, math.nan, time.perf_counter() - started,
+                           first.deterministic, first.workers, "", lp_seconds)
+    picked = first.values
+    best_cents = int(cents[picked].sum())
+    cp_floor = first.bound // plan.tie_scale
+    cents_proven = first.status == "OPTIMAL" or (cents_floor is not None and best_cents <= cents_floor)
+    proved_by = "cp-sat" if first.status == "OPTIMAL" else ("lp" if cents_proven else "")
+    deterministic = first.deterministic
+    if cents_proven and first.status != "OPTIMAL":  # the tie-break among plans of that cost
+        picked, proven, seconds = _tie_break(plan, cents, best_cents, picked, time_limit_s - (
+            time.perf_counter() - started), workers, seed)
+        deterministic += seconds
+    chosen = cands[picked].sort_values("workload", kind="stable").reset_index(drop=True)
+    objective = float(chosen["cost_usd"].sum())
+    bound_cents = best_cents if cents_proven else max(cp_floor, cents_floor if cents_floor is not None else cp_floor)
+    bound = objective if cents_proven else min(objective, bound_cents * COST_RESOLUTION_USD)
+    return SolveResult("OPTIMAL" if cents_proven else first.status, chosen, objective, bound,
+                       time.perf_counter() - started, deterministic, first.workers, proved_by, lp_seconds)
+
+
+@dataclass
+class _Search:
+    status: str
+    values: np.ndarray | None  # chosen mask
+    objective: float
+    bound: float
+    deterministic: float
+    workers: int
+
+
+class _StopAt(cp_model.CpSolverSolutionCallback):
+    """Stops the search when a solution's objective reaches `target` (the LP bound): it is then proven."""
+
+    def __init__(self, target: int | None):
+        super().__init__()
+        self.target = target
+
+    def on_solution_callback(self) -> None:
+        if self.target is not None and self.objective_value <= self.target + 0.5:
+            self.stop_search()
+
+
+def _search(model: cp_model.CpModel, pick: list, start: list | None, time_limit_s: float, workers: int, seed: int,
+            stop_at: int | None, parameters: dict | None = None) -> _Search:
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit_s
+    for name, value in (parameters or {}).items():
+        setattr(solver.parameters, name, value)
+    solver.parameters.max_time_in_seconds = max(0.1, time_limit_s)
     solver.parameters.num_workers = workers if workers > 0 else 2
     solver.parameters.random_seed = seed
-    if hint:
-        plan.model.clear_hints()
-        wanted = set(hint.values())
-        for var, cid in zip(plan.pick, plan.candidates["cid"]):
-            plan.model.add_hint(var, cid in wanted)
-    started = time.perf_counter()
-    code = solver.solve(plan.model)
-    elapsed = time.perf_counter() - started
+    model.clear_hints()
+    if start:
+        for var, chosen in zip(pick, start):
+            model.add_hint(var, chosen)
+    code = solver.solve(model, _StopAt(stop_at))
     status = solver.status_name(code)
-    if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        mask = [bool(solver.boolean_value(v)) for v in plan.pick]
-        chosen = plan.candidates[mask].sort_values("workload", kind="stable").reset_index(drop=True)
-        objective = float(chosen["cost_usd"].sum())
-        bound_cents = solver.best_objective_bound // plan.tie_scale
-        bound = min(objective, bound_cents * COST_RESOLUTION_USD) if code == cp_model.FEASIBLE else objective
-    else:
-        chosen = plan.candidates.iloc[0:0]
-        objective = bound = float("nan")
-    return SolveResult(status, chosen, objective, bound, elapsed, solver.deterministic_time,
-                       int(solver.parameters.num_workers))
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return _Search(status, None, math.nan, math.nan, solver.deterministic_time, int(solver.parameters.num_workers))
+    values = np.array([solver.boolean_value(v) for v in pick], dtype=bool)
+    return _Search(status, values, solver.objective_value, solver.best_objective_bound, solver.deterministic_time,
+                   int(solver.parameters.num_workers))
+
+
+def _rounded(cands: pd.DataFrame, x: np.ndarray, ranks: np.ndarray) -> list[bool]:
+    """The LP's solution rounded: each workload's candidate with the largest x (ties: the better rank)."""
+    frame = pd.DataFrame({"workload": cands["workload"].to_numpy(), "x": -x, "rank": ranks})
+    best = frame.sort_values(["workload", "x", "rank"], kind="stable").groupby("workload", sort=False).head(1).index
+    mask = np.zeros(len(cands), dtype=bool)
+    mask[best] = True
+    return list(mask)
+
+
+def _tie_break(plan: PlanModel, cents: np.ndarray, best_cents: int, picked: np.ndarray, time_limit_s: float,
+               workers: int, seed: int) -> tuple[np.ndarray, bool, float]:
+    """Among plans costing `best_cents`, the one the tie-break prefers: minimise Σ rank, proven by the LP."""
+    from .limit_rows import LinearRow
+
+    model = plan.model.clone()
+    pick = [model.get_bool_var_from_proto_index(v.index) for v in plan.pick]
+    model.add(sum(int(c) * p for c, p in zip(cents, pick)) <= best_cents).with_name("cost_is_optimal")
+    model.minimize(sum(int(r) * p for r, p in zip(plan.ranks, pick)))
+    ceiling = LinearRow("cost_is_optimal", np.arange(len(cents)), cents, best_cents)
+    relaxed = lp_bound(plan.candidates, plan.limits, plan.ranks.astype(float), extra=[ceiling])
+    floor = math.ceil(relaxed.value - 1e-6) if relaxed else None
+    result = _search(model, pick, list(picked), time_limit_s, workers, seed, stop_at=floor)
+    if result.values is None:
+        return picked, False, result.deterministic
+    proven = result.status == "OPTIMAL" or (floor is not None and result.objective <= floor + 0.5)
+    return result.values, proven, result.deterministic

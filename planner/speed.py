@@ -419,6 +419,34 @@ def default_global_batch_tokens(kind: str, dp: int, micro_batch: int, seq_len: i
     return float(max(base, dp * micro_batch * seq_len))
 
 
+def flops_per_token(model: ModelShape | float, method: str, recompute: str, seq_len: int | None) -> float:
+    """Hardware FLOPs per trained token: 6·P_active (8· with full recompute); LoRA 4·P (+2P with full
+    recompute), QLoRA times QLORA_DEQUANT_FACTOR; with a shape and `seq_len`, PaLM's attention 12·L·h·s."""
+    shape = model if isinstance(model, ModelShape) else None
+    p_active = float(shape.active_params if shape else model)
+    if method == "full":
+        per_token = (8.0 if recompute == "full" else 6.0) * p_active
+    else:
+        per_token = (6.0 if recompute == "full" else 4.0) * p_active
+        if method == "qlora":
+            per_token *= QLORA_DEQUANT_FACTOR
+    if shape is not None and seq_len:
+        per_token += 12.0 * shape.layers * shape.hidden * seq_len * (4 / 3 if recompute == "full" else 1)
+    return per_token
+
+
+def compute_floor_seconds_per_token(model: ModelShape | float, *, gpu: GpuPerf, n_gpus: int, precision: str,
+                                    method: str, recompute: str, seq_len: int, micro_batch: int, kind: str,
+                                    micro_batches: int, pipeline_parallel: int = 1, virtual_stages: int = 1,
+                                    mfu: float | None = None) -> float:
+    """A lower bound on training_time's seconds per token for a layout: its compute and pipeline bubble
+    alone, with no communication (which only adds). Lets the layout search skip layouts that cannot win."""
+    if mfu is None:
+        mfu = default_mfu(gpu.generation, precision, kind, gpu.memory_type, micro_batch_tokens=micro_batch * seq_len)
+    bubble = 1.0 + (pipeline_parallel - 1) / virtual_stages / micro_batches
+    return flops_per_token(model, method, recompute, seq_len) / (n_gpus * gpu.peak(precision) * mfu) * bubble
+
+
 def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, topology: Topology,
                   precision: str = "bf16", method: str = "full", mfu: float | None = None,
                   kind: str | None = None, recompute: str = "selective",
@@ -489,14 +517,7 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     s = int(seq_len or DEFAULT_SEQ_LEN)
     kind = kind or ("pretrain" if method == "full" else method)
 
-    if method == "full":
-        per_token = (8.0 if recompute == "full" else 6.0) * p_active
-    else:
-        per_token = (6.0 if recompute == "full" else 4.0) * p_active
-        if method == "qlora":
-            per_token *= QLORA_DEQUANT_FACTOR
-    if shape is not None and seq_len:
-        per_token += 12.0 * shape.layers * shape.hidden * s * (4 / 3 if recompute == "full" else 1)
+    per_token = flops_per_token(shape if shape is not None else p_active, method, recompute, seq_len)
     flops = per_token * tokens
     if mfu is None:
         mfu = default_mfu(gpu.generation, prec, kind, gpu.memory_type, micro_batch_tokens=b * s)

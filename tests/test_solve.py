@@ -560,3 +560,86 @@ def test_solve_explain_prints_runner_ups(run):
     # the AWS quota (12 GPUs) holds ranker-train off the cheaper p6-b200 spot node: say so
     passed_over = [line for line in runner_ups if "p6-b200.48xlarge spot" in line and "dearer alone" in line]
     assert passed_over and all("gpu_quotas aws" in line for line in passed_over), runner_ups
+
+
+# ---------------------------------------------------------------- the LP bound (HiGHS) beside CP-SAT
+
+def synthetic_candidates(workloads: int, per_workload: int, seed: int) -> tuple[pd.DataFrame, "Limits"]:
+    """A candidate table as candidates.py builds it, random, under binding per-provider GPU quotas."""
+    from planner.limits import Limits
+
+    rng = np.random.default_rng(seed)
+    providers = np.array(["aws", "gcp", "azure", "lambda"])
+    rows = []
+    for w in range(workloads):
+        for c in range(per_workload):
+            gpus = int(rng.choice([1, 2, 4, 8]))
+            cost = float(rng.uniform(5, 500)) * (1.5 if gpus == 1 else 1.0)
+            provider = str(rng.choice(providers))
+            rows.append({"workload": f"w{w:04d}", "cid": f"w{w:04d}|{provider}/r/i{c}|on_demand|x1", "provider": provider,
+                         "region": "r", "offer_key": f"{provider}/r/i{c}", "market": "on_demand", "gpu": "H100-SXM",
+                         "gpu_family": "H100", "gpus": gpus, "nodes": 1, "max_nodes": np.nan, "cost_usd": cost,
+                         "cost_cents": int(round(cost * 100)), "wall_h": float(rng.uniform(1, 50))})
+    frame = pd.DataFrame(rows)
+    demand = frame.groupby("workload")["gpus"].min().sum()
+    limits = Limits(gpu_quotas={p: int(demand * 0.3) for p in providers})
+    return frame, limits
+
+
+def mip_optimum_cents(cands: pd.DataFrame, limits) -> float:
+    """The integer optimum in cents by HiGHS's MIP (scipy.optimize.milp), written apart from the LP module."""
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    n = len(cands)
+    codes = pd.factorize(cands["workload"])[0]
+    one = np.zeros((codes.max() + 1, n))
+    one[codes, np.arange(n)] = 1
+    quota = np.array([np.where(cands["provider"] == p, cands["gpus"], 0) for p in limits.gpu_quotas])
+    result = milp(cands["cost_cents"].to_numpy(float), integrality=np.ones(n), bounds=Bounds(0, 1),
+                  constraints=[LinearConstraint(one, 1, 1),
+                               LinearConstraint(quota, -np.inf, np.array(list(limits.gpu_quotas.values())))],
+                  options={"time_limit": 60, "mip_rel_gap": 0.0})
+    assert result.status == 0
+    return float(result.fun)
+
+
+def test_a_weak_cp_sat_bound_is_replaced_by_the_valid_lp_bound():
+    """CP-SAT without its own LP (linearization_level 0), stopped after a second from a feasible hint,
+    has a weak bound; the reported bound is the HiGHS relaxation's, and never above the MIP optimum."""
+    from planner.solver import build_model, solve_model
+
+    cands, limits = synthetic_candidates(600, 6, seed=4)
+    optimum = mip_optimum_cents(cands, limits) / 100
+    fewest_gpus = cands.sort_values(["workload", "gpus", "cost_usd"]).groupby("workload").head(1)
+    hint = dict(zip(fewest_gpus["workload"], fewest_gpus["cid"]))
+    weak = {"linearization_level": 0}
+    alone = solve_model(build_model(cands, limits), 1.0, 1, hint=hint, use_lp=False, parameters=weak)
+    both = solve_model(build_model(cands, limits), 1.0, 1, hint=hint, use_lp=True, parameters=weak)
+    assert alone.status == "FEASIBLE" and alone.bound_usd < 0.9 * optimum  # CP-SAT's own bound is weak here
+    assert both.bound_usd >= alone.bound_usd
+    assert optimum - 0.01 * len(fewest_gpus) <= both.bound_usd <= optimum + 1e-6  # the LP's: valid and tight
+    assert both.gap < alone.gap
+
+
+@pytest.mark.parametrize("seed", range(0, 48, 3))
+def test_lp_bound_never_exceeds_the_brute_force_optimum(seed):
+    from planner.candidates import limits_of
+    from planner.solve_bound import lp_bound
+
+    run = random_run(seed)
+    loaded = run["loaded"]
+    exhaustive = generate(loaded.scenario, loaded.catalog, exhaustive=True)
+    reference = run["exhaustive_pruned"]
+    if exhaustive.infeasible or exhaustive.pruned.empty:
+        return
+    cands = exhaustive.pruned.reset_index(drop=True)
+    cands["provider_region"] = cands["provider"] + "/" + cands["region"]
+    relaxed = lp_bound(cands, limits_of(loaded.scenario), cands["cost_cents"].to_numpy(float))
+    if reference is None:
+        return  # infeasible: the LP may or may not see it
+    assert relaxed is not None and relaxed.value <= reference["cents"] + 1e-6
+
+
+def test_solve_reports_which_bound_proved_it(run):
+    data = json.loads(run("solve", SCENARIOS / "team-quarter-mix.yaml", "--format", "json").stdout)
+    assert data["status"] == "OPTIMAL" and data["solve_report"]["proved_by"] in ("cp-sat", "lp")

@@ -1,0 +1,78 @@
+"""The LP relaxation of `planner solve`'s model, solved with HiGHS: a bound CP-SAT alone does not find.
+
+With exactly one candidate per workload and a handful of coupling rows (quotas, node limits,
+the budget), the relaxation has at most as many fractional workloads as coupling rows, so its
+value sits within cents of the integer optimum, while CP-SAT's own bound can stay percent
+below it. The rows come from `limit_rows` (the same as the CP-SAT model's); same-region and
+same-provider groups enter as their linear relaxation: one value y_v per group with Σ y_v = 1,
+and each member's picks with value v at most y_v.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.optimize import linprog
+
+from .limit_rows import budget_rows, group_members, node_limit_rows, quota_rows
+from .limits import Limits
+
+
+@dataclass(frozen=True)
+class LpBound:
+    """The relaxation's optimum `value` (in the objective's units), a solution `x` per candidate, time."""
+
+    value: float
+    x: np.ndarray
+    seconds: float
+
+
+def lp_bound(cands: pd.DataFrame, limits: Limits, objective: np.ndarray,
+             extra: list | None = None) -> LpBound | None:
+    """min objective · x over the relaxation (x in [0, 1]); None when HiGHS finds it infeasible or fails.
+
+    `extra` adds rows (`LinearRow`s) such as the cost ceiling of the tie-break stage.
+    """
+    started = time.perf_counter()
+    n = len(cands)
+    rows = quota_rows(cands, limits) + node_limit_rows(cands, limits) + budget_rows(cands, limits) + (extra or [])
+    groups = (group_members(cands, limits.same_region, "provider_region")
+              + group_members(cands, limits.same_provider, "provider"))
+    values = [v for _, by_value in groups for v in by_value]  # one y per (group, value), after the x's
+    width = n + len(values)
+
+    workload_codes = pd.factorize(cands["workload"])[0]
+    eq = [sparse.csr_matrix((np.ones(n), (workload_codes, np.arange(n))), shape=(workload_codes.max() + 1, width))]
+    eq_rhs = [np.ones(workload_codes.max() + 1)]
+    ub_rows, ub_cols, ub_vals, ub_rhs = [], [], [], []
+    for r, row in enumerate(rows):
+        ub_rows += [r] * len(row.index)
+        ub_cols += list(row.index)
+        ub_vals += list(row.coef.astype(float))
+        ub_rhs.append(float(row.upper))
+    r = len(rows)
+    y = n
+    for g, (members, by_value) in enumerate(groups):
+        eq.append(sparse.csr_matrix((np.ones(len(by_value)), ([0] * len(by_value), range(y, y + len(by_value)))),
+                                    shape=(1, width)))
+        eq_rhs.append(np.ones(1))
+        workloads = cands["workload"].to_numpy()
+        for k, (_, picks) in enumerate(by_value.items()):
+            for workload in sorted(set(workloads[picks])):  # Σ_{c of w with value v} x_c - y_v <= 0
+                own = [i for i in picks if workloads[i] == workload]
+                ub_rows += [r] * (len(own) + 1)
+                ub_cols += own + [y + k]
+                ub_vals += [1.0] * len(own) + [-1.0]
+                ub_rhs.append(0.0)
+                r += 1
+        y += len(by_value)
+    a_ub = sparse.csr_matrix((ub_vals, (ub_rows, ub_cols)), shape=(r, width)) if r else None
+    cost = np.concatenate([np.asarray(objective, dtype=float), np.zeros(len(values))])
+    result = linprog(cost, A_ub=a_ub, b_ub=np.array(ub_rhs) if r else None, A_eq=sparse.vstack(eq).tocsr(),
+                     b_eq=np.concatenate(eq_rhs), bounds=(0.0, 1.0), method="highs")
+    if result.status != 0:
+        return None
+    return LpBound(float(result.fun), result.x[:n], time.perf_counter() - started)
