@@ -2,7 +2,8 @@
 
     python benchmarks/bench_solve.py --varied 1000     # the proof benchmark: varied workloads, LP bound on/off
 
-`--varied` generates workloads of many distinct models, methods, token counts, deadlines, GPU
+`--varied` (`--variants`: CP-SAT alone under other parameters too; `--cached`: the candidates of the
+last run of that size, kept in the temporary folder) generates workloads of many distinct models, methods, token counts, deadlines, GPU
 ranges, tolerances and placement rules under binding per-provider quotas, builds the candidates
 once, and solves them twice, with and without the LP bound, printing gap and time to proof.
 
@@ -17,6 +18,7 @@ cheapest candidate that still fits the quotas.
 """
 from __future__ import annotations
 
+import pickle
 import random
 import sys
 import tempfile
@@ -110,21 +112,35 @@ def varied_yaml(size: int, seed: int = 11) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_varied(size: int, time_limit: float = 60.0) -> list[dict]:
-    """One varied scenario: candidates once, then solved with and without the LP bound."""
+CP_SAT_VARIANTS = {"default": {}, "linearization_level=2": {"linearization_level": 2},
+                   "optimize_with_lb_tree_search": {"optimize_with_lb_tree_search": True}}
+
+
+def run_varied(size: int, time_limit: float = 60.0, variants: bool = False) -> list[dict]:
+    """One varied scenario: candidates once, then solved with and without the LP bound (and, with
+    `variants`, CP-SAT alone under parameters meant to strengthen its own bound)."""
+    cache = Path(tempfile.gettempdir()) / f"planner-bench-varied-{size}.pickle"  # candidates of a re-run
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "varied.yaml"
         path.write_text(varied_yaml(size))
         loaded = load_scenario(path)
         started = time.perf_counter()
-        cands = generate(loaded.scenario, loaded.catalog)
-        candidates_s = time.perf_counter() - started
+        if cache.exists() and "--cached" in sys.argv:
+            cands, candidates_s = pickle.loads(cache.read_bytes())
+        else:
+            cands = generate(loaded.scenario, loaded.catalog)
+            candidates_s = time.perf_counter() - started
+            cache.write_bytes(pickle.dumps((cands, candidates_s)))
     limits = limits_of(loaded.scenario)
     rows = []
-    for use_lp in (False, True):
+    runs = [("default", False), ("default", True)] + ([(name, False) for name in CP_SAT_VARIANTS if name != "default"]
+                                                      if variants else [])
+    for variant, use_lp in runs:
         model = build_model(cands.pruned, limits)
-        result = solve_model(model, time_limit_s=time_limit, workers=2, use_lp=use_lp)
-        rows.append({"workloads": size, "lp_bound": "yes" if use_lp else "no", "candidates": len(cands.pruned),
+        result = solve_model(model, time_limit_s=time_limit, workers=2, use_lp=use_lp,
+                             parameters=CP_SAT_VARIANTS[variant])
+        rows.append({"workloads": size, "lp_bound": "yes" if use_lp else "no", "cp_sat": variant,
+                     "candidates": len(cands.pruned),
                      "infeasible": len(cands.infeasible), "candidates_s": round(candidates_s, 1),
                      "status": result.status, "proved_by": result.proved_by or "-", "gap": f"{result.gap:.4%}",
                      "objective_usd": round(result.objective_usd, 2), "bound_usd": round(result.bound_usd, 2),
@@ -203,7 +219,9 @@ def main(sizes: list[int]) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--varied"]:
-        table = [row for size in ([int(a) for a in sys.argv[2:]] or [200, 1000]) for row in run_varied(size)]
+        variants = "--variants" in sys.argv
+        sizes = [int(a) for a in sys.argv[2:] if a.isdigit()] or [200, 1000]
+        table = [row for size in sizes for row in run_varied(size, variants=variants)]
         print()
         print(pd.DataFrame(table).to_string(index=False))
     else:

@@ -7,7 +7,6 @@ A run's duration on the calendar is the wall time it needs at the deadline confi
 from __future__ import annotations
 
 import datetime as dt
-import math
 from dataclasses import dataclass, field
 
 import numpy as np

@@ -20,7 +20,6 @@ from .limits import COST_RESOLUTION_USD, quota_mask
 def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits, steps: int) -> dict:
     """The list scheduler described in the module docstring; returns cost, bought, cids, starts."""
     cands = cands.reset_index(drop=True)
-    resources: dict[tuple, tuple[np.ndarray, list]] = {}  # key -> (usage per step, capacity holder)
     uses: list[list[tuple[tuple, int]]] = [[] for _ in range(len(cands))]
     capacity: dict[tuple, int] = {}
     for key, quota in limits.gpu_quotas.items():

@@ -533,10 +533,12 @@ class _Screen:
 
 
 def _rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits, token: str | None) -> _Rows:
-    """The workload's price-independent rows, kept per `offers_token` (built afresh without one)."""
+    """The workload's price-independent rows, kept per `offers_token` (built afresh without one) and shared
+    by workloads identical but for their names (which only the candidate ids and group membership read)."""
     if token is None:
         return _build_rows(workload, catalog, offers, limits)
-    key = (token, id(catalog), repr(limits), workload.model_dump_json())
+    grouped = (any(workload.name in g for g in limits.same_provider), any(workload.name in g for g in limits.same_region))
+    key = (token, id(catalog), repr(limits), grouped, workload.model_dump_json(exclude={"name", "description"}))
     if key not in _ROWS_CACHE:
         if sum(len(r.base) for r in _ROWS_CACHE.values() if r.base is not None) >= _ROWS_CACHE_MAX_ROWS:
             _ROWS_CACHE.clear()

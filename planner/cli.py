@@ -6,6 +6,7 @@ answers instantly.
 from __future__ import annotations
 
 import sys
+import warnings
 from pathlib import Path
 
 import click
@@ -38,7 +39,9 @@ class PlannerGroup(click.Group):
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGINT, _on_sigint)
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():  # library notices (numpy overflow in a discarded candidate, pandas
+                warnings.simplefilter("ignore")  # deprecations) would break the one-line promise on stderr
+                return super().invoke(ctx)
         except PlannerError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_BAD_INPUT)

@@ -23,11 +23,20 @@ from .limits import Limits
 
 @dataclass(frozen=True)
 class LpBound:
-    """The relaxation's optimum `value` (in the objective's units), a solution `x` per candidate, time."""
+    """The relaxation's optimum `value` (in the objective's units), a solution `x` per candidate, the
+    `reduced` cost of each candidate (what picking it adds to the LP at least), time."""
 
     value: float
     x: np.ndarray
     seconds: float
+    reduced: np.ndarray | None = None
+
+    def can_beat(self, upper: float) -> np.ndarray:
+        """Candidates some plan of cost <= `upper` may use: a pick raises the LP value by its reduced
+        cost, so one whose reduced cost exceeds upper - value is in no such plan (reduced-cost fixing)."""
+        if self.reduced is None:
+            return np.ones(len(self.x), dtype=bool)
+        return self.reduced <= upper - self.value + 1e-6
 
 
 def lp_bound(cands: pd.DataFrame, limits: Limits, objective: np.ndarray,
@@ -75,4 +84,6 @@ def lp_bound(cands: pd.DataFrame, limits: Limits, objective: np.ndarray,
                      b_eq=np.concatenate(eq_rhs), bounds=(0.0, 1.0), method="highs")
     if result.status != 0:
         return None
-    return LpBound(float(result.fun), result.x[:n], time.perf_counter() - started)
+    reduced = getattr(getattr(result, "lower", None), "marginals", None)
+    return LpBound(float(result.fun), result.x[:n], time.perf_counter() - started,
+                   None if reduced is None else np.asarray(reduced[:n], dtype=float))

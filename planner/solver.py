@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import time
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,8 +136,9 @@ CONSTRAINT_FAMILIES = (
 )
 
 
-def build_model(candidates: pd.DataFrame, limits: Limits) -> PlanModel:
-    """Decision variables, the constraint families in order, and the objective."""
+def build_model(candidates: pd.DataFrame, limits: Limits, ranks: np.ndarray | None = None) -> PlanModel:
+    """Decision variables, the constraint families in order, and the objective (`ranks`: the tie-break
+    ranks to keep, when `candidates` are a subset of a larger table)."""
     started = time.perf_counter()
     cands = candidates.reset_index(drop=True).copy()
     cands["provider_region"] = cands["provider"] + "/" + cands["region"]
@@ -145,7 +147,7 @@ def build_model(candidates: pd.DataFrame, limits: Limits) -> PlanModel:
     pick = [model.new_bool_var(f"pick[{cid}]") for cid in cands["cid"]]
     for family in CONSTRAINT_FAMILIES:
         family(model, cands, pick, limits)
-    ranks = tie_ranks(cands).astype(int)
+    ranks = tie_ranks(cands).astype(int) if ranks is None else pd.Series(np.asarray(ranks, dtype=int))
     tie_scale = int(ranks.groupby(cands["workload"]).max().sum()) + 1
     objective = [(int(c) * tie_scale + int(r), pick[i]) for i, (c, r) in enumerate(zip(cands["cost_cents"], ranks))]
     model.minimize(sum(coef * var for coef, var in objective))
@@ -153,7 +155,7 @@ def build_model(candidates: pd.DataFrame, limits: Limits) -> PlanModel:
 
 
 def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, seed: int = 0,
-                hint: dict[str, str] | None = None, use_lp: bool = True, lp_hint: bool = False,
+                hint: dict[str, str] | None = None, use_lp: bool = True, lp_hint: bool = True,
                 parameters: dict | None = None) -> SolveResult:
     """Solve; report status, the chosen rows, and objective and bound in dollars.
 
@@ -170,33 +172,67 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
     relaxed = lp_bound(cands, plan.limits, cents) if use_lp else None
     cents_floor = math.ceil(relaxed.value - 1e-6) if relaxed else None
     lp_seconds = relaxed.seconds if relaxed else 0.0
+    if relaxed is not None and not hint and np.all((relaxed.x < 1e-9) | (relaxed.x > 1 - 1e-9)):
+        # The relaxation's optimum is a plan (every workload whole): optimal in cents with nothing to search.
+        # (Its picks meet every row; for the groups, two members on different values would need Σ y = 2.)
+        picked = relaxed.x > 0.5
+        return _finish(plan, cands, cents, picked, int(cents[picked].sum()), True, "lp", cents_floor, started,
+                       time_limit_s, workers, seed, 0.0, 0, parameters, lp_seconds)
     if hint:
         wanted = set(hint.values())
         start = [cid in wanted for cid in cands["cid"]]
-    else:  # the LP's rounded solution: measured to slow CP-SAT down (it breaks quotas), so off by default
+    else:  # the LP's rounded solution: most workloads are whole in it, so it is nearly the plan
         start = _rounded(cands, relaxed.x, plan.ranks) if relaxed and lp_hint else None
-    first = _search(plan.model, plan.pick, start, time_limit_s - (time.perf_counter() - started), workers, seed,
-                    stop_at=None if cents_floor is None else cents_floor * plan.tie_scale + plan.tie_scale - 1,
-                    parameters=parameters)
+    def stop_at(model_plan: PlanModel) -> int | None:
+        return None if cents_floor is None else cents_floor * model_plan.tie_scale + model_plan.tie_scale - 1
+
+    left = time_limit_s - (time.perf_counter() - started)
+    first = _search(plan.model, plan.pick, start, min(left, FIRST_LOOK_S) if relaxed else left, workers, seed,
+                    stop_at=stop_at(plan), parameters=parameters)
+    if relaxed and first.values is not None and first.status != "OPTIMAL" and \
+            int(cents[first.values].sum()) > cents_floor:
+        # Reduced-cost fixing: no plan as cheap as this one picks a candidate the LP prices above it.
+        keep = relaxed.can_beat(float(cents[first.values].sum()))
+        reduced = build_model(cands[keep], plan.limits, ranks=plan.ranks[keep]) if not keep.all() else plan
+        again = _search(reduced.model, reduced.pick, list(first.values[keep]),
+                        time_limit_s - (time.perf_counter() - started), workers, seed, stop_at=stop_at(reduced),
+                        parameters=parameters)
+        if again.values is not None:  # else keep the first plan and the full model
+            plan, cands, cents = reduced, reduced.candidates, cents[keep]
+            first = dataclasses.replace(again, deterministic=again.deterministic + first.deterministic)
     if first.values is None:
         return SolveResult(first.status, cands.iloc[0:0], math.nan, math.nan, time.perf_counter() - started,
                            first.deterministic, first.workers, "", lp_seconds)
     picked = first.values
     best_cents = int(cents[picked].sum())
-    cp_floor = first.bound // plan.tie_scale
     cents_proven = first.status == "OPTIMAL" or (cents_floor is not None and best_cents <= cents_floor)
     proved_by = "cp-sat" if first.status == "OPTIMAL" else ("lp" if cents_proven else "")
-    deterministic = first.deterministic
-    if cents_proven and first.status != "OPTIMAL":  # the tie-break among plans of that cost
-        picked, proven, seconds = _tie_break(plan, cents, best_cents, picked, time_limit_s - (
+    return _finish(plan, cands, cents, picked, best_cents, cents_proven, proved_by, cents_floor, started,
+                   time_limit_s, workers, seed, first.deterministic, first.workers, parameters, lp_seconds,
+                   cp_floor=first.bound // plan.tie_scale, status=first.status)
+
+
+def _finish(plan: PlanModel, cands: pd.DataFrame, cents: np.ndarray, picked: np.ndarray, best_cents: int,
+            cents_proven: bool, proved_by: str, cents_floor: int | None, started: float, time_limit_s: float,
+            workers: int, seed: int, deterministic: float, used_workers: int, parameters, lp_seconds: float,
+            cp_floor: int = 0, status: str = "FEASIBLE") -> SolveResult:
+    """The tie-break stage when the cost is proven but not by CP-SAT itself, then the result in dollars."""
+    if cents_proven and status != "OPTIMAL":  # the tie-break among plans of that cost
+        picked, _, seconds = _tie_break(plan, cents, best_cents, picked, time_limit_s - (
             time.perf_counter() - started), workers, seed)
         deterministic += seconds
     chosen = cands[picked].sort_values("workload", kind="stable").reset_index(drop=True)
     objective = float(chosen["cost_usd"].sum())
     bound_cents = best_cents if cents_proven else max(cp_floor, cents_floor if cents_floor is not None else cp_floor)
     bound = objective if cents_proven else min(objective, bound_cents * COST_RESOLUTION_USD)
-    return SolveResult("OPTIMAL" if cents_proven else first.status, chosen, objective, bound,
-                       time.perf_counter() - started, deterministic, first.workers, proved_by, lp_seconds)
+    return SolveResult("OPTIMAL" if cents_proven else status, chosen, objective, bound,
+                       time.perf_counter() - started, deterministic, used_workers or (workers if workers > 0 else 2),
+                       proved_by, lp_seconds)
+
+
+FIRST_LOOK_S = 2.0
+"""With an LP bound, CP-SAT first searches this long for a plan; if none meets the bound, the candidates
+the LP's reduced costs rule out against that plan are dropped and the rest is searched to proof."""
 
 
 @dataclass

@@ -564,7 +564,7 @@ def test_solve_explain_prints_runner_ups(run):
 
 # ---------------------------------------------------------------- the LP bound (HiGHS) beside CP-SAT
 
-def synthetic_candidates(workloads: int, per_workload: int, seed: int) -> tuple[pd.DataFrame, "Limits"]:
+def synthetic_candidates(workloads: int, per_workload: int, seed: int) -> tuple:
     """A candidate table as candidates.py builds it, random, under binding per-provider GPU quotas."""
     from planner.limits import Limits
 

@@ -18,7 +18,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from planner.skypilot_import import (  # noqa: E402
-    OFFER_COLUMNS, SPOT_PREEMPTION_DEFAULT, gpu_aliases, import_skypilot, interconnect_defaults,
+    OFFER_COLUMNS, SPOT_PREEMPTION_DEFAULT, gpu_aliases, import_skypilot,
 )
 
 OUT = ROOT / "catalogs"

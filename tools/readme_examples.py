@@ -1,0 +1,76 @@
+"""Re-run every `$ planner ...` example in README.md and put its real output back in place.
+
+    python tools/readme_examples.py [--check]
+
+A block that was trimmed (it holds a `…` line) keeps only the table rows whose first cell the
+old block showed, with the `…` lines where they were. `--check` only reports which blocks differ.
+Run it from the repository root after a change that moves a figure; the README must stay true.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BLOCK = re.compile(r"```\n\$ (planner [^\n]+)\n(.*?)```", re.S)
+
+
+def run(command: str) -> str:
+    env = {**os.environ, "COLUMNS": "240"}
+    done = subprocess.run([sys.executable, "-m", "planner.cli", *shlex.split(command)[1:]], cwd=ROOT, env=env,
+                          capture_output=True, text=True)
+    lines = [line.rstrip() for line in (done.stdout + "".join(
+        line + "\n" for line in done.stderr.splitlines() if line.startswith("wrote "))).splitlines()]
+    return "\n".join(lines) + "\n"
+
+
+def trimmed(new: str, old: str) -> str:
+    """Keep the rows of `new` whose first cell `old` showed, and `…` where `old` had it."""
+    shown = {line.split("│")[0].strip() for line in old.splitlines() if "│" in line}
+    out, skipped = [], False
+    for line in new.splitlines():
+        if "│" in line and line.split("│")[0].strip() not in shown:
+            if not skipped:
+                out.append("…")
+            skipped = True
+            continue
+        skipped = False
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true")
+    args = parser.parse_args(argv)
+    readme = ROOT / "README.md"
+    text = readme.read_text()
+    changed = []
+
+    def replace(match: re.Match) -> str:
+        command, old = match.group(1), match.group(2)
+        files = [a for a in shlex.split(command) if a.endswith(".yaml")]
+        if not all((ROOT / f).exists() for f in files):
+            return match.group(0)  # an illustration of an error (broken.yaml): kept as written
+        new = run(command)
+        if "…" in old:
+            new = trimmed(new, old)
+        if new != old:
+            changed.append(command)
+        return f"```\n$ {command}\n{new}```"
+
+    updated = BLOCK.sub(replace, text)
+    for command in changed:
+        print(("differs: " if args.check else "updated: ") + command)
+    if not args.check and updated != text:
+        readme.write_text(updated)
+    return 1 if args.check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
