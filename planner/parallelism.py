@@ -215,12 +215,17 @@ def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib
             f"{gpu.name} has {vram_gib:.1f} GiB")
     precision = speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
     compute: dict[tuple, float] = {}  # (recompute, micro-batch) -> compute floor without the bubble
+    base_batch = speed.PRETRAIN_GLOBAL_BATCH_TOKENS if job.kind == "pretrain" else speed.FINETUNE_GLOBAL_BATCH_TOKENS
 
     def floor(layout: Layout) -> float:
         key = (layout.recompute, layout.micro_batch)
         if key not in compute:
             compute[key] = _floor(job, dataclasses.replace(layout, pp=1, virtual_stages=1), gpu, topology, precision)
-        return compute[key] * (1.0 + (layout.pp - 1) / layout.virtual_stages / micro_batches(job, layout))
+        if layout.pp == 1:
+            return compute[key]
+        tokens = layout.dp * layout.micro_batch * job.seq_len  # micro_batches(), inlined: this runs per layout
+        m = max(1, math.ceil((job.global_batch_tokens or max(base_batch, tokens)) / tokens - 1e-9))
+        return compute[key] * (1.0 + (layout.pp - 1) / layout.virtual_stages / m)
 
     ordered = sorted((floor(layout), number, layout)
                      for number, layout in enumerate(layout for group in fitting_groups for layout in group))
