@@ -69,7 +69,7 @@ def _shape(case: dict, models: dict) -> mem.ModelShape:
 def _topology(case: dict, gpu, gpus: int) -> speed.Topology:
     per_node = min(int(case.get("gpus_per_node", min(gpus, 8))), gpus)
     nodes = max(1, gpus // per_node)
-    nvlink = bool(gpu.nvlink_gbs) and gpu.vendor == "NVIDIA" or gpu.vendor == "AMD"
+    nvlink = bool(gpu.nvlink_gbs) or gpu.vendor == "AMD"  # AMD nodes: Infinity Fabric, modelled as NVLink
     net = case.get("network") or {}
     return speed.Topology(
         gpus_per_node=per_node, nodes=nodes,

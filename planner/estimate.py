@@ -166,14 +166,21 @@ def _estimate_training(workload: Workload, catalog: Catalog, arch: ModelArch | N
         hours = workload.work.tokens * choice.seconds_per_token / 3600
         return Estimate(shape, choice.memory, True, precision, hours, 1 / choice.seconds_per_token,
                         choice.scaling_efficiency, choice.layout.tp, layout=choice.layout)
+    return _from_reference_hours(workload, catalog, perf, shape, precision, choice.memory, choice.scaling_efficiency,
+                                 choice.layout)
+
+
+def _from_reference_hours(workload: Workload, catalog: Catalog, perf: speed.GpuPerf, shape: Shape, precision: str,
+                          breakdown: mem.MemoryBreakdown, scaling: float, layout: parallelism.Layout) -> Estimate:
+    """W of work stated as GPU-hours on a reference GPU: scaled by relative throughput and by this
+    shape's scaling efficiency."""
     ref = gpu_perf(catalog.gpu(workload.work.reference_gpu))
     try:
-        hours = speed.reference_scaled_hours(workload.work.gpu_hours, ref, perf, shape.gpus, precision,
-                                             choice.scaling_efficiency, _mfu_kind(workload), workload.fp8_fallback)
+        hours = speed.reference_scaled_hours(workload.work.gpu_hours, ref, perf, shape.gpus, precision, scaling,
+                                             _mfu_kind(workload), workload.fp8_fallback)
     except ValueError as exc:
-        return _ruled_out(shape, choice.memory, str(exc), precision, choice.layout.tp, choice.layout)
-    return Estimate(shape, choice.memory, True, precision, hours, 0.0, choice.scaling_efficiency, choice.layout.tp,
-                    layout=choice.layout)
+        return _ruled_out(shape, breakdown, str(exc), precision, layout.tp, layout)
+    return Estimate(shape, breakdown, True, precision, hours, 0.0, scaling, layout.tp, layout=layout)
 
 
 def training_job(workload: Workload, arch: ModelArch, precision: str) -> parallelism.Job:
@@ -221,13 +228,7 @@ def _estimate_stated_training(workload: Workload, catalog: Catalog, arch: ModelA
                         result.scaling_efficiency, tp, layout=layout)
     params = arch.params if arch is not None else _params_from_stated(workload)
     probe = speed.training_time(float(params), tokens=1e9, **common)
-    ref = gpu_perf(catalog.gpu(workload.work.reference_gpu))
-    try:
-        hours = speed.reference_scaled_hours(workload.work.gpu_hours, ref, perf, shape.gpus, precision,
-                                             probe.scaling_efficiency, _mfu_kind(workload), workload.fp8_fallback)
-    except ValueError as exc:
-        return _ruled_out(shape, breakdown, str(exc), precision, tp)
-    return Estimate(shape, breakdown, True, precision, hours, 0.0, probe.scaling_efficiency, tp, layout=layout)
+    return _from_reference_hours(workload, catalog, perf, shape, precision, breakdown, probe.scaling_efficiency, layout)
 
 
 def _params_from_stated(workload: Workload) -> float:

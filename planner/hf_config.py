@@ -44,8 +44,7 @@ def decoder_params(vocab, hidden, layers, heads, kv_heads, head_dim, ffn, tied, 
                    qk_norm=False, norms_per_layer=2, extra=0):
     """Parameter count of a Llama-style decoder from its HF config.json: embedding V*h (twice unless
     tie_word_embeddings), per layer q/k/v/o (GQA widths), gate/up/down 3*h*ffn and the norms, final norm.
-
-    (A copy of tools/build_catalogs.py's function, so both count alike.)"""
+    tools/build_catalogs.py counts the shipped models' parameters with it too."""
     attn = hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
     attn += (heads * head_dim + 2 * kv_heads * head_dim if qkv_bias else 0) + (2 * head_dim if qk_norm else 0)
     per_layer = attn + 3 * hidden * ffn + norms_per_layer * hidden
@@ -53,15 +52,13 @@ def decoder_params(vocab, hidden, layers, heads, kv_heads, head_dim, ffn, tied, 
 
 
 def siglip_params(d=1152, layers=27, ffn=4304, patch=14, image=896):
-    """A SigLIP vision tower (Gemma 3's vision_config; biases included, no pooling head).
-
-    (A copy of tools/build_catalogs.py's function.)"""
+    """A SigLIP vision tower (Gemma 3's vision_config; biases included, no pooling head)."""
     embed = 3 * patch * patch * d + d + (image // patch) ** 2 * d
     layer = 4 * (d * d + d) + (d * ffn + ffn) + (ffn * d + d) + 4 * d
     return embed + layers * layer + 2 * d
 
 
-def _moe_active(params, experts, per_token, expert_params):
+def moe_active(params, experts, per_token, expert_params):
     """Active = all parameters but the routed experts a token does not use (the catalog's rule:
     embeddings, attention, routers and shared experts all count as active)."""
     return params - expert_params * (experts - per_token) // experts
@@ -217,7 +214,7 @@ def _mixtral(r: _Reader) -> tuple[dict, str]:
     dense_mlp = layers * 3 * hidden * ffn  # counted by _llama_like as if one dense MLP
     params = fields["params"] - dense_mlp + layers * experts * hidden + expert_params
     fields.update(params=params, experts=experts, experts_per_token=per_token, expert_params=expert_params,
-                  active_params=_moe_active(params, experts, per_token, expert_params))
+                  active_params=moe_active(params, experts, per_token, expert_params))
     return fields, "ffn = one expert's width"
 
 
@@ -241,7 +238,7 @@ def _qwen3_moe(r: _Reader) -> tuple[dict, str]:
     params = (fields["params"] - len(sparse) * 3 * hidden * dense_ffn  # sparse layers have no dense MLP
               + len(sparse) * experts * hidden + expert_params)
     fields.update(params=params, ffn=moe_ffn, experts=experts, experts_per_token=per_token,
-                  expert_params=expert_params, active_params=_moe_active(params, experts, per_token, expert_params))
+                  expert_params=expert_params, active_params=moe_active(params, experts, per_token, expert_params))
     return fields, ", ".join(filter(None, [note, "ffn = one expert's width"]
                                 + ([f"{dense_layers} dense layers of {dense_ffn}"] if dense_layers else [])))
 
@@ -292,7 +289,7 @@ def _deepseek_v3(r: _Reader) -> tuple[dict, str]:
                   head_dim=(cached + 1) // 2, ffn=moe_ffn, vocab=vocab,
                   max_context=r.optional("max_position_embeddings"), tied_embeddings=tied,
                   experts=experts, experts_per_token=per_token, expert_params=expert_params,
-                  active_params=_moe_active(params, experts, per_token, expert_params))
+                  active_params=moe_active(params, experts, per_token, expert_params))
     note = (f"MLA caches kv_lora_rank + qk_rope_head_dim = {cached} elements per token per layer, written as "
             f"kv_heads 1 x head_dim {(cached + 1) // 2}; ffn = one routed expert's width (dense layers "
             f"{dense_ffn}); MTP module not counted")

@@ -403,14 +403,14 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
             adapters /= n
         w = base + adapters
 
+    in_flight = p if in_flight is None else in_flight
     act = activation_bytes(shape, seq_len=seq_len, micro_batch=micro_batch,
                            recompute=activation_checkpointing, tensor_parallel=t,
-                           flash_attention=flash_attention, pipeline_parallel=p,
-                           in_flight=p if in_flight is None else in_flight,
+                           flash_attention=flash_attention, pipeline_parallel=p, in_flight=in_flight,
                            sequence_parallel=sequence_parallel, logit_bytes=logit_bytes)
     if method != "full" and activation_checkpointing != "full":
         act += lora_dropout_bytes(shape, seq_len=seq_len, micro_batch=micro_batch, tensor_parallel=t,
-                                  pipeline_parallel=p, in_flight=p if in_flight is None else in_flight)
+                                  pipeline_parallel=p, in_flight=in_flight)
     if paged_optimizer if paged_optimizer is not None else method == "qlora":
         o = max(0.0, o - act)
     return MemoryBreakdown(weights=w / GIB, gradients=g / GIB, optimizer=o / GIB,

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from ortools.sat.python import cp_model
 
-from .limit_rows import budget_rows, group_members, node_limit_rows, quota_rows
+from .limit_rows import LinearRow, budget_rows, group_members, node_limit_rows, quota_rows
 from .limits import COST_RESOLUTION_USD, Limits
 from .solve_bound import lp_bound
 
@@ -290,8 +290,6 @@ def _rounded(cands: pd.DataFrame, x: np.ndarray, ranks: np.ndarray) -> list[bool
 def _tie_break(plan: PlanModel, cents: np.ndarray, best_cents: int, picked: np.ndarray, time_limit_s: float,
                workers: int, seed: int) -> tuple[np.ndarray, bool, float]:
     """Among plans costing `best_cents`, the one the tie-break prefers: minimise Σ rank, proven by the LP."""
-    from .limit_rows import LinearRow
-
     model = plan.model.clone()
     pick = [model.get_bool_var_from_proto_index(v.index) for v in plan.pick]
     model.add(sum(int(c) * p for c, p in zip(cents, pick)) <= best_cents).with_name("cost_is_optimal")

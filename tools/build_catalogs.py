@@ -17,6 +17,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from planner.hf_config import moe_active, decoder_params, siglip_params  # noqa: E402  one counting rule
 from planner.skypilot_import import (  # noqa: E402
     OFFER_COLUMNS, SPOT_PREEMPTION_DEFAULT, gpu_aliases, import_skypilot,
 )
@@ -175,28 +176,6 @@ SHARED_MOE_SOURCE = ("; experts/experts_per_token/expert_params from HF config.j
                      "num_experts_per_tok 2; 32 x 8 x 3 x 4096 x 14336)")
 
 
-def decoder_params(vocab, hidden, layers, heads, kv_heads, head_dim, ffn, tied, *, qkv_bias=False,
-                   qk_norm=False, norms_per_layer=2, extra=0):
-    """Parameter count of a Llama-style decoder from its HF config.json: embedding V*h (twice unless
-    tie_word_embeddings), per layer q/k/v/o (GQA widths), gate/up/down 3*h*ffn and the norms, final norm."""
-    attn = hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
-    attn += (heads * head_dim + 2 * kv_heads * head_dim if qkv_bias else 0) + (2 * head_dim if qk_norm else 0)
-    per_layer = attn + 3 * hidden * ffn + norms_per_layer * hidden
-    return vocab * hidden * (1 if tied else 2) + layers * per_layer + hidden + extra
-
-
-def siglip_params(d=1152, layers=27, ffn=4304, patch=14, image=896):
-    """Gemma 3's SigLIP vision tower (vision_config; biases included, no pooling head)."""
-    embed = 3 * patch * patch * d + d + (image // patch) ** 2 * d
-    layer = 4 * (d * d + d) + (d * ffn + ffn) + (ffn * d + d) + 4 * d
-    return embed + layers * layer + 2 * d
-
-
-def _moe_active(params, experts, per_token, expert_params):
-    """Active = all parameters but the routed experts a token does not use (the Mixtral row's rule)."""
-    return params - expert_params * (experts - per_token) // experts
-
-
 # DeepSeek-V3 (config.json): MLA per layer = q_a 7168x1536 + norm + q_b 1536x(128 x 192) + kv_a 7168x(512+64)
 # + norm + kv_b 512x(128 x (128+128)) + o (128 x 128)x7168; 3 dense layers (18432), 58 MoE layers of
 # 256 routed + 1 shared expert (2048) + router 256x7168 (+256 bias); MTP module (num_nextn_predict_layers) excluded.
@@ -214,7 +193,7 @@ _NM = "not in shared data; "
 _CK = "; config values checked by search against published copies of config.json"
 EXTRA_MODELS = [
     dict(name="deepseek-v3", hf_repo="deepseek-ai/DeepSeek-V3", params=_DSV3_PARAMS,
-         active_params=_moe_active(_DSV3_PARAMS, 256, 8, _DSV3_EXPERTS), layers=61, hidden=7168, heads=128,
+         active_params=moe_active(_DSV3_PARAMS, 256, 8, _DSV3_EXPERTS), layers=61, hidden=7168, heads=128,
          kv_heads=1, head_dim=288, ffn=2048, vocab=129280, max_context=131072, tied_embeddings=False,
          experts=256, experts_per_token=8, expert_params=_DSV3_EXPERTS,
          source=_NM + "HF config.json (deepseek-ai/DeepSeek-V3: 61 layers, hidden 7168, 128 heads, q_lora_rank "
@@ -227,7 +206,7 @@ EXTRA_MODELS = [
          "the config for the main model (the paper's 671B; the HF checkpoint's 685B adds the MTP module); "
          "active = params less unused routed experts, incl. embeddings (paper: 37B)" + _CK),
     dict(name="qwen3-30b-a3b", hf_repo="Qwen/Qwen3-30B-A3B", params=_Q3MOE_PARAMS,
-         active_params=_moe_active(_Q3MOE_PARAMS, 128, 8, _Q3MOE_EXPERTS), layers=48, hidden=2048, heads=32,
+         active_params=moe_active(_Q3MOE_PARAMS, 128, 8, _Q3MOE_EXPERTS), layers=48, hidden=2048, heads=32,
          kv_heads=4, head_dim=128, ffn=768, vocab=151936, max_context=40960, tied_embeddings=False,
          experts=128, experts_per_token=8, expert_params=_Q3MOE_EXPERTS,
          source=_NM + "HF config.json (Qwen/Qwen3-30B-A3B: num_experts 128, num_experts_per_tok 8, "
