@@ -41,7 +41,10 @@ class PlannerGroup(click.Group):
         try:
             with warnings.catch_warnings():  # library notices (numpy overflow in a discarded candidate, pandas
                 warnings.simplefilter("ignore")  # deprecations) would break the one-line promise on stderr
-                return super().invoke(ctx)
+                result = super().invoke(ctx)
+            if threading.current_thread() is threading.main_thread():  # the work is done and written: a Ctrl-C
+                signal.signal(signal.SIGINT, signal.SIG_IGN)  # now would only kill the interpreter's shutdown
+            return result
         except PlannerError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_BAD_INPUT)
