@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections import namedtuple
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pandas as pd
@@ -141,28 +141,26 @@ def _estimate(workload: Workload, physics: str, catalog: Catalog, shape: Shape, 
 
 def _physics(rows: "_Rows", workload: Workload, catalog: Catalog, headroom: float) -> "_Physics":
     """W and item time per expanded row, computed once per distinct hardware shape and kept with
-    the rows: shapes never depend on prices, so what-if points reuse them."""
-    if headroom not in rows.physics:
-        base = rows.base
-        code = base.groupby(SHAPE_COLUMNS, dropna=False, sort=False).ngroup().to_numpy()
-        first = np.unique(code, return_index=True)[1]
-        physics = workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT)
-        estimates = [_estimate(workload, physics, catalog, Shape(*s), headroom)
-                     for s in base[SHAPE_COLUMNS].iloc[first].itertuples(index=False, name=None)]
+    the rows for every workload of the same physics: shapes never depend on prices, so what-if
+    points reuse them."""
+    physics = workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT)
+    key = (physics, headroom)
+    if key not in rows.physics:
+        estimates = [_estimate(workload, physics, catalog, shape, headroom) for shape in rows.shapes]
         work_h = np.array([e.work_h for e in estimates], dtype=float)
         item_h = np.array([e.item_h or math.nan for e in estimates], dtype=float)
-        rows.physics[headroom] = _Physics(code, estimates, work_h[code], item_h[code])
-    return rows.physics[headroom]
+        rows.physics[key] = _Physics(key, estimates, work_h, item_h)
+    return rows.physics[key]
 
 
 @dataclass
 class _Physics:
-    """Physics of one workload's rows at one VRAM headroom (see `_physics`)."""
+    """Physics of one workload on each of its rows' shapes (`_Rows.shapes`) at one VRAM headroom."""
 
-    shape: np.ndarray  # row -> shape number (index into `estimates`)
+    key: tuple  # (the workload's physics fields, headroom): what the screening depends on besides λ
     estimates: list[Estimate]
-    work_h: np.ndarray  # per row
-    item_h: np.ndarray  # per row (NaN: no item time)
+    work_h: np.ndarray  # per shape
+    item_h: np.ndarray  # per shape (NaN: no item time)
 
 
 # ---------------------------------------------------------------- cost-model inputs
@@ -195,9 +193,11 @@ def _auto(workload: Workload) -> bool:
     return workload.interruption_tolerance == "checkpointed" and workload.checkpoint.every == "auto"
 
 
-def _storage_usd_per_h(workload: Workload, storage_usd_per_gib_month: float, checkpoint_gib: float) -> float:
-    kept = checkpoint_gib * workload.checkpoint.keep if workload.interruption_tolerance == "checkpointed" else 0.0
-    return (kept + workload.data.size) * storage_usd_per_gib_month / HOURS_PER_MONTH
+def _stored_gib(workload: Workload, catalog: Catalog) -> float:
+    """What the run keeps in storage while it runs: its kept checkpoints and its data set."""
+    kept = (checkpoint_size_gib(workload, catalog) * workload.checkpoint.keep
+            if workload.interruption_tolerance == "checkpointed" else 0.0)
+    return kept + workload.data.size
 
 
 def _egress_usd(workload: Workload, catalog: Catalog, providers: pd.Series, regions: pd.Series) -> np.ndarray:
@@ -315,34 +315,47 @@ def _dominated(signature: np.ndarray, units: np.ndarray, lo: np.ndarray, dom_sig
 # what-if reuse (planner/whatif.py): the exact cost model at price 1 depends only on the
 # workload's cost settings, W, the item time and the timing key, never on a price, so its
 # results are kept across calls. A sweep point that changes prices only re-maps prices; one
-# that changes preemption rates recomputes just the timing keys whose λ moved.
-_EXACT_CACHE: dict[tuple, costmodel.CostResult] = {}
+# that changes preemption rates recomputes just the timing keys whose λ moved. The deadline
+# enters only P(T <= D), kept per deadline beside the rest.
+_EXACT_CACHE: dict[tuple, _Exact] = {}
 _EXACT_CACHE_MAX = 500_000
-_COST_SETTINGS = {"checkpoint", "restart_overhead", "interruption_tolerance", "time_budget"}
-"""The Workload fields `cost_inputs` and `_auto` read (everything else reaches them through W)."""
+_COST_SETTINGS = {"checkpoint", "restart_overhead", "interruption_tolerance"}
+"""The Workload fields `cost_inputs` and `_auto` read besides the deadline (the rest reaches them through W)."""
+
+
+@dataclass
+class _Exact:
+    """The cost model at price 1 with no deadline, and P(T <= D) per deadline D met so far."""
+
+    unit: costmodel.CostResult
+    inputs: costmodel.CandidateInputs
+    tau: float
+    on_time: dict = field(default_factory=dict)
+
+    def at(self, budget: float) -> costmodel.CostResult:
+        if budget not in self.on_time:
+            self.on_time[budget] = costmodel.p_deadline(replace(self.inputs, time_budget_h=budget), self.tau)
+        return replace(self.unit, p_deadline=self.on_time[budget])
 
 
 def _cost_fingerprint(workload: Workload, hw_rate: float) -> tuple:
     return workload.model_dump_json(include=_COST_SETTINGS), hw_rate
 
 
-def _exact(workload: Workload, row, hw_rate: float, cache: dict, fingerprint: tuple | None = None
-           ) -> costmodel.CostResult:
-    """The cost model at price 1 without storage/egress (both added per row), cached per timing key."""
-    key = tuple(getattr(row, c) for c in TIMING_COLUMNS)
-    if key not in cache:
-        shared = (fingerprint or _cost_fingerprint(workload, hw_rate)) + tuple(
-            None if v != v else v for v in key + (row.work_h, row.item_h))  # NaN never equals itself
-        if shared not in _EXACT_CACHE:
-            inputs = cost_inputs(workload, work_h=row.work_h, item_h=row.item_h, nodes=int(row.nodes),
-                                 gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
-                                 granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate)
-            tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
-            if len(_EXACT_CACHE) >= _EXACT_CACHE_MAX:
-                _EXACT_CACHE.clear()
-            _EXACT_CACHE[shared] = costmodel.expected(inputs, tau)
-        cache[key] = _EXACT_CACHE[shared]
-    return cache[key]
+def _exact(workload: Workload, row, hw_rate: float, fingerprint: tuple) -> _Exact:
+    """The cost model at price 1 without storage/egress (both added per row) or deadline, per timing key."""
+    shared = fingerprint + tuple(None if v != v else v for v in  # NaN never equals itself
+                                 tuple(getattr(row, c) for c in TIMING_COLUMNS) + (row.work_h, row.item_h))
+    if shared not in _EXACT_CACHE:
+        inputs = replace(cost_inputs(workload, work_h=row.work_h, item_h=row.item_h, nodes=int(row.nodes),
+                                     gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
+                                     granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate),
+                         time_budget_h=math.inf)
+        tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
+        if len(_EXACT_CACHE) >= _EXACT_CACHE_MAX:
+            _EXACT_CACHE.clear()
+        _EXACT_CACHE[shared] = _Exact(costmodel.expected(inputs, tau), inputs, tau)
+    return _EXACT_CACHE[shared]
 
 
 def _auto_interval(inputs: costmodel.CandidateInputs) -> float:
@@ -459,15 +472,15 @@ def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, l
         return None, why, 0
     considered = len(rows)
     providers = catalog.providers
-    checkpoint_gib = checkpoint_size_gib(workload, catalog)
+    stored_gib = _stored_gib(workload, catalog)
     # billing: the offer's own rule where its catalog row gives one (hourly GPU clouds, committed
     # contracts), else the provider's (cost-model §5)
     rows["granularity_h"] = rows["billing_granularity_h"].astype(float).fillna(
         rows["provider"].map({p: v.billing_granularity_h for p, v in providers.items()}))
     rows["minimum_h"] = rows["billing_minimum_h"].astype(float).fillna(
         rows["provider"].map({p: v.billing_minimum_h for p, v in providers.items()}))
-    rows["storage_h"] = rows["provider"].map({p: _storage_usd_per_h(workload, v.storage_usd_per_gib_month,
-                                                                    checkpoint_gib) for p, v in providers.items()})
+    rows["storage_h"] = rows["provider"].map({p: stored_gib * v.storage_usd_per_gib_month / HOURS_PER_MONTH
+                                              for p, v in providers.items()})
     rows["egress"] = _egress_usd(workload, catalog, rows["provider"], rows["region"])
     rows["gpu_family"] = rows["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
     return _resource_columns(rows, limits, "key"), "", considered
@@ -518,9 +531,11 @@ class _Rows:
     units: np.ndarray | None = None
     key_rank: np.ndarray | None = None
     market_rank: np.ndarray | None = None
+    shape: np.ndarray | None = None  # row -> its hardware shape's number
+    shapes: list[Shape] = field(default_factory=list)  # by number
     twins: dict = field(default_factory=dict)  # λ digest -> `_twin_groups`
-    physics: dict = field(default_factory=dict)  # headroom -> _Physics
-    screens: dict = field(default_factory=dict)  # (headroom, hw_rate, λ digest) -> _Screen
+    physics: dict = field(default_factory=dict)  # `_Physics.key` -> _Physics
+    screens: dict = field(default_factory=dict)  # λ digest -> {(physics, cost settings, hw_rate) -> _Screen}
 
 
 @dataclass
@@ -528,22 +543,36 @@ class _Screen:
     """Screening of one workload's rows at one preemption state (see `_screen`)."""
 
     code: np.ndarray  # row -> timing key number (-1 where the physics does not fit)
-    bounds: pd.DataFrame  # `_screen_timings`, one row per timing key number
+    bounds: dict[str, np.ndarray]  # `_screen_timings`' `_BOUNDS`, by timing key number
     exact: dict = field(default_factory=dict)  # timing key number -> `_exact`
+
+
+_BOUNDS = ("et", "ef", "et_lo", "t0", "t0_hi", "p0")
+
+
+_EXPANSION_FIELDS = {"allow", "forbid", "gpus", "data"}
+"""The Workload fields `_expanded_rows` reads, besides its market rule and the GiB it stores."""
 
 
 def _rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits, token: str | None) -> _Rows:
     """The workload's price-independent rows, kept per `offers_token` (built afresh without one) and shared
-    by workloads identical but for their names (which only the candidate ids and group membership read)."""
+    by every workload with the same expansion inputs: offers allowed, GPU range, markets, storage, data,
+    placement groups."""
     if token is None:
         return _build_rows(workload, catalog, offers, limits)
-    grouped = (any(workload.name in g for g in limits.same_provider), any(workload.name in g for g in limits.same_region))
-    key = (token, id(catalog), repr(limits), grouped, workload.model_dump_json(exclude={"name", "description"}))
+    key = (token, id(catalog), repr(limits), _grouped(workload, limits), workload.model_dump_json(include=_EXPANSION_FIELDS),
+           workload.interruption_tolerance == "none", _stored_gib(workload, catalog))
     if key not in _ROWS_CACHE:
         if sum(len(r.base) for r in _ROWS_CACHE.values() if r.base is not None) >= _ROWS_CACHE_MAX_ROWS:
             _ROWS_CACHE.clear()
         _ROWS_CACHE[key] = _build_rows(workload, catalog, offers, limits)
     return _ROWS_CACHE[key]
+
+
+def _grouped(workload: Workload, limits: Limits) -> tuple[bool, bool]:
+    """Whether the workload is in a same-provider and a same-region group (its signature columns)."""
+    return (any(workload.name in g for g in limits.same_provider),
+            any(workload.name in g for g in limits.same_region))
 
 
 def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits) -> _Rows:
@@ -559,12 +588,15 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limi
     def number(columns: list[str]) -> np.ndarray:
         return base.groupby(columns, dropna=False, sort=False).ngroup().to_numpy(np.int64)
 
+    shape = number(SHAPE_COLUMNS)
+    first = np.unique(shape, return_index=True)[1]
     return _Rows(catalog, base, reason, considered, columns={c: base[c].to_numpy() for c in _ROW_COLUMNS},
                  offer_row=base[_OFFER_ROW].to_numpy(), spot=(base["market"] == "spot").to_numpy(),
                  twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
                  timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]), signature=number(signature),
                  units=base["units"].to_numpy(float), key_rank=pd.factorize(base["key"], sort=True)[0],
-                 market_rank=pd.factorize(base["market"], sort=True)[0])
+                 market_rank=pd.factorize(base["market"], sort=True)[0], shape=shape,
+                 shapes=[Shape(*s) for s in base[SHAPE_COLUMNS].iloc[first].itertuples(index=False, name=None)])
 
 
 def _offer_prices(offers: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -608,25 +640,27 @@ def _cheapest_twins(rows: _Rows, price: np.ndarray, lam: np.ndarray, state: byte
     return np.sort(order[hits[np.r_[True, group[1:] != group[:-1]]]])
 
 
-def _screen(rows: _Rows, workload: Workload, physics: _Physics, lam: np.ndarray, state: bytes, hw_rate: float,
-            headroom: float) -> _Screen:
-    """The closed-form bounds per timing key, kept per preemption state: a price multiplier
-    never changes them, a preemption multiplier changes every spot key's λ."""
-    key = (headroom, hw_rate, state)
-    if key not in rows.screens:
+def _screen(rows: _Rows, workload: Workload, physics: _Physics, work_h: np.ndarray, item_h: np.ndarray,
+            lam: np.ndarray, state: bytes, hw_rate: float, fingerprint: tuple) -> _Screen:
+    """The closed-form bounds per timing key, kept per preemption state for every workload of the same
+    physics and cost settings: a price multiplier never changes them, a preemption multiplier changes
+    every spot key's λ. Deadlines do not enter them (each workload compares with its own)."""
+    if state not in rows.screens:
         if len(rows.screens) >= _SCREENS_KEPT:
             rows.screens.pop(next(iter(rows.screens)))
-        fits = np.flatnonzero(physics.work_h < math.inf)
+        rows.screens[state] = {}
+    screens, key = rows.screens[state], (physics.key, fingerprint)
+    if key not in screens:
+        fits = np.flatnonzero(work_h < math.inf)
         lam_code = pd.factorize(lam)[0]
         code = np.full(len(lam), -1, dtype=np.int64)
         code[fits] = pd.factorize(rows.timing[fits] * (lam_code.max() + 1) + lam_code[fits])[0]
         first = fits[np.unique(code[fits], return_index=True)[1]]
-        keys = rows.base.iloc[first].assign(lam_spot=lam[first], work_h=physics.work_h[first],
-                                           item_h=physics.item_h[first])
+        keys = rows.base.iloc[first].assign(lam_spot=lam[first], work_h=work_h[first], item_h=item_h[first])
         bounds = _screen_timings(keys, workload, hw_rate)
         assert len(bounds) == len(first)  # one row per timing key number, in number order
-        rows.screens[key] = _Screen(code, bounds)
-    return rows.screens[key]
+        screens[key] = _Screen(code, {c: bounds[c].to_numpy(float) for c in _BOUNDS})
+    return screens[key]
 
 
 def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
@@ -658,14 +692,16 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     state = hashlib.sha1(lam.tobytes()).digest()  # the preemption state: what screening depends on
     at = np.arange(len(price)) if exhaustive else _cheapest_twins(rows, price, lam, state)
     physics = _physics(rows, workload, catalog, headroom)
-    fits = physics.work_h[at] < math.inf
+    work_h, item_h = physics.work_h[rows.shape], physics.item_h[rows.shape]
+    fits = work_h[at] < math.inf
     if not fits.any():
-        estimates = [physics.estimates[i] for i in pd.unique(physics.shape[at])]
+        estimates = [physics.estimates[i] for i in pd.unique(rows.shape[at])]
         return none, _physics_reason(workload, estimates, budget), rows.considered, none
     at = at[fits]
-    screen = _screen(rows, workload, physics, lam, state, hw_rate, headroom)
+    fingerprint = _cost_fingerprint(workload, hw_rate)
+    screen = _screen(rows, workload, physics, work_h, item_h, lam, state, hw_rate, fingerprint)
     key = screen.code[at]
-    bound = {c: screen.bounds[c].to_numpy(float)[key] for c in ("et", "ef", "et_lo", "t0", "t0_hi", "p0")}
+    bound = {c: v[key] for c, v in screen.bounds.items()}
     base = rows.base
     on_time = bound["t0"] <= budget
     if not on_time.any():
@@ -687,22 +723,22 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     order = np.lexsort((at, nodes, rows.market_rank[at], rows.key_rank[at], lo))
     at, key, lo, signature, units = (a[order] for a in (at, key, lo, signature, units))
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
-    columns += [a[at].tolist() for a in (price, lam, physics.work_h, physics.item_h)]
-    fingerprint = _cost_fingerprint(workload, hw_rate)
+    columns += [a[at].tolist() for a in (price, lam, work_h, item_h)]
     out, missed, chosen, dominator_hi, runaway = [], [], [], [], []
     alive, done = np.ones(len(at), dtype=bool), 0
     for i, row in enumerate(map(_Row._make, zip(*columns))):
         if not alive[i]:
             continue
-        unit = screen.exact.get(key[i])
-        if unit is None:
-            unit = screen.exact[key[i]] = _exact(workload, row, hw_rate, {}, fingerprint)
+        exact = screen.exact.get(key[i])
+        if exact is None:
+            exact = screen.exact[key[i]] = _exact(workload, row, hw_rate, fingerprint)
+        unit = exact.at(budget)
         if unit.p_deadline < q:
             missed.append((row, unit))
         elif not unit.billed_node_h * row.price <= MAX_CANDIDATE_USD:  # also inf and NaN
             runaway.append(row)
         else:
-            est = physics.estimates[physics.shape[at[i]]]
+            est = physics.estimates[rows.shape[at[i]]]
             candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision, layout_text(est))
             out.append(candidate)
             chosen.append(i)
@@ -759,18 +795,39 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
         offers = apply_overrides(catalog.offers, scenario.overrides, catalog)
     token = offers_token(offers) if offers["key"].is_unique else None
     prices = _offer_prices(offers)
-    frames, pruned, infeasible, considered = [], [], {}, 0
+    infeasible, considered = {}, 0
+    classes: dict[tuple, int] = {}  # workloads identical but for their names are generated once
+    results, members = [], []  # per class: (candidates, reason, rows, front, its first workload's name)
     for number, workload in enumerate(scenario.workloads):
         if progress:
             progress(number, len(scenario.workloads))
-        frame, reason, count, front = _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive,
-                                                           token, prices)
+        kind = (workload.model_dump_json(exclude={"name", "description"}), _grouped(workload, limits))
+        if kind not in classes:
+            classes[kind] = len(results)
+            results.append((*_workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, token,
+                                                  prices), workload.name))
+        frame, reason, count, front, _ = results[classes[kind]]
         considered += count
         if reason:
             infeasible[workload.name] = reason
         else:
-            frames.append(frame)
-            pruned.append(front)
-    evaluated = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-    return CandidateSet(evaluated, pd.concat(pruned, ignore_index=True) if pruned else pd.DataFrame(), infeasible,
-                        considered)
+            members.append((classes[kind], workload.name))
+    return CandidateSet(_stacked(results, members, 0), _stacked(results, members, 3), infeasible, considered)
+
+
+def _stacked(results: list[tuple], members: list[tuple[int, str]], which: int) -> pd.DataFrame:
+    """One table of every member's candidates (`which`: 0 all, 3 the pruned front), each a copy of its
+    class's renamed to it: the candidate id is the workload's name and what follows it."""
+    if not members:
+        return pd.DataFrame()
+    used = sorted({c for c, _ in members})
+    frames = {c: results[c][which] for c in used}
+    starts = dict(zip(used, np.cumsum([0] + [len(frames[c]) for c in used[:-1]])))
+    stack = pd.concat([frames[c] for c in used], ignore_index=True)
+    suffix = [cid[len(results[c][4]):] for c in used for cid in frames[c]["cid"]]
+    at = np.concatenate([starts[c] + np.arange(len(frames[c])) for c, _ in members])
+    names = [name for c, name in members for _ in range(len(frames[c]))]
+    out = stack.take(at).reset_index(drop=True)
+    out["workload"] = names
+    out["cid"] = [name + suffix[i] for name, i in zip(names, at)]
+    return out
