@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import sparse
-from scipy.optimize import linprog
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from .limit_rows import budget_rows, group_members, node_limit_rows, quota_rows
 from .limits import Limits
@@ -39,6 +39,18 @@ class LpBound:
         return self.reduced <= upper - self.value + 1e-6
 
 
+@dataclass(frozen=True)
+class _Matrices:
+    """The relaxation as HiGHS takes it: x per candidate, then one y per (group, value)."""
+
+    cost: np.ndarray
+    a_ub: sparse.csr_matrix | None
+    b_ub: np.ndarray | None
+    a_eq: sparse.csr_matrix
+    b_eq: np.ndarray
+    n: int
+
+
 def lp_bound(cands: pd.DataFrame, limits: Limits, objective: np.ndarray,
              extra: list | None = None) -> LpBound | None:
     """min objective · x over the relaxation (x in [0, 1]); None when HiGHS finds it infeasible or fails.
@@ -46,6 +58,37 @@ def lp_bound(cands: pd.DataFrame, limits: Limits, objective: np.ndarray,
     `extra` adds rows (`LinearRow`s) such as the cost ceiling of the tie-break stage.
     """
     started = time.perf_counter()
+    m = _matrices(cands, limits, objective, extra)
+    result = linprog(m.cost, A_ub=m.a_ub, b_ub=m.b_ub, A_eq=m.a_eq, b_eq=m.b_eq, bounds=(0.0, 1.0), method="highs")
+    if result.status != 0:
+        return None
+    reduced = getattr(getattr(result, "lower", None), "marginals", None)
+    return LpBound(float(result.fun), result.x[:m.n], time.perf_counter() - started,
+                   None if reduced is None else np.asarray(reduced[:m.n], dtype=float))
+
+
+def mip_optimum(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, time_limit_s: float,
+                extra: list | None = None) -> np.ndarray | None:
+    """The picks of a proven optimum of the integer model (HiGHS's branch and bound on the same rows,
+    no gap allowed), or None when it is not proven within the time limit. With a few coupling rows the
+    LP leaves only a few workloads fractional, so this is a small search where CP-SAT's bound is weak.
+    The rounded solution is checked against every row in exact arithmetic before it is returned."""
+    if time_limit_s <= 0:
+        return None
+    m = _matrices(cands, limits, objective, extra)
+    result = milp(m.cost, integrality=np.ones(len(m.cost)), bounds=Bounds(0.0, 1.0),
+                  constraints=[LinearConstraint(m.a_eq, m.b_eq, m.b_eq)]
+                  + ([LinearConstraint(m.a_ub, -np.inf, m.b_ub)] if m.a_ub is not None else []),
+                  options={"time_limit": time_limit_s, "mip_rel_gap": 0.0, "presolve": True})
+    if result.status != 0 or result.x is None:
+        return None
+    z = np.round(result.x)
+    if not (np.array_equal(m.a_eq @ z, m.b_eq) and (m.a_ub is None or np.all(m.a_ub @ z <= m.b_ub))):
+        return None  # HiGHS's tolerances let a row slip: leave it to CP-SAT
+    return z[:m.n] > 0.5
+
+
+def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra: list | None) -> _Matrices:
     n = len(cands)
     rows = quota_rows(cands, limits) + node_limit_rows(cands, limits) + budget_rows(cands, limits) + (extra or [])
     groups = (group_members(cands, limits.same_region, "provider_region")
@@ -80,10 +123,5 @@ def lp_bound(cands: pd.DataFrame, limits: Limits, objective: np.ndarray,
         y += len(by_value)
     a_ub = sparse.csr_matrix((ub_vals, (ub_rows, ub_cols)), shape=(r, width)) if r else None
     cost = np.concatenate([np.asarray(objective, dtype=float), np.zeros(len(values))])
-    result = linprog(cost, A_ub=a_ub, b_ub=np.array(ub_rhs) if r else None, A_eq=sparse.vstack(eq).tocsr(),
-                     b_eq=np.concatenate(eq_rhs), bounds=(0.0, 1.0), method="highs")
-    if result.status != 0:
-        return None
-    reduced = getattr(getattr(result, "lower", None), "marginals", None)
-    return LpBound(float(result.fun), result.x[:n], time.perf_counter() - started,
-                   None if reduced is None else np.asarray(reduced[:n], dtype=float))
+    return _Matrices(cost, a_ub, np.array(ub_rhs) if r else None, sparse.vstack(eq).tocsr(), np.concatenate(eq_rhs),
+                     n)

@@ -20,7 +20,7 @@ from ortools.sat.python import cp_model
 
 from .limit_rows import LinearRow, budget_rows, group_members, node_limit_rows, quota_rows
 from .limits import COST_RESOLUTION_USD, Limits
-from .solve_bound import lp_bound
+from .solve_bound import lp_bound, mip_optimum
 
 
 @dataclass
@@ -178,6 +178,11 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
         picked = relaxed.x > 0.5
         return _finish(plan, cands, cents, picked, int(cents[picked].sum()), True, "lp", cents_floor, started,
                        time_limit_s, workers, seed, 0.0, 0, parameters, lp_seconds)
+    if relaxed is not None and not hint:  # a few workloads fractional: HiGHS's branch and bound closes it
+        exact = mip_optimum(cands, plan.limits, cents, min(MIP_LOOK_S, time_limit_s - (time.perf_counter() - started)))
+        if exact is not None:
+            return _finish(plan, cands, cents, exact, int(cents[exact].sum()), True, "mip", cents_floor, started,
+                           time_limit_s, workers, seed, 0.0, 0, parameters, lp_seconds)
     if hint:
         wanted = set(hint.values())
         start = [cid in wanted for cid in cands["cid"]]
@@ -230,6 +235,8 @@ def _finish(plan: PlanModel, cands: pd.DataFrame, cents: np.ndarray, picked: np.
                        proved_by, lp_seconds)
 
 
+MIP_LOOK_S = 10.0
+"""HiGHS's branch and bound gets this long to prove the optimum in cents before CP-SAT searches."""
 FIRST_LOOK_S = 2.0
 """With an LP bound, CP-SAT first searches this long for a plan; if none meets the bound, the candidates
 the LP's reduced costs rule out against that plan are dropped and the rest is searched to proof."""
@@ -290,11 +297,15 @@ def _rounded(cands: pd.DataFrame, x: np.ndarray, ranks: np.ndarray) -> list[bool
 def _tie_break(plan: PlanModel, cents: np.ndarray, best_cents: int, picked: np.ndarray, time_limit_s: float,
                workers: int, seed: int) -> tuple[np.ndarray, bool, float]:
     """Among plans costing `best_cents`, the one the tie-break prefers: minimise Σ rank, proven by the LP."""
+    ceiling = LinearRow("cost_is_optimal", np.arange(len(cents)), cents, best_cents)
+    exact = mip_optimum(plan.candidates, plan.limits, plan.ranks.astype(float), min(MIP_LOOK_S, time_limit_s),
+                        extra=[ceiling])
+    if exact is not None:
+        return exact, True, 0.0
     model = plan.model.clone()
     pick = [model.get_bool_var_from_proto_index(v.index) for v in plan.pick]
     model.add(sum(int(c) * p for c, p in zip(cents, pick)) <= best_cents).with_name("cost_is_optimal")
     model.minimize(sum(int(r) * p for r, p in zip(plan.ranks, pick)))
-    ceiling = LinearRow("cost_is_optimal", np.arange(len(cents)), cents, best_cents)
     relaxed = lp_bound(plan.candidates, plan.limits, plan.ranks.astype(float), extra=[ceiling])
     floor = math.ceil(relaxed.value - 1e-6) if relaxed else None
     result = _search(model, pick, list(picked), time_limit_s, workers, seed, stop_at=floor)

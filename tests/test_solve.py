@@ -642,4 +642,21 @@ def test_lp_bound_never_exceeds_the_brute_force_optimum(seed):
 
 def test_solve_reports_which_bound_proved_it(run):
     data = json.loads(run("solve", SCENARIOS / "team-quarter-mix.yaml", "--format", "json").stdout)
-    assert data["status"] == "OPTIMAL" and data["solve_report"]["proved_by"] in ("cp-sat", "lp")
+    assert data["status"] == "OPTIMAL" and data["solve_report"]["proved_by"] in ("cp-sat", "lp", "mip")
+
+
+def test_the_branch_and_bound_proves_the_optimum_in_cents_where_the_lp_leaves_workloads_fractional():
+    """300 workloads under quotas binding at 30 % of demand: the LP is fractional (8 workloads), HiGHS's branch and
+    bound on the same rows proves the optimum, which an exact MIP written apart from the planner confirms."""
+    from planner.solve_bound import lp_bound
+    from planner.solver import build_model, solve_model
+
+    cands, limits = synthetic_candidates(300, 6, seed=8)
+    relaxed = lp_bound(cands, limits, cands["cost_cents"].to_numpy(float))
+    assert ((relaxed.x > 1e-6) & (relaxed.x < 1 - 1e-6)).any()  # the LP alone does not decide it
+    result = solve_model(build_model(cands, limits), 20.0, 1)
+    assert result.status == "OPTIMAL" and result.proved_by == "mip"
+    assert result.chosen["cost_cents"].sum() == round(mip_optimum_cents(cands, limits))
+    assert result.chosen["workload"].is_unique and len(result.chosen) == cands["workload"].nunique()
+    for provider, quota in limits.gpu_quotas.items():
+        assert result.chosen.loc[result.chosen["provider"] == provider, "gpus"].sum() <= quota
