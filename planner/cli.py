@@ -346,12 +346,16 @@ def _stderr_console():
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a plot: FILE.png, or FILE.html (self-contained, inline SVG).")
 @click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Points solved in parallel by local processes  [default: local cores]")
+              help="Points solved in parallel by local processes (--executor local only)  [default: local cores]")
+@click.option("--executor", default="local", show_default=True, metavar="local|dask://HOST:PORT",
+              help="Where points run: local processes, or the Dask cluster whose scheduler listens at HOST:PORT "
+                   "(as many points at once as it has worker threads; --workers is refused). Same plans either way.")
 @click.option("--precision", type=click.FloatRange(min=1e-6), default=0.005, show_default=True,
               help="Switch points are bisected until the interval is at most this wide.")
 @click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="CP-SAT seconds per point.")
-def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers, precision, time_limit) -> None:
+def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers, executor, precision,
+           time_limit) -> None:
     """Sweep spot prices, preemption rates or on-demand prices; find where each placement switches.
 
     Each point solves the scenario with the multipliers applied (after its own overrides)
@@ -364,9 +368,8 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers,
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.5:2.0:16
       planner whatif scenarios/lora-finetune.yaml --spot-price 0.5:1.5:11 --preemption 0.5,1,2 --plot sweep.png
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.8:1.6:9 --where provider=gcp --format json
+      planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.5:2.0:31 --executor dask://10.0.0.5:8786
     """
-    import os
-
     from .whatif import (OPTIONS, SweepSpec, check_where, loaded_scenario, make_executor, parse_range, parse_where,
                          run_sweep, sweep_text)
 
@@ -395,11 +398,11 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers,
         loaded, solve_one = loaded_scenario(str(file)), solve_point
     check_where(conditions, loaded.catalog)
     spec = SweepSpec(str(file), axes, tuple(conditions.items()), precision, time_limit)
-    executor = make_executor(workers or os.cpu_count() or 1)
+    pool = make_executor(workers, executor)
     bar = _LazyProgress("sweeping")
     try:
-        with executor:
-            result = run_sweep(spec, executor, solve=solve_one, progress=bar.update)
+        with pool:
+            result = run_sweep(spec, pool, solve=solve_one, progress=bar.update)
     finally:
         bar.close()
     emit(sweep_text(result, fmt), output, inputs=(file,))
