@@ -31,7 +31,7 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.batch import month_spans, run_candidates  # noqa: E402
+from planner.batch import market, month_spans, run_candidates  # noqa: E402
 from planner.batch import _pools  # noqa: E402
 from planner.batch_greedy import greedy  # noqa: E402
 from planner.batch_model import BatchLimits, RunInfo, build_batch_model  # noqa: E402
@@ -53,14 +53,14 @@ def day(d: float) -> str:
     import datetime as dt
 
     moment = dt.datetime.fromisoformat(START) + dt.timedelta(days=d)
-    return moment.strftime("%Y-%m-%dT%H:%M")
+    return moment.strftime('"%Y-%m-%dT%H:%M"')  # quoted: a plain `:` is not allowed inside {...}
 
 
 def quarter_yaml(size: int, seed: int = 11) -> str:
     rng = random.Random(seed * 1000 + size)
     scale = max(1, size // 50)
     lines = [f"name: bench-quarter-{size}", "catalogs: [aws, gcp, azure, lambda, runpod]",
-             f"horizon: {{start: {START}, end: {day(DAYS)[:10]}, step: 6h}}", "runs:"]
+             f"horizon: {{start: {START}, end: {day(DAYS)[1:11]}, step: 6h}}", "runs:"]
     count = 0
     while count < size:
         family = count
@@ -110,7 +110,7 @@ def quarter_yaml(size: int, seed: int = 11) -> str:
     pools = POOLS[: 2 if size < 200 else 3 if size < 500 else 4]
     lines.append("reservations:")
     for offer, first, last, price, nodes in pools:
-        lines.append(f"  - {{offer: {offer}, start: {day(first)[:10]}, end: {day(last)[:10]}, "
+        lines.append(f"  - {{offer: {offer}, start: {day(first)[1:11]}, end: {day(last)[1:11]}, "
                      f"price_per_node_h: {price}, max_nodes: {nodes * scale}}}")
     lines.append("constraints:\n  gpu_quotas:")
     for key, quota in (("aws", 64), ("aws/H100", 48), ("gcp", 32), ("azure", 32), ("lambda", 32)):
@@ -134,9 +134,10 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
     scenario = _scenario_view(quarter)
     offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
     pools = _pools(loaded)
+    prices = market(offers, pools)
     frames, runs, infeasible = [], [], {}
     for run, workload in zip(quarter.runs, scenario.workloads):
-        cands, reason = run_candidates(loaded, run, workload, offers, pools, scenario)
+        cands, reason = run_candidates(loaded, run, workload, prices, scenario)
         release, due = loaded.window(run)
         info = RunInfo(run.name, release, due, run.after, run.priority, run.required)
         if reason:

@@ -16,7 +16,7 @@ from . import costmodel
 from .batch_greedy import greedy
 from .batch_model import BatchLimits, BatchResult, Pool, RunInfo
 from .batch_search import solve_in_phases
-from .candidates import _resource_columns, apply_overrides, limits_of, workload_candidates
+from .candidates import _resource_columns, apply_overrides, limits_of, offers_token, workload_candidates
 from .domain import Workload
 from .quarter import LoadedQuarter, _scenario_view
 from .limits import COST_RESOLUTION_USD
@@ -62,8 +62,44 @@ def _pools(loaded: LoadedQuarter) -> list[Pool]:
     return pools
 
 
-def run_candidates(loaded: LoadedQuarter, run, workload: Workload, offers: pd.DataFrame, pools: list[Pool],
-                   scenario) -> tuple[pd.DataFrame, str]:
+@dataclass
+class Market:
+    """What every run of a quarter is priced against: the offers, and each reservation pool's offer as a
+    one-row catalog at its reserved rate, each with its `offers_token` (computed once, so runs of the same
+    expansion share their candidate work)."""
+
+    offers: pd.DataFrame
+    token: str | None
+    pools: list[Pool]
+    pool_offers: list[tuple[pd.DataFrame, str | None]]
+
+
+def market(offers: pd.DataFrame, pools: list[Pool]) -> Market:
+    def token(frame: pd.DataFrame) -> str | None:
+        return offers_token(frame) if frame["key"].is_unique else None
+
+    reserved = [offers[offers["key"] == pool.offer_key].assign(spot_usd_h=np.nan, max_nodes=float(pool.max_nodes),
+                                                              on_demand_usd_h=pool.price_per_node_h)
+                for pool in pools]
+    return Market(offers, token(offers), pools, [(frame, token(frame)) for frame in reserved])
+
+
+_QUANTILES: dict[tuple, float] = {}
+_QUANTILES_MAX = 200_000
+
+
+def _completion_quantile(inputs: costmodel.CandidateInputs, q: float) -> float:
+    """`costmodel.completion_quantile`, kept: runs of the same shape and market repeat it."""
+    key = (inputs, q)
+    if key not in _QUANTILES:
+        if len(_QUANTILES) >= _QUANTILES_MAX:
+            _QUANTILES.clear()
+        _QUANTILES[key] = costmodel.completion_quantile(inputs, q)
+    return _QUANTILES[key]
+
+
+def run_candidates(loaded: LoadedQuarter, run, workload: Workload, offers: Market, scenario
+                   ) -> tuple[pd.DataFrame, str]:
     """A run's candidates: on-demand/spot at several deadline levels, plus one per reservation pool
     on an offer it may use. Each gets its calendar duration in steps."""
     catalog, q = loaded.catalog, loaded.quarter.defaults.deadline_confidence
@@ -74,16 +110,16 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, offers: pd.Da
     frames, reason = [], ""
     for level in DEADLINE_LEVELS:
         budgeted = workload.model_copy(update={"time_budget": window_h * level})
-        frame, why, _ = workload_candidates(budgeted, catalog, scenario, offers, limits)
+        frame, why, _ = workload_candidates(budgeted, catalog, scenario, offers.offers, limits,
+                                            offers_key=offers.token)
         if why and level == 1.0:
             reason = why
         if not frame.empty:
             frames.append(frame.assign(pool=-1))
-    for p, pool in enumerate(pools):
-        offer = offers[offers["key"] == pool.offer_key].assign(spot_usd_h=np.nan, max_nodes=float(pool.max_nodes),
-                                                                on_demand_usd_h=pool.price_per_node_h)
+    for p, (offer, token) in enumerate(offers.pool_offers):
         reserved = workload.model_copy(update={"time_budget": window_h})
-        frame, _, _ = workload_candidates(reserved, catalog, scenario, offer, limits, exhaustive=True)
+        frame, _, _ = workload_candidates(reserved, catalog, scenario, offer, limits, exhaustive=True,
+                                          offers_key=token)
         if not frame.empty:  # compute is prepaid with the reservation: only storage and data move cost money
             frame = frame.assign(pool=p, market="reserved", cid=frame["cid"].str.replace("|on_demand|", "|reserved|"),
                                  cost_usd=frame["usd_storage"] + frame["usd_egress"])
@@ -92,7 +128,7 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, offers: pd.Da
         return pd.DataFrame(), reason or "no candidate fits its window"
     cands = pd.concat(frames, ignore_index=True).drop_duplicates("cid")
     cands["cost_cents"] = (cands["cost_usd"] / COST_RESOLUTION_USD).round().astype(int)
-    wall_q = [costmodel.completion_quantile(_inputs(row, workload, hw_rate), q) for row in cands.itertuples(index=False)]
+    wall_q = [_completion_quantile(_inputs(row, workload, hw_rate), q) for row in cands.itertuples(index=False)]
     cands["wall_q_h"] = wall_q
     cands["duration_steps"] = np.ceil(np.array(wall_q) / loaded.step_h - 1e-9).astype(int).clip(min=1)
     cands = cands[cands["duration_steps"] <= due - release]
@@ -159,11 +195,12 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     if offers is None:
         offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
     pools = _pools(loaded)
+    prices = market(offers, pools)
     frames, infeasible, runs = [], {}, []
     for number, (run, workload) in enumerate(zip(quarter.runs, scenario.workloads)):
         if progress:
             progress(number, len(quarter.runs))
-        cands, reason = run_candidates(loaded, run, workload, offers, pools, scenario)
+        cands, reason = run_candidates(loaded, run, workload, prices, scenario)
         release, due = loaded.window(run)
         runs.append(RunInfo(run.name, release, due, run.after, run.priority, run.required))
         if reason:

@@ -122,6 +122,7 @@ def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
     """The JSON contract's `assignments`, one per workload, with runner-up alternatives."""
     scenario = plan.loaded.scenario
     by_name = {w.name: w for w in scenario.workloads}
+    others = runner_ups(plan, alternatives)
     out = []
     for row in plan.chosen.itertuples(index=False):
         workload = by_name[row.workload]
@@ -148,19 +149,26 @@ def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
                                "egress")},
             "memory": {"per_gpu_gib": row.memory_gib, "vram_gib": row.vram_gib},
             "parallelism": parallelism_json(row.parallelism),
-            "alternatives": runner_ups(plan, row.workload, row.cid, alternatives),
+            "alternatives": others.get(row.workload, []),
         })
     return out
 
 
-def runner_ups(plan: Plan, workload: str, chosen_cid: str, count: int) -> list[dict]:
-    """The cheapest other candidates, at most one per (instance type, market), so they differ in kind."""
+def runner_ups(plan: Plan, count: int) -> dict[str, list[dict]]:
+    """Per workload, the cheapest candidates not chosen, at most one per (instance type, market), so
+    they differ in kind (one sort of the whole table)."""
     every = plan.candidates.all
-    others = every[(every["workload"] == workload) & (every["cid"] != chosen_cid)]
-    others = others.sort_values(["cost_usd", "wall_h", "cid"], kind="stable")
-    others = others.drop_duplicates(["instance_type", "market"]).head(count)
-    return [{"provider": r.provider, "region": r.region, "instance_type": r.instance_type, "nodes": int(r.nodes),
-             "market": r.market, "cost_usd": r.cost_usd, "wall_h": r.wall_h} for r in others.itertuples(index=False)]
+    if every.empty:
+        return {}
+    others = every[~every["cid"].isin(set(plan.chosen["cid"]))]
+    others = others.sort_values(["workload", "cost_usd", "wall_h", "cid"], kind="stable")
+    others = others.drop_duplicates(["workload", "instance_type", "market"]).groupby("workload", sort=False).head(count)
+    out: dict[str, list[dict]] = {}
+    for r in others.itertuples(index=False):
+        out.setdefault(r.workload, []).append({
+            "provider": r.provider, "region": r.region, "instance_type": r.instance_type, "nodes": int(r.nodes),
+            "market": r.market, "cost_usd": r.cost_usd, "wall_h": r.wall_h})
+    return out
 
 
 def parallelism_json(label: str) -> dict | None:
