@@ -488,14 +488,15 @@ def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, l
 
 # what-if reuse (planner/whatif.py): the expanded rows depend on prices only through the
 # `price`/`lam_spot` columns and the three price columns copied from the offer, so `generate`
-# keeps them per (workload, catalog, limits, offers-without-prices), together with everything
-# derived from them that no price touches (twin groups, signatures, physics per shape) and the
-# screening bounds per preemption state; a sweep point only maps its prices in. Entries hold
-# the catalog, so its id stays unique.
+# keeps them per (expansion inputs, catalog, limits, offers-without-prices), shared by every
+# workload with those inputs, together with everything derived from them that no price touches
+# (twin groups, signatures, physics per shape and workload physics) and the screening bounds per
+# preemption state; a sweep point only maps its prices in. Entries hold the catalog, so its id
+# stays unique.
 PRICE_COLUMNS = ("on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h")
 _ROWS_CACHE: dict[tuple, "_Rows"] = {}
 _ROWS_CACHE_MAX_ROWS = 2_000_000  # ~1 GB; a larger sweep rebuilds rows per point (slower, same results)
-_SCREENS_KEPT = 4  # preemption states kept per workload (a preemption sweep changes it every point)
+_SCREENS_KEPT = 4  # preemption states kept per rows entry (a preemption sweep changes it every point)
 _OFFER_ROW = "_offer_row"
 _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egress", "key", "market", "provider",
                                 "region", "instance_type", "gpu_family", "gpus", "max_nodes"]

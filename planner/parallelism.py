@@ -179,7 +179,7 @@ def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
                            for mb in ([pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES)]
 
 
-@lru_cache(maxsize=8192)
+@lru_cache(maxsize=1 << 17)  # ~170 distinct jobs x ~600 shapes of a varied 10,000-workload scenario
 def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib: float, headroom: float,
                 pinned: Pinned = Pinned()) -> tuple[Choice | None, str]:
     """The layout that finishes soonest among those that fit; (None, why) when none does.

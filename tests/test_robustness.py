@@ -188,6 +188,36 @@ def test_sigint_is_one_line_and_status_130(tmp_path, command, file, after_s):
     assert not list(tmp_path.glob(".out.json.*"))  # nothing half-written
 
 
+@pytest.mark.slow
+def test_twenty_thousand_workloads_solve_end_to_end_within_the_time_limit(tmp_path):
+    """A generated scenario of 20,000 workloads (fine-tunes, generation and stated-memory training under
+    binding quotas) loads, builds its candidates and returns a plan (proven, or the best at the time
+    limit with its gap), with no message but the output's and the price-age warning."""
+    kinds = [
+        "kind: fine_tuning, model: llama-3.1-8b, method: lora, work: {{tokens: {t}M}}, gpus: {{min: 1, max: 8}}",
+        "kind: fine_tuning, model: mistral-7b, method: qlora, work: {{tokens: {t}M}}, gpus: {{min: 1, max: 4}}",
+        "kind: batch_inference, model: llama-3.1-8b, generation: {{sequences: {t}k, batch: 64}}, "
+        "gpus: {{min: 1, max: 16}}, interruption_tolerance: stateless",
+        "kind: training, memory: {{model_states: 64GiB, activations: 12GiB}}, "
+        "work: {{gpu_hours: {t}, reference_gpu: A100-80GB}}, gpus: {{min: 2, max: 16}}",
+    ]
+    lines = ["name: twenty-thousand", "catalogs: [aws, gcp, azure, lambda, runpod, nebius]", "workloads:"]
+    for i in range(20_000):
+        body = kinds[i % 4].format(t=(50, 100, 200, 400)[i // 4 % 4])
+        lines.append(f"  - {{name: w{i:05d}, {body}, time_budget: {(24, 48, 96, 168)[i // 16 % 4]}h}}")
+    lines += ["constraints:", "  gpu_quotas: {aws: 40000, azure: 20000, gcp: 20000, lambda: 20000, runpod: 10000, "
+              "nebius: 10000}"]
+    path, target = tmp_path / "big.yaml", tmp_path / "plan.json"
+    path.write_text("\n".join(lines) + "\n")
+    done = subprocess.run(PLANNER + ["solve", str(path), "--time-limit", "30", "--format", "json", "-o", str(target)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if not line.startswith(("wrote ", "warning: prices as of"))] == []
+    data = json.loads(target.read_text())
+    assert data["status"] in ("OPTIMAL", "FEASIBLE") and len(data["assignments"]) == 20_000
+    assert data["objective_usd"] >= data["bound_usd"] > 0.995 * data["objective_usd"]
+
+
 # ---------------------------------------------------------------- fuzzing the shipped examples
 
 EXAMPLES = sorted(SCENARIOS.glob("*.yaml"))
