@@ -159,7 +159,8 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
     r = solve_in_phases(cands, runs, pools, limits, loaded.steps, time_limit, workers, hint=hint)
     print(f"\n== {size} runs ({len(runs)} placeable, {len(infeasible)} without candidates), {len(cands)} candidates, "
           f"{len(pools)} pools, {loaded.steps} steps of {loaded.step_h:g} h")
-    print(f"candidate generation {gen_s:7.1f} s   model build {build_s:6.2f} s   greedy {greedy_s:5.2f} s")
+    print(f"candidate generation {gen_s:7.1f} s ({1000 * gen_s / size:.0f} ms per run, target 25)   "
+          f"model build {build_s:6.2f} s   greedy {greedy_s:5.2f} s")
     g_note = (f"{len(g['failed_required'])} required runs unplaced" if g["failed_required"] else "all required placed")
     print(f"greedy:  cost ${g['cost_usd']:,.2f}, bought {g['bought']}, optional priority {g['priority']}, "
           f"{len(g['left_out'])} optional left out, {g_note}")

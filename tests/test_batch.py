@@ -675,6 +675,7 @@ def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
     assert len(near) >= 2, len(near)  # the core was packed near the LP too (where the LP uses a pool)
 
 
+@pytest.mark.slow
 def test_same_quarter_same_plan_when_work_ends_the_search(monkeypatch):
     """The phases stop on CP-SAT's deterministic work, not the clock: a search cut short by
     its work budget (not proven optimal) gives the same plan twice, with a busy CPU the second time."""
@@ -760,6 +761,7 @@ def test_core_is_packed_near_the_lp_only_inside_widened_starts():
     assert dict(zip(result.chosen["cid"], result.chosen["start_step"])) == {"a0": 0, "b0": 1}
 
 
+@pytest.mark.slow
 def test_batch_json_on_stdout_is_only_json(tmp_path):
     """The bound's LP solver runs in the same process; nothing it prints may reach stdout."""
     planner = Path(sys.executable).with_name("planner")

@@ -65,6 +65,7 @@ def test_missing_distributed_names_the_extra(run, monkeypatch):
                           "--executor", "pip install 'gpu-planner[dask]'")
 
 
+@pytest.mark.slow
 def test_an_unreachable_scheduler_fails_within_the_timeout():
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))

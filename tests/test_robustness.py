@@ -115,6 +115,7 @@ def test_a_missing_catalog_is_located_at_the_line_that_names_it(run, scenario_fi
     assert f"{path}:4 (catalogs[1])" in line and "missing.csv" in line and "no such offers catalog" in line
 
 
+@pytest.mark.slow
 def test_alias_bombs_count_expansions_not_nodes(tmp_path):
     """A large file without aliases loads; a small one whose aliases expand beyond the limit does not."""
     from planner.errors import PlannerError
