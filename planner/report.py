@@ -80,9 +80,13 @@ def _as_of(catalog) -> str | None:
     return as_of.isoformat() if as_of else None
 
 
+PROVERS = {"lp": "the LP bound", "mip": "HiGHS's branch and bound", "cp-sat": "CP-SAT"}
+"""`solve_report.proved_by` in words."""
+
+
 def _status_line(plan: Plan) -> str:
     r = plan.result
-    proof = (f"optimal (proven by {'the LP bound' if r.proved_by == 'lp' else 'CP-SAT'})" if plan.status == "OPTIMAL"
+    proof = (f"optimal (proven by {PROVERS.get(r.proved_by, 'CP-SAT')})" if plan.status == "OPTIMAL"
              else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}")
     cands = plan.candidates
     return (f"{plan.status}: expected total ${r.objective_usd:,.2f}, {proof}; {len(cands.pruned)} candidates "

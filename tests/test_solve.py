@@ -643,6 +643,10 @@ def test_lp_bound_never_exceeds_the_brute_force_optimum(seed):
 def test_solve_reports_which_bound_proved_it(run):
     data = json.loads(run("solve", SCENARIOS / "team-quarter-mix.yaml", "--format", "json").stdout)
     assert data["status"] == "OPTIMAL" and data["solve_report"]["proved_by"] in ("cp-sat", "lp", "mip")
+    from planner.report import PROVERS
+
+    text = run("solve", SCENARIOS / "team-quarter-mix.yaml").stdout
+    assert f"optimal (proven by {PROVERS[data['solve_report']['proved_by']]})" in text
 
 
 def test_the_branch_and_bound_proves_the_optimum_in_cents_where_the_lp_leaves_workloads_fractional():
