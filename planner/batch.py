@@ -98,7 +98,7 @@ def _completion_quantile(inputs: costmodel.CandidateInputs, q: float) -> float:
     return _QUANTILES[key]
 
 
-def run_candidates(loaded: LoadedQuarter, run, workload: Workload, offers: Market, scenario
+def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Market, scenario
                    ) -> tuple[pd.DataFrame, str]:
     """A run's candidates: on-demand/spot at several deadline levels, plus one per reservation pool
     on an offer it may use. Each gets its calendar duration in steps."""
@@ -110,13 +110,13 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, offers: Marke
     frames, reason = [], ""
     for level in DEADLINE_LEVELS:
         budgeted = workload.model_copy(update={"time_budget": window_h * level})
-        frame, why, _ = workload_candidates(budgeted, catalog, scenario, offers.offers, limits,
-                                            offers_key=offers.token)
+        frame, why, _ = workload_candidates(budgeted, catalog, scenario, prices.offers, limits,
+                                            offers_key=prices.token)
         if why and level == 1.0:
             reason = why
         if not frame.empty:
             frames.append(frame.assign(pool=-1))
-    for p, (offer, token) in enumerate(offers.pool_offers):
+    for p, (offer, token) in enumerate(prices.pool_offers):
         reserved = workload.model_copy(update={"time_budget": window_h})
         frame, _, _ = workload_candidates(reserved, catalog, scenario, offer, limits, exhaustive=True,
                                           offers_key=token)

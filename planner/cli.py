@@ -36,14 +36,15 @@ class PlannerGroup(click.Group):
         import signal
         import threading
 
-        if threading.current_thread() is threading.main_thread():
+        main_thread = threading.current_thread() is threading.main_thread()  # signals can be set only there
+        if main_thread:
             signal.signal(signal.SIGINT, _on_sigint)
         try:
             with warnings.catch_warnings():  # library notices (numpy overflow in a discarded candidate, pandas
                 warnings.simplefilter("ignore")  # deprecations) would break the one-line promise on stderr
                 result = super().invoke(ctx)
-            if threading.current_thread() is threading.main_thread():  # the work is done and written: a Ctrl-C
-                signal.signal(signal.SIGINT, signal.SIG_IGN)  # now would only kill the interpreter's shutdown
+            if main_thread:  # the work is done and written: a Ctrl-C now would only kill the interpreter's shutdown
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
             return result
         except PlannerError as exc:
             click.echo(f"error: {exc}", err=True)
