@@ -171,7 +171,9 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
     never_worse = bool(g["failed_required"]) or priority > g["priority"] or \
         (priority == g["priority"] and r.objective_usd <= g["cost_usd"] + 0.01)
     print(f"cp-sat:  {r.status} in {r.solve_seconds:.1f} s (phases, LP bound included), objective "
-          f"${r.objective_usd:,.2f}, bound ${r.bound_usd:,.2f}, gap {r.gap:.2%}, bought {r.bought}, optional priority "
+          f"${r.objective_usd:,.2f}, "
+          + (f"bound ${r.bound_usd:,.2f}, gap {r.gap:.2%}" if r.gap == r.gap else "no bound in time")
+          + f", bought {r.bought}, optional priority "
           f"{priority}; vs greedy {100 * (r.objective_usd / g['cost_usd'] - 1):+.2f} % -> "
           f"{'never worse than greedy' if never_worse else 'WORSE than greedy'}")
 

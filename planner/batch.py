@@ -272,7 +272,7 @@ def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
     data = {
         "status": plan.status,
         "objective_usd": round(result.objective_usd, 2) if solved else None,
-        "bound_usd": round(result.bound_usd, 2) if solved else None,
+        "bound_usd": round(result.bound_usd, 2) if solved and result.bound_usd == result.bound_usd else None,
         "prices_as_of": as_of.isoformat() if (as_of := loaded.catalog.prices_as_of()) else None,
         "reservations": reservations, "runs": runs, "months": months,
         "unscheduled": [{"run": r, "reason": why} for r, why in plan.infeasible.items()],
@@ -321,7 +321,8 @@ def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
         text += "\n" + render_table(pd.DataFrame(data["unscheduled"]).rename(columns={"reason": "why"}),
                                     title="runs left out")
     r = plan.result
-    proof = "optimal (proven)" if r.status == "OPTIMAL" else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
+    proof = ("optimal (proven)" if r.status == "OPTIMAL" else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
+             if r.gap == r.gap else "feasible, no bound within the time limit")
     text += (f"\n{r.status}: expected total ${r.objective_usd:,.2f}, {proof}; {len(plan.cands)} candidates for "
              f"{len(plan.loaded.quarter.runs)} runs; solved in {r.solve_seconds:.2f} s"
              + (f"; prices as of {data['prices_as_of']}" if data["prices_as_of"] else "") + "\n")

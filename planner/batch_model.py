@@ -81,8 +81,11 @@ class BatchResult:
 
     @property
     def gap(self) -> float:
+        """Relative distance to the bound; NaN when no search produced a bound in time."""
         if not self.objective_usd or self.objective_usd != self.objective_usd:
             return 0.0
+        if self.bound_usd != self.bound_usd:
+            return math.nan
         return max(0.0, (self.objective_usd - self.bound_usd) / self.objective_usd)
 
 

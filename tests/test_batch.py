@@ -1270,3 +1270,18 @@ def test_determinism(contract_file):
     again = as_json(make_batch_plan(loaded, workers=1))
     first.pop("solve_report"), again.pop("solve_report")
     assert first == again
+
+
+def test_a_schedule_without_a_bound_says_so():
+    """When no search produced a bound within the time limit, the report says so: no `gap 0.00 %` against
+    a NaN bound, and `bound_usd` is null in the JSON (NaN is not JSON)."""
+    from planner.batch import batch_text
+    from planner.quarter import load_quarter
+
+    plan = make_batch_plan(load_quarter(SCENARIOS / "quarter-team.yaml"), time_limit_s=5.0)
+    plan = dataclasses.replace(plan, result=dataclasses.replace(plan.result, status="FEASIBLE", bound_usd=math.nan))
+    assert math.isnan(plan.result.gap)
+    data = batch_json(plan)
+    assert data["bound_usd"] is None and data["objective_usd"] > 0
+    json.loads(json.dumps(data, allow_nan=False))
+    assert "feasible, no bound within the time limit" in batch_text(plan, "table")
