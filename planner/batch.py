@@ -16,7 +16,7 @@ from . import costmodel
 from .batch_greedy import greedy
 from .batch_model import BatchLimits, BatchResult, Pool, RunInfo
 from .batch_search import solve_in_phases
-from .candidates import _resource_columns, apply_overrides, limits_of, offers_token, workload_candidates
+from .candidates import apply_overrides, limit_keys, limits_of, offer_prices, offers_token, workload_candidates
 from .domain import Workload
 from .quarter import LoadedQuarter, _scenario_view
 from .limits import COST_RESOLUTION_USD
@@ -70,8 +70,9 @@ class Market:
 
     offers: pd.DataFrame
     token: str | None
+    prices: dict[str, np.ndarray]  # `offer_prices(offers)`
     pools: list[Pool]
-    pool_offers: list[tuple[pd.DataFrame, str | None]]
+    pool_offers: list[tuple[pd.DataFrame, str | None, dict[str, np.ndarray]]]
 
 
 def market(offers: pd.DataFrame, pools: list[Pool]) -> Market:
@@ -81,7 +82,8 @@ def market(offers: pd.DataFrame, pools: list[Pool]) -> Market:
     reserved = [offers[offers["key"] == pool.offer_key].assign(spot_usd_h=np.nan, max_nodes=float(pool.max_nodes),
                                                               on_demand_usd_h=pool.price_per_node_h)
                 for pool in pools]
-    return Market(offers, token(offers), pools, [(frame, token(frame)) for frame in reserved])
+    return Market(offers, token(offers), offer_prices(offers), pools,
+                  [(frame, token(frame), offer_prices(frame)) for frame in reserved])
 
 
 _QUANTILES: dict[tuple, float] = {}
@@ -111,15 +113,15 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
     for level in DEADLINE_LEVELS:
         budgeted = workload.model_copy(update={"time_budget": window_h * level})
         frame, why, _ = workload_candidates(budgeted, catalog, scenario, prices.offers, limits,
-                                            offers_key=prices.token)
+                                            offers_key=prices.token, prices=prices.prices)
         if why and level == 1.0:
             reason = why
         if not frame.empty:
             frames.append(frame.assign(pool=-1))
-    for p, (offer, token) in enumerate(prices.pool_offers):
+    for p, (offer, token, offer_rates) in enumerate(prices.pool_offers):
         reserved = workload.model_copy(update={"time_budget": window_h})
         frame, _, _ = workload_candidates(reserved, catalog, scenario, offer, limits, exhaustive=True,
-                                          offers_key=token)
+                                          offers_key=token, prices=offer_rates)
         if not frame.empty:  # compute is prepaid with the reservation: only storage and data move cost money
             frame = frame.assign(pool=p, market="reserved", cid=frame["cid"].str.replace("|on_demand|", "|reserved|"),
                                  cost_usd=frame["usd_storage"] + frame["usd_egress"])
@@ -140,19 +142,20 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
 def _keep_useful(cands: pd.DataFrame, limits) -> pd.DataFrame:
     """Drop candidates another one beats on cost, duration and limited GPUs with the same limits
     and pool; keep at most MAX_CANDIDATES_PER_RUN, always including the fastest."""
-    frame = _resource_columns(cands, limits, "offer_key").assign(pool_key=cands["pool"].astype(str))
-    frame = frame.sort_values(["cost_cents", "duration_steps", "cid"], kind="stable")
-    keep = []
-    for _, group in frame.groupby(["quota_keys", "capped_offer", "pool_key"], sort=False):
-        front: list[tuple[int, int]] = []
-        for index, duration, units in zip(group.index, group["duration_steps"], group["units"]):
-            if not any(d <= duration and u <= units for d, u in front):
-                keep.append(index)
-                front.append((duration, units))
-    kept = frame.loc[keep].sort_values(["cost_cents", "duration_steps", "cid"], kind="stable")
-    fastest = kept.nsmallest(1, "duration_steps")
-    kept = pd.concat([kept.head(MAX_CANDIDATES_PER_RUN - 1), fastest]).drop_duplicates("cid")
-    return kept.drop(columns=["quota_keys", "capped_offer", "units", "provider_region", "pool_key"])
+    quota_keys, capped_offer, units = limit_keys(cands, limits, "offer_key")
+    limits_of_row = list(zip(quota_keys, capped_offer, cands["pool"]))
+    cents, duration, cid = (cands[c].tolist() for c in ("cost_cents", "duration_steps", "cid"))
+    units = units.tolist()
+    fronts: dict[tuple, list[tuple[int, int]]] = {}
+    keep = []  # in (cost, duration, id) order
+    for i in sorted(range(len(cid)), key=lambda i: (cents[i], duration[i], cid[i])):
+        front = fronts.setdefault(limits_of_row[i], [])
+        if not any(d <= duration[i] and u <= units[i] for d, u in front):
+            keep.append(i)
+            front.append((duration[i], units[i]))
+    fastest = min(keep, key=lambda i: duration[i])  # the first of the shortest
+    chosen = keep[:MAX_CANDIDATES_PER_RUN - 1]
+    return cands.iloc[chosen + ([fastest] if fastest not in chosen else [])]
 
 
 def month_spans(loaded: LoadedQuarter, pools: list[Pool]) -> tuple:

@@ -128,6 +128,13 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
             results.append(final)
             if _solved(final) and (not _solved(best) or _key(final, whole) <= _key(best, whole)):
                 best = final
+        if hint and _solved(best) and _key(greedy_result(whole, hint), whole) < _key(best, whole):
+            # the search ended below the greedy schedule it started from: CP-SAT checks that schedule
+            # against every constraint (the greedy does not check them all) and it is kept if it holds.
+            # With the schedule fixed its OPTIMAL proves nothing, so it lends no bound (not in `results`).
+            checked = _log("greedy checked", search(whole, FIXED_SHARE, hint, fix_hint=True, last=True), started)
+            if _solved(checked) and _key(checked, whole) < _key(best, whole):
+                best = dataclasses.replace(checked, status="FEASIBLE")
         relaxation = relaxed.finish()
         if not _solved(best) and hint:  # the clock ran out before CP-SAT completed any schedule
             best = greedy_result(whole, hint)

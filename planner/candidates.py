@@ -325,17 +325,18 @@ _COST_SETTINGS = {"checkpoint", "restart_overhead", "interruption_tolerance"}
 
 @dataclass
 class _Exact:
-    """The cost model at price 1 with no deadline, and P(T <= D) per deadline D met so far."""
+    """The cost model at price 1 with no deadline, and the result with P(T <= D) per deadline D met so far."""
 
     unit: costmodel.CostResult
     inputs: costmodel.CandidateInputs
     tau: float
-    on_time: dict = field(default_factory=dict)
+    by_deadline: dict = field(default_factory=dict)
 
     def at(self, budget: float) -> costmodel.CostResult:
-        if budget not in self.on_time:
-            self.on_time[budget] = costmodel.p_deadline(replace(self.inputs, time_budget_h=budget), self.tau)
-        return replace(self.unit, p_deadline=self.on_time[budget])
+        if budget not in self.by_deadline:
+            on_time = costmodel.p_deadline(replace(self.inputs, time_budget_h=budget), self.tau)
+            self.by_deadline[budget] = replace(self.unit, p_deadline=on_time)
+        return self.by_deadline[budget]
 
 
 def _cost_fingerprint(workload: Workload, hw_rate: float) -> tuple:
@@ -409,18 +410,23 @@ def _signature_columns(workload: Workload, limits: Limits) -> list[str]:
 def _resource_columns(frame: pd.DataFrame, limits: Limits, offer_column: str) -> pd.DataFrame:
     """Signature columns plus `units`: the GPUs a candidate draws from quotas or a capped offer
     (0 when nothing limits it, so only cost then matters)."""
+    quota_keys, capped_offer, units = limit_keys(frame, limits, offer_column)
+    return frame.assign(provider_region=frame["provider"] + "/" + frame["region"], quota_keys=quota_keys,
+                        capped_offer=capped_offer, units=units)
+
+
+def limit_keys(frame: pd.DataFrame, limits: Limits, offer_column: str) -> tuple[pd.Series, np.ndarray, pd.Series]:
+    """Per row: the quotas that cover it (`key;key;`), its capped offer (and market, when node limits are
+    per market; "" when uncapped), and the GPUs it draws from them."""
     pairs = frame[["provider", "gpu", "gpu_family"]].drop_duplicates()
-    covering = pd.Series("", index=pairs.index)
-    for key in sorted(limits.gpu_quotas):
-        covering = covering.where(~quota_mask(pairs, key), covering + key + ";")
+    masks = [(key, quota_mask(pairs, key).to_numpy()) for key in sorted(limits.gpu_quotas)]
+    covering = ["".join(key + ";" for key, mask in masks if mask[i]) for i in range(len(pairs))]
     lookup = dict(zip(zip(pairs["provider"], pairs["gpu"]), covering))
     keys = pd.Series([lookup[p] for p in zip(frame["provider"].to_numpy(object), frame["gpu"].to_numpy(object))],
                      index=frame.index, dtype=object)
     capped = frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))
     suffix = ("|" + frame["market"]) if limits.node_limits_per_market else ""
-    return frame.assign(provider_region=frame["provider"] + "/" + frame["region"], quota_keys=keys,
-                        capped_offer=np.where(capped, frame[offer_column] + suffix, ""),
-                        units=frame["gpus"].where((keys != "") | capped, 0))
+    return keys, np.where(capped, frame[offer_column] + suffix, ""), frame["gpus"].where((keys != "") | capped, 0)
 
 
 def prune_dominated(frame: pd.DataFrame, limits: Limits, workload: Workload) -> pd.DataFrame:
@@ -600,13 +606,13 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limi
                  shapes=[Shape(*s) for s in base[SHAPE_COLUMNS].iloc[first].itertuples(index=False, name=None)])
 
 
-def _offer_prices(offers: pd.DataFrame) -> dict[str, np.ndarray]:
+def offer_prices(offers: pd.DataFrame) -> dict[str, np.ndarray]:
     """The offers' prices and preemption rates as float arrays (NaN where missing)."""
     return {c: offers[c].to_numpy(dtype=float, na_value=np.nan) for c in PRICE_COLUMNS}
 
 
 def _prices(rows: _Rows, prices: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """This call's price and spot preemption rate per row, mapped in from its offers' `_offer_prices`."""
+    """This call's price and spot preemption rate per row, mapped in from its offers' `offer_prices`."""
     def column(name: str) -> np.ndarray:
         return prices[name][rows.offer_row]
 
@@ -665,28 +671,30 @@ def _screen(rows: _Rows, workload: Workload, physics: _Physics, work_h: np.ndarr
 
 
 def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
-                        limits: Limits, exhaustive: bool = False, offers_key: str | None = None
-                        ) -> tuple[pd.DataFrame, str, int]:
+                        limits: Limits, exhaustive: bool = False, offers_key: str | None = None,
+                        prices: dict[str, np.ndarray] | None = None) -> tuple[pd.DataFrame, str, int]:
     """(evaluated feasible candidates, reason if none, rows considered).
 
     Rows are screened with closed-form cost bounds (lo <= exact cost <= hi) and only those
     no other row provably beats get the exact cost model, cheapest bound first, in chunks.
     `exhaustive` evaluates every row exactly (tests compare the two). `offers_key`
-    (`offers_token(offers)`) lets repeated calls reuse the price-independent work.
+    (`offers_token(offers)`) lets repeated calls reuse the price-independent work, and `prices`
+    (`offer_prices(offers)`) the offers' prices as arrays.
     """
     return _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, offers_key,
-                                _offer_prices(offers))[:3]
+                                offer_prices(offers) if prices is None else prices)[:3]
 
 
 def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
                          limits: Limits, exhaustive: bool, offers_key: str | None, prices: dict[str, np.ndarray]
-                         ) -> tuple[pd.DataFrame, str, int, pd.DataFrame]:
-    """`workload_candidates` plus `prune_dominated` of its candidates, from the signature numbers
-    the rows already carry; per-row work is on arrays, since a sweep repeats it at every point."""
+                         ) -> tuple[pd.DataFrame, str, int, tuple[np.ndarray, np.ndarray] | None]:
+    """`workload_candidates` plus each candidate's signature number and limited GPUs, which the rows already
+    carry, for `_pareto` (`prune_dominated` without deriving them again); per-row work is on arrays, since
+    a sweep repeats it at every point."""
     rows = _rows(workload, catalog, offers, limits, offers_key)
     none = pd.DataFrame()
     if rows.base is None:
-        return none, rows.reason, rows.considered, none
+        return none, rows.reason, rows.considered, None
     headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
     q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
     price, lam = _prices(rows, prices)
@@ -697,23 +705,22 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     fits = work_h[at] < math.inf
     if not fits.any():
         estimates = [physics.estimates[i] for i in pd.unique(rows.shape[at])]
-        return none, _physics_reason(workload, estimates, budget), rows.considered, none
+        return none, _physics_reason(workload, estimates, budget), rows.considered, None
     at = at[fits]
     fingerprint = _cost_fingerprint(workload, hw_rate)
     screen = _screen(rows, workload, physics, work_h, item_h, lam, state, hw_rate, fingerprint)
     key = screen.code[at]
     bound = {c: v[key] for c, v in screen.bounds.items()}
-    base = rows.base
+    column = rows.columns
     on_time = bound["t0"] <= budget
     if not on_time.any():
-        slow = pd.DataFrame({"t0": bound["t0"], "nodes": base["nodes"].to_numpy()[at],
-                             "key": base["key"].to_numpy(object)[at]})
-        return none, _too_slow_reason(workload, slow, budget), rows.considered, none
+        slow = pd.DataFrame({"t0": bound["t0"], "nodes": column["nodes"][at], "key": column["key"][at]})
+        return none, _too_slow_reason(workload, slow, budget), rows.considered, None
     at, key, bound = at[on_time], key[on_time], {c: v[on_time] for c, v in bound.items()}
-    p, nodes = price[at], base["nodes"].to_numpy()[at]
-    storage, egress = base["storage_h"].to_numpy(float)[at], base["egress"].to_numpy(float)[at]
-    waste_hi = (nodes + bound["ef"]) * np.maximum(base["granularity_h"].to_numpy(float)[at],
-                                                  base["minimum_h"].to_numpy(float)[at])
+    p, nodes = price[at], column["nodes"][at]
+    storage, egress = column["storage_h"][at].astype(float), column["egress"][at].astype(float)
+    waste_hi = (nodes + bound["ef"]) * np.maximum(column["granularity_h"][at].astype(float),
+                                                  column["minimum_h"][at].astype(float))
     lo = (p * nodes + storage) * bound["et_lo"] + egress
     hi = (p * nodes + storage) * bound["et"] + p * waste_hi + egress
     signature, units = rows.signature[at], rows.units[at]
@@ -753,10 +760,10 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         if runaway and not missed:
             return none, (f"every candidate's expected cost is above ${MAX_CANDIDATE_USD:,.0f}: failures restart "
                           f"the work so often that it practically never finishes (checkpoint it, or give it fewer "
-                          f"GPUs or hours)"), rows.considered, none
-        return none, _deadline_reason(workload, missed, q), rows.considered, none
-    frame = pd.DataFrame(out)
-    return frame, "", rows.considered, _pareto(frame, signature[chosen], units[chosen])
+                          f"GPUs or hours)"), rows.considered, None
+        return none, _deadline_reason(workload, missed, q), rows.considered, None
+    frame = pd.DataFrame({name: [c[name] for c in out] for name in out[0]})
+    return frame, "", rows.considered, (signature[chosen], units[chosen])
 
 
 def _physics_reason(workload: Workload, estimates: list[Estimate], budget: float) -> str:
@@ -795,7 +802,7 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
     if offers is None:
         offers = apply_overrides(catalog.offers, scenario.overrides, catalog)
     token = offers_token(offers) if offers["key"].is_unique else None
-    prices = _offer_prices(offers)
+    prices = offer_prices(offers)
     infeasible, considered = {}, 0
     classes: dict[tuple, int] = {}  # workloads identical but for their names are generated once
     results, members = [], []  # per class: (candidates, reason, rows, front, its first workload's name)
@@ -805,9 +812,11 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
         kind = (workload.model_dump_json(exclude={"name", "description"}), _grouped(workload, limits))
         if kind not in classes:
             classes[kind] = len(results)
-            results.append((*_workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, token,
-                                                  prices), workload.name))
-        frame, reason, count, front, _ = results[classes[kind]]
+            frame, reason, count, limited = _workload_candidates(workload, catalog, scenario, offers, limits,
+                                                                 exhaustive, token, prices)
+            front = _pareto(frame, *limited) if limited is not None else frame
+            results.append((frame, reason, count, front, workload.name))
+        reason, count = results[classes[kind]][1:3]
         considered += count
         if reason:
             infeasible[workload.name] = reason

@@ -1285,3 +1285,29 @@ def test_a_schedule_without_a_bound_says_so():
     assert data["bound_usd"] is None and data["objective_usd"] > 0
     json.loads(json.dumps(data, allow_nan=False))
     assert "feasible, no bound within the time limit" in batch_text(plan, "table")
+
+
+def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_schedule(monkeypatch):
+    """If every search phase leaves optional runs out that the greedy schedule placed (as CP-SAT did on a
+    500-run quarter), the greedy schedule is checked by CP-SAT with its choices fixed and returned, as
+    FEASIBLE (a fixed solve proves nothing), and the checker accepts it."""
+    from planner.batch_model import solve_batch
+    from planner.quarter import load_quarter
+
+    def leaves_optional_runs_out(model, *args, **kwargs):
+        result = solve_batch(model, *args, **kwargs)
+        start, fixed = args[3], args[4]
+        if (fixed and "failed_required" in start) or result.status not in ("OPTIMAL", "FEASIBLE"):
+            return result  # only the check of the greedy schedule (the greedy's own dict) is left whole
+        optional = [r.name for r in model.runs.values() if not r.required]
+        kept = result.chosen[~result.chosen["run"].isin(optional)]
+        return dataclasses.replace(result, status="FEASIBLE", chosen=kept,
+                                   unscheduled=sorted(set(result.unscheduled) | set(optional)))
+
+    monkeypatch.setattr(batch_search, "solve_batch", leaves_optional_runs_out)
+    loaded = load_quarter(SCENARIOS / "quarter-team.yaml")
+    plan = make_batch_plan(loaded, time_limit_s=20.0)
+    optional = {r.name for r in loaded.quarter.runs if not r.required}
+    assert plan.result.status == "FEASIBLE"
+    assert optional & set(plan.result.chosen["run"])  # the greedy's optional runs are back
+    assert check_schedule(loaded, batch_json(plan)) == []
