@@ -17,6 +17,8 @@ import re
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
+import numpy as np
+
 from . import memory as mem
 from . import speed
 
@@ -179,6 +181,59 @@ def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
                            for mb in ([pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES)]
 
 
+@dataclass(frozen=True)
+class _Space:
+    """The layouts of one (job, GPU count, node size, pins) with what does not depend on the GPU model:
+    which group each layout is in, each group's lightest layout and its memory, and each layout's
+    pipeline-bubble factor and compute key, so a search on one GPU model is a few array operations."""
+
+    layouts: tuple  # every layout, group by group
+    light_of: np.ndarray  # per layout: the index of its group's lightest layout in `lights`
+    lights: tuple  # the distinct lightest layouts, first seen first, with their memory (None: not buildable)
+    reason: str  # the last reason a lightest layout could not be built
+    lightest: tuple | None  # (total GiB, layout, memory) of the least memory among `lights`
+    compute_keys: tuple  # distinct (recompute, micro-batch), each with the first layout that has it
+    key_of: np.ndarray  # per layout: the index of its compute key
+    bubble: np.ndarray  # per layout: 1 + (p-1)/v/m, the pipeline's factor on the compute floor
+
+
+@lru_cache(maxsize=1 << 14)
+def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | None:
+    groups = _layout_groups(job, gpus, gpus_per_node, pinned)
+    if not groups:
+        return None
+    index, lights, reason, lightest = {}, [], "", None
+    base_batch = speed.PRETRAIN_GLOBAL_BATCH_TOKENS if job.kind == "pretrain" else speed.FINETUNE_GLOBAL_BATCH_TOKENS
+    layouts, light_of, key_index, key_of, bubble = [], [], {}, [], []
+    for group in groups:
+        light = _lightest(group[0], pinned)
+        if light not in index:
+            index[light] = len(lights)
+            try:
+                memory = layout_memory(job, light, gpus_per_node)
+            except ValueError as exc:
+                reason, memory = str(exc), None
+            lights.append((light, memory))
+            if memory is not None and (lightest is None or memory.total < lightest[0]):
+                lightest = (memory.total, light, memory)
+        for layout in group:
+            layouts.append(layout)
+            light_of.append(index[light])
+            key = (layout.recompute, layout.micro_batch)
+            key_of.append(key_index.setdefault(key, len(key_index)))
+            if layout.pp == 1:
+                bubble.append(1.0)
+            else:
+                tokens = layout.dp * layout.micro_batch * job.seq_len  # micro_batches(), inlined
+                m = max(1, math.ceil((job.global_batch_tokens or max(base_batch, tokens)) / tokens - 1e-9))
+                bubble.append(1.0 + (layout.pp - 1) / layout.virtual_stages / m)
+    first = {}
+    for layout, k in zip(layouts, key_of):
+        first.setdefault(k, layout)
+    return _Space(tuple(layouts), np.array(light_of), tuple(lights), reason, lightest,
+                  tuple(first[k] for k in range(len(key_index))), np.array(key_of), np.array(bubble))
+
+
 @lru_cache(maxsize=1 << 17)  # ~170 distinct jobs x ~600 shapes of a varied 10,000-workload scenario
 def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib: float, headroom: float,
                 pinned: Pinned = Pinned()) -> tuple[Choice | None, str]:
@@ -189,50 +244,28 @@ def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib
     are tried in order of a lower bound on their time (compute and bubble alone), stopping once the best
     found is faster than every bound left. Ties go to the smaller memory, then to the label.
     """
-    groups = _layout_groups(job, topology.n_gpus, topology.gpus_per_node, pinned)
-    if not groups:
+    space = _space(job, topology.n_gpus, topology.gpus_per_node, pinned)
+    if space is None:
         return None, "no layout divides these GPUs"
-    lightest, fitting_groups, reason, seen = None, [], "", {}
-    for group in groups:
-        light = _lightest(group[0], pinned)
-        if light not in seen:
-            try:
-                memory = layout_memory(job, light, topology.gpus_per_node)
-            except ValueError as exc:
-                reason, seen[light] = str(exc), None
-                continue
-            seen[light] = mem.fits(memory, vram_gib, headroom)
-            if lightest is None or memory.total < lightest[0]:
-                lightest = (memory.total, light, memory)
-        if seen[light]:
-            fitting_groups.append(group)
-    if not fitting_groups:
-        if lightest is None:
-            return None, reason or "no layout divides these GPUs"
-        need = lightest[2].total * (1 + headroom)
-        return Choice(lightest[1], lightest[2], math.inf, 0.0, 0.0, job.precision), (
-            f"needs {need:.1f} GiB per GPU (with {headroom:.0%} headroom) even as {lightest[1].label}, "
+    light_fits = np.array([memory is not None and mem.fits(memory, vram_gib, headroom) for _, memory in space.lights])
+    candidates = np.flatnonzero(light_fits[space.light_of])
+    if not len(candidates):
+        if space.lightest is None:
+            return None, space.reason or "no layout divides these GPUs"
+        total, light, memory = space.lightest
+        return Choice(light, memory, math.inf, 0.0, 0.0, job.precision), (
+            f"needs {total * (1 + headroom):.1f} GiB per GPU (with {headroom:.0%} headroom) even as {light.label}, "
             f"{gpu.name} has {vram_gib:.1f} GiB")
     precision = speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
-    compute: dict[tuple, float] = {}  # (recompute, micro-batch) -> compute floor without the bubble
-    base_batch = speed.PRETRAIN_GLOBAL_BATCH_TOKENS if job.kind == "pretrain" else speed.FINETUNE_GLOBAL_BATCH_TOKENS
-
-    def floor(layout: Layout) -> float:
-        key = (layout.recompute, layout.micro_batch)
-        if key not in compute:
-            compute[key] = _floor(job, dataclasses.replace(layout, pp=1, virtual_stages=1), gpu, topology, precision)
-        if layout.pp == 1:
-            return compute[key]
-        tokens = layout.dp * layout.micro_batch * job.seq_len  # micro_batches(), inlined: this runs per layout
-        m = max(1, math.ceil((job.global_batch_tokens or max(base_batch, tokens)) / tokens - 1e-9))
-        return compute[key] * (1.0 + (layout.pp - 1) / layout.virtual_stages / m)
-
-    ordered = sorted((floor(layout), number, layout)
-                     for number, layout in enumerate(layout for group in fitting_groups for layout in group))
+    compute = np.array([_floor(job, dataclasses.replace(layout, pp=1, virtual_stages=1), gpu, topology, precision)
+                        for layout in space.compute_keys])
+    floors = (compute[space.key_of] * space.bubble)[candidates]
+    order = np.argsort(floors, kind="stable")  # ties in the layouts' order
     best, too_big = None, {}  # too_big: layout without its micro-batch -> the smallest micro-batch that did not fit
-    for floor, _, layout in ordered:
+    for floor, number in zip(floors[order].tolist(), candidates[order].tolist()):
         if best is not None and floor > best[0][0]:
             break  # no layout left can be faster
+        layout = space.layouts[number]
         family = (layout.tp, layout.pp, layout.dp, layout.ep, layout.zero, layout.recompute, layout.sequence_parallel,
                   layout.virtual_stages)
         if too_big.get(family, math.inf) <= layout.micro_batch:
