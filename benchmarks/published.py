@@ -199,14 +199,15 @@ def evaluate(cases: list[dict] | None = None) -> list[Outcome]:
 def summary(outcomes: list[Outcome]) -> dict:
     ratios = [o.ratio for o in outcomes if o.ratio is not None]
     verdicts = [o for o in outcomes if o.kind == "fit"]
-    compared = [o for o in outcomes if o.kind != "fit"]
+    figures = [o for o in outcomes if o.kind != "fit"]
+    compared = [o for o in figures if o.ratio is not None]
     return {
         "cases": len({o.case for o in outcomes}),
         "ratios": len(ratios),
         "median_ratio": statistics.median(ratios) if ratios else math.nan,
         "within_each": sum(1 for o in compared if o.reproduced),
         "compared": len(compared),
-        "not_compared": [o.case for o in compared if o.ratio is None],
+        "not_compared": [o.case for o in figures if o.ratio is None],
         "verdicts_reproduced": sum(1 for o in verdicts if o.reproduced),
         "verdicts": len(verdicts),
     }

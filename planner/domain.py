@@ -269,6 +269,8 @@ class Workload(Strict):
     pipeline_parallel: int | None = Field(None, gt=0, description="pipeline stages (1F1B)")
     expert_parallel: int | None = Field(None, gt=0, description="MoE: GPUs the routed experts are spread over")
     sequence_parallel: bool | None = Field(None, description="divide the TP-replicated activations (Megatron)")
+    context_parallel: int | None = Field(None, gt=0, description="GPUs each sequence is split over (Megatron's CP; "
+                                                                 "searched from 32K-token sequences)")
     sequence_length: int = Field(4096, gt=0)
     micro_batch: int | None = Field(None, gt=0, description="sequences per GPU per micro-step")
     global_batch_tokens: Count | None = Field(None, description="tokens per optimizer step; default by kind")

@@ -203,7 +203,7 @@ def pinned(workload: Workload) -> parallelism.Pinned:
         tp=pick(workload.tensor_parallel, 1), pp=pick(workload.pipeline_parallel, 1),
         ep=pick(workload.expert_parallel, 1), zero=pick(workload.sharding, "zero3"),
         recompute=pick(workload.activation_checkpointing, "selective"), micro_batch=pick(workload.micro_batch, 1),
-        sequence_parallel=pick(workload.sequence_parallel, False))
+        sequence_parallel=pick(workload.sequence_parallel, False), cp=pick(workload.context_parallel, 1))
 
 
 def _estimate_stated_training(workload: Workload, catalog: Catalog, arch: ModelArch | None, perf: speed.GpuPerf,

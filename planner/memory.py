@@ -320,7 +320,7 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
                     gpus_per_node: int = 1, seq_len: int = 2048, micro_batch: int = 1,
                     activation_checkpointing: str = "selective", tensor_parallel: int = 1,
                     pipeline_parallel: int = 1, expert_parallel: int = 1,
-                    sequence_parallel: bool = False, in_flight: int | None = None,
+                    sequence_parallel: bool = False, context_parallel: int = 1, in_flight: int | None = None,
                     paged_optimizer: bool | None = None, logit_bytes: float = FUSED_LOGIT_BYTES,
                     lora_rank: int = 16, lora_targets_fraction: float = 1.0,
                     flash_attention: bool = True,
@@ -339,7 +339,9 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
       inside a node.  ZeRO-3/hybrid also hold the gathered params + grads of the
       largest unit (4 B * max(block, V*h) params, DeepSpeed's 4*largest_layer_params).
     tensor_parallel t (inside a node), pipeline_parallel p, expert_parallel e: see
-      params_per_gpu; sequence_parallel divides the TP-replicated activations.
+      params_per_gpu; sequence_parallel divides the TP-replicated activations;
+      context_parallel c splits every sequence over c GPUs (Megatron's CP: each holds the
+      activations of s/c tokens and the same parameters, so ZeRO shards over DP x c).
     in_flight: micro-batches whose activations the first stage holds (default p).
     logit_bytes: bytes per logit at the loss (FUSED_LOGIT_BYTES or UNFUSED_LOGIT_BYTES).
     paged_optimizer: optimizer state in paged (unified) memory, on the GPU only for
@@ -352,15 +354,17 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
     _check("optimizer", optimizer, _OPTIMIZERS)
     _check("sharding", sharding, _SHARDINGS)
     _check("activation_checkpointing", activation_checkpointing, _RECOMPUTE)
-    t, p, e = int(tensor_parallel), int(pipeline_parallel), int(expert_parallel)
-    if gpus < 1 or t < 1 or p < 1 or gpus % (t * p):
-        raise ValueError(f"gpus={gpus} must be a positive multiple of tensor_parallel={t} x pipeline_parallel={p}")
+    t, p, e, c = int(tensor_parallel), int(pipeline_parallel), int(expert_parallel), int(context_parallel)
+    if gpus < 1 or t < 1 or p < 1 or c < 1 or gpus % (t * p * c):
+        raise ValueError(f"gpus={gpus} must be a positive multiple of tensor_parallel={t} x pipeline_parallel={p}"
+                         + (f" x context_parallel={c}" if c != 1 else ""))
     if t > max(gpus_per_node, 1):
         raise ValueError(f"tensor_parallel={t} exceeds gpus_per_node={gpus_per_node}")
-    dp = gpus // (t * p)
+    dp = gpus // (t * p * c)
     if e < 1 or dp % e or (e > 1 and not shape.moe):
         raise ValueError(f"expert_parallel={e} must divide the data-parallel degree {dp} of an MoE model")
-    n = min(dp, max(gpus_per_node // t, 1)) if sharding == "hybrid" else dp
+    replicas = dp * c  # GPUs holding the same parameters: ZeRO's sharding group
+    n = min(replicas, max(gpus_per_node // t, 1)) if sharding == "hybrid" else replicas
     n_exp = max(n // e, 1)
     zero3 = sharding in ("zero3", "hybrid")
     dense, expert = params_per_gpu(shape, t, p, e)
@@ -404,6 +408,7 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
         w = base + adapters
 
     in_flight = p if in_flight is None else in_flight
+    seq_len = seq_len / c  # tokens of each sequence on this GPU
     act = activation_bytes(shape, seq_len=seq_len, micro_batch=micro_batch,
                            recompute=activation_checkpointing, tensor_parallel=t,
                            flash_attention=flash_attention, pipeline_parallel=p, in_flight=in_flight,

@@ -3,8 +3,8 @@
 Physics layer: plain numbers and frozen dataclasses.  A layout is what Megatron-LM,
 DeepSpeed and FSDP let a team choose: tensor parallelism inside a node (TP), pipeline
 stages (PP), data-parallel replicas (DP), expert parallelism among those replicas (EP,
-MoE only), the ZeRO stage over DP, activation recomputation, the micro-batch and
-sequence parallelism.  `best_layout` tries them (Metis and Sailor do this for one job;
+MoE only), context parallelism for long sequences (CP: each sequence split over GPUs), the
+ZeRO stage over DP, activation recomputation, the micro-batch and sequence parallelism.  `best_layout` tries them (Metis and Sailor do this for one job;
 a rental planner does it for every hardware shape it prices) and keeps the one that
 finishes soonest; fields the workload pins are not searched.
 """
@@ -28,6 +28,9 @@ MICRO_BATCHES = (1, 2, 4, 8)
 TENSOR_PARALLEL = (1, 2, 4, 8)
 PIPELINE_PARALLEL = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGES = (2, 4)
+CONTEXT_PARALLEL = (2, 4, 8, 16, 32)
+CONTEXT_PARALLEL_FROM_TOKENS = 32768  # searched from this sequence length (Megatron uses CP for long context;
+# below it one sequence already fills a GPU's micro-batch); a workload may pin it at any length
 
 
 @dataclass(frozen=True)
@@ -41,15 +44,16 @@ class Layout:
     micro_batch: int = 1
     sequence_parallel: bool = False
     virtual_stages: int = 1  # interleaved pipeline chunks per GPU
+    cp: int = 1  # context parallelism: GPUs each sequence is split over
 
     @property
     def gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     @property
     def label(self) -> str:
-        """`TP8 PP16 DP64 zero1 SP selective mb1`: the layout in one short, parseable string."""
-        parts = [f"TP{self.tp}", f"PP{self.pp}"] + ([f"VPP{self.virtual_stages}"] if self.virtual_stages > 1 else []) \
+        """`TP8 CP16 PP16 DP8 zero1 SP full mb1`: the layout in one short, parseable string."""
+        parts = [f"TP{self.tp}"] + ([f"CP{self.cp}"] if self.cp > 1 else []) + [f"PP{self.pp}"] + ([f"VPP{self.virtual_stages}"] if self.virtual_stages > 1 else []) \
             + [f"DP{self.dp}"]
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
@@ -65,11 +69,11 @@ class Layout:
     @classmethod
     def parse(cls, label: str) -> "Layout":
         """The inverse of `label`."""
-        num = {k: int(v) for k, v in re.findall(r"\b(TP|PP|VPP|DP|EP|mb)(\d+)\b", label)}
+        num = {k: int(v) for k, v in re.findall(r"\b(TP|CP|PP|VPP|DP|EP|mb)(\d+)\b", label)}
         words = label.split()
         return cls(tp=num.get("TP", 1), pp=num.get("PP", 1), dp=num.get("DP", 1), ep=num.get("EP", 1),
                    zero=next(w for w in words if w in ZERO_STAGES), recompute=words[-2], micro_batch=num.get("mb", 1), sequence_parallel="SP" in words,
-                   virtual_stages=num.get("VPP", 1))
+                   virtual_stages=num.get("VPP", 1), cp=num.get("CP", 1))
 
 
 @dataclass(frozen=True)
@@ -83,6 +87,7 @@ class Pinned:
     recompute: str | None = None
     micro_batch: int | None = None
     sequence_parallel: bool | None = None
+    cp: int | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +145,7 @@ def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBre
         job.shape, method=job.method, precision=job.precision, optimizer=job.optimizer, sharding=layout.zero,
         gpus=layout.gpus, gpus_per_node=gpus_per_node, seq_len=job.seq_len, micro_batch=layout.micro_batch,
         activation_checkpointing=layout.recompute, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
-        expert_parallel=layout.ep, sequence_parallel=layout.sequence_parallel,
+        expert_parallel=layout.ep, sequence_parallel=layout.sequence_parallel, context_parallel=layout.cp,
         in_flight=in_flight(job, layout), paged_optimizer=job.paged_optimizer,
         logit_bytes=mem.FUSED_LOGIT_BYTES if job.kind == "pretrain" else mem.UNFUSED_LOGIT_BYTES,
         lora_rank=job.lora_rank)
@@ -153,7 +158,7 @@ def layout_speed(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.T
         kind=job.kind, recompute=layout.recompute, sharding=layout.zero, overlap=job.overlap,
         global_batch_tokens=job.global_batch_tokens, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
         expert_parallel=layout.ep, micro_batch=layout.micro_batch, seq_len=job.seq_len, lora_rank=job.lora_rank,
-        virtual_stages=layout.virtual_stages, fallback_to_bf16=job.fallback_to_bf16)
+        virtual_stages=layout.virtual_stages, context_parallel=layout.cp, fallback_to_bf16=job.fallback_to_bf16)
 
 
 def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
@@ -161,24 +166,25 @@ def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
     shape = job.shape
     tps = [pinned.tp] if pinned.tp else [t for t in TENSOR_PARALLEL if t <= gpus_per_node and gpus_per_node % t == 0
                                          and shape.heads % t == 0]
-    for tp in tps:
-        pps = [pinned.pp] if pinned.pp else [p for p in PIPELINE_PARALLEL if p <= shape.layers]
-        for pp in pps:
-            if gpus % (tp * pp) or (pp > 1 and pinned.zero == "zero3"):
-                continue
-            dp = gpus // (tp * pp)
-            eps = [pinned.ep] if pinned.ep else [1] + [e for e in (2, 4, 8, 16, 32, 64, 128, 256)
-                                                      if shape.moe and e <= dp and dp % e == 0
-                                                      and shape.experts % e == 0]
-            for ep in eps:
-                zeros = [pinned.zero] if pinned.zero else [z for z in ZERO_STAGES if (dp > 1 or z == "none")
-                                                           and (pp == 1 or z in ("none", "zero1"))]
-                vs = [1] + [v for v in VIRTUAL_STAGES if pp > 1 and pp * v <= shape.layers]
-                for zero, recompute, v in itertools.product(
-                        zeros, [pinned.recompute] if pinned.recompute else RECOMPUTE, vs):
-                    sp = pinned.sequence_parallel if pinned.sequence_parallel is not None else tp > 1
-                    yield [Layout(tp, pp, dp, ep, zero, recompute, mb, sp, v)
-                           for mb in ([pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES)]
+    cps = [pinned.cp] if pinned.cp else [1] + [c for c in CONTEXT_PARALLEL if job.seq_len >= CONTEXT_PARALLEL_FROM_TOKENS
+                                                and job.seq_len % (2 * c) == 0]
+    pps = [pinned.pp] if pinned.pp else [p for p in PIPELINE_PARALLEL if p <= shape.layers]
+    for tp, pp, cp in itertools.product(tps, pps, cps):
+        if gpus % (tp * pp * cp) or (pp > 1 and pinned.zero == "zero3"):
+            continue
+        dp = gpus // (tp * pp * cp)
+        eps = [pinned.ep] if pinned.ep else [1] + [e for e in (2, 4, 8, 16, 32, 64, 128, 256)
+                                                  if shape.moe and e <= dp and dp % e == 0
+                                                  and shape.experts % e == 0]
+        for ep in eps:
+            zeros = [pinned.zero] if pinned.zero else [z for z in ZERO_STAGES if (dp * cp > 1 or z == "none")
+                                                       and (pp == 1 or z in ("none", "zero1"))]
+            vs = [1] + [v for v in VIRTUAL_STAGES if pp > 1 and pp * v <= shape.layers]
+            for zero, recompute, v in itertools.product(
+                    zeros, [pinned.recompute] if pinned.recompute else RECOMPUTE, vs):
+                sp = pinned.sequence_parallel if pinned.sequence_parallel is not None else tp > 1
+                yield [Layout(tp, pp, dp, ep, zero, recompute, mb, sp, v, cp)
+                       for mb in ([pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES)]
 
 
 @dataclass(frozen=True)
@@ -192,7 +198,7 @@ class _Space:
     lights: tuple  # the distinct lightest layouts, first seen first, with their memory (None: not buildable)
     reason: str  # the last reason a lightest layout could not be built
     lightest: tuple | None  # (total GiB, layout, memory) of the least memory among `lights`
-    compute_keys: tuple  # distinct (recompute, micro-batch), each with the first layout that has it
+    compute_keys: tuple  # distinct (recompute, micro-batch, CP), each with the first layout that has it
     key_of: np.ndarray  # per layout: the index of its compute key
     bubble: np.ndarray  # per layout: 1 + (p-1)/v/m, the pipeline's factor on the compute floor
 
@@ -219,7 +225,7 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
         for layout in group:
             layouts.append(layout)
             light_of.append(index[light])
-            key = (layout.recompute, layout.micro_batch)
+            key = (layout.recompute, layout.micro_batch, layout.cp)
             key_of.append(key_index.setdefault(key, len(key_index)))
             if layout.pp == 1:
                 bubble.append(1.0)
@@ -266,8 +272,8 @@ def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib
         if best is not None and floor > best[0][0]:
             break  # no layout left can be faster
         layout = space.layouts[number]
-        family = (layout.tp, layout.pp, layout.dp, layout.ep, layout.zero, layout.recompute, layout.sequence_parallel,
-                  layout.virtual_stages)
+        family = (layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.zero, layout.recompute,
+                  layout.sequence_parallel, layout.virtual_stages)
         if too_big.get(family, math.inf) <= layout.micro_batch:
             continue  # a smaller micro-batch of the same layout did not fit
         try:
@@ -298,7 +304,8 @@ def _layout_groups(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> t
 @lru_cache(maxsize=1 << 16)
 def _lightest(layout: Layout, pinned: Pinned) -> Layout:
     """The layout of the same TP, PP, DP and EP that needs the least memory (within the pins)."""
-    zero = pinned.zero or ("zero3" if layout.pp == 1 and layout.dp > 1 else "zero1" if layout.dp > 1 else "none")
+    replicas = layout.dp * layout.cp  # GPUs holding the same parameters
+    zero = pinned.zero or ("zero3" if layout.pp == 1 and replicas > 1 else "zero1" if replicas > 1 else "none")
     return dataclasses.replace(layout, zero=zero, recompute=pinned.recompute or "full",
                                micro_batch=pinned.micro_batch or 1, virtual_stages=1)
 
@@ -310,4 +317,4 @@ def _floor(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.Topolog
         job.shape, gpu=gpu, n_gpus=topology.n_gpus, precision=precision, method=job.method,
         recompute=layout.recompute, seq_len=job.seq_len, micro_batch=layout.micro_batch, kind=job.kind,
         micro_batches=micro_batches(job, layout), pipeline_parallel=layout.pp, virtual_stages=layout.virtual_stages,
-        mfu=job.mfu) * 1e9 / 3600
+        mfu=job.mfu, context_parallel=layout.cp) * 1e9 / 3600

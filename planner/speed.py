@@ -438,11 +438,12 @@ def flops_per_token(model: ModelShape | float, method: str, recompute: str, seq_
 def compute_floor_seconds_per_token(model: ModelShape | float, *, gpu: GpuPerf, n_gpus: int, precision: str,
                                     method: str, recompute: str, seq_len: int, micro_batch: int, kind: str,
                                     micro_batches: int, pipeline_parallel: int = 1, virtual_stages: int = 1,
-                                    mfu: float | None = None) -> float:
+                                    mfu: float | None = None, context_parallel: int = 1) -> float:
     """A lower bound on training_time's seconds per token for a layout: its compute and pipeline bubble
     alone, with no communication (which only adds). Lets the layout search skip layouts that cannot win."""
     if mfu is None:
-        mfu = default_mfu(gpu.generation, precision, kind, gpu.memory_type, micro_batch_tokens=micro_batch * seq_len)
+        mfu = default_mfu(gpu.generation, precision, kind, gpu.memory_type,
+                          micro_batch_tokens=micro_batch * seq_len / context_parallel)
     bubble = 1.0 + (pipeline_parallel - 1) / virtual_stages / micro_batches
     return flops_per_token(model, method, recompute, seq_len) / (n_gpus * gpu.peak(precision) * mfu) * bubble
 
@@ -454,7 +455,7 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
                   global_batch_tokens: float | None = None,
                   tensor_parallel: int = 1, pipeline_parallel: int = 1, expert_parallel: int = 1,
                   micro_batch: int = 1, seq_len: int | None = None, virtual_stages: int = 1,
-                  lora_rank: int = 16, lora_targets_fraction: float = 1.0,
+                  context_parallel: int = 1, lora_rank: int = 16, lora_targets_fraction: float = 1.0,
                   trainable_params: float | None = None,
                   fallback_to_bf16: bool = False) -> SpeedResult:
     """Productive hours to train on ``tokens`` tokens with every GPU of ``topology``.
@@ -467,6 +468,11 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
         16-bit values; sequence parallelism moves the same volume)
         + MoE all-to-alls (dispatch and combine, forward and backward, per MoE layer)
         + the pipeline send of b*s*h values between stages;
+      context parallelism c (Megatron's CP, for long sequences): each sequence split over c
+        GPUs that hold the same parameters, so DP = n / (t*c*p); each runs s/c of its tokens
+        and passes its K and V chunk around the ring (c-1 times forward, twice that
+        backward), hidden behind the attention compute it feeds; gradients reduce over
+        DP x c;
       pipeline (1F1B): (m + p - 1) micro-batches, the bubble being (p-1)/(m+p-1); with v
         interleaved virtual stages per GPU (Narayanan et al. 2021) (m + (p-1)/v), the
         pipeline sends happening v times as often;
@@ -499,16 +505,18 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     p_active = float(shape.active_params if shape else model)
     n = topology.n_gpus
     t, p, e, b = int(tensor_parallel), int(pipeline_parallel), int(expert_parallel), int(micro_batch)
+    c = int(context_parallel)
     if t < 1 or t > topology.gpus_per_node or topology.gpus_per_node % t:
         raise ValueError(f"tensor_parallel={t} must divide gpus_per_node={topology.gpus_per_node}")
-    if p < 1 or n % (t * p):
-        raise ValueError(f"pipeline_parallel={p} x tensor_parallel={t} must divide {n} GPUs")
+    if p < 1 or c < 1 or n % (t * p * c):
+        raise ValueError(f"pipeline_parallel={p} x tensor_parallel={t}"
+                         + (f" x context_parallel={c}" if c != 1 else "") + f" must divide {n} GPUs")
     v = int(virtual_stages)
     if shape is not None and p * v > shape.layers:
         raise ValueError(f"pipeline_parallel={p} x virtual_stages={v} exceeds the model's {shape.layers} layers")
     if v < 1 or (v > 1 and p == 1):
         raise ValueError(f"virtual_stages={v} needs pipeline_parallel > 1")
-    dp = n // (t * p)
+    dp = n // (t * p * c)
     moe = shape is not None and shape.moe
     if e < 1 or dp % e or (e > 1 and not moe):
         raise ValueError(f"expert_parallel={e} must divide the data-parallel degree {dp} of an MoE model")
@@ -520,20 +528,23 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     per_token = flops_per_token(shape if shape is not None else p_active, method, recompute, seq_len)
     flops = per_token * tokens
     if mfu is None:
-        mfu = default_mfu(gpu.generation, prec, kind, gpu.memory_type, micro_batch_tokens=b * s)
+        mfu = default_mfu(gpu.generation, prec, kind, gpu.memory_type, micro_batch_tokens=b * s / c)
     peak = gpu.peak(prec)
 
     G = global_batch_tokens or default_global_batch_tokens(kind, dp, b, s)
     m = max(1, math.ceil(G / (dp * b * s) - 1e-9))
     step_tokens = m * dp * b * s
     micro_tokens = b * s
-    compute = per_token * micro_tokens / (t * p) / (peak * mfu)
+    compute = per_token * micro_tokens / (t * p * c) / (peak * mfu)
     backward = compute * (6 / 8 if recompute == "full" else 4 / 6)
     micro = compute
-    local_dp = max(1, min(dp, topology.gpus_per_node // t))
+    local_dp = max(1, min(dp * c, topology.gpus_per_node // t))
     if shape is not None:
         stage_layers = math.ceil(shape.layers / p)
-        act_bytes = micro_tokens * shape.hidden * 2.0
+        act_bytes = micro_tokens / c * shape.hidden * 2.0
+        if c > 1:
+            micro += stage_layers * _context_ring_seconds(shape, topology, t, c, micro_tokens / c, recompute,
+                                                          peak * mfu)
         if t > 1:
             msgs = 6 if recompute == "full" else 4
             micro += msgs * stage_layers * collective_seconds(act_bytes, t, t, topology, 2.0)
@@ -568,8 +579,8 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     local_exp = max(1, min(dp // e, topology.gpus_per_node // (t * e)))
 
     def collective(factor: float) -> float:
-        return (collective_seconds(dense * grad_b, dp, local_dp, topology, factor, BUCKET_BYTES)
-                + collective_seconds(expert * grad_b, dp // e, local_exp, topology, factor, BUCKET_BYTES))
+        return (collective_seconds(dense * grad_b, dp * c, local_dp, topology, factor, BUCKET_BYTES)
+                + collective_seconds(expert * grad_b, dp // e * c, local_exp, topology, factor, BUCKET_BYTES))
 
     buckets = max(1, math.ceil((dense + expert) * grad_b / BUCKET_BYTES))
 
@@ -592,6 +603,24 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     tps = tokens / seconds if seconds > 0 else float("inf")
     return SpeedResult(work_h=seconds / 3600.0, tokens_per_s=tps, scaling_efficiency=eff,
                        mfu=mfu * eff, flops=flops, precision=prec, tokens_per_s_per_gpu=tps / n)
+
+
+def _context_ring_seconds(shape: ModelShape, topology: Topology, t: int, c: int, local_tokens: float,
+                          recompute: str, flops_per_s: float) -> float:
+    """Exposed seconds per layer and micro-batch of context parallelism's KV ring (Megatron's CP,
+    ring attention): c-1 sends of the local K and V chunk (2 x kv_heads x head_dim 16-bit values per
+    token, split over TP) in the forward, twice that in the backward (KV and its gradient), once more
+    with full recompute, each overlapped with the attention over the chunk it brings; inside a node
+    when the t*c GPUs fit in one, else over the NIC share."""
+    chunk = local_tokens * 2 * shape.kv_heads * shape.head_dim * 2.0 / t
+    inside = t * c <= topology.gpus_per_node
+    bandwidth = (_intra_bus_gbs(topology) if inside else _inter_bus_gbs(topology)) * 1e9
+    latency = ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6) if inside else \
+        NETWORK_LATENCY_S.get(topology.inter_node, 50e-6)
+    passes = 4 if recompute == "full" else 3
+    attention = 12.0 * shape.hidden * local_tokens * local_tokens / t / flops_per_s \
+        * (4 / 3 if recompute == "full" else 1)  # over one chunk, all passes (flops_per_token's 12*L*h*s)
+    return passes * (c - 1) * (max(chunk / bandwidth - attention / passes, 0.0) + latency)
 
 
 # ---------------------------------------------------------------------------

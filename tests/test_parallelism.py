@@ -73,6 +73,45 @@ def test_layout_labels_round_trip():
     assert layout.label == "TP8 PP16 VPP2 DP64 EP4 zero1 SP full mb2"
     assert par.Layout.parse(layout.label) == layout
     assert par.Layout.parse(par.Layout().label) == par.Layout()
+    cp = par.Layout(tp=8, pp=16, dp=8, zero="zero1", sequence_parallel=True, virtual_stages=4, cp=16)
+    assert cp.label == "TP8 CP16 PP16 VPP4 DP8 zero1 SP selective mb1" and cp.gpus == 16384
+    assert par.Layout.parse(cp.label) == cp
+
+
+def test_context_parallelism_splits_each_sequence_and_shards_over_dp_times_cp():
+    kw = dict(gpus=64, gpus_per_node=8, seq_len=131072, activation_checkpointing="full", tensor_parallel=8,
+              sharding="zero1", pipeline_parallel=1)
+    plain = mem.training_memory(LLAMA2_70B, **kw)
+    split = mem.training_memory(LLAMA2_70B, context_parallel=8, **kw)
+    assert split.activations == pytest.approx(plain.activations / 8, rel=1e-9)
+    # the same parameters on DP x CP = 8 GPUs: ZeRO-1 shards the optimizer over all of them
+    assert split.weights == pytest.approx(plain.weights)
+    assert split.optimizer == pytest.approx(plain.optimizer, rel=1e-9)  # DP8 x CP1 and DP1 x CP8
+    alone = mem.training_memory(LLAMA2_70B, **{**kw, "gpus": 8})  # DP1 x CP1: nothing to shard over
+    assert alone.optimizer == pytest.approx(8 * split.optimizer, rel=1e-9)
+    with pytest.raises(ValueError):
+        mem.training_memory(LLAMA2_70B, context_parallel=3, **kw)
+    # time: with CP one replica runs 8x fewer of its tokens per GPU, so the step needs 8x fewer replicas
+    # for the same batch, and at 128K tokens the KV ring hides behind the attention it feeds
+    topo = Topology(8, 8, **IB)
+    t_kw = dict(tokens=1e9, gpu=H100, topology=topo, tensor_parallel=8, seq_len=131072, recompute="full",
+                sharding="zero1", global_batch_tokens=16 * 2**20, mfu=0.5)
+    ring = training_time(LLAMA2_70B, context_parallel=8, **t_kw)
+    dp_only = training_time(LLAMA2_70B, **t_kw)
+    assert ring.work_h == pytest.approx(dp_only.work_h, rel=0.05)
+    # on a slow network the ring shows: it crosses nodes once t*c exceeds a node
+    slow = Topology(8, 8, "nvlink", 900, "ethernet", 25)
+    assert training_time(LLAMA2_70B, context_parallel=8, **{**t_kw, "topology": slow}).work_h > \
+        1.2 * training_time(LLAMA2_70B, **{**t_kw, "topology": slow}).work_h
+
+
+def test_context_parallelism_is_searched_only_for_long_sequences_unless_pinned():
+    short = par.Job(shape=LLAMA2_70B, seq_len=8192)
+    long = par.Job(shape=LLAMA2_70B, seq_len=131072)
+    cps = lambda job, pinned=par.Pinned(): {l.cp for g in par.layouts(job, 64, 8, pinned) for l in g}  # noqa: E731
+    assert cps(short) == {1}
+    assert cps(long) == {1, 2, 4, 8, 16, 32}
+    assert cps(short, par.Pinned(cp=4)) == {4}
 
 
 def test_search_picks_a_fitting_layout_and_honours_pins():
