@@ -5,7 +5,7 @@ Each quarter is a realistic mix: multi-node pretrains (AWS H100 only, some
 fine-tunes, standalone fine-tunes and eval sweeps, some optional runs with priorities,
 per-provider GPU quotas and 2-4 reservation pools. For each it prints candidate-generation
 time, model build time, the search `planner batch` runs (phases within --time-limit, 1 CP-SAT worker and the bound's LP beside it;
-see planner/batch_search.py): status, gap, objective, and
+see planner/batch/search.py): status, gap, objective, and
 the cost of a greedy list-scheduler baseline measured in the same run:
 
   runs in due-date order (a run waits for the runs it comes `after`); each takes the
@@ -31,13 +31,18 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.batch import market, month_spans, run_candidates  # noqa: E402
-from planner.batch import _pools  # noqa: E402
-from planner.batch_greedy import greedy  # noqa: E402
-from planner.batch_model import BatchLimits, RunInfo, build_batch_model  # noqa: E402
-from planner.batch_search import solve_in_phases  # noqa: E402
-from planner.candidates import apply_overrides  # noqa: E402
-from planner.quarter import _scenario_view, load_quarter  # noqa: E402
+from planner.batch.greedy import greedy  # noqa: E402
+from planner.batch.model import BatchLimits, RunInfo, build_batch_model  # noqa: E402
+from planner.batch.pipeline import (  # noqa: E402
+    _pools,  # noqa: E402
+    market,
+    month_spans,
+    run_candidates,
+)
+from planner.batch.search import solve_in_phases  # noqa: E402
+from planner.candidates.generate import apply_overrides  # noqa: E402
+from planner.load.quarter import load_quarter
+from planner.schema.quarter import as_scenario  # noqa: E402
 
 START = "2027-01-04"
 DAYS = 91
@@ -131,7 +136,7 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
         loaded = load_quarter(path)
     quarter = loaded.quarter
     t0 = time.perf_counter()
-    scenario = _scenario_view(quarter)
+    scenario = as_scenario(quarter)
     offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
     pools = _pools(loaded)
     prices = market(offers, pools)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from planner.costmodel import CandidateInputs, best_interval, expected, p_deadline
-from planner.simulate import simulate
+from planner.economics.costmodel import CandidateInputs, best_interval, expected, p_deadline
+from planner.economics.simulate import simulate
 
 
 def main() -> None:

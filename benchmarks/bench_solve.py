@@ -34,10 +34,10 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.candidates import generate, limits_of  # noqa: E402
-from planner.catalog import shipped_catalog_names  # noqa: E402
-from planner.scenario import load_scenario  # noqa: E402
-from planner.solver import build_model, solve_model  # noqa: E402
+from planner.candidates.generate import generate, limits_of  # noqa: E402
+from planner.load.catalog import shipped_catalog_names  # noqa: E402
+from planner.load.scenario import load_scenario  # noqa: E402
+from planner.solve.model import build_model, solve_model  # noqa: E402
 
 TEMPLATES = [
     # (kind, yaml body) — realistic jobs of a platform team
@@ -185,8 +185,8 @@ def greedy(cands: pd.DataFrame, quotas: dict[str, int]) -> float | None:
 
 def cold_caches() -> None:
     """Forget the work kept from earlier sizes, so each size's phases are timed as a fresh process would."""
-    import planner.candidates as C
-    from planner.parallelism import best_layout
+    import planner.candidates.generate as C
+    from planner.physics.parallelism import best_layout
 
     for cache in (C._ROWS_CACHE, C._EXACT_CACHE, C._ESTIMATES):
         cache.clear()

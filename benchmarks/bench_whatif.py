@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_solve import scenario_yaml  # noqa: E402
 
-from planner import whatif  # noqa: E402
+from planner.whatif import sweep as whatif  # noqa: E402
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
 

@@ -27,11 +27,14 @@ from ruamel.yaml import YAML
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-from planner import memory as mem  # noqa: E402
-from planner import parallelism, speed  # noqa: E402
-from planner.catalog import load_gpus, load_models  # noqa: E402
-from planner.domain import ModelArch  # noqa: E402
-from planner.estimate import gpu_perf, model_shape  # noqa: E402
+from planner.load.catalog import load_gpus, load_models  # noqa: E402
+from planner.physics import memory as mem  # noqa: E402
+from planner.physics import (
+    parallelism,  # noqa: E402
+    speed,
+)
+from planner.physics.estimate import gpu_perf, model_shape  # noqa: E402
+from planner.schema.scenario import ModelArch  # noqa: E402
 
 CASES = ROOT / "published_cases.yaml"
 HEADROOM = 0.10  # the planner's default vram_headroom

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from .errors import PlannerError
+from planner.errors import PlannerError
 
 FORMATS = ("table", "json", "csv")
 
@@ -75,7 +75,7 @@ def exit_for(status: str) -> None:
 
 def warn_old_prices(catalog) -> None:
     """One line on stderr when the prices used are old (never an error: old prices still plan)."""
-    from .catalog import price_age_warning
+    from planner.load.catalog import price_age_warning
 
     line = price_age_warning(catalog)
     if line:
@@ -85,7 +85,7 @@ def warn_old_prices(catalog) -> None:
 def emit(text: str, output: str | None, inputs: tuple[Path, ...] = ()) -> None:
     """Print, or write atomically to `output` (never over an input file)."""
     if output:
-        from .output import write_atomic
+        from planner.files import write_atomic
 
         write_atomic(Path(output), text, protected=inputs)
         click.echo(f"wrote {output}", err=True)
@@ -110,8 +110,8 @@ def main(max_input_size: str) -> None:
       planner catalog list --gpu H100 --format json
       planner --max-input-size 256MiB solve big-scenario.yaml
     """
-    from . import yamlio
-    from .units import parse_gib
+    from planner.load import yaml as yamlio
+    from planner.schema.units import parse_gib
 
     try:
         yamlio.MAX_FILE_BYTES = int(parse_gib(max_input_size) * 2**30)
@@ -133,9 +133,9 @@ def validate(files: tuple[Path, ...]) -> None:
     Example:
       planner validate scenarios/*.yaml
     """
-    from .quarter import load_quarter
-    from .scenario import load_scenario
-    from .yamlio import load_yaml
+    from planner.load.quarter import load_quarter
+    from planner.load.scenario import load_scenario
+    from planner.load.yaml import load_yaml
 
     for path in files:
         raw = load_yaml(path)
@@ -182,9 +182,9 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
       planner solve scenarios/team-quarter-mix.yaml --explain
       planner solve scenarios/pretrain-multinode.yaml --format json -o plan.json
     """
-    from .plan import make_plan
-    from .report import solve_text
-    from .scenario import load_scenario
+    from planner.load.scenario import load_scenario
+    from planner.report.solve import solve_text
+    from planner.solve.pipeline import make_plan
 
     loaded = load_scenario(scenario)
     bar = _LazyProgress("building candidates", show=fmt != "json" or output is not None)
@@ -226,8 +226,9 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
       planner batch scenarios/quarter-team.yaml
       planner batch scenarios/quarter-team.yaml --format json -o schedule.json --gantt schedule.png
     """
-    from .batch import batch_json, batch_text, make_batch_plan
-    from .quarter import load_quarter
+    from planner.batch.pipeline import make_batch_plan
+    from planner.load.quarter import load_quarter
+    from planner.report.batch import batch_json, batch_text
 
     if gantt and not gantt.lower().endswith((".png", ".html")):
         raise PlannerError("expected a .png or .html file name", "--gantt")
@@ -240,7 +241,7 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
     emit(batch_text(plan, fmt, not no_timings), output, inputs=(quarter,))
     warn_old_prices(loaded.catalog)
     if gantt and plan.status in ("OPTIMAL", "FEASIBLE"):
-        from .gantt import write_gantt
+        from planner.report.gantt import write_gantt
 
         write_gantt(batch_json(plan), Path(gantt), protected=(quarter,))
         click.echo(f"wrote {gantt}", err=True)
@@ -271,14 +272,14 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
       planner solve scenarios/team-quarter-mix.yaml --format json -o plan.json
       planner simulate scenarios/team-quarter-mix.yaml --plan plan.json
     """
-    from .report import simulation_rows, simulation_text
-    from .scenario import load_scenario
+    from planner.load.scenario import load_scenario
+    from planner.report.solve import simulation_rows, simulation_text
 
     loaded = load_scenario(scenario)
     if plan_file:
         chosen = _read_plan(plan_file, loaded)
     else:
-        from .plan import assignments, make_plan
+        from planner.solve.pipeline import assignments, make_plan
 
         plan = make_plan(loaded, time_limit_s=time_limit)
         if plan.status not in ("OPTIMAL", "FEASIBLE"):
@@ -295,7 +296,7 @@ def _read_plan(path: Path, loaded) -> list[dict]:
     """A plan JSON file -> its assignments, checked for the fields simulation needs."""
     import json
 
-    from .yamlio import read_text
+    from planner.load.yaml import read_text
 
     try:
         data = json.loads(read_text(path, "plan file"))
@@ -371,8 +372,17 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers,
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.8:1.6:9 --where provider=gcp --format json
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.5:2.0:31 --executor dask://10.0.0.5:8786
     """
-    from .whatif import (OPTIONS, SweepSpec, check_where, loaded_scenario, make_executor, parse_range, parse_where,
-                         run_sweep, sweep_text)
+    from planner.whatif.sweep import (
+        OPTIONS,
+        SweepSpec,
+        check_where,
+        loaded_scenario,
+        make_executor,
+        parse_range,
+        parse_where,
+        run_sweep,
+        sweep_text,
+    )
 
     given = {"spot_price_multiplier": spot, "preemption_multiplier": preemption,
              "on_demand_price_multiplier": on_demand}
@@ -385,16 +395,16 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers,
     conditions = parse_where(where)
     if plot and plot.suffix.lower() not in (".png", ".html", ".htm"):
         raise PlannerError(f"expected a .png or .html file name, got {plot.name!r}", "--plot")
-    from .yamlio import load_yaml
+    from planner.load.yaml import load_yaml
 
     raw = load_yaml(file)
     is_quarter = isinstance(raw, dict) and "horizon" in raw
     if is_quarter:  # a quarter file: every point is a `planner batch` schedule
-        from .whatif import loaded_quarter, solve_quarter_point
+        from planner.whatif.sweep import loaded_quarter, solve_quarter_point
 
         loaded, solve_one = loaded_quarter(str(file)), solve_quarter_point
     else:
-        from .whatif import solve_point
+        from planner.whatif.sweep import solve_point
 
         loaded, solve_one = loaded_scenario(str(file)), solve_point
     check_where(conditions, loaded.catalog)
@@ -408,7 +418,7 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers,
         bar.close()
     emit(sweep_text(result, fmt), output, inputs=(file,))
     if plot:
-        from .whatif_plot import write_plot
+        from planner.whatif.plot import write_plot
 
         write_plot(result, plot, protected=(file,))
         click.echo(f"wrote {plot}", err=True)
@@ -460,30 +470,30 @@ def estimate(scenario, workload, gpus, fmt) -> None:
     Example:
       planner estimate scenarios/full-finetune-70b.yaml --gpu H100 --gpu A100
     """
-    from .estimate import estimate_rows
-    from .scenario import load_scenario
+    from planner.load.scenario import load_scenario
+    from planner.physics.estimate import estimate_rows
 
     loaded = load_scenario(scenario)
     names = {w.name for w in loaded.scenario.workloads}
     if workload and workload not in names:
-        from .catalog import did_you_mean
+        from planner.errors import did_you_mean
 
         raise PlannerError(f"unknown workload {workload!r}{did_you_mean(workload, names)}", "--workload")
     for query in gpus:
         if not loaded.catalog.knows_gpu(query):
-            from .catalog import did_you_mean
+            from planner.errors import did_you_mean
 
             raise PlannerError(f"unknown GPU {query!r}{did_you_mean(query, loaded.catalog.gpu_names_and_families())}",
                                "--gpu")
     rows = estimate_rows(loaded, workload, gpus)
     if fmt == "json":
-        from .output import to_json
+        from planner.report.render import to_json
 
         click.echo(to_json(rows), nl=False)
         return
     import pandas as pd
 
-    from .output import render_table
+    from planner.report.render import render_table
 
     for name in sorted({r["workload"] for r in rows}, key=[w.name for w in loaded.scenario.workloads].index):
         table = pd.DataFrame([{
@@ -520,7 +530,8 @@ def gpus(gpus, catalogs, fmt) -> None:
       planner gpus
       planner gpus --gpu H100 --gpu H200
     """
-    from .catalog import did_you_mean, gpu_summary, load_catalog, shipped_catalog_names
+    from planner.errors import did_you_mean
+    from planner.load.catalog import gpu_summary, load_catalog, shipped_catalog_names
 
     try:
         cat = load_catalog(catalogs or tuple(shipped_catalog_names()))
@@ -531,13 +542,13 @@ def gpus(gpus, catalogs, fmt) -> None:
             raise PlannerError(f"unknown GPU {gpu!r}{did_you_mean(gpu, cat.gpu_names_and_families())}", "--gpu")
     frame = gpu_summary(cat, tuple(gpus))
     if fmt == "json":
-        from .output import to_json
+        from planner.report.render import to_json
 
         click.echo(to_json(frame.astype(object).where(frame.notna(), None).to_dict("records")), nl=False)
     elif fmt == "csv":
         click.echo(frame.to_csv(index=False), nl=False)
     else:
-        from .output import render_table
+        from planner.report.render import render_table
 
         as_of = cat.prices_as_of()
         shown = frame.rename(columns={"on_demand_usd_per_gpu_h": "on_demand_per_gpu_h",
@@ -566,7 +577,7 @@ def examples(names, directory, list_only) -> None:
       planner examples && planner solve scenarios/team-quarter-mix.yaml --explain
       planner examples lora-finetune --dir my-plans
     """
-    from .examples import copy_examples, shipped_examples
+    from planner.load.examples import copy_examples, shipped_examples
 
     if list_only:
         for name, what in shipped_examples().items():
@@ -604,8 +615,9 @@ def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit)
       planner catalog list --gpu H100 --format json
       planner catalog list --provider aws --min-vram 40GiB --spot
     """
-    from .catalog import did_you_mean, load_catalog, shipped_catalog_names
-    from .units import parse_gib
+    from planner.errors import did_you_mean
+    from planner.load.catalog import load_catalog, shipped_catalog_names
+    from planner.schema.units import parse_gib
 
     names = catalogs or tuple(shipped_catalog_names())
     try:
@@ -637,14 +649,14 @@ def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit)
     if limit is not None:
         frame = frame.head(limit)
     if fmt == "json":
-        from .output import to_json
+        from planner.report.render import to_json
 
         records = frame.astype(object).where(frame.notna(), None).to_dict("records")
         click.echo(to_json(records), nl=False)
     elif fmt == "csv":
         click.echo(frame.to_csv(index=False), nl=False)
     else:
-        from .output import render_table
+        from planner.report.render import render_table
 
         shown = frame.drop(columns=["defaults", "notes"]).rename(columns=_SHORT_HEADERS)
         shown["network"] = shown.pop("inter_node") + " " + shown.pop("inter_node_gbps").map(lambda g: f"{g:g}G" if g else "")
@@ -684,7 +696,8 @@ def catalog_show(offer, catalogs, fmt) -> None:
     Example:
       planner catalog show aws/us-east-1/p5.48xlarge
     """
-    from .catalog import did_you_mean, load_catalog, shipped_catalog_names
+    from planner.errors import did_you_mean
+    from planner.load.catalog import load_catalog, shipped_catalog_names
 
     cat = load_catalog(catalogs or tuple(shipped_catalog_names()))
     keys = cat.offers["key"]
@@ -704,7 +717,7 @@ def catalog_show(offer, catalogs, fmt) -> None:
         "defaulted_fields": list(chosen.defaults) + [f"provider.{d}" for d in provider.defaults],
     }
     if fmt == "json":
-        from .output import to_json
+        from planner.report.render import to_json
 
         click.echo(to_json(details), nl=False)
         return
@@ -733,19 +746,19 @@ def catalog_import(source, file, provider, output) -> None:
     Example:
       planner catalog import --from skypilot vms.csv --provider aws -o my-aws.csv
     """
-    from .catalog import _read_csv, load_gpus, load_providers, read_offers
-    from .output import write_atomic
-    from .skypilot_import import catalog_header, gpu_aliases, import_skypilot
+    from planner.files import write_atomic
+    from planner.load.catalog import _read_csv, load_gpus, load_providers, read_offers
+    from planner.load.skypilot import catalog_header, gpu_aliases, import_skypilot
 
     providers = load_providers()
     if provider not in providers:
-        from .catalog import did_you_mean
+        from planner.errors import did_you_mean
 
         raise PlannerError(f"unknown provider {provider!r}{did_you_mean(provider, providers)}; "
                            f"known: {', '.join(sorted(providers))}", "--provider")
     import pandas as pd
 
-    from .catalog import CATALOG_DIR
+    from planner.load.catalog import CATALOG_DIR
 
     _read_csv(file, "SkyPilot catalog")  # the same refusals as every input file
     frame = pd.read_csv(file)
@@ -796,11 +809,17 @@ def catalog_refresh(provider, output, regions) -> None:
 
     import pandas as pd
 
-    from .catalog import load_gpus, load_providers, read_offers
-    from .offer_facts import load_shipped_offers
-    from .output import check_target
-    from .price_refresh import (aws_offers, aws_spot_prices, azure_offers, fetch_aws_offer_file, fetch_azure,
-                                write_offers_csv)
+    from planner.files import check_target
+    from planner.load.catalog import load_gpus, load_providers, read_offers
+    from planner.load.offer_facts import load_shipped_offers
+    from planner.load.refresh import (
+        aws_offers,
+        aws_spot_prices,
+        azure_offers,
+        fetch_aws_offer_file,
+        fetch_azure,
+        write_offers_csv,
+    )
 
     check_target(output)
     gpus = load_gpus()

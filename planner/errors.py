@@ -1,6 +1,8 @@
 """The one exception type the CLI turns into a one-line message and exit status 2."""
 from __future__ import annotations
 
+import difflib
+
 
 class PlannerError(Exception):
     """A problem with the user's input, phrased so the user can act on it.
@@ -22,3 +24,10 @@ def printable(text: str) -> str:
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+def did_you_mean(name: str, choices) -> str:
+    """' (did you mean X?)' when a close valid name exists, else ''."""
+    lowered = {str(c).lower(): str(c) for c in choices}
+    close = difflib.get_close_matches(str(name).lower(), list(lowered), n=1, cutoff=0.6)
+    return f" (did you mean {lowered[close[0]]!r}?)" if close else ""

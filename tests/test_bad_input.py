@@ -1,6 +1,5 @@
 """Every malformed input: one line on stderr naming file, line/key path and what was expected; exit 2."""
 import pytest
-
 from conftest import MINIMAL
 
 

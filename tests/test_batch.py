@@ -1,5 +1,5 @@
 """`planner batch` end to end: every schedule through the independent hour-by-hour checker
-(`planner/batch_checker.py`), CP-SAT against brute force on small quarters, budget-driven
+(`planner/batch/checker.py`), CP-SAT against brute force on small quarters, budget-driven
 dropping by priority, reserved capacity bought exactly when it pays off, a binding monthly
 budget, bad input, and the CLI's formats and JSON contract.
 
@@ -26,14 +26,16 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from conftest import SCENARIOS
-from planner import batch_search
-from planner.batch import batch_json, make_batch_plan
-from planner.batch_bound import all_runs_lower_bound_usd, relax
-from planner.batch_model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
-from planner.batch_checker import check_schedule
-from planner.quarter import QuarterConstraints, load_quarter
+
+from planner.batch import search as batch_search
+from planner.batch.bound import all_runs_lower_bound_usd, relax
+from planner.batch.checker import check_schedule
+from planner.batch.model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
+from planner.batch.pipeline import make_batch_plan
+from planner.load.quarter import load_quarter
+from planner.report.batch import batch_json
+from planner.schema.quarter import QuarterConstraints
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 HALF_CENT = 0.005
@@ -1275,8 +1277,8 @@ def test_determinism(contract_file):
 def test_a_schedule_without_a_bound_says_so():
     """When no search produced a bound within the time limit, the report says so: no `gap 0.00 %` against
     a NaN bound, and `bound_usd` is null in the JSON (NaN is not JSON)."""
-    from planner.batch import batch_text
-    from planner.quarter import load_quarter
+    from planner.load.quarter import load_quarter
+    from planner.report.batch import batch_text
 
     plan = make_batch_plan(load_quarter(SCENARIOS / "quarter-team.yaml"), time_limit_s=5.0)
     plan = dataclasses.replace(plan, result=dataclasses.replace(plan.result, status="FEASIBLE", bound_usd=math.nan))
@@ -1291,8 +1293,8 @@ def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_sc
     """If every search phase leaves optional runs out that the greedy schedule placed (as CP-SAT did on a
     500-run quarter), the greedy schedule is checked by CP-SAT with its choices fixed and returned, as
     FEASIBLE (a fixed solve proves nothing), and the checker accepts it."""
-    from planner.batch_model import solve_batch
-    from planner.quarter import load_quarter
+    from planner.batch.model import solve_batch
+    from planner.load.quarter import load_quarter
 
     def leaves_optional_runs_out(model, *args, **kwargs):
         result = solve_batch(model, *args, **kwargs)

@@ -2,10 +2,9 @@
 import json
 
 import pytest
-
-from planner.catalog import CATALOG_DIR, _header_comments, load_catalog, shipped_catalog_names
-
 from test_bad_input import assert_one_line_error
+
+from planner.load.catalog import CATALOG_DIR, _header_comments, load_catalog, shipped_catalog_names
 
 
 @pytest.fixture(scope="module")

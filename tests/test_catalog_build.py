@@ -1,11 +1,11 @@
-"""Tests of planner.skypilot_import on small inline frames (no shared data)."""
+"""Tests of planner.load.skypilot on small inline frames (no shared data)."""
 import math
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from planner.skypilot_import import OFFER_COLUMNS, import_skypilot, interconnect_defaults
+from planner.load.skypilot import OFFER_COLUMNS, import_skypilot, interconnect_defaults
 
 ALIASES = {"A10G": "A10G", "H100": "H100-SXM", "A100": "A100-40GB", "A100-80GB": "A100-80GB"}
 

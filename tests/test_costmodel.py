@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from planner.costmodel import (
+from planner.economics.costmodel import (
     BREAKDOWN_KEYS,
     CandidateInputs,
     _moments,
@@ -20,7 +20,7 @@ from planner.costmodel import (
     segment_plan,
     segments,
 )
-from planner.simulate import simulate
+from planner.economics.simulate import simulate
 
 SEC = 1.0 / 3600.0
 MIN = 60.0 * SEC
@@ -297,7 +297,7 @@ def test_analytic_matches_simulation_failure_prone(d, per_segment):
        tolerance=st.sampled_from(["checkpointed", "none"]))
 def test_completion_quantile_inverts_p_deadline(work, rate, n, q, tolerance):
     """`planner batch` books the q-quantile: P(T <= quantile) >= q, and just below it < q."""
-    from planner.costmodel import completion_quantile, p_deadline
+    from planner.economics.costmodel import completion_quantile, p_deadline
 
     inp = CandidateInputs(work_h=work, checkpoint_write_h=0.02, restart_h=0.1, nodes=n, gpus_per_node=8,
                           spot_rate_per_node_h=rate, checkpoint_interval_h=1.0, interruption_tolerance=tolerance)

@@ -4,8 +4,8 @@ import subprocess
 import sys
 
 import click
-
 from conftest import REPO
+
 from planner.cli import main
 
 

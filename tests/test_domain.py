@@ -2,7 +2,7 @@
 import pytest
 from pydantic import ValidationError
 
-from planner.domain import Checkpointing, MemoryNeed, ModelArch, Offer, Scenario, Work, Workload
+from planner.schema.scenario import Checkpointing, MemoryNeed, ModelArch, Offer, Scenario, Work, Workload
 
 BASE = {"name": "w", "kind": "training", "memory": {"per_gpu": "20GiB"}, "work": {"gpu_hours": 5, "reference_gpu": "A10G"}}
 

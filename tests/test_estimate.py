@@ -2,10 +2,10 @@
 import json
 
 import pytest
-
 from conftest import SCENARIOS, scenario_files
-from planner.estimate import Shape, estimate
-from planner.scenario import load_scenario
+
+from planner.load.scenario import load_scenario
+from planner.physics.estimate import Shape, estimate
 
 
 @pytest.fixture(scope="module")

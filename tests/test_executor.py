@@ -9,12 +9,11 @@ import threading
 import time
 
 import pytest
-
 from conftest import SCENARIOS
 from test_bad_input import assert_one_line_error
 
-from planner import whatif as W
 from planner.errors import PlannerError
+from planner.whatif import sweep as W
 
 distributed = pytest.importorskip("distributed")
 

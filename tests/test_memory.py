@@ -2,12 +2,26 @@
 
 import pytest
 
-from planner.memory import (
-    FRAMEWORK_OVERHEAD_GIB, GIB, NF4_DQ_BYTES_PER_PARAM, WEIGHT_BYTES_PER_PARAM,
-    MemoryBreakdown, ModelShape, activation_bytes, activation_bytes_per_layer,
-    deepspeed_zero2_cpu_bytes, deepspeed_zero2_gpu_bytes, deepspeed_zero3_cpu_bytes,
-    deepspeed_zero3_gpu_bytes, fits, inference_memory, kv_bytes_per_token,
-    model_state_bytes, stated_memory, training_memory, weight_bytes,
+from planner.physics.memory import (
+    FRAMEWORK_OVERHEAD_GIB,
+    GIB,
+    NF4_DQ_BYTES_PER_PARAM,
+    WEIGHT_BYTES_PER_PARAM,
+    MemoryBreakdown,
+    ModelShape,
+    activation_bytes,
+    activation_bytes_per_layer,
+    deepspeed_zero2_cpu_bytes,
+    deepspeed_zero2_gpu_bytes,
+    deepspeed_zero3_cpu_bytes,
+    deepspeed_zero3_gpu_bytes,
+    fits,
+    inference_memory,
+    kv_bytes_per_token,
+    model_state_bytes,
+    stated_memory,
+    training_memory,
+    weight_bytes,
 )
 
 # HF config.json shapes (models.csv)

@@ -6,11 +6,11 @@ import json
 from datetime import date
 
 import pytest
-
 from conftest import SCENARIOS
-from planner.catalog import CATALOG_DIR, EXAMPLES_DIR, load_catalog, price_age_warning, shipped_catalog_names
-from planner.plan import make_plan
-from planner.scenario import load_scenario
+
+from planner.load.catalog import CATALOG_DIR, EXAMPLES_DIR, load_catalog, price_age_warning, shipped_catalog_names
+from planner.load.scenario import load_scenario
+from planner.solve.pipeline import make_plan
 
 
 def test_shipped_data_is_package_data():

@@ -16,14 +16,20 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from planner.catalog import CATALOG_DIR, load_catalog, load_gpus, load_providers, read_offers
 from planner.errors import PlannerError
-from planner.offer_facts import OTHER_REGION_TAG, SAME_REGION_TAG, keep_known_facts, load_shipped_offers
-from planner.price_refresh import (
-    AZURE_FILTER, AZURE_PRICES_URL, aws_offers, aws_spot_prices, azure_offers, fetch_aws_offer_file, fetch_azure,
+from planner.load.catalog import CATALOG_DIR, load_catalog, load_gpus, load_providers, read_offers
+from planner.load.offer_facts import OTHER_REGION_TAG, SAME_REGION_TAG, keep_known_facts, load_shipped_offers
+from planner.load.refresh import (
+    AZURE_FILTER,
+    AZURE_PRICES_URL,
+    aws_offers,
+    aws_spot_prices,
+    azure_offers,
+    fetch_aws_offer_file,
+    fetch_azure,
     write_offers_csv,
 )
-from planner.skypilot_import import gpu_aliases, import_skypilot
+from planner.load.skypilot import gpu_aliases, import_skypilot
 
 DATA = Path(__file__).resolve().parent / "data" / "refresh"
 AWS_FILE = DATA / "aws_ec2_us-east-1.json"
@@ -374,7 +380,7 @@ def test_keep_known_facts_never_overwrites_a_real_source_value():
 # ---------------------------------------------------------------- the commands as a user runs them
 
 def test_catalog_refresh_azure_writes_a_catalog_solve_uses(run, tmp_path, monkeypatch, scenario_file):
-    import planner.price_refresh as refresh
+    import planner.load.refresh as refresh
 
     monkeypatch.setattr(refresh, "fetch_azure", lambda *a, **k: iter(azure_pages()))
     out = tmp_path / "azure-today.csv"
@@ -398,7 +404,7 @@ def test_catalog_refresh_azure_writes_a_catalog_solve_uses(run, tmp_path, monkey
 
 
 def test_catalog_refresh_aws_keeps_efa_for_p5(run, tmp_path, monkeypatch):
-    import planner.price_refresh as refresh
+    import planner.load.refresh as refresh
 
     monkeypatch.setattr(refresh, "fetch_aws_offer_file", lambda region, **k: AWS_FILE)
     monkeypatch.setattr(refresh, "aws_spot_prices", lambda *a, **k: None)

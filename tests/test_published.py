@@ -71,8 +71,8 @@ def test_long_context_pretraining_splits_sequences_over_gpus(outcomes):
 # ---------------------------------------------------------------- the same physics through `planner solve`
 
 def _solve(scenario_file, text):
-    from planner.plan import make_plan
-    from planner.scenario import load_scenario
+    from planner.load.scenario import load_scenario
+    from planner.solve.pipeline import make_plan
 
     return make_plan(load_scenario(scenario_file(text)))
 
@@ -120,7 +120,7 @@ def test_solve_plans_qlora_65b_on_one_48gb_card_when_it_is_cheapest(scenario_fil
         """)
     row = plan.chosen.iloc[0]
     assert row.vram_gib <= 48, (row.instance_type, row.gpus)
-    from planner.estimate import Shape, estimate
+    from planner.physics.estimate import Shape, estimate
 
     one_card = estimate(plan.loaded.scenario.workloads[0], plan.loaded.catalog,
                         Shape("RTXA6000", 1, 1, 47.99, "pcie", 64, "none", 0), 0.10)

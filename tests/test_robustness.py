@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import SCENARIOS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import SCENARIOS
-from planner.yamlio import MAX_DEPTH, load_yaml
+from planner.load.yaml import MAX_DEPTH, load_yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from fuzz_inputs import MUTATIONS, mutate  # noqa: E402

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
-from planner.costmodel import CandidateInputs, expected
-from planner.simulate import simulate
+from planner.economics.costmodel import CandidateInputs, expected
+from planner.economics.simulate import simulate
 
 SEC = 1.0 / 3600.0
 

@@ -66,7 +66,6 @@ workloads:
 
 
 import pytest  # noqa: E402
-
 from conftest import scenario_files  # noqa: E402
 
 

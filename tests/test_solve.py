@@ -17,15 +17,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
 from conftest import SCENARIOS, scenario_files
-from planner.candidates import generate
-from planner.catalog import load_catalog
-from planner.checker import check_plan
-from planner.domain import Scenario
-from planner.plan import make_plan
-from planner.report import plan_json
-from planner.scenario import LoadedScenario, load_scenario
+
+from planner.candidates.generate import generate
+from planner.load.catalog import load_catalog
+from planner.load.scenario import LoadedScenario, load_scenario
+from planner.report.solve import plan_json
+from planner.schema.scenario import Scenario
+from planner.solve.checker import check_plan
+from planner.solve.pipeline import make_plan
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 SEEDS = range(48)
@@ -312,7 +312,7 @@ def test_quota_keyed_by_canonical_gpu_name(scenario_file):
 
 
 def test_budget_in_cents_is_not_truncated():
-    from planner.solver import Limits, build_model, solve_model
+    from planner.solve.model import Limits, build_model, solve_model
 
     row = dict(workload="w", cid="w|p/r/a", cost_usd=0.2875, cost_cents=29, wall_h=1.0, provider="p", region="r",
                gpus=1, nodes=1, offer_key="p/r/a", market="on_demand", max_nodes=None, gpu_family="X", gpu="X1")
@@ -565,8 +565,8 @@ def test_solve_explain_prints_runner_ups(run):
 # ---------------------------------------------------------------- the LP bound (HiGHS) beside CP-SAT
 
 def synthetic_candidates(workloads: int, per_workload: int, seed: int) -> tuple:
-    """A candidate table as candidates.py builds it, random, under binding per-provider GPU quotas."""
-    from planner.limits import Limits
+    """A candidate table as candidates/generate.py builds it, random, under binding per-provider GPU quotas."""
+    from planner.candidates.limits import Limits
 
     rng = np.random.default_rng(seed)
     providers = np.array(["aws", "gcp", "azure", "lambda"])
@@ -606,7 +606,7 @@ def mip_optimum_cents(cands: pd.DataFrame, limits) -> float:
 def test_a_weak_cp_sat_bound_is_replaced_by_the_valid_lp_bound():
     """CP-SAT without its own LP (linearization_level 0), stopped after a second from a feasible hint,
     has a weak bound; the reported bound is the HiGHS relaxation's, and never above the MIP optimum."""
-    from planner.solver import build_model, solve_model
+    from planner.solve.model import build_model, solve_model
 
     cands, limits = synthetic_candidates(600, 6, seed=4)
     optimum = mip_optimum_cents(cands, limits) / 100
@@ -623,8 +623,8 @@ def test_a_weak_cp_sat_bound_is_replaced_by_the_valid_lp_bound():
 
 @pytest.mark.parametrize("seed", range(0, 48, 3))
 def test_lp_bound_never_exceeds_the_brute_force_optimum(seed):
-    from planner.candidates import limits_of
-    from planner.solve_bound import lp_bound
+    from planner.candidates.generate import limits_of
+    from planner.solve.bound import lp_bound
 
     run = random_run(seed)
     loaded = run["loaded"]
@@ -643,7 +643,7 @@ def test_lp_bound_never_exceeds_the_brute_force_optimum(seed):
 def test_solve_reports_which_bound_proved_it(run):
     data = json.loads(run("solve", SCENARIOS / "team-quarter-mix.yaml", "--format", "json").stdout)
     assert data["status"] == "OPTIMAL" and data["solve_report"]["proved_by"] in ("cp-sat", "lp", "mip")
-    from planner.report import PROVERS
+    from planner.report.solve import PROVERS
 
     text = run("solve", SCENARIOS / "team-quarter-mix.yaml").stdout
     assert f"optimal (proven by {PROVERS[data['solve_report']['proved_by']]})" in text
@@ -652,8 +652,8 @@ def test_solve_reports_which_bound_proved_it(run):
 def test_the_branch_and_bound_proves_the_optimum_in_cents_where_the_lp_leaves_workloads_fractional():
     """300 workloads under quotas binding at 30 % of demand: the LP is fractional (8 workloads), HiGHS's branch and
     bound on the same rows proves the optimum, which an exact MIP written apart from the planner confirms."""
-    from planner.solve_bound import lp_bound
-    from planner.solver import build_model, solve_model
+    from planner.solve.bound import lp_bound
+    from planner.solve.model import build_model, solve_model
 
     cands, limits = synthetic_candidates(300, 6, seed=8)
     relaxed = lp_bound(cands, limits, cands["cost_cents"].to_numpy(float))

@@ -2,11 +2,20 @@
 
 import pytest
 
-from planner.memory import ModelShape, weight_bytes
-from planner.speed import (
-    DEFAULT_OVERLAP, GpuPerf, Topology, allreduce_seconds, bus_bandwidth_gbs,
-    decode_tokens_per_s_bound, default_mfu, effective_precision, generation_time,
-    reference_scaled_hours, scaling_efficiency, training_time,
+from planner.physics.memory import ModelShape, weight_bytes
+from planner.physics.speed import (
+    DEFAULT_OVERLAP,
+    GpuPerf,
+    Topology,
+    allreduce_seconds,
+    bus_bandwidth_gbs,
+    decode_tokens_per_s_bound,
+    default_mfu,
+    effective_precision,
+    generation_time,
+    reference_scaled_hours,
+    scaling_efficiency,
+    training_time,
 )
 
 LLAMA2_7B = ModelShape(params=6_738_415_616, active_params=6_738_415_616, layers=32, hidden=4096,

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from planner.units import format_hours, parse_count, parse_gib, parse_hours, parse_usd
+from planner.schema.units import format_hours, parse_count, parse_gib, parse_hours, parse_usd
 
 
 @pytest.mark.parametrize("text, hours", [

@@ -8,10 +8,10 @@ import textwrap
 import pandas as pd
 import pytest
 
-from planner import candidates as C
-from planner import whatif as W
+from planner.candidates import generate as C
 from planner.errors import PlannerError
-from planner.scenario import load_scenario
+from planner.load.scenario import load_scenario
+from planner.whatif import sweep as W
 
 TWO_JOBS = """\
 name: whatif-small

@@ -1,0 +1,9 @@
+"""Layer 6, `planner batch`: a quarter's runs scheduled over a calendar.
+
+pipeline  run candidates with calendar durations, then the schedule
+model     the CP-SAT schedule, one function per constraint family
+greedy    a list scheduler: the first incumbent and the baseline
+bound     the time-indexed LP bound over the reservation pools
+search    the phased search (whole model, the reservation core, the rest)
+checker   an independent hour-by-hour check of a schedule
+"""

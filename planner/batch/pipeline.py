@@ -1,0 +1,244 @@
+"""`planner batch` end to end: run candidates with calendar durations, then the CP-SAT schedule
+(the report is `planner.report.batch`).
+
+A run's duration on the calendar is the wall time it needs at the deadline confidence: the
+`q`-quantile of its completion time under the cost model, rounded up to whole steps.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from planner.batch.greedy import greedy
+from planner.batch.model import BatchLimits, BatchResult, Pool, RunInfo
+from planner.batch.search import solve_in_phases
+from planner.candidates.generate import (
+    apply_overrides,
+    limit_keys,
+    limits_of,
+    offer_prices,
+    offers_token,
+    workload_candidates,
+)
+from planner.candidates.limits import COST_RESOLUTION_USD
+from planner.economics import costmodel
+from planner.load.quarter import LoadedQuarter
+from planner.schema.quarter import as_scenario
+from planner.schema.scenario import Workload
+
+DEADLINE_LEVELS = (1.0, 0.5, 0.25)
+"""Candidates are generated for the run's whole window and for half and a quarter of it, so
+the schedule can trade money for speed when capacity or precedence squeezes a run."""
+MAX_CANDIDATES_PER_RUN = 12
+
+
+@dataclass
+class BatchPlan:
+    loaded: LoadedQuarter
+    cands: pd.DataFrame
+    pools: list[Pool]
+    result: BatchResult | None
+    infeasible: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def status(self) -> str:
+        if self.result is None:
+            return "INFEASIBLE"
+        return self.result.status
+
+
+def _inputs(row, run: Workload, hw_rate: float) -> costmodel.CandidateInputs:
+    tolerance = run.interruption_tolerance
+    return costmodel.CandidateInputs(
+        work_h=row.work_h, checkpoint_write_h=0.0 if tolerance == "stateless" else run.checkpoint.write_time,
+        restart_h=run.restart_overhead, nodes=int(row.nodes), gpus_per_node=int(row.gpus_per_node),
+        spot_rate_per_node_h=float(row.lam_spot) if row.market == "spot" else 0.0, hw_failure_per_gpu_h=hw_rate,
+        price_per_node_h=float(row.price_per_node_h), billing_granularity_h=row.billing_granularity_h,
+        billing_minimum_h=row.billing_minimum_h, interruption_tolerance=tolerance,
+        checkpoint_interval_h=row.checkpoint_interval_h)
+
+
+def _pools(loaded: LoadedQuarter) -> list[Pool]:
+    pools = []
+    for r in loaded.quarter.reservations:
+        start, end = loaded.to_step(r.start, up=True), loaded.to_step(r.end)
+        pools.append(Pool(r.label, r.offer, start, end, r.price_per_node_h, r.min_nodes, r.max_nodes,
+                          (r.end - r.start).total_seconds() / 3600))
+    return pools
+
+
+@dataclass
+class Market:
+    """What every run of a quarter is priced against: the offers, and each reservation pool's offer as a
+    one-row catalog at its reserved rate, each with its `offers_token` (computed once, so runs of the same
+    expansion share their candidate work)."""
+
+    offers: pd.DataFrame
+    token: str | None
+    prices: dict[str, np.ndarray]  # `offer_prices(offers)`
+    pools: list[Pool]
+    pool_offers: list[tuple[pd.DataFrame, str | None, dict[str, np.ndarray]]]
+
+
+def market(offers: pd.DataFrame, pools: list[Pool]) -> Market:
+    def token(frame: pd.DataFrame) -> str | None:
+        return offers_token(frame) if frame["key"].is_unique else None
+
+    reserved = [offers[offers["key"] == pool.offer_key].assign(spot_usd_h=np.nan, max_nodes=float(pool.max_nodes),
+                                                              on_demand_usd_h=pool.price_per_node_h)
+                for pool in pools]
+    return Market(offers, token(offers), offer_prices(offers), pools,
+                  [(frame, token(frame), offer_prices(frame)) for frame in reserved])
+
+
+_QUANTILES: dict[tuple, float] = {}
+_QUANTILES_MAX = 200_000
+
+
+def _completion_quantile(inputs: costmodel.CandidateInputs, q: float) -> float:
+    """`costmodel.completion_quantile`, kept: runs of the same shape and market repeat it."""
+    key = (inputs, q)
+    if key not in _QUANTILES:
+        if len(_QUANTILES) >= _QUANTILES_MAX:
+            _QUANTILES.clear()
+        _QUANTILES[key] = costmodel.completion_quantile(inputs, q)
+    return _QUANTILES[key]
+
+
+def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Market, scenario
+                   ) -> tuple[pd.DataFrame, str]:
+    """A run's candidates: on-demand/spot at several deadline levels, plus one per reservation pool
+    on an offer it may use. Each gets its calendar duration in steps."""
+    catalog, q = loaded.catalog, loaded.quarter.defaults.deadline_confidence
+    hw_rate = loaded.quarter.defaults.hardware_failure_per_gpu_h
+    release, due = loaded.window(run)
+    window_h = (due - release) * loaded.step_h
+    limits = limits_of(scenario)
+    frames, reason = [], ""
+    for level in DEADLINE_LEVELS:
+        budgeted = workload.model_copy(update={"time_budget": window_h * level})
+        frame, why, _ = workload_candidates(budgeted, catalog, scenario, prices.offers, limits,
+                                            offers_key=prices.token, prices=prices.prices)
+        if why and level == 1.0:
+            reason = why
+        if not frame.empty:
+            frames.append(frame.assign(pool=-1))
+    for p, (offer, token, offer_rates) in enumerate(prices.pool_offers):
+        reserved = workload.model_copy(update={"time_budget": window_h})
+        frame, _, _ = workload_candidates(reserved, catalog, scenario, offer, limits, exhaustive=True,
+                                          offers_key=token, prices=offer_rates)
+        if not frame.empty:  # compute is prepaid with the reservation: only storage and data move cost money
+            frame = frame.assign(pool=p, market="reserved", cid=frame["cid"].str.replace("|on_demand|", "|reserved|"),
+                                 cost_usd=frame["usd_storage"] + frame["usd_egress"])
+            frames.append(frame)
+    if not frames:
+        return pd.DataFrame(), reason or "no candidate fits its window"
+    cands = pd.concat(frames, ignore_index=True).drop_duplicates("cid")
+    cands["cost_cents"] = (cands["cost_usd"] / COST_RESOLUTION_USD).round().astype(int)
+    wall_q = [_completion_quantile(_inputs(row, workload, hw_rate), q) for row in cands.itertuples(index=False)]
+    cands["wall_q_h"] = wall_q
+    cands["duration_steps"] = np.ceil(np.array(wall_q) / loaded.step_h - 1e-9).astype(int).clip(min=1)
+    cands = cands[cands["duration_steps"] <= due - release]
+    if cands.empty:
+        return cands, f"no candidate finishes within its window of {window_h:.0f} h at confidence {q:.0%}"
+    return _keep_useful(cands.rename(columns={"workload": "run"}), limits), ""
+
+
+def _keep_useful(cands: pd.DataFrame, limits) -> pd.DataFrame:
+    """Drop candidates another one beats on cost, duration and limited GPUs with the same limits
+    and pool; keep at most MAX_CANDIDATES_PER_RUN, always including the fastest."""
+    quota_keys, capped_offer, units = limit_keys(cands, limits, "offer_key")
+    limits_of_row = list(zip(quota_keys, capped_offer, cands["pool"]))
+    cents, duration, cid = (cands[c].tolist() for c in ("cost_cents", "duration_steps", "cid"))
+    units = units.tolist()
+    fronts: dict[tuple, list[tuple[int, int]]] = {}
+    keep = []  # in (cost, duration, id) order
+    for i in sorted(range(len(cid)), key=lambda i: (cents[i], duration[i], cid[i])):
+        front = fronts.setdefault(limits_of_row[i], [])
+        if not any(d <= duration[i] and u <= units[i] for d, u in front):
+            keep.append(i)
+            front.append((duration[i], units[i]))
+    fastest = min(keep, key=lambda i: duration[i])  # the first of the shortest
+    chosen = keep[:MAX_CANDIDATES_PER_RUN - 1]
+    return cands.iloc[chosen + ([fastest] if fastest not in chosen else [])]
+
+
+def month_spans(loaded: LoadedQuarter, pools: list[Pool]) -> tuple:
+    """(label, first step, end step, {pool: hours of its term in the month}) for each month."""
+    horizon = loaded.quarter.horizon
+    months = []
+    cursor = dt.datetime(horizon.start.year, horizon.start.month, 1, tzinfo=dt.timezone.utc)
+    while cursor < horizon.end:
+        following = dt.datetime(cursor.year + cursor.month // 12, cursor.month % 12 + 1, 1, tzinfo=dt.timezone.utc)
+        first, end = max(0, loaded.to_step(cursor, up=True)), min(loaded.steps, loaded.to_step(following, up=True))
+        hours = {}
+        for p, reservation in enumerate(loaded.quarter.reservations):  # the real term, as it is paid
+            overlap = min(following, reservation.end) - max(cursor, reservation.start)
+            if overlap.total_seconds() > 0:
+                hours[p] = overlap.total_seconds() / 3600
+        if end > first:
+            months.append((cursor.strftime("%Y-%m"), first, end, hours))
+        cursor = following
+    return tuple(months)
+
+
+def _propagate_unplaceable(runs, infeasible: dict[str, str]) -> None:
+    """A run that waits for a run that cannot be placed cannot be placed either."""
+    changed = True
+    while changed:
+        changed = False
+        for run in runs:
+            blocker = next((b for b in run.after if b in infeasible), None)
+            if blocker and run.name not in infeasible:
+                infeasible[run.name] = f"waits for {blocker}, which cannot be placed"
+                changed = True
+
+
+def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 1, seed: int = 0,
+                    offers: pd.DataFrame | None = None, progress=None) -> BatchPlan:
+    """`offers` defaults to the catalog's with the quarter's overrides applied (what-if sweeps pass their own);
+    `progress(done, total)` after each run's candidates."""
+    quarter = loaded.quarter
+    scenario = as_scenario(quarter)
+    if offers is None:
+        offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
+    pools = _pools(loaded)
+    prices = market(offers, pools)
+    frames, infeasible, runs = [], {}, []
+    for number, (run, workload) in enumerate(zip(quarter.runs, scenario.workloads)):
+        if progress:
+            progress(number, len(quarter.runs))
+        cands, reason = run_candidates(loaded, run, workload, prices, scenario)
+        release, due = loaded.window(run)
+        runs.append(RunInfo(run.name, release, due, run.after, run.priority, run.required))
+        if reason:
+            infeasible[run.name] = reason
+        else:
+            frames.append(cands)
+    _propagate_unplaceable(quarter.runs, infeasible)
+    required_missing = [r for r in quarter.runs if r.name in infeasible and r.required]
+    if required_missing or not frames:
+        return BatchPlan(loaded, pd.DataFrame(), pools, None, infeasible)
+    cands = pd.concat(frames, ignore_index=True)
+    cands = cands[~cands["run"].isin(list(infeasible))].reset_index(drop=True)
+    placeable = [r for r in runs if r.name not in infeasible]
+    if cands.empty:
+        return BatchPlan(loaded, cands, pools, None, infeasible)
+    c = quarter.constraints
+    limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools),
+                         c.node_limits_per_market)
+    start = greedy(cands, placeable, pools, limits, loaded.steps)
+    hint = None if start["failed_required"] else start
+    result = solve_in_phases(cands, placeable, pools, limits, loaded.steps, time_limit_s, workers, seed, hint)
+    plan = BatchPlan(loaded, cands, pools, result, infeasible)
+    if result.status == "INFEASIBLE":
+        for run in placeable:
+            plan.infeasible.setdefault(run.name, "no schedule fits every required run within the quotas, node limits, "
+                                                 "reservation terms, budgets and precedence together")
+    for name in result.unscheduled:
+        plan.infeasible.setdefault(name, "optional run left out: the budget or capacity cannot also fund it "
+                                         "next to higher-priority runs")
+    return plan

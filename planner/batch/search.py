@@ -1,0 +1,251 @@
+"""How `planner batch` spends its time limit: the reservation pools first, then the rest.
+
+On a quarter with reservation pools most of the money is in which runs share the bought
+nodes, but CP-SAT on the whole model spreads its search over hundreds of cheap runs and
+packs the pools poorly (the 200-run benchmark: $661k after 60 s against a $608k bound).
+Packing the pools alone, then scheduling everything around them, then letting CP-SAT
+improve the whole, does much better in the same minute. So, unless a short first attempt
+proves optimality, the search runs in phases over the one time limit:
+
+0. the whole model, from the caller's hint (small quarters end here, proven optimal);
+1. the core alone: runs that can use a pool and wait for no other run, packed two ways:
+   a. on each run's fewest-node pieces (tight packing, any number of nodes bought);
+   b. in the neighbourhood of the bound's LP: its nodes bought, and only the pooled
+      candidates it uses, near the starts it uses (a small model CP-SAT often solves
+      outright; on the 200-run benchmark it finds the plans with an odd node bought that
+      fewest-node pieces cannot fill);
+2. the whole model with the better core's candidates, starts and bought nodes fixed;
+3. the whole model, free, from phase 2's schedule (even if it left optional runs out).
+
+Only phases 0 and 3 search the whole model, so only their bounds are reported.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import threading
+import time
+
+import pandas as pd
+
+from planner.batch.bound import Relaxation, relax
+from planner.batch.greedy import greedy
+from planner.batch.model import BatchLimits, BatchResult, Pool, RunInfo, build_batch_model, solve_batch
+from planner.candidates.limits import COST_RESOLUTION_USD
+
+log = logging.getLogger(__name__)
+
+# Shares of the time limit: the first attempt, the core (each way), the core fixed; phase 3 gets the rest.
+FIRST_SHARE, CORE_SHARE, NEIGHBOURHOOD_SHARE, FIXED_SHARE = 0.05, 0.35, 0.15, 0.10
+# The LP's starts are widened by this fraction of each candidate's duration each side.
+NEIGHBOURHOOD_WIDTH = 0.4
+# The phases are limited by CP-SAT's deterministic work, not by the clock, so a quarter gets
+# the same plan however busy the machine is; each phase's share of the clock only caps it.
+# Work per second of that share, about 70 % of what one worker does on the 200-run benchmark
+# beside the bound's LP (the whole model: about 0.11 units a second; the smaller core, or
+# the whole with the core fixed: 0.5), so that there the work ends each phase first.
+# Larger quarters reach the clock first and then depend on timing.
+WHOLE_WORK_PER_SECOND, CORE_WORK_PER_SECOND = 0.07, 0.38
+
+
+def core_runs(cands: pd.DataFrame, runs: list[RunInfo]) -> list[RunInfo]:
+    """Runs that have a reserved candidate and come after no other run."""
+    pooled = set(cands.loc[cands["pool"] >= 0, "run"])
+    return [r for r in runs if r.name in pooled and not r.after]
+
+
+def _small_pieces(cands: pd.DataFrame) -> pd.DataFrame:
+    """Of each run's reserved candidates, only those on the fewest nodes: small pieces pack the
+    bought nodes tightly (the 200-run benchmark's core: $601k against $605-609k with every
+    size); the whole model afterwards may still change sizes."""
+    pooled = cands["pool"] >= 0
+    fewest = cands[pooled].groupby(["run", "pool"])["nodes"].transform("min")
+    keep = ~pooled
+    keep[pooled] = cands.loc[pooled, "nodes"] == fewest
+    return cands[keep]
+
+
+def _log(phase: str, result: BatchResult, started: float) -> BatchResult:
+    log.debug("%s: %s $%.2f bought %s at %.1f s", phase, result.status, result.objective_usd, result.bought,
+              time.perf_counter() - started)
+    return result
+
+
+def _priority(result: BatchResult, runs: dict[str, RunInfo]) -> int:
+    return sum(runs[n].priority for n in result.chosen["run"] if not runs[n].required)
+
+
+def _solved(result: BatchResult | None) -> bool:
+    return result is not None and result.status in ("OPTIMAL", "FEASIBLE")
+
+
+def _as_hint(result: BatchResult, runs: set[str] | None = None) -> dict:
+    chosen = result.chosen if runs is None else result.chosen[result.chosen["run"].isin(runs)]
+    hint = {"cids": set(chosen["cid"]), "starts": dict(zip(chosen["run"], chosen["start_step"].astype(int))),
+            "bought": result.bought}
+    if runs is not None:
+        hint["runs"] = runs
+    return hint
+
+
+def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool], limits: BatchLimits, steps: int,
+                    time_limit_s: float = 60.0, workers: int = 1, seed: int = 0, hint: dict | None = None
+                    ) -> BatchResult:
+    """The best schedule over the phases; its bound is the best valid one (CP-SAT on the whole
+    model, or the time-indexed LP when every run is scheduled). The LP runs in a thread beside
+    the search until the search ends (HiGHS and CP-SAT both release the GIL)."""
+    started = time.perf_counter()
+    whole = build_batch_model(cands, runs, pools, limits, steps)
+    core = core_runs(whole.cands, runs)
+    phased = bool(pools) and 0 < len(core) < len(runs)
+
+    def search(model, share: float, start: dict | None, fix_hint: bool = False, last: bool = False) -> BatchResult:
+        """One phase: its share of the work, capped by its share of the clock (the last phase: what is left)."""
+        left = max(1.0, time_limit_s - (time.perf_counter() - started))
+        rate = WHOLE_WORK_PER_SECOND if model is whole and not fix_hint else CORE_WORK_PER_SECOND
+        return solve_batch(model, left if last else min(left, share * time_limit_s), workers, seed, start, fix_hint,
+                           work_limit=share * time_limit_s * rate)
+
+    with _Background(relax if pools else None, whole.cands, runs, pools, steps,
+                     time_limit_s - (time.perf_counter() - started)) as relaxed:
+        first = _log("whole", search(whole, FIRST_SHARE if phased else 1.0, hint, last=not phased), started)
+        if first.status == "UNKNOWN" and hint and (not pools or time.perf_counter() - started >= time_limit_s):
+            fallback = greedy_result(whole, hint)
+            return _finish(fallback, [first, fallback], whole, started)
+        if first.status not in ("FEASIBLE", "UNKNOWN") or not pools:
+            return _finish(first, [first], whole, started)
+        results, best = [first], first
+        if phased:
+            around = _around_the_core(whole, core, limits, steps, search, started, relaxed,
+                                      NEIGHBOURHOOD_SHARE * time_limit_s)
+            if _solved(around) and (not _solved(best) or _key(around, whole) < _key(best, whole)):
+                best = around
+            # From the core's packing even when it left optional runs out: this phase can add them back.
+            start = around if _solved(around) else best
+            final = _log("whole again", search(whole, 1 - FIRST_SHARE - CORE_SHARE - NEIGHBOURHOOD_SHARE - FIXED_SHARE,
+                                               _as_hint(start) if _solved(start) else hint, last=True), started)
+            results.append(final)
+            if _solved(final) and (not _solved(best) or _key(final, whole) <= _key(best, whole)):
+                best = final
+        if hint and _solved(best) and _key(greedy_result(whole, hint), whole) < _key(best, whole):
+            # the search ended below the greedy schedule it started from: CP-SAT checks that schedule
+            # against every constraint (the greedy does not check them all) and it is kept if it holds.
+            # With the schedule fixed its OPTIMAL proves nothing, so it lends no bound (not in `results`).
+            checked = _log("greedy checked", search(whole, FIXED_SHARE, hint, fix_hint=True, last=True), started)
+            if _solved(checked) and _key(checked, whole) < _key(best, whole):
+                best = dataclasses.replace(checked, status="FEASIBLE")
+        relaxation = relaxed.finish()
+        if not _solved(best) and hint:  # the clock ran out before CP-SAT completed any schedule
+            best = greedy_result(whole, hint)
+            results.append(best)
+        return _finish(best, results, whole, started, relaxation.bound_usd if relaxation else None)
+
+
+def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search, started: float,
+                     relaxed: _Background, wait_s: float) -> BatchResult | None:
+    """Phases 1 and 2: pack the core alone (both ways), then schedule the rest around the better packing."""
+    names = {r.name for r in core}
+    core_cands = whole.cands[whole.cands["run"].isin(names)]
+    small = build_batch_model(_small_pieces(core_cands), core, whole.pools, limits, steps)
+    start = greedy(small.cands, core, whole.pools, limits, steps)
+    packings = [_log("core", search(small, CORE_SHARE, None if start["failed_required"] else start), started)]
+    # Waiting for the bound here keeps the plan independent of the clock unless the LP is slow.
+    relaxation = relaxed.wait(wait_s)
+    if relaxation is not None and relaxation.starts:
+        near = _near_the_relaxation(core_cands, relaxation)
+        pools = [dataclasses.replace(p, min_nodes=b, max_nodes=b) for p, b in zip(whole.pools, relaxation.bought)]
+        packings.append(_log("core near the LP", search(build_batch_model(near, core, pools, limits, steps),
+                                                        NEIGHBOURHOOD_SHARE, None), started))
+    packings = [p for p in packings if _solved(p)]
+    if not packings:
+        return None
+    packed = min(packings, key=lambda p: _key(p, whole))
+    return _log("core fixed", search(whole, FIXED_SHARE, _as_hint(packed, names), fix_hint=True), started)
+
+
+def greedy_result(whole, schedule: dict) -> BatchResult:
+    """The greedy schedule CP-SAT started from, as a FEASIBLE result: the plan a short time limit still
+    returns. Its bound is each scheduled run's cheapest candidate (reservations cost nothing there)."""
+    chosen = whole.cands[whole.cands["cid"].isin(schedule["cids"])].copy()
+    chosen["start_step"] = [schedule["starts"][r] for r in chosen["run"]]
+    bought = list(schedule["bought"])
+    reservations = sum(p.cents_per_node * b for p, b in zip(whole.pools, bought)) * COST_RESOLUTION_USD
+    objective = float(chosen["cost_usd"].sum()) + reservations
+    cheapest = whole.cands.groupby("run")["cost_usd"].min()
+    bound = min(objective, float(cheapest.reindex(chosen["run"]).sum()))
+    unscheduled = sorted(set(whole.runs) - set(chosen["run"]))
+    return BatchResult("FEASIBLE", chosen.sort_values("run").reset_index(drop=True), bought, objective, bound, 0.0,
+                       unscheduled)
+
+
+def _near_the_relaxation(cands: pd.DataFrame, relaxation: Relaxation) -> pd.DataFrame:
+    """The candidates that do not use a pool, and the pooled ones the LP uses, each limited to
+    the LP's starts widened by `NEIGHBOURHOOD_WIDTH` of its duration (rows of `cands` are
+    indexed as the bound's were)."""
+    used = pd.DataFrame.from_dict(relaxation.starts, orient="index", columns=["first_start", "last_start"])
+    near = cands.join(used)
+    keep = (near["pool"] < 0) | near["first_start"].notna()
+    widen = (near["duration_steps"] * NEIGHBOURHOOD_WIDTH).apply(math.ceil)
+    near["first_start"] = (near["first_start"] - widen).clip(lower=0)
+    near["last_start"] = near["last_start"] + widen
+    return near[keep]
+
+
+class _Background:
+    """Runs `bound(*args, stop=...)` in a thread beside the search. `finish()` stops it between
+    LPs (the least open box is still a valid bound) and returns its value or raises its error;
+    leaving the block does the same."""
+
+    def __init__(self, bound, *args):
+        self.stop, self.value, self.error = threading.Event(), None, None
+        self.thread = threading.Thread(target=self._run, args=(bound, args), daemon=True) if bound else None
+
+    def _run(self, bound, args):
+        try:
+            self.value = bound(*args, stop=self.stop)
+        except BaseException as error:  # raised again where the value is wanted
+            self.error = error
+
+    def __enter__(self):
+        if self.thread:
+            self.thread.start()
+        return self
+
+    def wait(self, seconds: float):
+        """Its value if it ends within `seconds` (None if not, or on error: `finish` raises it)."""
+        if self.thread:
+            self.thread.join(seconds)
+        return None if self.thread is None or self.thread.is_alive() else self.value
+
+    def finish(self):
+        self.stop.set()
+        if self.thread:
+            self.thread.join()
+        if self.error:
+            raise self.error
+        return self.value
+
+    def __exit__(self, *exc):
+        self.finish()
+
+
+def _key(result: BatchResult, whole) -> tuple:
+    """More priority of optional runs first, then cheaper."""
+    return (-_priority(result, whole.runs), result.objective_usd)
+
+
+def _finish(best: BatchResult, searched: list[BatchResult], whole, started: float,
+            relaxed: float | None = None) -> BatchResult:
+    """`best` with the highest valid bound for its set of runs: from searches of the whole model
+    that ended with the same priority, and the LP when every run is scheduled."""
+    if not _solved(best):
+        return dataclasses.replace(best, solve_seconds=time.perf_counter() - started)
+    priority = _priority(best, whole.runs)
+    bounds = [r.bound_usd for r in searched if _solved(r) and _priority(r, whole.runs) == priority]
+    if relaxed is not None and not best.unscheduled:
+        bounds.append(relaxed)
+    optimal = any(r.status == "OPTIMAL" for r in searched)
+    bound = best.objective_usd if optimal else min(best.objective_usd, max(bounds)) if bounds else math.nan
+    return dataclasses.replace(best, status="OPTIMAL" if optimal else "FEASIBLE", bound_usd=bound,
+                               solve_seconds=time.perf_counter() - started)

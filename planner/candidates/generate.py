@@ -1,0 +1,843 @@
+"""Candidate generation: every feasible (offer, node count, market, checkpoint interval) per
+workload, with its expected cost from the cost model, then pruning of dominated ones.
+
+The output is a pandas table the CP-SAT model reads (`planner/solve/model.py`); nothing here imports
+OR-Tools. Work is shared where the physics is shared: W is computed once per hardware
+shape, and the cost model once per *timing key* (shape, nodes, market, preemption rate,
+billing rules); offers in twenty regions at twenty prices reuse it.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from collections import namedtuple
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from planner.candidates.limits import COST_RESOLUTION_USD, MAX_CANDIDATE_USD, Limits, quota_mask
+from planner.economics import costmodel
+from planner.load.catalog import Catalog, offers_for
+from planner.physics.estimate import Estimate, Shape, checkpoint_size_gib, estimate, layout_text
+from planner.schema.scenario import Override, Scenario, Workload
+
+HOURS_PER_MONTH = 730.0
+INTER_REGION_USD_PER_GIB = 0.02
+"""Moving data between regions of one provider (AWS/GCP list ~0.01-0.02 USD/GB); a stated default."""
+NODE_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
+"""Node counts considered between a workload's bounds (plus the bounds): dense where it matters."""
+
+BREAKDOWN = costmodel.BREAKDOWN_KEYS
+
+
+@dataclass
+class CandidateSet:
+    """Evaluated candidates (`all`), what the solver sees (`pruned`), and why workloads failed."""
+
+    all: pd.DataFrame
+    pruned: pd.DataFrame
+    infeasible: dict[str, str] = field(default_factory=dict)
+    considered: int = 0  # (offer, nodes, market) rows before any cost evaluation
+
+
+def apply_overrides(offers: pd.DataFrame, overrides: tuple[Override, ...], catalog: Catalog,
+                    spot_mult: float = 1.0, preempt_mult: float = 1.0, on_demand_mult: float = 1.0,
+                    where: dict[str, str] | None = None) -> pd.DataFrame:
+    """Scale spot/on-demand prices and preemption rates of the offers each override matches.
+
+    The scenario's overrides apply first; `spot_mult`/`preempt_mult`/`on_demand_mult`
+    (what-if sweeps) then apply to the offers `where` selects (all when None).
+    """
+    offers = offers.copy()
+    rules = [(o, o.spot_price_multiplier, o.on_demand_price_multiplier, o.preemption_rate_multiplier)
+             for o in overrides]
+    sweep = Override(**(where or {}))
+    rules.append((sweep, spot_mult, on_demand_mult, preempt_mult))
+    for rule, spot, on_demand, preempt in rules:
+        if spot == on_demand == preempt == 1.0:
+            continue
+        mask = pd.Series(True, index=offers.index)
+        if rule.provider:
+            mask &= offers["provider"] == rule.provider
+        if rule.region:
+            mask &= offers["region"] == rule.region
+        if rule.instance_type:
+            mask &= offers["instance_type"] == rule.instance_type
+        if rule.gpu:
+            mask &= offers["gpu"].map(lambda g: catalog.gpu_matches(g, rule.gpu))
+        offers.loc[mask, "spot_usd_h"] *= spot
+        offers.loc[mask, "on_demand_usd_h"] *= on_demand
+        offers.loc[mask, "spot_preemption_per_h"] *= preempt
+    return offers
+
+
+def limits_of(scenario: Scenario) -> Limits:
+    c = scenario.constraints
+    return Limits(gpu_quotas=dict(c.gpu_quotas), node_limits=dict(c.node_limits),
+                  node_limits_per_market=c.node_limits_per_market, budget_usd=c.budget,
+                  same_region=c.same_region, same_provider=c.same_provider)
+
+
+# ---------------------------------------------------------------- expansion
+
+
+def _node_counts(low_gpus: int, high_gpus: int, g: int, multi_node: bool, cap: float) -> list[int]:
+    low, high = max(1, math.ceil(low_gpus / g)), high_gpus // g
+    if not multi_node:
+        high = min(high, 1)
+    high = int(min(high, cap))
+    if high < low:
+        return []
+    return sorted({low, high} | {n for n in NODE_LADDER if low <= n <= high})
+
+
+def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataFrame:
+    """One row per (offer, market, node count) the workload could use, before any physics."""
+    markets = [offers[offers["on_demand_usd_h"].notna()].assign(market="on_demand", price=lambda f: f["on_demand_usd_h"],
+                                                                 lam_spot=0.0)]
+    if workload.interruption_tolerance != "none":  # cost-model §4: `none` cannot resume, so never spot
+        spot = offers[offers["spot_usd_h"].notna()]
+        markets.append(spot.assign(market="spot", price=spot["spot_usd_h"],
+                                   lam_spot=spot["spot_preemption_per_h"].fillna(0.0)))
+    rows = pd.concat(markets, ignore_index=True)
+    if rows.empty:
+        return rows.assign(nodes=pd.Series(dtype=int))
+    caps = rows["max_nodes"].astype(float).fillna(math.inf)
+    scenario_caps = rows["key"].map(limits.node_limits).astype(float).fillna(math.inf)
+    caps = np.minimum(caps, scenario_caps)
+    combos = pd.DataFrame({"g": rows["gpus_per_node"].astype(int), "multi": rows["inter_node"] != "none", "cap": caps})
+    ladder = {c: _node_counts(workload.gpus.min, workload.gpus.max, c[0], c[1], c[2])
+              for c in combos.drop_duplicates().itertuples(index=False, name=None)}
+    counts = [ladder[c] for c in combos.itertuples(index=False, name=None)]
+    repeat = np.array([len(c) for c in counts])
+    expanded = rows.loc[rows.index.repeat(repeat)].reset_index(drop=True)
+    expanded["nodes"] = np.concatenate([np.array(c, dtype=int) for c in counts]) if repeat.sum() else []
+    expanded["gpus"] = expanded["nodes"] * expanded["gpus_per_node"]
+    return expanded
+
+
+# ---------------------------------------------------------------- evaluation
+
+
+
+# ---------------------------------------------------------------- physics per shape
+
+SHAPE_COLUMNS = ["gpu", "gpus_per_node", "nodes", "gpu_vram_gib", "intra_node", "intra_node_gbs", "inter_node",
+                 "inter_node_gbps"]
+TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "granularity_h", "minimum_h"]
+_PHYSICS_IRRELEVANT = {"name", "description", "time_budget", "checkpoint", "restart_overhead",
+                       "interruption_tolerance", "data", "allow", "forbid"}
+_ESTIMATES: dict[tuple, Estimate] = {}
+"""Physics results shared by workloads that differ only in name, deadline, data or placement."""
+
+
+def _estimate(workload: Workload, physics: str, catalog: Catalog, shape: Shape, headroom: float) -> Estimate:
+    key = (physics, shape, headroom, id(catalog))
+    if key not in _ESTIMATES:
+        _ESTIMATES[key] = estimate(workload, catalog, shape, headroom)
+    return _ESTIMATES[key]
+
+
+def _physics(rows: "_Rows", workload: Workload, catalog: Catalog, headroom: float) -> "_Physics":
+    """W and item time per expanded row, computed once per distinct hardware shape and kept with
+    the rows for every workload of the same physics: shapes never depend on prices, so what-if
+    points reuse them."""
+    physics = workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT)
+    key = (physics, headroom)
+    if key not in rows.physics:
+        estimates = [_estimate(workload, physics, catalog, shape, headroom) for shape in rows.shapes]
+        work_h = np.array([e.work_h for e in estimates], dtype=float)
+        item_h = np.array([e.item_h or math.nan for e in estimates], dtype=float)
+        rows.physics[key] = _Physics(key, estimates, work_h, item_h)
+    return rows.physics[key]
+
+
+@dataclass
+class _Physics:
+    """Physics of one workload on each of its rows' shapes (`_Rows.shapes`) at one VRAM headroom."""
+
+    key: tuple  # (the workload's physics fields, headroom): what the screening depends on besides λ
+    estimates: list[Estimate]
+    work_h: np.ndarray  # per shape
+    item_h: np.ndarray  # per shape (NaN: no item time)
+
+
+# ---------------------------------------------------------------- cost-model inputs
+
+
+def cost_inputs(workload: Workload, *, work_h: float, item_h: float | None, nodes: int, gpus_per_node: int,
+                lam_spot: float, price: float, granularity_h: float, minimum_h: float, hw_rate: float,
+                storage_usd_per_h: float = 0.0, egress_usd: float = 0.0) -> costmodel.CandidateInputs:
+    """The cost model's inputs for one candidate, τ at the workload's fixed cadence (or W for `auto`)."""
+    tolerance = workload.interruption_tolerance
+    return costmodel.CandidateInputs(
+        work_h=work_h, checkpoint_write_h=0.0 if tolerance == "stateless" else workload.checkpoint.write_time,
+        restart_h=workload.restart_overhead, nodes=nodes, gpus_per_node=gpus_per_node, spot_rate_per_node_h=lam_spot,
+        hw_failure_per_gpu_h=hw_rate, price_per_node_h=price, billing_granularity_h=granularity_h,
+        billing_minimum_h=minimum_h, interruption_tolerance=tolerance,
+        checkpoint_interval_h=_fixed_interval(workload, work_h, item_h), time_budget_h=workload.time_budget or math.inf,
+        storage_usd_per_h=storage_usd_per_h, egress_usd=egress_usd)
+
+
+def _fixed_interval(workload: Workload, work_h: float, item_h: float | None) -> float:
+    if workload.interruption_tolerance == "none":
+        return work_h
+    if workload.interruption_tolerance == "stateless":
+        return min(item_h if item_h and item_h == item_h else work_h, work_h)
+    every = workload.checkpoint.every
+    return work_h if every == "auto" else min(float(every), work_h)
+
+
+def _auto(workload: Workload) -> bool:
+    return workload.interruption_tolerance == "checkpointed" and workload.checkpoint.every == "auto"
+
+
+def _stored_gib(workload: Workload, catalog: Catalog) -> float:
+    """What the run keeps in storage while it runs: its kept checkpoints and its data set."""
+    kept = (checkpoint_size_gib(workload, catalog) * workload.checkpoint.keep
+            if workload.interruption_tolerance == "checkpointed" else 0.0)
+    return kept + workload.data.size
+
+
+def _egress_usd(workload: Workload, catalog: Catalog, providers: pd.Series, regions: pd.Series) -> np.ndarray:
+    """Moving the data set from where it lives to each candidate (charged by the source provider)."""
+    if not workload.data.location or workload.data.size == 0:
+        return np.zeros(len(providers))
+    home, _, home_region = workload.data.location.partition("/")
+    elsewhere = (providers != home).to_numpy()
+    other_region = ((providers == home) & (regions != home_region)).to_numpy() if home_region else False
+    return np.where(elsewhere, workload.data.size * catalog.providers[home].egress_usd_per_gib,
+                    np.where(other_region, workload.data.size * INTER_REGION_USD_PER_GIB, 0.0))
+
+
+# ---------------------------------------------------------------- screening
+
+
+def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> pd.DataFrame:
+    """Per timing key, closed forms only (no FFT), vectorised over keys: the quick τ with E[T] and
+    E[F] there, the smallest E[T] the final τ can have (`et_lo`), the smallest and largest
+    failure-free time (`t0`, `t0_hi`) and a lower bound on P(no failure) (`p0`)."""
+    keys = rows[TIMING_COLUMNS + ["work_h", "item_h"]].drop_duplicates(TIMING_COLUMNS).reset_index(drop=True)
+    W = keys["work_h"].to_numpy(float)
+    n = keys["nodes"].to_numpy(float)
+    lam = n * keys["lam_spot"].to_numpy(float) + n * keys["gpus_per_node"].to_numpy(float) * hw_rate
+    gran = keys["granularity_h"].to_numpy(float)
+    tolerance = workload.interruption_tolerance
+    R = workload.restart_overhead
+    C = 0.0 if tolerance != "checkpointed" else workload.checkpoint.write_time
+    if _auto(workload):
+        k = _quick_k(W, C, R, lam, n, gran)
+        ks = np.clip(k[:, None] + np.arange(-2, 3)[None, :], 1, None)  # best_interval settles among these
+        et_all, _ = _expected_time_2d(W, C, R, lam, ks)
+        tau = W / k
+        et, ef = (a[:, 0] for a in _expected_time_2d(W, C, R, lam, k[:, None]))
+        et_lo = et_all.min(axis=1)
+        t0, t0_hi = R + W + ks.min(axis=1) * C, R + W + ks.max(axis=1) * C
+        p0 = np.exp(-lam * (W + ks.max(axis=1) * C))
+    else:
+        if tolerance == "none":
+            tau = W
+        elif tolerance == "stateless":
+            item = keys["item_h"].to_numpy(float)
+            tau = np.minimum(np.where(np.isnan(item), W, item), W)
+        else:
+            tau = np.minimum(float(workload.checkpoint.every), W)
+        k = np.maximum(1, np.ceil(W / tau * (1 - 1e-12)))
+        last = W - (k - 1) * tau
+        et = R + (k - 1) * _segment_time(lam, tau + C, R) + _segment_time(lam, last + C, R)
+        ef = (k - 1) * np.expm1(lam * (tau + C)) + np.expm1(lam * (last + C))
+        et_lo, t0 = et, R + W + k * C
+        t0_hi, p0 = t0, np.exp(-lam * (W + k * C))
+    out = keys[TIMING_COLUMNS].copy()
+    out["tau"], out["et"], out["ef"], out["et_lo"], out["t0"], out["t0_hi"], out["p0"] = (
+        tau, et, ef, et_lo, t0, t0_hi, p0)
+    return out
+
+
+def _segment_time(lam, s, R):
+    """E[T_i] = (e^(λs) − 1)(1/λ + R) (cost-model §4), with the λ → 0 limit s."""
+    x = np.minimum(lam * s, 600.0)
+    safe = np.where(x > 0, x, 1.0)
+    return np.where(x > 0, s * np.expm1(x) / safe + np.expm1(x) * R, s)
+
+
+def _expected_time_2d(W, C, R, lam, ks):
+    """E[T], E[F] for ks[i, j] equal segments of key i."""
+    s = W[:, None] / ks + C
+    grow = np.expm1(np.minimum(lam[:, None] * s, 600.0))
+    safe = np.where(lam > 0, lam, 1.0)[:, None]
+    et = np.where(lam[:, None] > 0, R + ks * grow * (1.0 / safe + R), R + W[:, None] + ks * C)
+    return et, np.where(lam[:, None] > 0, ks * grow, 0.0)
+
+
+def _quick_k(W, C, R, lam, n, gran):
+    """costmodel.quick_interval vectorised over keys: the k minimising n·E[T] + γ/2·(n + E[F])."""
+    k_max = np.minimum(100_000, np.maximum(1, np.ceil(W / np.maximum(W / 1e5, 1e-3))))
+    grid = np.unique(np.round(np.geomspace(1, 1e5, 64)))[None, :]
+    scale = np.log(k_max)[:, None] / np.log(1e5)
+    ks = np.maximum(1, np.round(np.exp(np.log(grid) * scale)))
+
+    def best(ks):
+        et, ef = _expected_time_2d(W, C, R, lam, ks)
+        proxy = n[:, None] * et + gran[:, None] / 2 * (n[:, None] + ef)
+        return ks[np.arange(len(W)), np.argmin(proxy, axis=1)]
+
+    first = best(ks)
+    fine = np.clip(np.round(first[:, None] * np.linspace(0.8, 1.25, 46)[None, :]) + np.arange(-2, 44)[None, :] * 0, 1,
+                   k_max[:, None])
+    fine = np.clip(np.round(first[:, None] / 1.2) - 1 + np.arange(0, 200)[None, :], 1, k_max[:, None])
+    k = best(fine)
+    return np.where(lam > 0, k, 1.0)
+
+
+def _dominated(signature: np.ndarray, units: np.ndarray, lo: np.ndarray, dom_signature: np.ndarray,
+               dom_units: np.ndarray, dom_hi: np.ndarray) -> np.ndarray:
+    """Rows whose cost lower bound exceeds the upper bound of some dominator with the same
+    signature (number) drawing no more limited GPUs (a row never dominates itself: its hi >= its lo)."""
+    out = np.zeros(len(lo), dtype=bool)
+    if len(dom_hi) == 0 or len(lo) == 0:
+        return out
+    for code in np.unique(dom_signature):
+        mine = dom_signature == code
+        order = np.argsort(dom_units[mine], kind="stable")
+        levels, best = dom_units[mine][order], np.minimum.accumulate(dom_hi[mine][order])
+        members = np.flatnonzero(signature == code)
+        at = np.searchsorted(levels, units[members], side="right") - 1
+        ok = at >= 0
+        out[members[ok]] = best[at[ok]] < lo[members[ok]]
+    return out
+
+
+# ---------------------------------------------------------------- exact evaluation
+
+
+# what-if reuse (planner/whatif.py): the exact cost model at price 1 depends only on the
+# workload's cost settings, W, the item time and the timing key, never on a price, so its
+# results are kept across calls. A sweep point that changes prices only re-maps prices; one
+# that changes preemption rates recomputes just the timing keys whose λ moved. The deadline
+# enters only P(T <= D), kept per deadline beside the rest.
+_EXACT_CACHE: dict[tuple, _Exact] = {}
+_EXACT_CACHE_MAX = 500_000
+_COST_SETTINGS = {"checkpoint", "restart_overhead", "interruption_tolerance"}
+"""The Workload fields `cost_inputs` and `_auto` read besides the deadline (the rest reaches them through W)."""
+
+
+@dataclass
+class _Exact:
+    """The cost model at price 1 with no deadline, and the result with P(T <= D) per deadline D met so far."""
+
+    unit: costmodel.CostResult
+    inputs: costmodel.CandidateInputs
+    tau: float
+    by_deadline: dict = field(default_factory=dict)
+
+    def at(self, budget: float) -> costmodel.CostResult:
+        if budget not in self.by_deadline:
+            on_time = costmodel.p_deadline(replace(self.inputs, time_budget_h=budget), self.tau)
+            self.by_deadline[budget] = replace(self.unit, p_deadline=on_time)
+        return self.by_deadline[budget]
+
+
+def _cost_fingerprint(workload: Workload, hw_rate: float) -> tuple:
+    return workload.model_dump_json(include=_COST_SETTINGS), hw_rate
+
+
+def _exact(workload: Workload, row, hw_rate: float, fingerprint: tuple) -> _Exact:
+    """The cost model at price 1 without storage/egress (both added per row) or deadline, per timing key."""
+    shared = fingerprint + tuple(None if v != v else v for v in  # NaN never equals itself
+                                 tuple(getattr(row, c) for c in TIMING_COLUMNS) + (row.work_h, row.item_h))
+    if shared not in _EXACT_CACHE:
+        inputs = replace(cost_inputs(workload, work_h=row.work_h, item_h=row.item_h, nodes=int(row.nodes),
+                                     gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
+                                     granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate),
+                         time_budget_h=math.inf)
+        tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
+        if len(_EXACT_CACHE) >= _EXACT_CACHE_MAX:
+            _EXACT_CACHE.clear()
+        _EXACT_CACHE[shared] = _Exact(costmodel.expected(inputs, tau), inputs, tau)
+    return _EXACT_CACHE[shared]
+
+
+def _auto_interval(inputs: costmodel.CandidateInputs) -> float:
+    """`every: auto`: with billing finer than FINE_BILLING_H the quick search (exact E[T], the §5
+    waste approximation) is the optimum to within 1e-6 of the cost; coarser billing gets the
+    exact search."""
+    if max(inputs.billing_granularity_h, inputs.billing_minimum_h) <= costmodel.FINE_BILLING_H:
+        return costmodel.quick_interval(inputs)
+    return costmodel.best_interval(inputs)
+
+
+def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.CostResult, memory_gib: float,
+                   precision: str | None, parallelism: str = "") -> dict:
+    parts = {k: unit.breakdown[k] * row.price for k in BREAKDOWN if k not in ("storage", "egress")}
+    parts["storage"] = row.storage_h * unit.wall_h
+    parts["egress"] = row.egress
+    cost = math.fsum(parts.values())
+    return {
+        "workload": workload.name,
+        "cid": f"{workload.name}|{row.key}|{row.market}|x{int(row.nodes)}",
+        "offer_key": row.key, "provider": row.provider, "region": row.region, "instance_type": row.instance_type,
+        "gpu": row.gpu, "gpu_family": row.gpu_family, "gpus_per_node": int(row.gpus_per_node),
+        "nodes": int(row.nodes), "gpus": int(row.gpus), "market": row.market, "max_nodes": row.max_nodes,
+        "price_per_node_h": float(row.price), "lam_spot": float(row.lam_spot),
+        "checkpoint_interval_h": unit.checkpoint_interval_h, "segments": unit.segments,
+        "work_h": row.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
+        "rounding_waste_node_h": unit.rounding_waste_node_h, "p_deadline": unit.p_deadline,
+        "cost_usd": cost, "cost_cents": int(round(cost / COST_RESOLUTION_USD)),
+        **{f"usd_{k}": v for k, v in parts.items()},
+        "storage_usd_per_h": row.storage_h, "memory_gib": memory_gib, "vram_gib": float(row.gpu_vram_gib),
+        "billing_granularity_h": row.granularity_h, "billing_minimum_h": row.minimum_h,
+        "precision": precision, "parallelism": parallelism,
+    }
+
+
+# ---------------------------------------------------------------- per workload
+
+
+def _signature_columns(workload: Workload, limits: Limits) -> list[str]:
+    """What a candidate draws on besides cost and GPUs: which quotas cover it, which offer node
+    limit, and (for grouped workloads) its provider or region. Candidates with different
+    signatures can never stand in for each other, so dominance is checked within one."""
+    columns = ["quota_keys", "capped_offer"]
+    if any(workload.name in g for g in limits.same_provider):
+        columns.append("provider")
+    if any(workload.name in g for g in limits.same_region):
+        columns.append("provider_region")
+    return columns
+
+
+def _resource_columns(frame: pd.DataFrame, limits: Limits, offer_column: str) -> pd.DataFrame:
+    """Signature columns plus `units`: the GPUs a candidate draws from quotas or a capped offer
+    (0 when nothing limits it, so only cost then matters)."""
+    quota_keys, capped_offer, units = limit_keys(frame, limits, offer_column)
+    return frame.assign(provider_region=frame["provider"] + "/" + frame["region"], quota_keys=quota_keys,
+                        capped_offer=capped_offer, units=units)
+
+
+def limit_keys(frame: pd.DataFrame, limits: Limits, offer_column: str) -> tuple[pd.Series, np.ndarray, pd.Series]:
+    """Per row: the quotas that cover it (`key;key;`), its capped offer (and market, when node limits are
+    per market; "" when uncapped), and the GPUs it draws from them."""
+    pairs = frame[["provider", "gpu", "gpu_family"]].drop_duplicates()
+    masks = [(key, quota_mask(pairs, key).to_numpy()) for key in sorted(limits.gpu_quotas)]
+    covering = ["".join(key + ";" for key, mask in masks if mask[i]) for i in range(len(pairs))]
+    lookup = dict(zip(zip(pairs["provider"], pairs["gpu"]), covering))
+    keys = pd.Series([lookup[p] for p in zip(frame["provider"].to_numpy(object), frame["gpu"].to_numpy(object))],
+                     index=frame.index, dtype=object)
+    capped = frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))
+    suffix = ("|" + frame["market"]) if limits.node_limits_per_market else ""
+    return keys, np.where(capped, frame[offer_column] + suffix, ""), frame["gpus"].where((keys != "") | capped, 0)
+
+
+def prune_dominated(frame: pd.DataFrame, limits: Limits, workload: Workload) -> pd.DataFrame:
+    """Keep, within each signature, the candidates on the (cost, quota GPUs) Pareto front.
+
+    A dominated candidate costs no less and draws no fewer quota GPUs than another of the same
+    workload with the same provider/region/offer-limit signature; wall time does not enter any
+    constraint, so it only breaks ties (shorter first, then name). Removing such candidates
+    never changes the optimum.
+    """
+    if frame.empty:
+        return frame
+    extra = _resource_columns(frame, limits, "offer_key")
+    signature = extra.groupby(_signature_columns(workload, limits), dropna=False, sort=False).ngroup()
+    return _pareto(frame, signature.to_numpy(), extra["units"].to_numpy())
+
+
+def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd.DataFrame:
+    """`prune_dominated` given each row's signature number and limited GPUs, which
+    `workload_candidates` already has, so a what-if point does not derive them again."""
+    cents, wall, cid = (frame[c].tolist() for c in ("cost_cents", "wall_h", "cid"))
+    order = sorted(range(len(cid)), key=lambda i: (cents[i], wall[i] != wall[i], wall[i] if wall[i] == wall[i] else 0,
+                                                   cid[i]))  # as pandas sorts: NaN last
+    keep, fewest = [], {}
+    for i in order:
+        if units[i] < fewest.get(signature[i], math.inf):  # every cheaper one before it draws more limited GPUs
+            keep.append(i)
+            fewest[signature[i]] = units[i]
+    return frame.iloc[np.sort(np.array(keep, dtype=np.int64))]
+
+
+CHUNK = 48
+_TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "granularity_h", "minimum_h", "storage_h", "egress", "units"]
+
+
+def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits
+                   ) -> tuple[pd.DataFrame | None, str, int]:
+    """The price-independent start of `workload_candidates`: (rows with billing, storage,
+    egress and limit columns, reason if none, rows considered)."""
+    allowed = offers_for(catalog, workload.allow, workload.forbid, offers)
+    if allowed.empty:
+        return None, "no offer in the scenario's catalogs matches its allow/forbid rules", 0
+    rows = expand(allowed, workload, limits)
+    if rows.empty:
+        why = ("no offer can host its GPU count range "
+               f"{workload.gpus.min}-{workload.gpus.max} (node sizes, multi-node networking, node limits)")
+        if workload.interruption_tolerance == "none" and allowed["on_demand_usd_h"].isna().all():
+            why = "interruption_tolerance none rules out spot, and no allowed offer has an on-demand price"
+        return None, why, 0
+    considered = len(rows)
+    providers = catalog.providers
+    stored_gib = _stored_gib(workload, catalog)
+    # billing: the offer's own rule where its catalog row gives one (hourly GPU clouds, committed
+    # contracts), else the provider's (cost-model §5)
+    rows["granularity_h"] = rows["billing_granularity_h"].astype(float).fillna(
+        rows["provider"].map({p: v.billing_granularity_h for p, v in providers.items()}))
+    rows["minimum_h"] = rows["billing_minimum_h"].astype(float).fillna(
+        rows["provider"].map({p: v.billing_minimum_h for p, v in providers.items()}))
+    rows["storage_h"] = rows["provider"].map({p: stored_gib * v.storage_usd_per_gib_month / HOURS_PER_MONTH
+                                              for p, v in providers.items()})
+    rows["egress"] = _egress_usd(workload, catalog, rows["provider"], rows["region"])
+    rows["gpu_family"] = rows["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
+    return _resource_columns(rows, limits, "key"), "", considered
+
+
+# what-if reuse (planner/whatif.py): the expanded rows depend on prices only through the
+# `price`/`lam_spot` columns and the three price columns copied from the offer, so `generate`
+# keeps them per (expansion inputs, catalog, limits, offers-without-prices), shared by every
+# workload with those inputs, together with everything derived from them that no price touches
+# (twin groups, signatures, physics per shape and workload physics) and the screening bounds per
+# preemption state; a sweep point only maps its prices in. Entries hold the catalog, so its id
+# stays unique.
+PRICE_COLUMNS = ("on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h")
+_ROWS_CACHE: dict[tuple, "_Rows"] = {}
+_ROWS_CACHE_MAX_ROWS = 2_000_000  # ~1 GB; a larger sweep rebuilds rows per point (slower, same results)
+_SCREENS_KEPT = 4  # preemption states kept per rows entry (a preemption sweep changes it every point)
+_OFFER_ROW = "_offer_row"
+_ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egress", "key", "market", "provider",
+                                "region", "instance_type", "gpu_family", "gpus", "max_nodes"]
+"""What `_exact` and `_candidate_row` read of a row, besides the point's price, λ and physics."""
+_Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h"])
+
+
+def offers_token(offers: pd.DataFrame) -> str:
+    """A fingerprint of everything in `offers` except the prices and preemption rates (but
+    including which prices exist), so frames that differ only by what-if multipliers share it."""
+    rest = offers[[c for c in offers.columns if c not in PRICE_COLUMNS]].astype(str)
+    exists = offers[[c for c in PRICE_COLUMNS if c in offers.columns]].notna()
+    digest = hashlib.sha1(pd.util.hash_pandas_object(rest, index=True).to_numpy().tobytes())
+    digest.update(pd.util.hash_pandas_object(exists, index=True).to_numpy().tobytes())
+    digest.update(repr(list(offers.columns)).encode())
+    return digest.hexdigest()
+
+
+@dataclass
+class _Rows:
+    """One workload's expanded rows and what is derived from them without prices."""
+
+    catalog: Catalog
+    base: pd.DataFrame | None  # `_expanded_rows` without prices and λ; `_OFFER_ROW`: the offer's position
+    reason: str
+    considered: int
+    columns: dict = field(default_factory=dict)  # base[_ROW_COLUMNS] as arrays (strings as Python objects)
+    offer_row: np.ndarray | None = None
+    spot: np.ndarray | None = None
+    twin: np.ndarray | None = None  # twin group, before splitting by λ
+    timing: np.ndarray | None = None  # timing key without λ
+    signature: np.ndarray | None = None
+    units: np.ndarray | None = None
+    key_rank: np.ndarray | None = None
+    market_rank: np.ndarray | None = None
+    shape: np.ndarray | None = None  # row -> its hardware shape's number
+    shapes: list[Shape] = field(default_factory=list)  # by number
+    twins: dict = field(default_factory=dict)  # λ digest -> `_twin_groups`
+    physics: dict = field(default_factory=dict)  # `_Physics.key` -> _Physics
+    screens: dict = field(default_factory=dict)  # λ digest -> {(physics, cost settings, hw_rate) -> _Screen}
+
+
+@dataclass
+class _Screen:
+    """Screening of one workload's rows at one preemption state (see `_screen`)."""
+
+    code: np.ndarray  # row -> timing key number (-1 where the physics does not fit)
+    bounds: dict[str, np.ndarray]  # `_screen_timings`' `_BOUNDS`, by timing key number
+    exact: dict = field(default_factory=dict)  # timing key number -> `_exact`
+
+
+_BOUNDS = ("et", "ef", "et_lo", "t0", "t0_hi", "p0")
+
+
+_EXPANSION_FIELDS = {"allow", "forbid", "gpus", "data"}
+"""The Workload fields `_expanded_rows` reads, besides its market rule and the GiB it stores."""
+
+
+def _rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits, token: str | None) -> _Rows:
+    """The workload's price-independent rows, kept per `offers_token` (built afresh without one) and shared
+    by every workload with the same expansion inputs: offers allowed, GPU range, markets, storage, data,
+    placement groups."""
+    if token is None:
+        return _build_rows(workload, catalog, offers, limits)
+    key = (token, id(catalog), repr(limits), _grouped(workload, limits), workload.model_dump_json(include=_EXPANSION_FIELDS),
+           workload.interruption_tolerance == "none", _stored_gib(workload, catalog))
+    if key not in _ROWS_CACHE:
+        if sum(len(r.base) for r in _ROWS_CACHE.values() if r.base is not None) >= _ROWS_CACHE_MAX_ROWS:
+            _ROWS_CACHE.clear()
+        _ROWS_CACHE[key] = _build_rows(workload, catalog, offers, limits)
+    return _ROWS_CACHE[key]
+
+
+def _grouped(workload: Workload, limits: Limits) -> tuple[bool, bool]:
+    """Whether the workload is in a same-provider and a same-region group (its signature columns)."""
+    return (any(workload.name in g for g in limits.same_provider),
+            any(workload.name in g for g in limits.same_region))
+
+
+def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits) -> _Rows:
+    """`_expanded_rows` plus the group numbers every call needs, computed once from strings so a
+    call works on arrays."""
+    base, reason, considered = _expanded_rows(workload, catalog, offers.assign(**{_OFFER_ROW: np.arange(len(offers))}),
+                                              limits)
+    if base is None:
+        return _Rows(catalog, None, reason, considered)
+    base = base.drop(columns=[*PRICE_COLUMNS, "price", "lam_spot"])  # each call maps its own in (`_prices`)
+    signature = _signature_columns(workload, limits)
+
+    def number(columns: list[str]) -> np.ndarray:
+        return base.groupby(columns, dropna=False, sort=False).ngroup().to_numpy(np.int64)
+
+    shape = number(SHAPE_COLUMNS)
+    first = np.unique(shape, return_index=True)[1]
+    return _Rows(catalog, base, reason, considered, columns={c: base[c].to_numpy() for c in _ROW_COLUMNS},
+                 offer_row=base[_OFFER_ROW].to_numpy(), spot=(base["market"] == "spot").to_numpy(),
+                 twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
+                 timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]), signature=number(signature),
+                 units=base["units"].to_numpy(float), key_rank=pd.factorize(base["key"], sort=True)[0],
+                 market_rank=pd.factorize(base["market"], sort=True)[0], shape=shape,
+                 shapes=[Shape(*s) for s in base[SHAPE_COLUMNS].iloc[first].itertuples(index=False, name=None)])
+
+
+def offer_prices(offers: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The offers' prices and preemption rates as float arrays (NaN where missing)."""
+    return {c: offers[c].to_numpy(dtype=float, na_value=np.nan) for c in PRICE_COLUMNS}
+
+
+def _prices(rows: _Rows, prices: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """This call's price and spot preemption rate per row, mapped in from its offers' `offer_prices`."""
+    def column(name: str) -> np.ndarray:
+        return prices[name][rows.offer_row]
+
+    price = np.where(rows.spot, column("spot_usd_h"), column("on_demand_usd_h"))
+    lam = np.where(rows.spot, np.nan_to_num(column("spot_preemption_per_h"), nan=0.0), 0.0)
+    return price, lam
+
+
+def _twin_groups(rows: _Rows, lam: np.ndarray, state: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ordered by (twin group split by λ, offer key, position) and where each group starts,
+    kept per preemption state: only prices then change which twin is cheapest."""
+    if state not in rows.twins:
+        if len(rows.twins) >= _SCREENS_KEPT:
+            rows.twins.pop(next(iter(rows.twins)))
+        lam_code = pd.factorize(lam)[0]
+        twins = rows.twin * (lam_code.max() + 1) + lam_code
+        order = np.lexsort((np.arange(len(lam)), rows.key_rank, twins))
+        starts = np.flatnonzero(np.r_[True, twins[order][1:] != twins[order][:-1]])
+        rows.twins[state] = order, starts
+    return rows.twins[state]
+
+
+def _cheapest_twins(rows: _Rows, price: np.ndarray, lam: np.ndarray, state: bytes) -> np.ndarray:
+    """Of rows identical in everything the cost and the limits depend on but the price (the same
+    instance in many regions, say), the positions of the cheapest (ties: the first offer key,
+    then the first row). The others are dominated before any physics is computed."""
+    order, starts = _twin_groups(rows, lam, state)
+    ordered = price[order]
+    cheapest = ordered == np.repeat(np.minimum.reduceat(ordered, starts), np.diff(np.r_[starts, len(order)]))
+    hits = np.flatnonzero(cheapest)  # in group order, so each group's first hit is its pick
+    group = np.searchsorted(starts, hits, side="right")
+    return np.sort(order[hits[np.r_[True, group[1:] != group[:-1]]]])
+
+
+def _screen(rows: _Rows, workload: Workload, physics: _Physics, work_h: np.ndarray, item_h: np.ndarray,
+            lam: np.ndarray, state: bytes, hw_rate: float, fingerprint: tuple) -> _Screen:
+    """The closed-form bounds per timing key, kept per preemption state for every workload of the same
+    physics and cost settings: a price multiplier never changes them, a preemption multiplier changes
+    every spot key's λ. Deadlines do not enter them (each workload compares with its own)."""
+    if state not in rows.screens:
+        if len(rows.screens) >= _SCREENS_KEPT:
+            rows.screens.pop(next(iter(rows.screens)))
+        rows.screens[state] = {}
+    screens, key = rows.screens[state], (physics.key, fingerprint)
+    if key not in screens:
+        fits = np.flatnonzero(work_h < math.inf)
+        lam_code = pd.factorize(lam)[0]
+        code = np.full(len(lam), -1, dtype=np.int64)
+        code[fits] = pd.factorize(rows.timing[fits] * (lam_code.max() + 1) + lam_code[fits])[0]
+        first = fits[np.unique(code[fits], return_index=True)[1]]
+        keys = rows.base.iloc[first].assign(lam_spot=lam[first], work_h=work_h[first], item_h=item_h[first])
+        bounds = _screen_timings(keys, workload, hw_rate)
+        assert len(bounds) == len(first)  # one row per timing key number, in number order
+        screens[key] = _Screen(code, {c: bounds[c].to_numpy(float) for c in _BOUNDS})
+    return screens[key]
+
+
+def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
+                        limits: Limits, exhaustive: bool = False, offers_key: str | None = None,
+                        prices: dict[str, np.ndarray] | None = None) -> tuple[pd.DataFrame, str, int]:
+    """(evaluated feasible candidates, reason if none, rows considered).
+
+    Rows are screened with closed-form cost bounds (lo <= exact cost <= hi) and only those
+    no other row provably beats get the exact cost model, cheapest bound first, in chunks.
+    `exhaustive` evaluates every row exactly (tests compare the two). `offers_key`
+    (`offers_token(offers)`) lets repeated calls reuse the price-independent work, and `prices`
+    (`offer_prices(offers)`) the offers' prices as arrays.
+    """
+    return _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, offers_key,
+                                offer_prices(offers) if prices is None else prices)[:3]
+
+
+def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
+                         limits: Limits, exhaustive: bool, offers_key: str | None, prices: dict[str, np.ndarray]
+                         ) -> tuple[pd.DataFrame, str, int, tuple[np.ndarray, np.ndarray] | None]:
+    """`workload_candidates` plus each candidate's signature number and limited GPUs, which the rows already
+    carry, for `_pareto` (`prune_dominated` without deriving them again); per-row work is on arrays, since
+    a sweep repeats it at every point."""
+    rows = _rows(workload, catalog, offers, limits, offers_key)
+    none = pd.DataFrame()
+    if rows.base is None:
+        return none, rows.reason, rows.considered, None
+    headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
+    q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
+    price, lam = _prices(rows, prices)
+    state = hashlib.sha1(lam.tobytes()).digest()  # the preemption state: what screening depends on
+    at = np.arange(len(price)) if exhaustive else _cheapest_twins(rows, price, lam, state)
+    physics = _physics(rows, workload, catalog, headroom)
+    work_h, item_h = physics.work_h[rows.shape], physics.item_h[rows.shape]
+    fits = work_h[at] < math.inf
+    if not fits.any():
+        estimates = [physics.estimates[i] for i in pd.unique(rows.shape[at])]
+        return none, _physics_reason(workload, estimates, budget), rows.considered, None
+    at = at[fits]
+    fingerprint = _cost_fingerprint(workload, hw_rate)
+    screen = _screen(rows, workload, physics, work_h, item_h, lam, state, hw_rate, fingerprint)
+    key = screen.code[at]
+    bound = {c: v[key] for c, v in screen.bounds.items()}
+    column = rows.columns
+    on_time = bound["t0"] <= budget
+    if not on_time.any():
+        slow = pd.DataFrame({"t0": bound["t0"], "nodes": column["nodes"][at], "key": column["key"][at]})
+        return none, _too_slow_reason(workload, slow, budget), rows.considered, None
+    at, key, bound = at[on_time], key[on_time], {c: v[on_time] for c, v in bound.items()}
+    p, nodes = price[at], column["nodes"][at]
+    storage, egress = column["storage_h"][at].astype(float), column["egress"][at].astype(float)
+    waste_hi = (nodes + bound["ef"]) * np.maximum(column["granularity_h"][at].astype(float),
+                                                  column["minimum_h"][at].astype(float))
+    lo = (p * nodes + storage) * bound["et_lo"] + egress
+    hi = (p * nodes + storage) * bound["et"] + p * waste_hi + egress
+    signature, units = rows.signature[at], rows.units[at]
+    if not exhaustive:
+        certain = (bound["t0_hi"] <= budget) & (bound["p0"] >= q)
+        keep = ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain])
+        at, key, lo, nodes, signature, units = (a[keep] for a in (at, key, lo, nodes, signature, units))
+    order = np.lexsort((at, nodes, rows.market_rank[at], rows.key_rank[at], lo))
+    at, key, lo, signature, units = (a[order] for a in (at, key, lo, signature, units))
+    columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
+    columns += [a[at].tolist() for a in (price, lam, work_h, item_h)]
+    out, missed, chosen, dominator_hi, runaway = [], [], [], [], []
+    alive, done = np.ones(len(at), dtype=bool), 0
+    for i, row in enumerate(map(_Row._make, zip(*columns))):
+        if not alive[i]:
+            continue
+        exact = screen.exact.get(key[i])
+        if exact is None:
+            exact = screen.exact[key[i]] = _exact(workload, row, hw_rate, fingerprint)
+        unit = exact.at(budget)
+        if unit.p_deadline < q:
+            missed.append((row, unit))
+        elif not unit.billed_node_h * row.price <= MAX_CANDIDATE_USD:  # also inf and NaN
+            runaway.append(row)
+        else:
+            est = physics.estimates[rows.shape[at[i]]]
+            candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision, layout_text(est))
+            out.append(candidate)
+            chosen.append(i)
+            dominator_hi.append(candidate["cost_usd"])
+        done += 1
+        if done % CHUNK == 0 and not exhaustive and chosen and i + 1 < len(at):  # the next chunk: drop the beaten
+            rest = slice(i + 1, None)
+            alive[rest] &= ~_dominated(signature[rest], units[rest], lo[rest], signature[chosen], units[chosen],
+                                       np.array(dominator_hi))
+    if not out:
+        if runaway and not missed:
+            return none, (f"every candidate's expected cost is above ${MAX_CANDIDATE_USD:,.0f}: failures restart "
+                          f"the work so often that it practically never finishes (checkpoint it, or give it fewer "
+                          f"GPUs or hours)"), rows.considered, None
+        return none, _deadline_reason(workload, missed, q), rows.considered, None
+    frame = pd.DataFrame({name: [c[name] for c in out] for name in out[0]})
+    return frame, "", rows.considered, (signature[chosen], units[chosen])
+
+
+def _physics_reason(workload: Workload, estimates: list[Estimate], budget: float) -> str:
+    fitting = [e for e in estimates if e.fits]
+    if not fitting:
+        precision = [e for e in estimates if "support" in e.reason]
+        if precision and len(precision) == len(estimates):
+            return precision[0].reason
+        sized = [e for e in estimates if e.memory.total > 0] or estimates
+        best = min(sized, key=lambda e: e.memory.total * 1.0 - e.shape.vram_gib)
+        largest = max(e.shape.vram_gib for e in estimates)
+        return (f"no GPU has enough VRAM: even {best.shape.gpus} x {best.shape.gpu} {best.reason}"
+                f" (largest GPU offered: {largest:.0f} GiB)")
+    return sorted({e.reason for e in estimates if e.reason})[0]
+
+
+def _too_slow_reason(workload: Workload, rows: pd.DataFrame, budget: float) -> str:
+    fastest = rows.loc[rows["t0"].idxmin()]
+    return (f"every fitting candidate misses the time budget: the fastest, {int(fastest['nodes'])} x "
+            f"{fastest['key']}, needs {fastest['t0']:.1f} h without any failure against a budget of "
+            f"{budget:.1f} h (short by {fastest['t0'] - budget:.1f} h)")
+
+
+def _deadline_reason(workload: Workload, missed, q: float) -> str:
+    row, unit = max(missed, key=lambda m: (m[1].p_deadline, -m[1].wall_h))
+    return (f"every fitting candidate misses the time budget at confidence {q:.0%}: the best, "
+            f"{int(row.nodes)} x {row.key} ({row.market}), meets {workload.time_budget:.1f} h with probability "
+            f"{unit.p_deadline:.1%} (expected {unit.wall_h:.1f} h)")
+
+
+def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None = None,
+             exhaustive: bool = False, progress=None) -> CandidateSet:
+    """All workloads' candidates; `offers` defaults to the catalog's with the scenario's overrides applied.
+    `progress(done, total)` is called after each workload (a progress bar)."""
+    limits = limits_of(scenario)
+    if offers is None:
+        offers = apply_overrides(catalog.offers, scenario.overrides, catalog)
+    token = offers_token(offers) if offers["key"].is_unique else None
+    prices = offer_prices(offers)
+    infeasible, considered = {}, 0
+    classes: dict[tuple, int] = {}  # workloads identical but for their names are generated once
+    results, members = [], []  # per class: (candidates, reason, rows, front, its first workload's name)
+    for number, workload in enumerate(scenario.workloads):
+        if progress:
+            progress(number, len(scenario.workloads))
+        kind = (workload.model_dump_json(exclude={"name", "description"}), _grouped(workload, limits))
+        if kind not in classes:
+            classes[kind] = len(results)
+            frame, reason, count, limited = _workload_candidates(workload, catalog, scenario, offers, limits,
+                                                                 exhaustive, token, prices)
+            front = _pareto(frame, *limited) if limited is not None else frame
+            results.append((frame, reason, count, front, workload.name))
+        reason, count = results[classes[kind]][1:3]
+        considered += count
+        if reason:
+            infeasible[workload.name] = reason
+        else:
+            members.append((classes[kind], workload.name))
+    return CandidateSet(_stacked(results, members, 0), _stacked(results, members, 3), infeasible, considered)
+
+
+def _stacked(results: list[tuple], members: list[tuple[int, str]], which: int) -> pd.DataFrame:
+    """One table of every member's candidates (`which`: 0 all, 3 the pruned front), each a copy of its
+    class's renamed to it: the candidate id is the workload's name and what follows it."""
+    if not members:
+        return pd.DataFrame()
+    used = sorted({c for c, _ in members})
+    frames = {c: results[c][which] for c in used}
+    starts = dict(zip(used, np.cumsum([0] + [len(frames[c]) for c in used[:-1]])))
+    stack = pd.concat([frames[c] for c in used], ignore_index=True)
+    suffix = [cid[len(results[c][4]):] for c in used for cid in frames[c]["cid"]]
+    at = np.concatenate([starts[c] + np.arange(len(frames[c])) for c, _ in members])
+    names = [name for c, name in members for _ in range(len(frames[c]))]
+    out = stack.take(at).reset_index(drop=True)
+    out["workload"] = names
+    out["cid"] = [name + suffix[i] for name, i in zip(names, at)]
+    return out

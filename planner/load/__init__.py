@@ -1,0 +1,12 @@
+"""Layer 2, loading: files in, checked, every error located (file:line or key path).
+
+yaml         a safe YAML reader that keeps line numbers
+catalog      the GPU, model, provider and offer tables (shipped or the user's)
+scenario     a scenario file: parse, validate, resolve models, check names
+quarter      a quarter file, and its calendar in steps
+hf_config    models from Hugging Face `config.json` files
+offer_facts  facts the shipped offers know that outside sources lack
+skypilot     `catalog import --from skypilot`
+refresh      `catalog refresh azure|aws` from the public price APIs
+examples     `planner examples`: copies of the shipped scenarios
+"""

@@ -1,0 +1,309 @@
+"""Shipped and user catalogs: CSV files loaded with pandas and validated into the domain model.
+
+A catalog is named by provider (`aws`, `gcp`, ...: a file under `catalogs/offers/`) or given
+as a path to an offers CSV in the same format (for example a company's negotiated prices).
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from datetime import date
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+from pydantic import TypeAdapter, ValidationError
+
+from planner.errors import PlannerError, did_you_mean
+from planner.load import yaml as yamlio
+from planner.schema.scenario import Gpu, ModelArch, Offer, Provider
+
+
+def _shipped(package: str) -> Path:
+    """A folder of package data (installed wheel, or the checkout's top-level folder in an editable
+    install: pyproject.toml maps both); wheels install unzipped, so it is a real directory."""
+    return Path(str(resources.files(package)))
+
+
+CATALOG_DIR = Path(os.environ.get("PLANNER_CATALOG_DIR") or _shipped("planner._catalogs"))
+"""The shipped catalogs; PLANNER_CATALOG_DIR points the planner at another folder of the same layout."""
+EXAMPLES_DIR = _shipped("planner._scenarios")
+"""The example scenarios and quarter files (`planner examples` copies them)."""
+
+OFFER_COLUMNS = [
+    "provider", "region", "instance_type", "gpu", "gpus_per_node", "vcpus", "ram_gib", "gpu_vram_gib",
+    "intra_node", "intra_node_gbs", "inter_node", "inter_node_gbps", "on_demand_usd_h", "spot_usd_h",
+    "spot_preemption_per_h", "max_nodes", "billing_granularity_h", "billing_minimum_h", "defaults", "notes",
+]
+_LIST_SEPARATOR = ";"
+
+
+def shipped_catalog_names() -> list[str]:
+    return sorted(p.stem for p in (CATALOG_DIR / "offers").glob("*.csv"))
+
+
+def _header_comments(path: Path) -> tuple[dict[str, str], int]:
+    """`# key: value` lines at the top of a CSV -> metadata, and how many lines they take."""
+    meta: dict[str, str] = {}
+    count = 0
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if not line.startswith("#"):
+                break
+            count += 1
+            key, _, value = line[1:].partition(":")
+            if value:
+                meta[key.strip()] = value.strip()
+    return meta, count
+
+
+def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str], int]:
+    if not path.exists():
+        raise PlannerError(f"no such {what}", str(path))
+    size = path.stat().st_size
+    if size > yamlio.MAX_FILE_BYTES:
+        raise PlannerError(f"{what} is {size / 2**20:.1f} MiB; refusing input above {yamlio.MAX_FILE_BYTES / 2**20:g} "
+                           f"MiB (raise the limit with: planner --max-input-size {math.ceil(size / 2**20) + 1}MiB ...)",
+                           str(path))
+    if b"\x00" in path.read_bytes()[:65536]:
+        raise PlannerError(f"this is a binary file, expected a CSV {what}", str(path))
+    try:
+        meta, skip = _header_comments(path)
+        frame = pd.read_csv(path, skiprows=skip, keep_default_na=False, na_values=[""], dtype=str)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        raise PlannerError(f"cannot read {what}: {' '.join(str(exc).split())}", str(path)) from None
+    return frame, meta, skip
+
+
+def _records(frame: pd.DataFrame) -> list[dict]:
+    """Rows as dicts without missing cells (so pydantic applies each field's default)."""
+    return [{k: v for k, v in row.items() if isinstance(v, str) and v != ""} for row in frame.to_dict("records")]
+
+
+def _validate_rows(model, frame: pd.DataFrame, path: Path, first_data_line: int, what: str) -> list:
+    records = _records(frame)
+    for record in records:
+        for list_field in ("defaults",):
+            if list_field in record:
+                record[list_field] = tuple(x for x in record[list_field].split(_LIST_SEPARATOR) if x)
+    try:
+        return TypeAdapter(list[model]).validate_python(records)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        row, *rest = error["loc"]
+        column = ".".join(str(p) for p in rest)
+        message = error["msg"]
+        if error["type"] == "extra_forbidden":
+            message = f"unknown column {column!r}{did_you_mean(column, model.model_fields)}"
+        elif error["type"] == "missing":
+            message = f"missing value for column {column!r}"
+        else:
+            message = f"column {column!r}: {message} (got {error.get('input')!r})"
+        raise PlannerError(f"bad {what} row: {message}", f"{path}:{first_data_line + int(row)}") from None
+
+
+@dataclass
+class Catalog:
+    """Everything the planner knows about hardware and prices, for one scenario."""
+
+    gpus: dict[str, Gpu]
+    providers: dict[str, Provider]
+    models: dict[str, ModelArch]
+    offers: pd.DataFrame
+    sources: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def gpu(self, name: str) -> Gpu:
+        """A GPU by canonical name, or by family (`H100` -> its fastest member, H100-SXM)."""
+        for gpu in self.gpus.values():
+            if gpu.name.lower() == name.lower():
+                return gpu
+        family = [g for g in self.gpus.values() if g.family.lower() == name.lower()]
+        if family:
+            return max(family, key=lambda g: (g.mem_bandwidth_gbs, g.name))
+        raise KeyError(f"unknown GPU {name!r}{did_you_mean(name, self.gpus)}")
+
+    def model(self, name: str) -> ModelArch:
+        """A model by catalog name or by the Hugging Face id the catalog row records."""
+        for model in self.models.values():
+            if name.lower() in (model.name.lower(), model.hf_repo.lower()):
+                return model
+        raise KeyError(f"unknown model {name!r}{did_you_mean(name, self.models)}")
+
+    def gpu_matches(self, gpu_name: str, query: str) -> bool:
+        """A GPU filter names a canonical GPU (`H100-SXM`) or a family (`H100`)."""
+        gpu = self.gpus.get(gpu_name)
+        query = query.lower()
+        return gpu_name.lower() == query or (gpu is not None and gpu.family.lower() == query)
+
+    def knows_gpu(self, query: str) -> bool:
+        query = query.lower()
+        return any(g.name.lower() == query or g.family.lower() == query for g in self.gpus.values())
+
+    def gpu_names_and_families(self) -> list[str]:
+        return sorted({g.name for g in self.gpus.values()} | {g.family for g in self.gpus.values()})
+
+    def prices_as_of(self) -> date | None:
+        """The oldest `# as_of:` date of the offer catalogs used (a catalog without one is not counted)."""
+        dates = []
+        for meta in self.sources.values():
+            try:
+                dates.append(date.fromisoformat(str(meta.get("as_of", ""))[:10]))
+            except ValueError:
+                continue
+        return min(dates) if dates else None
+
+    @cached_property
+    def offer_models(self) -> dict[str, Offer]:
+        return {key: Offer(**_offer_fields(row)) for key, row in self.offers.set_index("key").iterrows()}
+
+
+def _offer_fields(row: pd.Series) -> dict:
+    fields = {k: v for k, v in row.items() if k in Offer.model_fields and not _missing(v)}
+    fields["defaults"] = tuple(row["defaults"]) if isinstance(row.get("defaults"), (tuple, list)) else ()
+    return fields
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and pd.isna(value))
+
+
+def load_gpus(directory: Path = CATALOG_DIR) -> dict[str, Gpu]:
+    path = directory / "gpus.csv"
+    frame, _, skip = _read_csv(path, "GPU table")
+    frame = frame.drop(columns=["aliases"], errors="ignore")
+    return {g.name: g for g in _validate_rows(Gpu, frame, path, skip + 2, "GPU")}
+
+
+def load_models(directory: Path = CATALOG_DIR) -> dict[str, ModelArch]:
+    path = directory / "models.csv"
+    frame, _, skip = _read_csv(path, "model table")
+    return {m.name: m for m in _validate_rows(ModelArch, frame, path, skip + 2, "model")}
+
+
+def load_providers(directory: Path = CATALOG_DIR) -> dict[str, Provider]:
+    path = directory / "providers.csv"
+    frame, _, skip = _read_csv(path, "provider table")
+    frame = frame.rename(columns={"provider": "name"})
+    for seconds, hours in (("billing_granularity_s", "billing_granularity_h"), ("billing_minimum_s", "billing_minimum_h")):
+        frame[hours] = (frame.pop(seconds).astype(float) / 3600).astype(str)
+    frame = frame.drop(columns=["notes"], errors="ignore")
+    return {p.name: p for p in _validate_rows(Provider, frame, path, skip + 2, "provider")}
+
+
+def read_offers(path: Path, gpus: dict[str, Gpu], providers: dict[str, Provider]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """One offers CSV -> validated frame (typed columns) and its `# source/as_of` header."""
+    frame, meta, skip = _read_csv(path, "offers catalog")
+    first_line = skip + 2
+    missing = [c for c in ("provider", "region", "instance_type", "gpu", "gpus_per_node") if c not in frame.columns]
+    if missing:
+        raise PlannerError(f"offers catalog lacks column(s) {', '.join(missing)}; expected {', '.join(OFFER_COLUMNS)}",
+                           f"{path}:{skip + 1}")
+    offers = _validate_rows(Offer, frame, path, first_line, "offer")
+    for row, offer in enumerate(offers):
+        if offer.gpu not in gpus:
+            raise PlannerError(f"unknown GPU {offer.gpu!r}{did_you_mean(offer.gpu, gpus)}", f"{path}:{first_line + row}")
+        if offer.provider not in providers:
+            raise PlannerError(f"unknown provider {offer.provider!r}{did_you_mean(offer.provider, providers)}; "
+                               f"known: {', '.join(sorted(providers))}", f"{path}:{first_line + row}")
+        if offer.on_demand_usd_h is None and offer.spot_usd_h is None:
+            raise PlannerError("offer has neither an on-demand nor a spot price", f"{path}:{first_line + row}")
+    typed = pd.DataFrame([o.model_dump() for o in offers], columns=OFFER_COLUMNS)
+    typed["source_file"] = str(path)
+    return typed, meta
+
+
+def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
+    """Load the GPU, model and provider tables plus the named offer catalogs (later ones win on duplicate keys)."""
+    gpus, models, providers = load_gpus(), load_models(), load_providers()
+    frames, sources = [], {}
+    shipped = shipped_catalog_names()
+    for item in names_or_paths:
+        if item in shipped:
+            path = CATALOG_DIR / "offers" / f"{item}.csv"
+        elif "/" in item or item.endswith(".csv"):
+            path = (base_dir / item) if base_dir and not Path(item).is_absolute() else Path(item)
+        else:
+            raise KeyError(f"unknown catalog {item!r}{did_you_mean(item, shipped)}; shipped: {', '.join(shipped)}")
+        frame, meta = read_offers(path, gpus, providers)
+        frames.append(frame)
+        sources[item] = meta
+    offers = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=OFFER_COLUMNS)
+    offers["key"] = offers["provider"] + "/" + offers["region"] + "/" + offers["instance_type"]
+    offers = offers.drop_duplicates("key", keep="last").sort_values("key", kind="stable").reset_index(drop=True)
+    fill = {p.name: p.spot_preemption_per_node_h for p in providers.values()}
+    defaulted = offers["spot_usd_h"].notna() & offers["spot_preemption_per_h"].isna()
+    if defaulted.any():
+        offers.loc[defaulted, "spot_preemption_per_h"] = offers.loc[defaulted, "provider"].map(fill).astype(float)
+    return Catalog(gpus=gpus, providers=providers, models=models, offers=offers, sources=sources)
+
+
+def gpu_summary(catalog: Catalog, queries: tuple[str, ...] = ()) -> pd.DataFrame:
+    """Per GPU model on offer (like `sky show-gpus`): VRAM, bandwidth, FP8, the cheapest on-demand and
+    spot price per GPU-hour across providers (and who offers it), and the GPU counts per node on offer."""
+    offers = catalog.offers
+    if queries:
+        offers = offers[offers["gpu"].map(lambda g: any(catalog.gpu_matches(g, q) for q in queries))]
+    rows = []
+    for name, group in offers.groupby("gpu", sort=True):
+        gpu = catalog.gpus[name]
+        row = {"gpu": name, "vram_gib": gpu.vram_gib, "bandwidth_gbs": gpu.mem_bandwidth_gbs,
+               "fp8": "yes" if gpu.fp8_tflops else "no"}
+        for market, column in (("on_demand", "on_demand_usd_h"), ("spot", "spot_usd_h")):
+            per_gpu = (group[column] / group["gpus_per_node"]).dropna()
+            cheapest = group.loc[per_gpu.idxmin()] if not per_gpu.empty else None
+            row[f"{market}_usd_per_gpu_h"] = round(float(per_gpu.min()), 4) if cheapest is not None else None
+            row[f"{market}_from"] = cheapest["provider"] if cheapest is not None else ""
+        row["gpus_per_node"] = ",".join(str(c) for c in sorted(group["gpus_per_node"].unique()))
+        row["providers"] = group["provider"].nunique()
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+STALE_AFTER_DAYS = 90
+
+
+def price_age_warning(catalog: Catalog, today: date | None = None) -> str | None:
+    """One line when the oldest prices used are older than STALE_AFTER_DAYS, else None."""
+    as_of = catalog.prices_as_of()
+    if as_of is None:
+        return None
+    age = ((today or date.today()) - as_of).days
+    if age <= STALE_AFTER_DAYS:
+        return None
+    return (f"prices as of {as_of.isoformat()} are {age} days old; refresh them (planner catalog refresh azure|aws, "
+            f"planner catalog import) or name a catalog of your own")
+
+
+def split_accelerator(query: str) -> tuple[str, int | None]:
+    """SkyPilot's accelerator syntax: `H100:8` is an H100 node of 8 GPUs; `H100` any node size."""
+    name, _, count = query.partition(":")
+    return name, int(count) if count else None
+
+
+def offers_for(catalog: Catalog, allow, forbid, offers: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The offers a workload's `allow`/`forbid` placement rules leave (GPU filters match families)."""
+    offers = catalog.offers if offers is None else offers
+    mask = pd.Series(True, index=offers.index)
+
+    def gpu_mask(queries) -> pd.Series:
+        hit = pd.Series(False, index=offers.index)
+        for name, count in map(split_accelerator, queries):
+            wanted = {g for g in catalog.gpus if catalog.gpu_matches(g, name)}
+            hit |= offers["gpu"].isin(wanted) & (offers["gpus_per_node"] == count if count else True)
+        return hit
+
+    for column, values in (("provider", allow.providers), ("region", allow.regions),
+                           ("instance_type", allow.instance_types)):
+        if values:
+            mask &= offers[column].isin(values)
+    if allow.gpus:
+        mask &= gpu_mask(allow.gpus)
+    for column, values in (("provider", forbid.providers), ("region", forbid.regions),
+                           ("instance_type", forbid.instance_types)):
+        if values:
+            mask &= ~offers[column].isin(values)
+    if forbid.gpus:
+        mask &= ~gpu_mask(forbid.gpus)
+    return offers[mask]

@@ -1,0 +1,138 @@
+"""Loading a quarter file of `planner batch`: parse, validate, resolve models, check names,
+windows and `after` chains; and its calendar in integer steps of `horizon.step`."""
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from planner.errors import PlannerError, did_you_mean
+from planner.load.catalog import Catalog, load_catalog
+from planner.load.scenario import _check_duplicate_workloads, validate_model
+from planner.load.yaml import load_yaml, where
+from planner.schema.quarter import Quarter, Run, as_scenario
+
+
+@dataclass
+class LoadedQuarter:
+    path: Path
+    quarter: Quarter
+    catalog: Catalog
+    raw: Any
+
+    def where(self, loc: tuple) -> str:
+        return where(self.path, self.raw, loc)
+
+    # ---- the calendar in steps
+
+    @property
+    def step_h(self) -> float:
+        return self.quarter.horizon.step
+
+    @property
+    def steps(self) -> int:
+        horizon = self.quarter.horizon
+        return math.floor((horizon.end - horizon.start).total_seconds() / 3600 / self.step_h + 1e-9)
+
+    def to_step(self, moment: dt.datetime, up: bool = False) -> int:
+        hours = (moment - self.quarter.horizon.start).total_seconds() / 3600
+        steps = hours / self.step_h
+        return math.ceil(steps - 1e-9) if up else math.floor(steps + 1e-9)
+
+    def to_time(self, step: float) -> dt.datetime:
+        return self.quarter.horizon.start + dt.timedelta(hours=step * self.step_h)
+
+    def window(self, run: Run) -> tuple[int, int]:
+        """(earliest start step, latest end step) of a run."""
+        release = self.to_step(run.release, up=True) if run.release else 0
+        due = self.to_step(run.due) if run.due else self.steps
+        return max(0, release), min(self.steps, due)
+
+
+def load_quarter(path: str | Path) -> LoadedQuarter:
+    path = Path(path)
+    raw = load_yaml(path, "quarter file")
+    if not isinstance(raw, dict):
+        raise PlannerError("expected a mapping of quarter keys (name, horizon, runs, ...)", where(path, raw, ()))
+    if isinstance(raw.get("runs"), list):
+        _check_duplicate_workloads(path, {"workloads": raw["runs"]})
+    quarter = validate_model(Quarter, raw, path)
+    try:
+        catalog = load_catalog(quarter.catalogs, base_dir=path.parent)
+    except KeyError as exc:
+        raise PlannerError(str(exc.args[0]), where(path, raw, ("catalogs",))) from None
+    except PlannerError as exc:
+        from planner.load.scenario import located_catalog_error
+
+        raise located_catalog_error(exc, quarter.catalogs, path, raw) from None
+    from planner.load.scenario import resolve_models
+
+    quarter = quarter.model_copy(update={"runs": resolve_models(quarter.runs, catalog, path, raw, "runs")})
+    loaded = LoadedQuarter(path, quarter, catalog, raw)
+    _check_quarter(loaded)
+    return loaded
+
+
+def _check_quarter(loaded: LoadedQuarter) -> None:
+    """Cross-field rules: names that must exist, windows inside the horizon, no cycles in `after`."""
+    from planner.load.scenario import LoadedScenario, check_references
+
+    quarter = loaded.quarter
+    fail = lambda message, loc: (_ for _ in ()).throw(PlannerError(message, loaded.where(loc)))  # noqa: E731
+    # Names the catalog must know: reuse the scenario checks on the runs as workloads.
+    runs_as_scenario = as_scenario(quarter)
+    check_references(LoadedScenario(loaded.path, runs_as_scenario, loaded.catalog, loaded.raw), collection="runs")
+    names = {r.name for r in quarter.runs}
+    horizon = quarter.horizon
+    for i, run in enumerate(quarter.runs):
+        for j, before in enumerate(run.after):
+            if before not in names:
+                fail(f"unknown run {before!r} in after{did_you_mean(before, names)}", ("runs", i, "after", j))
+            if before == run.name:
+                fail("a run cannot come after itself", ("runs", i, "after", j))
+        if run.release and run.due and run.due <= run.release:
+            fail(f"due ({run.due.isoformat()}) is not after release ({run.release.isoformat()})", ("runs", i, "due"))
+        release, due = loaded.window(run)
+        if run.due and run.due <= horizon.start or run.release and run.release >= horizon.end:
+            fail("the run's window lies outside the horizon", ("runs", i, "due" if run.due else "release"))
+        if due <= release:
+            fail("the run's window (release to due) holds no whole time step", ("runs", i))
+    cycle = _find_cycle({r.name: r.after for r in quarter.runs})
+    if cycle:
+        index = next(i for i, r in enumerate(quarter.runs) if r.name == cycle[0])
+        fail(f"runs wait for each other in a cycle: {' -> '.join(cycle)}", ("runs", index, "after"))
+    offer_keys = set(loaded.catalog.offers["key"])
+    for i, reservation in enumerate(quarter.reservations):
+        if reservation.offer not in offer_keys:
+            fail(f"unknown offer {reservation.offer!r}{did_you_mean(reservation.offer, offer_keys)}; "
+                 "expected provider/region/instance_type", ("reservations", i, "offer"))
+        if reservation.start < horizon.start or reservation.end > horizon.end:
+            fail("the reservation term must lie inside the horizon", ("reservations", i))
+
+
+def _find_cycle(graph: dict[str, tuple[str, ...]]) -> list[str] | None:
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if state.get(nxt) == 1:
+                return stack[stack.index(nxt):] + [nxt]
+            if nxt in graph and state.get(nxt) is None:
+                found = visit(nxt)
+                if found:
+                    return found
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in graph:
+        if state.get(node) is None:
+            found = visit(node)
+            if found:
+                return found
+    return None

@@ -1,0 +1,253 @@
+"""Load a scenario file: YAML -> validated `Scenario` plus the `Catalog` it names.
+
+Every problem becomes one `PlannerError` naming the file, the line and key path, and what was
+expected (with the closest valid name where there is one).
+"""
+from __future__ import annotations
+
+import types
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from planner.errors import PlannerError, did_you_mean
+from planner.load.catalog import Catalog, load_catalog
+from planner.load.yaml import key_path, load_yaml, to_plain, where
+from planner.schema.scenario import Scenario
+
+
+@dataclass
+class LoadedScenario:
+    path: Path
+    scenario: Scenario
+    catalog: Catalog
+    raw: Any  # the parsed YAML, for line numbers in later errors
+
+    def where(self, loc: tuple) -> str:
+        return where(self.path, self.raw, loc)
+
+
+def load_scenario(path: str | Path) -> LoadedScenario:
+    path = Path(path)
+    raw = load_yaml(path)
+    if not isinstance(raw, dict):
+        raise PlannerError(f"expected a mapping of scenario keys (name, workloads, ...), got a {type(to_plain(raw)).__name__}",
+                           where(path, raw, ()))
+    _check_duplicate_workloads(path, raw)
+    scenario = validate_model(Scenario, raw, path)
+    try:
+        catalog = load_catalog(scenario.catalogs, base_dir=path.parent)
+    except KeyError as exc:
+        bad = str(exc.args[0])
+        index = next((i for i, c in enumerate(scenario.catalogs) if repr(c) in bad), 0)
+        raise PlannerError(bad, where(path, raw, ("catalogs", index))) from None
+    except PlannerError as exc:
+        raise located_catalog_error(exc, scenario.catalogs, path, raw) from None
+    scenario = scenario.model_copy(update={"workloads": resolve_models(scenario.workloads, catalog, path, raw)})
+    loaded = LoadedScenario(path, scenario, catalog, raw)
+    check_references(loaded)
+    return loaded
+
+
+def located_catalog_error(exc: PlannerError, catalogs: tuple[str, ...], path: Path, raw: Any) -> PlannerError:
+    """A problem inside an offers file, located also at the scenario line that named the file."""
+    index = next((i for i, c in enumerate(catalogs) if Path(c).name in (exc.where or "")), 0)
+    return PlannerError(f"catalog {catalogs[index]!r}: {exc}", where(path, raw, ("catalogs", index)))
+
+
+def resolve_models(workloads: tuple, catalog: Catalog, path: Path, raw: Any, collection: str = "workloads") -> tuple:
+    """Models given as a Hugging Face config (a local `{hf_config: path}`, or an `org/name` id the catalog
+    does not hold, fetched through huggingface_hub's cache) become inline shapes; catalog names stay."""
+    from planner.load import hf_config
+    from planner.schema.scenario import HfConfigFile
+
+    out = []
+    for i, workload in enumerate(workloads):
+        model, loc = workload.model, (collection, i, "model")
+        try:
+            if isinstance(model, HfConfigFile):
+                file = Path(model.hf_config)
+                file = file if file.is_absolute() else path.parent / file
+                config = hf_config.load_config_file(file)
+                arch = hf_config.arch_from_config(config, file.parent.name if file.name == "config.json" else file.stem)
+            elif isinstance(model, str) and hf_config.looks_like_hf_id(model) and not _in_catalog(catalog, model):
+                arch = hf_config.arch_from_config(hf_config.fetch_config(model), model.split("/")[-1].lower(),
+                                                  hf_repo=model)
+            else:
+                out.append(workload)
+                continue
+        except ValueError as exc:
+            raise PlannerError(str(exc), where(path, raw, loc)) from None
+        out.append(workload.model_copy(update={"model": arch}))
+    return tuple(out)
+
+
+def _in_catalog(catalog: Catalog, name: str) -> bool:
+    try:
+        catalog.model(name)
+        return True
+    except KeyError:
+        return False
+
+
+def validate_model(model: type[BaseModel], raw: Any, path: Path):
+    """pydantic validation with the first error turned into one located, actionable line."""
+    try:
+        return model.model_validate(to_plain(raw))
+    except ValidationError as exc:
+        error = _most_useful(exc.errors())
+        loc = _data_loc(raw, error["loc"])
+        raise PlannerError(_describe(model, error, loc), where(path, raw, loc)) from None
+
+
+def _most_useful(errors: list[dict]) -> dict:
+    """With unions pydantic reports every branch; prefer an unknown key, then the deepest error."""
+    for kind in ("extra_forbidden", "missing"):
+        hits = [e for e in errors if e["type"] == kind]
+        if hits:
+            return max(hits, key=lambda e: len(e["loc"]))
+    return errors[0]
+
+
+def _data_loc(raw: Any, loc: tuple) -> tuple:
+    """Drop pydantic's union-branch labels from a loc, keeping the keys that are in the file."""
+    result: list = []
+    node = raw
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            result.append(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+            result.append(part)
+        elif i == len(loc) - 1 and isinstance(part, str) and isinstance(node, dict):
+            result.append(part)  # a missing key: name it
+    return tuple(result)
+
+
+def _describe(model: type[BaseModel], error: dict, loc: tuple) -> str:
+    kind, message, value = error["type"], error["msg"], error.get("input")
+    if kind == "extra_forbidden":
+        key = loc[-1]
+        allowed = _allowed_keys(model, loc[:-1])
+        hint = did_you_mean(key, allowed) if allowed else ""
+        expected = f"; expected one of: {', '.join(sorted(allowed))}" if allowed and not hint else ""
+        return f"unknown key {key!r}{hint}{expected}"
+    if kind == "missing":
+        return f"missing required key {loc[-1]!r}" if loc else "missing required key"
+    if message.startswith("Value error, "):
+        message = message[len("Value error, "):]
+    if kind == "literal_error":
+        options = error.get("ctx", {}).get("expected", "")
+        hint = did_you_mean(value, [o.strip(" '") for o in options.replace(" or ", ",").split(",")]) if isinstance(value, str) else ""
+        return f"got {value!r}; {message.lower()}{hint}"
+    if kind in ("value_error", "assertion_error"):
+        return message
+    shown = f" (got {value!r})" if not isinstance(value, (dict, list)) else ""
+    return f"{message[0].lower()}{message[1:]}{shown}"
+
+
+def _allowed_keys(model: type[BaseModel], loc: tuple) -> list[str]:
+    """The field names of the model found at key path `loc` (for 'did you mean')."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            if isinstance(part, str) and part in current.model_fields:
+                current = current.model_fields[part].annotation
+            else:
+                return []
+        elif isinstance(part, int):
+            args = typing.get_args(current)
+            current = args[0] if args else current
+    current = _unwrap(current)
+    return list(current.model_fields) if isinstance(current, type) and issubclass(current, BaseModel) else []
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Optional[X] / Annotated[X, ...] / X | str -> the pydantic model inside, if any."""
+    for _ in range(5):
+        origin = typing.get_origin(annotation)
+        if origin is typing.Annotated:
+            annotation = typing.get_args(annotation)[0]
+        elif origin in (typing.Union, types.UnionType):
+            models = [a for a in typing.get_args(annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+            annotation = models[0] if models else annotation
+            if not models:
+                break
+        else:
+            break
+    return annotation
+
+
+def _check_duplicate_workloads(path: Path, raw: dict) -> None:
+    workloads = raw.get("workloads")
+    if not isinstance(workloads, list):
+        return
+    first: dict[str, int] = {}
+    for index, item in enumerate(workloads):
+        name = item.get("name") if isinstance(item, dict) else None
+        if isinstance(name, str):
+            if name in first:
+                raise PlannerError(f"duplicate workload name {name!r} (first used at workloads[{first[name]}])",
+                                   where(path, raw, ("workloads", index, "name")))
+            first[name] = index
+
+
+def check_references(loaded: LoadedScenario, collection: str = "workloads") -> None:
+    """Names that must exist in the catalog: models, GPUs, providers, offers.
+
+    `collection` is the key the workloads sit under in the file (`runs` in a quarter file).
+    """
+    scenario, catalog = loaded.scenario, loaded.catalog
+    providers = set(catalog.providers)
+    offer_keys = set(catalog.offers["key"])
+
+    def fail(message: str, loc: tuple) -> None:
+        raise PlannerError(message, loaded.where(loc))
+
+    def check_gpu(name: str, loc: tuple) -> None:
+        if not catalog.knows_gpu(name):
+            fail(f"unknown GPU {name!r}{did_you_mean(name, catalog.gpu_names_and_families())}", loc)
+
+    def check_provider(name: str, loc: tuple) -> None:
+        if name not in providers:
+            fail(f"unknown provider {name!r}{did_you_mean(name, providers)}; known: {', '.join(sorted(providers))}", loc)
+
+    for i, workload in enumerate(scenario.workloads):
+        base = (collection, i)
+        if isinstance(workload.model, str):
+            try:
+                catalog.model(workload.model)
+            except KeyError as exc:
+                fail(str(exc.args[0]), base + ("model",))
+        if workload.work and workload.work.reference_gpu:
+            check_gpu(workload.work.reference_gpu, base + ("work", "reference_gpu"))
+        for placement in ("allow", "forbid"):
+            spec = getattr(workload, placement)
+            for j, gpu in enumerate(spec.gpus):
+                check_gpu(gpu.partition(":")[0], base + (placement, "gpus", j))
+            for j, provider in enumerate(spec.providers):
+                check_provider(provider, base + (placement, "providers", j))
+        if workload.data.location:
+            check_provider(workload.data.location.split("/")[0], base + ("data", "location"))
+    for key in scenario.constraints.gpu_quotas:
+        provider, _, gpu = key.partition("/")
+        check_provider(provider, ("constraints", "gpu_quotas", key))
+        if gpu:
+            check_gpu(gpu, ("constraints", "gpu_quotas", key))
+    for key in scenario.constraints.node_limits:
+        if key not in offer_keys:
+            fail(f"unknown offer {key!r}{did_you_mean(key, offer_keys)}; expected provider/region/instance_type",
+                 ("constraints", "node_limits", key))
+    for i, override in enumerate(scenario.overrides):
+        if override.provider:
+            check_provider(override.provider, ("overrides", i, "provider"))
+        if override.gpu:
+            check_gpu(override.gpu, ("overrides", i, "gpu"))
+
+
+__all__ = ["LoadedScenario", "load_scenario", "validate_model", "key_path"]

@@ -1,0 +1,225 @@
+"""Safe YAML loading that keeps line numbers, refuses hostile input, and maps key paths to lines."""
+from __future__ import annotations
+
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+from planner.errors import PlannerError
+
+MAX_FILE_BYTES = 64 * 2**20
+"""Input files above this size are refused before parsing (`planner --max-input-size` raises it);
+a 20,000-workload scenario is about 4 MiB."""
+MAX_DEPTH = 64  # a scenario nests about 5 levels; deeper input is refused before anything recurses
+MAX_ALIAS_NODES = 100_000  # nodes that aliases may add by expansion ("billion laughs" guard)
+_CORE_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq",
+                                                       "timestamp")}
+
+
+class YamlMapping(dict):
+    """A parsed YAML mapping (the document root) that knows the line of every key path."""
+
+    lines: dict[tuple, int]
+
+
+def read_text(path: Path, what: str = "file") -> str:
+    """Read a user file as UTF-8 text, refusing missing, huge, empty and binary files."""
+    if not path.exists():
+        raise PlannerError(f"no such {what}", str(path))
+    if path.is_dir():
+        raise PlannerError(f"expected a {what}, found a directory", str(path))
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise PlannerError(
+            f"file is {size / 2**20:.1f} MiB; refusing input above {MAX_FILE_BYTES / 2**20:g} MiB "
+            f"(raise the limit with: planner --max-input-size {math.ceil(size / 2**20) + 1}MiB ...)", str(path))
+    raw = path.read_bytes()
+    if b"\x00" in raw:
+        raise PlannerError(f"this is a binary file, expected a YAML {what}", str(path))
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise PlannerError(f"not UTF-8 text (byte {exc.start}); expected a YAML {what}", str(path)) from None
+    if not text.strip():
+        raise PlannerError(f"the file is empty; expected a YAML {what}", str(path))
+    return text
+
+
+def load_yaml(path: Path, what: str = "scenario file") -> Any:
+    """Parse YAML 1.2 safely and fast, keeping the line of every key path for error messages.
+
+    Two passes over the text with the C parser (ruamel.yaml.clib): the events first, which bound
+    nesting depth and alias expansion and refuse tags before anything is built or recursed
+    (`_scan`), then the safe loader, which builds plain Python data only.
+    """
+    from ruamel.yaml import YAML
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.reader import ReaderError
+
+    text = read_text(path, what)
+    yaml = YAML(typ="safe")
+    line_at = _Lines(text)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # YAML library notices: the errors below say what matters
+            lines = _scan(yaml.parse(text), path, line_at)
+            data = yaml.load(text)
+    except MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{line_at(mark)}" if mark is not None else ""
+        context = exc.context or ""
+        if context and exc.context_mark is not None and exc.problem_mark is not None:
+            context += f" (line {line_at(exc.context_mark)})"
+        problem = " ".join(", ".join(p for p in (context, exc.problem) if p).split()) or "invalid YAML"
+        raise PlannerError(f"YAML syntax error: {problem}", f"{path}{line}") from None
+    except ReaderError as exc:  # a character YAML does not allow
+        line = text.count("\n", 0, exc.position) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+        raise PlannerError(f"character U+{code:04X} is not allowed in YAML (control characters are not)",
+                           f"{path}:{line}") from None
+    except (YAMLError, ValueError, TypeError) as exc:
+        raise PlannerError(f"YAML error: {' '.join(str(exc).split())}", str(path)) from None
+    if data is None:
+        raise PlannerError(f"the file holds no YAML document; expected a {what}", str(path))
+    if isinstance(data, dict):
+        data = YamlMapping(data)
+        data.lines = lines
+    return data
+
+
+class _Lines:
+    """1-based line of a parser mark, counting newlines only (as editors do; the YAML scanner also
+    breaks lines at U+2028 and U+0085, which would put errors on the wrong line). Marks come in
+    increasing order during a scan, so counting is incremental."""
+
+    def __init__(self, text: str):
+        self.text, self.index, self.line = text, 0, 1
+
+    def __call__(self, mark) -> int:
+        index = getattr(mark, "index", None)
+        if index is None:
+            return mark.line + 1
+        if index < self.index:
+            return self.text.count("\n", 0, index) + 1
+        self.line += self.text.count("\n", self.index, index)
+        self.index = index
+        return self.line
+
+
+def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
+    """Walk the parser's events once: refuse deep nesting, alias bombs, recursive aliases and tags;
+    return the 1-based line of each key path (a mapping key's line, a sequence item's first line)."""
+    from ruamel.yaml.events import (
+        AliasEvent,
+        CollectionEndEvent,
+        CollectionStartEvent,
+        MappingStartEvent,
+        NodeEvent,
+        ScalarEvent,
+    )
+
+    lines: dict[tuple, int] = {}
+    stack: list[list] = []  # per open collection: [is_mapping, path, next index or current key, key read]
+    sizes: dict[str, int] = {}  # anchor -> nodes it stands for
+    open_anchors: list[tuple[str | None, int]] = []
+    nodes = expanded = 0
+
+    def place(line: int) -> tuple | None:
+        """Where the node that starts now sits; for a mapping key, None (it names the next node)."""
+        if not stack:
+            return ()
+        frame = stack[-1]
+        if frame[0]:
+            if not frame[3]:
+                return None
+            frame[3] = False
+            return frame[1] + (frame[2],)
+        loc = frame[1] + (frame[2],)
+        lines.setdefault(loc, line)
+        frame[2] += 1
+        return loc
+
+    for event in events:
+        if not isinstance(event, (NodeEvent, CollectionEndEvent)):
+            continue
+        line = line_at(event.start_mark)
+        tag = getattr(event, "tag", None)
+        if tag and tag != "!" and tag not in _CORE_TAGS:
+            raise PlannerError(f"YAML tags such as {tag!r} are not allowed", f"{path}:{line}")
+        if isinstance(event, CollectionEndEvent):
+            stack.pop()
+            anchor, before = open_anchors.pop()
+            if anchor:
+                sizes[anchor] = nodes - before
+            continue
+        loc = place(line)
+        if loc is None:  # a mapping key
+            key = event.value if isinstance(event, ScalarEvent) else f"<{type(event).__name__}>"
+            stack[-1][2], stack[-1][3] = _key(key), True
+            lines.setdefault(stack[-1][1] + (stack[-1][2],), line)
+            nodes += 1
+            continue
+        if isinstance(event, AliasEvent):
+            if event.anchor in (a for a, _ in open_anchors):
+                raise PlannerError(f"recursive YAML alias *{event.anchor} (it refers to a node that contains it)",
+                                   f"{path}:{line}")
+            grow = sizes.get(event.anchor, 1)
+            nodes += grow
+            expanded += grow
+            if expanded > MAX_ALIAS_NODES:
+                raise PlannerError(f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (alias bomb?); "
+                                   "refusing it", f"{path}:{line}")
+            continue
+        nodes += 1
+        if isinstance(event, CollectionStartEvent):
+            if len(stack) >= MAX_DEPTH:
+                raise PlannerError(f"YAML nested deeper than {MAX_DEPTH} levels; refusing it", f"{path}:{line}")
+            stack.append([isinstance(event, MappingStartEvent), loc, 0, False])
+            open_anchors.append((event.anchor, nodes - 1))
+        elif event.anchor:
+            sizes[event.anchor] = 1
+    return lines
+
+
+def _key(value: str):
+    """A mapping key as the safe loader will build it, for key paths (numbers and booleans too)."""
+    if value.lstrip("-").isdigit():
+        return int(value)
+    return {"true": True, "false": False}.get(value.lower(), value)
+
+
+def line_of(data: Any, loc: tuple) -> int | None:
+    """1-based line of the deepest part of key path `loc` that is in the parsed YAML."""
+    lines = getattr(data, "lines", None)
+    if not lines:
+        return None
+    for end in range(len(loc), 0, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return 1
+
+
+def key_path(loc: tuple) -> str:
+    """('workloads', 0, 'memory') -> 'workloads[0].memory'."""
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def where(path: Path, data: Any, loc: tuple) -> str:
+    """'file:line (key.path)' for an error message."""
+    line = line_of(data, loc)
+    place = f"{path}:{line}" if line else str(path)
+    return f"{place} ({key_path(loc)})" if loc else place
+
+
+def to_plain(data: Any) -> Any:
+    """Parsed YAML -> plain dicts/lists with str/int/float/bool keys (pydantic validates plain data);
+    depth is bounded by the scan, so the recursion is too."""
+    if isinstance(data, dict):
+        return {k if isinstance(k, (str, int, float, bool)) else str(k): to_plain(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [to_plain(v) for v in data]
+    return data

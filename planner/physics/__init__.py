@@ -1,0 +1,7 @@
+"""Layer 3a, physics: what fits on a GPU and how long it takes (pure functions on numbers).
+
+memory       weights, gradients, optimizer state, activations, KV cache per GPU
+speed        the training step, generation, collectives over NVLink and the network
+parallelism  layouts (TP, CP, PP, DP, EP, ZeRO, recomputation, micro-batch) and the search for the fastest
+estimate     the adapter from a workload and a hardware shape to the three above
+"""

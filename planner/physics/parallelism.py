@@ -1,0 +1,321 @@
+"""How a training job is laid out over a shape's GPUs, and the search for the fastest layout that fits.
+
+Physics layer: plain numbers and frozen dataclasses.  A layout is what Megatron-LM,
+DeepSpeed and FSDP let a team choose: tensor parallelism inside a node (TP), pipeline
+stages (PP), data-parallel replicas (DP), expert parallelism among those replicas (EP,
+MoE only), context parallelism for long sequences (CP: each sequence split over GPUs), the
+ZeRO stage over DP, activation recomputation, the micro-batch and sequence parallelism.
+`best_layout` tries them (Metis and Sailor do this for one job; a rental planner does it for
+every hardware shape it prices) and keeps the one that finishes soonest; fields the workload
+pins are not searched.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import re
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from planner.physics import memory as mem
+from planner.physics import speed
+
+ZERO_STAGES = ("none", "zero1", "zero2", "zero3")
+RECOMPUTE = ("selective", "full")  # 'none' stores what 'selective' does under FlashAttention, so it is never faster
+MICRO_BATCHES = (1, 2, 4, 8)
+TENSOR_PARALLEL = (1, 2, 4, 8)
+PIPELINE_PARALLEL = (1, 2, 4, 8, 16, 32)
+VIRTUAL_STAGES = (2, 4)
+CONTEXT_PARALLEL = (2, 4, 8, 16, 32)
+CONTEXT_PARALLEL_FROM_TOKENS = 32768  # searched from this sequence length (Megatron uses CP for long context;
+# below it one sequence already fills a GPU's micro-batch); a workload may pin it at any length
+
+
+@dataclass(frozen=True)
+class Layout:
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    ep: int = 1
+    zero: str = "none"
+    recompute: str = "selective"
+    micro_batch: int = 1
+    sequence_parallel: bool = False
+    virtual_stages: int = 1  # interleaved pipeline chunks per GPU
+    cp: int = 1  # context parallelism: GPUs each sequence is split over
+
+    @property
+    def gpus(self) -> int:
+        return self.tp * self.cp * self.pp * self.dp
+
+    @property
+    def label(self) -> str:
+        """`TP8 CP16 PP16 DP8 zero1 SP full mb1`: the layout in one short, parseable string."""
+        parts = [f"TP{self.tp}"] + ([f"CP{self.cp}"] if self.cp > 1 else []) + [f"PP{self.pp}"] + ([f"VPP{self.virtual_stages}"] if self.virtual_stages > 1 else []) \
+            + [f"DP{self.dp}"]
+        if self.ep > 1:
+            parts.append(f"EP{self.ep}")
+        parts.append(self.zero)
+        if self.sequence_parallel:
+            parts.append("SP")
+        parts += [self.recompute, f"mb{self.micro_batch}"]
+        return " ".join(parts)
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "label": self.label}
+
+    @classmethod
+    def parse(cls, label: str) -> "Layout":
+        """The inverse of `label`."""
+        num = {k: int(v) for k, v in re.findall(r"\b(TP|CP|PP|VPP|DP|EP|mb)(\d+)\b", label)}
+        words = label.split()
+        return cls(tp=num.get("TP", 1), pp=num.get("PP", 1), dp=num.get("DP", 1), ep=num.get("EP", 1),
+                   zero=next(w for w in words if w in ZERO_STAGES), recompute=words[-2], micro_batch=num.get("mb", 1), sequence_parallel="SP" in words,
+                   virtual_stages=num.get("VPP", 1), cp=num.get("CP", 1))
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """What the workload fixes; None is searched."""
+
+    tp: int | None = None
+    pp: int | None = None
+    ep: int | None = None
+    zero: str | None = None
+    recompute: str | None = None
+    micro_batch: int | None = None
+    sequence_parallel: bool | None = None
+    cp: int | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """A training job's physics inputs apart from its token count and the hardware.
+
+    kind 'pretrain' is taken to run on Megatron-style stacks (fused cross-entropy), the
+    fine-tuning kinds on Hugging Face ones (unfused logits; see memory.UNFUSED_LOGIT_BYTES)."""
+
+    shape: mem.ModelShape
+    method: str = "full"
+    precision: str = "bf16"
+    optimizer: str = "adamw"
+    seq_len: int = 4096
+    global_batch_tokens: float | None = None
+    kind: str = "pretrain"
+    mfu: float | None = None
+    overlap: float | None = None
+    lora_rank: int = 16
+    paged_optimizer: bool | None = None
+    fallback_to_bf16: bool = False
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The layout chosen on one shape, its memory and the time per token."""
+
+    layout: Layout
+    memory: mem.MemoryBreakdown
+    seconds_per_token: float
+    scaling_efficiency: float
+    mfu: float
+    precision: str
+
+
+@lru_cache(maxsize=1 << 16)
+def micro_batches(job: Job, layout: Layout) -> int:
+    """Micro-batches per optimizer step per data-parallel replica, m = ceil(G / (DP*b*s))."""
+    g = job.global_batch_tokens or speed.default_global_batch_tokens(job.kind, layout.dp, layout.micro_batch,
+                                                                     job.seq_len)
+    return max(1, math.ceil(g / (layout.dp * layout.micro_batch * job.seq_len) - 1e-9))
+
+
+def in_flight(job: Job, layout: Layout) -> int:
+    """Micro-batches whose activations the first stage holds: p under 1F1B, ceil(p + (p-1)/v)
+    interleaved (Megatron's theoretical_memory_usage), never more than the step has."""
+    p, v = layout.pp, layout.virtual_stages
+    return min(micro_batches(job, layout), p if v == 1 else math.ceil(p + (p - 1) / v))
+
+
+@lru_cache(maxsize=1 << 16)
+def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBreakdown:
+    """Memory of the busiest GPU; the same for every GPU model and network of that node size (so cached)."""
+    return mem.training_memory(
+        job.shape, method=job.method, precision=job.precision, optimizer=job.optimizer, sharding=layout.zero,
+        gpus=layout.gpus, gpus_per_node=gpus_per_node, seq_len=job.seq_len, micro_batch=layout.micro_batch,
+        activation_checkpointing=layout.recompute, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
+        expert_parallel=layout.ep, sequence_parallel=layout.sequence_parallel, context_parallel=layout.cp,
+        in_flight=in_flight(job, layout), paged_optimizer=job.paged_optimizer,
+        logit_bytes=mem.FUSED_LOGIT_BYTES if job.kind == "pretrain" else mem.UNFUSED_LOGIT_BYTES,
+        lora_rank=job.lora_rank)
+
+
+def layout_speed(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.Topology) -> speed.SpeedResult:
+    """The step model for one layout, over 1e9 tokens (time is linear in tokens)."""
+    return speed.training_time(
+        job.shape, tokens=1e9, gpu=gpu, topology=topology, precision=job.precision, method=job.method, mfu=job.mfu,
+        kind=job.kind, recompute=layout.recompute, sharding=layout.zero, overlap=job.overlap,
+        global_batch_tokens=job.global_batch_tokens, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
+        expert_parallel=layout.ep, micro_batch=layout.micro_batch, seq_len=job.seq_len, lora_rank=job.lora_rank,
+        virtual_stages=layout.virtual_stages, context_parallel=layout.cp, fallback_to_bf16=job.fallback_to_bf16)
+
+
+def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
+    """Every layout of `gpus` GPUs the pinned fields allow, lightest memory last within each group."""
+    shape = job.shape
+    tps = [pinned.tp] if pinned.tp else [t for t in TENSOR_PARALLEL if t <= gpus_per_node and gpus_per_node % t == 0
+                                         and shape.heads % t == 0]
+    cps = [pinned.cp] if pinned.cp else [1] + [c for c in CONTEXT_PARALLEL if job.seq_len >= CONTEXT_PARALLEL_FROM_TOKENS
+                                                and job.seq_len % (2 * c) == 0]
+    pps = [pinned.pp] if pinned.pp else [p for p in PIPELINE_PARALLEL if p <= shape.layers]
+    for tp, pp, cp in itertools.product(tps, pps, cps):
+        if gpus % (tp * pp * cp) or (pp > 1 and pinned.zero == "zero3"):
+            continue
+        dp = gpus // (tp * pp * cp)
+        eps = [pinned.ep] if pinned.ep else [1] + [e for e in (2, 4, 8, 16, 32, 64, 128, 256)
+                                                  if shape.moe and e <= dp and dp % e == 0
+                                                  and shape.experts % e == 0]
+        for ep in eps:
+            zeros = [pinned.zero] if pinned.zero else [z for z in ZERO_STAGES if (dp * cp > 1 or z == "none")
+                                                       and (pp == 1 or z in ("none", "zero1"))]
+            vs = [1] + [v for v in VIRTUAL_STAGES if pp > 1 and pp * v <= shape.layers]
+            for zero, recompute, v in itertools.product(
+                    zeros, [pinned.recompute] if pinned.recompute else RECOMPUTE, vs):
+                sp = pinned.sequence_parallel if pinned.sequence_parallel is not None else tp > 1
+                yield [Layout(tp, pp, dp, ep, zero, recompute, mb, sp, v, cp)
+                       for mb in ([pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES)]
+
+
+@dataclass(frozen=True)
+class _Space:
+    """The layouts of one (job, GPU count, node size, pins) with what does not depend on the GPU model:
+    which group each layout is in, each group's lightest layout and its memory, and each layout's
+    pipeline-bubble factor and compute key, so a search on one GPU model is a few array operations."""
+
+    layouts: tuple  # every layout, group by group
+    light_of: np.ndarray  # per layout: the index of its group's lightest layout in `lights`
+    lights: tuple  # the distinct lightest layouts, first seen first, with their memory (None: not buildable)
+    reason: str  # the last reason a lightest layout could not be built
+    lightest: tuple | None  # (total GiB, layout, memory) of the least memory among `lights`
+    compute_keys: tuple  # distinct (recompute, micro-batch, CP), each with the first layout that has it
+    key_of: np.ndarray  # per layout: the index of its compute key
+    bubble: np.ndarray  # per layout: 1 + (p-1)/v/m, the pipeline's factor on the compute floor
+
+
+@lru_cache(maxsize=1 << 14)
+def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | None:
+    groups = _layout_groups(job, gpus, gpus_per_node, pinned)
+    if not groups:
+        return None
+    index, lights, reason, lightest = {}, [], "", None
+    base_batch = speed.PRETRAIN_GLOBAL_BATCH_TOKENS if job.kind == "pretrain" else speed.FINETUNE_GLOBAL_BATCH_TOKENS
+    layouts, light_of, key_index, key_of, bubble = [], [], {}, [], []
+    for group in groups:
+        light = _lightest(group[0], pinned)
+        if light not in index:
+            index[light] = len(lights)
+            try:
+                memory = layout_memory(job, light, gpus_per_node)
+            except ValueError as exc:
+                reason, memory = str(exc), None
+            lights.append((light, memory))
+            if memory is not None and (lightest is None or memory.total < lightest[0]):
+                lightest = (memory.total, light, memory)
+        for layout in group:
+            layouts.append(layout)
+            light_of.append(index[light])
+            key = (layout.recompute, layout.micro_batch, layout.cp)
+            key_of.append(key_index.setdefault(key, len(key_index)))
+            if layout.pp == 1:
+                bubble.append(1.0)
+            else:
+                tokens = layout.dp * layout.micro_batch * job.seq_len  # micro_batches(), inlined
+                m = max(1, math.ceil((job.global_batch_tokens or max(base_batch, tokens)) / tokens - 1e-9))
+                bubble.append(1.0 + (layout.pp - 1) / layout.virtual_stages / m)
+    first = {}
+    for layout, k in zip(layouts, key_of):
+        first.setdefault(k, layout)
+    return _Space(tuple(layouts), np.array(light_of), tuple(lights), reason, lightest,
+                  tuple(first[k] for k in range(len(key_index))), np.array(key_of), np.array(bubble))
+
+
+@lru_cache(maxsize=1 << 17)  # ~170 distinct jobs x ~600 shapes of a varied 10,000-workload scenario
+def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib: float, headroom: float,
+                pinned: Pinned = Pinned()) -> tuple[Choice | None, str]:
+    """The layout that finishes soonest among those that fit; (None, why) when none does.
+
+    Exact, but it evaluates few layouts: each group's lightest layout (its largest ZeRO stage, full
+    recomputation, one sequence per micro-batch) shows whether any of the group can fit, and the rest
+    are tried in order of a lower bound on their time (compute and bubble alone), stopping once the best
+    found is faster than every bound left. Ties go to the smaller memory, then to the label.
+    """
+    space = _space(job, topology.n_gpus, topology.gpus_per_node, pinned)
+    if space is None:
+        return None, "no layout divides these GPUs"
+    light_fits = np.array([memory is not None and mem.fits(memory, vram_gib, headroom) for _, memory in space.lights])
+    candidates = np.flatnonzero(light_fits[space.light_of])
+    if not len(candidates):
+        if space.lightest is None:
+            return None, space.reason or "no layout divides these GPUs"
+        total, light, memory = space.lightest
+        return Choice(light, memory, math.inf, 0.0, 0.0, job.precision), (
+            f"needs {total * (1 + headroom):.1f} GiB per GPU (with {headroom:.0%} headroom) even as {light.label}, "
+            f"{gpu.name} has {vram_gib:.1f} GiB")
+    precision = speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
+    compute = np.array([_floor(job, dataclasses.replace(layout, pp=1, virtual_stages=1), gpu, topology, precision)
+                        for layout in space.compute_keys])
+    floors = (compute[space.key_of] * space.bubble)[candidates]
+    order = np.argsort(floors, kind="stable")  # ties in the layouts' order
+    best, too_big = None, {}  # too_big: layout without its micro-batch -> the smallest micro-batch that did not fit
+    for floor, number in zip(floors[order].tolist(), candidates[order].tolist()):
+        if best is not None and floor > best[0][0]:
+            break  # no layout left can be faster
+        layout = space.layouts[number]
+        family = (layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.zero, layout.recompute,
+                  layout.sequence_parallel, layout.virtual_stages)
+        if too_big.get(family, math.inf) <= layout.micro_batch:
+            continue  # a smaller micro-batch of the same layout did not fit
+        try:
+            memory = layout_memory(job, layout, topology.gpus_per_node)
+        except ValueError:
+            continue
+        if not mem.fits(memory, vram_gib, headroom):
+            too_big[family] = min(too_big.get(family, math.inf), layout.micro_batch)
+            continue
+        try:
+            result = layout_speed(job, layout, gpu, topology)
+        except ValueError:
+            continue
+        key = (result.work_h, memory.total, layout.label)
+        if best is None or key < best[0]:
+            best = (key, Choice(layout, memory, result.work_h * 3600 / 1e9, result.scaling_efficiency, result.mfu,
+                                result.precision))
+    if best is None:
+        return None, "no layout both fits and divides these GPUs"
+    return best[1], ""
+
+
+@lru_cache(maxsize=1 << 12)
+def _layout_groups(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> tuple:
+    return tuple(tuple(g) for g in layouts(job, gpus, gpus_per_node, pinned) if g)
+
+
+@lru_cache(maxsize=1 << 16)
+def _lightest(layout: Layout, pinned: Pinned) -> Layout:
+    """The layout of the same TP, PP, DP and EP that needs the least memory (within the pins)."""
+    replicas = layout.dp * layout.cp  # GPUs holding the same parameters
+    zero = pinned.zero or ("zero3" if layout.pp == 1 and replicas > 1 else "zero1" if replicas > 1 else "none")
+    return dataclasses.replace(layout, zero=zero, recompute=pinned.recompute or "full",
+                               micro_batch=pinned.micro_batch or 1, virtual_stages=1)
+
+
+def _floor(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.Topology, precision: str) -> float:
+    """Seconds per 1e9 tokens the layout cannot beat (compute and bubble: speed.compute_floor_seconds_per_token),
+    in the units of SpeedResult.work_h over layout_speed's 1e9 tokens."""
+    return speed.compute_floor_seconds_per_token(
+        job.shape, gpu=gpu, n_gpus=topology.n_gpus, precision=precision, method=job.method,
+        recompute=layout.recompute, seq_len=job.seq_len, micro_batch=layout.micro_batch, kind=job.kind,
+        micro_batches=micro_batches(job, layout), pipeline_parallel=layout.pp, virtual_stages=layout.virtual_stages,
+        mfu=job.mfu, context_parallel=layout.cp) * 1e9 / 3600

@@ -1,0 +1,113 @@
+"""The `planner batch` report: runs, reservations with utilisation, spending per month, as a
+table, the JSON contract or one sectioned CSV."""
+from __future__ import annotations
+
+import pandas as pd
+
+from planner.batch.pipeline import BatchPlan, month_spans
+from planner.report.render import render_table, to_json
+
+
+def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
+    """The documented JSON contract of `planner batch --format json` (`timings` as for `plan_json`)."""
+    loaded, result = plan.loaded, plan.result
+    solved = result is not None and result.status in ("OPTIMAL", "FEASIBLE")
+    runs, reservations, months = [], [], []
+    if solved:
+        chosen = result.chosen.set_index("run")
+        for run in loaded.quarter.runs:
+            if run.name not in chosen.index:
+                runs.append({"run": run.name, "scheduled": False, "reason": plan.infeasible.get(run.name, "")})
+                continue
+            row = chosen.loc[run.name]
+            start = int(row["start_step"])
+            runs.append({
+                "run": run.name, "scheduled": True, "start": loaded.to_time(start).isoformat(),
+                "end": loaded.to_time(start + int(row["duration_steps"])).isoformat(),
+                "provider": row["provider"], "region": row["region"], "instance_type": row["instance_type"],
+                "nodes": int(row["nodes"]), "gpus": int(row["gpus"]), "market": row["market"],
+                "expected_wall_h": float(row["wall_h"]), "p_deadline": float(row["p_deadline"]),
+                "cost_usd": round(float(row["cost_usd"]), 2),
+            })
+        for pool, bought in zip(plan.pools, result.bought):
+            provider, region, instance = pool.offer_key.split("/", 2)
+            on_pool = result.chosen[result.chosen["pool"] == plan.pools.index(pool)]
+            used = float((on_pool["nodes"] * on_pool["duration_steps"]).sum()) * loaded.step_h
+            capacity = bought * pool.term_h
+            reservations.append({
+                "provider": provider, "region": region, "instance_type": instance, "nodes": bought,
+                "start": loaded.to_time(pool.start).isoformat(), "end": loaded.to_time(pool.end).isoformat(),
+                "cost_usd": round(bought * pool.price_per_node_h * pool.term_h, 2),
+                "utilisation": round(used / capacity, 4) if capacity else 0.0, "name": pool.label,
+            })
+        months = _months(plan)
+    data = {
+        "status": plan.status,
+        "objective_usd": round(result.objective_usd, 2) if solved else None,
+        "bound_usd": round(result.bound_usd, 2) if solved and result.bound_usd == result.bound_usd else None,
+        "prices_as_of": as_of.isoformat() if (as_of := loaded.catalog.prices_as_of()) else None,
+        "reservations": reservations, "runs": runs, "months": months,
+        "unscheduled": [{"run": r, "reason": why} for r, why in plan.infeasible.items()],
+    }
+    if timings:
+        data["solve_report"] = {"solve_seconds": round(result.solve_seconds, 3) if result else 0.0}
+    return data
+
+
+def _months(plan: BatchPlan) -> list[dict]:
+    spans = month_spans(plan.loaded, plan.pools)
+    totals = {label: 0.0 for label, *_ in spans}
+    for row in plan.result.chosen.itertuples(index=False):
+        label = next((label for label, first, end, _ in spans if first <= row.start_step < end), spans[-1][0])
+        totals[label] += row.cost_usd
+    for label, _, _, hours in spans:
+        for p, h in hours.items():
+            totals[label] += plan.result.bought[p] * plan.pools[p].price_per_node_h * h
+    return [{"month": label, "cost_usd": round(value, 2)} for label, value in totals.items()]
+
+
+def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
+    data = batch_json(plan, timings)
+    if fmt == "json":
+        return to_json(data)
+    runs = pd.DataFrame([r for r in data["runs"] if r["scheduled"]],
+                        columns=["run", "scheduled", "start", "end", "provider", "region", "instance_type", "nodes",
+                                 "gpus", "market", "expected_wall_h", "p_deadline", "cost_usd"])
+    if fmt == "csv":
+        return sections_csv(data)
+    if plan.status not in ("OPTIMAL", "FEASIBLE"):
+        frame = pd.DataFrame(data["unscheduled"], columns=["run", "reason"]).rename(columns={"reason": "why"})
+        title = f"{plan.status}: quarter {plan.loaded.quarter.name!r} cannot be planned"
+        return render_table(frame, title=title) if not frame.empty else title + "\n"
+    shown = runs.assign(start=runs["start"].astype(str).str[:16], end=runs["end"].astype(str).str[:16],
+                        expected_wall_h=runs["expected_wall_h"].astype(float).round(1),
+                        p_deadline=runs["p_deadline"].astype(float).round(3))
+    shown = shown.drop(columns=["scheduled", "reason"], errors="ignore")
+    text = render_table(shown, title=f"schedule for quarter {plan.loaded.quarter.name!r}")
+    if data["reservations"]:
+        text += "\n" + render_table(pd.DataFrame(data["reservations"]), title="reservations to buy")
+    text += "\n" + render_table(pd.DataFrame(data["months"]), title="spending per month")
+    if data["unscheduled"]:
+        text += "\n" + render_table(pd.DataFrame(data["unscheduled"]).rename(columns={"reason": "why"}),
+                                    title="runs left out")
+    r = plan.result
+    proof = ("optimal (proven)" if r.status == "OPTIMAL" else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
+             if r.gap == r.gap else "feasible, no bound within the time limit")
+    text += (f"\n{r.status}: expected total ${r.objective_usd:,.2f}, {proof}; {len(plan.cands)} candidates for "
+             f"{len(plan.loaded.quarter.runs)} runs; solved in {r.solve_seconds:.2f} s"
+             + (f"; prices as of {data['prices_as_of']}" if data["prices_as_of"] else "") + "\n")
+    return text
+
+
+def sections_csv(data: dict) -> str:
+    """Runs, reservations and months in one CSV, told apart by its first column `section`
+    (one file, so a pipe or `-o FILE` carries the whole plan; empty cells where a section has no such column)."""
+    parts = [pd.DataFrame(data[key]).assign(section=name) for key, name in
+             (("runs", "run"), ("reservations", "reservation"), ("months", "month")) if data[key]]
+    if not parts:
+        return "section\n"
+    frame = pd.concat(parts, ignore_index=True)
+    for column in ("nodes", "gpus"):
+        if column in frame:
+            frame[column] = frame[column].astype("Int64")  # whole numbers, blank where a section has none
+    return frame[["section"] + [c for c in frame.columns if c != "section"]].to_csv(index=False)

@@ -1,0 +1,234 @@
+"""Turn a solved plan into what people read: table, JSON contract, CSV, Markdown, explanations."""
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+from planner.candidates.generate import limits_of
+from planner.candidates.limits import Limits, quota_mask
+from planner.report.render import render_markdown, render_table, to_json
+from planner.schema.units import format_hours
+from planner.solve.pipeline import Plan, assignments
+
+BREAKDOWN = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage", "egress")
+
+
+def plan_json(plan: Plan, timings: bool = True) -> dict:
+    """The documented JSON contract of `planner solve --format json`; without `timings` it holds no
+    clock reading, so two runs of the same input are identical byte for byte."""
+    result = plan.result
+    solved = result is not None and plan.status in ("OPTIMAL", "FEASIBLE")
+    data = {
+        "scenario": plan.loaded.scenario.name,
+        "status": plan.status,
+        "objective_usd": round(result.objective_usd, 2) if solved else None,
+        "bound_usd": round(result.bound_usd, 2) if solved else None,
+        "prices_as_of": _as_of(plan.loaded.catalog),
+        "assignments": assignments(plan) if solved else [],
+        "infeasible": plan.infeasible,
+    }
+    if timings:
+        data["solve_report"] = {
+            "solve_seconds": round(result.solve_seconds, 3) if result else 0.0,
+            "deterministic_seconds": round(result.deterministic_seconds, 3) if result else 0.0,
+            "workers": result.workers if result else 0,
+            "proved_by": result.proved_by if result else "",
+            "lp_seconds": round(result.lp_seconds, 3) if result else 0.0,
+        }
+    return data
+
+
+def plan_frame(plan: Plan) -> pd.DataFrame:
+    """One row per workload: where, how big, which market, how long, how sure, how much."""
+    rows = []
+    for a in assignments(plan, alternatives=0):
+        e = a["expected"]
+        interval = a["checkpoint_interval_h"]
+        rows.append({
+            "workload": a["workload"], "provider": a["provider"], "region": a["region"],
+            "instance": a["instance_type"], "gpu": a["gpu"], "gpus_per_node": a["gpus_per_node"],
+            "nodes": a["nodes"], "gpus": a["gpus"],
+            "market": a["market"], "parallelism": (a["parallelism"] or {}).get("label", ""),
+            "checkpoint": format_hours(interval) if interval else "none",
+            "expected_h": round(e["wall_h"], 2), "p_deadline": round(e["p_deadline"], 3),
+            "cost_usd": round(e["cost_usd"], 2),
+        })
+    return pd.DataFrame(rows)
+
+
+def breakdown_totals(plan: Plan) -> dict[str, float]:
+    chosen = plan.chosen
+    return {k: float(chosen[f"usd_{k}"].sum()) if len(chosen) else 0.0 for k in BREAKDOWN}
+
+
+def solve_text(plan: Plan, fmt: str, explain: bool = False, timings: bool = True) -> str:
+    if fmt == "json":
+        return to_json(plan_json(plan, timings))
+    if plan.status not in ("OPTIMAL", "FEASIBLE"):
+        return _infeasible_text(plan, fmt)
+    frame = plan_frame(plan)
+    if fmt == "csv":
+        return frame.to_csv(index=False)
+    if fmt == "markdown":
+        return _markdown(plan, frame, explain)
+    return _table(plan, frame, explain)
+
+
+def _as_of(catalog) -> str | None:
+    as_of = catalog.prices_as_of()
+    return as_of.isoformat() if as_of else None
+
+
+PROVERS = {"lp": "the LP bound", "mip": "HiGHS's branch and bound", "cp-sat": "CP-SAT"}
+"""`solve_report.proved_by` in words."""
+
+
+def _status_line(plan: Plan) -> str:
+    r = plan.result
+    proof = (f"optimal (proven by {PROVERS.get(r.proved_by, 'CP-SAT')})" if plan.status == "OPTIMAL"
+             else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}")
+    cands = plan.candidates
+    return (f"{plan.status}: expected total ${r.objective_usd:,.2f}, {proof}; {len(cands.pruned)} candidates "
+            f"after pruning ({len(cands.all)} evaluated, {cands.considered} considered); solved in "
+            f"{r.solve_seconds:.2f} s ({r.deterministic_seconds:.2f} deterministic) on {r.workers} workers"
+            + (f"; prices as of {_as_of(plan.loaded.catalog)}" if _as_of(plan.loaded.catalog) else ""))
+
+
+def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
+    totals = breakdown_totals(plan)
+    total = sum(totals.values())
+    footer = [f"TOTAL expected cost ${total:,.2f}",
+              "breakdown: " + ", ".join(f"{k} ${v:,.2f}" for k, v in totals.items()),
+              _status_line(plan)]
+    text = render_table(frame, title=f"plan for scenario {plan.loaded.scenario.name!r}", footer=footer)
+    if explain:
+        text += "\n" + "\n".join(explanations(plan)) + "\n"
+    return text
+
+
+def _markdown(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
+    totals = breakdown_totals(plan)
+    lines = [f"# Plan for `{plan.loaded.scenario.name}`", "", render_markdown(frame),
+             f"**Total expected cost: ${sum(totals.values()):,.2f}** ({plan.status.lower()})", "",
+             "| part | USD |", "|---|---|", *[f"| {k} | {v:,.2f} |" for k, v in totals.items()], ""]
+    if explain:
+        lines += ["## Why these choices", "", *[f"- {line.strip()}" for line in explanations(plan)], ""]
+    return "\n".join(lines)
+
+
+def _infeasible_text(plan: Plan, fmt: str) -> str:
+    frame = pd.DataFrame(plan.infeasible, columns=["workload", "reason"])
+    if fmt == "csv":
+        return frame.to_csv(index=False)
+    if fmt == "markdown":
+        return f"# `{plan.loaded.scenario.name}`: {plan.status}\n\n" + render_markdown(frame)
+    if plan.status == "INFEASIBLE":
+        return render_table(frame.rename(columns={"reason": "why"}),
+                            title=f"INFEASIBLE: scenario {plan.loaded.scenario.name!r} cannot be planned")
+    return f"{plan.status}: no plan found within the time limit; raise --time-limit\n"
+
+
+def explanations(plan: Plan) -> list[str]:
+    """Per workload: why the winner beat its runner-ups, in one line each."""
+    lines = []
+    every = plan.candidates.all
+    limits = limits_of(plan.loaded.scenario)
+    for row in plan.chosen.itertuples(index=False):
+        lines.append(f"{row.workload}: {row.nodes} x {row.instance_type} ({row.provider}/{row.region}, {row.market}), "
+                     f"${row.cost_usd:,.2f} over {row.wall_h:.1f} h expected"
+                     + (f", run as {row.parallelism}" if row.parallelism else ""))
+        others = every[(every["workload"] == row.workload) & (every["cid"] != row.cid)]
+        other_market = others[others["market"] != row.market].nsmallest(1, "cost_usd")
+        for alt in other_market.itertuples(index=False):
+            lines.append("  " + _compare(row, alt, limits))
+        rivals = others[others["instance_type"] != row.instance_type].sort_values("cost_usd").drop_duplicates(
+            ["instance_type"]).head(2)
+        for alt in rivals.itertuples(index=False):
+            if alt.cid not in set(other_market["cid"]):
+                lines.append("  " + _compare(row, alt, limits))
+        if others.empty:
+            lines.append("  the only feasible candidate")
+    return lines
+
+
+def _shared_limits(alt, workload: str, limits: Limits) -> str:
+    """The limits shared with other workloads that a candidate draws on, named as in the scenario."""
+    row = pd.DataFrame([{"provider": alt.provider, "gpu": alt.gpu, "gpu_family": alt.gpu_family}])
+    names = [f"gpu_quotas {key}" for key in sorted(limits.gpu_quotas) if quota_mask(row, key).iloc[0]]
+    if alt.offer_key in limits.node_limits:
+        names.append(f"node_limits {alt.offer_key}")
+    names += [f"the {kind} group" for kind, groups in (("same_region", limits.same_region),
+                                                   ("same_provider", limits.same_provider))
+              if any(workload in group for group in groups)]
+    return " and ".join(names) or "the shared limits"
+
+
+def _compare(win, alt, limits: Limits) -> str:
+    saving = (alt.cost_usd - win.cost_usd) / alt.cost_usd if alt.cost_usd > 0 else 0.0
+    what = f"{win.market.replace('_', '-')} {win.instance_type}"
+    against = f"{alt.nodes} x {alt.instance_type} {alt.market.replace('_', '-')} (${alt.cost_usd:,.2f}, {alt.wall_h:.1f} h)"
+    if alt.cost_usd < win.cost_usd - 0.005:  # cheaper alone, but the other workloads hold what it needs
+        return (f"{what}: instead of {against}, {win.cost_usd / alt.cost_usd - 1:.0%} dearer alone; "
+                f"{_shared_limits(alt, win.workload, limits)} cannot also fit it next to the other workloads")
+    if win.market == "spot" and alt.market == "on_demand":
+        why = f"after {win.failures:.1f} expected preemptions/failures costing ${win.usd_preemption_rework:,.2f} of rework"
+    elif win.wall_h < alt.wall_h * 0.9:
+        why = f"finishes in {win.wall_h:.1f} h instead of {alt.wall_h:.1f} h, so fewer node-hours are billed"
+    elif win.price_per_node_h * win.nodes < alt.price_per_node_h * alt.nodes:
+        why = f"${win.price_per_node_h * win.nodes:,.2f}/h against ${alt.price_per_node_h * alt.nodes:,.2f}/h"
+    else:
+        why = "lower expected billing, rework and data costs"
+    if math.isclose(saving, 0.0, abs_tol=5e-4):
+        return f"{what}: ties with {against}; shorter expected wall time or name breaks the tie"
+    return f"{what}: {saving:.0%} cheaper than {against} {why}"
+
+
+def simulation_rows(assignment_list: list[dict], trials: int, seed: int, progress=None) -> list[dict]:
+    """Monte-Carlo each assignment and set the analytic figures beside the simulated ones."""
+    from planner.economics.costmodel import expected
+    from planner.economics.simulate import simulate
+    from planner.solve.pipeline import inputs_from_assignment
+
+    rows = []
+    for number, a in enumerate(assignment_list):
+        inputs = inputs_from_assignment(a)
+        analytic = expected(inputs)
+        step = (lambda f, n=number: progress((n + f) / len(assignment_list))) if progress else None
+        sim = simulate(inputs, trials=trials, seed=seed + number, progress=step)
+        rows.append({
+            "workload": a["workload"], "trials": trials,
+            "wall_h": _compare_stats(sim, "wall_h", analytic.wall_h),
+            "cost_usd": _compare_stats(sim, "cost_usd", analytic.cost_usd),
+            "billed_node_h": _compare_stats(sim, "billed_node_h", analytic.billed_node_h),
+            "p_deadline": {"simulated": sim.p_deadline, "analytic": analytic.p_deadline,
+                           "difference_pp": 100 * (sim.p_deadline - analytic.p_deadline)},
+        })
+    return rows
+
+
+def _compare_stats(sim, name: str, analytic: float) -> dict:
+    mean = sim.mean(name)
+    return {"mean": mean, "p50": sim.p50(name), "p90": sim.p90(name), "p99": sim.p99(name),
+            "stderr": sim.stderr(name), "analytic": analytic,
+            "relative_difference": (mean - analytic) / analytic if analytic else 0.0}
+
+
+def simulation_text(rows: list[dict], fmt: str) -> str:
+    if fmt == "json":
+        return to_json(rows)
+    frame = pd.DataFrame([{
+        "workload": r["workload"],
+        "wall_mean_h": round(r["wall_h"]["mean"], 3), "wall_p50": round(r["wall_h"]["p50"], 3),
+        "wall_p90": round(r["wall_h"]["p90"], 3), "wall_p99": round(r["wall_h"]["p99"], 3),
+        "wall_analytic": round(r["wall_h"]["analytic"], 3), "wall_diff": f"{r['wall_h']['relative_difference']:+.2%}",
+        "cost_mean": round(r["cost_usd"]["mean"], 2), "cost_p50": round(r["cost_usd"]["p50"], 2),
+        "cost_p90": round(r["cost_usd"]["p90"], 2), "cost_p99": round(r["cost_usd"]["p99"], 2),
+        "cost_analytic": round(r["cost_usd"]["analytic"], 2),
+        "cost_diff": f"{r['cost_usd']['relative_difference']:+.2%}",
+        "p_deadline_sim": round(r["p_deadline"]["simulated"], 4),
+        "p_deadline_analytic": round(r["p_deadline"]["analytic"], 4),
+    } for r in rows])
+    trials = rows[0]["trials"] if rows else 0
+    return render_table(frame, title=f"Monte-Carlo ({trials:,} trials per workload) against the analytic model",
+                        footer=["diff = (simulated mean - analytic) / analytic"])

@@ -1,0 +1,119 @@
+"""The quarter file's schema: runs over a calendar, reservations, a monthly budget.
+
+Runs are scenario workloads plus `release`, `due`, `after`, `priority` and `required`; the
+schema reuses the scenario's (pydantic, no solver). Times are ISO 8601 date-times (UTC when
+no offset is given); `planner.load.quarter` turns them into integer steps of `horizon.step`.
+"""
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
+
+from planner.schema.scenario import USD, Constraints, Defaults, Hours, Override, Scenario, Strict, Workload
+
+
+def _datetime(value: object) -> object:
+    """YAML dates/date-times or ISO strings -> aware UTC datetimes."""
+    if isinstance(value, dt.datetime):
+        parsed = value
+    elif isinstance(value, dt.date):
+        parsed = dt.datetime(value.year, value.month, value.day)
+    elif isinstance(value, str):
+        try:
+            parsed = dt.datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"expected an ISO 8601 date or date-time such as 2027-01-04T08:00, got {value!r}") from None
+    else:
+        raise ValueError(f"expected an ISO 8601 date or date-time, got {value!r}")
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.timezone.utc)
+    return parsed.astimezone(dt.timezone.utc)
+
+
+When = Annotated[dt.datetime, BeforeValidator(_datetime)]
+
+
+class Horizon(Strict):
+    start: When
+    end: When
+    step: Hours = Field(1.0, description="hours per schedule step")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Horizon":
+        if self.end <= self.start:
+            raise ValueError(f"end ({self.end.isoformat()}) is not after start ({self.start.isoformat()})")
+        return self
+
+
+class Run(Workload):
+    release: When | None = Field(None, description="earliest start (default: horizon start)")
+    due: When | None = Field(None, description="latest end (default: horizon end)")
+    after: tuple[str, ...] = Field((), description="runs that must finish first")
+    priority: Annotated[int, Field(ge=1)] = Field(1, description="weight of an optional run; higher first")
+    required: bool = True
+
+    @model_validator(mode="after")
+    def _no_time_budget(self) -> "Run":
+        if self.time_budget is not None:
+            raise ValueError("a run's time budget is its window: use release and due instead of time_budget")
+        return self
+
+
+class Reservation(Strict):
+    """Reserved capacity for a term: paid for every node-hour of the term, never preempted."""
+
+    name: str | None = None
+    offer: str = Field(description="provider/region/instance_type")
+    start: When
+    end: When
+    price_per_node_h: USD
+    min_nodes: Annotated[int, Field(ge=0)] = 0
+    max_nodes: Annotated[int, Field(gt=0)]
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "Reservation":
+        if self.end <= self.start:
+            raise ValueError(f"end ({self.end.isoformat()}) is not after start ({self.start.isoformat()})")
+        if self.min_nodes > self.max_nodes:
+            raise ValueError(f"min_nodes ({self.min_nodes}) is above max_nodes ({self.max_nodes})")
+        return self
+
+    @property
+    def label(self) -> str:
+        return self.name or f"{self.offer}@{self.start.date().isoformat()}"
+
+
+class QuarterConstraints(Constraints):
+    monthly_budget: USD | None = Field(None, description="USD per calendar month (runs count in the month they start)")
+
+
+class Quarter(Strict):
+    name: str = Field(min_length=1)
+    description: str = ""
+    catalogs: tuple[str, ...] = ("aws", "gcp", "azure", "lambda", "runpod")
+    defaults: Defaults = Defaults()
+    horizon: Horizon
+    runs: tuple[Run, ...] = Field(min_length=1)
+    reservations: tuple[Reservation, ...] = ()
+    constraints: QuarterConstraints = QuarterConstraints()
+    overrides: tuple[Override, ...] = ()
+
+    @field_validator("runs")
+    @classmethod
+    def _unique(cls, runs: tuple[Run, ...]) -> tuple[Run, ...]:
+        names = [r.name for r in runs]
+        duplicate = next((n for n in names if names.count(n) > 1), None)
+        if duplicate:
+            raise ValueError(f"duplicate run name {duplicate!r}")
+        return runs
+
+
+def as_scenario(quarter: Quarter):
+    """The quarter's runs as a scenario (same catalogs, defaults, limits, overrides)."""
+    workloads = [Workload(**{k: v for k, v in run.model_dump().items() if k in Workload.model_fields})
+                 for run in quarter.runs]
+    constraints = quarter.constraints.model_dump(exclude={"monthly_budget"})
+    return Scenario(name=quarter.name, catalogs=quarter.catalogs, defaults=quarter.defaults, workloads=workloads,
+                    constraints=constraints, overrides=quarter.overrides)

@@ -1,0 +1,382 @@
+"""The domain model: GPUs, offers, providers, workloads and scenarios (pydantic v2, no solver).
+
+Units inside the model: hours, GiB, USD. Scenario files may write units (`90s`, `30m`,
+`2h`, `3d`; `80GiB`, `1.5TiB`; `$2.50/h`); bare numbers mean the unit in the field's name
+or docstring.
+"""
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+
+from planner.schema.units import parse_count, parse_gib, parse_hours, parse_usd
+
+# Upper bounds far above any real job keep every number the user gives finite through the cost
+# model (1e308 as a multiplier or budget would overflow to inf): a century, an exabyte, a trillion
+# dollars, 1e18 tokens, a million-fold multiplier.
+MAX_HOURS, MAX_GIB, MAX_USD, MAX_COUNT, MAX_MULTIPLIER = 1e6, 1e9, 1e12, 1e18, 1e6
+Hours = Annotated[float, BeforeValidator(parse_hours), Field(gt=0, le=MAX_HOURS)]
+HoursOrZero = Annotated[float, BeforeValidator(parse_hours), Field(ge=0, le=MAX_HOURS)]
+GiB = Annotated[float, BeforeValidator(parse_gib), Field(gt=0, le=MAX_GIB)]
+GiBOrZero = Annotated[float, BeforeValidator(parse_gib), Field(ge=0, le=MAX_GIB)]
+USD = Annotated[float, BeforeValidator(parse_usd), Field(gt=0, le=MAX_USD)]
+Count = Annotated[float, BeforeValidator(parse_count), Field(gt=0, le=MAX_COUNT)]
+Fraction = Annotated[float, Field(gt=0, lt=1)]
+Multiplier = Annotated[float, Field(gt=0, le=MAX_MULTIPLIER)]
+PricePerHour = Annotated[float, Field(gt=0, le=1e6)]
+Rate = Annotated[float, Field(ge=0, le=1e4)]
+
+Precision = Literal["fp32", "fp16", "bf16", "fp8"]
+WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
+IntraNode = Literal["nvlink", "pcie"]
+InterNode = Literal["infiniband", "efa", "roce", "ethernet", "none"]
+Market = Literal["on_demand", "spot"]
+Tolerance = Literal["none", "checkpointed", "stateless"]
+
+HARDWARE_FAILURE_PER_GPU_H = 2e-5
+"""Llama 3 (arXiv:2407.21783): 419 unexpected interruptions in 54 days on 16,384 H100s."""
+
+
+class Strict(BaseModel):
+    """Unknown keys are errors (a typo must not be silently ignored)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+
+# ---------------------------------------------------------------- catalog facts
+
+
+class Gpu(Strict):
+    name: str
+    family: str
+    vendor: str = "NVIDIA"
+    vram_gib: float = Field(gt=0)
+    memory_type: str = ""
+    mem_bandwidth_gbs: float = Field(gt=0, description="GB/s")
+    fp32_tflops: float | None = None
+    fp16_tflops: float | None = None
+    bf16_tflops: float | None = None
+    fp8_tflops: float | None = Field(None, description="absent when unsupported")
+    int8_tops: float | None = Field(None, description="absent when unsupported")
+    nvlink_gbs: float | None = Field(None, description="bidirectional GB/s per GPU")
+    generation: str = "other"
+    source: str = ""
+
+    def tflops(self, precision: str) -> float | None:
+        """Dense peak at a precision; None where the GPU has no such tensor math."""
+        return {"fp32": self.fp32_tflops, "fp16": self.fp16_tflops, "bf16": self.bf16_tflops,
+                "fp8": self.fp8_tflops, "int8": self.int8_tops}.get(precision)
+
+
+class Provider(Strict):
+    name: str
+    billing_granularity_h: float = Field(gt=0)
+    billing_minimum_h: float = Field(ge=0)
+    storage_usd_per_gib_month: float = Field(ge=0)
+    egress_usd_per_gib: float = Field(ge=0)
+    spot_preemption_per_node_h: float | None = Field(None, ge=0)
+    source: str = ""
+    as_of: str = ""
+    defaults: tuple[str, ...] = ()
+
+
+class Offer(Strict):
+    """One instance type in one provider region."""
+
+    provider: str
+    region: str
+    instance_type: str
+    gpu: str
+    gpus_per_node: int = Field(gt=0)
+    vcpus: float | None = Field(None, gt=0)
+    ram_gib: float | None = Field(None, gt=0)
+    gpu_vram_gib: float = Field(gt=0)
+    intra_node: IntraNode
+    intra_node_gbs: float = Field(gt=0, description="GB/s per GPU")
+    inter_node: InterNode
+    inter_node_gbps: float = Field(0.0, ge=0, description="Gbit/s per node (0 with inter_node none)")
+    on_demand_usd_h: PricePerHour | None = Field(None, description="USD per node-hour")
+    spot_usd_h: PricePerHour | None = Field(None, description="USD per node-hour")
+    spot_preemption_per_h: Rate | None = Field(None, description="per node-hour")
+    max_nodes: int | None = Field(None, gt=0)
+    billing_granularity_h: Hours | None = Field(None, description="blank: the provider's rule (e.g. `1h`, `60s`)")
+    billing_minimum_h: HoursOrZero | None = Field(None, description="blank: the provider's rule")
+    defaults: tuple[str, ...] = ()
+    notes: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}/{self.region}/{self.instance_type}"
+
+
+class ModelArch(Strict):
+    """A transformer's shape: enough to size memory, FLOPs and the KV cache."""
+
+    name: str = "custom"
+    params: Count
+    active_params: Count | None = Field(None, description="MoE: parameters used per token")
+    layers: int = Field(gt=0)
+    hidden: int = Field(gt=0)
+    heads: int = Field(gt=0)
+    kv_heads: int | None = Field(None, gt=0, description="grouped-query attention; default = heads")
+    head_dim: int | None = Field(None, gt=0, description="default hidden / heads")
+    ffn: int | None = Field(None, gt=0, description="MLP width; default 4 x hidden")
+    vocab: int = Field(32000, gt=0)
+    max_context: int | None = Field(None, gt=0)
+    tied_embeddings: bool = False
+    experts: int | None = Field(None, gt=0, description="MoE: routed experts per MoE layer")
+    experts_per_token: int | None = Field(None, gt=0, description="MoE: routed experts each token uses")
+    expert_params: Count | None = Field(None, description="MoE: parameters in routed experts, all layers")
+    hf_repo: str = ""
+    source: str = ""
+
+    @model_validator(mode="after")
+    def _fill(self) -> "ModelArch":
+        object.__setattr__(self, "kv_heads", self.kv_heads or self.heads)
+        object.__setattr__(self, "head_dim", self.head_dim or self.hidden // self.heads)
+        object.__setattr__(self, "ffn", self.ffn or 4 * self.hidden)
+        object.__setattr__(self, "active_params", self.active_params or self.params)
+        moe = (self.experts, self.experts_per_token, self.expert_params)
+        if any(v is not None for v in moe) and any(v is None for v in moe):
+            raise ValueError("an MoE model gives experts, experts_per_token and expert_params together")
+        if self.experts is not None:
+            if self.experts_per_token > self.experts:
+                raise ValueError(f"experts_per_token ({self.experts_per_token}) is above experts ({self.experts})")
+            if self.expert_params >= self.params:
+                raise ValueError("expert_params must be below params (attention and embeddings are not experts)")
+        return self
+
+
+class HfConfigFile(Strict):
+    """`model: {hf_config: path/to/config.json}`: a Hugging Face config read from disk (relative to the file)."""
+
+    hf_config: str = Field(min_length=1)
+
+
+# ---------------------------------------------------------------- workloads
+
+
+class MemoryNeed(Strict):
+    """Memory stated directly: either the whole per-GPU figure, or parts of which
+    `model_states` can be sharded over the job's GPUs (ZeRO-3/FSDP) when `shardable`."""
+
+    per_gpu: GiB | None = None
+    model_states: GiB | None = None
+    activations: GiBOrZero = 0.0
+    shardable: bool = True
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "MemoryNeed":
+        if (self.per_gpu is None) == (self.model_states is None):
+            raise ValueError("give either per_gpu, or model_states (with optional activations)")
+        return self
+
+
+class Work(Strict):
+    """How much computing: reference-GPU hours, or tokens (with the workload's model)."""
+
+    gpu_hours: Hours | None = Field(None, description="GPU-hours on reference_gpu")
+    reference_gpu: str | None = None
+    tokens: Count | None = Field(None, description="training tokens (6 x params x tokens FLOPs)")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Work":
+        if (self.gpu_hours is None) == (self.tokens is None):
+            raise ValueError("give either gpu_hours (with reference_gpu) or tokens")
+        if self.gpu_hours is not None and not self.reference_gpu:
+            raise ValueError("gpu_hours needs reference_gpu (the GPU those hours were measured on)")
+        return self
+
+
+class Generation(Strict):
+    """Batch generation: how many sequences, how long, how batched."""
+
+    sequences: Count
+    prompt_tokens: int = Field(512, gt=0)
+    output_tokens: int = Field(256, gt=0)
+    batch: int = Field(64, gt=0, description="concurrent sequences per model replica")
+    kv_precision: Literal["fp16", "bf16", "fp8"] = "bf16"
+
+
+class GpuCount(Strict):
+    min: int = Field(1, gt=0, le=1_000_000)
+    max: int = Field(64, gt=0, le=1_000_000)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> "GpuCount":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) is above max ({self.max})")
+        return self
+
+
+def _gpu_count(value: object) -> object:
+    """`gpus: 8` is shorthand for exactly eight."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {"min": value, "max": value}
+    return value
+
+
+class Checkpointing(Strict):
+    every: Hours | Literal["auto"] = "auto"
+    write_time: HoursOrZero = Field(2 / 60, description="hours to write one checkpoint")
+    size: GiBOrZero | None = Field(None, description="default: the model states' size")
+    keep: int = Field(2, ge=1, description="checkpoints kept in storage")
+
+    @field_validator("every", mode="before")
+    @classmethod
+    def _auto_or_duration(cls, value: object) -> object:
+        return value if value == "auto" else parse_hours(value)
+
+
+class Data(Strict):
+    size: GiBOrZero = 0.0
+    location: str | None = Field(None, description="'provider' or 'provider/region' where it lives")
+
+
+class Placement(Strict):
+    providers: tuple[str, ...] = ()
+    regions: tuple[str, ...] = ()
+    gpus: tuple[str, ...] = Field((), description="GPU names or families; `H100:8` = nodes of 8 (SkyPilot syntax)")
+    instance_types: tuple[str, ...] = ()
+
+    @field_validator("gpus")
+    @classmethod
+    def _accelerator_syntax(cls, gpus: tuple[str, ...]) -> tuple[str, ...]:
+        for gpu in gpus:
+            name, colon, count = gpu.partition(":")
+            if colon and not (count.isdigit() and int(count) > 0):
+                raise ValueError(f"{gpu!r}: expected NAME or NAME:COUNT with COUNT a whole number of GPUs per node")
+        return gpus
+
+
+class Workload(Strict):
+    name: str = Field(min_length=1)
+    kind: Literal["training", "fine_tuning", "batch_inference"]
+    description: str = ""
+    model: str | ModelArch | HfConfigFile | None = Field(
+        None, description="catalog name, Hugging Face id (org/name), {hf_config: path} or an inline shape")
+    method: Literal["full", "lora", "qlora", "inference"] | None = Field(
+        None, description="default: inference for batch_inference, else full")
+    precision: WeightPrecision = "bf16"
+    fp8_fallback: bool = Field(False, description="fp8 on a GPU without it: run at bf16 instead of ruling it out")
+    optimizer: Literal["adamw", "adamw_8bit", "sgd"] = "adamw"
+    parallelism: Literal["auto", "fixed"] = Field(
+        "auto", description="auto: the planner picks every layout field not given; fixed: unset fields take "
+                            "tensor_parallel 1, pipeline_parallel 1, zero3, selective, micro_batch 1")
+    sharding: Literal["none", "zero1", "zero2", "zero3"] | None = None
+    tensor_parallel: int | None = Field(None, gt=0, description="inside one node")
+    pipeline_parallel: int | None = Field(None, gt=0, description="pipeline stages (1F1B)")
+    expert_parallel: int | None = Field(None, gt=0, description="MoE: GPUs the routed experts are spread over")
+    sequence_parallel: bool | None = Field(None, description="divide the TP-replicated activations (Megatron)")
+    context_parallel: int | None = Field(None, gt=0, description="GPUs each sequence is split over (Megatron's CP; "
+                                                                 "searched from 32K-token sequences)")
+    sequence_length: int = Field(4096, gt=0)
+    micro_batch: int | None = Field(None, gt=0, description="sequences per GPU per micro-step")
+    global_batch_tokens: Count | None = Field(None, description="tokens per optimizer step; default by kind")
+    activation_checkpointing: Literal["none", "selective", "full"] | None = None
+    paged_optimizer: bool | None = Field(None, description="optimizer state paged off the GPU between steps "
+                                                           "(default: true for qlora)")
+    lora_rank: int = Field(16, gt=0)
+    mfu: Fraction | None = Field(None, description="model FLOPs utilisation; default by GPU generation")
+    comm_overlap: Annotated[float, Field(ge=0, le=1)] | None = None
+    memory: MemoryNeed | None = None
+    work: Work | None = None
+    generation: Generation | None = None
+    gpus: Annotated[GpuCount, BeforeValidator(_gpu_count)] = GpuCount()
+    time_budget: Hours | None = Field(None, description="hours; none = no deadline")
+    checkpoint: Checkpointing = Checkpointing()
+    restart_overhead: HoursOrZero = Field(10 / 60, description="hours per (re)start")
+    interruption_tolerance: Tolerance = "checkpointed"
+    data: Data = Data()
+    allow: Placement = Placement()
+    forbid: Placement = Placement()
+
+    @model_validator(mode="after")
+    def _has_memory_and_work(self) -> "Workload":
+        missing_memory = self.memory is None and self.model is None
+        missing_work = self.work is None and self.generation is None
+        if missing_memory and missing_work:
+            raise ValueError("both memory and work are missing: give `memory` (or `model`) and `work`")
+        if missing_memory:
+            raise ValueError("memory is missing: give `memory: {per_gpu: ...}` or a `model`")
+        if missing_work:
+            need = "`generation`" if self.kind == "batch_inference" else "`work: {gpu_hours, reference_gpu}` or `work: {tokens}`"
+            raise ValueError(f"work is missing: give {need}")
+        if self.precision in ("int8", "int4") and self.training_method != "inference":
+            raise ValueError(f"precision {self.precision} is for inference weights; "
+                             "training runs at fp32, fp16, bf16 or fp8")
+        if self.work is not None and self.work.tokens is not None and self.model is None:
+            raise ValueError("work.tokens needs a `model` to turn tokens into FLOPs")
+        if self.generation is not None and self.model is None and self.work is None:
+            raise ValueError("generation needs a `model` (or state `work` directly)")
+        return self
+
+    @property
+    def training_method(self) -> str:
+        return self.method or ("inference" if self.kind == "batch_inference" else "full")
+
+
+# ---------------------------------------------------------------- scenarios
+
+
+class Defaults(Strict):
+    vram_headroom: Annotated[float, Field(ge=0, lt=1)] = 0.10
+    deadline_confidence: Fraction = 0.9
+    hardware_failure_per_gpu_h: Annotated[float, Field(ge=0, le=10)] = HARDWARE_FAILURE_PER_GPU_H
+
+
+class Constraints(Strict):
+    budget: USD | None = Field(None, description="USD, total expected cost")
+    gpu_quotas: dict[str, Annotated[int, Field(ge=0, le=10**9)]] = Field(
+        default_factory=dict, description="provider (or provider/gpu) -> GPUs at once")
+    node_limits: dict[str, Annotated[int, Field(ge=0, le=10**9)]] = Field(
+        default_factory=dict, description="'provider/region/instance_type' -> nodes")
+    node_limits_per_market: bool = Field(
+        False, description="count spot and on-demand nodes against separate limits")
+    same_region: tuple[tuple[str, ...], ...] = Field((), description="groups of workloads kept in one region")
+    same_provider: tuple[tuple[str, ...], ...] = ()
+
+
+class Override(Strict):
+    """Scale prices or preemption rates of the offers it matches (all when no filter)."""
+
+    provider: str | None = None
+    gpu: str | None = None
+    region: str | None = None
+    instance_type: str | None = None
+    spot_price_multiplier: Multiplier = 1.0
+    on_demand_price_multiplier: Multiplier = 1.0
+    preemption_rate_multiplier: Annotated[float, Field(ge=0, le=MAX_MULTIPLIER)] = 1.0
+
+
+class Scenario(Strict):
+    name: str = Field(min_length=1)
+    description: str = ""
+    catalogs: tuple[str, ...] = Field(
+        ("aws", "gcp", "azure", "lambda", "runpod"),
+        description="shipped catalog names and/or paths to offer CSV files")
+    defaults: Defaults = Defaults()
+    workloads: tuple[Workload, ...] = Field(min_length=1)
+    constraints: Constraints = Constraints()
+    overrides: tuple[Override, ...] = ()
+
+    @field_validator("workloads")
+    @classmethod
+    def _unique_names(cls, workloads: tuple[Workload, ...]) -> tuple[Workload, ...]:
+        seen: set[str] = set()
+        for workload in workloads:
+            if workload.name in seen:
+                raise ValueError(f"duplicate workload name {workload.name!r}")
+            seen.add(workload.name)
+        return workloads
+
+    @model_validator(mode="after")
+    def _groups_name_workloads(self) -> "Scenario":
+        names = {w.name for w in self.workloads}
+        for group in (*self.constraints.same_region, *self.constraints.same_provider):
+            unknown = [n for n in group if n not in names]
+            if unknown:
+                raise ValueError(f"constraint group names unknown workload(s) {', '.join(unknown)}")
+        return self
+

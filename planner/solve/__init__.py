@@ -1,0 +1,8 @@
+"""Layer 5, `planner solve`: one candidate per workload under the shared limits.
+
+pipeline  candidates -> model -> solve -> checked plan (and the infeasibility explanation)
+model     the CP-SAT model, one function per constraint family
+rows      the shared-limit rows both CP-SAT and the LP read
+bound     the LP relaxation and HiGHS's branch and bound beside CP-SAT
+checker   an independent check of a plan against every rule
+"""

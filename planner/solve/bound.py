@@ -1,0 +1,127 @@
+"""The LP relaxation of `planner solve`'s model, solved with HiGHS: a bound CP-SAT alone does not find.
+
+With exactly one candidate per workload and a handful of coupling rows (quotas, node limits,
+the budget), the relaxation has at most as many fractional workloads as coupling rows, so its
+value sits within cents of the integer optimum, while CP-SAT's own bound can stay percent
+below it. The rows come from `rows.py` (the same as the CP-SAT model's); same-region and
+same-provider groups enter as their linear relaxation: one value y_v per group with Σ y_v = 1,
+and each member's picks with value v at most y_v.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import sparse
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+
+from planner.candidates.limits import Limits
+from planner.solve.rows import budget_rows, group_members, node_limit_rows, quota_rows
+
+
+@dataclass(frozen=True)
+class LpBound:
+    """The relaxation's optimum `value` (in the objective's units), a solution `x` per candidate, the
+    `reduced` cost of each candidate (what picking it adds to the LP at least), time."""
+
+    value: float
+    x: np.ndarray
+    seconds: float
+    reduced: np.ndarray | None = None
+
+    def can_beat(self, upper: float) -> np.ndarray:
+        """Candidates some plan of cost <= `upper` may use: a pick raises the LP value by its reduced
+        cost, so one whose reduced cost exceeds upper - value is in no such plan (reduced-cost fixing)."""
+        if self.reduced is None:
+            return np.ones(len(self.x), dtype=bool)
+        return self.reduced <= upper - self.value + 1e-6
+
+
+@dataclass(frozen=True)
+class _Matrices:
+    """The relaxation as HiGHS takes it: x per candidate, then one y per (group, value)."""
+
+    cost: np.ndarray
+    a_ub: sparse.csr_matrix | None
+    b_ub: np.ndarray | None
+    a_eq: sparse.csr_matrix
+    b_eq: np.ndarray
+    n: int
+
+
+def lp_bound(cands: pd.DataFrame, limits: Limits, objective: np.ndarray,
+             extra: list | None = None) -> LpBound | None:
+    """min objective · x over the relaxation (x in [0, 1]); None when HiGHS finds it infeasible or fails.
+
+    `extra` adds rows (`LinearRow`s) such as the cost ceiling of the tie-break stage.
+    """
+    started = time.perf_counter()
+    m = _matrices(cands, limits, objective, extra)
+    result = linprog(m.cost, A_ub=m.a_ub, b_ub=m.b_ub, A_eq=m.a_eq, b_eq=m.b_eq, bounds=(0.0, 1.0), method="highs")
+    if result.status != 0:
+        return None
+    reduced = getattr(getattr(result, "lower", None), "marginals", None)
+    return LpBound(float(result.fun), result.x[:m.n], time.perf_counter() - started,
+                   None if reduced is None else np.asarray(reduced[:m.n], dtype=float))
+
+
+def mip_optimum(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, time_limit_s: float,
+                extra: list | None = None) -> np.ndarray | None:
+    """The picks of a proven optimum of the integer model (HiGHS's branch and bound on the same rows,
+    no gap allowed), or None when it is not proven within the time limit. With a few coupling rows the
+    LP leaves only a few workloads fractional, so this is a small search where CP-SAT's bound is weak.
+    The rounded solution is checked against every row in exact arithmetic before it is returned."""
+    if time_limit_s <= 0:
+        return None
+    m = _matrices(cands, limits, objective, extra)
+    result = milp(m.cost, integrality=np.ones(len(m.cost)), bounds=Bounds(0.0, 1.0),
+                  constraints=[LinearConstraint(m.a_eq, m.b_eq, m.b_eq)]
+                  + ([LinearConstraint(m.a_ub, -np.inf, m.b_ub)] if m.a_ub is not None else []),
+                  options={"time_limit": time_limit_s, "mip_rel_gap": 0.0, "presolve": True})
+    if result.status != 0 or result.x is None:
+        return None
+    z = np.round(result.x)
+    if not (np.array_equal(m.a_eq @ z, m.b_eq) and (m.a_ub is None or np.all(m.a_ub @ z <= m.b_ub))):
+        return None  # HiGHS's tolerances let a row slip: leave it to CP-SAT
+    return z[:m.n] > 0.5
+
+
+def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra: list | None) -> _Matrices:
+    n = len(cands)
+    rows = quota_rows(cands, limits) + node_limit_rows(cands, limits) + budget_rows(cands, limits) + (extra or [])
+    groups = (group_members(cands, limits.same_region, "provider_region")
+              + group_members(cands, limits.same_provider, "provider"))
+    values = [v for _, by_value in groups for v in by_value]  # one y per (group, value), after the x's
+    width = n + len(values)
+
+    workload_codes = pd.factorize(cands["workload"])[0]
+    eq = [sparse.csr_matrix((np.ones(n), (workload_codes, np.arange(n))), shape=(workload_codes.max() + 1, width))]
+    eq_rhs = [np.ones(workload_codes.max() + 1)]
+    ub_rows, ub_cols, ub_vals, ub_rhs = [], [], [], []
+    for r, row in enumerate(rows):
+        ub_rows += [r] * len(row.index)
+        ub_cols += list(row.index)
+        ub_vals += list(row.coef.astype(float))
+        ub_rhs.append(float(row.upper))
+    r = len(rows)
+    y = n
+    for g, (members, by_value) in enumerate(groups):
+        eq.append(sparse.csr_matrix((np.ones(len(by_value)), ([0] * len(by_value), range(y, y + len(by_value)))),
+                                    shape=(1, width)))
+        eq_rhs.append(np.ones(1))
+        workloads = cands["workload"].to_numpy()
+        for k, (_, picks) in enumerate(by_value.items()):
+            for workload in sorted(set(workloads[picks])):  # Σ_{c of w with value v} x_c - y_v <= 0
+                own = [i for i in picks if workloads[i] == workload]
+                ub_rows += [r] * (len(own) + 1)
+                ub_cols += own + [y + k]
+                ub_vals += [1.0] * len(own) + [-1.0]
+                ub_rhs.append(0.0)
+                r += 1
+        y += len(by_value)
+    a_ub = sparse.csr_matrix((ub_vals, (ub_rows, ub_cols)), shape=(r, width)) if r else None
+    cost = np.concatenate([np.asarray(objective, dtype=float), np.zeros(len(values))])
+    return _Matrices(cost, a_ub, np.array(ub_rhs) if r else None, sparse.vstack(eq).tocsr(), np.concatenate(eq_rhs),
+                     n)

@@ -1,0 +1,269 @@
+"""An independent checker of `planner solve --format json` plans (STYLE habit 10).
+
+It re-reads the scenario and the catalog and checks each assignment and the shared limits
+from first principles. It shares no code with `model.py`, `candidates/generate.py` or `pipeline.py`, so a
+bug there cannot hide itself here: a plan either satisfies the scenario as written, or
+`check_plan` names every way it does not.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from planner.load.scenario import LoadedScenario
+from planner.schema.scenario import Workload
+
+SOLVED = ("OPTIMAL", "FEASIBLE")
+REL_TOL = 1e-6
+BREAKDOWN_PARTS = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage", "egress")
+CENT = 0.01
+"""cost-model §8: costs enter CP-SAT as integer cents, so sums may drift by half a cent per assignment."""
+
+
+def _given(value, fallback):
+    return fallback if value is None or value != value else float(value)
+
+
+def _close(a: float, b: float, rel: float = REL_TOL, abs_tol: float = 1e-9) -> bool:
+    return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=abs_tol)
+
+
+def number(value) -> float | None:
+    """Catalog cells are floats with NaN for missing; None stays None."""
+    if value is None:
+        return None
+    value = float(value)
+    return None if math.isnan(value) else value
+
+
+def _matches(override, offer: dict, catalog) -> bool:
+    return ((not override.provider or override.provider == offer["provider"])
+            and (not override.region or override.region == offer["region"])
+            and (not override.instance_type or override.instance_type == offer["instance_type"])
+            and (not override.gpu or catalog.gpu_matches(offer["gpu"], override.gpu)))
+
+
+def _multipliers(loaded: LoadedScenario, offer: dict) -> tuple[float, float, float]:
+    """(on-demand price, spot price, preemption rate) multipliers of every matching override."""
+    on_demand = spot = preempt = 1.0
+    for override in loaded.scenario.overrides:
+        if _matches(override, offer, loaded.catalog):
+            on_demand *= override.on_demand_price_multiplier
+            spot *= override.spot_price_multiplier
+            preempt *= override.preemption_rate_multiplier
+    return on_demand, spot, preempt
+
+
+def placement_violations(workload: Workload, offer: dict, catalog) -> list[str]:
+    out = []
+    fields = (("providers", "provider"), ("regions", "region"), ("instance_types", "instance_type"))
+    for plural, column in fields:
+        allowed = getattr(workload.allow, plural)
+        if allowed and offer[column] not in allowed:
+            out.append(f"{column} {offer[column]!r} is not in allow.{plural} {list(allowed)}")
+        if offer[column] in getattr(workload.forbid, plural):
+            out.append(f"{column} {offer[column]!r} is in forbid.{plural}")
+    if workload.allow.gpus and not any(catalog.gpu_matches(offer["gpu"], q) for q in workload.allow.gpus):
+        out.append(f"GPU {offer['gpu']!r} is not in allow.gpus {list(workload.allow.gpus)}")
+    if any(catalog.gpu_matches(offer["gpu"], q) for q in workload.forbid.gpus):
+        out.append(f"GPU {offer['gpu']!r} is in forbid.gpus")
+    return out
+
+
+def stated_memory_floor(workload: Workload, gpus: int) -> float | None:
+    """The per-GPU memory a workload states directly, before overhead (None with a model)."""
+    need = workload.memory
+    if need is None:
+        return None
+    if need.per_gpu is not None:
+        return need.per_gpu
+    states = need.model_states / gpus if need.shardable else need.model_states
+    return states + need.activations
+
+
+def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offers: dict) -> list[str]:
+    scenario, catalog = loaded.scenario, loaded.catalog
+    name = workload.name
+    out: list[str] = []
+
+    def bad(message: str) -> None:
+        out.append(f"{name}: {message}")
+
+    key = f"{a['provider']}/{a['region']}/{a['instance_type']}"
+    offer = offers.get(key)
+    if offer is None:
+        bad(f"offer {key} is not in the scenario's catalogs")
+        return out
+    if a["gpu"] != offer["gpu"]:
+        bad(f"GPU {a['gpu']!r} but offer {key} has {offer['gpu']!r}")
+    if int(a["gpus_per_node"]) != int(offer["gpus_per_node"]):
+        bad(f"gpus_per_node {a['gpus_per_node']} but offer {key} has {int(offer['gpus_per_node'])}")
+    nodes, gpus = int(a["nodes"]), int(a["gpus"])
+    if nodes < 1:
+        bad(f"{nodes} nodes")
+    if gpus != nodes * int(offer["gpus_per_node"]):
+        bad(f"gpus {gpus} != nodes {nodes} x {int(offer['gpus_per_node'])} GPUs per node")
+    if not workload.gpus.min <= gpus <= workload.gpus.max:
+        bad(f"{gpus} GPUs outside gpus {workload.gpus.min}..{workload.gpus.max}")
+    if nodes > 1 and offer["inter_node"] == "none":
+        bad(f"{nodes} nodes of {key}, which has no inter-node network")
+    out += [f"{name}: {m}" for m in placement_violations(workload, offer, catalog)]
+
+    # Market and price (with the scenario's overrides).
+    on_demand_mult, spot_mult, preempt_mult = _multipliers(loaded, offer)
+    market = a["market"]
+    inputs = a["inputs"]
+    spot_rate = 0.0
+    if market == "spot":
+        base = number(offer["spot_usd_h"])
+        if base is None:
+            bad(f"spot, but offer {key} has no spot price")
+        if workload.interruption_tolerance == "none":
+            bad("spot, but interruption_tolerance is none")
+        expected_price = None if base is None else base * spot_mult
+        spot_rate = (number(offer["spot_preemption_per_h"]) or 0.0) * preempt_mult
+    elif market == "on_demand":
+        base = number(offer["on_demand_usd_h"])
+        if base is None:
+            bad(f"on-demand, but offer {key} has no on-demand price")
+        expected_price = None if base is None else base * on_demand_mult
+    else:
+        bad(f"unknown market {market!r}")
+        expected_price = None
+    if expected_price is not None and not _close(inputs["price_per_node_h"], expected_price):
+        bad(f"price_per_node_h {inputs['price_per_node_h']} but the {market} price of {key} "
+            f"(with overrides) is {expected_price}")
+
+    # Failure rate: spot preemptions per node plus hardware failures per GPU.
+    hw = scenario.defaults.hardware_failure_per_gpu_h
+    expected_rate = nodes * spot_rate + gpus * hw
+    if not _close(inputs["failure_rate_per_h"], expected_rate):
+        bad(f"failure_rate_per_h {inputs['failure_rate_per_h']} != {nodes} x {spot_rate} + {gpus} x {hw} "
+            f"= {expected_rate}")
+
+    # Inputs that restate the scenario and the provider.
+    provider = catalog.providers[offer["provider"]]
+    restated = {
+        "interruption_tolerance": workload.interruption_tolerance,
+        "restart_h": workload.restart_overhead,
+        "checkpoint_write_h": 0.0 if workload.interruption_tolerance == "stateless" else workload.checkpoint.write_time,
+        "time_budget_h": workload.time_budget,
+        "deadline_confidence": scenario.defaults.deadline_confidence,
+        # the offer's own billing rule where its catalog row gives one, else the provider's
+        "billing_granularity_h": _given(offer.get("billing_granularity_h"), provider.billing_granularity_h),
+        "billing_minimum_h": _given(offer.get("billing_minimum_h"), provider.billing_minimum_h),
+    }
+    for field, want in restated.items():
+        got = inputs.get(field)
+        same = got == want if isinstance(want, str) or want is None or got is None else _close(got, want)
+        if not same:
+            bad(f"inputs.{field} is {got!r}, the scenario says {want!r}")
+
+    # Memory: the need with headroom fits the offer's GPU.
+    memory = a["memory"]
+    headroom = scenario.defaults.vram_headroom
+    vram = float(offer["gpu_vram_gib"])
+    if not _close(memory["vram_gib"], vram):
+        bad(f"memory.vram_gib {memory['vram_gib']} but {offer['gpu']} in {key} has {vram} GiB")
+    if memory["per_gpu_gib"] * (1 + headroom) > vram * (1 + 1e-9):
+        bad(f"needs {memory['per_gpu_gib']:.2f} GiB per GPU (+{headroom:.0%} headroom) on {vram:.1f} GiB")
+    floor = stated_memory_floor(workload, gpus)
+    if floor is not None and memory["per_gpu_gib"] < floor * (1 - 1e-9):
+        bad(f"memory.per_gpu_gib {memory['per_gpu_gib']} is below the stated {floor} GiB")
+
+    # Deadline and cost arithmetic.
+    expected = a["expected"]
+    if workload.time_budget is not None and expected["p_deadline"] < scenario.defaults.deadline_confidence:
+        bad(f"p_deadline {expected['p_deadline']:.4f} below deadline_confidence {scenario.defaults.deadline_confidence}")
+    parts = a["breakdown_usd"]
+    if set(parts) != set(BREAKDOWN_PARTS):
+        bad(f"breakdown parts {sorted(parts)}, expected {sorted(BREAKDOWN_PARTS)}")
+    negative = [k for k, v in parts.items() if v < -1e-9]
+    if negative:
+        bad(f"negative cost parts {negative}")
+    if not _close(math.fsum(parts.values()), expected["cost_usd"], abs_tol=1e-9):
+        bad(f"breakdown sums to {math.fsum(parts.values())} but expected.cost_usd is {expected['cost_usd']}")
+    if expected["cost_usd"] < 0 or expected["wall_h"] <= 0:
+        bad(f"cost {expected['cost_usd']} / wall time {expected['wall_h']} out of range")
+    return out
+
+
+def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str]:
+    scenario, catalog = loaded.scenario, loaded.catalog
+    c = scenario.constraints
+    placed = [(a, offers[k]) for a in plan["assignments"]
+              if (k := f"{a['provider']}/{a['region']}/{a['instance_type']}") in offers]
+    out: list[str] = []
+    for key, quota in sorted(c.gpu_quotas.items()):
+        provider, _, gpu = key.partition("/")
+        users = [(a["workload"], int(a["gpus"])) for a, _ in placed
+                 if a["provider"] == provider and (not gpu or catalog.gpu_matches(a["gpu"], gpu))]
+        used = sum(n for _, n in users)
+        if used > quota:
+            detail = ", ".join(f"{w} {n}" for w, n in users)
+            out.append(f"quota {key}: {used} GPUs ({detail}) > {quota}")
+    # Node limits: the scenario's and the catalog's max_nodes, per market if asked.
+    usage: dict[tuple, list] = defaultdict(list)
+    for a, offer in placed:
+        market = a["market"] if c.node_limits_per_market else "any"
+        usage[(offer["key"], market)].append((a["workload"], int(a["nodes"])))
+    for (key, market), users in sorted(usage.items()):
+        caps = [cap for cap in (c.node_limits.get(key), number(offers[key]["max_nodes"])) if cap is not None]
+        used = sum(n for _, n in users)
+        if caps and used > min(caps):
+            where = key if market == "any" else f"{key} ({market})"
+            detail = ", ".join(f"{w} {n}" for w, n in users)
+            out.append(f"node limit {where}: {used} nodes ({detail}) > {int(min(caps))}")
+    total = math.fsum(a["expected"]["cost_usd"] for a in plan["assignments"])
+    if c.budget is not None and total > c.budget + CENT / 2 * len(plan["assignments"]):
+        out.append(f"budget: expected total ${total:,.2f} > ${c.budget:,.2f}")
+    by_name = {a["workload"]: a for a in plan["assignments"]}
+    for label, groups, part in (("same_region", c.same_region, lambda a: f"{a['provider']}/{a['region']}"),
+                                ("same_provider", c.same_provider, lambda a: a["provider"])):
+        for group in groups:
+            seen = {w: part(by_name[w]) for w in group if w in by_name}
+            if len(set(seen.values())) > 1:
+                out.append(f"{label} {list(group)}: " + ", ".join(f"{w} on {v}" for w, v in seen.items()))
+    objective = plan.get("objective_usd")
+    if objective is None or abs(objective - total) > CENT / 2 + 1e-9:
+        out.append(f"objective_usd {objective} but the assignments' costs sum to {total:.4f}")
+    bound = plan.get("bound_usd")
+    if bound is not None and objective is not None and bound > objective + 1e-9:
+        out.append(f"bound_usd {bound} above objective_usd {objective}")
+    return out
+
+
+def check_plan(loaded: LoadedScenario, plan: dict) -> list[str]:
+    """Every way `plan` (the JSON contract of `planner solve`) breaks the scenario; [] when valid."""
+    scenario = loaded.scenario
+    workloads = {w.name: w for w in scenario.workloads}
+    status = plan.get("status")
+    assignments = plan.get("assignments") or []
+    if status not in SOLVED:
+        out = []
+        if assignments:
+            out.append(f"status {status} but {len(assignments)} assignments")
+        if status == "INFEASIBLE":
+            named = {r.get("workload") for r in plan.get("infeasible") or []}
+            if not named:
+                out.append("status INFEASIBLE without any reason")
+            out += [f"infeasible reason names unknown workload {w!r}" for w in sorted(named - set(workloads), key=str)]
+        return out
+    violations = []
+    if plan.get("infeasible"):
+        violations.append(f"status {status} with infeasible reasons {plan['infeasible']}")
+    counts = defaultdict(int)
+    for a in assignments:
+        counts[a.get("workload")] += 1
+    for name in workloads:
+        if counts[name] != 1:
+            violations.append(f"{name}: {counts[name]} assignments, expected exactly one")
+    violations += [f"assignment for unknown workload {w!r}" for w in counts if w not in workloads]
+    offers = {row["key"]: row for row in loaded.catalog.offers.to_dict("records")}
+    try:
+        for a in assignments:
+            if a["workload"] in workloads:
+                violations += _check_assignment(loaded, a, workloads[a["workload"]], offers)
+        return violations + _shared_limits(loaded, plan, offers)
+    except (KeyError, TypeError) as exc:  # not the documented contract at all
+        return violations + [f"malformed plan: missing or mistyped field {exc}"]

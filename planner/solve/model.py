@@ -1,0 +1,315 @@
+"""The CP-SAT model of `planner solve`: one candidate per workload under shared limits.
+
+The only module that imports OR-Tools for assignment plans. It reads the candidate table
+built by `candidates/generate.py` (one row per feasible, non-dominated candidate) and never the
+domain model's YAML. Each constraint family is one `add_*` function with one signature.
+
+Costs enter the model as integer cents (COST_RESOLUTION_USD); the reported objective is
+the float sum of the chosen candidates' expected costs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from ortools.sat.python import cp_model
+
+from planner.candidates.limits import COST_RESOLUTION_USD, Limits
+from planner.solve.bound import lp_bound, mip_optimum
+from planner.solve.rows import LinearRow, budget_rows, group_members, node_limit_rows, quota_rows
+
+
+@dataclass
+class PlanModel:
+    model: cp_model.CpModel
+    candidates: pd.DataFrame
+    pick: list  # one BoolVar per candidate row, same order
+    tie_scale: int
+    build_seconds: float
+    limits: Limits = Limits()
+    ranks: np.ndarray = None  # tie-break rank per candidate (0 = best within its workload)
+
+
+@dataclass
+class SolveResult:
+    status: str
+    chosen: pd.DataFrame  # the picked candidate rows (empty unless FEASIBLE/OPTIMAL)
+    objective_usd: float
+    bound_usd: float
+    solve_seconds: float
+    deterministic_seconds: float
+    workers: int
+    proved_by: str = ""  # "cp-sat" | "lp" (the HiGHS relaxation) | "" when not proven
+    lp_seconds: float = 0.0
+
+    @property
+    def gap(self) -> float:
+        if self.objective_usd <= 0:
+            return 0.0
+        return max(0.0, (self.objective_usd - self.bound_usd) / self.objective_usd)
+
+
+def tie_ranks(candidates: pd.DataFrame) -> pd.Series:
+    """Within each workload, rank candidates by (cost, wall time, name): the deterministic tie-break."""
+    order = candidates.sort_values(["workload", "cost_cents", "wall_h", "cid"], kind="stable")
+    ranks = order.groupby("workload", sort=False).cumcount()
+    return ranks.reindex(candidates.index)
+
+
+# ---------------------------------------------------------------- constraint families
+
+
+def add_one_candidate_per_workload(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+    """Every workload runs on exactly one candidate.
+
+    Σ_c pick[w, c] = 1 for each workload w.
+    """
+    for workload, rows in cands.groupby("workload", sort=True).indices.items():
+        model.add_exactly_one(pick[i] for i in rows).with_name(f"one[{workload}]")
+
+
+def add_gpu_quotas(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+    """GPUs running at once per provider (or per provider and GPU family) stay within quota.
+
+    Σ_{c on provider p [and family f]} gpus_c · pick_c ≤ quota[p(/f)].
+    """
+    _add_rows(model, pick, quota_rows(cands, limits))
+
+
+def add_node_limits(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+    """Nodes of one offer (per market, if the scenario says so) stay within its limit.
+
+    Σ_{c on offer o [and market m]} nodes_c · pick_c ≤ limit[o] (scenario limit or catalog max_nodes).
+    """
+    _add_rows(model, pick, node_limit_rows(cands, limits))
+
+
+def add_budget(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+    """Total expected cost stays within the budget.
+
+    Σ_c cost_cents_c · pick_c ≤ budget (in cents, rounded down).
+    """
+    _add_rows(model, pick, budget_rows(cands, limits))
+
+
+def _add_rows(model: cp_model.CpModel, pick: list, rows) -> None:
+    for row in rows:
+        model.add(sum(int(c) * pick[i] for i, c in zip(row.index, row.coef)) <= row.upper).with_name(row.name)
+
+
+def _add_same(model, cands, pick, groups, column: str, label: str) -> None:
+    for number, (_, by_value) in enumerate(group_members(cands, groups, column)):
+        chosen = {v: model.new_bool_var(f"{label}[{number}={v}]") for v in by_value}
+        model.add_exactly_one(chosen.values()).with_name(f"{label}[{number}]")
+        for value, members in by_value.items():
+            for i in members:
+                model.add_implication(pick[i], chosen[value])
+
+
+def add_same_region_groups(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+    """Workloads grouped together run in one provider region.
+
+    region_g ∈ regions, exactly one; pick_c ⇒ region_g = region(c) for c of a member.
+    """
+    _add_same(model, cands, pick, limits.same_region, "provider_region", "same_region")
+
+
+def add_same_provider_groups(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+    """Workloads grouped together run on one provider.
+
+    provider_g exactly one; pick_c ⇒ provider_g = provider(c) for c of a member.
+    """
+    _add_same(model, cands, pick, limits.same_provider, "provider", "same_provider")
+
+
+CONSTRAINT_FAMILIES = (
+    add_one_candidate_per_workload,
+    add_gpu_quotas,
+    add_node_limits,
+    add_budget,
+    add_same_region_groups,
+    add_same_provider_groups,
+)
+
+
+def build_model(candidates: pd.DataFrame, limits: Limits, ranks: np.ndarray | None = None) -> PlanModel:
+    """Decision variables, the constraint families in order, and the objective (`ranks`: the tie-break
+    ranks to keep, when `candidates` are a subset of a larger table)."""
+    started = time.perf_counter()
+    cands = candidates.reset_index(drop=True).copy()
+    cands["provider_region"] = cands["provider"] + "/" + cands["region"]
+    model = cp_model.CpModel()
+    model.name = "planner-solve"
+    pick = [model.new_bool_var(f"pick[{cid}]") for cid in cands["cid"]]
+    for family in CONSTRAINT_FAMILIES:
+        family(model, cands, pick, limits)
+    ranks = tie_ranks(cands).astype(int) if ranks is None else pd.Series(np.asarray(ranks, dtype=int))
+    tie_scale = int(ranks.groupby(cands["workload"]).max().sum()) + 1
+    objective = [(int(c) * tie_scale + int(r), pick[i]) for i, (c, r) in enumerate(zip(cands["cost_cents"], ranks))]
+    model.minimize(sum(coef * var for coef, var in objective))
+    return PlanModel(model, cands, pick, tie_scale, time.perf_counter() - started, limits, ranks.to_numpy())
+
+
+def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, seed: int = 0,
+                hint: dict[str, str] | None = None, use_lp: bool = True, lp_hint: bool = True,
+                parameters: dict | None = None) -> SolveResult:
+    """Solve; report status, the chosen rows, and objective and bound in dollars.
+
+    Two stages, each proven by the larger of CP-SAT's bound and the LP relaxation's (`bound.py`):
+    first the cost in cents, stopped as soon as a plan's cost meets the LP bound; then, among plans
+    of that cost, the tie-break (shorter wall time, then name), so the plan is unique and the same
+    input gives the same plan. `hint` maps workload -> cid of a previous plan (what-if sweeps start
+    from the neighbour); `lp_hint` starts CP-SAT from the LP's rounded solution instead. `parameters`
+    are CP-SAT's own (for measurements: `linearization_level`, `optimize_with_lb_tree_search`, ...).
+    """
+    started = time.perf_counter()
+    cands = plan.candidates
+    cents = cands["cost_cents"].to_numpy(dtype=np.int64)
+    relaxed = lp_bound(cands, plan.limits, cents) if use_lp else None
+    cents_floor = math.ceil(relaxed.value - 1e-6) if relaxed else None
+    lp_seconds = relaxed.seconds if relaxed else 0.0
+    if relaxed is not None and not hint and np.all((relaxed.x < 1e-9) | (relaxed.x > 1 - 1e-9)):
+        # The relaxation's optimum is a plan (every workload whole): optimal in cents with nothing to search.
+        # (Its picks meet every row; for the groups, two members on different values would need Σ y = 2.)
+        picked = relaxed.x > 0.5
+        return _finish(plan, cands, cents, picked, int(cents[picked].sum()), True, "lp", cents_floor, started,
+                       time_limit_s, workers, seed, 0.0, 0, parameters, lp_seconds)
+    if relaxed is not None and not hint:  # a few workloads fractional: HiGHS's branch and bound closes it
+        exact = mip_optimum(cands, plan.limits, cents, min(MIP_LOOK_S, time_limit_s - (time.perf_counter() - started)))
+        if exact is not None:
+            return _finish(plan, cands, cents, exact, int(cents[exact].sum()), True, "mip", cents_floor, started,
+                           time_limit_s, workers, seed, 0.0, 0, parameters, lp_seconds)
+    if hint:
+        wanted = set(hint.values())
+        start = [cid in wanted for cid in cands["cid"]]
+    else:  # the LP's rounded solution: most workloads are whole in it, so it is nearly the plan
+        start = _rounded(cands, relaxed.x, plan.ranks) if relaxed and lp_hint else None
+    def stop_at(model_plan: PlanModel) -> int | None:
+        return None if cents_floor is None else cents_floor * model_plan.tie_scale + model_plan.tie_scale - 1
+
+    left = time_limit_s - (time.perf_counter() - started)
+    first = _search(plan.model, plan.pick, start, min(left, FIRST_LOOK_S) if relaxed else left, workers, seed,
+                    stop_at=stop_at(plan), parameters=parameters)
+    if relaxed and first.values is not None and first.status != "OPTIMAL" and \
+            int(cents[first.values].sum()) > cents_floor:
+        # Reduced-cost fixing: no plan as cheap as this one picks a candidate the LP prices above it.
+        keep = relaxed.can_beat(float(cents[first.values].sum()))
+        reduced = build_model(cands[keep], plan.limits, ranks=plan.ranks[keep]) if not keep.all() else plan
+        again = _search(reduced.model, reduced.pick, list(first.values[keep]),
+                        time_limit_s - (time.perf_counter() - started), workers, seed, stop_at=stop_at(reduced),
+                        parameters=parameters)
+        if again.values is not None:  # else keep the first plan and the full model
+            plan, cands, cents = reduced, reduced.candidates, cents[keep]
+            first = dataclasses.replace(again, deterministic=again.deterministic + first.deterministic)
+    if first.values is None:
+        return SolveResult(first.status, cands.iloc[0:0], math.nan, math.nan, time.perf_counter() - started,
+                           first.deterministic, first.workers, "", lp_seconds)
+    picked = first.values
+    best_cents = int(cents[picked].sum())
+    cents_proven = first.status == "OPTIMAL" or (cents_floor is not None and best_cents <= cents_floor)
+    proved_by = "cp-sat" if first.status == "OPTIMAL" else ("lp" if cents_proven else "")
+    return _finish(plan, cands, cents, picked, best_cents, cents_proven, proved_by, cents_floor, started,
+                   time_limit_s, workers, seed, first.deterministic, first.workers, parameters, lp_seconds,
+                   cp_floor=first.bound // plan.tie_scale, status=first.status)
+
+
+def _finish(plan: PlanModel, cands: pd.DataFrame, cents: np.ndarray, picked: np.ndarray, best_cents: int,
+            cents_proven: bool, proved_by: str, cents_floor: int | None, started: float, time_limit_s: float,
+            workers: int, seed: int, deterministic: float, used_workers: int, parameters, lp_seconds: float,
+            cp_floor: int = 0, status: str = "FEASIBLE") -> SolveResult:
+    """The tie-break stage when the cost is proven but not by CP-SAT itself, then the result in dollars."""
+    if cents_proven and status != "OPTIMAL":  # the tie-break among plans of that cost
+        picked, _, seconds = _tie_break(plan, cents, best_cents, picked, time_limit_s - (
+            time.perf_counter() - started), workers, seed)
+        deterministic += seconds
+    chosen = cands[picked].sort_values("workload", kind="stable").reset_index(drop=True)
+    objective = float(chosen["cost_usd"].sum())
+    bound_cents = best_cents if cents_proven else max(cp_floor, cents_floor if cents_floor is not None else cp_floor)
+    bound = objective if cents_proven else min(objective, bound_cents * COST_RESOLUTION_USD)
+    return SolveResult("OPTIMAL" if cents_proven else status, chosen, objective, bound,
+                       time.perf_counter() - started, deterministic, used_workers or (workers if workers > 0 else 2),
+                       proved_by, lp_seconds)
+
+
+MIP_LOOK_S = 10.0
+"""HiGHS's branch and bound gets this long to prove the optimum in cents before CP-SAT searches."""
+FIRST_LOOK_S = 2.0
+"""With an LP bound, CP-SAT first searches this long for a plan; if none meets the bound, the candidates
+the LP's reduced costs rule out against that plan are dropped and the rest is searched to proof."""
+
+
+@dataclass
+class _Search:
+    status: str
+    values: np.ndarray | None  # chosen mask
+    objective: float
+    bound: float
+    deterministic: float
+    workers: int
+
+
+class _StopAt(cp_model.CpSolverSolutionCallback):
+    """Stops the search when a solution's objective reaches `target` (the LP bound): it is then proven."""
+
+    def __init__(self, target: int | None):
+        super().__init__()
+        self.target = target
+
+    def on_solution_callback(self) -> None:
+        if self.target is not None and self.objective_value <= self.target + 0.5:
+            self.stop_search()
+
+
+def _search(model: cp_model.CpModel, pick: list, start: list | None, time_limit_s: float, workers: int, seed: int,
+            stop_at: int | None, parameters: dict | None = None) -> _Search:
+    solver = cp_model.CpSolver()
+    for name, value in (parameters or {}).items():
+        setattr(solver.parameters, name, value)
+    solver.parameters.max_time_in_seconds = max(0.1, time_limit_s)
+    solver.parameters.num_workers = workers if workers > 0 else 2
+    solver.parameters.random_seed = seed
+    model.clear_hints()
+    if start:
+        for var, chosen in zip(pick, start):
+            model.add_hint(var, chosen)
+    code = solver.solve(model, _StopAt(stop_at))
+    status = solver.status_name(code)
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return _Search(status, None, math.nan, math.nan, solver.deterministic_time, int(solver.parameters.num_workers))
+    values = np.array([solver.boolean_value(v) for v in pick], dtype=bool)
+    return _Search(status, values, solver.objective_value, solver.best_objective_bound, solver.deterministic_time,
+                   int(solver.parameters.num_workers))
+
+
+def _rounded(cands: pd.DataFrame, x: np.ndarray, ranks: np.ndarray) -> list[bool]:
+    """The LP's solution rounded: each workload's candidate with the largest x (ties: the better rank)."""
+    frame = pd.DataFrame({"workload": cands["workload"].to_numpy(), "x": -x, "rank": ranks})
+    best = frame.sort_values(["workload", "x", "rank"], kind="stable").groupby("workload", sort=False).head(1).index
+    mask = np.zeros(len(cands), dtype=bool)
+    mask[best] = True
+    return list(mask)
+
+
+def _tie_break(plan: PlanModel, cents: np.ndarray, best_cents: int, picked: np.ndarray, time_limit_s: float,
+               workers: int, seed: int) -> tuple[np.ndarray, bool, float]:
+    """Among plans costing `best_cents`, the one the tie-break prefers: minimise Σ rank, proven by the LP."""
+    ceiling = LinearRow("cost_is_optimal", np.arange(len(cents)), cents, best_cents)
+    exact = mip_optimum(plan.candidates, plan.limits, plan.ranks.astype(float), min(MIP_LOOK_S, time_limit_s),
+                        extra=[ceiling])
+    if exact is not None:
+        return exact, True, 0.0
+    model = plan.model.clone()
+    pick = [model.get_bool_var_from_proto_index(v.index) for v in plan.pick]
+    model.add(sum(int(c) * p for c, p in zip(cents, pick)) <= best_cents).with_name("cost_is_optimal")
+    model.minimize(sum(int(r) * p for r, p in zip(plan.ranks, pick)))
+    relaxed = lp_bound(plan.candidates, plan.limits, plan.ranks.astype(float), extra=[ceiling])
+    floor = math.ceil(relaxed.value - 1e-6) if relaxed else None
+    result = _search(model, pick, list(picked), time_limit_s, workers, seed, stop_at=floor)
+    if result.values is None:
+        return picked, False, result.deterministic
+    proven = result.status == "OPTIMAL" or (floor is not None and result.objective <= floor + 0.5)
+    return result.values, proven, result.deterministic

@@ -1,0 +1,209 @@
+"""`planner solve` end to end: candidates -> CP-SAT -> a plan, or an explanation of why not.
+
+Stages are separate functions (create candidates, build, solve, explain) so a sweep or a
+test can call them one by one.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+
+import pandas as pd
+
+from planner.candidates.generate import CandidateSet, generate, limits_of
+from planner.candidates.limits import Limits, quota_mask
+from planner.load.scenario import LoadedScenario
+from planner.solve.model import SolveResult, build_model, solve_model
+
+DEFAULT_TIME_LIMIT_S = 60.0
+DEFAULT_WORKERS = 2
+
+
+@dataclass
+class Plan:
+    loaded: LoadedScenario
+    candidates: CandidateSet
+    result: SolveResult | None
+    infeasible: list[dict] = field(default_factory=list)
+
+    @property
+    def status(self) -> str:
+        if self.infeasible:
+            return "INFEASIBLE"
+        return self.result.status if self.result else "UNKNOWN"
+
+    @property
+    def chosen(self) -> pd.DataFrame:
+        if self.result is None or self.status not in ("OPTIMAL", "FEASIBLE"):
+            return pd.DataFrame()
+        return self.result.chosen
+
+
+def make_plan(loaded: LoadedScenario, time_limit_s: float = DEFAULT_TIME_LIMIT_S, workers: int = DEFAULT_WORKERS,
+              seed: int = 0, offers: pd.DataFrame | None = None, hint: dict[str, str] | None = None,
+              progress=None) -> Plan:
+    """Generate candidates, solve, and explain infeasibility in domain words."""
+    scenario = loaded.scenario
+    candidates = generate(scenario, loaded.catalog, offers, progress=progress)
+    if candidates.infeasible:
+        reasons = [{"workload": w.name, "reason": candidates.infeasible[w.name]}
+                   for w in scenario.workloads if w.name in candidates.infeasible]
+        return Plan(loaded, candidates, None, reasons)
+    limits = limits_of(scenario)
+    model = build_model(candidates.pruned, limits)
+    result = solve_model(model, time_limit_s, workers, seed, hint)
+    plan = Plan(loaded, candidates, result)
+    if result.status == "INFEASIBLE":
+        plan.infeasible = explain_conflict(candidates.pruned, limits, [w.name for w in scenario.workloads])
+    return plan
+
+
+# ---------------------------------------------------------------- infeasibility
+
+
+def _feasible(cands: pd.DataFrame, limits: Limits, workloads: list[str]) -> bool:
+    subset = cands[cands["workload"].isin(workloads)]
+    groups = tuple(tuple(w for w in g if w in workloads) for g in limits.same_region)
+    providers = tuple(tuple(w for w in g if w in workloads) for g in limits.same_provider)
+    limits = replace(limits, same_region=tuple(g for g in groups if g), same_provider=tuple(g for g in providers if g))
+    result = solve_model(build_model(subset, limits), time_limit_s=10.0, workers=1)
+    return result.status in ("OPTIMAL", "FEASIBLE")
+
+
+def _without(limits: Limits, family: str, key: str | None) -> Limits:
+    if family == "gpu_quotas":
+        return replace(limits, gpu_quotas={k: v for k, v in limits.gpu_quotas.items() if k != key})
+    if family == "node_limits":
+        return replace(limits, node_limits={k: v for k, v in limits.node_limits.items() if k != key})
+    if family == "budget":
+        return replace(limits, budget_usd=None)
+    if family == "same_region":
+        return replace(limits, same_region=())
+    return replace(limits, same_provider=())
+
+
+def explain_conflict(cands: pd.DataFrame, limits: Limits, workloads: list[str]) -> list[dict]:
+    """Every workload has candidates but no combination fits the shared limits: find a smallest
+    conflicting set of workloads (deletion filter) and the limits that bind it."""
+    conflict = list(workloads)
+    for name in list(workloads):
+        trial = [w for w in conflict if w != name]
+        if trial and not _feasible(cands, limits, trial):
+            conflict = trial
+    families = [("gpu_quotas", k) for k in sorted(limits.gpu_quotas)] + [
+        ("node_limits", k) for k in sorted(limits.node_limits)]
+    families += [(f, None) for f in ("budget", "same_region", "same_provider")]
+    binding = [(f, k) for f, k in families if _feasible(cands, _without(limits, f, k), conflict)]
+    members = ", ".join(conflict)
+    if not binding:
+        what = "the combination of shared limits"
+    else:
+        what = " and ".join(_describe_limit(limits, f, k, cands, conflict) for f, k in binding)
+    reason = f"{what} is too small for {members} together" if len(conflict) > 1 else f"{what} is too small for it"
+    return [{"workload": name, "reason": reason + (f" (conflicting set: {members})" if len(conflict) > 1 else "")}
+            for name in conflict]
+
+
+def _describe_limit(limits: Limits, family: str, key: str | None, cands: pd.DataFrame, conflict: list[str]) -> str:
+    subset = cands[cands["workload"].isin(conflict)]
+    if family == "gpu_quotas":
+        need = subset[quota_mask(subset, key)].groupby("workload")["gpus"].min()
+        detail = ", ".join(f"{w} needs >= {int(n)}" for w, n in need.items())
+        return f"quota {key} ({limits.gpu_quotas[key]} GPUs; {detail})"
+    if family == "node_limits":
+        return f"node limit {key} ({limits.node_limits[key]} nodes)"
+    if family == "budget":
+        cheapest = subset.groupby("workload")["cost_usd"].min().sum()
+        return f"budget ${limits.budget_usd:,.0f} (the cheapest placement of each alone totals ${cheapest:,.0f})"
+    return f"the {family.replace('_', ' ')} groups"
+
+
+def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
+    """The JSON contract's `assignments`, one per workload, with runner-up alternatives."""
+    scenario = plan.loaded.scenario
+    by_name = {w.name: w for w in scenario.workloads}
+    others = runner_ups(plan, alternatives)
+    out = []
+    for row in plan.chosen.itertuples(index=False):
+        workload = by_name[row.workload]
+        lam = row.nodes * row.lam_spot + row.gpus * scenario.defaults.hardware_failure_per_gpu_h
+        out.append({
+            "workload": row.workload, "provider": row.provider, "region": row.region,
+            "instance_type": row.instance_type, "gpu": row.gpu, "gpus_per_node": int(row.gpus_per_node),
+            "nodes": int(row.nodes), "gpus": int(row.gpus), "market": row.market,
+            "checkpoint_interval_h": _finite(row.checkpoint_interval_h),
+            "inputs": {
+                "work_h": row.work_h,
+                "checkpoint_write_h": 0.0 if workload.interruption_tolerance == "stateless" else workload.checkpoint.write_time,
+                "restart_h": workload.restart_overhead, "failure_rate_per_h": lam,
+                "price_per_node_h": row.price_per_node_h, "billing_granularity_h": row.billing_granularity_h,
+                "billing_minimum_h": row.billing_minimum_h, "time_budget_h": _finite(workload.time_budget or math.inf),
+                "deadline_confidence": scenario.defaults.deadline_confidence,
+                "interruption_tolerance": workload.interruption_tolerance,
+            },
+            "expected": {"wall_h": row.wall_h, "failures": row.failures, "billed_node_h": row.billed_node_h,
+                         "rounding_waste_node_h": row.rounding_waste_node_h, "p_deadline": row.p_deadline,
+                         "cost_usd": row.cost_usd},
+            "breakdown_usd": {k: getattr(row, f"usd_{k}") for k in
+                              ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage",
+                               "egress")},
+            "memory": {"per_gpu_gib": row.memory_gib, "vram_gib": row.vram_gib},
+            "parallelism": parallelism_json(row.parallelism),
+            "alternatives": others.get(row.workload, []),
+        })
+    return out
+
+
+def runner_ups(plan: Plan, count: int) -> dict[str, list[dict]]:
+    """Per workload, the cheapest candidates not chosen, at most one per (instance type, market), so
+    they differ in kind (one sort of the whole table)."""
+    every = plan.candidates.all
+    if every.empty:
+        return {}
+    others = every[~every["cid"].isin(set(plan.chosen["cid"]))]
+    others = others.sort_values(["workload", "cost_usd", "wall_h", "cid"], kind="stable")
+    others = others.drop_duplicates(["workload", "instance_type", "market"]).groupby("workload", sort=False).head(count)
+    out: dict[str, list[dict]] = {}
+    for r in others.itertuples(index=False):
+        out.setdefault(r.workload, []).append({
+            "provider": r.provider, "region": r.region, "instance_type": r.instance_type, "nodes": int(r.nodes),
+            "market": r.market, "cost_usd": r.cost_usd, "wall_h": r.wall_h})
+    return out
+
+
+def parallelism_json(label: str) -> dict | None:
+    """How the workload runs on its GPUs: a training layout (tp, pp, dp, ep, zero, recompute, micro_batch,
+    sequence_parallel, virtual_stages, label), or a generation job's replicas; None for stated memory."""
+    if not label:
+        return None
+    if label.startswith("TP") and " batch " in label:
+        tp, replicas, _, batch = label.replace("TP", "").replace("x", "").split()
+        return {"tp": int(tp), "replicas": int(replicas), "batch": int(batch), "label": label}
+    from planner.physics.parallelism import Layout
+
+    return Layout.parse(label).as_dict()
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or math.isinf(value) else value
+
+
+def inputs_from_assignment(a: dict):
+    """Rebuild the cost model's inputs from one assignment of the JSON contract.
+
+    The plan file is self-contained: `failure_rate_per_h` is the job's total λ, so it is
+    passed as a per-node rate with no separate hardware term; storage per hour and egress
+    come back out of the breakdown.
+    """
+    from planner.economics.costmodel import CandidateInputs
+
+    i, e, b = a["inputs"], a["expected"], a["breakdown_usd"]
+    interval = a["checkpoint_interval_h"] or i["work_h"]
+    return CandidateInputs(
+        work_h=i["work_h"], checkpoint_write_h=i["checkpoint_write_h"], restart_h=i["restart_h"], nodes=a["nodes"],
+        gpus_per_node=a["gpus_per_node"], spot_rate_per_node_h=i["failure_rate_per_h"] / a["nodes"],
+        hw_failure_per_gpu_h=0.0, price_per_node_h=i["price_per_node_h"],
+        billing_granularity_h=i["billing_granularity_h"], billing_minimum_h=i["billing_minimum_h"],
+        interruption_tolerance=i["interruption_tolerance"], checkpoint_interval_h=interval,
+        time_budget_h=i["time_budget_h"] if i["time_budget_h"] is not None else math.inf,
+        storage_usd_per_h=b["storage"] / e["wall_h"] if e["wall_h"] > 0 else 0.0, egress_usd=b["egress"])

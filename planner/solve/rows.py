@@ -1,0 +1,75 @@
+"""The shared limits of `planner solve` as linear rows over the candidate table.
+
+One home for which limits can bind and with what coefficients: the CP-SAT model (`model.py`)
+adds them as constraints and its LP relaxation (`bound.py`) as rows, so the two always
+constrain the same thing. Rows that cannot bind (the limit holds even if every candidate on it
+is picked) are left out.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from planner.candidates.limits import COST_RESOLUTION_USD, Limits, quota_mask
+
+
+@dataclass(frozen=True)
+class LinearRow:
+    """Σ coef[k] · pick[index[k]] ≤ upper, named in domain words."""
+
+    name: str
+    index: np.ndarray  # positions of candidates in the table
+    coef: np.ndarray
+    upper: int
+
+
+def quota_rows(cands: pd.DataFrame, limits: Limits) -> list[LinearRow]:
+    """Σ_{c on provider p [and family f]} gpus_c · pick_c ≤ quota[p(/f)]."""
+    rows = []
+    for key, quota in sorted(limits.gpu_quotas.items()):
+        index = np.flatnonzero(quota_mask(cands, key).to_numpy())
+        gpus = cands["gpus"].to_numpy()[index].astype(np.int64)
+        if len(index) and gpus.sum() > quota:
+            rows.append(LinearRow(f"quota[{key}]", index, gpus, int(quota)))
+    return rows
+
+
+def node_limit_rows(cands: pd.DataFrame, limits: Limits) -> list[LinearRow]:
+    """Σ_{c on offer o [and market m]} nodes_c · pick_c ≤ limit[o] (scenario limit or catalog max_nodes)."""
+    groups = ["offer_key", "market"] if limits.node_limits_per_market else ["offer_key"]
+    rows = []
+    for key, index in sorted(cands.groupby(groups, sort=True).indices.items()):
+        offer_key = key[0] if isinstance(key, tuple) else key
+        catalog_cap = cands["max_nodes"].iat[index[0]]
+        caps = [c for c in (limits.node_limits.get(offer_key), None if pd.isna(catalog_cap) else int(catalog_cap))
+                if c is not None]
+        if not caps:
+            continue
+        cap = min(caps)
+        nodes = cands["nodes"].to_numpy()[index].astype(np.int64)
+        if pd.Series(nodes).groupby(cands["workload"].to_numpy()[index]).max().sum() <= cap:
+            continue
+        label = "/".join(key) if isinstance(key, tuple) else key
+        rows.append(LinearRow(f"nodes[{label}]", np.asarray(index), nodes, int(cap)))
+    return rows
+
+
+def budget_rows(cands: pd.DataFrame, limits: Limits) -> list[LinearRow]:
+    """Σ_c cost_cents_c · pick_c ≤ budget (in cents, rounded down)."""
+    if limits.budget_usd is None:
+        return []
+    cap = math.floor(limits.budget_usd / COST_RESOLUTION_USD + 1e-6)  # $0.29 is 29 cents, not int(28.999...)
+    return [LinearRow("budget", np.arange(len(cands)), cands["cost_cents"].to_numpy().astype(np.int64), cap)]
+
+
+def group_members(cands: pd.DataFrame, groups, column: str) -> list[tuple[list[int], dict[str, list[int]]]]:
+    """Per same-region/same-provider group: its candidate positions, and those per value of `column`."""
+    out = []
+    for group in groups:
+        members = np.flatnonzero(cands["workload"].isin(group).to_numpy())
+        values = cands[column].to_numpy()[members]
+        out.append((list(members), {v: list(members[values == v]) for v in sorted(set(values))}))
+    return out
