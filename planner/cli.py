@@ -66,9 +66,11 @@ def _stop_interrupted(ctx: click.Context) -> None:
 
 def exit_for(status: str) -> None:
     """Exit 1 when infeasible, 3 when the time limit ended the search before any plan; else return."""
+    from planner.solve.outcome import SOLVED
+
     if status == "INFEASIBLE":
         sys.exit(EXIT_INFEASIBLE)
-    if status not in ("OPTIMAL", "FEASIBLE"):
+    if status not in SOLVED:
         click.echo("error: the time limit was reached before any plan was found; raise --time-limit", err=True)
         sys.exit(EXIT_TIME_LIMIT)
 
@@ -240,7 +242,7 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
         bar.close()
     emit(batch_text(plan, fmt, not no_timings), output, inputs=(quarter,))
     warn_old_prices(loaded.catalog)
-    if gantt and plan.status in ("OPTIMAL", "FEASIBLE"):
+    if gantt and plan.result is not None and plan.result.solved:
         from planner.report.gantt import write_gantt
 
         write_gantt(batch_json(plan), Path(gantt), protected=(quarter,))
@@ -282,7 +284,7 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
         from planner.solve.pipeline import assignments, make_plan
 
         plan = make_plan(loaded, time_limit_s=time_limit)
-        if plan.status not in ("OPTIMAL", "FEASIBLE"):
+        if plan.result is None or not plan.result.solved:
             reasons = "; ".join(f"{i['workload']}: {i['reason']}" for i in plan.infeasible) or plan.status
             raise PlannerError(f"no plan to simulate ({reasons})", str(scenario))
         chosen = assignments(plan, alternatives=0)

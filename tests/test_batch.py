@@ -40,7 +40,53 @@ from planner.schema.quarter import QuarterConstraints
 SOLVED = ("OPTIMAL", "FEASIBLE")
 HALF_CENT = 0.005
 UTC = dt.timezone.utc
-A100 = "allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4]}"
+A100 = {"regions": ["us-east-1"], "instance_types": ["gpu_1x_a100_sxm4"]}
+A100_OFFER = "lambda/us-east-1/gpu_1x_a100_sxm4"
+
+
+def _flow(value) -> str:
+    """One value in YAML flow style, as the quarters here are written: `[a, b]`, `{k: v}`, `false`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_flow(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
+def _entries(items) -> list[str]:
+    """A block list of mappings (`runs:`, `reservations:`), one `key: flow value` a line, in dict order."""
+    return [f"  {'- ' if i == 0 else '  '}{key}: {_flow(value)}"
+            for item in items for i, (key, value) in enumerate(item.items())]
+
+
+def quarter_run(name: str, kind: str, gpu_hours, *, per_gpu="30GiB", reference_gpu="A100-80GB", gpus=1,
+                allow=A100, **keys) -> dict:
+    """One entry of `runs:`: name, kind, memory, work, gpus, then `keys` (release, due, after, required,
+    priority, interruption_tolerance...) in the order given, and `allow` last. None leaves gpus or allow out."""
+    run = {"name": name, "kind": kind, "memory": {"per_gpu": per_gpu},
+           "work": {"gpu_hours": gpu_hours, "reference_gpu": reference_gpu}}
+    if gpus is not None:
+        run["gpus"] = gpus
+    run.update(keys)
+    if allow is not None:
+        run["allow"] = allow
+    return run
+
+
+def quarter_yaml(*, runs, name="quarter", catalogs=("lambda",), horizon=("2027-01-04", "2027-01-08", "12h"),
+                 reservations=(), constraints=None) -> str:
+    """The text of a quarter file. `runs` and `reservations` are dicts (runs from `quarter_run`),
+    `horizon` is (start, end, step), `constraints` maps each key to its (flow-style) value."""
+    start, end, step = horizon
+    lines = [f"name: {name}", f"catalogs: {_flow(catalogs)}", f"horizon: {{start: {start}, end: {end}, step: {step}}}",
+             "runs:", *_entries(runs)]
+    if reservations:
+        lines += ["reservations:", *_entries(reservations)]
+    if constraints:
+        lines += ["constraints:", *(f"  {key}: {_flow(value)}" for key, value in constraints.items())]
+    return "\n".join(lines) + "\n"
 
 
 def as_json(plan) -> dict:
@@ -70,142 +116,55 @@ def at(text: str) -> dt.datetime:
 
 # ---------------------------------------------------------------- hand-written quarters
 
-CHAIN = """\
-name: chain
-catalogs: [lambda]
-horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
-runs:
-  - name: a
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 40, reference_gpu: A100-80GB}
-    gpus: {min: 1, max: 4}
-    allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4, gpu_2x_a100, gpu_4x_a100]}
-  - name: b
-    kind: fine_tuning
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 30, reference_gpu: A100-80GB}
-    gpus: {min: 1, max: 4}
-    after: [a]
-    allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4, gpu_2x_a100, gpu_4x_a100]}
-  - name: c
-    kind: batch_inference
-    memory: {per_gpu: 20GiB}
-    work: {gpu_hours: 20, reference_gpu: A100-80GB}
-    gpus: {min: 1, max: 4}
-    interruption_tolerance: stateless
-    required: false
-    priority: 2
-    release: 2027-01-05
-    allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4, gpu_2x_a100, gpu_4x_a100]}
-constraints:
-  gpu_quotas: {lambda: 4}
-"""
-
-WIDE = """\
-name: wide
-catalogs: [lambda]
-horizon: {start: 2027-01-04, end: 2027-01-09, step: 12h}
-runs:
-  - name: first
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 100, reference_gpu: A100-80GB}
-    gpus: 4
-    allow: {regions: [us-east-1], instance_types: [gpu_4x_a100]}
-  - name: second
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 100, reference_gpu: A100-80GB}
-    gpus: 4
-    release: 2027-01-04T12:00
-    allow: {regions: [us-east-1], instance_types: [gpu_4x_a100]}
-constraints:
-  gpu_quotas: {lambda/A100: 4}
-"""
-
-SPOT = """\
-name: spot-mix
-catalogs: [runpod]
-horizon: {start: 2027-01-04, end: 2027-01-08, step: 24h}
-runs:
-  - name: eval
-    kind: batch_inference
-    memory: {per_gpu: 16GiB}
-    work: {gpu_hours: 30, reference_gpu: A100-80GB}
-    gpus: {min: 1, max: 2}
-    interruption_tolerance: none
-    allow: {regions: [CA], instance_types: [1x_RTXA6000_SECURE, 2x_RTXA6000_SECURE, 1x_RTXA4500_SECURE]}
-  - name: gen
-    kind: batch_inference
-    memory: {per_gpu: 16GiB}
-    work: {gpu_hours: 30, reference_gpu: A100-80GB}
-    gpus: {min: 1, max: 2}
-    interruption_tolerance: stateless
-    allow: {regions: [CA], instance_types: [1x_RTXA6000_SECURE, 2x_RTXA6000_SECURE, 1x_RTXA4500_SECURE]}
-constraints:
-  node_limits: {runpod/CA/1x_RTXA6000_SECURE: 1, runpod/CA/2x_RTXA6000_SECURE: 1}
-"""
-
-RESERVED = """\
-name: reserved
-catalogs: [lambda]
-horizon: {start: 2027-01-04, end: 2027-01-08, step: 24h}
-runs:
-  - name: train
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 40, reference_gpu: A100-80GB}
-    gpus: 1
-    interruption_tolerance: none
-    ALLOW
-reservations:
-  - offer: lambda/us-east-1/gpu_1x_a100_sxm4
-    start: TERM_START
-    end: TERM_END
-    price_per_node_h: PRICE
-    max_nodes: 2
-""".replace("ALLOW", A100)
+CHAIN_GPUS = {"min": 1, "max": 4}
+CHAIN_ALLOW = {"regions": ["us-east-1"], "instance_types": ["gpu_1x_a100_sxm4", "gpu_2x_a100", "gpu_4x_a100"]}
 
 
-TINY = """\
-name: tiny-quarter
-catalogs: [aws, lambda]
-horizon: {start: 2027-01-04, end: 2027-02-01, step: 6h}
-runs:
-  - name: pretrain
-    kind: training
-    memory: {per_gpu: 60GiB}
-    work: {gpu_hours: 3000, reference_gpu: A100-80GB}
-    gpus: {min: 8, max: 32}
-    interruption_tolerance: none
-    release: 2027-01-04
-    due: 2027-01-20
-  - name: finetune
-    kind: fine_tuning
-    memory: {per_gpu: 40GiB}
-    work: {gpu_hours: 300, reference_gpu: A100-80GB}
-    gpus: {min: 8, max: 16}
-    after: [pretrain]
-    due: 2027-01-28
-  - name: eval
-    kind: batch_inference
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 50, reference_gpu: A10G}
-    gpus: 4
-    interruption_tolerance: stateless
-    after: [finetune]
-    required: false
-    priority: 3
-reservations:
-  - offer: aws/us-east-1/p5.48xlarge
-    start: 2027-01-04
-    end: 2027-02-01
-    price_per_node_h: PRICE
-    max_nodes: 4
-constraints:
-  gpu_quotas: {aws: 32}
-"""
+def chain_quarter(reservations=()) -> str:
+    return quarter_yaml(name="chain", runs=[
+        quarter_run("a", "training", 40, gpus=CHAIN_GPUS, allow=CHAIN_ALLOW),
+        quarter_run("b", "fine_tuning", 30, gpus=CHAIN_GPUS, after=["a"], allow=CHAIN_ALLOW),
+        quarter_run("c", "batch_inference", 20, per_gpu="20GiB", gpus=CHAIN_GPUS, interruption_tolerance="stateless",
+                    required=False, priority=2, release="2027-01-05", allow=CHAIN_ALLOW),
+    ], reservations=reservations, constraints={"gpu_quotas": {"lambda": 4}})
+
+
+CHAIN = chain_quarter()
+
+FOUR_A100 = {"regions": ["us-east-1"], "instance_types": ["gpu_4x_a100"]}
+WIDE = quarter_yaml(name="wide", horizon=("2027-01-04", "2027-01-09", "12h"), runs=[
+    quarter_run("first", "training", 100, gpus=4, allow=FOUR_A100),
+    quarter_run("second", "training", 100, gpus=4, release="2027-01-04T12:00", allow=FOUR_A100),
+], constraints={"gpu_quotas": {"lambda/A100": 4}})
+
+SPOT_ALLOW = {"regions": ["CA"], "instance_types": ["1x_RTXA6000_SECURE", "2x_RTXA6000_SECURE", "1x_RTXA4500_SECURE"]}
+SPOT = quarter_yaml(name="spot-mix", catalogs=["runpod"], horizon=("2027-01-04", "2027-01-08", "24h"), runs=[
+    quarter_run(name, "batch_inference", 30, per_gpu="16GiB", gpus={"min": 1, "max": 2},
+                interruption_tolerance=tolerance, allow=SPOT_ALLOW)
+    for name, tolerance in (("eval", "none"), ("gen", "stateless"))
+], constraints={"node_limits": {"runpod/CA/1x_RTXA6000_SECURE": 1, "runpod/CA/2x_RTXA6000_SECURE": 1}})
+
+
+def reserved_quarter(term_start: str, term_end: str, price: str) -> str:
+    return quarter_yaml(name="reserved", horizon=("2027-01-04", "2027-01-08", "24h"),
+                        runs=[quarter_run("train", "training", 40, interruption_tolerance="none")],
+                        reservations=[{"offer": A100_OFFER, "start": term_start, "end": term_end,
+                                       "price_per_node_h": price, "max_nodes": 2}])
+
+
+def tiny_quarter(price: str) -> str:
+    runs = [
+        quarter_run("pretrain", "training", 3000, per_gpu="60GiB", gpus={"min": 8, "max": 32}, allow=None,
+                    interruption_tolerance="none", release="2027-01-04", due="2027-01-20"),
+        quarter_run("finetune", "fine_tuning", 300, per_gpu="40GiB", gpus={"min": 8, "max": 16}, allow=None,
+                    after=["pretrain"], due="2027-01-28"),
+        quarter_run("eval", "batch_inference", 50, reference_gpu="A10G", gpus=4, allow=None,
+                    interruption_tolerance="stateless", after=["finetune"], required=False, priority=3),
+    ]
+    reservation = {"offer": "aws/us-east-1/p5.48xlarge", "start": "2027-01-04", "end": "2027-02-01",
+                   "price_per_node_h": price, "max_nodes": 4}
+    return quarter_yaml(name="tiny-quarter", catalogs=["aws", "lambda"], horizon=("2027-01-04", "2027-02-01", "6h"),
+                        runs=runs, reservations=[reservation], constraints={"gpu_quotas": {"aws": 32}})
 
 
 @pytest.fixture(scope="module")
@@ -213,9 +172,8 @@ def quarters(tmp_path_factory):
     """name -> (loaded, plan, JSON) for the hand-written quarters, solved once with one worker."""
     directory = tmp_path_factory.mktemp("quarters")
     texts = {"chain": CHAIN, "wide": WIDE, "spot": SPOT,
-             "reserved": RESERVED.replace("TERM_START", "2027-01-04").replace("TERM_END", "2027-01-06")
-             .replace("PRICE", "$0.50"),
-             "tiny": TINY.replace("PRICE", "$30"), "tiny-cheap": TINY.replace("PRICE", "$2")}
+             "reserved": reserved_quarter("2027-01-04", "2027-01-06", "$0.50"),
+             "tiny": tiny_quarter("$30"), "tiny-cheap": tiny_quarter("$2")}
     return {name: solve(directory, text, f"{name}.yaml") for name, text in texts.items()}
 
 
@@ -773,65 +731,34 @@ def test_batch_json_on_stdout_is_only_json(tmp_path):
 
 # ---------------------------------------------------------------- priorities under a budget
 
-PRIORITIES = """\
-name: priorities
-catalogs: [lambda]
-horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
-runs:
-  - name: must
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    gpus: 1
-    ALLOW
-  - name: low
-    kind: fine_tuning
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    gpus: 1
-    required: false
-    priority: 1
-    ALLOW
-  - name: high
-    kind: fine_tuning
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 20, reference_gpu: A100-80GB}
-    gpus: 1
-    required: false
-    priority: 5
-    ALLOW
-  - name: mid
-    kind: fine_tuning
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    gpus: 1
-    required: false
-    priority: 3
-    ALLOW
-constraints:
-  budget: BUDGET
-""".replace("ALLOW", A100)
+def priorities_quarter(budget: str) -> str:
+    return quarter_yaml(name="priorities", runs=[
+        quarter_run("must", "training", 10),
+        quarter_run("low", "fine_tuning", 10, required=False, priority=1),
+        quarter_run("high", "fine_tuning", 20, required=False, priority=5),
+        quarter_run("mid", "fine_tuning", 10, required=False, priority=3),
+    ], constraints={"budget": budget})
 
 
 def test_budget_drops_the_lowest_priority_runs(tmp_path):
     # On one A100 at $1.29/h: 10 GPU-h ~ $13 (must, low, mid), 20 GPU-h ~ $26 (high).
     # $45 funds must + high (~$39) or must + low + mid (~$39), never all four (~$65): the
     # priority-5 run stays although it is the dearest, and both cheaper runs go.
-    loaded, plan, data = solve(tmp_path, PRIORITIES.replace("BUDGET", "$45"))
+    loaded, plan, data = solve(tmp_path, priorities_quarter("$45"))
     assert data["status"] == "OPTIMAL"
     assert check_schedule(loaded, data) == []
     scheduled = {r["run"] for r in data["runs"] if r["scheduled"]}
     assert scheduled == {"must", "high"}
     assert {u["run"] for u in data["unscheduled"]} == {"low", "mid"}
     # $58 funds must + high + one ~$13 run: the priority-3 one.
-    loaded, plan, data = solve(tmp_path, PRIORITIES.replace("BUDGET", "$58"), "b.yaml")
+    loaded, plan, data = solve(tmp_path, priorities_quarter("$58"), "b.yaml")
     assert {r["run"] for r in data["runs"] if r["scheduled"]} == {"must", "high", "mid"}
     assert check_schedule(loaded, data) == []
 
 
 def test_required_runs_are_never_dropped_for_budget(tmp_path):
     # $10 cannot even fund the required run (~$13): INFEASIBLE, not a schedule without it.
-    _, plan, data = solve(tmp_path, PRIORITIES.replace("BUDGET", "$10"))
+    _, plan, data = solve(tmp_path, priorities_quarter("$10"))
     assert data["status"] == "INFEASIBLE"
     assert not any(r.get("scheduled") for r in data["runs"])
 
@@ -840,7 +767,7 @@ def test_required_runs_are_never_dropped_for_budget(tmp_path):
 
 
 def reserved_case(tmp_path, term_start, term_end, price):
-    text = RESERVED.replace("TERM_START", term_start).replace("TERM_END", term_end).replace("PRICE", price)
+    text = reserved_quarter(term_start, term_end, price)
     loaded, plan, data = solve(tmp_path, text, f"r-{price[1:]}-{term_end}.yaml")
     on_demand = plan.cands[(plan.cands["market"] == "on_demand")]["cost_usd"]
     return loaded, plan, data, float(on_demand.min())
@@ -888,34 +815,18 @@ def test_reserved_node_not_bought_when_the_term_is_too_long(tmp_path):
 
 # ---------------------------------------------------------------- monthly budget
 
-MONTHLY = """\
-name: monthly
-catalogs: [lambda]
-horizon: {start: 2027-01-30, end: 2027-02-04, step: 24h}
-runs:
-  - name: early
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    gpus: 1
-    due: 2027-01-31
-    ALLOW
-  - name: late
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    gpus: 1
-    ALLOW
-constraints:
-  monthly_budget: $20
-""".replace("ALLOW", A100)
+def monthly_quarter(monthly_budget: str) -> str:
+    return quarter_yaml(name="monthly", horizon=("2027-01-30", "2027-02-04", "24h"), runs=[
+        quarter_run("early", "training", 10, due="2027-01-31"),
+        quarter_run("late", "training", 10),
+    ], constraints={"monthly_budget": monthly_budget})
 
 
 def test_monthly_budget_pushes_a_run_into_the_next_month(tmp_path):
     # Each run costs ~$13 on one A100. `early` must run on Jan 30 (due Jan 31). January's $20
     # cannot hold both (~$26), so `late` must start on Feb 1 or later (runs count in the month
     # they start).
-    loaded, plan, data = solve(tmp_path, MONTHLY)
+    loaded, plan, data = solve(tmp_path, monthly_quarter("$20"))
     assert data["status"] == "OPTIMAL"
     assert check_schedule(loaded, data) == []
     runs = by_run(data)
@@ -931,75 +842,39 @@ def test_monthly_budget_pushes_a_run_into_the_next_month(tmp_path):
     shift(by_run(bad)["late"], -(at(runs["late"]["start"]) - at("2027-01-30T00:00+00:00")).total_seconds() / 3600)
     assert "monthly budget 2027-01" in violations(loaded, bad)
     # $10 a month cannot fund even one run: INFEASIBLE.
-    _, _, tight = solve(tmp_path, MONTHLY.replace("$20", "$10"), "tight.yaml")
+    _, _, tight = solve(tmp_path, monthly_quarter("$10"), "tight.yaml")
     assert tight["status"] == "INFEASIBLE"
 
 
 # ---------------------------------------------------------------- regressions (bugs the brute force and checker found)
 
-UNALIGNED_TERM = """\
-name: unaligned
-catalogs: [lambda]
-horizon: {start: 2027-01-30, end: 2027-02-03, step: 24h}
-runs:
-  - name: a
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 40, reference_gpu: A100-80GB}
-    gpus: 1
-    interruption_tolerance: none
-    ALLOW
-reservations:
-  - offer: lambda/us-east-1/gpu_1x_a100_sxm4
-    start: 2027-01-30T12:00
-    end: 2027-02-02T12:00
-    price_per_node_h: $0.50
-    min_nodes: 1
-    max_nodes: 1
-""".replace("ALLOW", A100)
+def unaligned_term_quarter(constraints=None) -> str:
+    return quarter_yaml(name="unaligned", horizon=("2027-01-30", "2027-02-03", "24h"),
+                        runs=[quarter_run("a", "training", 40, interruption_tolerance="none")],
+                        reservations=[{"offer": A100_OFFER, "start": "2027-01-30T12:00", "end": "2027-02-02T12:00",
+                                       "price_per_node_h": "$0.50", "min_nodes": 1, "max_nodes": 1}],
+                        constraints=constraints)
 
 
 def test_months_add_up_with_a_term_off_the_step_grid(tmp_path):
     # 72 h term x $0.50 = $36 paid (objective 36.0); months report 12 + 12 (the 48 h of whole
     # steps inside the term) instead of 18 + 18.
-    loaded, _, data = solve(tmp_path, UNALIGNED_TERM)
+    loaded, _, data = solve(tmp_path, unaligned_term_quarter())
     assert data["objective_usd"] == pytest.approx(36.0)
     assert sum(m["cost_usd"] for m in data["months"]) == pytest.approx(36.0, abs=0.01)
 
 
 def test_monthly_budget_with_a_term_off_the_step_grid(tmp_path):
-    text = UNALIGNED_TERM + "constraints:\n  monthly_budget: $15\n"
+    text = unaligned_term_quarter(constraints={"monthly_budget": "$15"})
     loaded, _, data = solve(tmp_path, text)
     assert data["status"] == "INFEASIBLE" or check_schedule(loaded, data) == []
 
 
-OPTIONAL_PREDECESSOR = """\
-name: optional-predecessor
-catalogs: [lambda]
-horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
-runs:
-  - name: huge
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 4000, reference_gpu: A100-80GB}
-    gpus: 1
-    required: false
-    ALLOW
-  - name: follow
-    kind: fine_tuning
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    gpus: 1
-    required: false
-    after: [huge]
-    ALLOW
-  - name: other
-    kind: fine_tuning
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    gpus: 1
-    ALLOW
-""".replace("ALLOW", A100)
+OPTIONAL_PREDECESSOR = quarter_yaml(name="optional-predecessor", runs=[
+    quarter_run("huge", "training", 4000, required=False),
+    quarter_run("follow", "fine_tuning", 10, required=False, after=["huge"]),
+    quarter_run("other", "fine_tuning", 10),
+])
 
 
 def test_run_after_an_optional_run_without_candidates(tmp_path):
@@ -1008,29 +883,11 @@ def test_run_after_an_optional_run_without_candidates(tmp_path):
     assert {r["run"] for r in data["runs"] if r["scheduled"]} == {"other"}
 
 
-PER_MARKET = """\
-name: per-market
-catalogs: [runpod]
-horizon: {start: 2027-01-04, end: 2027-01-05, step: 24h}
-runs:
-  - name: od
-    kind: training
-    memory: {per_gpu: 16GiB}
-    work: {gpu_hours: 8, reference_gpu: A100-80GB}
-    gpus: 1
-    interruption_tolerance: none
-    allow: {regions: [CA], instance_types: [1x_RTXA6000_SECURE]}
-  - name: sp
-    kind: batch_inference
-    memory: {per_gpu: 16GiB}
-    work: {gpu_hours: 8, reference_gpu: A100-80GB}
-    gpus: 1
-    interruption_tolerance: stateless
-    allow: {regions: [CA], instance_types: [1x_RTXA6000_SECURE]}
-constraints:
-  node_limits: {runpod/CA/1x_RTXA6000_SECURE: 1}
-  node_limits_per_market: true
-"""
+ONE_A6000 = {"regions": ["CA"], "instance_types": ["1x_RTXA6000_SECURE"]}
+PER_MARKET = quarter_yaml(name="per-market", catalogs=["runpod"], horizon=("2027-01-04", "2027-01-05", "24h"), runs=[
+    quarter_run("od", "training", 8, per_gpu="16GiB", interruption_tolerance="none", allow=ONE_A6000),
+    quarter_run("sp", "batch_inference", 8, per_gpu="16GiB", interruption_tolerance="stateless", allow=ONE_A6000),
+], constraints={"node_limits": {"runpod/CA/1x_RTXA6000_SECURE": 1}, "node_limits_per_market": True})
 
 
 def test_node_limits_per_market(tmp_path):
@@ -1043,21 +900,8 @@ def test_node_limits_per_market(tmp_path):
     assert check_schedule(loaded, data) == []
 
 
-NOTHING_SCHEDULED = """\
-name: nothing
-catalogs: [lambda]
-horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
-runs:
-  - name: extra
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    gpus: 1
-    required: false
-    ALLOW
-constraints:
-  budget: $5
-""".replace("ALLOW", A100)
+NOTHING_SCHEDULED = quarter_yaml(name="nothing", runs=[quarter_run("extra", "training", 10, required=False)],
+                                 constraints={"budget": "$5"})
 
 
 def test_table_of_a_schedule_with_no_run(tmp_path, run):
@@ -1078,43 +922,17 @@ def test_json_of_a_schedule_with_no_run(tmp_path, run):
 
 # ---------------------------------------------------------------- bad input
 
-BASE = """\
-name: bad
-catalogs: [lambda]
-horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
-runs:
-  - name: a
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 40, reference_gpu: A100-80GB}
-    gpus: 1
-    release: 2027-01-04
-    due: 2027-01-07
-    allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4]}
-  - name: b
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    gpus: 1
-    after: [a]
-    allow: {regions: [us-east-1], instance_types: [gpu_1x_a100_sxm4]}
-reservations:
-  - offer: lambda/us-east-1/gpu_1x_a100_sxm4
-    start: 2027-01-04
-    end: 2027-01-06
-    price_per_node_h: $0.50
-    max_nodes: 2
-"""
+def base_quarter(*more_runs, **a_keys) -> str:
+    """The valid quarter the bad inputs below are edits of; `a_keys` go on run a, `more_runs` after b."""
+    return quarter_yaml(name="bad", runs=[
+        quarter_run("a", "training", 40, release="2027-01-04", due="2027-01-07", **a_keys),
+        quarter_run("b", "training", 10, after=["a"]),
+        *more_runs,
+    ], reservations=[{"offer": A100_OFFER, "start": "2027-01-04", "end": "2027-01-06", "price_per_node_h": "$0.50",
+                      "max_nodes": 2}])
 
-CYCLE_RUN = """\
-  - name: c
-    kind: training
-    memory: {per_gpu: 30GiB}
-    work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    after: [b]
-reservations:
-"""
 
+BASE = base_quarter()
 
 def line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
@@ -1163,8 +981,7 @@ def test_bad_quarter_is_one_error_line_exit_2(case, tmp_path, run):
 
 
 def test_cycle_in_after_names_the_cycle(tmp_path, run):
-    text = BASE.replace("reservations:\n", CYCLE_RUN).replace("    due: 2027-01-07\n", "    due: 2027-01-07\n"
-                                                                                   "    after: [c]\n")
+    text = base_quarter(quarter_run("c", "training", 10, gpus=None, after=["b"], allow=None), after=["c"])
     path = write(tmp_path, text)
     result = run("batch", path)
     assert result.exit_code == 2
@@ -1191,9 +1008,8 @@ CONTRACT_RUN = {"run", "scheduled", "start", "end", "provider", "region", "insta
 
 @pytest.fixture(scope="module")
 def contract_file(tmp_path_factory) -> Path:
-    text = CHAIN.replace("constraints:\n", "reservations:\n  - name: spare\n    offer: lambda/us-east-1/gpu_2x_a100\n"
-                         "    start: 2027-01-04\n    end: 2027-01-06\n    price_per_node_h: $1.00\n"
-                         "    max_nodes: 1\nconstraints:\n")
+    text = chain_quarter(reservations=[{"name": "spare", "offer": "lambda/us-east-1/gpu_2x_a100", "start": "2027-01-04",
+                                        "end": "2027-01-06", "price_per_node_h": "$1.00", "max_nodes": 1}])
     return write(tmp_path_factory.mktemp("contract"), text)
 
 
@@ -1258,7 +1074,7 @@ def test_output_file_is_written_atomically(contract_file, run, tmp_path):
 
 
 def test_infeasible_quarter_exits_1(tmp_path, run):
-    path = write(tmp_path, PRIORITIES.replace("BUDGET", "$10"))
+    path = write(tmp_path, priorities_quarter("$10"))
     result = run("batch", path, "--workers", "1", "--format", "json")
     assert result.exit_code == 1
     data = json.loads(result.stdout)

@@ -643,7 +643,7 @@ def test_lp_bound_never_exceeds_the_brute_force_optimum(seed):
 def test_solve_reports_which_bound_proved_it(run):
     data = json.loads(run("solve", SCENARIOS / "team-quarter-mix.yaml", "--format", "json").stdout)
     assert data["status"] == "OPTIMAL" and data["solve_report"]["proved_by"] in ("cp-sat", "lp", "mip")
-    from planner.report.solve import PROVERS
+    from planner.report.status import PROVERS
 
     text = run("solve", SCENARIOS / "team-quarter-mix.yaml").stdout
     assert f"optimal (proven by {PROVERS[data['solve_report']['proved_by']]})" in text

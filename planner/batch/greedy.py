@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.batch.model import BatchLimits, RunInfo
-from planner.candidates.limits import COST_RESOLUTION_USD, quota_mask
+from planner.candidates.limits import COST_RESOLUTION_USD, node_cap, quota_mask
 
 
 def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits, steps: int) -> dict:
@@ -30,11 +30,10 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
         if row.pool >= 0:
             uses[i].append((("pool", int(row.pool)), int(row.nodes)))
             continue
-        caps = [c for c in (limits.node_limits.get(row.offer_key),
-                            None if pd.isna(row.max_nodes) else int(row.max_nodes)) if c is not None]
-        if caps:
+        cap = node_cap(limits.node_limits.get(row.offer_key), row.max_nodes)
+        if cap is not None:
             uses[i].append((("offer", row.offer_key), int(row.nodes)))
-            capacity[("offer", row.offer_key)] = min(caps)
+            capacity[("offer", row.offer_key)] = cap
     run_map = {r.name: r for r in runs}
     by_run = {name: rows for name, rows in cands.groupby("run").indices.items()}
     # reservation sizing: runs whose cheapest option (reserved compute at the reserved rate) is the pool

@@ -7,14 +7,14 @@ family, each with the same signature.
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 
 import pandas as pd
 from ortools.sat.python import cp_model
 
-from planner.candidates.limits import COST_RESOLUTION_USD, quota_mask
+from planner.candidates.limits import COST_RESOLUTION_USD, budget_cents, node_cap, quota_mask, to_cents
+from planner.solve.outcome import BatchResult
 
 
 @dataclass(frozen=True)
@@ -42,7 +42,7 @@ class Pool:
 
     @property
     def cents_per_node(self) -> int:
-        return int(round(self.price_per_node_h * self.term_h / COST_RESOLUTION_USD))
+        return to_cents(self.price_per_node_h * self.term_h)
 
 
 @dataclass(frozen=True)
@@ -66,33 +66,15 @@ class BatchModel:
     scheduled: dict[str, object]
     bought: list
     priority_weight: int
-    build_seconds: float
-
-
-@dataclass
-class BatchResult:
-    status: str
-    chosen: pd.DataFrame  # chosen candidate rows with `start_step`
-    bought: list[int]
-    objective_usd: float
-    bound_usd: float
-    solve_seconds: float
-    unscheduled: list[str]
-
-    @property
-    def gap(self) -> float:
-        """Relative distance to the bound; NaN when no search produced a bound in time."""
-        if not self.objective_usd or self.objective_usd != self.objective_usd:
-            return 0.0
-        if self.bound_usd != self.bound_usd:
-            return math.nan
-        return max(0.0, (self.objective_usd - self.bound_usd) / self.objective_usd)
+    build_seconds: float = 0.0
+    month_flags: dict[str, list] = field(default_factory=dict)  # run -> one flag per month (monthly budgets)
 
 
 # ---------------------------------------------------------------- constraint families
+# Each family is `add_<rule>(m, limits)`, as in the solve model; `build_batch_model` walks CONSTRAINT_FAMILIES.
 
 
-def add_one_candidate_per_run(m: BatchModel) -> None:
+def add_one_candidate_per_run(m: BatchModel, limits: BatchLimits) -> None:
     """A required run gets exactly one candidate; an optional one at most one.
 
     Σ_c pick[r, c] = scheduled[r] (= 1 when required).
@@ -101,7 +83,7 @@ def add_one_candidate_per_run(m: BatchModel) -> None:
         m.model.add(sum(m.pick[i] for i in rows) == m.scheduled[run]).with_name(f"one[{run}]")
 
 
-def add_windows(m: BatchModel) -> None:
+def add_windows(m: BatchModel, limits: BatchLimits) -> None:
     """Runs start after release and end by due; reserved runs stay inside the pool's term,
     and inside the candidate's own `first_start`/`last_start` when the frame has them.
 
@@ -119,7 +101,7 @@ def add_windows(m: BatchModel) -> None:
             m.model.add_linear_constraint(start, int(row.first_start), int(row.last_start)).only_enforce_if(m.pick[i])
 
 
-def add_precedence(m: BatchModel) -> None:
+def add_precedence(m: BatchModel, limits: BatchLimits) -> None:
     """A run starts after every run it waits for has ended; it runs only if they do.
 
     scheduled[b] ≤ scheduled[a];  scheduled[b] ⇒ start_b ≥ start_a + Σ_c d_c·pick[a, c].
@@ -166,12 +148,9 @@ def add_node_limits(m: BatchModel, limits: BatchLimits) -> None:
     groups = ["offer_key", "market"] if limits.node_limits_per_market else "offer_key"
     for key, rows in m.cands[m.cands["pool"] < 0].groupby(groups).groups.items():
         offer = key[0] if isinstance(key, tuple) else key
-        caps = [limits.node_limits.get(offer)]
-        catalog_cap = m.cands.at[rows[0], "max_nodes"]
-        caps.append(None if pd.isna(catalog_cap) else int(catalog_cap))
-        caps = [c for c in caps if c is not None]
-        if caps and _can_bind(m, rows, "nodes", min(caps)):
-            m.model.add_cumulative(_intervals(m, rows), [int(n) for n in m.cands.loc[rows, "nodes"]], min(caps))
+        cap = node_cap(limits.node_limits.get(offer), m.cands.at[rows[0], "max_nodes"])
+        if cap is not None and _can_bind(m, rows, "nodes", cap):
+            m.model.add_cumulative(_intervals(m, rows), [int(n) for n in m.cands.loc[rows, "nodes"]], cap)
 
 
 def add_reservation_capacity(m: BatchModel, limits: BatchLimits) -> None:
@@ -247,11 +226,10 @@ def add_budgets(m: BatchModel, limits: BatchLimits) -> None:
     Σ cost_c·pick_c + Σ price_p·term_p·bought_p ≤ budget;  per month m: the same restricted to m.
     """
     if limits.budget_usd is not None:
-        cap = math.floor(limits.budget_usd / COST_RESOLUTION_USD + 1e-6)
-        m.model.add(total_cost_cents(m) <= cap).with_name("budget")
+        m.model.add(total_cost_cents(m) <= budget_cents(limits.budget_usd)).with_name("budget")
     if limits.monthly_budget_usd is None:
         return
-    cap = math.floor(limits.monthly_budget_usd / COST_RESOLUTION_USD + 1e-6)
+    cap = budget_cents(limits.monthly_budget_usd)
     months = limits.months
     for run, rows in m.cands.groupby("run").indices.items():
         in_month = [m.model.new_bool_var(f"month[{run}={label}]") for label, *_ in months]
@@ -259,7 +237,7 @@ def add_budgets(m: BatchModel, limits: BatchLimits) -> None:
         for flag, (_, first, end, _) in zip(in_month, months):
             m.model.add(m.start[run] >= first).only_enforce_if(flag)
             m.model.add(m.start[run] <= end - 1).only_enforce_if(flag)
-        m.month_flags[run] = in_month  # type: ignore[attr-defined]
+        m.month_flags[run] = in_month
     for k, (label, _, _, pool_hours) in enumerate(months):
         spend = []
         for run, rows in m.cands.groupby("run").indices.items():
@@ -268,9 +246,21 @@ def add_budgets(m: BatchModel, limits: BatchLimits) -> None:
             m.model.add(share == _run_cost(m, rows)).only_enforce_if(m.month_flags[run][k])
             m.model.add(share == 0).only_enforce_if(~m.month_flags[run][k])
             spend.append(share)
-        reserved = sum(int(round(m.pools[p].price_per_node_h * hours / COST_RESOLUTION_USD)) * m.bought[p]
+        reserved = sum(to_cents(m.pools[p].price_per_node_h * hours) * m.bought[p]
                        for p, hours in pool_hours.items())
         m.model.add(sum(spend) + reserved <= cap).with_name(f"monthly_budget[{label}]")
+
+
+CONSTRAINT_FAMILIES = (
+    add_one_candidate_per_run,
+    add_windows,
+    add_precedence,
+    add_gpu_quotas,
+    add_node_limits,
+    add_reservation_capacity,
+    add_energy_cuts,
+    add_budgets,
+)
 
 
 def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool], limits: BatchLimits,
@@ -287,16 +277,9 @@ def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool
     scheduled = {r.name: (1 if r.required else model.new_bool_var(f"scheduled[{r.name}]")) for r in runs}
     bought = [model.new_int_var(p.min_nodes, p.max_nodes, f"bought[{p.label}]") for p in pools]
     upper = int(cands.groupby("run")["cost_cents"].max().sum()) + sum(p.cents_per_node * p.max_nodes for p in pools)
-    m = BatchModel(model, cands, run_map, pools, pick, start, scheduled, bought, upper + 1, 0.0)
-    m.month_flags = {}  # type: ignore[attr-defined]
-    add_one_candidate_per_run(m)
-    add_windows(m)
-    add_precedence(m)
-    add_gpu_quotas(m, limits)
-    add_node_limits(m, limits)
-    add_reservation_capacity(m, limits)
-    add_energy_cuts(m, limits)
-    add_budgets(m, limits)
+    m = BatchModel(model, cands, run_map, pools, pick, start, scheduled, bought, upper + 1)
+    for family in CONSTRAINT_FAMILIES:
+        family(m, limits)
     priority = sum(r.priority * m.scheduled[r.name] for r in runs if not r.required)
     model.minimize(total_cost_cents(m) - m.priority_weight * priority)
     m.build_seconds = time.perf_counter() - started
@@ -336,7 +319,8 @@ def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, see
     elapsed = time.perf_counter() - started
     status = solver.status_name(code)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return BatchResult(status, m.cands.iloc[0:0], [], math.nan, math.nan, elapsed, [])
+        return BatchResult(status, solve_seconds=elapsed, deterministic_seconds=solver.deterministic_time,
+                           workers=workers, seed=seed, chosen=m.cands.iloc[0:0])
     chosen_mask = [bool(solver.boolean_value(v)) for v in m.pick]
     chosen = m.cands[chosen_mask].copy()
     chosen["start_step"] = [solver.value(m.start[r]) for r in chosen["run"]]
@@ -348,5 +332,6 @@ def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, see
     bound_cents = solver.best_objective_bound + m.priority_weight * priority_done
     bound = objective if code == cp_model.OPTIMAL else min(objective, bound_cents * COST_RESOLUTION_USD)
     unscheduled = sorted(set(m.runs) - set(chosen["run"]))
-    return BatchResult(status, chosen.sort_values("run").reset_index(drop=True), bought, objective, bound, elapsed,
-                       unscheduled)
+    return BatchResult(status, objective, bound, elapsed, solver.deterministic_time, workers, seed,
+                       "cp-sat" if code == cp_model.OPTIMAL else "", chosen=chosen.sort_values("run").reset_index(drop=True),
+                       bought=bought, unscheduled=unscheduled)

@@ -7,13 +7,14 @@ A run's duration on the calendar is the wall time it needs at the deadline confi
 from __future__ import annotations
 
 import datetime as dt
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from planner.batch.greedy import greedy
-from planner.batch.model import BatchLimits, BatchResult, Pool, RunInfo
+from planner.batch.model import BatchLimits, Pool, RunInfo
 from planner.batch.search import solve_in_phases
 from planner.candidates.generate import (
     apply_overrides,
@@ -23,11 +24,12 @@ from planner.candidates.generate import (
     offers_token,
     workload_candidates,
 )
-from planner.candidates.limits import COST_RESOLUTION_USD
+from planner.candidates.limits import to_cents
 from planner.economics import costmodel
 from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
 from planner.schema.scenario import Workload
+from planner.solve.outcome import BatchResult
 
 DEADLINE_LEVELS = (1.0, 0.5, 0.25)
 """Candidates are generated for the run's whole window and for half and a quarter of it, so
@@ -137,7 +139,7 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
     if not frames:
         return pd.DataFrame(), reason or "no candidate fits its window"
     cands = pd.concat(frames, ignore_index=True).drop_duplicates("cid")
-    cands["cost_cents"] = (cands["cost_usd"] / COST_RESOLUTION_USD).round().astype(int)
+    cands["cost_cents"] = to_cents(cands["cost_usd"])
     wall_q = [_completion_quantile(_inputs(row, workload, hw_rate), q) for row in cands.itertuples(index=False)]
     cands["wall_q_h"] = wall_q
     cands["duration_steps"] = np.ceil(np.array(wall_q) / loaded.step_h - 1e-9).astype(int).clip(min=1)
@@ -205,6 +207,7 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     scenario = as_scenario(quarter)
     if offers is None:
         offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
+    started = time.perf_counter()
     pools = _pools(loaded)
     prices = market(offers, pools)
     frames, infeasible, runs = [], {}, []
@@ -230,9 +233,11 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     c = quarter.constraints
     limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools),
                          c.node_limits_per_market)
+    candidates_seconds = time.perf_counter() - started
     start = greedy(cands, placeable, pools, limits, loaded.steps)
     hint = None if start["failed_required"] else start
     result = solve_in_phases(cands, placeable, pools, limits, loaded.steps, time_limit_s, workers, seed, hint)
+    result.candidates_seconds = candidates_seconds
     plan = BatchPlan(loaded, cands, pools, result, infeasible)
     if result.status == "INFEASIBLE":
         for run in placeable:

@@ -31,8 +31,9 @@ import pandas as pd
 
 from planner.batch.bound import Relaxation, relax
 from planner.batch.greedy import greedy
-from planner.batch.model import BatchLimits, BatchResult, Pool, RunInfo, build_batch_model, solve_batch
+from planner.batch.model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
 from planner.candidates.limits import COST_RESOLUTION_USD
+from planner.solve.outcome import BatchResult
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ def _priority(result: BatchResult, runs: dict[str, RunInfo]) -> int:
 
 
 def _solved(result: BatchResult | None) -> bool:
-    return result is not None and result.status in ("OPTIMAL", "FEASIBLE")
+    return result is not None and result.solved
 
 
 def _as_hint(result: BatchResult, runs: set[str] | None = None) -> dict:
@@ -175,8 +176,8 @@ def greedy_result(whole, schedule: dict) -> BatchResult:
     cheapest = whole.cands.groupby("run")["cost_usd"].min()
     bound = min(objective, float(cheapest.reindex(chosen["run"]).sum()))
     unscheduled = sorted(set(whole.runs) - set(chosen["run"]))
-    return BatchResult("FEASIBLE", chosen.sort_values("run").reset_index(drop=True), bought, objective, bound, 0.0,
-                       unscheduled)
+    return BatchResult("FEASIBLE", objective, bound, chosen=chosen.sort_values("run").reset_index(drop=True),
+                       bought=bought, unscheduled=unscheduled)
 
 
 def _near_the_relaxation(cands: pd.DataFrame, relaxation: Relaxation) -> pd.DataFrame:
@@ -239,8 +240,10 @@ def _finish(best: BatchResult, searched: list[BatchResult], whole, started: floa
             relaxed: float | None = None) -> BatchResult:
     """`best` with the highest valid bound for its set of runs: from searches of the whole model
     that ended with the same priority, and the LP when every run is scheduled."""
+    effort = {"solve_seconds": time.perf_counter() - started,
+              "deterministic_seconds": sum(r.deterministic_seconds for r in searched if r is not None)}
     if not _solved(best):
-        return dataclasses.replace(best, solve_seconds=time.perf_counter() - started)
+        return dataclasses.replace(best, **effort)
     priority = _priority(best, whole.runs)
     bounds = [r.bound_usd for r in searched if _solved(r) and _priority(r, whole.runs) == priority]
     if relaxed is not None and not best.unscheduled:
@@ -248,4 +251,4 @@ def _finish(best: BatchResult, searched: list[BatchResult], whole, started: floa
     optimal = any(r.status == "OPTIMAL" for r in searched)
     bound = best.objective_usd if optimal else min(best.objective_usd, max(bounds)) if bounds else math.nan
     return dataclasses.replace(best, status="OPTIMAL" if optimal else "FEASIBLE", bound_usd=bound,
-                               solve_seconds=time.perf_counter() - started)
+                               proved_by="cp-sat" if optimal else "", **effort)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
-from planner.candidates.limits import COST_RESOLUTION_USD, MAX_CANDIDATE_USD, Limits, quota_mask
+from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, quota_mask, to_cents
 from planner.economics import costmodel
 from planner.load.catalog import Catalog, offers_for
 from planner.physics.estimate import Estimate, Shape, checkpoint_size_gib, estimate, layout_text
@@ -384,7 +384,7 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
         "checkpoint_interval_h": unit.checkpoint_interval_h, "segments": unit.segments,
         "work_h": row.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
         "rounding_waste_node_h": unit.rounding_waste_node_h, "p_deadline": unit.p_deadline,
-        "cost_usd": cost, "cost_cents": int(round(cost / COST_RESOLUTION_USD)),
+        "cost_usd": cost, "cost_cents": to_cents(cost),
         **{f"usd_{k}": v for k, v in parts.items()},
         "storage_usd_per_h": row.storage_h, "memory_gib": memory_gib, "vram_gib": float(row.gpu_vram_gib),
         "billing_granularity_h": row.granularity_h, "billing_minimum_h": row.minimum_h,

@@ -2,8 +2,10 @@
 the CP-SAT models read, kept apart so that candidate generation never imports OR-Tools."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 COST_RESOLUTION_USD = 0.01  # one cent
@@ -33,3 +35,23 @@ def quota_mask(frame: pd.DataFrame, key: str) -> pd.Series:
         gpu = gpu.lower()
         mask &= (frame["gpu_family"].str.lower() == gpu) | (frame["gpu"].str.lower() == gpu)
     return mask
+
+
+def to_cents(usd):
+    """Dollars as whole cents, to the nearest (how costs enter both CP-SAT models); arrays element-wise."""
+    if isinstance(usd, (pd.Series, np.ndarray)):
+        return (usd / COST_RESOLUTION_USD).round().astype(int)
+    return int(round(usd / COST_RESOLUTION_USD))
+
+
+def budget_cents(usd: float) -> int:
+    """A budget in whole cents, rounded down ($0.29 is 29 cents, not int(28.999...))."""
+    return math.floor(usd / COST_RESOLUTION_USD + 1e-6)
+
+
+def node_cap(scenario_limit: int | None, catalog_max_nodes) -> int | None:
+    """Nodes of one offer that may run at once: the smaller of the scenario's limit and the catalog's
+    `max_nodes` (None when neither says)."""
+    caps = [c for c in (scenario_limit, None if pd.isna(catalog_max_nodes) else int(catalog_max_nodes))
+            if c is not None]
+    return min(caps) if caps else None

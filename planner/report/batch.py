@@ -6,12 +6,14 @@ import pandas as pd
 
 from planner.batch.pipeline import BatchPlan, month_spans
 from planner.report.render import render_table, to_json
+from planner.report.status import solve_report_json, status_line
+from planner.solve.outcome import SOLVED
 
 
 def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
     """The documented JSON contract of `planner batch --format json` (`timings` as for `plan_json`)."""
     loaded, result = plan.loaded, plan.result
-    solved = result is not None and result.status in ("OPTIMAL", "FEASIBLE")
+    solved = result is not None and result.solved
     runs, reservations, months = [], [], []
     if solved:
         chosen = result.chosen.set_index("run")
@@ -50,7 +52,7 @@ def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
         "unscheduled": [{"run": r, "reason": why} for r, why in plan.infeasible.items()],
     }
     if timings:
-        data["solve_report"] = {"solve_seconds": round(result.solve_seconds, 3) if result else 0.0}
+        data["solve_report"] = solve_report_json(result)
     return data
 
 
@@ -75,7 +77,7 @@ def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
                                  "gpus", "market", "expected_wall_h", "p_deadline", "cost_usd"])
     if fmt == "csv":
         return sections_csv(data)
-    if plan.status not in ("OPTIMAL", "FEASIBLE"):
+    if plan.status not in SOLVED:
         frame = pd.DataFrame(data["unscheduled"], columns=["run", "reason"]).rename(columns={"reason": "why"})
         title = f"{plan.status}: quarter {plan.loaded.quarter.name!r} cannot be planned"
         return render_table(frame, title=title) if not frame.empty else title + "\n"
@@ -90,12 +92,8 @@ def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
     if data["unscheduled"]:
         text += "\n" + render_table(pd.DataFrame(data["unscheduled"]).rename(columns={"reason": "why"}),
                                     title="runs left out")
-    r = plan.result
-    proof = ("optimal (proven)" if r.status == "OPTIMAL" else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
-             if r.gap == r.gap else "feasible, no bound within the time limit")
-    text += (f"\n{r.status}: expected total ${r.objective_usd:,.2f}, {proof}; {len(plan.cands)} candidates for "
-             f"{len(plan.loaded.quarter.runs)} runs; solved in {r.solve_seconds:.2f} s"
-             + (f"; prices as of {data['prices_as_of']}" if data["prices_as_of"] else "") + "\n")
+    text += "\n" + status_line(plan.result, f"{len(plan.cands)} candidates for {len(plan.loaded.quarter.runs)} runs",
+                               data["prices_as_of"]) + "\n"
     return text
 
 

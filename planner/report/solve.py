@@ -9,6 +9,8 @@ from planner.candidates.generate import limits_of
 from planner.candidates.limits import Limits, quota_mask
 from planner.report.render import render_markdown, render_table, to_json
 from planner.schema.units import format_hours
+from planner.report.status import solve_report_json, status_line
+from planner.solve.outcome import SOLVED
 from planner.solve.pipeline import Plan, assignments
 
 BREAKDOWN = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage", "egress")
@@ -18,7 +20,7 @@ def plan_json(plan: Plan, timings: bool = True) -> dict:
     """The documented JSON contract of `planner solve --format json`; without `timings` it holds no
     clock reading, so two runs of the same input are identical byte for byte."""
     result = plan.result
-    solved = result is not None and plan.status in ("OPTIMAL", "FEASIBLE")
+    solved = result is not None and plan.status in SOLVED
     data = {
         "scenario": plan.loaded.scenario.name,
         "status": plan.status,
@@ -29,13 +31,7 @@ def plan_json(plan: Plan, timings: bool = True) -> dict:
         "infeasible": plan.infeasible,
     }
     if timings:
-        data["solve_report"] = {
-            "solve_seconds": round(result.solve_seconds, 3) if result else 0.0,
-            "deterministic_seconds": round(result.deterministic_seconds, 3) if result else 0.0,
-            "workers": result.workers if result else 0,
-            "proved_by": result.proved_by if result else "",
-            "lp_seconds": round(result.lp_seconds, 3) if result else 0.0,
-        }
+        data["solve_report"] = solve_report_json(result)
     return data
 
 
@@ -65,7 +61,7 @@ def breakdown_totals(plan: Plan) -> dict[str, float]:
 def solve_text(plan: Plan, fmt: str, explain: bool = False, timings: bool = True) -> str:
     if fmt == "json":
         return to_json(plan_json(plan, timings))
-    if plan.status not in ("OPTIMAL", "FEASIBLE"):
+    if plan.status not in SOLVED:
         return _infeasible_text(plan, fmt)
     frame = plan_frame(plan)
     if fmt == "csv":
@@ -80,19 +76,10 @@ def _as_of(catalog) -> str | None:
     return as_of.isoformat() if as_of else None
 
 
-PROVERS = {"lp": "the LP bound", "mip": "HiGHS's branch and bound", "cp-sat": "CP-SAT"}
-"""`solve_report.proved_by` in words."""
-
-
 def _status_line(plan: Plan) -> str:
-    r = plan.result
-    proof = (f"optimal (proven by {PROVERS.get(r.proved_by, 'CP-SAT')})" if plan.status == "OPTIMAL"
-             else f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}")
     cands = plan.candidates
-    return (f"{plan.status}: expected total ${r.objective_usd:,.2f}, {proof}; {len(cands.pruned)} candidates "
-            f"after pruning ({len(cands.all)} evaluated, {cands.considered} considered); solved in "
-            f"{r.solve_seconds:.2f} s ({r.deterministic_seconds:.2f} deterministic) on {r.workers} workers"
-            + (f"; prices as of {_as_of(plan.loaded.catalog)}" if _as_of(plan.loaded.catalog) else ""))
+    return status_line(plan.result, f"{len(cands.pruned)} candidates after pruning ({len(cands.all)} evaluated, "
+                                    f"{cands.considered} considered)", _as_of(plan.loaded.catalog))
 
 
 def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:

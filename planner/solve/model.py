@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 
 from planner.candidates.limits import COST_RESOLUTION_USD, Limits
 from planner.solve.bound import lp_bound, mip_optimum
+from planner.solve.outcome import SolveResult
 from planner.solve.rows import LinearRow, budget_rows, group_members, node_limit_rows, quota_rows
 
 
@@ -28,29 +29,10 @@ class PlanModel:
     model: cp_model.CpModel
     candidates: pd.DataFrame
     pick: list  # one BoolVar per candidate row, same order
-    tie_scale: int
-    build_seconds: float
+    tie_scale: int = 1  # objective = cents x tie_scale + tie-break rank
+    build_seconds: float = 0.0
     limits: Limits = Limits()
     ranks: np.ndarray = None  # tie-break rank per candidate (0 = best within its workload)
-
-
-@dataclass
-class SolveResult:
-    status: str
-    chosen: pd.DataFrame  # the picked candidate rows (empty unless FEASIBLE/OPTIMAL)
-    objective_usd: float
-    bound_usd: float
-    solve_seconds: float
-    deterministic_seconds: float
-    workers: int
-    proved_by: str = ""  # "cp-sat" | "lp" (the HiGHS relaxation) | "" when not proven
-    lp_seconds: float = 0.0
-
-    @property
-    def gap(self) -> float:
-        if self.objective_usd <= 0:
-            return 0.0
-        return max(0.0, (self.objective_usd - self.bound_usd) / self.objective_usd)
 
 
 def tie_ranks(candidates: pd.DataFrame) -> pd.Series:
@@ -61,69 +43,70 @@ def tie_ranks(candidates: pd.DataFrame) -> pd.Series:
 
 
 # ---------------------------------------------------------------- constraint families
+# Each family is `add_<rule>(m, limits)`, as in the batch model; `build_model` walks CONSTRAINT_FAMILIES.
 
 
-def add_one_candidate_per_workload(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+def add_one_candidate_per_workload(m: PlanModel, limits: Limits) -> None:
     """Every workload runs on exactly one candidate.
 
     Σ_c pick[w, c] = 1 for each workload w.
     """
-    for workload, rows in cands.groupby("workload", sort=True).indices.items():
-        model.add_exactly_one(pick[i] for i in rows).with_name(f"one[{workload}]")
+    for workload, rows in m.candidates.groupby("workload", sort=True).indices.items():
+        m.model.add_exactly_one(m.pick[i] for i in rows).with_name(f"one[{workload}]")
 
 
-def add_gpu_quotas(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+def add_gpu_quotas(m: PlanModel, limits: Limits) -> None:
     """GPUs running at once per provider (or per provider and GPU family) stay within quota.
 
     Σ_{c on provider p [and family f]} gpus_c · pick_c ≤ quota[p(/f)].
     """
-    _add_rows(model, pick, quota_rows(cands, limits))
+    _add_rows(m, quota_rows(m.candidates, limits))
 
 
-def add_node_limits(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+def add_node_limits(m: PlanModel, limits: Limits) -> None:
     """Nodes of one offer (per market, if the scenario says so) stay within its limit.
 
     Σ_{c on offer o [and market m]} nodes_c · pick_c ≤ limit[o] (scenario limit or catalog max_nodes).
     """
-    _add_rows(model, pick, node_limit_rows(cands, limits))
+    _add_rows(m, node_limit_rows(m.candidates, limits))
 
 
-def add_budget(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+def add_budget(m: PlanModel, limits: Limits) -> None:
     """Total expected cost stays within the budget.
 
     Σ_c cost_cents_c · pick_c ≤ budget (in cents, rounded down).
     """
-    _add_rows(model, pick, budget_rows(cands, limits))
+    _add_rows(m, budget_rows(m.candidates, limits))
 
 
-def _add_rows(model: cp_model.CpModel, pick: list, rows) -> None:
+def _add_rows(m: PlanModel, rows) -> None:
     for row in rows:
-        model.add(sum(int(c) * pick[i] for i, c in zip(row.index, row.coef)) <= row.upper).with_name(row.name)
+        m.model.add(sum(int(c) * m.pick[i] for i, c in zip(row.index, row.coef)) <= row.upper).with_name(row.name)
 
 
-def _add_same(model, cands, pick, groups, column: str, label: str) -> None:
-    for number, (_, by_value) in enumerate(group_members(cands, groups, column)):
-        chosen = {v: model.new_bool_var(f"{label}[{number}={v}]") for v in by_value}
-        model.add_exactly_one(chosen.values()).with_name(f"{label}[{number}]")
+def _add_same(m: PlanModel, groups, column: str, label: str) -> None:
+    for number, (_, by_value) in enumerate(group_members(m.candidates, groups, column)):
+        chosen = {v: m.model.new_bool_var(f"{label}[{number}={v}]") for v in by_value}
+        m.model.add_exactly_one(chosen.values()).with_name(f"{label}[{number}]")
         for value, members in by_value.items():
             for i in members:
-                model.add_implication(pick[i], chosen[value])
+                m.model.add_implication(m.pick[i], chosen[value])
 
 
-def add_same_region_groups(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+def add_same_region_groups(m: PlanModel, limits: Limits) -> None:
     """Workloads grouped together run in one provider region.
 
     region_g ∈ regions, exactly one; pick_c ⇒ region_g = region(c) for c of a member.
     """
-    _add_same(model, cands, pick, limits.same_region, "provider_region", "same_region")
+    _add_same(m, limits.same_region, "provider_region", "same_region")
 
 
-def add_same_provider_groups(model: cp_model.CpModel, cands: pd.DataFrame, pick: list, limits: Limits) -> None:
+def add_same_provider_groups(m: PlanModel, limits: Limits) -> None:
     """Workloads grouped together run on one provider.
 
     provider_g exactly one; pick_c ⇒ provider_g = provider(c) for c of a member.
     """
-    _add_same(model, cands, pick, limits.same_provider, "provider", "same_provider")
+    _add_same(m, limits.same_provider, "provider", "same_provider")
 
 
 CONSTRAINT_FAMILIES = (
@@ -145,13 +128,15 @@ def build_model(candidates: pd.DataFrame, limits: Limits, ranks: np.ndarray | No
     model = cp_model.CpModel()
     model.name = "planner-solve"
     pick = [model.new_bool_var(f"pick[{cid}]") for cid in cands["cid"]]
+    m = PlanModel(model, cands, pick, limits=limits)
     for family in CONSTRAINT_FAMILIES:
-        family(model, cands, pick, limits)
+        family(m, limits)
     ranks = tie_ranks(cands).astype(int) if ranks is None else pd.Series(np.asarray(ranks, dtype=int))
-    tie_scale = int(ranks.groupby(cands["workload"]).max().sum()) + 1
-    objective = [(int(c) * tie_scale + int(r), pick[i]) for i, (c, r) in enumerate(zip(cands["cost_cents"], ranks))]
+    m.tie_scale = int(ranks.groupby(cands["workload"]).max().sum()) + 1
+    objective = [(int(c) * m.tie_scale + int(r), pick[i]) for i, (c, r) in enumerate(zip(cands["cost_cents"], ranks))]
     model.minimize(sum(coef * var for coef, var in objective))
-    return PlanModel(model, cands, pick, tie_scale, time.perf_counter() - started, limits, ranks.to_numpy())
+    m.ranks, m.build_seconds = ranks.to_numpy(), time.perf_counter() - started
+    return m
 
 
 def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, seed: int = 0,
@@ -206,8 +191,9 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
             plan, cands, cents = reduced, reduced.candidates, cents[keep]
             first = dataclasses.replace(again, deterministic=again.deterministic + first.deterministic)
     if first.values is None:
-        return SolveResult(first.status, cands.iloc[0:0], math.nan, math.nan, time.perf_counter() - started,
-                           first.deterministic, first.workers, "", lp_seconds)
+        return SolveResult(first.status, solve_seconds=time.perf_counter() - started,
+                           deterministic_seconds=first.deterministic, workers=first.workers, seed=seed,
+                           lp_seconds=lp_seconds, chosen=cands.iloc[0:0])
     picked = first.values
     best_cents = int(cents[picked].sum())
     cents_proven = first.status == "OPTIMAL" or (cents_floor is not None and best_cents <= cents_floor)
@@ -230,9 +216,9 @@ def _finish(plan: PlanModel, cands: pd.DataFrame, cents: np.ndarray, picked: np.
     objective = float(chosen["cost_usd"].sum())
     bound_cents = best_cents if cents_proven else max(cp_floor, cents_floor if cents_floor is not None else cp_floor)
     bound = objective if cents_proven else min(objective, bound_cents * COST_RESOLUTION_USD)
-    return SolveResult("OPTIMAL" if cents_proven else status, chosen, objective, bound,
-                       time.perf_counter() - started, deterministic, used_workers or (workers if workers > 0 else 2),
-                       proved_by, lp_seconds)
+    return SolveResult("OPTIMAL" if cents_proven else status, objective, bound, time.perf_counter() - started,
+                       deterministic, used_workers or (workers if workers > 0 else 2), seed, proved_by, lp_seconds,
+                       chosen=chosen)
 
 
 MIP_LOOK_S = 10.0

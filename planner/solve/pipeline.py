@@ -6,6 +6,7 @@ test can call them one by one.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field, replace
 
 import pandas as pd
@@ -13,7 +14,8 @@ import pandas as pd
 from planner.candidates.generate import CandidateSet, generate, limits_of
 from planner.candidates.limits import Limits, quota_mask
 from planner.load.scenario import LoadedScenario
-from planner.solve.model import SolveResult, build_model, solve_model
+from planner.solve.model import build_model, solve_model
+from planner.solve.outcome import SOLVED, SolveResult
 
 DEFAULT_TIME_LIMIT_S = 60.0
 DEFAULT_WORKERS = 2
@@ -34,7 +36,7 @@ class Plan:
 
     @property
     def chosen(self) -> pd.DataFrame:
-        if self.result is None or self.status not in ("OPTIMAL", "FEASIBLE"):
+        if self.result is None or self.status not in SOLVED:
             return pd.DataFrame()
         return self.result.chosen
 
@@ -44,7 +46,9 @@ def make_plan(loaded: LoadedScenario, time_limit_s: float = DEFAULT_TIME_LIMIT_S
               progress=None) -> Plan:
     """Generate candidates, solve, and explain infeasibility in domain words."""
     scenario = loaded.scenario
+    started = time.perf_counter()
     candidates = generate(scenario, loaded.catalog, offers, progress=progress)
+    candidates_seconds = time.perf_counter() - started
     if candidates.infeasible:
         reasons = [{"workload": w.name, "reason": candidates.infeasible[w.name]}
                    for w in scenario.workloads if w.name in candidates.infeasible]
@@ -52,6 +56,7 @@ def make_plan(loaded: LoadedScenario, time_limit_s: float = DEFAULT_TIME_LIMIT_S
     limits = limits_of(scenario)
     model = build_model(candidates.pruned, limits)
     result = solve_model(model, time_limit_s, workers, seed, hint)
+    result.candidates_seconds = candidates_seconds
     plan = Plan(loaded, candidates, result)
     if result.status == "INFEASIBLE":
         plan.infeasible = explain_conflict(candidates.pruned, limits, [w.name for w in scenario.workloads])
@@ -67,7 +72,7 @@ def _feasible(cands: pd.DataFrame, limits: Limits, workloads: list[str]) -> bool
     providers = tuple(tuple(w for w in g if w in workloads) for g in limits.same_provider)
     limits = replace(limits, same_region=tuple(g for g in groups if g), same_provider=tuple(g for g in providers if g))
     result = solve_model(build_model(subset, limits), time_limit_s=10.0, workers=1)
-    return result.status in ("OPTIMAL", "FEASIBLE")
+    return result.solved
 
 
 def _without(limits: Limits, family: str, key: str | None) -> Limits:

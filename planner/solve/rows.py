@@ -7,13 +7,12 @@ is picked) are left out.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from planner.candidates.limits import COST_RESOLUTION_USD, Limits, quota_mask
+from planner.candidates.limits import Limits, budget_cents, node_cap, quota_mask
 
 
 @dataclass(frozen=True)
@@ -43,12 +42,9 @@ def node_limit_rows(cands: pd.DataFrame, limits: Limits) -> list[LinearRow]:
     rows = []
     for key, index in sorted(cands.groupby(groups, sort=True).indices.items()):
         offer_key = key[0] if isinstance(key, tuple) else key
-        catalog_cap = cands["max_nodes"].iat[index[0]]
-        caps = [c for c in (limits.node_limits.get(offer_key), None if pd.isna(catalog_cap) else int(catalog_cap))
-                if c is not None]
-        if not caps:
+        cap = node_cap(limits.node_limits.get(offer_key), cands["max_nodes"].iat[index[0]])
+        if cap is None:
             continue
-        cap = min(caps)
         nodes = cands["nodes"].to_numpy()[index].astype(np.int64)
         if pd.Series(nodes).groupby(cands["workload"].to_numpy()[index]).max().sum() <= cap:
             continue
@@ -61,8 +57,8 @@ def budget_rows(cands: pd.DataFrame, limits: Limits) -> list[LinearRow]:
     """Σ_c cost_cents_c · pick_c ≤ budget (in cents, rounded down)."""
     if limits.budget_usd is None:
         return []
-    cap = math.floor(limits.budget_usd / COST_RESOLUTION_USD + 1e-6)  # $0.29 is 29 cents, not int(28.999...)
-    return [LinearRow("budget", np.arange(len(cands)), cands["cost_cents"].to_numpy().astype(np.int64), cap)]
+    return [LinearRow("budget", np.arange(len(cands)), cands["cost_cents"].to_numpy().astype(np.int64),
+                      budget_cents(limits.budget_usd))]
 
 
 def group_members(cands: pd.DataFrame, groups, column: str) -> list[tuple[list[int], dict[str, list[int]]]]:

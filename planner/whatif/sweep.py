@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from planner.errors import PlannerError
+from planner.solve.outcome import SOLVED
 
 PARAMETERS = ("spot_price_multiplier", "preemption_multiplier", "on_demand_price_multiplier")
 OPTIONS = {"spot_price_multiplier": "--spot-price", "preemption_multiplier": "--preemption",
@@ -238,7 +239,7 @@ def solve_quarter_point(task: PointTask) -> PointResult:
                              preempt_mult=task.preemption_multiplier,
                              on_demand_mult=task.on_demand_price_multiplier, where=dict(task.where) or None)
     plan = make_batch_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers)
-    if plan.status not in ("OPTIMAL", "FEASIBLE"):
+    if plan.status not in SOLVED:
         return PointResult(task.multipliers, plan.status, None, {})
     return _point_result(task, plan.status, plan.result.objective_usd, plan.result.chosen)
 

@@ -1,0 +1,32 @@
+"""The one status line and `solve_report` block of both commands' reports (`solve` and `batch`)."""
+from __future__ import annotations
+
+from planner.solve.outcome import SolveReport
+
+PROVERS = {"lp": "the LP bound", "mip": "HiGHS's branch and bound", "cp-sat": "CP-SAT"}
+"""`solve_report.proved_by` in words."""
+
+
+def status_line(r: SolveReport, candidates: str, prices_as_of: str | None) -> str:
+    """`OPTIMAL: expected total $X, optimal (proven by ...); <candidates>; solved in ...`: what was found,
+    how sure, and what it took (wall and deterministic time, workers, seed, building candidates)."""
+    if r.status == "OPTIMAL":
+        proof = f"optimal (proven by {PROVERS.get(r.proved_by, 'CP-SAT')})"
+    elif r.gap == r.gap:
+        proof = f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
+    else:
+        proof = "feasible, no bound within the time limit"
+    return (f"{r.status}: expected total ${r.objective_usd:,.2f}, {proof}; {candidates}; solved in "
+            f"{r.solve_seconds:.2f} s ({r.deterministic_seconds:.2f} deterministic) on {r.workers} "
+            f"worker{'s' if r.workers != 1 else ''}, seed {r.seed}; candidates built in {r.candidates_seconds:.2f} s"
+            + (f"; prices as of {prices_as_of}" if prices_as_of else ""))
+
+
+def solve_report_json(r: SolveReport | None) -> dict:
+    """The `solve_report` block of the JSON contracts (left out with `--no-timings`)."""
+    if r is None:
+        return {"solve_seconds": 0.0, "deterministic_seconds": 0.0, "workers": 0, "seed": 0, "proved_by": "",
+                "lp_seconds": 0.0, "candidates_seconds": 0.0}
+    return {"solve_seconds": round(r.solve_seconds, 3), "deterministic_seconds": round(r.deterministic_seconds, 3),
+            "workers": r.workers, "seed": r.seed, "proved_by": r.proved_by, "lp_seconds": round(r.lp_seconds, 3),
+            "candidates_seconds": round(r.candidates_seconds, 3)}

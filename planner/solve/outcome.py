@@ -1,0 +1,57 @@
+"""What a search ends with, for either CP-SAT model: status, objective and bound in dollars, the gap,
+and the effort (wall and deterministic time, workers, seed, the time spent building candidates).
+
+Plain data (no OR-Tools), so the reports and the greedy fallback can use it without the solver.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+SOLVED = ("OPTIMAL", "FEASIBLE")
+"""CP-SAT statuses that come with a plan."""
+
+
+@dataclass
+class SolveReport:
+    status: str
+    objective_usd: float = math.nan
+    bound_usd: float = math.nan
+    solve_seconds: float = 0.0
+    deterministic_seconds: float = 0.0
+    workers: int = 1
+    seed: int = 0
+    proved_by: str = ""  # "cp-sat" | "lp" (the HiGHS relaxation) | "mip" (HiGHS's branch and bound) | ""
+    lp_seconds: float = 0.0
+    candidates_seconds: float = 0.0  # building candidates, before the model (set by the pipelines)
+
+    @property
+    def solved(self) -> bool:
+        return self.status in SOLVED
+
+    @property
+    def gap(self) -> float:
+        """Relative distance to the bound: 0 without a positive objective, NaN without a bound."""
+        if not self.objective_usd > 0:
+            return 0.0
+        if self.bound_usd != self.bound_usd:
+            return math.nan
+        return max(0.0, (self.objective_usd - self.bound_usd) / self.objective_usd)
+
+
+@dataclass
+class SolveResult(SolveReport):
+    """`planner solve`: the picked candidate rows (empty unless solved)."""
+
+    chosen: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+@dataclass
+class BatchResult(SolveReport):
+    """`planner batch`: the chosen candidate rows with `start_step`, nodes bought per pool, runs left out."""
+
+    chosen: pd.DataFrame = field(default_factory=pd.DataFrame)
+    bought: list[int] = field(default_factory=list)
+    unscheduled: list[str] = field(default_factory=list)
