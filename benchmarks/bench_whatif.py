@@ -64,7 +64,7 @@ def main() -> None:
     parser.add_argument("--workloads", type=int, default=50)
     parser.add_argument("--points", type=int, default=41)
     parser.add_argument("--sample", type=int, default=None, help="time only this many baseline solves, then scale")
-    parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     values = whatif.parse_range(f"0.5:2.0:{args.points}", "--spot-price")
     with tempfile.TemporaryDirectory() as tmp:
@@ -77,13 +77,13 @@ def main() -> None:
         with ProcessPoolExecutor(max_workers=1) as fresh:  # a worker with nothing kept yet
             first_s, warm_s = fresh.submit(first_and_warm, str(scenario), values[len(values) // 2:]).result()
         started = time.perf_counter()
-        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        with ProcessPoolExecutor(max_workers=args.processes) as pool:
             timings = {}
             grid_only = whatif.SweepSpec(spec.source, spec.axes, precision=10.0)  # no bisection below 10x
             result = whatif.run_sweep(grid_only, pool)
             timings["grid"] = time.perf_counter() - started
         started = time.perf_counter()
-        with ProcessPoolExecutor(max_workers=args.workers) as pool:
+        with ProcessPoolExecutor(max_workers=args.processes) as pool:
             full = whatif.run_sweep(spec, pool)
             timings["grid+bisection"] = time.perf_counter() - started
         sample = values if not args.sample else [values[round(i * (len(values) - 1) / max(1, args.sample - 1))]
@@ -93,7 +93,7 @@ def main() -> None:
     by_value = {p.multipliers["spot_price_multiplier"]: p.objective_usd for p in result.points}
     worst = max(abs(by_value[v] - o) for v, o in objectives.items())
     print(f"scenario: {args.workloads} workloads (bench_solve generator, binding quotas), every shipped catalog")
-    print(f"sweep: spot price x0.5..2.0, {len(values)} points, {args.workers} worker processes on {os.cpu_count()} cores")
+    print(f"sweep: spot price x0.5..2.0, {len(values)} points, {args.processes} worker processes on {os.cpu_count()} cores")
     print(f"  grid only:            {timings['grid']:7.1f} s  ({timings['grid'] / len(values):.2f} s per point)")
     print(f"  grid + bisection:     {timings['grid+bisection']:7.1f} s  ({full.solves} solves, "
           f"{len(full.switches)} switches to ±{spec.precision / 2:g})")

@@ -5,13 +5,27 @@ answers instantly.
 """
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
 import warnings
 from pathlib import Path
 
-import click
 
-from planner.errors import PlannerError
+def _interrupted_before_work(signum, frame) -> None:
+    """A Ctrl-C during start-up (imports, argument parsing): nothing has started, so stop at once."""
+    os.write(2, b"interrupted\n")
+    os._exit(130)
+
+
+if threading.current_thread() is threading.main_thread() and \
+        signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+    signal.signal(signal.SIGINT, _interrupted_before_work)  # before click and the commands' lazy imports
+
+import click  # noqa: E402
+
+from planner.errors import PlannerError  # noqa: E402
 
 FORMATS = ("table", "json", "csv")
 
@@ -33,9 +47,6 @@ class PlannerGroup(click.Group):
     `interrupted` and status 130 (no traceback; outputs are written atomically, so nothing is half-written)."""
 
     def invoke(self, ctx: click.Context):
-        import signal
-        import threading
-
         main_thread = threading.current_thread() is threading.main_thread()  # signals can be set only there
         if main_thread:
             signal.signal(signal.SIGINT, _on_sigint)
@@ -189,11 +200,8 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
     from planner.solve.pipeline import make_plan
 
     loaded = load_scenario(scenario)
-    bar = _LazyProgress("building candidates", show=fmt != "json" or output is not None)
-    try:
-        plan = make_plan(loaded, time_limit_s=time_limit, workers=workers, progress=bar.update)
-    finally:
-        bar.close()
+    plan = _building_candidates(lambda progress: make_plan(loaded, time_limit_s=time_limit, workers=workers,
+                                                           progress=progress), fmt, output)
     emit(solve_text(plan, fmt, explain, not no_timings), output, inputs=(scenario,))
     warn_old_prices(loaded.catalog)
     exit_for(plan.status)
@@ -235,11 +243,8 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
     if gantt and not gantt.lower().endswith((".png", ".html")):
         raise PlannerError("expected a .png or .html file name", "--gantt")
     loaded = load_quarter(quarter)
-    bar = _LazyProgress("building candidates", show=fmt != "json" or output is not None)
-    try:
-        plan = make_batch_plan(loaded, time_limit_s=time_limit, workers=workers, progress=bar.update)
-    finally:
-        bar.close()
+    plan = _building_candidates(lambda progress: make_batch_plan(loaded, time_limit_s=time_limit, workers=workers,
+                                                                 progress=progress), fmt, output)
     emit(batch_text(plan, fmt, not no_timings), output, inputs=(quarter,))
     warn_old_prices(loaded.catalog)
     if gantt and plan.result is not None and plan.result.solved:
@@ -317,6 +322,15 @@ def _read_plan(path: Path, loaded) -> list[dict]:
     return data["assignments"]
 
 
+def _building_candidates(work, fmt: str, output: str | None):
+    """Run work(progress) with a bar for candidate generation on a terminal (none for JSON on stdout)."""
+    bar = _LazyProgress("building candidates", show=fmt != "json" or output is not None)
+    try:
+        return work(bar.update)
+    finally:
+        bar.close()
+
+
 def _with_progress(work, show: bool):
     """Run work(progress) with a rich progress bar on stderr when it is long enough to need one."""
     if not show:
@@ -349,16 +363,16 @@ def _stderr_console():
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a plot: FILE.png, or FILE.html (self-contained, inline SVG).")
-@click.option("--workers", type=click.IntRange(min=1), default=None,
-              help="Points solved in parallel by local processes (--executor local only)  [default: local cores]")
+@click.option("--processes", type=click.IntRange(min=1), default=None,
+              help="Points solved at once by local processes (--executor local only)  [default: local cores]")
 @click.option("--executor", default="local", show_default=True, metavar="local|dask://HOST:PORT",
               help="Where points run: local processes, or the Dask cluster whose scheduler listens at HOST:PORT "
-                   "(as many points at once as it has worker threads; --workers is refused). Same plans either way.")
+                   "(as many points at once as it has worker threads; --processes is refused). Same plans either way.")
 @click.option("--precision", type=click.FloatRange(min=1e-6), default=0.005, show_default=True,
               help="Switch points are bisected until the interval is at most this wide.")
 @click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="CP-SAT seconds per point.")
-def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers, executor, precision,
+def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, processes, executor, precision,
            time_limit) -> None:
     """Sweep spot prices, preemption rates or on-demand prices; find where each placement switches.
 
@@ -374,26 +388,11 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers,
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.8:1.6:9 --where provider=gcp --format json
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.5:2.0:31 --executor dask://10.0.0.5:8786
     """
-    from planner.whatif.sweep import (
-        OPTIONS,
-        SweepSpec,
-        check_where,
-        loaded_scenario,
-        make_executor,
-        parse_range,
-        parse_where,
-        run_sweep,
-        sweep_text,
-    )
+    from planner.whatif.sweep import (SweepSpec, check_where, loaded_scenario, make_executor, parse_where, run_sweep,
+                                      sweep_axes, sweep_text)
 
-    given = {"spot_price_multiplier": spot, "preemption_multiplier": preemption,
-             "on_demand_price_multiplier": on_demand}
-    if not any(given.values()):
-        raise PlannerError("give at least one of --spot-price, --preemption, --on-demand-price", "whatif")
-    axes = {p: parse_range(text, OPTIONS[p]) for p, text in given.items() if text}
-    if sum(len(v) > 1 for v in axes.values()) > 2:
-        raise PlannerError("at most two of --spot-price, --preemption, --on-demand-price may have several values; "
-                           "give the third one value", "whatif")
+    axes = sweep_axes({"spot_price_multiplier": spot, "preemption_multiplier": preemption,
+                       "on_demand_price_multiplier": on_demand})
     conditions = parse_where(where)
     if plot and plot.suffix.lower() not in (".png", ".html", ".htm"):
         raise PlannerError(f"expected a .png or .html file name, got {plot.name!r}", "--plot")
@@ -411,7 +410,7 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, workers,
         loaded, solve_one = loaded_scenario(str(file)), solve_point
     check_where(conditions, loaded.catalog)
     spec = SweepSpec(str(file), axes, tuple(conditions.items()), precision, time_limit)
-    pool = make_executor(workers, executor)
+    pool = make_executor(processes, executor)
     bar = _LazyProgress("sweeping")
     try:
         with pool:
@@ -493,25 +492,9 @@ def estimate(scenario, workload, gpus, fmt) -> None:
 
         click.echo(to_json(rows), nl=False)
         return
-    import pandas as pd
+    from planner.report.estimate import estimate_text
 
-    from planner.report.render import render_table
-
-    for name in sorted({r["workload"] for r in rows}, key=[w.name for w in loaded.scenario.workloads].index):
-        table = pd.DataFrame([{
-            "gpu": r["gpu"], "gpus": r["gpus"], "nodes": r["nodes"], "link": r["interconnect"],
-            "weights": r["memory_gib"]["weights"], "grads": r["memory_gib"]["gradients"],
-            "optim": r["memory_gib"]["optimizer"], "activ": r["memory_gib"]["activations"],
-            "kv": r["memory_gib"]["kv_cache"], "ovh": r["memory_gib"]["overhead"], "total_gib": r["memory_gib"]["total"], "vram": r["vram_gib"],
-            "fits": "yes" if r["fits"] else "no", "parallelism": r["parallelism"] if r["fits"] else "",
-            "work_h": r["work_h"], "tok_per_s": r["tokens_per_s"] or None,
-            "scaling": r["scaling_efficiency"] or None, "note": r["reason"],
-        } for r in rows if r["workload"] == name])
-        table = table.loc[:, [c for c in table.columns if c not in ("grads", "optim", "kv", "activ", "tok_per_s")
-                              or table[c].fillna(0).astype(bool).any()]]
-        click.echo(render_table(table, title=f"workload {name}: memory per GPU (GiB) and productive hours W"),
-                   nl=False)
-        click.echo()
+    click.echo(estimate_text(rows, [w.name for w in loaded.scenario.workloads]), nl=False)
 
 
 # ---------------------------------------------------------------- gpus
@@ -617,37 +600,14 @@ def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit)
       planner catalog list --gpu H100 --format json
       planner catalog list --provider aws --min-vram 40GiB --spot
     """
-    from planner.errors import did_you_mean
-    from planner.load.catalog import load_catalog, shipped_catalog_names
-    from planner.schema.units import parse_gib
+    from planner.load.catalog import filter_offers, load_catalog, offer_listing, shipped_catalog_names
 
-    names = catalogs or tuple(shipped_catalog_names())
     try:
-        cat = load_catalog(names)
+        cat = load_catalog(catalogs or tuple(shipped_catalog_names()))
     except KeyError as exc:
         raise PlannerError(str(exc.args[0]), "--catalog") from None
-    offers = cat.offers
-    for provider in providers:
-        if provider not in set(offers["provider"]):
-            raise PlannerError(f"unknown provider {provider!r}{did_you_mean(provider, cat.providers)}", "--provider")
-    for gpu in gpus:
-        if not cat.knows_gpu(gpu):
-            raise PlannerError(f"unknown GPU {gpu!r}{did_you_mean(gpu, cat.gpu_names_and_families())}", "--gpu")
-    if providers:
-        offers = offers[offers["provider"].isin(providers)]
-    if regions:
-        offers = offers[offers["region"].isin(regions)]
-    if gpus:
-        offers = offers[offers["gpu"].map(lambda g: any(cat.gpu_matches(g, q) for q in gpus))]
-    if min_vram:
-        try:
-            floor = parse_gib(min_vram)
-        except ValueError as exc:
-            raise PlannerError(str(exc), "--min-vram") from None
-        offers = offers[offers["gpu_vram_gib"] >= floor - 1e-9]
-    if spot:
-        offers = offers[offers["spot_usd_h"].notna()]
-    frame = _offer_listing(offers)
+    frame = offer_listing(filter_offers(cat, providers=providers, gpus=gpus, regions=regions, min_vram=min_vram,
+                                        spot=spot))
     if limit is not None:
         frame = frame.head(limit)
     if fmt == "json":
@@ -672,19 +632,6 @@ def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit)
 _SHORT_HEADERS = {"instance_type": "instance", "gpus_per_node": "gpus", "gpu_vram_gib": "vram_gib",
                   "on_demand_usd_h": "on_demand", "spot_usd_h": "spot", "usd_per_gpu_h": "per_gpu_h",
                   "spot_preemption_per_h": "preempt", "intra_node": "intra"}
-
-
-def _offer_listing(offers):
-    """The columns a person compares, sorted by price per GPU-hour (on-demand, else spot)."""
-    frame = offers.copy()
-    price = frame["on_demand_usd_h"].where(frame["on_demand_usd_h"].notna(), frame["spot_usd_h"])
-    frame["usd_per_gpu_h"] = (price / frame["gpus_per_node"]).round(4)
-    frame = frame.sort_values(["usd_per_gpu_h", "key"], kind="stable")
-    frame["defaults"] = frame["defaults"].map(lambda d: ";".join(d))
-    columns = ["provider", "region", "instance_type", "gpu", "gpus_per_node", "gpu_vram_gib", "on_demand_usd_h",
-               "spot_usd_h", "usd_per_gpu_h", "spot_preemption_per_h", "intra_node", "inter_node", "inter_node_gbps",
-               "defaults", "notes"]
-    return frame[columns].reset_index(drop=True)
 
 
 @catalog.command("show")
@@ -749,39 +696,14 @@ def catalog_import(source, file, provider, output) -> None:
       planner catalog import --from skypilot vms.csv --provider aws -o my-aws.csv
     """
     from planner.files import write_atomic
-    from planner.load.catalog import _read_csv, load_gpus, load_providers, read_offers
-    from planner.load.skypilot import catalog_header, gpu_aliases, import_skypilot
+    from planner.load.catalog import load_gpus, load_providers, read_offers
+    from planner.load.skypilot import catalog_header, import_skypilot_file
 
-    providers = load_providers()
-    if provider not in providers:
-        from planner.errors import did_you_mean
-
-        raise PlannerError(f"unknown provider {provider!r}{did_you_mean(provider, providers)}; "
-                           f"known: {', '.join(sorted(providers))}", "--provider")
-    import pandas as pd
-
-    from planner.load.catalog import CATALOG_DIR
-
-    _read_csv(file, "SkyPilot catalog")  # the same refusals as every input file
-    frame = pd.read_csv(file)
-    gpus = load_gpus()
-    try:
-        converted = import_skypilot(frame, provider, gpu_aliases(pd.read_csv(CATALOG_DIR / "gpus.csv", keep_default_na=False)),
-                                    keep_facts=True)
-    except ValueError as exc:
-        raise PlannerError(str(exc), str(file)) from None
-    missing_vram = converted["gpu_vram_gib"].isna()
-    if missing_vram.any():  # the source had no GpuInfo: take the GPU's marketed memory, and say so
-        converted.loc[missing_vram, "gpu_vram_gib"] = converted.loc[missing_vram, "gpu"].map(
-            {name: gpu.vram_gib for name, gpu in gpus.items()})
-        converted.loc[missing_vram, "defaults"] = converted.loc[missing_vram, "defaults"].fillna("").map(
-            lambda d: ";".join(filter(None, [d, "gpu_vram_gib"])))
-    if converted.empty:
-        raise PlannerError("no GPU offers found (expected rows with AcceleratorName and AcceleratorCount)", str(file))
+    converted = import_skypilot_file(file, provider)
     text = catalog_header(source=f"SkyPilot vms.csv imported from {file.name}", as_of=_today()) + converted.to_csv(
         index=False)
     write_atomic(output, text, protected=(file,))
-    read_offers(output, gpus, providers)  # what we wrote must load
+    read_offers(output, load_gpus(), load_providers())  # what we wrote must load
     kept = int(converted["notes"].fillna("").str.contains("facts_from_shipped_catalog").sum())
     click.echo(f"wrote {len(converted)} offers to {output} ({kept} keep interconnect, network and preemption "
                f"facts from the shipped catalog)")

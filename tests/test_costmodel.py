@@ -307,3 +307,54 @@ def test_completion_quantile_inverts_p_deadline(work, rate, n, q, tolerance):
     below = p_deadline(CandidateInputs(**{**inp.__dict__, "time_budget_h": d * (1 - 2e-3) - 1e-6}))
     assert at >= q - 2e-3
     assert below <= q + 2e-3
+
+
+# ---------------------------------------------------------------- the vectorised forms (economics/screen.py)
+
+
+def _random_keys(seed: int, count: int = 400):
+    rng = np.random.default_rng(seed)
+    W = np.exp(rng.uniform(np.log(0.05), np.log(5000), count))
+    n = rng.integers(1, 64, count).astype(float)
+    lam = n * np.exp(rng.uniform(np.log(1e-5), np.log(2), count))
+    gran = rng.choice([1 / 3600, 1 / 60, 1.0], count)
+    return W, float(rng.uniform(0, 0.5)), float(rng.uniform(0, 0.5)), lam, n, gran
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_screen_forms_equal_the_scalar_cost_model(seed):
+    from planner.economics import costmodel as cm
+    from planner.economics import screen
+
+    W, C, R, lam, n, gran = _random_keys(seed)
+    lam[:5] = 0.0  # the λ → 0 limits too
+    s = W / 3 + C
+    inside = lam * s < 600  # beyond, the scalar form overflows and the screen caps e^(λs) (a hopeless key either way)
+    assert inside.sum() > len(W) / 2
+    seg = screen.segment_time(lam[inside], s[inside], R)
+    assert seg == pytest.approx([cm._seg_time(a, b, R) for a, b in zip(lam[inside], s[inside])], rel=1e-12)
+    ks = np.array([[1.0, 2.0, 7.0, 40.0]] * len(W))
+    et, ef = screen.expected_time(W, C, R, lam, ks)
+    for i in range(len(W)):
+        want_et, want_ef = cm.expected_time(W[i], C, R, lam[i], ks[i])
+        assert et[i] == pytest.approx(want_et, rel=1e-12) and ef[i] == pytest.approx(want_ef, rel=1e-12, abs=1e-300)
+    # the screen's k is quick_interval's k, key for key, all keys at once
+    quick = screen.quick_k(W, C, R, lam, n, gran)
+    for i in range(len(W)):
+        inputs = cm.CandidateInputs(work_h=W[i], checkpoint_write_h=C, restart_h=R, nodes=int(n[i]), gpus_per_node=1,
+                                    spot_rate_per_node_h=lam[i] / n[i], hw_failure_per_gpu_h=0.0, price_per_node_h=1.0,
+                                    billing_granularity_h=gran[i], billing_minimum_h=0.0,
+                                    interruption_tolerance="checkpointed", checkpoint_interval_h=W[i])
+        assert quick[i] == round(W[i] / cm.quick_interval(inputs)), i
+
+
+def test_least_expected_time_is_the_minimum_over_every_segment_count():
+    from planner.economics import costmodel as cm
+    from planner.economics import screen
+
+    W, C, R, lam, _, _ = _random_keys(7, 200)
+    least = screen.min_expected_time(W, C, R, lam)
+    for i in range(len(W)):
+        k_max = int(min(100_000, max(1, math.ceil(W[i] / 1e-3))))
+        brute = cm.expected_time(W[i], C, R, lam[i], np.arange(1, k_max + 1))[0].min()
+        assert least[i] == pytest.approx(brute, rel=1e-12)

@@ -39,7 +39,7 @@ def planner_process(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("sweep", [("--spot-price", "0.5,1,2"), ("--spot-price", "0.5:2:4", "--preemption", "0.5,2")],
                          ids=["one-axis", "two-axis"])
 def test_a_dask_cluster_gives_the_local_plans(run, cluster, sweep):
-    local = run("whatif", LORA, *sweep, "--workers", "1", "--format", "json")
+    local = run("whatif", LORA, *sweep, "--processes", "1", "--format", "json")
     remote = run("whatif", LORA, *sweep, "--executor", dask_option(cluster), "--format", "json")
     assert local.exit_code == 0 and remote.exit_code == 0, remote.stderr
     assert json.loads(local.stdout)["switches"]  # a sweep with a placement change, bisected on the cluster
@@ -53,9 +53,9 @@ def test_bad_addresses(run, address):
                           "dask://HOST:PORT")
 
 
-def test_workers_are_refused_with_a_cluster(run, cluster):
-    assert_one_line_error(run("whatif", LORA, "--spot-price", "0.5,1", "--workers", "2",
-                              "--executor", dask_option(cluster)), "--workers", "--executor local")
+def test_processes_are_refused_with_a_cluster(run, cluster):
+    assert_one_line_error(run("whatif", LORA, "--spot-price", "0.5,1", "--processes", "2",
+                              "--executor", dask_option(cluster)), "--processes", "--executor local")
 
 
 def test_missing_distributed_names_the_extra(run, monkeypatch):

@@ -12,6 +12,7 @@ from planner.candidates import generate as C
 from planner.errors import PlannerError
 from planner.load.scenario import load_scenario
 from planner.whatif import sweep as W
+from planner.candidates.cache import CandidateCache
 
 TWO_JOBS = """\
 name: whatif-small
@@ -173,13 +174,15 @@ def test_process_pool_gives_the_inline_results(small, spot_sweep):
 
 def test_reusing_work_between_points_changes_no_candidate(monkeypatch):
     loaded = load_scenario(W.Path(__file__).resolve().parent.parent / "scenarios" / "team-quarter-mix.yaml")
+    kept = CandidateCache()  # what a sweep worker keeps from point to point
+    C.generate(loaded.scenario, loaded.catalog, cache=kept)
     for kwargs in ({"spot_mult": 1.7}, {"preempt_mult": 2.5}, {"spot_mult": 0.6, "where": {"provider": "gcp"}}):
         offers = C.apply_overrides(loaded.catalog.offers, loaded.scenario.overrides, loaded.catalog, **kwargs)
-        reused = C.generate(loaded.scenario, loaded.catalog, offers)
+        reused = C.generate(loaded.scenario, loaded.catalog, offers, cache=kept)
+        assert kept.rows and kept.exact and kept.estimates
         with monkeypatch.context() as patch:
             patch.setattr(C, "offers_token", lambda offers: None)
-            patch.setattr(C, "_EXACT_CACHE", {})
-            fresh = C.generate(loaded.scenario, loaded.catalog, offers)
+            fresh = C.generate(loaded.scenario, loaded.catalog, offers, cache=CandidateCache())
         pd.testing.assert_frame_equal(reused.all, fresh.all)
         pd.testing.assert_frame_equal(reused.pruned, fresh.pruned)
         assert reused.infeasible == fresh.infeasible and reused.considered == fresh.considered
@@ -195,15 +198,15 @@ def test_kept_physics_and_screening_follow_preemption_and_scenario_defaults(monk
         return loaded.scenario.model_copy(update={"defaults": loaded.scenario.defaults.model_copy(update=defaults)})
 
     failing, roomy = changed(hardware_failure_per_gpu_h=1e-3), changed(vram_headroom=0.3)
+    kept = CandidateCache()
     for scenario, kwargs in ((loaded.scenario, {"preempt_mult": 2.5}), (loaded.scenario, {"spot_mult": 1.3}),
                              (loaded.scenario, {"preempt_mult": 2.5}), (failing, {"preempt_mult": 2.5}),
                              (roomy, {"preempt_mult": 2.5}), (failing, {"spot_mult": 0.5})):
         offers = C.apply_overrides(loaded.catalog.offers, scenario.overrides, loaded.catalog, **kwargs)
-        reused = C.generate(scenario, loaded.catalog, offers)
+        reused = C.generate(scenario, loaded.catalog, offers, cache=kept)
         with monkeypatch.context() as patch:
             patch.setattr(C, "offers_token", lambda offers: None)
-            patch.setattr(C, "_EXACT_CACHE", {})
-            fresh = C.generate(scenario, loaded.catalog, offers)
+            fresh = C.generate(scenario, loaded.catalog, offers, cache=CandidateCache())
         pd.testing.assert_frame_equal(reused.all, fresh.all)
         pd.testing.assert_frame_equal(reused.pruned, fresh.pruned)
         assert reused.infeasible == fresh.infeasible
@@ -218,7 +221,7 @@ def test_a_sweep_needs_at_most_two_ranges(small):
 
 
 def test_json_contract(run, small):
-    result = run("whatif", small, "--spot-price", "0.5,1.5", "--workers", "1", "--format", "json")
+    result = run("whatif", small, "--spot-price", "0.5,1.5", "--processes", "1", "--format", "json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert {"points", "switches"} <= set(data)
@@ -237,7 +240,7 @@ def test_json_contract(run, small):
 
 def test_table_output_and_plots(run, small, tmp_path):
     png, page = tmp_path / "sweep.png", tmp_path / "sweep.html"
-    result = run("whatif", small, "--spot-price", "0.5:1.5:3", "--workers", "1", "--plot", png)
+    result = run("whatif", small, "--spot-price", "0.5:1.5:3", "--processes", "1", "--plot", png)
     assert result.exit_code == 0, result.stderr
     out = result.stdout
     assert out.startswith("what-if sweep: spot x0.5..1.5 (3 points); multipliers apply to all offers")
@@ -245,7 +248,7 @@ def test_table_output_and_plots(run, small, tmp_path):
                  "train", "infer", "OPTIMAL"):
         assert text in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    result = run("whatif", small, "--spot-price", "0.5,1.5", "--preemption", "1,2", "--workers", "1",
+    result = run("whatif", small, "--spot-price", "0.5,1.5", "--preemption", "1,2", "--processes", "1",
                  "--plot", page, "--format", "csv")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.splitlines()[0].startswith("spot_price_multiplier,preemption_multiplier,")
@@ -256,7 +259,7 @@ def test_table_output_and_plots(run, small, tmp_path):
 
 def test_plot_refuses_to_overwrite_the_scenario(run, scenario_file):
     path = scenario_file(TWO_JOBS, name="same.png")
-    result = run("whatif", path, "--spot-price", "1,2", "--workers", "1", "--plot", path)
+    result = run("whatif", path, "--spot-price", "1,2", "--processes", "1", "--plot", path)
     assert result.exit_code == 2
     assert "refusing to overwrite an input file" in result.stderr
     assert path.read_text() == textwrap.dedent(TWO_JOBS)
@@ -286,7 +289,7 @@ def test_quarter_files_sweep_batch_schedules(run, scenario_file):
     """On a quarter file every point is a `planner batch` schedule; placements are per run, and
     dearer spot never makes the quarter cheaper."""
     path = scenario_file(TINY_QUARTER, "quarter.yaml")
-    result = run("whatif", path, "--spot-price", "0.5,1,4", "--workers", "1", "--format", "json")
+    result = run("whatif", path, "--spot-price", "0.5,1,4", "--processes", "1", "--format", "json")
     assert result.exit_code == 0, result.stderr
     data = json.loads(result.stdout)
     assert all(set(p["placements"]) == {"train", "evals"} for p in data["points"])

@@ -15,7 +15,8 @@ import math
 from collections import defaultdict
 
 from planner.load.quarter import LoadedQuarter
-from planner.solve.checker import number, placement_violations, stated_memory_floor
+from planner.solve.checker import (number, one_entry_each, over_node_limits, placement_violations, size_violations,
+                                   stated_memory_floor)
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 HALF_CENT = 0.005
@@ -86,14 +87,8 @@ def _check_run(loaded: LoadedQuarter, run, r: dict, offers: dict) -> list[str]:
         bad(f"offer {key} is not in the quarter's catalogs")
         return out
     nodes, gpus = int(r["nodes"]), int(r["gpus"])
-    if nodes < 1:
-        bad(f"{nodes} nodes")
-    if gpus != nodes * int(offer["gpus_per_node"]):
-        bad(f"gpus {gpus} != {nodes} nodes x {int(offer['gpus_per_node'])} GPUs per node of {key}")
-    if not run.gpus.min <= gpus <= run.gpus.max:
-        bad(f"{gpus} GPUs outside gpus {run.gpus.min}..{run.gpus.max}")
-    if nodes > 1 and offer["inter_node"] == "none":
-        bad(f"{nodes} nodes of {key}, which has no inter-node network")
+    for message in size_violations(run, offer, key, nodes, gpus):
+        bad(message)
     out += [f"{run.name}: {m}" for m in placement_violations(run, offer, catalog)]
     market = r["market"]
     if market == "spot":
@@ -170,14 +165,8 @@ def _capacity_over_time(loaded: LoadedQuarter, scheduled: list[dict], bought: li
             if r["market"] == "reserved":
                 continue
             usage[(key, r["market"] if c.node_limits_per_market else "any")].append((r["run"], int(r["nodes"])))
-        for (key, market), users in sorted(usage.items()):
-            caps = [cap for cap in (c.node_limits.get(key), number(offers[key]["max_nodes"])) if cap is not None]
-            used = sum(n for _, n in users)
-            if caps and used > min(caps):
-                where = key if market == "any" else f"{key} ({market})"
-                detail = ", ".join(f"{name} {n}" for name, n in users)
-                report(f"node {where}",
-                       f"node limit {where}: {used} nodes at {t.isoformat()} ({detail}) > {int(min(caps))}")
+        for where, used, cap, detail in over_node_limits(usage, c, offers):
+            report(f"node {where}", f"node limit {where}: {used} nodes at {t.isoformat()} ({detail}) > {cap}")
         reserved: dict[str, list] = defaultdict(list)
         for r, key in active:
             if r["market"] == "reserved":
@@ -304,13 +293,7 @@ def check_schedule(loaded: LoadedQuarter, schedule: dict) -> list[str]:
         if schedule.get("reservations"):
             out.append(f"status {status} but reservations are bought")
         return out
-    counts: dict[str, int] = defaultdict(int)
-    for e in entries:
-        counts[e.get("run")] += 1
-    for name in runs:
-        if counts[name] != 1:
-            out.append(f"{name}: {counts[name]} entries, expected exactly one")
-    out += [f"entry for unknown run {name!r}" for name in counts if name not in runs]
+    out += one_entry_each(entries, "run", runs, "entry", "entries")
     scheduled = [e for e in entries if e.get("scheduled") and e.get("run") in runs]
     by_name = {e["run"]: e for e in scheduled}
     offers = {row["key"]: row for row in loaded.catalog.offers.to_dict("records")}

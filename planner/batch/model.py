@@ -87,7 +87,8 @@ def add_windows(m: BatchModel, limits: BatchLimits) -> None:
     """Runs start after release and end by due; reserved runs stay inside the pool's term,
     and inside the candidate's own `first_start`/`last_start` when the frame has them.
 
-    release_r ≤ start_r;  pick[r, c] ⇒ start_r + d_c ≤ due_r (and term bounds for pools).
+    release_r ≤ start_r (the start variable's domain, made in `build_batch_model`);
+    pick[r, c] ⇒ start_r + d_c ≤ due_r (and term bounds for pools).
     """
     narrowed = "first_start" in m.cands
     for i, row in enumerate(m.cands.itertuples(index=False)):
@@ -124,7 +125,8 @@ def _intervals(m: BatchModel, rows) -> list:
 
 
 def _can_bind(m: BatchModel, rows, demand_column: str, capacity: int) -> bool:
-    """A capacity binds only if the runs that could use it together could exceed it."""
+    """A capacity binds only if the runs that could use it together could exceed it (each run's largest
+    demand: sound beside one candidate per run)."""
     frame = m.cands.loc[rows]
     return frame.groupby("run")[demand_column].max().sum() > capacity
 
@@ -220,8 +222,8 @@ def total_cost_cents(m: BatchModel):
 
 def add_budgets(m: BatchModel, limits: BatchLimits) -> None:
     """The quarter's expected spending (runs + reservations bought) stays within the budget; with a
-    monthly budget, each month's spending too (a run counts in the month it starts; a
-    reservation by its hours in the month).
+    monthly budget, each month's spending too (a run counts in the month it starts, so every scheduled
+    run starts inside one of `limits.months`; a reservation counts by its hours in the month).
 
     Σ cost_c·pick_c + Σ price_p·term_p·bought_p ≤ budget;  per month m: the same restricted to m.
     """

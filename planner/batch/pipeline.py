@@ -16,6 +16,7 @@ import pandas as pd
 from planner.batch.greedy import greedy
 from planner.batch.model import BatchLimits, Pool, RunInfo
 from planner.batch.search import solve_in_phases
+from planner.candidates.cache import CandidateCache
 from planner.candidates.generate import (
     apply_overrides,
     limit_keys,
@@ -26,6 +27,7 @@ from planner.candidates.generate import (
 )
 from planner.candidates.limits import to_cents
 from planner.economics import costmodel
+from planner.economics.inputs import cost_inputs
 from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
 from planner.schema.scenario import Workload
@@ -53,14 +55,10 @@ class BatchPlan:
 
 
 def _inputs(row, run: Workload, hw_rate: float) -> costmodel.CandidateInputs:
-    tolerance = run.interruption_tolerance
-    return costmodel.CandidateInputs(
-        work_h=row.work_h, checkpoint_write_h=0.0 if tolerance == "stateless" else run.checkpoint.write_time,
-        restart_h=run.restart_overhead, nodes=int(row.nodes), gpus_per_node=int(row.gpus_per_node),
-        spot_rate_per_node_h=float(row.lam_spot) if row.market == "spot" else 0.0, hw_failure_per_gpu_h=hw_rate,
-        price_per_node_h=float(row.price_per_node_h), billing_granularity_h=row.billing_granularity_h,
-        billing_minimum_h=row.billing_minimum_h, interruption_tolerance=tolerance,
-        checkpoint_interval_h=row.checkpoint_interval_h)
+    return cost_inputs(run, work_h=row.work_h, nodes=int(row.nodes), gpus_per_node=int(row.gpus_per_node),
+                       lam_spot=float(row.lam_spot) if row.market == "spot" else 0.0,
+                       price=float(row.price_per_node_h), granularity_h=row.billing_granularity_h,
+                       minimum_h=row.billing_minimum_h, hw_rate=hw_rate, checkpoint_interval_h=row.checkpoint_interval_h)
 
 
 def _pools(loaded: LoadedQuarter) -> list[Pool]:
@@ -96,24 +94,18 @@ def market(offers: pd.DataFrame, pools: list[Pool]) -> Market:
                   [(frame, token(frame), offer_prices(frame)) for frame in reserved])
 
 
-_QUANTILES: dict[tuple, float] = {}
-_QUANTILES_MAX = 200_000
-
-
-def _completion_quantile(inputs: costmodel.CandidateInputs, q: float) -> float:
+def _completion_quantile(inputs: costmodel.CandidateInputs, q: float, cache: CandidateCache) -> float:
     """`costmodel.completion_quantile`, kept: runs of the same shape and market repeat it."""
     key = (inputs, q)
-    if key not in _QUANTILES:
-        if len(_QUANTILES) >= _QUANTILES_MAX:
-            _QUANTILES.clear()
-        _QUANTILES[key] = costmodel.completion_quantile(inputs, q)
-    return _QUANTILES[key]
+    found = cache.quantiles.get(key)
+    return found if found is not None else cache.keep(cache.quantiles, key, costmodel.completion_quantile(inputs, q))
 
 
-def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Market, scenario
-                   ) -> tuple[pd.DataFrame, str]:
+def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Market, scenario,
+                   cache: CandidateCache | None = None) -> tuple[pd.DataFrame, str]:
     """A run's candidates: on-demand/spot at several deadline levels, plus one per reservation pool
     on an offer it may use. Each gets its calendar duration in steps."""
+    cache = (cache or CandidateCache()).bind(loaded.catalog)
     catalog, q = loaded.catalog, loaded.quarter.defaults.deadline_confidence
     hw_rate = loaded.quarter.defaults.hardware_failure_per_gpu_h
     release, due = loaded.window(run)
@@ -123,7 +115,7 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
     for level in DEADLINE_LEVELS:
         budgeted = workload.model_copy(update={"time_budget": window_h * level})
         frame, why, _ = workload_candidates(budgeted, catalog, scenario, prices.offers, limits,
-                                            offers_key=prices.token, prices=prices.prices)
+                                            offers_key=prices.token, prices=prices.prices, cache=cache)
         if why and level == 1.0:
             reason = why
         if not frame.empty:
@@ -131,7 +123,7 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
     for p, (offer, token, offer_rates) in enumerate(prices.pool_offers):
         reserved = workload.model_copy(update={"time_budget": window_h})
         frame, _, _ = workload_candidates(reserved, catalog, scenario, offer, limits, exhaustive=True,
-                                          offers_key=token, prices=offer_rates)
+                                          offers_key=token, prices=offer_rates, cache=cache)
         if not frame.empty:  # compute is prepaid with the reservation: only storage and data move cost money
             frame = frame.assign(pool=p, market="reserved", cid=frame["cid"].str.replace("|on_demand|", "|reserved|"),
                                  cost_usd=frame["usd_storage"] + frame["usd_egress"])
@@ -140,7 +132,7 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
         return pd.DataFrame(), reason or "no candidate fits its window"
     cands = pd.concat(frames, ignore_index=True).drop_duplicates("cid")
     cands["cost_cents"] = to_cents(cands["cost_usd"])
-    wall_q = [_completion_quantile(_inputs(row, workload, hw_rate), q) for row in cands.itertuples(index=False)]
+    wall_q = [_completion_quantile(_inputs(row, workload, hw_rate), q, cache) for row in cands.itertuples(index=False)]
     cands["wall_q_h"] = wall_q
     cands["duration_steps"] = np.ceil(np.array(wall_q) / loaded.step_h - 1e-9).astype(int).clip(min=1)
     cands = cands[cands["duration_steps"] <= due - release]
@@ -200,9 +192,10 @@ def _propagate_unplaceable(runs, infeasible: dict[str, str]) -> None:
 
 
 def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 1, seed: int = 0,
-                    offers: pd.DataFrame | None = None, progress=None) -> BatchPlan:
-    """`offers` defaults to the catalog's with the quarter's overrides applied (what-if sweeps pass their own);
-    `progress(done, total)` after each run's candidates."""
+                    offers: pd.DataFrame | None = None, progress=None, cache: CandidateCache | None = None) -> BatchPlan:
+    """`offers` defaults to the catalog's with the quarter's overrides applied (what-if sweeps pass their own,
+    and their `cache`); `progress(done, total)` after each run's candidates."""
+    cache = (cache or CandidateCache()).bind(loaded.catalog)
     quarter = loaded.quarter
     scenario = as_scenario(quarter)
     if offers is None:
@@ -214,7 +207,7 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     for number, (run, workload) in enumerate(zip(quarter.runs, scenario.workloads)):
         if progress:
             progress(number, len(quarter.runs))
-        cands, reason = run_candidates(loaded, run, workload, prices, scenario)
+        cands, reason = run_candidates(loaded, run, workload, prices, scenario, cache)
         release, due = loaded.window(run)
         runs.append(RunInfo(run.name, release, due, run.after, run.priority, run.required))
         if reason:

@@ -16,8 +16,10 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from planner.candidates.cache import CandidateCache
 from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, quota_mask, to_cents
-from planner.economics import costmodel
+from planner.economics import costmodel, screen
+from planner.economics.inputs import cost_inputs
 from planner.load.catalog import Catalog, offers_for
 from planner.physics.estimate import Estimate, Shape, checkpoint_size_gib, estimate, layout_text
 from planner.schema.scenario import Override, Scenario, Workload
@@ -128,25 +130,22 @@ SHAPE_COLUMNS = ["gpu", "gpus_per_node", "nodes", "gpu_vram_gib", "intra_node", 
 TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "granularity_h", "minimum_h"]
 _PHYSICS_IRRELEVANT = {"name", "description", "time_budget", "checkpoint", "restart_overhead",
                        "interruption_tolerance", "data", "allow", "forbid"}
-_ESTIMATES: dict[tuple, Estimate] = {}
-"""Physics results shared by workloads that differ only in name, deadline, data or placement."""
+def _estimate(workload: Workload, physics: str, catalog: Catalog, shape: Shape, headroom: float,
+              cache: CandidateCache) -> Estimate:
+    """Physics shared by workloads that differ only in name, deadline, data or placement."""
+    key = (physics, shape, headroom)
+    found = cache.estimates.get(key)
+    return found if found is not None else cache.keep(cache.estimates, key, estimate(workload, catalog, shape, headroom))
 
 
-def _estimate(workload: Workload, physics: str, catalog: Catalog, shape: Shape, headroom: float) -> Estimate:
-    key = (physics, shape, headroom, id(catalog))
-    if key not in _ESTIMATES:
-        _ESTIMATES[key] = estimate(workload, catalog, shape, headroom)
-    return _ESTIMATES[key]
-
-
-def _physics(rows: "_Rows", workload: Workload, catalog: Catalog, headroom: float) -> "_Physics":
+def _physics(rows: "_Rows", workload: Workload, catalog: Catalog, headroom: float, cache: CandidateCache) -> "_Physics":
     """W and item time per expanded row, computed once per distinct hardware shape and kept with
     the rows for every workload of the same physics: shapes never depend on prices, so what-if
     points reuse them."""
     physics = workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT)
     key = (physics, headroom)
     if key not in rows.physics:
-        estimates = [_estimate(workload, physics, catalog, shape, headroom) for shape in rows.shapes]
+        estimates = [_estimate(workload, physics, catalog, shape, headroom, cache) for shape in rows.shapes]
         work_h = np.array([e.work_h for e in estimates], dtype=float)
         item_h = np.array([e.item_h or math.nan for e in estimates], dtype=float)
         rows.physics[key] = _Physics(key, estimates, work_h, item_h)
@@ -166,21 +165,9 @@ class _Physics:
 # ---------------------------------------------------------------- cost-model inputs
 
 
-def cost_inputs(workload: Workload, *, work_h: float, item_h: float | None, nodes: int, gpus_per_node: int,
-                lam_spot: float, price: float, granularity_h: float, minimum_h: float, hw_rate: float,
-                storage_usd_per_h: float = 0.0, egress_usd: float = 0.0) -> costmodel.CandidateInputs:
-    """The cost model's inputs for one candidate, τ at the workload's fixed cadence (or W for `auto`)."""
-    tolerance = workload.interruption_tolerance
-    return costmodel.CandidateInputs(
-        work_h=work_h, checkpoint_write_h=0.0 if tolerance == "stateless" else workload.checkpoint.write_time,
-        restart_h=workload.restart_overhead, nodes=nodes, gpus_per_node=gpus_per_node, spot_rate_per_node_h=lam_spot,
-        hw_failure_per_gpu_h=hw_rate, price_per_node_h=price, billing_granularity_h=granularity_h,
-        billing_minimum_h=minimum_h, interruption_tolerance=tolerance,
-        checkpoint_interval_h=_fixed_interval(workload, work_h, item_h), time_budget_h=workload.time_budget or math.inf,
-        storage_usd_per_h=storage_usd_per_h, egress_usd=egress_usd)
-
-
 def _fixed_interval(workload: Workload, work_h: float, item_h: float | None) -> float:
+    """τ at the workload's fixed cadence: W when it cannot resume (or for `auto`, searched later),
+    one item when stateless, else `checkpoint.every`."""
     if workload.interruption_tolerance == "none":
         return work_h
     if workload.interruption_tolerance == "stateless":
@@ -227,14 +214,22 @@ def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> p
     R = workload.restart_overhead
     C = 0.0 if tolerance != "checkpointed" else workload.checkpoint.write_time
     if _auto(workload):
-        k = _quick_k(W, C, R, lam, n, gran)
-        ks = np.clip(k[:, None] + np.arange(-2, 3)[None, :], 1, None)  # best_interval settles among these
-        et_all, _ = _expected_time_2d(W, C, R, lam, ks)
+        k = screen.quick_k(W, C, R, lam, n, gran)  # the exact τ with fine billing (see _auto_interval)
+        ks = np.clip(k[:, None] + np.arange(-2, 3)[None, :], 1, None)
+        et_all, _ = screen.expected_time(W, C, R, lam, ks)
         tau = W / k
-        et, ef = (a[:, 0] for a in _expected_time_2d(W, C, R, lam, k[:, None]))
+        et, ef = (a[:, 0] for a in screen.expected_time(W, C, R, lam, k[:, None]))
         et_lo = et_all.min(axis=1)
         t0, t0_hi = R + W + ks.min(axis=1) * C, R + W + ks.max(axis=1) * C
         p0 = np.exp(-lam * (W + ks.max(axis=1) * C))
+        # coarse billing: the exact search may settle on any k, so bound over all of them
+        coarse = np.maximum(gran, keys["minimum_h"].to_numpy(float)) > costmodel.FINE_BILLING_H
+        if coarse.any():
+            k_max = np.minimum(100_000, np.maximum(1, np.ceil(W[coarse] / 1e-3)))
+            et_lo[coarse] = screen.min_expected_time(W[coarse], C, R, lam[coarse])
+            t0[coarse] = R + W[coarse] + C
+            t0_hi[coarse] = R + W[coarse] + k_max * C
+            p0[coarse] = np.exp(-lam[coarse] * (W[coarse] + k_max * C))
     else:
         if tolerance == "none":
             tau = W
@@ -245,7 +240,7 @@ def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> p
             tau = np.minimum(float(workload.checkpoint.every), W)
         k = np.maximum(1, np.ceil(W / tau * (1 - 1e-12)))
         last = W - (k - 1) * tau
-        et = R + (k - 1) * _segment_time(lam, tau + C, R) + _segment_time(lam, last + C, R)
+        et = R + (k - 1) * screen.segment_time(lam, tau + C, R) + screen.segment_time(lam, last + C, R)
         ef = (k - 1) * np.expm1(lam * (tau + C)) + np.expm1(lam * (last + C))
         et_lo, t0 = et, R + W + k * C
         t0_hi, p0 = t0, np.exp(-lam * (W + k * C))
@@ -253,42 +248,6 @@ def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> p
     out["tau"], out["et"], out["ef"], out["et_lo"], out["t0"], out["t0_hi"], out["p0"] = (
         tau, et, ef, et_lo, t0, t0_hi, p0)
     return out
-
-
-def _segment_time(lam, s, R):
-    """E[T_i] = (e^(λs) − 1)(1/λ + R) (cost-model §4), with the λ → 0 limit s."""
-    x = np.minimum(lam * s, 600.0)
-    safe = np.where(x > 0, x, 1.0)
-    return np.where(x > 0, s * np.expm1(x) / safe + np.expm1(x) * R, s)
-
-
-def _expected_time_2d(W, C, R, lam, ks):
-    """E[T], E[F] for ks[i, j] equal segments of key i."""
-    s = W[:, None] / ks + C
-    grow = np.expm1(np.minimum(lam[:, None] * s, 600.0))
-    safe = np.where(lam > 0, lam, 1.0)[:, None]
-    et = np.where(lam[:, None] > 0, R + ks * grow * (1.0 / safe + R), R + W[:, None] + ks * C)
-    return et, np.where(lam[:, None] > 0, ks * grow, 0.0)
-
-
-def _quick_k(W, C, R, lam, n, gran):
-    """costmodel.quick_interval vectorised over keys: the k minimising n·E[T] + γ/2·(n + E[F])."""
-    k_max = np.minimum(100_000, np.maximum(1, np.ceil(W / np.maximum(W / 1e5, 1e-3))))
-    grid = np.unique(np.round(np.geomspace(1, 1e5, 64)))[None, :]
-    scale = np.log(k_max)[:, None] / np.log(1e5)
-    ks = np.maximum(1, np.round(np.exp(np.log(grid) * scale)))
-
-    def best(ks):
-        et, ef = _expected_time_2d(W, C, R, lam, ks)
-        proxy = n[:, None] * et + gran[:, None] / 2 * (n[:, None] + ef)
-        return ks[np.arange(len(W)), np.argmin(proxy, axis=1)]
-
-    first = best(ks)
-    fine = np.clip(np.round(first[:, None] * np.linspace(0.8, 1.25, 46)[None, :]) + np.arange(-2, 44)[None, :] * 0, 1,
-                   k_max[:, None])
-    fine = np.clip(np.round(first[:, None] / 1.2) - 1 + np.arange(0, 200)[None, :], 1, k_max[:, None])
-    k = best(fine)
-    return np.where(lam > 0, k, 1.0)
 
 
 def _dominated(signature: np.ndarray, units: np.ndarray, lo: np.ndarray, dom_signature: np.ndarray,
@@ -317,8 +276,6 @@ def _dominated(signature: np.ndarray, units: np.ndarray, lo: np.ndarray, dom_sig
 # results are kept across calls. A sweep point that changes prices only re-maps prices; one
 # that changes preemption rates recomputes just the timing keys whose λ moved. The deadline
 # enters only P(T <= D), kept per deadline beside the rest.
-_EXACT_CACHE: dict[tuple, _Exact] = {}
-_EXACT_CACHE_MAX = 500_000
 _COST_SETTINGS = {"checkpoint", "restart_overhead", "interruption_tolerance"}
 """The Workload fields `cost_inputs` and `_auto` read besides the deadline (the rest reaches them through W)."""
 
@@ -343,29 +300,29 @@ def _cost_fingerprint(workload: Workload, hw_rate: float) -> tuple:
     return workload.model_dump_json(include=_COST_SETTINGS), hw_rate
 
 
-def _exact(workload: Workload, row, hw_rate: float, fingerprint: tuple) -> _Exact:
+def _exact(workload: Workload, row, hw_rate: float, fingerprint: tuple, cache: CandidateCache) -> _Exact:
     """The cost model at price 1 without storage/egress (both added per row) or deadline, per timing key."""
     shared = fingerprint + tuple(None if v != v else v for v in  # NaN never equals itself
                                  tuple(getattr(row, c) for c in TIMING_COLUMNS) + (row.work_h, row.item_h))
-    if shared not in _EXACT_CACHE:
-        inputs = replace(cost_inputs(workload, work_h=row.work_h, item_h=row.item_h, nodes=int(row.nodes),
+    if shared not in cache.exact:
+        inputs = replace(cost_inputs(workload, work_h=row.work_h, nodes=int(row.nodes),
                                      gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
-                                     granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate),
+                                     granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate,
+                                     checkpoint_interval_h=_fixed_interval(workload, row.work_h, row.item_h)),
                          time_budget_h=math.inf)
         tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
-        if len(_EXACT_CACHE) >= _EXACT_CACHE_MAX:
-            _EXACT_CACHE.clear()
-        _EXACT_CACHE[shared] = _Exact(costmodel.expected(inputs, tau), inputs, tau)
-    return _EXACT_CACHE[shared]
+        cache.keep(cache.exact, shared, _Exact(costmodel.expected(inputs, tau), inputs, tau))
+    return cache.exact[shared]
 
 
 def _auto_interval(inputs: costmodel.CandidateInputs) -> float:
     """`every: auto`: with billing finer than FINE_BILLING_H the quick search (exact E[T], the §5
     waste approximation) is the optimum to within 1e-6 of the cost; coarser billing gets the
-    exact search."""
+    exact search, which also weighs the quick τ (the screen's upper bound is priced there)."""
+    quick = costmodel.quick_interval(inputs)
     if max(inputs.billing_granularity_h, inputs.billing_minimum_h) <= costmodel.FINE_BILLING_H:
-        return costmodel.quick_interval(inputs)
-    return costmodel.best_interval(inputs)
+        return quick
+    return costmodel.best_interval(inputs, candidates=[quick])  # never worse than the screen's upper bound
 
 
 def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.CostResult, memory_gib: float,
@@ -492,16 +449,13 @@ def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, l
     return _resource_columns(rows, limits, "key"), "", considered
 
 
-# what-if reuse (planner/whatif.py): the expanded rows depend on prices only through the
+# what-if reuse (planner/whatif/sweep.py): the expanded rows depend on prices only through the
 # `price`/`lam_spot` columns and the three price columns copied from the offer, so `generate`
-# keeps them per (expansion inputs, catalog, limits, offers-without-prices), shared by every
+# keeps them per (expansion inputs, limits, offers-without-prices), shared by every
 # workload with those inputs, together with everything derived from them that no price touches
 # (twin groups, signatures, physics per shape and workload physics) and the screening bounds per
-# preemption state; a sweep point only maps its prices in. Entries hold the catalog, so its id
-# stays unique.
+# preemption state; a sweep point only maps its prices in (kept in the caller's CandidateCache).
 PRICE_COLUMNS = ("on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h")
-_ROWS_CACHE: dict[tuple, "_Rows"] = {}
-_ROWS_CACHE_MAX_ROWS = 2_000_000  # ~1 GB; a larger sweep rebuilds rows per point (slower, same results)
 _SCREENS_KEPT = 4  # preemption states kept per rows entry (a preemption sweep changes it every point)
 _OFFER_ROW = "_offer_row"
 _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egress", "key", "market", "provider",
@@ -561,19 +515,20 @@ _EXPANSION_FIELDS = {"allow", "forbid", "gpus", "data"}
 """The Workload fields `_expanded_rows` reads, besides its market rule and the GiB it stores."""
 
 
-def _rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits, token: str | None) -> _Rows:
+def _rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits, token: str | None,
+          cache: CandidateCache) -> _Rows:
     """The workload's price-independent rows, kept per `offers_token` (built afresh without one) and shared
     by every workload with the same expansion inputs: offers allowed, GPU range, markets, storage, data,
     placement groups."""
     if token is None:
         return _build_rows(workload, catalog, offers, limits)
-    key = (token, id(catalog), repr(limits), _grouped(workload, limits), workload.model_dump_json(include=_EXPANSION_FIELDS),
+    key = (token, repr(limits), _grouped(workload, limits), workload.model_dump_json(include=_EXPANSION_FIELDS),
            workload.interruption_tolerance == "none", _stored_gib(workload, catalog))
-    if key not in _ROWS_CACHE:
-        if sum(len(r.base) for r in _ROWS_CACHE.values() if r.base is not None) >= _ROWS_CACHE_MAX_ROWS:
-            _ROWS_CACHE.clear()
-        _ROWS_CACHE[key] = _build_rows(workload, catalog, offers, limits)
-    return _ROWS_CACHE[key]
+    if key not in cache.rows:
+        if sum(len(r.base) for r in cache.rows.values() if r.base is not None) >= cache.max_rows:
+            cache.rows.clear()
+        cache.rows[key] = _build_rows(workload, catalog, offers, limits)
+    return cache.rows[key]
 
 
 def _grouped(workload: Workload, limits: Limits) -> tuple[bool, bool]:
@@ -672,7 +627,8 @@ def _screen(rows: _Rows, workload: Workload, physics: _Physics, work_h: np.ndarr
 
 def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
                         limits: Limits, exhaustive: bool = False, offers_key: str | None = None,
-                        prices: dict[str, np.ndarray] | None = None) -> tuple[pd.DataFrame, str, int]:
+                        prices: dict[str, np.ndarray] | None = None, cache: CandidateCache | None = None
+                        ) -> tuple[pd.DataFrame, str, int]:
     """(evaluated feasible candidates, reason if none, rows considered).
 
     Rows are screened with closed-form cost bounds (lo <= exact cost <= hi) and only those
@@ -682,16 +638,17 @@ def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario
     (`offer_prices(offers)`) the offers' prices as arrays.
     """
     return _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, offers_key,
-                                offer_prices(offers) if prices is None else prices)[:3]
+                                offer_prices(offers) if prices is None else prices,
+                                (cache or CandidateCache()).bind(catalog))[:3]
 
 
 def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
-                         limits: Limits, exhaustive: bool, offers_key: str | None, prices: dict[str, np.ndarray]
-                         ) -> tuple[pd.DataFrame, str, int, tuple[np.ndarray, np.ndarray] | None]:
+                         limits: Limits, exhaustive: bool, offers_key: str | None, prices: dict[str, np.ndarray],
+                         cache: CandidateCache) -> tuple[pd.DataFrame, str, int, tuple[np.ndarray, np.ndarray] | None]:
     """`workload_candidates` plus each candidate's signature number and limited GPUs, which the rows already
     carry, for `_pareto` (`prune_dominated` without deriving them again); per-row work is on arrays, since
     a sweep repeats it at every point."""
-    rows = _rows(workload, catalog, offers, limits, offers_key)
+    rows = _rows(workload, catalog, offers, limits, offers_key, cache)
     none = pd.DataFrame()
     if rows.base is None:
         return none, rows.reason, rows.considered, None
@@ -700,7 +657,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     price, lam = _prices(rows, prices)
     state = hashlib.sha1(lam.tobytes()).digest()  # the preemption state: what screening depends on
     at = np.arange(len(price)) if exhaustive else _cheapest_twins(rows, price, lam, state)
-    physics = _physics(rows, workload, catalog, headroom)
+    physics = _physics(rows, workload, catalog, headroom, cache)
     work_h, item_h = physics.work_h[rows.shape], physics.item_h[rows.shape]
     fits = work_h[at] < math.inf
     if not fits.any():
@@ -739,7 +696,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             continue
         exact = screen.exact.get(key[i])
         if exact is None:
-            exact = screen.exact[key[i]] = _exact(workload, row, hw_rate, fingerprint)
+            exact = screen.exact[key[i]] = _exact(workload, row, hw_rate, fingerprint, cache)
         unit = exact.at(budget)
         if unit.p_deadline < q:
             missed.append((row, unit))
@@ -795,9 +752,11 @@ def _deadline_reason(workload: Workload, missed, q: float) -> str:
 
 
 def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None = None,
-             exhaustive: bool = False, progress=None) -> CandidateSet:
+             exhaustive: bool = False, progress=None, cache: CandidateCache | None = None) -> CandidateSet:
     """All workloads' candidates; `offers` defaults to the catalog's with the scenario's overrides applied.
-    `progress(done, total)` is called after each workload (a progress bar)."""
+    `progress(done, total)` is called after each workload (a progress bar); `cache` keeps the work for
+    the caller's next call (a what-if point), else it lasts this call."""
+    cache = (cache or CandidateCache()).bind(catalog)
     limits = limits_of(scenario)
     if offers is None:
         offers = apply_overrides(catalog.offers, scenario.overrides, catalog)
@@ -813,7 +772,7 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
         if kind not in classes:
             classes[kind] = len(results)
             frame, reason, count, limited = _workload_candidates(workload, catalog, scenario, offers, limits,
-                                                                 exhaustive, token, prices)
+                                                                 exhaustive, token, prices, cache)
             front = _pareto(frame, *limited) if limited is not None else frame
             results.append((frame, reason, count, front, workload.name))
         reason, count = results[classes[kind]][1:3]

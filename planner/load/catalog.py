@@ -59,7 +59,7 @@ def _header_comments(path: Path) -> tuple[dict[str, str], int]:
     return meta, count
 
 
-def _read_csv(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str], int]:
+def read_table_file(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str], int]:
     if not path.exists():
         raise PlannerError(f"no such {what}", str(path))
     size = path.stat().st_size
@@ -171,20 +171,20 @@ def _missing(value) -> bool:
 
 def load_gpus(directory: Path = CATALOG_DIR) -> dict[str, Gpu]:
     path = directory / "gpus.csv"
-    frame, _, skip = _read_csv(path, "GPU table")
+    frame, _, skip = read_table_file(path, "GPU table")
     frame = frame.drop(columns=["aliases"], errors="ignore")
     return {g.name: g for g in _validate_rows(Gpu, frame, path, skip + 2, "GPU")}
 
 
 def load_models(directory: Path = CATALOG_DIR) -> dict[str, ModelArch]:
     path = directory / "models.csv"
-    frame, _, skip = _read_csv(path, "model table")
+    frame, _, skip = read_table_file(path, "model table")
     return {m.name: m for m in _validate_rows(ModelArch, frame, path, skip + 2, "model")}
 
 
 def load_providers(directory: Path = CATALOG_DIR) -> dict[str, Provider]:
     path = directory / "providers.csv"
-    frame, _, skip = _read_csv(path, "provider table")
+    frame, _, skip = read_table_file(path, "provider table")
     frame = frame.rename(columns={"provider": "name"})
     for seconds, hours in (("billing_granularity_s", "billing_granularity_h"), ("billing_minimum_s", "billing_minimum_h")):
         frame[hours] = (frame.pop(seconds).astype(float) / 3600).astype(str)
@@ -194,7 +194,7 @@ def load_providers(directory: Path = CATALOG_DIR) -> dict[str, Provider]:
 
 def read_offers(path: Path, gpus: dict[str, Gpu], providers: dict[str, Provider]) -> tuple[pd.DataFrame, dict[str, str]]:
     """One offers CSV -> validated frame (typed columns) and its `# source/as_of` header."""
-    frame, meta, skip = _read_csv(path, "offers catalog")
+    frame, meta, skip = read_table_file(path, "offers catalog")
     first_line = skip + 2
     missing = [c for c in ("provider", "region", "instance_type", "gpu", "gpus_per_node") if c not in frame.columns]
     if missing:
@@ -307,3 +307,46 @@ def offers_for(catalog: Catalog, allow, forbid, offers: pd.DataFrame | None = No
     if forbid.gpus:
         mask &= ~gpu_mask(forbid.gpus)
     return offers[mask]
+
+
+def filter_offers(catalog: Catalog, providers=(), gpus=(), regions=(), min_vram: str | None = None,
+                  spot: bool = False) -> pd.DataFrame:
+    """`planner catalog list`'s filters: names checked against the catalog (one located line each,
+    placed at the option that gave them)."""
+    from planner.schema.units import parse_gib
+
+    offers = catalog.offers
+    for provider in providers:
+        if provider not in set(offers["provider"]):
+            raise PlannerError(f"unknown provider {provider!r}{did_you_mean(provider, catalog.providers)}", "--provider")
+    for gpu in gpus:
+        if not catalog.knows_gpu(gpu):
+            raise PlannerError(f"unknown GPU {gpu!r}{did_you_mean(gpu, catalog.gpu_names_and_families())}", "--gpu")
+    if providers:
+        offers = offers[offers["provider"].isin(providers)]
+    if regions:
+        offers = offers[offers["region"].isin(regions)]
+    if gpus:
+        offers = offers[offers["gpu"].map(lambda g: any(catalog.gpu_matches(g, q) for q in gpus))]
+    if min_vram:
+        try:
+            floor = parse_gib(min_vram)
+        except ValueError as exc:
+            raise PlannerError(str(exc), "--min-vram") from None
+        offers = offers[offers["gpu_vram_gib"] >= floor - 1e-9]
+    if spot:
+        offers = offers[offers["spot_usd_h"].notna()]
+    return offers
+
+
+def offer_listing(offers):
+    """The columns a person compares, sorted by price per GPU-hour (on-demand, else spot)."""
+    frame = offers.copy()
+    price = frame["on_demand_usd_h"].where(frame["on_demand_usd_h"].notna(), frame["spot_usd_h"])
+    frame["usd_per_gpu_h"] = (price / frame["gpus_per_node"]).round(4)
+    frame = frame.sort_values(["usd_per_gpu_h", "key"], kind="stable")
+    frame["defaults"] = frame["defaults"].map(lambda d: ";".join(d))
+    columns = ["provider", "region", "instance_type", "gpu", "gpus_per_node", "gpu_vram_gib", "on_demand_usd_h",
+               "spot_usd_h", "usd_per_gpu_h", "spot_preemption_per_h", "intra_node", "inter_node", "inter_node_gbps",
+               "defaults", "notes"]
+    return frame[columns].reset_index(drop=True)

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import pandas as pd
 
-from planner.load.catalog import CATALOG_DIR, OFFER_COLUMNS, _read_csv
+from planner.load.catalog import CATALOG_DIR, OFFER_COLUMNS, read_table_file
 
 # Facts taken from the shipped row when the source lacks them or only defaulted them.
 # A tuple is a group: the first column says what the second one measures (`inter_node`
@@ -82,7 +82,7 @@ def load_shipped_offers(provider: str, directory: Path | None = None) -> pd.Data
     path = (directory or CATALOG_DIR / "offers") / f"{provider}.csv"
     if not path.exists():
         return pd.DataFrame(columns=OFFER_COLUMNS)
-    frame, _, _ = _read_csv(path, "offers catalog")
+    frame, _, _ = read_table_file(path, "offers catalog")
     for col in _NUMERIC:
         if col in frame:
             frame[col] = pd.to_numeric(frame[col], errors="coerce")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Callable, Optional
 
 import pandas as pd
@@ -228,3 +229,33 @@ def catalog_header(source: str, as_of: str, built_by: str = "planner catalog imp
     """The `# key: value` lines every offers catalog starts with (each value kept on one line)."""
     source, as_of, built_by = (" ".join(str(v).split()) for v in (source, as_of, built_by))
     return f"# source: {source}\n# as_of: {as_of}\n# built_by: {built_by}\n"
+
+
+def import_skypilot_file(file: Path, provider: str) -> pd.DataFrame:
+    """`catalog import --from skypilot`: a SkyPilot vms.csv as this project's offers, refused like every
+    input file, keeping the shipped catalog's facts, with the GPU's marketed memory where the source
+    has no GpuInfo (marked as defaulted)."""
+    from planner.errors import PlannerError, did_you_mean
+    from planner.load.catalog import CATALOG_DIR, load_gpus, load_providers, read_table_file
+
+    providers = load_providers()
+    if provider not in providers:
+        raise PlannerError(f"unknown provider {provider!r}{did_you_mean(provider, providers)}; "
+                           f"known: {', '.join(sorted(providers))}", "--provider")
+    read_table_file(file, "SkyPilot catalog")  # the same refusals as every input file
+    frame = pd.read_csv(file)
+    gpus = load_gpus()
+    try:
+        converted = import_skypilot(frame, provider, gpu_aliases(pd.read_csv(CATALOG_DIR / "gpus.csv",
+                                                                             keep_default_na=False)), keep_facts=True)
+    except ValueError as exc:
+        raise PlannerError(str(exc), str(file)) from None
+    missing_vram = converted["gpu_vram_gib"].isna()
+    if missing_vram.any():
+        converted.loc[missing_vram, "gpu_vram_gib"] = converted.loc[missing_vram, "gpu"].map(
+            {name: gpu.vram_gib for name, gpu in gpus.items()})
+        converted.loc[missing_vram, "defaults"] = converted.loc[missing_vram, "defaults"].fillna("").map(
+            lambda d: ";".join(filter(None, [d, "gpu_vram_gib"])))
+    if converted.empty:
+        raise PlannerError("no GPU offers found (expected rows with AcceleratorName and AcceleratorCount)", str(file))
+    return converted

@@ -159,7 +159,9 @@ class ModelShape:
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Per-GPU memory need in GiB, by part."""
+    """Per-GPU memory need in GiB, by part: weights (with a cached low-precision copy and ZeRO-3's
+    gathered unit where they apply), gradients, optimizer state, activations (the busiest pipeline
+    stage's), the KV cache of generation, and the framework's fixed overhead (CUDA context, allocator)."""
 
     weights: float = 0.0
     gradients: float = 0.0

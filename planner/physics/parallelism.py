@@ -36,16 +36,28 @@ CONTEXT_PARALLEL_FROM_TOKENS = 32768  # searched from this sequence length (Mega
 
 @dataclass(frozen=True)
 class Layout:
+    """One way to lay a training job over GPUs: TP x CP x PP x DP GPUs."""
+
     tp: int = 1
+    """tensor-parallel GPUs, inside one node"""
     pp: int = 1
+    """pipeline stages"""
     dp: int = 1
+    """data-parallel replicas"""
     ep: int = 1
+    """MoE: GPUs the routed experts are spread over, among the replicas"""
     zero: str = "none"
+    """ZeRO stage over the replicas: none, zero1, zero2, zero3"""
     recompute: str = "selective"
+    """activation recomputation: selective or full"""
     micro_batch: int = 1
+    """sequences per GPU per micro-step"""
     sequence_parallel: bool = False
-    virtual_stages: int = 1  # interleaved pipeline chunks per GPU
-    cp: int = 1  # context parallelism: GPUs each sequence is split over
+    """divide the TP-replicated activations too (Megatron)"""
+    virtual_stages: int = 1
+    """interleaved pipeline chunks per GPU"""
+    cp: int = 1
+    """context parallelism: GPUs each sequence is split over"""
 
     @property
     def gpus(self) -> int:

@@ -8,8 +8,8 @@ import pandas as pd
 from planner.candidates.generate import limits_of
 from planner.candidates.limits import Limits, quota_mask
 from planner.report.render import render_markdown, render_table, to_json
-from planner.schema.units import format_hours
 from planner.report.status import solve_report_json, status_line
+from planner.schema.units import format_hours
 from planner.solve.outcome import SOLVED
 from planner.solve.pipeline import Plan, assignments
 

@@ -54,6 +54,42 @@ def _multipliers(loaded: LoadedScenario, offer: dict) -> tuple[float, float, flo
     return on_demand, spot, preempt
 
 
+def one_entry_each(entries: list[dict], key: str, names, noun: str, plural: str) -> list[str]:
+    """Exactly one entry per name (`entries[i][key]`), and none for a name not in `names`."""
+    counts: dict = defaultdict(int)
+    for entry in entries:
+        counts[entry.get(key)] += 1
+    out = [f"{name}: {counts[name]} {plural}, expected exactly one" for name in names if counts[name] != 1]
+    return out + [f"{noun} for unknown {key} {name!r}" for name in counts if name not in names]
+
+
+def over_node_limits(usage: dict[tuple, list], constraints, offers: dict) -> list[tuple[str, int, int, str]]:
+    """(offer [and market], nodes used, its limit, who uses them) for each offer over its node limit: the
+    scenario's, else the catalog's max_nodes. `usage` maps (offer key, market or "any") to (name, nodes)."""
+    out = []
+    for (key, market), users in sorted(usage.items()):
+        caps = [cap for cap in (constraints.node_limits.get(key), number(offers[key]["max_nodes"])) if cap is not None]
+        used = sum(n for _, n in users)
+        if caps and used > min(caps):
+            out.append((key if market == "any" else f"{key} ({market})", used, int(min(caps)),
+                        ", ".join(f"{name} {n}" for name, n in users)))
+    return out
+
+
+def size_violations(workload: Workload, offer: dict, key: str, nodes: int, gpus: int) -> list[str]:
+    """The placement's size against the offer (whole nodes, a network to span them) and the workload's GPU range."""
+    out = []
+    if nodes < 1:
+        out.append(f"{nodes} nodes")
+    if gpus != nodes * int(offer["gpus_per_node"]):
+        out.append(f"gpus {gpus} != {nodes} nodes x {int(offer['gpus_per_node'])} GPUs per node of {key}")
+    if not workload.gpus.min <= gpus <= workload.gpus.max:
+        out.append(f"{gpus} GPUs outside gpus {workload.gpus.min}..{workload.gpus.max}")
+    if nodes > 1 and offer["inter_node"] == "none":
+        out.append(f"{nodes} nodes of {key}, which has no inter-node network")
+    return out
+
+
 def placement_violations(workload: Workload, offer: dict, catalog) -> list[str]:
     out = []
     fields = (("providers", "provider"), ("regions", "region"), ("instance_types", "instance_type"))
@@ -99,14 +135,7 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     if int(a["gpus_per_node"]) != int(offer["gpus_per_node"]):
         bad(f"gpus_per_node {a['gpus_per_node']} but offer {key} has {int(offer['gpus_per_node'])}")
     nodes, gpus = int(a["nodes"]), int(a["gpus"])
-    if nodes < 1:
-        bad(f"{nodes} nodes")
-    if gpus != nodes * int(offer["gpus_per_node"]):
-        bad(f"gpus {gpus} != nodes {nodes} x {int(offer['gpus_per_node'])} GPUs per node")
-    if not workload.gpus.min <= gpus <= workload.gpus.max:
-        bad(f"{gpus} GPUs outside gpus {workload.gpus.min}..{workload.gpus.max}")
-    if nodes > 1 and offer["inter_node"] == "none":
-        bad(f"{nodes} nodes of {key}, which has no inter-node network")
+    out += [f"{name}: {m}" for m in size_violations(workload, offer, key, nodes, gpus)]
     out += [f"{name}: {m}" for m in placement_violations(workload, offer, catalog)]
 
     # Market and price (with the scenario's overrides).
@@ -207,13 +236,8 @@ def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str
     for a, offer in placed:
         market = a["market"] if c.node_limits_per_market else "any"
         usage[(offer["key"], market)].append((a["workload"], int(a["nodes"])))
-    for (key, market), users in sorted(usage.items()):
-        caps = [cap for cap in (c.node_limits.get(key), number(offers[key]["max_nodes"])) if cap is not None]
-        used = sum(n for _, n in users)
-        if caps and used > min(caps):
-            where = key if market == "any" else f"{key} ({market})"
-            detail = ", ".join(f"{w} {n}" for w, n in users)
-            out.append(f"node limit {where}: {used} nodes ({detail}) > {int(min(caps))}")
+    for where, used, cap, detail in over_node_limits(usage, c, offers):
+        out.append(f"node limit {where}: {used} nodes ({detail}) > {cap}")
     total = math.fsum(a["expected"]["cost_usd"] for a in plan["assignments"])
     if c.budget is not None and total > c.budget + CENT / 2 * len(plan["assignments"]):
         out.append(f"budget: expected total ${total:,.2f} > ${c.budget:,.2f}")
@@ -233,32 +257,30 @@ def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str
     return out
 
 
+def _unsolved_violations(plan: dict, workloads: dict) -> list[str]:
+    """A plan without a solution has no assignments, and an infeasible one names known workloads as why."""
+    status, assignments = plan.get("status"), plan.get("assignments") or []
+    out = [f"status {status} but {len(assignments)} assignments"] if assignments else []
+    if status == "INFEASIBLE":
+        named = {r.get("workload") for r in plan.get("infeasible") or []}
+        if not named:
+            out.append("status INFEASIBLE without any reason")
+        out += [f"infeasible reason names unknown workload {w!r}" for w in sorted(named - set(workloads), key=str)]
+    return out
+
+
 def check_plan(loaded: LoadedScenario, plan: dict) -> list[str]:
     """Every way `plan` (the JSON contract of `planner solve`) breaks the scenario; [] when valid."""
     scenario = loaded.scenario
     workloads = {w.name: w for w in scenario.workloads}
     status = plan.get("status")
-    assignments = plan.get("assignments") or []
     if status not in SOLVED:
-        out = []
-        if assignments:
-            out.append(f"status {status} but {len(assignments)} assignments")
-        if status == "INFEASIBLE":
-            named = {r.get("workload") for r in plan.get("infeasible") or []}
-            if not named:
-                out.append("status INFEASIBLE without any reason")
-            out += [f"infeasible reason names unknown workload {w!r}" for w in sorted(named - set(workloads), key=str)]
-        return out
+        return _unsolved_violations(plan, workloads)
+    assignments = plan.get("assignments") or []
     violations = []
     if plan.get("infeasible"):
         violations.append(f"status {status} with infeasible reasons {plan['infeasible']}")
-    counts = defaultdict(int)
-    for a in assignments:
-        counts[a.get("workload")] += 1
-    for name in workloads:
-        if counts[name] != 1:
-            violations.append(f"{name}: {counts[name]} assignments, expected exactly one")
-    violations += [f"assignment for unknown workload {w!r}" for w in counts if w not in workloads]
+    violations += one_entry_each(assignments, "workload", workloads, "assignment", "assignments")
     offers = {row["key"]: row for row in loaded.catalog.offers.to_dict("records")}
     try:
         for a in assignments:

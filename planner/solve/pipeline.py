@@ -11,8 +11,10 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
+from planner.candidates.cache import CandidateCache
 from planner.candidates.generate import CandidateSet, generate, limits_of
 from planner.candidates.limits import Limits, quota_mask
+from planner.economics.inputs import checkpoint_write_h
 from planner.load.scenario import LoadedScenario
 from planner.solve.model import build_model, solve_model
 from planner.solve.outcome import SOLVED, SolveResult
@@ -43,11 +45,11 @@ class Plan:
 
 def make_plan(loaded: LoadedScenario, time_limit_s: float = DEFAULT_TIME_LIMIT_S, workers: int = DEFAULT_WORKERS,
               seed: int = 0, offers: pd.DataFrame | None = None, hint: dict[str, str] | None = None,
-              progress=None) -> Plan:
+              progress=None, cache: CandidateCache | None = None) -> Plan:
     """Generate candidates, solve, and explain infeasibility in domain words."""
     scenario = loaded.scenario
     started = time.perf_counter()
-    candidates = generate(scenario, loaded.catalog, offers, progress=progress)
+    candidates = generate(scenario, loaded.catalog, offers, progress=progress, cache=cache)
     candidates_seconds = time.perf_counter() - started
     if candidates.infeasible:
         reasons = [{"workload": w.name, "reason": candidates.infeasible[w.name]}
@@ -139,7 +141,7 @@ def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
             "checkpoint_interval_h": _finite(row.checkpoint_interval_h),
             "inputs": {
                 "work_h": row.work_h,
-                "checkpoint_write_h": 0.0 if workload.interruption_tolerance == "stateless" else workload.checkpoint.write_time,
+                "checkpoint_write_h": checkpoint_write_h(workload),
                 "restart_h": workload.restart_overhead, "failure_rate_per_h": lam,
                 "price_per_node_h": row.price_per_node_h, "billing_granularity_h": row.billing_granularity_h,
                 "billing_minimum_h": row.billing_minimum_h, "time_budget_h": _finite(workload.time_budget or math.inf),

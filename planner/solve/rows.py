@@ -2,8 +2,9 @@
 
 One home for which limits can bind and with what coefficients: the CP-SAT model (`model.py`)
 adds them as constraints and its LP relaxation (`bound.py`) as rows, so the two always
-constrain the same thing. Rows that cannot bind (the limit holds even if every candidate on it
-is picked) are left out.
+constrain the same thing. Rows that cannot bind are left out: a quota that holds even if every
+candidate on it is picked, a node limit that holds even if every workload takes its largest
+candidate on it (sound only beside one candidate per workload, which both models always have).
 """
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ one point" function (`solve_quarter_point`, for quarter files of `planner batch`
 through `solve=`.
 
 Work is reused, never results: each worker process keeps the loaded scenario and
-`candidates/generate.py`'s caches (per workload: the price-independent rows with their physics and
+its `CandidateCache` (per workload: the price-independent rows with their physics and
 group numbers, the screening bounds per preemption state, exact cost-model results per
 timing key), so a point maps its prices in, re-screens and re-prunes on arrays; each point
 is rebuilt from scratch and only *hinted* with its neighbour's plan (never constrained by
@@ -28,6 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Iterable
 
+from planner.candidates.cache import CandidateCache
 from planner.errors import PlannerError
 from planner.solve.outcome import SOLVED
 
@@ -41,6 +42,18 @@ MAX_POINTS = 10_000
 
 
 # ---------------------------------------------------------------- parsing
+
+
+def sweep_axes(given: dict[str, str | None]) -> dict[str, list[float]]:
+    """The axes the command line asks for (parameter -> its range text, None when not given): at least
+    one, and at most two with several values (a sweep is a line or a grid)."""
+    if not any(given.values()):
+        raise PlannerError("give at least one of --spot-price, --preemption, --on-demand-price", "whatif")
+    axes = {p: parse_range(text, OPTIONS[p]) for p, text in given.items() if text}
+    if sum(len(v) > 1 for v in axes.values()) > 2:
+        raise PlannerError("at most two of --spot-price, --preemption, --on-demand-price may have several values; "
+                           "give the third one value", "whatif")
+    return axes
 
 
 def parse_range(text: str, option: str) -> tuple[float, ...]:
@@ -174,20 +187,23 @@ class PointResult:
                 "placements": dict(self.placements), "spend_usd": dict(self.spend_usd)}
 
 
-_LOADED: dict[tuple, object] = {}
+_WORKER: dict[tuple, tuple] = {}
+"""This process's file and the CandidateCache its points share: one entry (a sweep's worker), replaced
+when the file changes."""
 
 
 def loaded_scenario(source: str):
     """The scenario, loaded once per process (and again only if the file changes)."""
-    return _loaded(source, "scenario")
+    return _loaded(source, "scenario")[0]
 
 
 def loaded_quarter(source: str):
     """The quarter file, loaded once per process (and again only if the file changes)."""
-    return _loaded(source, "quarter")
+    return _loaded(source, "quarter")[0]
 
 
-def _loaded(source: str, kind: str):
+def _loaded(source: str, kind: str) -> tuple:
+    """(the loaded file, the candidate cache of this worker's points)."""
     from planner.load.quarter import load_quarter
     from planner.load.scenario import load_scenario
 
@@ -196,12 +212,12 @@ def _loaded(source: str, kind: str):
     try:
         stat = path.stat()
     except OSError:
-        return load(path)  # raises the usual one-line error
+        return load(path), CandidateCache()  # raises the usual one-line error
     key = (kind, str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    if key not in _LOADED:
-        _LOADED.clear()
-        _LOADED[key] = load(path)
-    return _LOADED[key]
+    if key not in _WORKER:
+        _WORKER.clear()
+        _WORKER[key] = (load(path), CandidateCache())
+    return _WORKER[key]
 
 
 def placement(row) -> str:
@@ -211,16 +227,12 @@ def placement(row) -> str:
 def solve_point(task: PointTask) -> PointResult:
     """Solve the scenario at one point: the scenario's overrides, then the point's multipliers on
     the offers `where` selects; CP-SAT on one worker (the sweep parallelises across points)."""
-    from planner.candidates.generate import apply_overrides
     from planner.solve.pipeline import make_plan
 
-    loaded = loaded_scenario(task.source)
-    scenario, catalog = loaded.scenario, loaded.catalog
-    offers = apply_overrides(catalog.offers, scenario.overrides, catalog, spot_mult=task.spot_price_multiplier,
-                             preempt_mult=task.preemption_multiplier,
-                             on_demand_mult=task.on_demand_price_multiplier, where=dict(task.where) or None)
+    loaded, cache = _loaded(task.source, "scenario")
+    offers = _point_offers(task, loaded.catalog, loaded.scenario.overrides)
     plan = make_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
-                     hint=dict(task.hint) or None)
+                     hint=dict(task.hint) or None, cache=cache)
     chosen = plan.chosen
     if chosen.empty:
         return PointResult(task.multipliers, plan.status, None, {})
@@ -231,17 +243,23 @@ def solve_quarter_point(task: PointTask) -> PointResult:
     """The same for a quarter file: `planner batch` at the point's prices (its own greedy hint);
     placements and switches are per run."""
     from planner.batch.pipeline import make_batch_plan
-    from planner.candidates.generate import apply_overrides
 
-    loaded = _loaded(task.source, "quarter")
-    quarter, catalog = loaded.quarter, loaded.catalog
-    offers = apply_overrides(catalog.offers, quarter.overrides, catalog, spot_mult=task.spot_price_multiplier,
-                             preempt_mult=task.preemption_multiplier,
-                             on_demand_mult=task.on_demand_price_multiplier, where=dict(task.where) or None)
-    plan = make_batch_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers)
+    loaded, cache = _loaded(task.source, "quarter")
+    offers = _point_offers(task, loaded.catalog, loaded.quarter.overrides)
+    plan = make_batch_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
+                           cache=cache)
     if plan.status not in SOLVED:
         return PointResult(task.multipliers, plan.status, None, {})
     return _point_result(task, plan.status, plan.result.objective_usd, plan.result.chosen)
+
+
+def _point_offers(task: PointTask, catalog, overrides):
+    """The offers at the point: the file's overrides, then the point's multipliers where it says."""
+    from planner.candidates.generate import apply_overrides
+
+    return apply_overrides(catalog.offers, overrides, catalog, spot_mult=task.spot_price_multiplier,
+                           preempt_mult=task.preemption_multiplier, on_demand_mult=task.on_demand_price_multiplier,
+                           where=dict(task.where) or None)
 
 
 def _point_result(task: PointTask, status: str, objective_usd: float, chosen) -> PointResult:
@@ -458,21 +476,21 @@ def run_sweep(spec: SweepSpec, executor: Executor | None = None, solve: SolveFn 
 DASK_TIMEOUT_S = 10.0  # connecting to a scheduler, and waiting for its first worker
 
 
-def make_executor(workers: int | None = None, executor: str = "local") -> Executor:
-    """`--executor`: `local` is `workers` local processes (default one per core; inline for one);
+def make_executor(processes: int | None = None, executor: str = "local") -> Executor:
+    """`--executor`: `local` is `processes` local processes (default one per core; inline for one);
     `dask://HOST:PORT` is that Dask cluster, which runs as many points at once as it has worker
-    threads, so `workers` is refused rather than silently ignored."""
+    threads, so `processes` is refused rather than silently ignored."""
     if executor == "local":
-        workers = workers or os.cpu_count() or 1
-        if workers <= 1:
+        processes = processes or os.cpu_count() or 1
+        if processes <= 1:
             return InlineExecutor()
         from concurrent.futures import ProcessPoolExecutor
 
-        return ProcessPoolExecutor(max_workers=workers, initializer=_ignore_interrupts)
+        return ProcessPoolExecutor(max_workers=processes, initializer=_ignore_interrupts)
     address = dask_address(executor)
-    if workers is not None:
+    if processes is not None:
         raise PlannerError("sets local processes; a Dask cluster runs as many points at once as it has worker "
-                           "threads; drop --workers or use --executor local", "--workers")
+                           "threads; drop --processes or use --executor local", "--processes")
     return dask_executor(address)
 
 

@@ -1,0 +1,35 @@
+"""What candidate generation keeps between workloads of one call and between calls (a sweep's points).
+
+One object, owned by whoever asks for candidates (one `solve` or `batch`, one what-if worker), so
+nothing is kept behind a caller's back; every part is bounded and keyed on what its values depend
+on, and the whole belongs to one catalog (handing it another empties it).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class CandidateCache:
+    rows: dict = field(default_factory=dict)  # expansion class -> expanded rows with their physics and screens
+    estimates: dict = field(default_factory=dict)  # (workload physics, shape, headroom) -> Estimate
+    exact: dict = field(default_factory=dict)  # (cost settings, timing key, W, item time) -> exact cost at price 1
+    quantiles: dict = field(default_factory=dict)  # (cost inputs, confidence) -> completion quantile (batch)
+    max_rows: int = 2_000_000  # expanded rows kept (~1 GB); past it a sweep rebuilds rows per point
+    max_entries: int = 500_000  # estimates, exact costs and quantiles, each
+    catalog: object = field(default=None, repr=False)
+
+    def bind(self, catalog) -> "CandidateCache":
+        """This cache for `catalog`: emptied first when it was filled for another one."""
+        if self.catalog is not catalog:
+            for part in (self.rows, self.estimates, self.exact, self.quantiles):
+                part.clear()
+            self.catalog = catalog
+        return self
+
+    def keep(self, part: dict, key, value):
+        """Store `value` under `key` in `part`, emptying the part first when it is full."""
+        if len(part) >= self.max_entries:
+            part.clear()
+        part[key] = value
+        return value

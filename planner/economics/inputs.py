@@ -1,0 +1,29 @@
+"""The one adapter from a workload and a candidate's numbers to the cost model's inputs.
+
+`planner solve` (candidates/generate.py) and `planner batch` (batch/pipeline.py) both build
+`CandidateInputs` here; the plan checker restates the rules on purpose, to stay independent.
+"""
+from __future__ import annotations
+
+import math
+
+from planner.economics.costmodel import CandidateInputs
+from planner.schema.scenario import Workload
+
+
+def checkpoint_write_h(workload: Workload) -> float:
+    """Hours per checkpoint written: none for a stateless job (each finished item is its own progress)."""
+    return 0.0 if workload.interruption_tolerance == "stateless" else workload.checkpoint.write_time
+
+
+def cost_inputs(workload: Workload, *, work_h: float, nodes: int, gpus_per_node: int, lam_spot: float, price: float,
+                granularity_h: float, minimum_h: float, hw_rate: float, checkpoint_interval_h: float,
+                storage_usd_per_h: float = 0.0, egress_usd: float = 0.0) -> CandidateInputs:
+    """The cost model's inputs for one candidate of `workload` (`lam_spot`: preemptions per node-hour, 0 on
+    demand; `hw_rate`: hardware failures per GPU-hour; the deadline is the workload's time budget)."""
+    return CandidateInputs(
+        work_h=work_h, checkpoint_write_h=checkpoint_write_h(workload), restart_h=workload.restart_overhead,
+        nodes=nodes, gpus_per_node=gpus_per_node, spot_rate_per_node_h=lam_spot, hw_failure_per_gpu_h=hw_rate,
+        price_per_node_h=price, billing_granularity_h=granularity_h, billing_minimum_h=minimum_h,
+        interruption_tolerance=workload.interruption_tolerance, checkpoint_interval_h=checkpoint_interval_h,
+        time_budget_h=workload.time_budget or math.inf, storage_usd_per_h=storage_usd_per_h, egress_usd=egress_usd)

@@ -1,0 +1,26 @@
+"""The `planner estimate` table: per workload, memory per GPU by part against VRAM, the layout chosen
+and the productive hours W on each GPU model and count (columns that are zero everywhere left out)."""
+from __future__ import annotations
+
+import pandas as pd
+
+from planner.report.render import render_table
+
+
+def estimate_text(rows: list[dict], order: list[str]) -> str:
+    """`rows` from `physics.estimate.estimate_rows`; one table per workload, in the scenario's `order`."""
+    out = []
+    for name in sorted({r["workload"] for r in rows}, key=order.index):
+        table = pd.DataFrame([{
+            "gpu": r["gpu"], "gpus": r["gpus"], "nodes": r["nodes"], "link": r["interconnect"],
+            "weights": r["memory_gib"]["weights"], "grads": r["memory_gib"]["gradients"],
+            "optim": r["memory_gib"]["optimizer"], "activ": r["memory_gib"]["activations"],
+            "kv": r["memory_gib"]["kv_cache"], "ovh": r["memory_gib"]["overhead"], "total_gib": r["memory_gib"]["total"], "vram": r["vram_gib"],
+            "fits": "yes" if r["fits"] else "no", "parallelism": r["parallelism"] if r["fits"] else "",
+            "work_h": r["work_h"], "tok_per_s": r["tokens_per_s"] or None,
+            "scaling": r["scaling_efficiency"] or None, "note": r["reason"],
+        } for r in rows if r["workload"] == name])
+        table = table.loc[:, [c for c in table.columns if c not in ("grads", "optim", "kv", "activ", "tok_per_s")
+                              or table[c].fillna(0).astype(bool).any()]]
+        out.append(render_table(table, title=f"workload {name}: memory per GPU (GiB) and productive hours W") + "\n")
+    return "".join(out)
