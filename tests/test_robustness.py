@@ -148,7 +148,7 @@ def test_same_input_same_bytes(run, tmp_path, command, file):
 
 def test_whatif_same_input_same_bytes(run, tmp_path):
     outputs = [run("whatif", SCENARIOS / "lora-finetune.yaml", "--spot-price", "0.5,1,2", "--format", "json",
-                   "--workers", "1").stdout for _ in range(2)]
+                   "--processes", "1").stdout for _ in range(2)]
     assert outputs[0] == outputs[1] and json.loads(outputs[0])["points"]
 
 
