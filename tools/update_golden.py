@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 from pathlib import Path
 
@@ -47,9 +49,21 @@ def command(path: Path) -> list[str]:
     return ["batch" if is_quarter(path) else "solve", str(path), "--format", "json", "--no-timings"]
 
 
+def invoke(path: Path):
+    """`planner` run in this process on `path` (click's CliRunner): the result, with stderr apart.
+
+    The CLI ignores Ctrl-C once a command has finished (so it cannot break the interpreter's
+    shutdown); that would outlive the command here, so the caller's SIGINT handler is put back."""
+    handler = signal.getsignal(signal.SIGINT)
+    try:
+        return CliRunner().invoke(planner_main, command(path), catch_exceptions=False)
+    finally:
+        signal.signal(signal.SIGINT, handler)
+
+
 def run(path: Path) -> str:
     """The JSON text `planner` prints for `path`; raises if it did not print a JSON report."""
-    result = CliRunner().invoke(planner_main, command(path), catch_exceptions=False)
+    result = invoke(path)
     if result.exit_code not in OK_EXITS:
         raise RuntimeError(f"planner {' '.join(command(path))} exited {result.exit_code}:\n{result.stderr}")
     json.loads(result.stdout)  # a report, not an error message
@@ -64,12 +78,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="only these examples (stem or file name)")
     args = parser.parse_args(argv)
+    if os.environ.get("PLANNER_CATALOG_DIR"):
+        parser.error("PLANNER_CATALOG_DIR is set: the golden plans are made on the shipped catalogs; unset it")
     chosen = examples()
     if args.names:
         wanted = {Path(n).stem for n in args.names}
         unknown = wanted - {p.stem for p in chosen}
         if unknown:
-            parser.error(f"no shipped example {sorted(unknown)[0]!r}")
+            parser.error(f"no shipped example {min(unknown)!r}")
         chosen = [p for p in chosen if p.stem in wanted]
     GOLDEN_DIR.mkdir(parents=True, exist_ok=True)
     for path in chosen:
