@@ -284,7 +284,9 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
 
     loaded = load_scenario(scenario)
     if plan_file:
-        chosen = _read_plan(plan_file, loaded)
+        from planner.load.plan_file import load_plan_assignments
+
+        chosen = load_plan_assignments(plan_file, {w.name for w in loaded.scenario.workloads})
     else:
         from planner.solve.pipeline import assignments, make_plan
 
@@ -297,29 +299,6 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
                           show=trials * len(chosen) >= 200_000 and fmt == "table")
     click.echo(simulation_text(rows, fmt), nl=False)
     warn_old_prices(loaded.catalog)
-
-
-def _read_plan(path: Path, loaded) -> list[dict]:
-    """A plan JSON file -> its assignments, checked for the fields simulation needs."""
-    import json
-
-    from planner.load.yaml import read_text
-
-    try:
-        data = json.loads(read_text(path, "plan file"))
-    except json.JSONDecodeError as exc:
-        raise PlannerError(f"not valid JSON: {exc.msg}", f"{path}:{exc.lineno}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("assignments"), list) or not data["assignments"]:
-        raise PlannerError("expected a plan from `planner solve --format json` with assignments", str(path))
-    names = {w.name for w in loaded.scenario.workloads}
-    for index, a in enumerate(data["assignments"]):
-        missing = [k for k in ("workload", "nodes", "gpus_per_node", "checkpoint_interval_h", "inputs", "expected",
-                               "breakdown_usd") if k not in a]
-        if missing:
-            raise PlannerError(f"missing {', '.join(missing)}", f"{path}: assignments[{index}]")
-        if a["workload"] not in names:
-            raise PlannerError(f"workload {a['workload']!r} is not in the scenario", f"{path}: assignments[{index}]")
-    return data["assignments"]
 
 
 def _building_candidates(work, fmt: str, output: str | None):

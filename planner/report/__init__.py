@@ -1,7 +1,9 @@
 """Layer 7, reports: what the commands print and write.
 
-render  one DataFrame as a table, CSV, JSON or Markdown
-solve   the solve report and its JSON contract, explanations, simulations
-batch   the batch report and its JSON contract
-gantt   the Gantt chart of a batch schedule
+render    one DataFrame as a table, CSV, JSON or Markdown
+status    the one status line and solve_report block of both commands
+solve     the solve report and its JSON contract, explanations, simulations
+batch     the batch report and its JSON contract
+estimate  the estimate table (memory by part, layout, W per GPU model and count)
+gantt     the Gantt chart of a batch schedule
 """

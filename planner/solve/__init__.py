@@ -4,5 +4,6 @@ pipeline  candidates -> model -> solve -> checked plan (and the infeasibility ex
 model     the CP-SAT model, one function per constraint family
 rows      the shared-limit rows both CP-SAT and the LP read
 bound     the LP relaxation and HiGHS's branch and bound beside CP-SAT
+outcome   what either model's search ends with (status, dollars, gap, effort)
 checker   an independent check of a plan against every rule
 """

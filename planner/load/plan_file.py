@@ -1,0 +1,29 @@
+"""A plan file (`planner solve --format json`) read back for `planner simulate --plan`: checked for
+what a simulation needs, every error located at the file and the assignment."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from planner.errors import PlannerError
+from planner.load.yaml import read_text
+
+NEEDED = ("workload", "nodes", "gpus_per_node", "checkpoint_interval_h", "inputs", "expected", "breakdown_usd")
+"""The fields of an assignment the simulation reads."""
+
+
+def load_plan_assignments(path: Path, workloads: set[str]) -> list[dict]:
+    """The plan's assignments, each naming one of `workloads` and carrying the NEEDED fields."""
+    try:
+        data = json.loads(read_text(path, "plan file"))
+    except json.JSONDecodeError as exc:
+        raise PlannerError(f"not valid JSON: {exc.msg}", f"{path}:{exc.lineno}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("assignments"), list) or not data["assignments"]:
+        raise PlannerError("expected a plan from `planner solve --format json` with assignments", str(path))
+    for index, a in enumerate(data["assignments"]):
+        missing = [k for k in NEEDED if k not in a]
+        if missing:
+            raise PlannerError(f"missing {', '.join(missing)}", f"{path}: assignments[{index}]")
+        if a["workload"] not in workloads:
+            raise PlannerError(f"workload {a['workload']!r} is not in the scenario", f"{path}: assignments[{index}]")
+    return data["assignments"]
