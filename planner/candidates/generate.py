@@ -386,24 +386,14 @@ def limit_keys(frame: pd.DataFrame, limits: Limits, offer_column: str) -> tuple[
     return keys, np.where(capped, frame[offer_column] + suffix, ""), frame["gpus"].where((keys != "") | capped, 0)
 
 
-def prune_dominated(frame: pd.DataFrame, limits: Limits, workload: Workload) -> pd.DataFrame:
+def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd.DataFrame:
     """Keep, within each signature, the candidates on the (cost, quota GPUs) Pareto front.
 
     A dominated candidate costs no less and draws no fewer quota GPUs than another of the same
     workload with the same provider/region/offer-limit signature; wall time does not enter any
-    constraint, so it only breaks ties (shorter first, then name). Removing such candidates
-    never changes the optimum.
-    """
-    if frame.empty:
-        return frame
-    extra = _resource_columns(frame, limits, "offer_key")
-    signature = extra.groupby(_signature_columns(workload, limits), dropna=False, sort=False).ngroup()
-    return _pareto(frame, signature.to_numpy(), extra["units"].to_numpy())
-
-
-def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd.DataFrame:
-    """`prune_dominated` given each row's signature number and limited GPUs, which
-    `workload_candidates` already has, so a what-if point does not derive them again."""
+    constraint, so it only breaks ties (shorter first, then name). Removing such candidates never
+    changes the optimum. `signature` and `units` (limited GPUs) come with the rows, so a what-if point
+    does not derive them again."""
     cents, wall, cid = (frame[c].tolist() for c in ("cost_cents", "wall_h", "cid"))
     order = sorted(range(len(cid)), key=lambda i: (cents[i], wall[i] != wall[i], wall[i] if wall[i] == wall[i] else 0,
                                                    cid[i]))  # as pandas sorts: NaN last
@@ -646,7 +636,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
                          limits: Limits, exhaustive: bool, offers_key: str | None, prices: dict[str, np.ndarray],
                          cache: CandidateCache) -> tuple[pd.DataFrame, str, int, tuple[np.ndarray, np.ndarray] | None]:
     """`workload_candidates` plus each candidate's signature number and limited GPUs, which the rows already
-    carry, for `_pareto` (`prune_dominated` without deriving them again); per-row work is on arrays, since
+    carry, for `_pareto`; per-row work is on arrays, since
     a sweep repeats it at every point."""
     rows = _rows(workload, catalog, offers, limits, offers_key, cache)
     none = pd.DataFrame()

@@ -32,9 +32,9 @@ def quick_k(W, C, R, lam, n, gran):
     around its best and the same ties, so the same k (tests/test_costmodel.py holds them together)."""
     W, lam, n, gran = (np.asarray(a, dtype=float) for a in (W, lam, n, gran))
     k_max = np.minimum(100_000, np.maximum(1, np.ceil(W / np.maximum(W / 1e5, 1e-3)))).astype(np.int64)
-    grids = {m: np.unique(np.geomspace(1, m, 64).round().astype(np.int64)) for m in np.unique(k_max).tolist()}
-    coarse = np.array([np.pad(grids[m], (0, 64 - len(grids[m])), mode="edge") for m in k_max.tolist()],
-                      dtype=np.int64).reshape(len(W), 64)  # repeats of the last k never win a first-minimum
+    # quick_interval's grid, unique(geomspace(1, k_max, 64).round()), per key: its repeats sit next to each
+    # other and give the same proxy, so the first minimum is the same k without dropping them
+    coarse = np.geomspace(np.ones(len(W)), k_max, 64, axis=-1).round().astype(np.int64).reshape(len(W), 64)
     first = _argmin_k(coarse, W, C, R, lam, n, gran)
     lo = np.maximum(1, (first / 1.2).astype(np.int64) - 1)
     hi = np.minimum(k_max, (first * 1.2).astype(np.int64) + 2)

@@ -311,8 +311,6 @@ def _estimate_stated_inference(workload: Workload, catalog: Catalog, perf: speed
     return Estimate(shape, breakdown, True, precision, hours, 0.0, 1.0, 1, min(item, hours))
 
 
-SHAPE_COLUMNS = ["gpu", "gpus_per_node", "gpu_vram_gib", "intra_node", "intra_node_gbs", "inter_node", "inter_node_gbps"]
-
 
 def sensible_counts(low: int, high: int) -> list[int]:
     """1, 2, 4, 8, ... within [low, high], plus the bounds themselves."""
