@@ -40,8 +40,9 @@ from planner.batch.pipeline import (  # noqa: E402
     run_candidates,
 )
 from planner.batch.search import solve_in_phases  # noqa: E402
+from planner.candidates.cache import CandidateCache  # noqa: E402
 from planner.candidates.generate import apply_overrides  # noqa: E402
-from planner.load.quarter import load_quarter
+from planner.load.quarter import load_quarter  # noqa: E402
 from planner.schema.quarter import as_scenario  # noqa: E402
 
 START = "2027-01-04"
@@ -141,8 +142,9 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
     pools = _pools(loaded)
     prices = market(offers, pools)
     frames, runs, infeasible = [], [], {}
+    cache = CandidateCache()  # what make_batch_plan keeps across the quarter's runs
     for run, workload in zip(quarter.runs, scenario.workloads):
-        cands, reason = run_candidates(loaded, run, workload, prices, scenario)
+        cands, reason = run_candidates(loaded, run, workload, prices, scenario, cache)
         release, due = loaded.window(run)
         info = RunInfo(run.name, release, due, run.after, run.priority, run.required)
         if reason:

@@ -39,17 +39,17 @@ def quick_k(W, C, R, lam, n, gran):
     lo = np.maximum(1, (first / 1.2).astype(np.int64) - 1)
     hi = np.minimum(k_max, (first * 1.2).astype(np.int64) + 2)
     k = first.copy()
-    for rows in (np.flatnonzero(hi - lo < _WINDOW), np.flatnonzero(hi - lo >= _WINDOW)):
-        for chunk in ([rows] if len(rows) and hi[rows[0]] - lo[rows[0]] < _WINDOW else [[i] for i in rows]):
-            chunk = np.asarray(chunk)
-            width = int((hi[chunk] - lo[chunk]).max()) + 1
-            steps = lo[chunk, None] + np.arange(width)[None, :]
-            k[chunk] = _argmin_k(np.minimum(steps, hi[chunk, None]), W[chunk], C, R, lam[chunk], n[chunk], gran[chunk])
+    span = hi - lo + 1
+    bucket = np.where(span <= _WINDOW, np.ceil(np.log2(np.maximum(span, 1))), -np.arange(len(W)) - 1)
+    for b in np.unique(bucket):  # keys of similar window width together (a wide window alone), padded to it
+        chunk = np.flatnonzero(bucket == b)
+        steps = lo[chunk, None] + np.arange(int(span[chunk].max()))[None, :]
+        k[chunk] = _argmin_k(np.minimum(steps, hi[chunk, None]), W[chunk], C, R, lam[chunk], n[chunk], gran[chunk])
     return np.where(lam > 0, k, 1).astype(float)
 
 
 _WINDOW = 512
-"""Fine windows narrower than this are searched for all keys at once; wider ones key by key."""
+"""Fine windows up to this wide are searched in groups of similar width; wider ones key by key."""
 
 
 def _argmin_k(ks, W, C, R, lam, n, gran):
