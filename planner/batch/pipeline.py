@@ -104,7 +104,8 @@ def _completion_quantile(inputs: costmodel.CandidateInputs, q: float, cache: Can
 def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Market, scenario,
                    cache: CandidateCache | None = None) -> tuple[pd.DataFrame, str]:
     """A run's candidates: on-demand/spot at several deadline levels, plus one per reservation pool
-    on an offer it may use. Each gets its calendar duration in steps."""
+    on an offer it may use. Each gets its calendar duration in steps. `cache`: what the quarter's runs
+    share (make_batch_plan passes one), else this call's own."""
     cache = (cache or CandidateCache()).bind(loaded.catalog)
     catalog, q = loaded.catalog, loaded.quarter.defaults.deadline_confidence
     hw_rate = loaded.quarter.defaults.hardware_failure_per_gpu_h
