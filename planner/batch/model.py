@@ -265,6 +265,18 @@ CONSTRAINT_FAMILIES = (
 )
 
 
+def decision_variables(model: cp_model.CpModel, cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool]):
+    """One pick per candidate; a start per run in release .. due − its shortest duration (the release
+    is held here, not by `add_windows`); `scheduled` per run (1 when required); nodes bought per pool."""
+    pick = [model.new_bool_var(f"pick[{cid}]") for cid in cands["cid"]]
+    shortest = cands.groupby("run")["duration_steps"].min()
+    start = {r.name: model.new_int_var(r.release, max(r.release, r.due - int(shortest.get(r.name, 1))),
+                                       f"start[{r.name}]") for r in runs}
+    scheduled = {r.name: (1 if r.required else model.new_bool_var(f"scheduled[{r.name}]")) for r in runs}
+    bought = [model.new_int_var(p.min_nodes, p.max_nodes, f"bought[{p.label}]") for p in pools]
+    return pick, start, scheduled, bought
+
+
 def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool], limits: BatchLimits,
                       horizon_steps: int) -> BatchModel:
     started = time.perf_counter()
@@ -272,12 +284,7 @@ def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool
     model = cp_model.CpModel()
     model.name = "planner-batch"
     run_map = {r.name: r for r in runs}
-    pick = [model.new_bool_var(f"pick[{cid}]") for cid in cands["cid"]]
-    shortest = cands.groupby("run")["duration_steps"].min()
-    start = {r.name: model.new_int_var(r.release, max(r.release, r.due - int(shortest.get(r.name, 1))),
-                                       f"start[{r.name}]") for r in runs}
-    scheduled = {r.name: (1 if r.required else model.new_bool_var(f"scheduled[{r.name}]")) for r in runs}
-    bought = [model.new_int_var(p.min_nodes, p.max_nodes, f"bought[{p.label}]") for p in pools]
+    pick, start, scheduled, bought = decision_variables(model, cands, runs, pools)
     upper = int(cands.groupby("run")["cost_cents"].max().sum()) + sum(p.cents_per_node * p.max_nodes for p in pools)
     m = BatchModel(model, cands, run_map, pools, pick, start, scheduled, bought, upper + 1)
     for family in CONSTRAINT_FAMILIES:

@@ -12,7 +12,7 @@ import math
 import pandas as pd
 from ortools.sat.python import cp_model
 
-from planner.batch.model import BatchModel, Pool, RunInfo
+from planner.batch.model import BatchModel, Pool, RunInfo, decision_variables
 from planner.candidates.limits import to_cents
 from planner.solve.model import PlanModel
 
@@ -144,12 +144,7 @@ def batch_model(rows: list[dict], runs: list[RunInfo] | None = None, pools: list
         runs = [run_info(name) for name in dict.fromkeys(cands["run"])]
     pools = list(pools)
     model = cp_model.CpModel()
-    pick = [model.new_bool_var(f"pick[{cid}]") for cid in cands["cid"]]
-    shortest = cands.groupby("run")["duration_steps"].min()
-    start = {r.name: model.new_int_var(r.release, max(r.release, r.due - int(shortest.get(r.name, 1))),
-                                       f"start[{r.name}]") for r in runs}
-    scheduled = {r.name: (1 if r.required else model.new_bool_var(f"scheduled[{r.name}]")) for r in runs}
-    bought = [model.new_int_var(p.min_nodes, p.max_nodes, f"bought[{p.label}]") for p in pools]
+    pick, start, scheduled, bought = decision_variables(model, cands, runs, pools)
     return BatchModel(model, cands, {r.name: r for r in runs}, pools, pick, start, scheduled, bought,
                       priority_weight=1)
 
@@ -166,3 +161,14 @@ def fix(m: BatchModel, *, picks: tuple[str, ...] | None = None, starts: dict[str
         m.model.add(m.scheduled[run] == int(value))
     for var, count in zip(m.bought, bought or []):
         m.model.add(var == count)
+
+
+def assert_every_family_tested(families: tuple, family_tests: dict, module_globals: dict) -> None:
+    """`families` (a model's CONSTRAINT_FAMILIES) are exactly those `family_tests` maps to a test-name prefix,
+    and each has at least one `_accepts_` and one `_rejects_` test among `module_globals`."""
+    assert len(set(families)) == len(families)
+    assert set(families) == set(family_tests), "a family was added or removed: test it here"
+    names = [n for n, f in module_globals.items() if n.startswith("test_") and callable(f)]
+    for family, prefix in family_tests.items():
+        ours = [n for n in names if n.startswith(prefix)]
+        assert any("_accepts_" in n for n in ours) and any("_rejects_" in n for n in ours), family.__name__

@@ -12,6 +12,7 @@ import pytest
 
 from families.factories import (
     assert_accepts,
+    assert_every_family_tested,
     assert_rejects,
     batch_model,
     fix,
@@ -58,12 +59,7 @@ def micro(family, rows, runs=None, pools=(), limits: BatchLimits = BatchLimits()
 
 
 def test_every_family_has_accept_and_reject_tests():
-    assert len(set(CONSTRAINT_FAMILIES)) == len(CONSTRAINT_FAMILIES)
-    assert set(CONSTRAINT_FAMILIES) == set(FAMILY_TESTS), "a family was added or removed: test it here"
-    names = [n for n, f in globals().items() if n.startswith("test_") and callable(f)]
-    for family, prefix in FAMILY_TESTS.items():
-        ours = [n for n in names if n.startswith(prefix)]
-        assert any("_accepts_" in n for n in ours) and any("_rejects_" in n for n in ours), family.__name__
+    assert_every_family_tested(CONSTRAINT_FAMILIES, FAMILY_TESTS, globals())
 
 
 def test_micro_model_variables_are_the_builders():
