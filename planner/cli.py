@@ -13,17 +13,18 @@ import warnings
 from pathlib import Path
 
 
-def _interrupted_outside_work(signum, frame) -> None:
-    """A Ctrl-C of the `planner` command outside a command's work (start-up, argument parsing, or after
-    the output is written): nothing is half-done, so stop at once with the interrupt's status."""
+def _interrupted_before_work(signum, frame) -> None:
+    """A Ctrl-C of the `planner` command during start-up (imports, argument parsing): nothing has started,
+    so stop at once with the interrupt's status."""
     os.write(2, b"interrupted\n")
     os._exit(130)
 
 
-_COMMAND = os.path.basename(sys.argv[0]).startswith("planner")  # the console script, not a library import
+_COMMAND = __name__ == "__main__" or os.path.basename(sys.argv[0]).startswith("planner")
+"""Run as the command (the `planner` script or `python -m planner.cli`), not imported by a library user."""
 if _COMMAND and threading.current_thread() is threading.main_thread() and \
         signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-    signal.signal(signal.SIGINT, _interrupted_outside_work)  # before click and the commands' lazy imports
+    signal.signal(signal.SIGINT, _interrupted_before_work)  # before click and the commands' lazy imports
 
 import click  # noqa: E402
 
@@ -57,8 +58,9 @@ class PlannerGroup(click.Group):
             with warnings.catch_warnings():  # library notices (numpy overflow in a discarded candidate, pandas
                 warnings.simplefilter("ignore")  # deprecations) would break the one-line promise on stderr
                 result = super().invoke(ctx)
-            if main_thread:  # the work is done and written: a Ctrl-C now must not reach the interpreter's shutdown
-                signal.signal(signal.SIGINT, _interrupted_outside_work if _COMMAND else previous)
+            if main_thread:  # the work is done and written: a Ctrl-C must not kill the command's shutdown (Python
+                # resets its own handlers there, an ignored signal stays ignored); a library caller gets its own back
+                signal.signal(signal.SIGINT, signal.SIG_IGN if _COMMAND else previous)
             return result
         except PlannerError as exc:
             click.echo(f"error: {exc}", err=True)
