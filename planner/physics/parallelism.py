@@ -223,7 +223,7 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
         return None
     index, lights, reason, lightest = {}, [], "", None
     base_batch = speed.PRETRAIN_GLOBAL_BATCH_TOKENS if job.kind == "pretrain" else speed.FINETUNE_GLOBAL_BATCH_TOKENS
-    layouts, light_of, key_index, key_of, bubble = [], [], {}, [], []
+    layouts, light_of, key_index, firsts, key_of, bubble = [], [], {}, [], [], []
     for group in groups:
         light = _lightest(group[0], pinned)
         if light not in index:
@@ -239,18 +239,18 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
             layouts.append(layout)
             light_of.append(index[light])
             key = (layout.recompute, layout.micro_batch, layout.cp)
-            key_of.append(key_index.setdefault(key, len(key_index)))
+            if key not in key_index:  # the key's first layout stands for it (the floor depends on the key alone)
+                key_index[key] = len(firsts)
+                firsts.append(layout)
+            key_of.append(key_index[key])
             if layout.pp == 1:
                 bubble.append(1.0)
             else:
                 tokens = layout.dp * layout.micro_batch * job.seq_len  # micro_batches(), inlined
                 m = max(1, math.ceil((job.global_batch_tokens or max(base_batch, tokens)) / tokens - 1e-9))
                 bubble.append(1.0 + (layout.pp - 1) / layout.virtual_stages / m)
-    first = {}
-    for layout, k in zip(layouts, key_of):
-        first.setdefault(k, layout)
-    return _Space(tuple(layouts), np.array(light_of), tuple(lights), reason, lightest,
-                  tuple(first[k] for k in range(len(key_index))), np.array(key_of), np.array(bubble))
+    return _Space(tuple(layouts), np.array(light_of), tuple(lights), reason, lightest, tuple(firsts),
+                  np.array(key_of), np.array(bubble))
 
 
 @lru_cache(maxsize=1 << 17)  # ~170 distinct jobs x ~600 shapes of a varied 10,000-workload scenario

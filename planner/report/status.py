@@ -24,9 +24,7 @@ def status_line(r: SolveReport, candidates: str, prices_as_of: str | None) -> st
 
 def solve_report_json(r: SolveReport | None) -> dict:
     """The `solve_report` block of the JSON contracts (left out with `--no-timings`)."""
-    if r is None:
-        return {"solve_seconds": 0.0, "deterministic_seconds": 0.0, "workers": 0, "seed": 0, "proved_by": "",
-                "lp_seconds": 0.0, "candidates_seconds": 0.0}
+    r = r or SolveReport("", workers=0)  # no search ran (no candidates): zeros
     return {"solve_seconds": round(r.solve_seconds, 3), "deterministic_seconds": round(r.deterministic_seconds, 3),
             "workers": r.workers, "seed": r.seed, "proved_by": r.proved_by, "lp_seconds": round(r.lp_seconds, 3),
             "candidates_seconds": round(r.candidates_seconds, 3)}
