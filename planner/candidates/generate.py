@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from planner.candidates.cache import CandidateCache
+from planner.candidates.endpoints import endpoint_options
 from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, quota_mask, to_cents
 from planner.economics import costmodel, screen
 from planner.economics.inputs import cost_inputs
@@ -41,6 +42,8 @@ class CandidateSet:
     pruned: pd.DataFrame
     infeasible: dict[str, str] = field(default_factory=dict)
     considered: int = 0  # (offer, nodes, market) rows before any cost evaluation
+    endpoints: pd.DataFrame = field(default_factory=pd.DataFrame)  # serving options (`endpoints.py`)
+    traffic: dict = field(default_factory=dict)  # endpoint name -> its Endpoint
 
 
 def apply_overrides(offers: pd.DataFrame, overrides: tuple[Override, ...], catalog: Catalog,
@@ -758,6 +761,8 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
     for number, workload in enumerate(scenario.workloads):
         if progress:
             progress(number, len(scenario.workloads))
+        if workload.serving:
+            continue
         kind = (workload.model_dump_json(exclude={"name", "description"}), _grouped(workload, limits))
         if kind not in classes:
             classes[kind] = len(results)
@@ -771,7 +776,10 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
             infeasible[workload.name] = reason
         else:
             members.append((classes[kind], workload.name))
-    return CandidateSet(_stacked(results, members, 0), _stacked(results, members, 3), infeasible, considered)
+    options, traffic, unserved = endpoint_options(scenario, catalog, offers)
+    infeasible.update(unserved)
+    return CandidateSet(_stacked(results, members, 0), _stacked(results, members, 3), infeasible,
+                        considered + len(options), options, traffic)
 
 
 def _stacked(results: list[tuple], members: list[tuple[int, str]], which: int) -> pd.DataFrame:

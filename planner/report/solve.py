@@ -8,6 +8,7 @@ import pandas as pd
 from planner.candidates.generate import limits_of
 from planner.candidates.limits import Limits, quota_mask
 from planner.report.render import render_markdown, render_table, to_json
+from planner.report.serving import endpoint_footer, endpoint_frame, endpoint_reports
 from planner.report.status import solve_report_json, status_line
 from planner.schema.units import format_hours
 from planner.solve.outcome import SOLVED
@@ -28,6 +29,7 @@ def plan_json(plan: Plan, timings: bool = True) -> dict:
         "bound_usd": round(result.bound_usd, 2) if solved else None,
         "prices_as_of": _as_of(plan.loaded.catalog),
         "assignments": assignments(plan) if solved else [],
+        "endpoints": endpoint_reports(plan) if solved else [],
         "infeasible": plan.infeasible,
     }
     if timings:
@@ -78,17 +80,29 @@ def _as_of(catalog) -> str | None:
 
 def _status_line(plan: Plan) -> str:
     cands = plan.candidates
+    served = f"; {len(cands.endpoints)} endpoint options" if len(cands.endpoints) else ""
     return status_line(plan.result, f"{len(cands.pruned)} candidates after pruning ({len(cands.all)} evaluated, "
-                                    f"{cands.considered} considered)", _as_of(plan.loaded.catalog))
+                                    f"{cands.considered - len(cands.endpoints)} considered){served}",
+                       _as_of(plan.loaded.catalog))
 
 
 def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
     totals = breakdown_totals(plan)
-    total = sum(totals.values())
-    footer = [f"TOTAL expected cost ${total:,.2f}",
-              "breakdown: " + ", ".join(f"{k} ${v:,.2f}" for k, v in totals.items()),
-              _status_line(plan)]
-    text = render_table(frame, title=f"plan for scenario {plan.loaded.scenario.name!r}", footer=footer)
+    endpoints = endpoint_reports(plan)
+    total = sum(totals.values()) + sum(e["cost_usd"] for e in endpoints)
+    footer = [f"TOTAL expected cost ${total:,.2f}"]
+    if len(frame):
+        footer.append(("jobs' breakdown: " if endpoints else "breakdown: ")
+                      + ", ".join(f"{k} ${v:,.2f}" for k, v in totals.items()))
+    footer.append(_status_line(plan))
+    text = ""
+    if endpoints:
+        text += render_table(endpoint_frame(endpoints), title=f"endpoints of scenario {plan.loaded.scenario.name!r}",
+                             footer=endpoint_footer(endpoints)) + "\n"
+    if len(frame) or not endpoints:
+        text += render_table(frame, title=f"plan for scenario {plan.loaded.scenario.name!r}", footer=footer)
+    else:
+        text += "\n".join(footer) + "\n"
     if explain:
         text += "\n" + "\n".join(explanations(plan)) + "\n"
     return text
@@ -96,8 +110,12 @@ def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
 
 def _markdown(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
     totals = breakdown_totals(plan)
-    lines = [f"# Plan for `{plan.loaded.scenario.name}`", "", render_markdown(frame),
-             f"**Total expected cost: ${sum(totals.values()):,.2f}** ({plan.status.lower()})", "",
+    endpoints = endpoint_reports(plan)
+    total = sum(totals.values()) + sum(e["cost_usd"] for e in endpoints)
+    served = ["## Endpoints", "", render_markdown(endpoint_frame(endpoints)),
+              *[f"- {line}" for line in endpoint_footer(endpoints)], ""] if endpoints else []
+    lines = [f"# Plan for `{plan.loaded.scenario.name}`", "", *served, render_markdown(frame) if len(frame) else "",
+             f"**Total expected cost: ${total:,.2f}** ({plan.status.lower()})", "",
              "| part | USD |", "|---|---|", *[f"| {k} | {v:,.2f} |" for k, v in totals.items()], ""]
     if explain:
         lines += ["## Why these choices", "", *[f"- {line.strip()}" for line in explanations(plan)], ""]

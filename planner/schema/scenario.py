@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
-from planner.schema.units import parse_count, parse_gib, parse_hours, parse_usd
+from planner.schema.units import parse_count, parse_gib, parse_hours, parse_seconds, parse_usd
 
 # Upper bounds far above any real job keep every number the user gives finite through the cost
 # model (1e308 as a multiplier or budget would overflow to inf): a century, an exabyte, a trillion
@@ -33,6 +33,8 @@ IntraNode = Literal["nvlink", "pcie"]
 InterNode = Literal["infiniband", "efa", "roce", "ethernet", "none"]
 Market = Literal["on_demand", "spot"]
 Tolerance = Literal["none", "checkpointed", "stateless"]
+
+Seconds = Annotated[float, BeforeValidator(parse_seconds), Field(gt=0, le=3600)]
 
 HARDWARE_FAILURE_PER_GPU_H = 2e-5
 """Llama 3 (arXiv:2407.21783): 419 unexpected interruptions in 54 days on 16,384 H100s."""
@@ -199,6 +201,90 @@ class Generation(Strict):
     kv_precision: Literal["fp16", "bf16", "fp8"] = "bf16"
 
 
+# ---------------------------------------------------------------- serving endpoints
+
+
+class RequestBucket(Strict):
+    """One request size of an endpoint's mix and its share of the requests (Mélange's histogram cell)."""
+
+    prompt_tokens: int = Field(gt=0, le=10_000_000)
+    output_tokens: int = Field(gt=0, le=10_000_000)
+    share: Annotated[float, Field(gt=0, le=1)] = 1.0
+
+
+class TrafficPeriod(Strict):
+    """`{hours: "8-20", requests_per_s: 40}`: the rate during those hours of every day."""
+
+    hours: str
+    requests_per_s: Annotated[float, Field(ge=0, le=1e7)]
+
+    @field_validator("hours")
+    @classmethod
+    def _span(cls, hours: str) -> str:
+        start, dash, end = hours.partition("-")
+        try:
+            a, b = float(start), float(end)
+        except ValueError:
+            raise ValueError(f"hours {hours!r}: expected START-END in hours of the day, e.g. \"8-20\"") from None
+        if not dash or not 0 <= a < b <= 24:
+            raise ValueError(f"hours {hours!r}: expected START-END with 0 <= START < END <= 24")
+        return hours
+
+    @property
+    def span(self) -> tuple[float, float]:
+        start, _, end = self.hours.partition("-")
+        return float(start), float(end)
+
+
+class Traffic(Strict):
+    """A steady rate or a daily profile, and the mix of request sizes (one bucket by default)."""
+
+    requests_per_s: Annotated[float, Field(gt=0, le=1e7)] | None = None
+    profile: tuple[TrafficPeriod, ...] = ()
+    buckets: tuple[RequestBucket, ...] = (RequestBucket(prompt_tokens=512, output_tokens=256),)
+    slices: int = Field(4, ge=1, le=64, description="parts each bucket's rate may be split into across GPU types "
+                                                   "(Mélange's slice_factor)")
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Traffic":
+        if (self.requests_per_s is None) == (not self.profile):
+            raise ValueError("give either requests_per_s or a daily profile of {hours, requests_per_s}")
+        spans = sorted(p.span for p in self.profile)
+        if spans and (spans[0][0] != 0 or spans[-1][1] != 24
+                      or any(a[1] != b[0] for a, b in zip(spans, spans[1:]))):
+            raise ValueError("the profile's hours must cover 0-24 once, without gaps or overlaps")
+        total = sum(b.share for b in self.buckets)
+        if abs(total - 1) > 1e-6:
+            raise ValueError(f"bucket shares add up to {total:g}, expected 1")
+        return self
+
+    @property
+    def periods(self) -> tuple[TrafficPeriod, ...]:
+        """The day's periods in time order (one all-day period for a steady rate)."""
+        if not self.profile:
+            return (TrafficPeriod(hours="0-24", requests_per_s=self.requests_per_s),)
+        return tuple(sorted(self.profile, key=lambda p: p.span))
+
+
+class Slo(Strict):
+    """Latency targets: time to first token at `quantile`, and the mean time per output token."""
+
+    ttft: Seconds = Field(description="seconds (`500ms`, `2s`)")
+    tpot: Seconds = Field(description="seconds (`50ms`)")
+    quantile: Fraction = 0.9
+
+
+class MeasuredCapacity(Strict):
+    """A profiled figure: one replica of `tensor_parallel` GPUs of `gpu` serves `max_requests_per_s`
+    of this size within the SLO (what Mélange profiles; replaces the physics for that GPU)."""
+
+    gpu: str
+    tensor_parallel: int = Field(1, gt=0, le=64)
+    prompt_tokens: int = Field(gt=0)
+    output_tokens: int = Field(gt=0)
+    max_requests_per_s: Annotated[float, Field(gt=0, le=1e7)]
+
+
 class GpuCount(Strict):
     min: int = Field(1, gt=0, le=1_000_000)
     max: int = Field(64, gt=0, le=1_000_000)
@@ -252,7 +338,7 @@ class Placement(Strict):
 
 class Workload(Strict):
     name: str = Field(min_length=1)
-    kind: Literal["training", "fine_tuning", "batch_inference"]
+    kind: Literal["training", "fine_tuning", "batch_inference", "serving"]
     description: str = ""
     model: str | ModelArch | HfConfigFile | None = Field(
         None, description="catalog name, Hugging Face id (org/name), {hf_config: path} or an inline shape")
@@ -283,6 +369,14 @@ class Workload(Strict):
     memory: MemoryNeed | None = None
     work: Work | None = None
     generation: Generation | None = None
+    traffic: Traffic | None = Field(None, description="serving: the request rate (or daily profile) and sizes")
+    slo: Slo | None = Field(None, description="serving: latency targets")
+    availability: Annotated[float, Field(gt=0, lt=1)] = Field(
+        0.99, description="serving: share of time the capacity must cover the rate")
+    duration: Hours = Field(720.0, description="serving: how long the endpoint runs, for totals (default 30d)")
+    autoscale: bool = Field(False, description="serving: replicas may differ per traffic period")
+    kv_precision: Literal["fp16", "bf16", "fp8"] = Field("bf16", description="serving: KV-cache precision")
+    measured: tuple[MeasuredCapacity, ...] = Field((), description="serving: profiled capacity per replica")
     gpus: Annotated[GpuCount, BeforeValidator(_gpu_count)] = GpuCount()
     time_budget: Hours | None = Field(None, description="hours; none = no deadline")
     checkpoint: Checkpointing = Checkpointing()
@@ -294,6 +388,10 @@ class Workload(Strict):
 
     @model_validator(mode="after")
     def _has_memory_and_work(self) -> "Workload":
+        if self.kind == "serving":
+            return self._serving_fields()
+        if self.traffic is not None or self.slo is not None or self.measured:
+            raise ValueError("traffic, slo and measured are for kind: serving")
         missing_memory = self.memory is None and self.model is None
         missing_work = self.work is None and self.generation is None
         if missing_memory and missing_work:
@@ -312,9 +410,26 @@ class Workload(Strict):
             raise ValueError("generation needs a `model` (or state `work` directly)")
         return self
 
+    def _serving_fields(self) -> "Workload":
+        if self.traffic is None or self.slo is None:
+            raise ValueError("a serving workload needs `traffic` (requests_per_s or a profile) and `slo` "
+                             "(ttft and tpot)")
+        if self.model is None and not self.measured:
+            raise ValueError("a serving workload needs a `model` (capacity from first principles) or `measured` "
+                             "capacities")
+        if self.work is not None or self.generation is not None or self.memory is not None:
+            raise ValueError("a serving workload has no `work`, `generation` or `memory`: its size is its traffic")
+        if self.method not in (None, "inference"):
+            raise ValueError(f"method {self.method} is for training; a serving workload runs inference")
+        return self
+
+    @property
+    def serving(self) -> bool:
+        return self.kind == "serving"
+
     @property
     def training_method(self) -> str:
-        return self.method or ("inference" if self.kind == "batch_inference" else "full")
+        return self.method or ("inference" if self.kind in ("batch_inference", "serving") else "full")
 
 
 # ---------------------------------------------------------------- scenarios

@@ -11,6 +11,7 @@ _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _QUANTITY = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-z/$%]*)\s*$")
 
 HOURS_PER = {
+    "ms": 1 / 3.6e6, "msec": 1 / 3.6e6, "millisecond": 1 / 3.6e6, "milliseconds": 1 / 3.6e6,
     "s": 1 / 3600, "sec": 1 / 3600, "secs": 1 / 3600, "second": 1 / 3600, "seconds": 1 / 3600,
     "m": 1 / 60, "min": 1 / 60, "mins": 1 / 60, "minute": 1 / 60, "minutes": 1 / 60,
     "h": 1.0, "hr": 1.0, "hrs": 1.0, "hour": 1.0, "hours": 1.0,
@@ -54,8 +55,14 @@ def _scaled(value: object, per: dict[str, float], what: str, kind: str, hint: st
 
 
 def parse_hours(value: object) -> float:
-    """'90s', '30m', '2h', '3d', '1w' or a bare number of hours -> hours."""
-    return _scaled(value, HOURS_PER, "a duration such as 90s, 30m, 2h or 3d", "time", "s, m, h, d or w")
+    """'500ms', '90s', '30m', '2h', '3d', '1w' or a bare number of hours -> hours."""
+    return _scaled(value, HOURS_PER, "a duration such as 90s, 30m, 2h or 3d", "time", "ms, s, m, h, d or w")
+
+
+def parse_seconds(value: object) -> float:
+    """'500ms', '2s', '1m' or a bare number of seconds -> seconds (latency targets)."""
+    return _scaled(value, {k: v * 3600 for k, v in HOURS_PER.items()}, "a latency such as 500ms or 2s", "time",
+                   "ms, s or m")
 
 
 def parse_gib(value: object) -> float:

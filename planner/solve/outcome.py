@@ -43,9 +43,11 @@ class SolveReport:
 
 @dataclass
 class SolveResult(SolveReport):
-    """`planner solve`: the picked candidate rows (empty unless solved)."""
+    """`planner solve`: the picked candidate rows (empty unless solved), and the endpoints' nodes per option
+    and period (`ServingVars.chosen`; empty without endpoints)."""
 
     chosen: pd.DataFrame = field(default_factory=pd.DataFrame)
+    serving: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
 @dataclass

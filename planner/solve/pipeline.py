@@ -56,7 +56,8 @@ def make_plan(loaded: LoadedScenario, time_limit_s: float = DEFAULT_TIME_LIMIT_S
                    for w in scenario.workloads if w.name in candidates.infeasible]
         return Plan(loaded, candidates, None, reasons)
     limits = limits_of(scenario)
-    model = build_model(candidates.pruned, limits)
+    serving = (candidates.endpoints, candidates.traffic) if len(candidates.endpoints) else None
+    model = build_model(candidates.pruned, limits, serving=serving)
     result = solve_model(model, time_limit_s, workers, seed, hint)
     result.candidates_seconds = candidates_seconds
     plan = Plan(loaded, candidates, result)

@@ -26,10 +26,13 @@ class LinearRow:
     upper: int
 
 
-def quota_rows(cands: pd.DataFrame, limits: Limits) -> list[LinearRow]:
-    """Σ_{c on provider p [and family f]} gpus_c · pick_c ≤ quota[p(/f)]."""
+def quota_rows(cands: pd.DataFrame, limits: Limits, skip: set[str] = frozenset()) -> list[LinearRow]:
+    """Σ_{c on provider p [and family f]} gpus_c · pick_c ≤ quota[p(/f)] (`skip`: keys the model adds with
+    endpoint terms)."""
     rows = []
     for key, quota in sorted(limits.gpu_quotas.items()):
+        if key in skip:
+            continue
         index = np.flatnonzero(quota_mask(cands, key).to_numpy())
         gpus = cands["gpus"].to_numpy()[index].astype(np.int64)
         if len(index) and gpus.sum() > quota:
@@ -37,12 +40,17 @@ def quota_rows(cands: pd.DataFrame, limits: Limits) -> list[LinearRow]:
     return rows
 
 
-def node_limit_rows(cands: pd.DataFrame, limits: Limits) -> list[LinearRow]:
-    """Σ_{c on offer o [and market m]} nodes_c · pick_c ≤ limit[o] (scenario limit or catalog max_nodes)."""
+def node_limit_rows(cands: pd.DataFrame, limits: Limits, skip: set[str] = frozenset()) -> list[LinearRow]:
+    """Σ_{c on offer o [and market m]} nodes_c · pick_c ≤ limit[o] (scenario limit or catalog max_nodes;
+    `skip`: offers the model adds with endpoint terms)."""
     groups = ["offer_key", "market"] if limits.node_limits_per_market else ["offer_key"]
     rows = []
+    if cands.empty:
+        return rows
     for key, index in sorted(cands.groupby(groups, sort=True).indices.items()):
         offer_key = key[0] if isinstance(key, tuple) else key
+        if offer_key in skip:
+            continue
         cap = node_cap(limits.node_limits.get(offer_key), cands["max_nodes"].iat[index[0]])
         if cap is None:
             continue

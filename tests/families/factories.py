@@ -172,3 +172,53 @@ def assert_every_family_tested(families: tuple, family_tests: dict, module_globa
     for family, prefix in family_tests.items():
         ours = [n for n in names if n.startswith(prefix)]
         assert any("_accepts_" in n for n in ours) and any("_rejects_" in n for n in ours), family.__name__
+
+
+# ---------------------------------------------------------------- endpoints of `planner solve`
+
+
+def option(workload: str = "chat", *, oid: str | None = None, provider: str = "aws",
+           offer_key: str = "aws/us-east-1/g6.xlarge", gpu: str = "L4", gpu_family: str = "L4",
+           gpus_per_node: int = 1, market: str = "on_demand", node_usd_h: float = 1.0,
+           node_rps: tuple[float, ...] = (2.0,), away: float = 0.0, kept: tuple[int, ...] | None = None,
+           most_nodes: int = 4, max_nodes: float = math.nan, session_h: tuple[float, ...] = (24.0,)) -> dict:
+    """One endpoint option: a one-L4 AWS node serving 2 requests/s, $1/h, at most 4 nodes."""
+    return {"workload": workload, "oid": oid or f"{workload}/{offer_key}/{market}", "offer_key": offer_key,
+            "provider": provider, "region": offer_key.split("/")[1], "gpu": gpu, "gpu_family": gpu_family,
+            "gpus_per_node": gpus_per_node, "tp": 1, "replicas_per_node": gpus_per_node, "market": market,
+            "node_usd_h": node_usd_h, "price_per_node_h": node_usd_h, "away": away, "max_nodes": max_nodes,
+            "most_nodes": most_nodes, "node_rps": list(node_rps), "session_h": list(session_h),
+            "kept": list(kept if kept is not None else range(most_nodes + 1)), "limits": ["tpot"] * len(node_rps)}
+
+
+def endpoint(name: str = "chat", *, rates=((3.0,),), hours=(24.0,), slices: int = 1, autoscale: bool = False,
+             days: float = 1.0):
+    """An endpoint's traffic: 3 requests/s of one size all day, for one day."""
+    import numpy as np
+
+    from planner.candidates.endpoints import Endpoint
+
+    rates = np.array(rates, dtype=float)
+    return Endpoint(name, rates, np.array(hours, dtype=float), days, autoscale, 0.99, slices,
+                    np.full(rates.shape[1], 100.0))
+
+
+def serving_model(options: list[dict], endpoints: list, rows: tuple[dict, ...] = ()) -> PlanModel:
+    """Job picks over `rows` and the endpoints' variables (as `build_model` makes them), no constraint."""
+    from planner.solve.model import JOB_COLUMNS, serving_variables
+
+    m = plan_model(*rows) if rows else PlanModel(cp_model.CpModel(), pd.DataFrame(
+        {c: pd.Series(dtype=object) for c in JOB_COLUMNS}).assign(provider_region=pd.Series(dtype=object)), [])
+    m.serving = serving_variables(m.model, pd.DataFrame(options), {e.name: e for e in endpoints})
+    return m
+
+
+def set_nodes(m: PlanModel, oid: str, *counts: int, slices: dict[int, tuple[int, ...]] | None = None) -> None:
+    """Fix an option's nodes per period (and, when given, its slices per period and bucket)."""
+    sv = m.serving
+    row = list(sv.options["oid"]).index(oid)
+    for period, count in enumerate(counts):
+        m.model.add(sv.nodes[row, period] == count)
+    for period, per_bucket in (slices or {}).items():
+        for bucket, n in enumerate(per_bucket):
+            m.model.add(sv.slices[row, period, bucket] == n)

@@ -9,16 +9,20 @@ from __future__ import annotations
 import pytest
 
 from families.factories import (assert_accepts, assert_every_family_tested, assert_rejects, candidate, candidates, choose,
-                                plan_model)
+                                endpoint, option, plan_model, serving_model, set_nodes)
 from planner.candidates.limits import Limits
 from planner.solve.model import (
     CONSTRAINT_FAMILIES,
     add_budget,
+    add_endpoint_capacity,
+    add_endpoint_routing,
+    add_endpoint_schedule,
     add_gpu_quotas,
     add_node_limits,
     add_one_candidate_per_workload,
     add_same_provider_groups,
     add_same_region_groups,
+    add_spot_pool,
     build_model,
 )
 
@@ -29,6 +33,10 @@ FAMILY_TESTS = {
     add_budget: "test_budget_",
     add_same_region_groups: "test_same_region_",
     add_same_provider_groups: "test_same_provider_",
+    add_endpoint_routing: "test_endpoint_routing_",
+    add_endpoint_capacity: "test_endpoint_capacity_",
+    add_spot_pool: "test_spot_pool_",
+    add_endpoint_schedule: "test_endpoint_schedule_",
 }
 """Every family and the prefix of its tests; `test_every_family_has_accept_and_reject_tests` holds them to it."""
 
@@ -271,3 +279,166 @@ def test_same_provider_accepts_two_groups_on_two_providers():
 def test_same_provider_rejects_b_with_a_on_aws_when_b_also_goes_with_c_on_gcp():
     limits = Limits(same_provider=(("a", "b"), ("b", "c")))  # b ties a (AWS only) to c (GCP only)
     assert_rejects(micro(add_same_provider_groups, PROVIDERS, limits, picks=("a1", "b1", "c1")))
+
+
+# ---------------------------------------------------------------- endpoints
+
+
+def test_endpoint_routing_accepts_every_slice_sent_somewhere():
+    m = serving_model([option(oid="a"), option(oid="b", offer_key="aws/us-west-2/g6.xlarge")],
+                      [endpoint(slices=4)])
+    add_endpoint_routing(m, Limits())
+    set_nodes(m, "a", 1, slices={0: (3,)})
+    set_nodes(m, "b", 1, slices={0: (1,)})
+    assert_accepts(m)
+
+
+def test_endpoint_routing_rejects_a_slice_left_unserved():
+    m = serving_model([option(oid="a"), option(oid="b", offer_key="aws/us-west-2/g6.xlarge")],
+                      [endpoint(slices=4)])
+    add_endpoint_routing(m, Limits())
+    set_nodes(m, "a", 1, slices={0: (2,)})
+    set_nodes(m, "b", 1, slices={0: (1,)})
+    assert_rejects(m)
+
+
+def test_endpoint_capacity_accepts_3_requests_per_s_on_2_nodes_of_2():
+    m = serving_model([option(oid="a")], [endpoint()])
+    add_endpoint_capacity(m, Limits())
+    add_spot_pool(m, Limits())  # kept = nodes on demand
+    set_nodes(m, "a", 2, slices={0: (1,)})
+    assert_accepts(m)
+
+
+def test_endpoint_capacity_rejects_3_requests_per_s_on_1_node_of_2():
+    m = serving_model([option(oid="a")], [endpoint()])
+    add_endpoint_capacity(m, Limits())
+    add_spot_pool(m, Limits())
+    set_nodes(m, "a", 1, slices={0: (1,)})
+    assert_rejects(m)
+
+
+def test_endpoint_capacity_accepts_exactly_full_nodes():
+    m = serving_model([option(oid="a", node_rps=(1.5,))], [endpoint()])
+    add_endpoint_capacity(m, Limits())
+    add_spot_pool(m, Limits())
+    set_nodes(m, "a", 2, slices={0: (1,)})
+    assert_accepts(m)
+
+
+def test_spot_pool_accepts_the_nodes_the_binomial_quantile_keeps():
+    m = serving_model([option(oid="s", market="spot", kept=(0, 0, 1, 2, 3))], [endpoint()])
+    add_endpoint_capacity(m, Limits())
+    add_spot_pool(m, Limits())
+    set_nodes(m, "s", 3, slices={0: (1,)})  # 3 spot nodes count as 2: 4 requests/s >= 3
+    assert_accepts(m)
+
+
+def test_spot_pool_rejects_spot_nodes_counted_in_full():
+    m = serving_model([option(oid="s", market="spot", kept=(0, 0, 1, 1, 2))], [endpoint()])
+    add_endpoint_capacity(m, Limits())
+    add_spot_pool(m, Limits())
+    set_nodes(m, "s", 2, slices={0: (1,)})  # 2 spot nodes count as 1: 2 requests/s < 3
+    assert_rejects(m)
+
+
+def test_spot_pool_rejects_two_spot_pools_for_one_endpoint():
+    m = serving_model([option(oid="s1", market="spot"), option(oid="s2", market="spot",
+                                                               offer_key="aws/us-west-2/g6.xlarge")], [endpoint()])
+    add_spot_pool(m, Limits())
+    set_nodes(m, "s1", 1)
+    set_nodes(m, "s2", 1)
+    assert_rejects(m)
+
+
+def test_spot_pool_accepts_one_spot_pool_beside_on_demand():
+    m = serving_model([option(oid="s1", market="spot"), option(oid="od", offer_key="aws/us-west-2/g6.xlarge")],
+                      [endpoint()])
+    add_spot_pool(m, Limits())
+    set_nodes(m, "s1", 1)
+    set_nodes(m, "od", 2)
+    assert_accepts(m)
+
+
+def test_endpoint_schedule_rejects_different_nodes_per_period_without_autoscale():
+    m = serving_model([option(oid="a", session_h=(12.0, 12.0))], [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12))])
+    add_endpoint_schedule(m, Limits())
+    set_nodes(m, "a", 1, 2)
+    assert_rejects(m)
+
+
+def test_endpoint_schedule_accepts_the_same_nodes_all_day_without_autoscale():
+    m = serving_model([option(oid="a", session_h=(12.0, 12.0))], [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12))])
+    add_endpoint_schedule(m, Limits())
+    set_nodes(m, "a", 2, 2)
+    assert_accepts(m)
+
+
+def test_endpoint_schedule_accepts_more_nodes_by_day_with_autoscale():
+    m = serving_model([option(oid="a", session_h=(12.0, 12.0))],
+                      [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12), autoscale=True)])
+    add_endpoint_schedule(m, Limits())
+    set_nodes(m, "a", 1, 2)
+    m.model.add(m.serving.base[0] == 1)
+    assert_accepts(m)
+
+
+def test_endpoint_schedule_rejects_a_base_above_a_period_with_autoscale():
+    m = serving_model([option(oid="a", session_h=(12.0, 12.0))],
+                      [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12), autoscale=True)])
+    add_endpoint_schedule(m, Limits())
+    set_nodes(m, "a", 1, 2)
+    m.model.add(m.serving.base[0] == 2)
+    assert_rejects(m)
+
+
+def test_gpu_quota_with_an_endpoint_rejects_a_job_and_a_node_over_the_quota():
+    m = serving_model([option(oid="e", gpus_per_node=8)], [endpoint()], rows=(candidate("a", gpus=8),))
+    add_gpu_quotas(m, Limits(gpu_quotas={"aws": 8}))
+    choose(m, "a1")
+    set_nodes(m, "e", 1)
+    assert_rejects(m)
+
+
+def test_gpu_quota_with_an_endpoint_accepts_a_job_and_a_node_within_the_quota():
+    m = serving_model([option(oid="e", gpus_per_node=8)], [endpoint()], rows=(candidate("a", gpus=8),))
+    add_gpu_quotas(m, Limits(gpu_quotas={"aws": 16}))
+    choose(m, "a1")
+    set_nodes(m, "e", 1)
+    assert_accepts(m)
+
+
+def test_node_limit_with_an_endpoint_rejects_a_job_and_endpoint_nodes_over_the_limit():
+    key = "aws/us-east-1/p5.48xlarge"
+    m = serving_model([option(oid="e", offer_key=key)], [endpoint()], rows=(candidate("a", nodes=1),))
+    add_node_limits(m, Limits(node_limits={key: 2}))
+    choose(m, "a1")
+    set_nodes(m, "e", 2)
+    assert_rejects(m)
+
+
+def test_node_limit_with_an_endpoint_accepts_a_job_and_endpoint_nodes_within_the_limit():
+    key = "aws/us-east-1/p5.48xlarge"
+    m = serving_model([option(oid="e", offer_key=key)], [endpoint()], rows=(candidate("a", nodes=1),))
+    add_node_limits(m, Limits(node_limits={key: 2}))
+    choose(m, "a1")
+    set_nodes(m, "e", 1)
+    assert_accepts(m)
+
+
+def test_budget_with_an_endpoint_rejects_a_job_and_a_day_of_nodes_over_the_budget():
+    m = serving_model([option(oid="e")], [endpoint()], rows=(candidate("a", cost_usd=10.0),))
+    add_budget(m, Limits(budget_usd=57.99))
+    choose(m, "a1")
+    set_nodes(m, "e", 2)  # 2 nodes x 24 h x $1 = $48, plus the job's $10
+    m.model.add(m.serving.base[0] == 2)
+    assert_rejects(m)
+
+
+def test_budget_with_an_endpoint_accepts_a_job_and_a_day_of_nodes_within_the_budget():
+    m = serving_model([option(oid="e")], [endpoint()], rows=(candidate("a", cost_usd=10.0),))
+    add_budget(m, Limits(budget_usd=58.0))
+    choose(m, "a1")
+    set_nodes(m, "e", 2)
+    m.model.add(m.serving.base[0] == 2)
+    assert_accepts(m)

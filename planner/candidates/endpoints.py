@@ -1,0 +1,249 @@
+"""Options for serving endpoints: every (offer, tensor-parallel degree, market) that can hold replicas,
+with what one node of it serves per request size, what it costs, and how often it is away.
+
+The CP-SAT model (`planner/solve/model.py`) decides how many nodes of each option run in each
+traffic period; this module only prices and sizes the options. A node of `gpus_per_node` GPUs
+holds `gpus_per_node // tp` replicas; its capacity at a request size is that many times one
+replica's (`physics/serving.py`, or the workload's measured figures).
+
+Spot nodes are preempted at the offer's rate λ and replaced after `restart_overhead`, so each is
+away a share u = λR / (1 + λR) of the time (an alternating renewal process). A spot pool of n
+nodes is counted for only the nodes it keeps with probability `availability` (the binomial
+quantile), which is how the on-demand floor that SkyServe sets by hand is priced here.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from planner.economics.costmodel import billed_hours
+from planner.load.catalog import Catalog, offers_for
+from planner.physics import serving
+from planner.physics.estimate import gpu_perf, model_shape, resolve_model
+from planner.schema.scenario import Scenario, Workload
+
+TENSOR_PARALLEL = (1, 2, 4, 8)
+KEEP_PER_BUCKET = 2
+"""Options kept per (endpoint, provider, GPU family, market) and request size: the few cheapest per request
+served, and the cheapest node (small nodes fit low rates). Quotas count per provider or GPU family, so
+each keeps its own best; the rest cost more for the same capacity under the same limits (a node limit
+of one region can still send replicas to the next best)."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An endpoint's traffic in solver terms: rate per (period, bucket), period hours, and totals."""
+
+    name: str
+    rates: np.ndarray  # requests/s, shape (periods, buckets)
+    hours: np.ndarray  # hours of the day per period
+    days: float  # duration in days
+    autoscale: bool
+    availability: float
+    slices: int
+    output_tokens: np.ndarray  # per bucket
+
+
+def all_day_usd(option, endpoint: Endpoint) -> float:
+    """One node on all day for the endpoint's duration (spot: with half a granule per preemption)."""
+    return option.node_usd_h * 24.0 * endpoint.days
+
+
+def period_usd(option, endpoint: Endpoint, period: int) -> float:
+    """One node added for one period every day: a billing session of its hours plus a start-up."""
+    return option.node_usd_h * option.session_h[period] * endpoint.days
+
+
+def endpoint_of(workload: Workload) -> Endpoint:
+    traffic = workload.traffic
+    periods = traffic.periods
+    shares = np.array([b.share for b in traffic.buckets])
+    rates = np.array([[p.requests_per_s * s for s in shares] for p in periods])
+    hours = np.array([p.span[1] - p.span[0] for p in periods])
+    return Endpoint(workload.name, rates, hours, workload.duration / 24.0, workload.autoscale,
+                    workload.availability, traffic.slices,
+                    np.array([b.output_tokens for b in traffic.buckets], dtype=float))
+
+
+def replica_capacities(workload: Workload, catalog: Catalog, offer, tp: int) -> list[serving.Capacity] | None:
+    """One replica's capacity per bucket on this offer at `tp` (measured where given); None: not usable."""
+    buckets = workload.traffic.buckets
+    measured = [m for m in workload.measured if m.tensor_parallel == tp and catalog.gpu_matches(offer.gpu, m.gpu)]
+    if measured:
+        found = []
+        for b in buckets:
+            hit = [m for m in measured if (m.prompt_tokens, m.output_tokens) == (b.prompt_tokens, b.output_tokens)]
+            found.append(serving.Capacity(hit[0].max_requests_per_s, "measured", 0) if hit else None)
+        if all(f is not None for f in found):
+            return found
+    arch = resolve_model(workload, catalog)
+    if arch is None:
+        return None
+    replica = replica_of(workload, catalog, offer, tp)
+    slo = workload.slo
+    return [serving.capacity(replica, b.prompt_tokens, b.output_tokens, slo.ttft, slo.tpot, slo.quantile)
+            for b in buckets]
+
+
+def replica_of(workload: Workload, catalog: Catalog, offer, tp: int, headroom: float = 0.10) -> serving.Replica:
+    gpu = catalog.gpus[offer.gpu]
+    precision = workload.precision
+    if precision == "fp8" and not gpu.fp8_tflops:
+        precision = "bf16" if workload.fp8_fallback else precision
+    return serving.Replica(model_shape(resolve_model(workload, catalog)), gpu_perf(gpu), tp, float(offer.gpu_vram_gib),
+                           offer.intra_node if tp > 1 else "none", float(offer.intra_node_gbs) or None, precision,
+                           workload.kv_precision, headroom)
+
+
+def kept_nodes(n: int, away: float, availability: float) -> int:
+    """Nodes a pool of n keeps with probability >= availability when each is away a share `away`:
+    n − d, with d the smallest count of absent nodes whose binomial CDF reaches `availability`."""
+    if away <= 0 or n == 0:
+        return n
+    cdf, term = 0.0, (1 - away) ** n
+    for d in range(n + 1):
+        cdf += term
+        if cdf >= availability - 1e-12:
+            return n - d
+        term *= (n - d) / (d + 1) * away / (1 - away)
+    return 0
+
+
+def below_capacity(nodes: int, away: float, need: float) -> float:
+    """P(fewer than `need` of `nodes` are up) when each is away a share `away`, independently."""
+    if away <= 0 or need <= 0:
+        return 0.0
+    up_needed = math.ceil(need - 1e-9)
+    return float(sum(math.comb(nodes, up) * (1 - away) ** up * away ** (nodes - up) for up in range(min(up_needed, nodes + 1))))
+
+
+def away_share(lam: float, replace_h: float) -> float:
+    """Share of time a spot node is gone: up for 1/λ on average, then R to replace (alternating renewal)."""
+    return lam * replace_h / (1 + lam * replace_h)
+
+
+def endpoint_options(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame,
+                     headroom: float | None = None) -> tuple[pd.DataFrame, dict[str, Endpoint], dict[str, str]]:
+    """Per serving workload, its options (one row per offer, TP and market), its traffic, and the
+    endpoints no option can serve (with the reason)."""
+    headroom = scenario.defaults.vram_headroom if headroom is None else headroom
+    rows, endpoints, infeasible = [], {}, {}
+    for workload in scenario.workloads:
+        if not workload.serving:
+            continue
+        endpoint = endpoint_of(workload)
+        endpoints[workload.name] = endpoint
+        found, reasons = _options(workload, catalog, offers_for(catalog, workload.allow, workload.forbid, offers),
+                                  endpoint, headroom)
+        if not found:
+            infeasible[workload.name] = reasons or "no offer is left by its allow/forbid rules"
+        rows.extend(found)
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame, endpoints, infeasible
+    return _pruned(frame).reset_index(drop=True), endpoints, infeasible
+
+
+def _pruned(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per (endpoint, provider, GPU family, market) and bucket: the KEEP_PER_BUCKET cheapest per request
+    per second, and the cheapest node that serves the bucket at all."""
+    frame = frame.sort_values(["workload", "oid"], kind="stable").reset_index(drop=True)
+    rps = np.array(frame["node_rps"].tolist(), dtype=float)
+    keep = np.zeros(len(frame), dtype=bool)
+    for _, index in frame.groupby(["workload", "provider", "gpu_family", "market"], sort=True).indices.items():
+        price = frame["node_usd_h"].to_numpy()[index]
+        for bucket in range(rps.shape[1]):
+            serves = rps[index, bucket] > 0
+            if not serves.any():
+                continue
+            unit = np.where(serves, price / np.where(serves, rps[index, bucket], 1.0), np.inf)
+            keep[index[np.argsort(unit, kind="stable")[:min(KEEP_PER_BUCKET, serves.sum())]]] = True
+            keep[index[np.argmin(np.where(serves, price, np.inf))]] = True
+    return frame[keep]
+
+
+def _options(workload: Workload, catalog: Catalog, offers: pd.DataFrame, endpoint: Endpoint,
+             headroom: float) -> tuple[list[dict], str]:
+    rows, reasons = [], set()
+    peak = endpoint.rates.max(axis=0)  # per bucket
+    capacities: dict[tuple, list | None] = {}
+    for offer in offers.itertuples(index=False):
+        choices = [workload.tensor_parallel] if workload.tensor_parallel else TENSOR_PARALLEL
+        for tp in choices:
+            if tp > offer.gpus_per_node or offer.gpus_per_node % tp:
+                reasons.add(f"tensor_parallel {tp} does not divide {offer.gpus_per_node} GPUs per node")
+                continue
+            shape = (offer.gpu, offer.gpu_vram_gib, offer.intra_node, offer.intra_node_gbs, tp)
+            if shape not in capacities:
+                capacities[shape] = _capacities(workload, catalog, offer, tp, headroom)
+            caps = capacities[shape]
+            if caps is None or not any(c.serves for c in caps):
+                reasons.update(c.limit for c in caps or () if not c.serves)
+                continue
+            per_node = offer.gpus_per_node // tp
+            node_rps = [c.max_requests_per_s * per_node for c in caps]
+            need = sum(p / r for p, r in zip(peak, node_rps) if r > 0)  # nodes if it served all it can alone
+            for market, price, lam in _markets(workload, offer):
+                away = away_share(lam, workload.restart_overhead)
+                gran, minimum = _billing(catalog, offer)
+                spot_waste = lam * gran / 2 if market == "spot" else 0.0  # half a granule per preemption
+                cap = _node_limit(offer)
+                most = _most_nodes(need, away, endpoint.availability, cap)
+                rows.append({
+                    "workload": workload.name, "oid": f"{workload.name}/{offer.key}/TP{tp}/{market}",
+                    "offer_key": offer.key, "provider": offer.provider, "region": offer.region,
+                    "instance_type": offer.instance_type, "gpu": offer.gpu,
+                    "gpu_family": catalog.gpus[offer.gpu].family, "gpus_per_node": int(offer.gpus_per_node),
+                    "gpu_vram_gib": float(offer.gpu_vram_gib), "intra_node": offer.intra_node,
+                    "intra_node_gbs": float(offer.intra_node_gbs),
+                    "tp": tp, "replicas_per_node": per_node, "market": market, "price_per_node_h": float(price),
+                    "node_usd_h": float(price) * (1 + spot_waste), "lam_spot": lam, "away": away,
+                    "max_nodes": offer.max_nodes, "most_nodes": most,
+                    "session_h": [float(billed_hours(h + workload.restart_overhead, gran, minimum))
+                                  for h in endpoint.hours],
+                    "node_rps": node_rps, "limits": [c.limit for c in caps],
+                    "kept": [kept_nodes(n, away, endpoint.availability) for n in range(most + 1)],
+                })
+    return rows, "; ".join(sorted(reasons))
+
+
+def _capacities(workload: Workload, catalog: Catalog, offer, tp: int, headroom: float):
+    try:
+        caps = replica_capacities(workload, catalog, offer, tp)
+    except ValueError as exc:  # the physics rules the GPU out (e.g. no fp8 tensor cores)
+        return [serving.Capacity(0.0, str(exc), 0)]
+    return caps
+
+
+def _markets(workload: Workload, offer):
+    if not _missing(offer.on_demand_usd_h):
+        yield "on_demand", offer.on_demand_usd_h, 0.0
+    if workload.interruption_tolerance != "none" and not _missing(offer.spot_usd_h):
+        yield "spot", offer.spot_usd_h, 0.0 if _missing(offer.spot_preemption_per_h) else offer.spot_preemption_per_h
+
+
+def _billing(catalog: Catalog, offer) -> tuple[float, float]:
+    provider = catalog.providers[offer.provider]
+    gran = offer.billing_granularity_h if not _missing(offer.billing_granularity_h) else provider.billing_granularity_h
+    minimum = offer.billing_minimum_h if not _missing(offer.billing_minimum_h) else provider.billing_minimum_h
+    return float(gran), float(minimum)
+
+
+def _node_limit(offer) -> int | None:
+    return None if _missing(offer.max_nodes) else int(offer.max_nodes)
+
+
+def _most_nodes(need: float, away: float, availability: float, cap: int | None) -> int:
+    """Enough nodes of one option to carry the whole peak alone (after its absences), within its cap."""
+    want = max(1, math.ceil(need - 1e-9))
+    most = want
+    while kept_nodes(most, away, availability) < want and most < 4 * want + 16:
+        most += 1
+    return min(most, cap) if cap is not None else most
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))

@@ -1,0 +1,118 @@
+"""What an endpoint's plan says, per endpoint: nodes and replicas by GPU type and market in each traffic
+period, predicted latency at the peak, cost per hour, month and million output tokens, and the expected
+share of time below capacity."""
+from __future__ import annotations
+
+
+import pandas as pd
+
+from planner.candidates.endpoints import below_capacity, replica_of
+from planner.candidates.generate import HOURS_PER_MONTH
+from planner.physics import serving
+from planner.solve.model import LOAD_SCALE, slice_load
+from planner.solve.pipeline import Plan
+
+
+def endpoint_reports(plan: Plan) -> list[dict]:
+    """The JSON contract's `endpoints`, one per serving workload (in scenario order)."""
+    chosen = plan.result.serving if plan.result is not None else pd.DataFrame()
+    if chosen is None or chosen.empty:
+        return []
+    options, traffic = plan.candidates.endpoints, plan.candidates.traffic
+    by_name = {w.name: w for w in plan.loaded.scenario.workloads}
+    out = []
+    for name in [w.name for w in plan.loaded.scenario.workloads if w.name in traffic]:
+        endpoint, workload = traffic[name], by_name[name]
+        mine = chosen[chosen["workload"] == name]
+        periods, below, tokens = [], 0.0, 0.0
+        for period, hours in enumerate(endpoint.hours):
+            rows = mine[mine["period"] == period]
+            pools, short = [], 1.0
+            for r in rows.itertuples(index=False):
+                option = options.iloc[r.option]
+                need = sum(slice_load(endpoint, period, b, option.node_rps[b]) * n
+                           for b, n in enumerate(r.slices) if n) / LOAD_SCALE
+                short *= 1 - below_capacity(int(r.nodes), float(option.away), need)
+                pools.append(_pool(plan, workload, option, endpoint, period, r, need))
+            rate = float(endpoint.rates[period].sum())
+            below += (1 - short) * hours / 24
+            tokens += float(endpoint.rates[period] @ endpoint.output_tokens) * hours * 3600
+            periods.append({"hours": workload.traffic.periods[period].hours, "requests_per_s": rate,
+                            "pools": pools, "usd_per_h": sum(p["usd_per_h"] for p in pools)})
+        total = float(mine["cost_usd"].sum())
+        per_day = total / endpoint.days
+        peak = max(periods, key=lambda p: p["requests_per_s"])
+        out.append({
+            "workload": name, "autoscale": endpoint.autoscale, "availability": endpoint.availability,
+            "duration_h": endpoint.days * 24, "periods": periods,
+            "peak": {"hours": peak["hours"], "ttft_s": _worst(peak, "ttft_s"), "tpot_s": _worst(peak, "tpot_s")},
+            "cost_usd": total, "usd_per_h": per_day / 24, "usd_per_month": per_day / 24 * HOURS_PER_MONTH,
+            "usd_per_million_output_tokens": per_day / tokens * 1e6 if tokens else None,
+            "below_capacity_share": below,
+        })
+    return out
+
+
+def _pool(plan: Plan, workload, option, endpoint, period: int, r, need: float) -> dict:
+    """One option's nodes in one period, with its replicas' predicted latency at the load routed to it."""
+    latency = _latency(plan, workload, option, endpoint, period, r, need)
+    hours = endpoint.hours[period]
+    return {"provider": option.provider, "region": option.region, "instance_type": option.instance_type,
+            "gpu": option.gpu, "market": option.market, "tensor_parallel": int(option.tp), "nodes": int(r.nodes),
+            "replicas": int(r.nodes) * int(option.replicas_per_node), "nodes_counted": int(r.kept),
+            "load_nodes": round(need, 4), "share_of_requests": [n / endpoint.slices for n in r.slices],
+            "usd_per_h": r.cost_usd / endpoint.days / hours, **latency}
+
+
+def _latency(plan: Plan, workload, option, endpoint, period: int, r, need: float) -> dict:
+    """TTFT (at the SLO's quantile) and TPOT of a replica carrying its share of the pool's load, worst bucket;
+    None for measured capacities (no model to predict with)."""
+    if "measured" in option.limits or r.kept == 0:
+        return {"ttft_s": None, "tpot_s": None}
+    replica = replica_of(workload, plan.loaded.catalog, option, int(option.tp))
+    utilisation = need / r.kept
+    worst = {"ttft_s": 0.0, "tpot_s": 0.0}
+    for b, bucket in enumerate(workload.traffic.buckets):
+        if not r.slices[b] or option.node_rps[b] <= 0:
+            continue
+        rate = utilisation * option.node_rps[b] / option.replicas_per_node
+        at = serving.latency(replica, bucket.prompt_tokens, bucket.output_tokens, rate, workload.slo.quantile)
+        if at is None:
+            return {"ttft_s": None, "tpot_s": None}
+        worst = {"ttft_s": max(worst["ttft_s"], at.ttft_s), "tpot_s": max(worst["tpot_s"], at.tpot_s)}
+    return worst
+
+
+def _worst(period: dict, key: str) -> float | None:
+    values = [p[key] for p in period["pools"] if p[key] is not None]
+    return max(values) if values else None
+
+
+def endpoint_frame(reports: list[dict]) -> pd.DataFrame:
+    """One row per (endpoint, period, pool) for the table."""
+    rows = []
+    for e in reports:
+        for period in e["periods"]:
+            for pool in period["pools"]:
+                rows.append({"endpoint": e["workload"], "hours": period["hours"], "req/s": period["requests_per_s"],
+                             "instance": f"{pool['provider']}/{pool['region']}/{pool['instance_type']}",
+                             "gpu": pool["gpu"], "market": pool["market"], "TP": pool["tensor_parallel"],
+                             "nodes": pool["nodes"], "replicas": pool["replicas"],
+                             "ttft_ms": _ms(pool["ttft_s"]), "tpot_ms": _ms(pool["tpot_s"]),
+                             "usd_per_h": round(pool["usd_per_h"], 2)})
+    return pd.DataFrame(rows)
+
+
+def endpoint_footer(reports: list[dict]) -> list[str]:
+    return [f"{e['workload']}: ${e['usd_per_h']:,.2f}/h, ${e['usd_per_month']:,.0f}/month, "
+            + (f"${e['usd_per_million_output_tokens']:,.3f} per million output tokens, "
+               if e["usd_per_million_output_tokens"] else "")
+            + f"below capacity {e['below_capacity_share']:.3%} of the time (target ≤ {1 - e['availability']:.3%}); "
+            f"${e['cost_usd']:,.2f} over {e['duration_h'] / 24:g} days" for e in reports]
+
+
+def _ms(seconds: float | None):
+    return None if seconds is None else round(seconds * 1000, 1)
+
+
+
