@@ -115,8 +115,9 @@ def _wait_s(rho: float, service_s: float, quantile: float | None) -> float:
     return service_s / (1 - rho) * math.log(rho / (1 - quantile))
 
 
-def latency(replica: Replica, prompt: int, output: int, rate: float, quantile: float = 0.9) -> Latency | None:
-    """TTFT (at `quantile`), TPOT and mean batch at `rate` requests/s; None when the replica is overloaded."""
+def latency(replica: Replica, prompt: int, output: int, rate: float, quantile: float | None = 0.9) -> Latency | None:
+    """TTFT (at `quantile`; the mean when None), TPOT and mean batch at `rate` requests/s; None when the
+    replica is overloaded."""
     service = prefill_s(replica, prompt, output)
     rho = rate * service
     if rho >= 1:

@@ -1,0 +1,239 @@
+"""Serving endpoints end to end: the file format's errors, the capacity model against published serving
+benchmarks, Mélange's published allocation, optimality against brute force, and determinism."""
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import math
+import subprocess
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from families.factories import endpoint, option
+from planner.candidates.endpoints import below_capacity, kept_nodes
+from planner.candidates.limits import Limits
+from planner.solve.model import build_model, solve_model
+
+ROOT = Path(__file__).resolve().parents[1]
+PLANNER = [sys.executable, "-m", "planner.cli"]
+_spec = importlib.util.spec_from_file_location("serving_published", ROOT / "benchmarks" / "serving_published.py")
+published = importlib.util.module_from_spec(_spec)
+sys.modules["serving_published"] = published  # its dataclasses look their module up
+_spec.loader.exec_module(published)
+
+
+def run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run([*PLANNER, *args], capture_output=True, text=True, cwd=cwd)
+
+
+# ---------------------------------------------------------------- the capacity model against published runs
+
+
+@pytest.mark.parametrize("case", published.CASES, ids=lambda c: c.name)
+def test_capacity_model_is_within_1_5x_of_published_serving_benchmarks(case):
+    planner = published.planner_figure(case)
+    ratio = published.ratio(case, planner)
+    print(f"{case.name}: published {case.published:.4g}, planner {planner:.4g}, ratio {ratio:.2f} ({case.source})")
+    assert 1 / published.TARGET_EACH <= ratio <= published.TARGET_EACH
+
+
+def test_capacity_falls_as_the_tpot_target_tightens_and_grows_with_fp8_kv():
+    from planner.physics import serving
+
+    case = published.CASES[1]
+    r = published.replica(case)
+    loose = serving.capacity(r, 512, 256, ttft_s=1.0, tpot_s=0.06)
+    tight = serving.capacity(r, 512, 256, ttft_s=1.0, tpot_s=0.02)
+    assert 0 < tight.max_requests_per_s < loose.max_requests_per_s
+    at = serving.latency(r, 512, 256, loose.max_requests_per_s)
+    assert at.tpot_s <= 0.06 + 1e-9 and at.ttft_s <= 1.0 + 1e-9 and at.batch <= loose.max_batch
+    assert serving.capacity(r, 512, 256, ttft_s=1.0, tpot_s=0.001).max_requests_per_s == 0
+
+
+# ---------------------------------------------------------------- Mélange's published example
+
+MELANGE_CATALOG = """# source: Mélange example prices (tyler-griggs/melange-release melange/config/example.json @ebba701)
+# as_of: 2024-04-22
+provider,region,instance_type,gpu,gpus_per_node,vcpus,ram_gib,gpu_vram_gib,intra_node,intra_node_gbs,inter_node,inter_node_gbps,on_demand_usd_h,spot_usd_h,spot_preemption_per_h,max_nodes,defaults,notes
+aws,test-1,melange-a10g,A10G,1,4,16,24,pcie,32,none,0,1.01,,,,,
+aws,test-1,melange-a100,A100-80GB,1,12,85,80,pcie,32,none,0,3.67,,,,,
+"""
+
+
+def melange_scenario(slices: int) -> str:
+    """Mélange's example.json: two input x two output size buckets, shares [[0.2, 0.1], [0.5, 0.2]], 30
+    requests/s, profiled max requests/s per GPU A10G [[2, 1], [5, 2]] and A100 [[20, 20], [40, 20]]."""
+    sizes = [(100, 100), (100, 1000), (1000, 100), (1000, 1000)]  # abstract buckets: (input i, output j)
+    shares = [0.2, 0.1, 0.5, 0.2]
+    tputs = {"A10G": [2, 1, 5, 2], "A100-80GB": [20, 20, 40, 20]}
+    buckets = "\n".join(f"        - {{prompt_tokens: {p}, output_tokens: {o}, share: {s}}}"
+                        for (p, o), s in zip(sizes, shares))
+    measured = "\n".join(f"      - {{gpu: {g}, prompt_tokens: {p}, output_tokens: {o}, max_requests_per_s: {t}}}"
+                         for g, ts in tputs.items() for (p, o), t in zip(sizes, ts))
+    return f"""name: melange-example
+catalogs: [melange.csv]
+workloads:
+  - name: melange
+    kind: serving
+    traffic:
+      requests_per_s: 30
+      slices: {slices}
+      buckets:
+{buckets}
+    slo: {{ttft: 1s, tpot: 120ms}}
+    measured:
+{measured}
+    duration: 24h
+    interruption_tolerance: none
+"""
+
+
+@pytest.mark.parametrize("slices, a10g, a100, usd_per_h", [
+    (1, 3, 1, 6.70),  # published: README {"A10G": 3, "A100-80GB": 1, "cost": 6.7}, with example.json's slice_factor 1
+    (4, 2, 1, 5.69),  # finer slices route part of a bucket to each type (our own enumeration of the same ILP)
+])
+def test_melange_published_allocation_is_reproduced(tmp_path, slices, a10g, a100, usd_per_h):
+    (tmp_path / "melange.csv").write_text(MELANGE_CATALOG)
+    (tmp_path / "melange.yaml").write_text(melange_scenario(slices))
+    out = run("solve", str(tmp_path / "melange.yaml"), "--format", "json", "--no-timings", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    (report,) = plan["endpoints"]
+    counts = {}
+    for pool in report["periods"][0]["pools"]:
+        counts[pool["gpu"]] = counts.get(pool["gpu"], 0) + pool["nodes"]
+    assert counts == {"A10G": a10g, "A100-80GB": a100}
+    assert report["usd_per_h"] == pytest.approx(usd_per_h, abs=0.005)
+    assert plan["objective_usd"] == pytest.approx(24 * usd_per_h, abs=0.01)
+
+
+# ---------------------------------------------------------------- optimality against brute force
+
+
+def brute_force(options: list[dict], ep) -> float:
+    """Cheapest plan by enumeration, with exact fractions (no rounded loads): nodes per option and period,
+    the base of each option, and every routing of each period's slices."""
+    periods, buckets = ep.rates.shape
+    best = math.inf
+    ranges = [range(o["most_nodes"] + 1) for o in options]
+    for per_period in itertools.product(itertools.product(*ranges), repeat=periods):
+        spot_used = {i for i, o in enumerate(options) if o["market"] == "spot" and any(p[i] for p in per_period)}
+        if len(spot_used) > 1:
+            continue
+        if not ep.autoscale and any(p != per_period[0] for p in per_period):
+            continue
+        ok = True
+        for period, nodes in enumerate(per_period):
+            kept = [o["kept"][n] if o["market"] == "spot" else n for o, n in zip(options, nodes)]
+            ok &= _routable(options, ep, period, kept)
+        if not ok:
+            continue
+        cost = 0.0
+        for i, o in enumerate(options):
+            base = min(p[i] for p in per_period)
+            cost += base * o["node_usd_h"] * 24 * ep.days
+            if ep.autoscale:
+                cost += sum((p[i] - base) * o["node_usd_h"] * o["session_h"][k] * ep.days
+                            for k, p in enumerate(per_period))
+        best = min(best, cost)
+    return best
+
+
+def _routable(options, ep, period, kept) -> bool:
+    slices = ep.slices
+    for split in itertools.product(*[[c for c in itertools.product(range(slices + 1), repeat=len(options))
+                                      if sum(c) == slices] for _ in range(ep.rates.shape[1])]):
+        load = [Fraction(0)] * len(options)
+        feasible = True
+        for bucket, counts in enumerate(split):
+            for i, n in enumerate(counts):
+                if n:
+                    rps = options[i]["node_rps"][bucket]
+                    if rps <= 0:
+                        feasible = False
+                        break
+                    load[i] += Fraction(ep.rates[period, bucket]) * n / slices / Fraction(rps)
+        if feasible and all(load[i] <= kept[i] for i in range(len(options))):
+            return True
+    return False
+
+
+@pytest.mark.parametrize("autoscale", [False, True])
+def test_endpoint_plan_is_optimal_against_brute_force(autoscale):
+    options = [option(oid="small", node_usd_h=1.0, node_rps=(2.0, 0.5), most_nodes=3, session_h=(8.5, 16.5)),
+               option(oid="big", offer_key="aws/us-east-1/g6.12xlarge", gpus_per_node=4, node_usd_h=3.5,
+                      node_rps=(7.0, 3.0), most_nodes=2, session_h=(8.5, 16.5)),
+               option(oid="spot", offer_key="aws/us-west-2/g6.xlarge", market="spot", node_usd_h=0.4,
+                      node_rps=(2.0, 0.5), most_nodes=3, kept=(0, 0, 1, 2), session_h=(8.5, 16.5))]
+    ep = endpoint(rates=((1.0, 0.5), (5.0, 1.5)), hours=(8, 16), slices=2, autoscale=autoscale)
+    model = build_model(pd.DataFrame(), Limits(), serving=(pd.DataFrame(options), {ep.name: ep}))
+    result = solve_model(model, time_limit_s=30, workers=1)
+    assert result.status == "OPTIMAL"
+    assert result.objective_usd == pytest.approx(brute_force(options, ep), abs=0.02)
+
+
+# ---------------------------------------------------------------- the binomial floor
+
+
+def test_kept_nodes_is_the_binomial_quantile():
+    away = 0.05
+    for n in range(0, 12):
+        k = kept_nodes(n, away, 0.999)
+        assert 1 - below_capacity(n, away, k) >= 0.999 - 1e-12  # keeps k with the availability asked
+        if k < n:
+            assert 1 - below_capacity(n, away, k + 1) < 0.999  # and not one more
+    assert kept_nodes(5, 0.0, 0.999) == 5
+
+
+# ---------------------------------------------------------------- end to end
+
+
+@pytest.mark.parametrize("name", ["serving-chat", "serving-70b", "serving-team"])
+def test_shipped_serving_examples_plan_with_every_reported_figure(name):
+    out = run("solve", f"scenarios/{name}.yaml", "--format", "json", "--no-timings")
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert plan["status"] == "OPTIMAL"
+    for e in plan["endpoints"]:
+        assert e["below_capacity_share"] <= 1 - e["availability"] + 1e-12
+        assert e["usd_per_month"] == pytest.approx(e["usd_per_h"] * 730)
+        assert e["peak"]["tpot_s"] is not None
+        for period in e["periods"]:
+            for b in range(len(period["pools"][0]["share_of_requests"])):
+                assert sum(p["share_of_requests"][b] for p in period["pools"]) == pytest.approx(1.0)
+    total = sum(e["cost_usd"] for e in plan["endpoints"]) + sum(a["expected"]["cost_usd"] for a in plan["assignments"])
+    assert plan["objective_usd"] == pytest.approx(total, abs=0.01)
+    again = run("solve", f"scenarios/{name}.yaml", "--format", "json", "--no-timings")
+    assert again.stdout == out.stdout  # the same input gives the same plan
+
+
+def test_team_endpoint_and_fine_tunes_share_one_quota():
+    plan = json.loads(run("solve", "scenarios/serving-team.yaml", "--format", "json", "--no-timings").stdout)
+    jobs = sum(a["gpus"] for a in plan["assignments"])
+    endpoint_gpus = max(sum(p["nodes"] * 1 for p in period["pools"]) for period in plan["endpoints"][0]["periods"])
+    assert jobs + endpoint_gpus <= 16
+
+
+@pytest.mark.parametrize("body, expected", [
+    ("traffic: {requests_per_s: 5}", "needs `traffic` (requests_per_s or a profile) and `slo`"),
+    ("traffic: {requests_per_s: 5}\n    slo: {ttft: 5 parsecs, tpot: 50ms}", "unknown time unit 'parsecs'"),
+    ("traffic: {profile: [{hours: \"0-8\", requests_per_s: 5}]}\n    slo: {ttft: 1s, tpot: 50ms}",
+     "must cover 0-24 once"),
+    ("traffic: {requests_per_s: 5, buckets: [{prompt_tokens: 10, output_tokens: 10, share: 0.5}]}\n"
+     "    slo: {ttft: 1s, tpot: 50ms}", "bucket shares add up to 0.5, expected 1"),
+    ("traffic: {profile: [{hours: \"8-2\", requests_per_s: 5}]}\n    slo: {ttft: 1s, tpot: 50ms}",
+     "expected START-END with 0 <= START < END <= 24"),
+])
+def test_bad_serving_fields_get_one_located_line(tmp_path, body, expected):
+    path = tmp_path / "bad.yaml"
+    path.write_text(f"name: bad\nworkloads:\n  - name: chat\n    kind: serving\n    model: llama-3.1-8b\n    {body}\n")
+    out = run("solve", str(path))
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and str(path) in lines[0] and expected in lines[0], out.stderr
