@@ -5,6 +5,8 @@ answers instantly.
 """
 from __future__ import annotations
 
+import json
+
 import os
 import signal
 import sys
@@ -275,6 +277,9 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
 def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
     """Monte-Carlo the plan (failures, lost work, restarts, billing sessions) against the analytic model.
 
+    Endpoints are replayed minute by minute for their duration (Poisson arrivals, spot nodes preempted
+    and replaced): the share of time below capacity and of requests within the SLO, beside the plan's.
+
     Prints per workload the simulated mean and p50/p90/p99 of wall time and cost, the
     share of trials meeting the time budget, and the analytic values beside them.
 
@@ -288,11 +293,14 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
     from planner.report.solve import simulation_rows, simulation_text
 
     loaded = load_scenario(scenario)
+    serving = [w.name for w in loaded.scenario.workloads if w.serving]
     if plan_file:
         from planner.load.plan_file import load_plan_assignments
 
-        chosen = load_plan_assignments(plan_file, {w.name for w in loaded.scenario.workloads})
+        chosen = load_plan_assignments(plan_file, {w.name for w in loaded.scenario.workloads} - set(serving))
+        endpoints = json.loads(plan_file.read_text()).get("endpoints", []) if serving else []
     else:
+        from planner.report.serving import endpoint_reports
         from planner.solve.pipeline import assignments, make_plan
 
         plan = make_plan(loaded, time_limit_s=time_limit)
@@ -300,10 +308,27 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
             reasons = "; ".join(f"{i['workload']}: {i['reason']}" for i in plan.infeasible) or plan.status
             raise PlannerError(f"no plan to simulate ({reasons})", str(scenario))
         chosen = assignments(plan, alternatives=0)
-    rows = _with_progress(lambda progress: simulation_rows(chosen, trials, seed, progress),
-                          show=trials * len(chosen) >= 200_000 and fmt == "table")
-    click.echo(simulation_text(rows, fmt), nl=False)
+        endpoints = endpoint_reports(plan)
+    text = ""
+    if chosen:
+        rows = _with_progress(lambda progress: simulation_rows(chosen, trials, seed, progress),
+                              show=trials * len(chosen) >= 200_000 and fmt == "table")
+        text = simulation_text(rows, fmt)
+    if endpoints:
+        from planner.report.serving import endpoint_replays, replay_text
+
+        replays = endpoint_replays(endpoints, seed)
+        text = replay_text(replays, fmt) if not chosen else (
+            text + replay_text(replays, fmt) if fmt == "table" else to_json_pair(text, replays))
+    click.echo(text, nl=False)
     warn_old_prices(loaded.catalog)
+
+
+def to_json_pair(jobs_json: str, replays: list[dict]) -> str:
+    """`simulate --format json` with jobs and endpoints: {"workloads": [...], "endpoints": [...]}."""
+    from planner.report.render import to_json
+
+    return to_json({"workloads": json.loads(jobs_json), "endpoints": replays})
 
 
 def _building_candidates(work, fmt: str, output: str | None):
@@ -443,7 +468,8 @@ class _LazyProgress:
 @click.option("--gpu", "gpus", multiple=True, help="Only this GPU name or family (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
 def estimate(scenario, workload, gpus, fmt) -> None:
-    """Memory per GPU, fit, productive hours W and scaling, per GPU model and count.
+    """Memory per GPU, fit, productive hours W and scaling, per GPU model and count; for endpoints, the
+    per-replica capacity table (requests/s within the SLO per GPU model, TP degree and request size).
 
     Shows why a GPU is ruled in or out: the memory parts (weights, gradients, optimizer,
     activations, KV cache, overhead) against VRAM, the parallelism chosen (TP, PP, DP,
@@ -470,15 +496,19 @@ def estimate(scenario, workload, gpus, fmt) -> None:
 
             raise PlannerError(f"unknown GPU {query!r}{did_you_mean(query, loaded.catalog.gpu_names_and_families())}",
                                "--gpu")
+    from planner.candidates.endpoints import capacity_rows
+
     rows = estimate_rows(loaded, workload, gpus)
+    capacity = capacity_rows(loaded.scenario, loaded.catalog, workload, gpus)
     if fmt == "json":
         from planner.report.render import to_json
 
-        click.echo(to_json(rows), nl=False)
+        click.echo(to_json(rows + capacity), nl=False)
         return
-    from planner.report.estimate import estimate_text
+    from planner.report.estimate import capacity_text, estimate_text
 
-    click.echo(estimate_text(rows, [w.name for w in loaded.scenario.workloads]), nl=False)
+    order = [w.name for w in loaded.scenario.workloads]
+    click.echo(estimate_text(rows, order) + capacity_text(capacity, order), nl=False)
 
 
 # ---------------------------------------------------------------- gpus

@@ -237,3 +237,26 @@ def test_bad_serving_fields_get_one_located_line(tmp_path, body, expected):
     assert "Traceback" not in out.stderr
     lines = [line for line in out.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and str(path) in lines[0] and expected in lines[0], out.stderr
+
+
+def test_replay_agrees_with_the_analytic_share_below_capacity():
+    from planner.economics.endpoint_sim import PeriodPlan, Pool, replay
+
+    nodes, need, lam, replace_h = 3, 2.0, 0.5, 0.25
+    away = lam * replace_h / (1 + lam * replace_h)
+    analytic = below_capacity(nodes, away, need)
+    pool = Pool(nodes, need, lam, replace_h, (10.0,), (1.0,))
+    result = replay([PeriodPlan(24.0, (5.0,), (pool,))], days=200, seed=1)
+    print(f"below capacity: simulated {result.below_capacity_share:.4f}, analytic {analytic:.4f}")
+    assert result.below_capacity_share == pytest.approx(analytic, rel=0.15)
+    assert 0.9 < result.within_slo_share < 1.0
+
+
+def test_simulate_replays_a_serving_scenario():
+    out = run("simulate", "scenarios/serving-team.yaml", "--trials", "200", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    (replay,) = data["endpoints"]
+    assert replay["workload"] == "support-bot" and replay["days"] == 7
+    assert 0 <= replay["below_capacity_share"]["simulated"] < 0.01
+    assert {w["workload"] for w in data["workloads"]} == {"tune-8b", "tune-70b"}

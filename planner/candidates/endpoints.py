@@ -247,3 +247,37 @@ def _most_nodes(need: float, away: float, availability: float, cap: int | None) 
 
 def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def capacity_rows(scenario: Scenario, catalog: Catalog, workload_name: str | None = None,
+                  gpu_queries: tuple[str, ...] = ()) -> list[dict]:
+    """`planner estimate` for endpoints: per serving workload, GPU model, TP degree and request size, one
+    replica's weights and KV room, the batch that fits, and the most requests/s it serves within the SLO."""
+    rows = []
+    headroom = scenario.defaults.vram_headroom
+    for workload in scenario.workloads:
+        if not workload.serving or (workload_name and workload.name != workload_name):
+            continue
+        offers = offers_for(catalog, workload.allow, workload.forbid).sort_values(
+            ["gpu", "gpus_per_node", "key"], ascending=[True, False, True], kind="stable")
+        for gpu_name, on_gpu in offers.groupby("gpu", sort=True):
+            if gpu_queries and not any(catalog.gpu_matches(gpu_name, q) for q in gpu_queries):
+                continue
+            offer = next(on_gpu.itertuples(index=False))  # the largest node: every TP degree it offers
+            for tp in [workload.tensor_parallel] if workload.tensor_parallel else TENSOR_PARALLEL:
+                if tp > offer.gpus_per_node or offer.gpus_per_node % tp:
+                    continue
+                caps = _capacities(workload, catalog, offer, tp, headroom)
+                if caps is None:
+                    continue
+                for bucket, cap in zip(workload.traffic.buckets, caps):
+                    at = cap.at_max
+                    rows.append({"workload": workload.name, "gpu": gpu_name, "tensor_parallel": tp,
+                                 "prompt_tokens": bucket.prompt_tokens, "output_tokens": bucket.output_tokens,
+                                 "max_batch": cap.max_batch, "max_requests_per_s": round(cap.max_requests_per_s, 3),
+                                 "ttft_ms": round(at.ttft_s * 1e3, 1) if at else None,
+                                 "tpot_ms": round(at.tpot_s * 1e3, 2) if at else None,
+                                 "batch_at_max": round(at.batch, 1) if at else None,
+                                 "limit": cap.limit if cap.serves else "",
+                                 "reason": "" if cap.serves else cap.limit})
+    return rows

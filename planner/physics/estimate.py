@@ -346,8 +346,8 @@ def estimate_rows(loaded, workload_name: str | None = None, gpu_queries: tuple[s
     headroom = scenario.defaults.vram_headroom
     rows = []
     for workload in scenario.workloads:
-        if workload_name and workload.name != workload_name:
-            continue
+        if (workload_name and workload.name != workload_name) or workload.serving:
+            continue  # endpoints: `candidates.endpoints.capacity_rows`
         offers = offers_for(catalog, workload.allow, workload.forbid)
         for gpu_name in sorted(offers["gpu"].unique()):
             if gpu_queries and not any(catalog.gpu_matches(gpu_name, q) for q in gpu_queries):

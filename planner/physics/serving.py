@@ -46,7 +46,8 @@ class Capacity:
     """The most requests per second one replica serves within the SLO, and what limits it."""
 
     max_requests_per_s: float
-    limit: str  # "tpot" | "ttft" | "kv_cache" | "measured" | the reason it cannot serve at all
+    limit: str  # "tpot" | "ttft" | "kv_cache" | "throughput" (decode cannot keep up) | "prefill" | "measured"
+    # | the reason it cannot serve at all
     max_batch: int  # sequences of full context whose KV cache fits
     at_max: Latency | None = None
 
@@ -173,7 +174,7 @@ def capacity(replica: Replica, prompt: int, output: int, ttft_s: float, tpot_s: 
     def meets(rate: float) -> str:
         at = latency(replica, prompt, output, rate, quantile)
         if at is None or at.batch > fits:
-            return "kv_cache" if at is not None else "tpot"
+            return "kv_cache" if at is not None else "throughput"
         if at.tpot_s > tpot_s:
             return "tpot"
         if at.ttft_s > ttft_s:

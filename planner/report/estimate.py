@@ -24,3 +24,16 @@ def estimate_text(rows: list[dict], order: list[str]) -> str:
                               or table[c].fillna(0).astype(bool).any()]]
         out.append(render_table(table, title=f"workload {name}: memory per GPU (GiB) and productive hours W") + "\n")
     return "".join(out)
+
+
+def capacity_text(rows: list[dict], order: list[str]) -> str:
+    """`rows` from `candidates.endpoints.capacity_rows`: one table per endpoint."""
+    out = []
+    for name in sorted({r["workload"] for r in rows}, key=order.index):
+        table = pd.DataFrame([{
+            "gpu": r["gpu"], "TP": r["tensor_parallel"], "prompt": r["prompt_tokens"], "output": r["output_tokens"],
+            "max_batch": r["max_batch"], "max_req_per_s": r["max_requests_per_s"], "ttft_ms": r["ttft_ms"],
+            "tpot_ms": r["tpot_ms"], "batch": r["batch_at_max"], "limited_by": r["limit"] or r["reason"],
+        } for r in rows if r["workload"] == name])
+        out.append(render_table(table, title=f"endpoint {name}: one replica's capacity within the SLO") + "\n")
+    return "".join(out)

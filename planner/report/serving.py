@@ -9,6 +9,7 @@ import pandas as pd
 from planner.candidates.endpoints import below_capacity, replica_of
 from planner.candidates.generate import HOURS_PER_MONTH
 from planner.physics import serving
+from planner.report.render import render_table, to_json
 from planner.solve.model import LOAD_SCALE, slice_load
 from planner.solve.pipeline import Plan
 
@@ -38,6 +39,8 @@ def endpoint_reports(plan: Plan) -> list[dict]:
             below += (1 - short) * hours / 24
             tokens += float(endpoint.rates[period] @ endpoint.output_tokens) * hours * 3600
             periods.append({"hours": workload.traffic.periods[period].hours, "requests_per_s": rate,
+                            "bucket_requests_per_s": [float(x) for x in endpoint.rates[period]],
+                            "below_capacity_share": 1 - short,
                             "pools": pools, "usd_per_h": sum(p["usd_per_h"] for p in pools)})
         total = float(mine["cost_usd"].sum())
         per_day = total / endpoint.days
@@ -61,6 +64,8 @@ def _pool(plan: Plan, workload, option, endpoint, period: int, r, need: float) -
             "gpu": option.gpu, "market": option.market, "tensor_parallel": int(option.tp), "nodes": int(r.nodes),
             "replicas": int(r.nodes) * int(option.replicas_per_node), "nodes_counted": int(r.kept),
             "load_nodes": round(need, 4), "share_of_requests": [n / endpoint.slices for n in r.slices],
+            "node_requests_per_s": [float(x) for x in option.node_rps], "preemptions_per_node_h": float(option.lam_spot),
+            "away_share": float(option.away), "replace_h": float(workload.restart_overhead),
             "usd_per_h": r.cost_usd / endpoint.days / hours, **latency}
 
 
@@ -116,3 +121,36 @@ def _ms(seconds: float | None):
 
 
 
+
+
+def endpoint_replays(reports: list[dict], seed: int) -> list[dict]:
+    """Replay each endpoint of a plan (the JSON contract's `endpoints`) for its duration (7 to 365 days)."""
+    from planner.economics.endpoint_sim import PeriodPlan, Pool, replay
+
+    out = []
+    for number, e in enumerate(reports):
+        periods = []
+        for period in e["periods"]:
+            start, _, end = period["hours"].partition("-")
+            pools = tuple(Pool(p["nodes"], p["load_nodes"], p["preemptions_per_node_h"], p["replace_h"],
+                               tuple(p["node_requests_per_s"]), tuple(p["share_of_requests"])) for p in period["pools"])
+            periods.append(PeriodPlan(float(end) - float(start), tuple(period["bucket_requests_per_s"]), pools))
+        days = int(min(365, max(7, round(e["duration_h"] / 24))))
+        result = replay(periods, days, seed + number)
+        out.append({"workload": e["workload"], "days": days,
+                    "below_capacity_share": {"simulated": result.below_capacity_share,
+                                             "analytic": e["below_capacity_share"]},
+                    "requests_within_slo_share": {"simulated": result.within_slo_share}})
+    return out
+
+
+def replay_text(replays: list[dict], fmt: str) -> str:
+    if fmt == "json":
+        return to_json(replays)
+    frame = pd.DataFrame([{"endpoint": r["workload"], "days": r["days"],
+                           "below_capacity_sim": f"{r['below_capacity_share']['simulated']:.4%}",
+                           "below_capacity_analytic": f"{r['below_capacity_share']['analytic']:.4%}",
+                           "requests_within_slo_sim": f"{r['requests_within_slo_share']['simulated']:.4%}"}
+                          for r in replays])
+    return render_table(frame, title="endpoints replayed minute by minute (Poisson arrivals, preemptions, "
+                                     "replacements) against the plan")

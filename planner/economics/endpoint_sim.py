@@ -1,0 +1,91 @@
+"""Replay an endpoint's plan: Poisson arrivals at each period's rate, spot nodes preempted at their rate
+and replaced after a fixed time, minute by minute.
+
+Per pool and minute, the nodes up carry the load routed to the pool (requests that arrived, over what a
+node serves within the SLO); when the load exceeds them, the share of that minute's requests beyond
+them misses the SLO. Capacity is below the rate in a minute when fewer nodes are up than the planned
+rate needs (the analytic figure's definition). A spot node's life is exponential with mean 1/λ, then
+it is away for exactly `replace_h` (an alternating renewal process, as the plan assumes); on-demand
+nodes stay up.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+MINUTE_H = 1 / 60
+
+
+@dataclass(frozen=True)
+class Pool:
+    nodes: int
+    need: float  # nodes the planned rate needs
+    lam: float  # preemptions per node-hour (0: on demand)
+    replace_h: float
+    node_rps: tuple[float, ...]  # per bucket
+    shares: tuple[float, ...]  # of each bucket's requests routed here
+
+
+@dataclass(frozen=True)
+class PeriodPlan:
+    hours: float
+    bucket_rates: tuple[float, ...]  # requests/s per bucket
+    pools: tuple[Pool, ...]
+
+
+@dataclass(frozen=True)
+class EndpointReplay:
+    days: int
+    below_capacity_share: float
+    within_slo_share: float  # of requests
+
+
+def replay(periods: list[PeriodPlan], days: int, seed: int = 0) -> EndpointReplay:
+    """Simulate `days` days of the daily plan; node states carry over from period to period."""
+    rng = np.random.default_rng(seed)
+    minutes_below = minutes = 0
+    served = arrived = 0.0
+    states: dict[tuple[int, int], tuple] = {}  # (period, pool) -> each node's state and time left in it
+    for _ in range(days):
+        for p_index, period in enumerate(periods):
+            steps = int(round(period.hours * 60))
+            arrivals = rng.poisson(np.array(period.bucket_rates) * 60.0, size=(steps, len(period.bucket_rates)))
+            short = np.zeros(steps, dtype=bool)
+            missed = np.zeros(steps)
+            for k, pool in enumerate(period.pools):
+                up = _up_nodes(pool, steps, rng, states.setdefault((p_index, k), _fresh(pool, rng)))
+                load = sum(arrivals[:, b] * pool.shares[b] / (60.0 * pool.node_rps[b])
+                           for b in range(len(pool.shares)) if pool.shares[b] and pool.node_rps[b] > 0)
+                load = np.asarray(load, dtype=float) if np.ndim(load) else np.zeros(steps)
+                short |= up < pool.need - 1e-9
+                routed = sum(arrivals[:, b] * pool.shares[b] for b in range(len(pool.shares)))
+                over = np.where(load > up, 1 - np.divide(up, load, out=np.ones(steps), where=load > 0), 0.0)
+                missed += np.asarray(routed, dtype=float) * over
+            minutes_below += int(short.sum())
+            minutes += steps
+            arrived += float(arrivals.sum())
+            served += float(arrivals.sum() - missed.sum())
+    return EndpointReplay(days, minutes_below / minutes if minutes else 0.0, served / arrived if arrived else 1.0)
+
+
+def _fresh(pool: Pool, rng) -> tuple[np.ndarray, np.ndarray]:
+    """Each node's state (up or away) and the hours left in it; every node starts up."""
+    left = rng.exponential(1 / pool.lam, pool.nodes) if pool.lam > 0 else np.full(pool.nodes, np.inf)
+    return np.ones(pool.nodes, dtype=bool), left
+
+
+def _up_nodes(pool: Pool, steps: int, rng, state: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Nodes up in each minute, advancing every node's alternating up/away clock in place."""
+    if pool.lam <= 0:
+        return np.full(steps, pool.nodes)
+    is_up, left = state
+    up = np.zeros(steps, dtype=int)
+    for minute in range(steps):
+        up[minute] = int(is_up.sum())
+        left -= MINUTE_H
+        for i in np.flatnonzero(left <= 0):
+            while left[i] <= 0:  # a change of state (or several) within the minute
+                is_up[i] = not is_up[i]
+                left[i] += rng.exponential(1 / pool.lam) if is_up[i] else pool.replace_h
+    return up
