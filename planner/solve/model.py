@@ -54,6 +54,13 @@ class ServingVars:
     slices: dict[tuple[int, int, int], cp_model.IntVar]  # (option row, period, bucket) -> slices routed
     used: dict[int, cp_model.BoolVar]  # spot option row -> the endpoint's spot pool is this option
 
+    def option_periods(self):
+        """(row, option, its endpoint, period) for every option and traffic period, in order."""
+        for row, option in enumerate(self.options.itertuples(index=False)):
+            endpoint = self.traffic[option.workload]
+            for period in range(len(endpoint.hours)):
+                yield row, option, endpoint, period
+
     def unit_cents(self) -> list[tuple[int, cp_model.IntVar]]:
         """Cost terms in cents: base nodes all day, and per period the nodes above the base (one billing
         session a day each, with a replica's start-up)."""
@@ -251,14 +258,12 @@ def add_endpoint_capacity(m: PlanModel, limits: Limits) -> None:
     if m.serving is None:
         return
     sv = m.serving
-    for row, option in enumerate(sv.options.itertuples(index=False)):
-        endpoint = sv.traffic[option.workload]
-        for period in range(len(endpoint.hours)):
-            terms = [(slice_load(endpoint, period, bucket, option.node_rps[bucket]), sv.slices[row, period, bucket])
-                     for bucket in range(endpoint.rates.shape[1]) if (row, period, bucket) in sv.slices]
-            if terms:
-                m.model.add(sum(c * v for c, v in terms) <= LOAD_SCALE * sv.kept[row, period]).with_name(
-                    f"capacity[{option.oid}@{period}]")
+    for row, option, endpoint, period in sv.option_periods():
+        terms = [(slice_load(endpoint, period, bucket, option.node_rps[bucket]), sv.slices[row, period, bucket])
+                 for bucket in range(endpoint.rates.shape[1]) if (row, period, bucket) in sv.slices]
+        if terms:
+            m.model.add(sum(c * v for c, v in terms) <= LOAD_SCALE * sv.kept[row, period]).with_name(
+                f"capacity[{option.oid}@{period}]")
 
 
 def slice_load(endpoint: Endpoint, period: int, bucket: int, node_rps: float) -> int:
@@ -298,13 +303,11 @@ def add_endpoint_schedule(m: PlanModel, limits: Limits) -> None:
     if m.serving is None:
         return
     sv = m.serving
-    for row, option in enumerate(sv.options.itertuples(index=False)):
-        endpoint = sv.traffic[option.workload]
-        for period in range(len(endpoint.hours)):
-            if endpoint.autoscale:
-                m.model.add(sv.base[row] <= sv.nodes[row, period])
-            else:
-                m.model.add(sv.base[row] == sv.nodes[row, period])
+    for row, _, endpoint, period in sv.option_periods():
+        if endpoint.autoscale:
+            m.model.add(sv.base[row] <= sv.nodes[row, period])
+        else:
+            m.model.add(sv.base[row] == sv.nodes[row, period])
 
 
 CONSTRAINT_FAMILIES = (
