@@ -101,7 +101,10 @@ def test_estimate_runs_on_every_example(run, scenario):
     result = run("estimate", SCENARIOS / scenario, "--format", "json")
     assert result.exit_code == 0, result.stderr
     rows = json.loads(result.stdout)
-    assert rows and any(r["fits"] for r in rows)
+    capacity = [r for r in rows if "max_requests_per_s" in r]  # endpoints: one replica's capacity per GPU and size
+    assert all(r["max_requests_per_s"] >= 0 and (r["max_requests_per_s"] > 0) == (not r["reason"]) for r in capacity)
+    rows = [r for r in rows if "max_requests_per_s" not in r]
+    assert any(r["max_requests_per_s"] > 0 for r in capacity) or any(r["fits"] for r in rows)
     for row in rows:
         assert set(row) >= {"workload", "gpu", "gpus", "nodes", "memory_gib", "fits", "work_h", "tokens_per_s",
                             "scaling_efficiency"}

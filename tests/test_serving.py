@@ -260,3 +260,18 @@ def test_simulate_replays_a_serving_scenario():
     assert replay["workload"] == "support-bot" and replay["days"] == 7
     assert 0 <= replay["below_capacity_share"]["simulated"] < 0.01
     assert {w["workload"] for w in data["workloads"]} == {"tune-8b", "tune-70b"}
+
+
+def test_the_checker_catches_spot_nodes_counted_in_full_and_unrouted_requests():
+    from planner.load.scenario import load_scenario
+    from planner.solve.checker import check_plan
+
+    loaded = load_scenario(ROOT / "scenarios" / "serving-team.yaml")
+    plan = json.loads(run("solve", "scenarios/serving-team.yaml", "--format", "json", "--no-timings").stdout)
+    assert check_plan(loaded, plan) == []
+    pool = plan["endpoints"][0]["periods"][0]["pools"][0]
+    assert pool["market"] == "spot" and pool["nodes_counted"] < pool["nodes"]
+    pool["nodes_counted"] = pool["nodes"]
+    pool["share_of_requests"][0] = 0.5
+    problems = check_plan(loaded, plan)
+    assert any("more than it keeps" in p for p in problems) and any("routed 0.5000" in p for p in problems)

@@ -217,29 +217,52 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     return out
 
 
+def _endpoint_periods(plan: dict, offers: dict) -> list[tuple[str, list]]:
+    """Endpoint pools that run at once, per hour of the day where the periods of all endpoints change."""
+    endpoints = plan.get("endpoints") or []
+    cuts = sorted({float(x) for e in endpoints for p in e["periods"] for x in p["hours"].split("-")})
+    out = []
+    for start, end in zip(cuts, cuts[1:]):
+        pools = [(e["workload"], pool, offers[f"{pool['provider']}/{pool['region']}/{pool['instance_type']}"])
+                 for e in endpoints for p in e["periods"]
+                 if float(p["hours"].split("-")[0]) <= start and end <= float(p["hours"].split("-")[1])
+                 for pool in p["pools"]]
+        out.append((f"{start:g}-{end:g}", pools))
+    return out
+
+
 def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str]:
     scenario, catalog = loaded.scenario, loaded.catalog
     c = scenario.constraints
     placed = [(a, offers[k]) for a in plan["assignments"]
               if (k := f"{a['provider']}/{a['region']}/{a['instance_type']}") in offers]
     out: list[str] = []
+    periods = _endpoint_periods(plan, offers)
     for key, quota in sorted(c.gpu_quotas.items()):
         provider, _, gpu = key.partition("/")
         users = [(a["workload"], int(a["gpus"])) for a, _ in placed
                  if a["provider"] == provider and (not gpu or catalog.gpu_matches(a["gpu"], gpu))]
-        used = sum(n for _, n in users)
-        if used > quota:
-            detail = ", ".join(f"{w} {n}" for w, n in users)
-            out.append(f"quota {key}: {used} GPUs ({detail}) > {quota}")
+        for hours, pools in periods or [("", [])]:
+            at_once = users + [(w, int(p["nodes"]) * int(offer["gpus_per_node"])) for w, p, offer in pools
+                               if p["provider"] == provider and (not gpu or catalog.gpu_matches(p["gpu"], gpu))]
+            used = sum(n for _, n in at_once)
+            if used > quota:
+                detail = ", ".join(f"{w} {n}" for w, n in at_once)
+                out.append(f"quota {key}{' ' + hours if hours else ''}: {used} GPUs ({detail}) > {quota}")
     # Node limits: the scenario's and the catalog's max_nodes, per market if asked.
-    usage: dict[tuple, list] = defaultdict(list)
-    for a, offer in placed:
-        market = a["market"] if c.node_limits_per_market else "any"
-        usage[(offer["key"], market)].append((a["workload"], int(a["nodes"])))
-    for where, used, cap, detail in over_node_limits(usage, c, offers):
-        out.append(f"node limit {where}: {used} nodes ({detail}) > {cap}")
-    total = math.fsum(a["expected"]["cost_usd"] for a in plan["assignments"])
-    if c.budget is not None and total > c.budget + CENT / 2 * len(plan["assignments"]):
+    for _, pools in periods or [("", [])]:
+        usage: dict[tuple, list] = defaultdict(list)
+        for a, offer in placed:
+            market = a["market"] if c.node_limits_per_market else "any"
+            usage[(offer["key"], market)].append((a["workload"], int(a["nodes"])))
+        for w, p, offer in pools:
+            usage[(offer["key"], p["market"] if c.node_limits_per_market else "any")].append((w, int(p["nodes"])))
+        for where, used, cap, detail in over_node_limits(usage, c, offers):
+            out.append(f"node limit {where}: {used} nodes ({detail}) > {cap}")
+    total = math.fsum([a["expected"]["cost_usd"] for a in plan["assignments"]]
+                      + [e["cost_usd"] for e in plan.get("endpoints") or []])
+    terms = len(plan["assignments"]) + sum(len(p["pools"]) * 2 for e in plan.get("endpoints") or [] for p in e["periods"])
+    if c.budget is not None and total > c.budget + CENT / 2 * terms:
         out.append(f"budget: expected total ${total:,.2f} > ${c.budget:,.2f}")
     by_name = {a["workload"]: a for a in plan["assignments"]}
     for label, groups, part in (("same_region", c.same_region, lambda a: f"{a['provider']}/{a['region']}"),
@@ -249,12 +272,52 @@ def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str
             if len(set(seen.values())) > 1:
                 out.append(f"{label} {list(group)}: " + ", ".join(f"{w} on {v}" for w, v in seen.items()))
     objective = plan.get("objective_usd")
-    if objective is None or abs(objective - total) > CENT / 2 + 1e-9:
+    if objective is None or abs(objective - total) > CENT / 2 + 1e-6 * total:
         out.append(f"objective_usd {objective} but the assignments' costs sum to {total:.4f}")
     bound = plan.get("bound_usd")
     if bound is not None and objective is not None and bound > objective + 1e-9:
         out.append(f"bound_usd {bound} above objective_usd {objective}")
     return out
+
+
+def _check_endpoint(e: dict, workload: Workload) -> list[str]:
+    """An endpoint's periods carry the scenario's traffic: every bucket routed whole, each pool's load within
+    the nodes it counts, spot nodes counted no more than the binomial quantile allows, one spot pool."""
+    out = []
+    periods = workload.traffic.periods
+    shares = [b.share for b in workload.traffic.buckets]
+    if [p["hours"] for p in e["periods"]] != [p.hours for p in periods]:
+        return [f"{e['workload']}: periods {[p['hours'] for p in e['periods']]} are not the traffic's"]
+    spot = {(p["provider"], p["region"], p["instance_type"], p["tensor_parallel"]) for period in e["periods"]
+            for p in period["pools"] if p["market"] == "spot" and p["nodes"]}
+    if len(spot) > 1:
+        out.append(f"{e['workload']}: {len(spot)} spot pools, at most one")
+    nodes_by_pool = {}
+    for period, wanted in zip(e["periods"], periods):
+        rates = [wanted.requests_per_s * s for s in shares]
+        for b, rate in enumerate(rates):
+            routed = math.fsum(p["share_of_requests"][b] for p in period["pools"])
+            if rate > 0 and not _close(routed, 1.0, abs_tol=1e-9):
+                out.append(f"{e['workload']} {period['hours']}: bucket {b} routed {routed:.4f} of its requests")
+        for p in period["pools"]:
+            load = math.fsum(rate * p["share_of_requests"][b] / p["node_requests_per_s"][b]
+                             for b, rate in enumerate(rates) if p["share_of_requests"][b])
+            if load > p["nodes_counted"] * (1 + 1e-6) + 1e-9:
+                out.append(f"{e['workload']} {period['hours']} {p['instance_type']}: load {load:.4f} nodes "
+                           f"> {p['nodes_counted']} counted")
+            if p["nodes_counted"] > p["nodes"] or (p["market"] == "spot" and _kept_probability(
+                    p["nodes"], p["away_share"], p["nodes_counted"]) < workload.availability - 1e-9):
+                out.append(f"{e['workload']} {period['hours']} {p['instance_type']}: counts {p['nodes_counted']} "
+                           f"of {p['nodes']} nodes, more than it keeps at availability {workload.availability}")
+            nodes_by_pool.setdefault((p["instance_type"], p["region"], p["market"]), set()).add(p["nodes"])
+    if not workload.autoscale and any(len(v) > 1 for v in nodes_by_pool.values()):
+        out.append(f"{e['workload']}: node counts change between periods without autoscale")
+    return out
+
+
+def _kept_probability(nodes: int, away: float, counted: int) -> float:
+    """P(at least `counted` of `nodes` are up), each away a share `away` independently."""
+    return math.fsum(math.comb(nodes, up) * (1 - away) ** up * away ** (nodes - up) for up in range(counted, nodes + 1))
 
 
 def _unsolved_violations(plan: dict, workloads: dict) -> list[str]:
@@ -280,12 +343,18 @@ def check_plan(loaded: LoadedScenario, plan: dict) -> list[str]:
     violations = []
     if plan.get("infeasible"):
         violations.append(f"status {status} with infeasible reasons {plan['infeasible']}")
-    violations += one_entry_each(assignments, "workload", workloads, "assignment", "assignments")
+    jobs = {n: w for n, w in workloads.items() if not w.serving}
+    violations += one_entry_each(assignments, "workload", jobs, "assignment", "assignments")
+    violations += one_entry_each(plan.get("endpoints") or [], "workload",
+                                 [n for n, w in workloads.items() if w.serving], "endpoint", "endpoints")
     offers = {row["key"]: row for row in loaded.catalog.offers.to_dict("records")}
     try:
         for a in assignments:
             if a["workload"] in workloads:
                 violations += _check_assignment(loaded, a, workloads[a["workload"]], offers)
+        for e in plan.get("endpoints") or []:
+            if e["workload"] in workloads:
+                violations += _check_endpoint(e, workloads[e["workload"]])
         return violations + _shared_limits(loaded, plan, offers)
     except (KeyError, TypeError) as exc:  # not the documented contract at all
         return violations + [f"malformed plan: missing or mistyped field {exc}"]
