@@ -6,7 +6,6 @@ answers instantly.
 from __future__ import annotations
 
 import json
-
 import os
 import signal
 import sys
@@ -318,17 +317,9 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
         from planner.report.serving import endpoint_replays, replay_text
 
         replays = endpoint_replays(endpoints, seed)
-        text = replay_text(replays, fmt) if not chosen else (
-            text + replay_text(replays, fmt) if fmt == "table" else to_json_pair(text, replays))
+        text = replay_text(replays, fmt, jobs=text)
     click.echo(text, nl=False)
     warn_old_prices(loaded.catalog)
-
-
-def to_json_pair(jobs_json: str, replays: list[dict]) -> str:
-    """`simulate --format json` with jobs and endpoints: {"workloads": [...], "endpoints": [...]}."""
-    from planner.report.render import to_json
-
-    return to_json({"workloads": json.loads(jobs_json), "endpoints": replays})
 
 
 def _building_candidates(work, fmt: str, output: str | None):
@@ -397,8 +388,16 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, processe
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.8:1.6:9 --where provider=gcp --format json
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.5:2.0:31 --executor dask://10.0.0.5:8786
     """
-    from planner.whatif.sweep import (SweepSpec, check_where, loaded_scenario, make_executor, parse_where, run_sweep,
-                                      sweep_axes, sweep_text)
+    from planner.whatif.sweep import (
+        SweepSpec,
+        check_where,
+        loaded_scenario,
+        make_executor,
+        parse_where,
+        run_sweep,
+        sweep_axes,
+        sweep_text,
+    )
 
     axes = sweep_axes({"spot_price_multiplier": spot, "preemption_multiplier": preemption,
                        "on_demand_price_multiplier": on_demand})

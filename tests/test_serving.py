@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-
 from families.factories import endpoint, option
+
 from planner.candidates.endpoints import below_capacity, kept_nodes
 from planner.candidates.limits import Limits
 from planner.solve.model import build_model, solve_model

@@ -68,7 +68,8 @@ def endpoint_of(workload: Workload) -> Endpoint:
                     np.array([b.output_tokens for b in traffic.buckets], dtype=float))
 
 
-def replica_capacities(workload: Workload, catalog: Catalog, offer, tp: int) -> list[serving.Capacity] | None:
+def replica_capacities(workload: Workload, catalog: Catalog, offer, tp: int,
+                       headroom: float) -> list[serving.Capacity] | None:
     """One replica's capacity per bucket on this offer at `tp` (measured where given); None: not usable."""
     buckets = workload.traffic.buckets
     measured = [m for m in workload.measured if m.tensor_parallel == tp and catalog.gpu_matches(offer.gpu, m.gpu)]
@@ -82,13 +83,13 @@ def replica_capacities(workload: Workload, catalog: Catalog, offer, tp: int) -> 
     arch = resolve_model(workload, catalog)
     if arch is None:
         return None
-    replica = replica_of(workload, catalog, offer, tp)
+    replica = replica_of(workload, catalog, offer, tp, headroom)
     slo = workload.slo
     return [serving.capacity(replica, b.prompt_tokens, b.output_tokens, slo.ttft, slo.tpot, slo.quantile)
             for b in buckets]
 
 
-def replica_of(workload: Workload, catalog: Catalog, offer, tp: int, headroom: float = 0.10) -> serving.Replica:
+def replica_of(workload: Workload, catalog: Catalog, offer, tp: int, headroom: float) -> serving.Replica:
     gpu = catalog.gpus[offer.gpu]
     precision = workload.precision
     if precision == "fp8" and not gpu.fp8_tflops:
@@ -212,7 +213,7 @@ def _options(workload: Workload, catalog: Catalog, offers: pd.DataFrame, endpoin
 
 def _capacities(workload: Workload, catalog: Catalog, offer, tp: int, headroom: float):
     try:
-        caps = replica_capacities(workload, catalog, offer, tp)
+        caps = replica_capacities(workload, catalog, offer, tp, headroom)
     except ValueError as exc:  # the physics rules the GPU out (e.g. no fp8 tensor cores)
         return [serving.Capacity(0.0, str(exc), 0)]
     return caps

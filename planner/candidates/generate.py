@@ -778,8 +778,8 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
             members.append((classes[kind], workload.name))
     options, traffic, unserved = endpoint_options(scenario, catalog, offers)
     infeasible.update(unserved)
-    return CandidateSet(_stacked(results, members, 0), _stacked(results, members, 3), infeasible,
-                        considered + len(options), options, traffic)
+    return CandidateSet(_stacked(results, members, 0), _stacked(results, members, 3), infeasible, considered,
+                        options, traffic)
 
 
 def _stacked(results: list[tuple], members: list[tuple[int, str]], which: int) -> pd.DataFrame:

@@ -55,13 +55,12 @@ def replay(periods: list[PeriodPlan], days: int, seed: int = 0) -> EndpointRepla
             missed = np.zeros(steps)
             for k, pool in enumerate(period.pools):
                 up = _up_nodes(pool, steps, rng, states.setdefault((p_index, k), _fresh(pool, rng)))
-                load = sum(arrivals[:, b] * pool.shares[b] / (60.0 * pool.node_rps[b])
-                           for b in range(len(pool.shares)) if pool.shares[b] and pool.node_rps[b] > 0)
-                load = np.asarray(load, dtype=float) if np.ndim(load) else np.zeros(steps)
+                buckets = [b for b, share in enumerate(pool.shares) if share and pool.node_rps[b] > 0]
+                routed = arrivals[:, buckets] * np.array([pool.shares[b] for b in buckets])
+                load = routed @ (1 / (60.0 * np.array([pool.node_rps[b] for b in buckets])))  # nodes needed
                 short |= up < pool.need - 1e-9
-                routed = sum(arrivals[:, b] * pool.shares[b] for b in range(len(pool.shares)))
                 over = np.where(load > up, 1 - np.divide(up, load, out=np.ones(steps), where=load > 0), 0.0)
-                missed += np.asarray(routed, dtype=float) * over
+                missed += routed.sum(axis=1) * over
             minutes_below += int(short.sum())
             minutes += steps
             arrived += float(arrivals.sum())

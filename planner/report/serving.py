@@ -3,6 +3,7 @@ period, predicted latency at the peak, cost per hour, month and million output t
 share of time below capacity."""
 from __future__ import annotations
 
+import json
 
 import pandas as pd
 
@@ -74,7 +75,8 @@ def _latency(plan: Plan, workload, option, endpoint, period: int, r, need: float
     None for measured capacities (no model to predict with)."""
     if "measured" in option.limits or r.kept == 0:
         return {"ttft_s": None, "tpot_s": None}
-    replica = replica_of(workload, plan.loaded.catalog, option, int(option.tp))
+    replica = replica_of(workload, plan.loaded.catalog, option, int(option.tp),
+                         plan.loaded.scenario.defaults.vram_headroom)
     utilisation = need / r.kept
     worst = {"ttft_s": 0.0, "tpot_s": 0.0}
     for b, bucket in enumerate(workload.traffic.buckets):
@@ -144,9 +146,12 @@ def endpoint_replays(reports: list[dict], seed: int) -> list[dict]:
     return out
 
 
-def replay_text(replays: list[dict], fmt: str) -> str:
+def replay_text(replays: list[dict], fmt: str, jobs: str = "") -> str:
+    """The replays after the jobs' Monte-Carlo text (`jobs`); JSON is {"workloads": [...], "endpoints": [...]}."""
     if fmt == "json":
-        return to_json(replays)
+        return to_json({"workloads": json.loads(jobs) if jobs else [], "endpoints": replays})
+    if jobs:
+        return jobs + replay_text(replays, fmt)
     frame = pd.DataFrame([{"endpoint": r["workload"], "days": r["days"],
                            "below_capacity_sim": f"{r['below_capacity_share']['simulated']:.4%}",
                            "below_capacity_analytic": f"{r['below_capacity_share']['analytic']:.4%}",

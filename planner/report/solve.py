@@ -82,7 +82,7 @@ def _status_line(plan: Plan) -> str:
     cands = plan.candidates
     served = f"; {len(cands.endpoints)} endpoint options" if len(cands.endpoints) else ""
     return status_line(plan.result, f"{len(cands.pruned)} candidates after pruning ({len(cands.all)} evaluated, "
-                                    f"{cands.considered - len(cands.endpoints)} considered){served}",
+                                    f"{cands.considered} considered){served}",
                        _as_of(plan.loaded.catalog))
 
 

@@ -10,6 +10,7 @@ the float sum of the chosen candidates' expected costs.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -61,9 +62,10 @@ class ServingVars:
             for period in range(len(endpoint.hours)):
                 yield row, option, endpoint, period
 
+    @functools.cached_property
     def unit_cents(self) -> list[tuple[int, cp_model.IntVar]]:
         """Cost terms in cents: base nodes all day, and per period the nodes above the base (one billing
-        session a day each, with a replica's start-up)."""
+        session a day each, with a replica's start-up); the objective and the budget share them."""
         terms = []
         for row, option in enumerate(self.options.itertuples(index=False)):
             endpoint = self.traffic[option.workload]
@@ -196,7 +198,7 @@ def add_budget(m: PlanModel, limits: Limits) -> None:
         return
     if limits.budget_usd is not None:
         jobs = [(int(c), m.pick[i]) for i, c in enumerate(m.candidates["cost_cents"])]
-        m.model.add(sum(c * v for c, v in jobs + m.serving.unit_cents()) <= budget_cents(limits.budget_usd)
+        m.model.add(sum(c * v for c, v in jobs + m.serving.unit_cents) <= budget_cents(limits.budget_usd)
                     ).with_name("budget")
 
 
@@ -370,7 +372,7 @@ def build_model(candidates: pd.DataFrame, limits: Limits, ranks: np.ndarray | No
         r * hi for r, _, hi in ties)
     objective = [(int(c) * m.tie_scale + int(r), pick[i]) for i, (c, r) in enumerate(zip(cands["cost_cents"], ranks))]
     if m.serving is not None:
-        objective += [(c * m.tie_scale, v) for c, v in m.serving.unit_cents()]
+        objective += [(c * m.tie_scale, v) for c, v in m.serving.unit_cents]
         objective += [(r, v) for r, v, _ in ties]
     model.minimize(sum(coef * var for coef, var in objective))
     m.ranks, m.build_seconds = ranks.to_numpy(), time.perf_counter() - started
@@ -458,7 +460,8 @@ def _solve_with_endpoints(plan: PlanModel, time_limit_s: float, workers: int, se
                           started: float) -> SolveResult:
     """CP-SAT alone, to proof: the endpoints' replica counts are integers the relaxations do not have."""
     cands = plan.candidates
-    start = [cid in set(hint.values()) for cid in cands["cid"]] if hint else None
+    wanted = set(hint.values()) if hint else set()
+    start = [cid in wanted for cid in cands["cid"]] if hint else None
     found = _search(plan.model, plan.pick, start, time_limit_s, workers, seed, stop_at=None, parameters=parameters,
                     serving=plan.serving)
     common = dict(solve_seconds=time.perf_counter() - started, deterministic_seconds=found.deterministic,

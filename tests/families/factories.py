@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 from ortools.sat.python import cp_model
 
 from planner.batch.model import BatchModel, Pool, RunInfo, decision_variables
+from planner.candidates.endpoints import Endpoint
 from planner.candidates.limits import to_cents
 from planner.solve.model import PlanModel
 
@@ -194,10 +196,6 @@ def option(workload: str = "chat", *, oid: str | None = None, provider: str = "a
 def endpoint(name: str = "chat", *, rates=((3.0,),), hours=(24.0,), slices: int = 1, autoscale: bool = False,
              days: float = 1.0):
     """An endpoint's traffic: 3 requests/s of one size all day, for one day."""
-    import numpy as np
-
-    from planner.candidates.endpoints import Endpoint
-
     rates = np.array(rates, dtype=float)
     return Endpoint(name, rates, np.array(hours, dtype=float), days, autoscale, 0.99, slices,
                     np.full(rates.shape[1], 100.0))
