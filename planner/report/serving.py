@@ -11,7 +11,7 @@ from planner.candidates.endpoints import below_capacity, replica_of
 from planner.candidates.generate import HOURS_PER_MONTH
 from planner.physics import serving
 from planner.report.render import render_table, to_json
-from planner.solve.model import LOAD_SCALE, slice_load
+from planner.solve.serving import LOAD_SCALE, slice_load
 from planner.solve.pipeline import Plan
 
 

@@ -10,7 +10,6 @@ the float sum of the chosen candidates' expected costs.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 import time
 from dataclasses import dataclass
@@ -19,11 +18,12 @@ import numpy as np
 import pandas as pd
 from ortools.sat.python import cp_model
 
-from planner.candidates.endpoints import Endpoint, all_day_usd, period_usd
-from planner.candidates.limits import COST_RESOLUTION_USD, Limits, budget_cents, node_cap, quota_mask, to_cents
+from planner.candidates.endpoints import Endpoint
+from planner.candidates.limits import COST_RESOLUTION_USD, Limits, budget_cents, node_cap, quota_mask
 from planner.solve.bound import lp_bound, mip_optimum
 from planner.solve.outcome import SolveResult
 from planner.solve.rows import LinearRow, budget_rows, group_members, node_limit_rows, quota_rows
+from planner.solve.serving import SERVING_FAMILIES, ServingVars, serving_ties, serving_variables
 
 
 @dataclass
@@ -36,78 +36,6 @@ class PlanModel:
     limits: Limits = Limits()
     ranks: np.ndarray = None  # tie-break rank per candidate (0 = best within its workload)
     serving: "ServingVars | None" = None  # the endpoints' replicas, when the scenario has any
-
-
-LOAD_SCALE = 1_000_000
-"""Loads enter CP-SAT as integers: a node's capacity is LOAD_SCALE units, a slice's load is rounded up."""
-
-
-@dataclass
-class ServingVars:
-    """Endpoint decisions: nodes of each option per traffic period, how many of them count (spot pools
-    lose some to preemption), and how many of each bucket's slices each option serves."""
-
-    options: pd.DataFrame
-    traffic: dict[str, Endpoint]
-    nodes: dict[tuple[int, int], cp_model.IntVar]  # (option row, period) -> nodes running
-    base: dict[int, cp_model.IntVar]  # option row -> nodes running all day
-    kept: dict[tuple[int, int], cp_model.IntVar]  # (option row, period) -> nodes counted at `availability`
-    slices: dict[tuple[int, int, int], cp_model.IntVar]  # (option row, period, bucket) -> slices routed
-    used: dict[int, cp_model.BoolVar]  # spot option row -> the endpoint's spot pool is this option
-
-    def option_periods(self):
-        """(row, option, its endpoint, period) for every option and traffic period, in order."""
-        for row, option in enumerate(self.options.itertuples(index=False)):
-            endpoint = self.traffic[option.workload]
-            for period in range(len(endpoint.hours)):
-                yield row, option, endpoint, period
-
-    @functools.cached_property
-    def unit_cents(self) -> list[tuple[int, cp_model.IntVar]]:
-        """Cost terms in cents: base nodes all day, and per period the nodes above the base (one billing
-        session a day each, with a replica's start-up); the objective and the budget share them."""
-        terms = []
-        for row, option in enumerate(self.options.itertuples(index=False)):
-            endpoint = self.traffic[option.workload]
-            terms.append((to_cents(all_day_usd(option, endpoint)), self.base[row]))
-            if endpoint.autoscale:
-                for period in range(len(endpoint.hours)):
-                    extra = to_cents(period_usd(option, endpoint, period))
-                    terms.append((extra, self.nodes[row, period]))
-                    terms.append((-extra, self.base[row]))
-        return terms
-
-    def node_terms(self, mask: np.ndarray, column: str) -> dict[int, list]:
-        """Per period, (coefficient, nodes) of the options in `mask`: GPUs (`gpus_per_node`) or nodes (1)."""
-        per_period: dict[int, list] = {}
-        for row in np.flatnonzero(mask):
-            option = self.options.iloc[row]
-            coef = int(option["gpus_per_node"]) if column == "gpus" else 1
-            for period in range(len(self.traffic[option["workload"]].hours)):
-                per_period.setdefault(period, []).append((coef, self.nodes[row, period]))
-        return per_period
-
-    def chosen(self, value) -> pd.DataFrame:
-        """One row per (option, period) with nodes or load: nodes, nodes counted, slices per bucket, and
-        the period's share of the option's cost in dollars (`value` reads a variable of the solution)."""
-        rows = []
-        for row, option in enumerate(self.options.itertuples(index=False)):
-            endpoint = self.traffic[option.workload]
-            base = value(self.base[row])
-            for period in range(len(endpoint.hours)):
-                nodes = value(self.nodes[row, period])
-                slices = [value(self.slices[row, period, b]) if (row, period, b) in self.slices else 0
-                          for b in range(endpoint.rates.shape[1])]
-                if not nodes and not any(slices):
-                    continue
-                share = endpoint.hours[period] / 24.0
-                cost = base * all_day_usd(option, endpoint) * share
-                if endpoint.autoscale:
-                    cost += (nodes - base) * period_usd(option, endpoint, period)
-                rows.append({"workload": option.workload, "oid": option.oid, "option": row, "period": period,
-                             "nodes": nodes, "kept": value(self.kept[row, period]), "base": base,
-                             "slices": slices, "cost_usd": cost})
-        return pd.DataFrame(rows)
 
 
 def tie_ranks(candidates: pd.DataFrame) -> pd.Series:
@@ -232,86 +160,6 @@ def add_same_provider_groups(m: PlanModel, limits: Limits) -> None:
     _add_same(m, limits.same_provider, "provider", "same_provider")
 
 
-def add_endpoint_routing(m: PlanModel, limits: Limits) -> None:
-    """Each bucket's requests, in each period, are routed whole: its `slices` parts go to options that serve
-    that size (Mélange's slice assignment).
-
-    Σ_o slices[o, p, b] = S for every endpoint, period p and bucket b.
-    """
-    if m.serving is None:
-        return
-    sv = m.serving
-    for name, endpoint in sorted(sv.traffic.items()):
-        rows = np.flatnonzero((sv.options["workload"] == name).to_numpy())
-        for period in range(len(endpoint.hours)):
-            for bucket in range(endpoint.rates.shape[1]):
-                if endpoint.rates[period, bucket] <= 0:
-                    continue
-                parts = [sv.slices[r, period, bucket] for r in rows if (r, period, bucket) in sv.slices]
-                m.model.add(sum(parts) == endpoint.slices).with_name(f"route[{name}@{period}/{bucket}]")
-
-
-def add_endpoint_capacity(m: PlanModel, limits: Limits) -> None:
-    """The nodes an option counts carry the load routed to it: a slice of bucket b is rate/S requests/s, and
-    a node serves node_rps[b] of them within the SLO.
-
-    Σ_b ceil(L·rate[p, b] / (S·node_rps[o, b])) · slices[o, p, b] ≤ L · kept[o, p], with L = LOAD_SCALE.
-    """
-    if m.serving is None:
-        return
-    sv = m.serving
-    for row, option, endpoint, period in sv.option_periods():
-        terms = [(slice_load(endpoint, period, bucket, option.node_rps[bucket]), sv.slices[row, period, bucket])
-                 for bucket in range(endpoint.rates.shape[1]) if (row, period, bucket) in sv.slices]
-        if terms:
-            m.model.add(sum(c * v for c, v in terms) <= LOAD_SCALE * sv.kept[row, period]).with_name(
-                f"capacity[{option.oid}@{period}]")
-
-
-def slice_load(endpoint: Endpoint, period: int, bucket: int, node_rps: float) -> int:
-    """One slice's load on one node of an option, in LOAD_SCALE units, rounded up (never optimistic)."""
-    return math.ceil(LOAD_SCALE * endpoint.rates[period, bucket] / (endpoint.slices * node_rps) - 1e-6)
-
-
-def add_spot_pool(m: PlanModel, limits: Limits) -> None:
-    """Spot nodes count only as many as the pool keeps at the endpoint's availability (binomial quantile of
-    the nodes away), and an endpoint has at most one spot pool, so that quantile is the whole endpoint's.
-
-    kept[o, p] = nodes[o, p] on demand; kept[o, p] = K_o(nodes[o, p]) on spot; Σ_{spot o} used_o ≤ 1,
-    nodes[o, p] ≤ most_o · used_o.
-    """
-    if m.serving is None:
-        return
-    sv = m.serving
-    for name in sorted(sv.traffic):
-        pools = [r for r in sv.used if sv.options["workload"].iat[r] == name]
-        if pools:
-            m.model.add(sum(sv.used[r] for r in pools) <= 1).with_name(f"one_spot_pool[{name}]")
-    for row, option in enumerate(sv.options.itertuples(index=False)):
-        for period in range(len(sv.traffic[option.workload].hours)):
-            nodes, kept = sv.nodes[row, period], sv.kept[row, period]
-            if option.market == "spot":
-                m.model.add_element(nodes, list(option.kept), kept)
-                m.model.add(nodes <= option.most_nodes * sv.used[row]).with_name(f"pool[{option.oid}@{period}]")
-            else:
-                m.model.add(kept == nodes)
-
-
-def add_endpoint_schedule(m: PlanModel, limits: Limits) -> None:
-    """Without `autoscale` the same nodes run all day; with it, each period may add nodes above the base.
-
-    nodes[o, p] = base_o for all p (fixed); base_o ≤ nodes[o, p] (autoscale).
-    """
-    if m.serving is None:
-        return
-    sv = m.serving
-    for row, _, endpoint, period in sv.option_periods():
-        if endpoint.autoscale:
-            m.model.add(sv.base[row] <= sv.nodes[row, period])
-        else:
-            m.model.add(sv.base[row] == sv.nodes[row, period])
-
-
 CONSTRAINT_FAMILIES = (
     add_one_candidate_per_workload,
     add_gpu_quotas,
@@ -319,30 +167,7 @@ CONSTRAINT_FAMILIES = (
     add_budget,
     add_same_region_groups,
     add_same_provider_groups,
-    add_endpoint_routing,
-    add_endpoint_capacity,
-    add_spot_pool,
-    add_endpoint_schedule,
-)
-
-
-def serving_variables(model: cp_model.CpModel, options: pd.DataFrame, traffic: dict[str, Endpoint]) -> ServingVars:
-    """The endpoints' decision variables (bounded by what each option could ever need)."""
-    nodes, base, kept, slices, used = {}, {}, {}, {}, {}
-    for row, option in enumerate(options.itertuples(index=False)):
-        endpoint = traffic[option.workload]
-        most = int(option.most_nodes)
-        base[row] = model.new_int_var(0, most, f"base[{option.oid}]")
-        if option.market == "spot":
-            used[row] = model.new_bool_var(f"spot_pool[{option.oid}]")
-        for period in range(len(endpoint.hours)):
-            nodes[row, period] = model.new_int_var(0, most, f"nodes[{option.oid}@{period}]")
-            kept[row, period] = model.new_int_var(0, most, f"kept[{option.oid}@{period}]")
-            for bucket, rps in enumerate(option.node_rps):
-                if rps > 0 and endpoint.rates[period, bucket] > 0:
-                    slices[row, period, bucket] = model.new_int_var(0, endpoint.slices,
-                                                                    f"slices[{option.oid}@{period}/{bucket}]")
-    return ServingVars(options.reset_index(drop=True), traffic, nodes, base, kept, slices, used)
+) + SERVING_FAMILIES
 
 
 JOB_COLUMNS = ("cid", "workload", "provider", "region", "gpu", "gpu_family", "offer_key", "market", "gpus", "nodes",
@@ -367,7 +192,7 @@ def build_model(candidates: pd.DataFrame, limits: Limits, ranks: np.ndarray | No
     for family in CONSTRAINT_FAMILIES:
         family(m, limits)
     ranks = tie_ranks(cands).astype(int) if ranks is None else pd.Series(np.asarray(ranks, dtype=int))
-    ties = _serving_ties(m.serving) if m.serving is not None else []
+    ties = serving_ties(m.serving) if m.serving is not None else []
     m.tie_scale = int(ranks.groupby(cands["workload"]).max().sum() if len(cands) else 0) + 1 + sum(
         r * hi for r, _, hi in ties)
     objective = [(int(c) * m.tie_scale + int(r), pick[i]) for i, (c, r) in enumerate(zip(cands["cost_cents"], ranks))]
@@ -377,17 +202,6 @@ def build_model(candidates: pd.DataFrame, limits: Limits, ranks: np.ndarray | No
     model.minimize(sum(coef * var for coef, var in objective))
     m.ranks, m.build_seconds = ranks.to_numpy(), time.perf_counter() - started
     return m
-
-
-def _serving_ties(sv: ServingVars) -> list[tuple[int, cp_model.IntVar, int]]:
-    """The endpoints' tie-break among plans of equal cost: nodes and slices on options earlier in (price,
-    name) order first. (rank, variable, its upper bound)."""
-    order = sv.options.sort_values(["workload", "node_usd_h", "oid"], kind="stable")
-    rank = {row: r + 1 for r, row in enumerate(order.index)}
-    ties = [(rank[row], var, int(sv.options["most_nodes"].iat[row])) for (row, _), var in sorted(sv.nodes.items())]
-    ties += [(rank[row], var, sv.traffic[sv.options["workload"].iat[row]].slices)
-             for (row, _, _), var in sorted(sv.slices.items())]
-    return ties
 
 
 def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, seed: int = 0,

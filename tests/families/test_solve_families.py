@@ -14,17 +14,14 @@ from planner.candidates.limits import Limits
 from planner.solve.model import (
     CONSTRAINT_FAMILIES,
     add_budget,
-    add_endpoint_capacity,
-    add_endpoint_routing,
-    add_endpoint_schedule,
     add_gpu_quotas,
     add_node_limits,
     add_one_candidate_per_workload,
     add_same_provider_groups,
     add_same_region_groups,
-    add_spot_pool,
     build_model,
 )
+from planner.solve.serving import add_endpoint_capacity, add_endpoint_routing, add_endpoint_schedule, add_spot_pool
 
 FAMILY_TESTS = {
     add_one_candidate_per_workload: "test_one_candidate_per_workload_",
