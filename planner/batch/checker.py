@@ -15,8 +15,9 @@ import math
 from collections import defaultdict
 
 from planner.load.quarter import LoadedQuarter
-from planner.solve.checker import (number, one_entry_each, over_node_limits, placement_violations, size_violations,
-                                   stated_memory_floor)
+from planner.schema.quarter import as_scenario
+from planner.solve.checker import (check_endpoint, number, one_entry_each, over_node_limits, placement_violations,
+                                   size_violations, stated_memory_floor)
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 HALF_CENT = 0.005
@@ -134,8 +135,29 @@ def _ticks(loaded: LoadedQuarter, scheduled: list[dict]) -> list[dt.datetime]:
     return sorted(ticks)
 
 
-def _capacity_over_time(loaded: LoadedQuarter, scheduled: list[dict], bought: list[int], offers: dict) -> list[str]:
-    """Walk the horizon hour by hour: quotas, node limits, reserved nodes."""
+def _endpoint_users(endpoints: list[dict], t: dt.datetime, offers: dict) -> list[tuple[dict, str]]:
+    """The endpoints' pools running at `t` (the traffic period of its hour of the day), as run-like rows."""
+    hour = t.hour + t.minute / 60
+    out = []
+    for e in endpoints:
+        if not _time(e["start"]) <= t < _time(e["end"]):
+            continue
+        for period in e["periods"]:
+            first, _, last = period["hours"].partition("-")
+            if not float(first) <= hour < float(last):
+                continue
+            for p in period["pools"]:
+                key = f"{p['provider']}/{p['region']}/{p['instance_type']}"
+                if key in offers and p["nodes"]:
+                    out.append(({"run": e["workload"], "provider": p["provider"], "market": p["market"],
+                                 "nodes": int(p["nodes"]), "gpus": int(p["nodes"]) * int(offers[key]["gpus_per_node"]),
+                                 "reservation": p.get("reservation")}, key))
+    return out
+
+
+def _capacity_over_time(loaded: LoadedQuarter, scheduled: list[dict], bought: list[int], offers: dict,
+                        endpoints: list[dict] = ()) -> list[str]:
+    """Walk the horizon hour by hour: quotas, node limits, reserved nodes (runs and endpoints' pools)."""
     quarter, catalog = loaded.quarter, loaded.catalog
     c = quarter.constraints
     out: list[str] = []
@@ -150,6 +172,7 @@ def _capacity_over_time(loaded: LoadedQuarter, scheduled: list[dict], bought: li
              for r in scheduled]
     for t in _ticks(loaded, scheduled):
         active = [(r, key) for r, start, end, key in spans if start <= t < end and key in offers]
+        active += _endpoint_users(endpoints, t, offers)
         if not active:
             continue
         for quota_key, quota in sorted(c.gpu_quotas.items()):
@@ -171,6 +194,11 @@ def _capacity_over_time(loaded: LoadedQuarter, scheduled: list[dict], bought: li
         for r, key in active:
             if r["market"] == "reserved":
                 reserved[key].append((r["run"], int(r["nodes"])))
+            if r.get("reservation"):
+                term = next((res for res in quarter.reservations if res.label == r["reservation"]), None)
+                if term is None or term.offer != key or not term.start <= t < term.end:
+                    report(f"reservation of {r['run']}", f"{r['run']}: pool on reservation {r['reservation']!r} "
+                                                         f"at {t.isoformat()}, which is not {key} in its term then")
         for key, users in sorted(reserved.items()):
             have = sum(n for res, n in zip(quarter.reservations, bought)
                        if res.offer == key and res.start <= t < res.end)
@@ -182,8 +210,8 @@ def _capacity_over_time(loaded: LoadedQuarter, scheduled: list[dict], bought: li
     return out
 
 
-def _check_reservations(loaded: LoadedQuarter, entries: list[dict],
-                        scheduled: list[dict]) -> tuple[list[str], list[int]]:
+def _check_reservations(loaded: LoadedQuarter, entries: list[dict], scheduled: list[dict],
+                        endpoints: list[dict] = ()) -> tuple[list[str], list[int]]:
     """Each reservation option: bought nodes within min..max, inside its term, priced for the term.
     Returns the problems and the nodes bought per option (in the quarter's order)."""
     quarter = loaded.quarter
@@ -223,6 +251,9 @@ def _check_reservations(loaded: LoadedQuarter, entries: list[dict],
         if alone and nodes and end > start:
             used = sum(int(r["nodes"]) * _hours(_time(r["end"]) - _time(r["start"])) for r in scheduled
                        if r["market"] == "reserved" and f"{r['provider']}/{r['region']}/{r['instance_type']}" == key)
+            used += sum(max(sum(p["nodes"] for p in period["pools"] if p.get("reservation") == res.label)
+                            for period in e["periods"]) * _hours(_time(e["end"]) - _time(e["start"]))
+                        for e in endpoints)  # an endpoint holds its busiest period's nodes for its whole window
             want_u = used / (nodes * _hours(end - start))
             if abs(utilisation - want_u) > 1e-3:
                 out.append(f"reservation {res.label}: utilisation {utilisation} but reserved runs use {want_u:.4f}")
@@ -233,7 +264,8 @@ def _check_money(loaded: LoadedQuarter, schedule: dict, scheduled: list[dict], b
     quarter = loaded.quarter
     horizon, c = quarter.horizon, quarter.constraints
     out: list[str] = []
-    run_costs = [float(r["cost_usd"]) for r in scheduled]
+    endpoints = schedule.get("endpoints") or []
+    run_costs = [float(r["cost_usd"]) for r in scheduled] + [float(e["cost_usd"]) for e in endpoints]
     reservation_costs = [n * res.price_per_node_h * _hours(res.end - res.start)
                          for res, n in zip(quarter.reservations, bought)]
     total = math.fsum(run_costs) + math.fsum(reservation_costs)
@@ -254,6 +286,8 @@ def _check_money(loaded: LoadedQuarter, schedule: dict, scheduled: list[dict], b
         following = _next_month(cursor)
         label = cursor.strftime("%Y-%m")
         runs_here = [float(r["cost_usd"]) for r in scheduled if cursor <= _time(r["start"]) < following]
+        runs_here += [float(e["cost_usd"]) * _overlap_h(cursor, following, _time(e["start"]), _time(e["end"]))
+                      / _hours(_time(e["end"]) - _time(e["start"])) for e in endpoints]  # spread evenly
         reserved_here = [n * res.price_per_node_h * _overlap_h(cursor, following, res.start, res.end)
                          for res, n in zip(quarter.reservations, bought)]
         months[label] = math.fsum(runs_here) + math.fsum(reserved_here)
@@ -280,10 +314,27 @@ def _check_money(loaded: LoadedQuarter, schedule: dict, scheduled: list[dict], b
     return out
 
 
+def _check_endpoints(loaded: LoadedQuarter, endpoints: list[dict]) -> list[str]:
+    """One entry per endpoint of the quarter, over its window (release to due), carrying its traffic."""
+    quarter = loaded.quarter
+    workloads = {w.name: w for w in as_scenario(quarter).workloads if w.serving}
+    out = one_entry_each(endpoints, "workload", workloads, "endpoint entry", "endpoint entries")
+    for e in endpoints:
+        run = next((r for r in quarter.runs if r.name == e.get("workload") and r.serving), None)
+        if run is None:
+            continue
+        start, end = run.release or quarter.horizon.start, run.due or quarter.horizon.end
+        if _time(e["start"]) > start or _time(e["end"]) < end:
+            out.append(f"{run.name}: serves {e['start']}..{e['end']}, not its window {start.isoformat()}.."
+                       f"{end.isoformat()}")
+        out += check_endpoint(e, workloads[run.name])
+    return out
+
+
 def check_schedule(loaded: LoadedQuarter, schedule: dict) -> list[str]:
     """Every way `schedule` (the JSON contract of `planner batch`) breaks the quarter; [] when valid."""
     quarter = loaded.quarter
-    runs = {run.name: run for run in quarter.runs}
+    runs = {run.name: run for run in quarter.runs if not run.serving}
     status = schedule.get("status")
     out = [f"missing top-level keys {sorted(TOP_KEYS - set(schedule))}"] if TOP_KEYS - set(schedule) else []
     entries = schedule.get("runs") or []
@@ -298,7 +349,7 @@ def check_schedule(loaded: LoadedQuarter, schedule: dict) -> list[str]:
     by_name = {e["run"]: e for e in scheduled}
     offers = {row["key"]: row for row in loaded.catalog.offers.to_dict("records")}
     try:
-        for run in quarter.runs:
+        for run in runs.values():
             if run.name not in by_name:
                 if run.required:
                     out.append(f"{run.name}: required but not scheduled")
@@ -310,9 +361,11 @@ def check_schedule(loaded: LoadedQuarter, schedule: dict) -> list[str]:
                     out.append(f"{run.name}: scheduled, but {before} (which it comes after) is not")
                 elif _time(r["start"]) < _time(by_name[before]["end"]):
                     out.append(f"{run.name}: starts {r['start']} before {before} ends {by_name[before]['end']}")
-        problems, bought = _check_reservations(loaded, schedule.get("reservations") or [], scheduled)
+        endpoints = schedule.get("endpoints") or []
+        out += _check_endpoints(loaded, endpoints)
+        problems, bought = _check_reservations(loaded, schedule.get("reservations") or [], scheduled, endpoints)
         out += problems
-        out += _capacity_over_time(loaded, [r for r in scheduled if not RUN_KEYS - set(r)], bought, offers)
+        out += _capacity_over_time(loaded, [r for r in scheduled if not RUN_KEYS - set(r)], bought, offers, endpoints)
         out += _check_money(loaded, schedule, scheduled, bought)
     except (KeyError, TypeError, ValueError) as exc:  # not the documented contract at all
         out.append(f"malformed schedule: missing or mistyped field {exc!r}")

@@ -17,8 +17,33 @@ from planner.batch.model import BatchLimits, RunInfo
 from planner.candidates.limits import COST_RESOLUTION_USD, node_cap, quota_mask
 
 
-def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits, steps: int) -> dict:
-    """The list scheduler described in the module docstring; returns cost, bought, cids, starts."""
+def endpoint_occupancy(options: pd.DataFrame, chosen: pd.DataFrame, windows: dict[str, tuple[int, int]],
+                       limits: BatchLimits) -> list[tuple[tuple, int, int, int]]:
+    """What endpoints placed beforehand hold, as the greedy counts it: (limit, first step, end step, amount),
+    the most GPUs or nodes they run in any period, for their whole window."""
+    if chosen is None or chosen.empty:
+        return []
+    frame = chosen.join(options[["offer_key", "provider", "gpu", "gpu_family", "gpus_per_node", "pool"]],
+                        on="option")
+    frame["gpus"] = frame["nodes"] * frame["gpus_per_node"]
+    out = []
+    for name, mine in frame.groupby("workload", sort=True):
+        start, end = windows[name]
+        for key in limits.gpu_quotas:
+            used = mine[quota_mask(mine, key)].groupby("period")["gpus"].sum()
+            if len(used) and used.max() > 0:
+                out.append((("quota", key), start, end, int(used.max())))
+        for (pool, offer), rows in mine.groupby(["pool", "offer_key"]):
+            peak = int(rows.groupby("period")["nodes"].sum().max())
+            if peak:
+                out.append((("pool", int(pool)) if pool >= 0 else ("offer", offer), start, end, peak))
+    return out
+
+
+def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits, steps: int,
+           held: list[tuple[tuple, int, int, int]] = ()) -> dict:
+    """The list scheduler described in the module docstring; returns cost, bought, cids, starts. `held`:
+    capacity endpoints placed beforehand hold (`endpoint_occupancy`), which the runs fit around."""
     cands = cands.reset_index(drop=True)
     uses: list[list[tuple[tuple, int]]] = [[] for _ in range(len(cands))]
     capacity: dict[tuple, int] = {}
@@ -58,12 +83,18 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
             amortised_cents += best["cost_cents"]
             others = amortised[amortised["pool"] < 0]
             other_cents += others["cost_cents"].min() if len(others) else math.inf
+        reserved_by_endpoints = [(first, end, amount) for key, first, end, amount in held if key == ("pool", p)]
+        for first, end, amount in reserved_by_endpoints:
+            demand[first:end] += amount
         peak = int(min(pool.max_nodes, demand.max()))
         peak = max(peak, pool.min_nodes)
         pays = peak * pool.cents_per_node + amortised_cents < other_cents
-        bought.append(peak if pays or pool.min_nodes else 0)
+        bought.append(peak if pays or pool.min_nodes or reserved_by_endpoints else 0)
         capacity[("pool", p)] = bought[-1]
     usage = {key: np.zeros(steps + 1, dtype=np.int64) for key in capacity}
+    for key, first, end, amount in held:
+        if key in usage:
+            usage[key][first:end] += amount
     order = sorted(runs, key=lambda r: (r.due, r.release, r.name))
     ends: dict[str, int] = {}
     chosen, starts, pending = [], {}, list(order)

@@ -4,17 +4,24 @@ Capacity over time uses optional fixed-size intervals (sharing the run's start v
 with cumulative constraints, created only for limits that can bind. Reserved capacity is an
 integer decision per pool, paid for its whole term. One `add_*` function per constraint
 family, each with the same signature.
+
+Endpoints run from their release to their due date: their nodes are the solve model's
+(`solve/serving.py`, the same families), and against quotas, node limits and pools each
+endpoint holds, for its whole window, the most it runs in any period of the day.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 from ortools.sat.python import cp_model
 
+from planner.candidates.endpoints import Endpoint
 from planner.candidates.limits import COST_RESOLUTION_USD, budget_cents, node_cap, quota_mask, to_cents
 from planner.solve.outcome import BatchResult
+from planner.solve.serving import SERVING_FAMILIES, ServingVars, serving_variables
 
 
 @dataclass(frozen=True)
@@ -55,6 +62,20 @@ class BatchLimits:
     node_limits_per_market: bool = False
 
 
+@dataclass(frozen=True)
+class QuarterEndpoints:
+    """The quarter's endpoints: their options (`candidates/endpoints.py`, with `pool` >= 0 for nodes of a
+    reservation, whose compute is prepaid), traffic, and windows in steps (release, due)."""
+
+    options: pd.DataFrame
+    traffic: dict[str, Endpoint]
+    windows: dict[str, tuple[int, int]]
+
+    def month_shares(self, first: int, end: int) -> dict[str, float]:
+        """Share of each endpoint's window inside steps [first, end) (its cost is spread evenly)."""
+        return {name: max(0, min(b, end) - max(a, first)) / (b - a) for name, (a, b) in self.windows.items()}
+
+
 @dataclass
 class BatchModel:
     model: cp_model.CpModel
@@ -68,6 +89,28 @@ class BatchModel:
     priority_weight: int
     build_seconds: float = 0.0
     month_flags: dict[str, list] = field(default_factory=dict)  # run -> one flag per month (monthly budgets)
+    serving: ServingVars | None = None  # the endpoints' nodes, when the quarter has any
+    endpoints: QuarterEndpoints | None = None
+    endpoint_intervals: dict = field(default_factory=dict)  # endpoint -> its window's interval, made once
+
+    def endpoint_holds(self, mask: np.ndarray, column: str) -> list[tuple[object, object, int]]:
+        """Per endpoint with options in `mask`: (its window's interval, a variable at least the GPUs or nodes
+        those options run in any period of the day, the window's length in steps)."""
+        if self.serving is None or not mask.any():
+            return []
+        options, out = self.serving.options, []
+        for name in sorted(set(options["workload"][mask])):
+            mine = mask & (options["workload"] == name).to_numpy()
+            coef = options["gpus_per_node"].to_numpy()[mine] if column == "gpus" else np.ones(mine.sum(), dtype=int)
+            held = self.model.new_int_var(0, int(coef @ options["most_nodes"].to_numpy()[mine]), f"held[{name}]")
+            for terms in self.serving.node_terms(mine, column).values():
+                self.model.add(held >= sum(c * v for c, v in terms))
+            start, end = self.endpoints.windows[name]
+            if name not in self.endpoint_intervals:
+                self.endpoint_intervals[name] = self.model.new_fixed_size_interval_var(start, end - start,
+                                                                                       f"window[{name}]")
+            out.append((self.endpoint_intervals[name], held, end - start))
+        return out
 
 
 # ---------------------------------------------------------------- constraint families
@@ -138,8 +181,15 @@ def add_gpu_quotas(m: BatchModel, limits: BatchLimits) -> None:
     """
     for key, quota in sorted(limits.gpu_quotas.items()):
         rows = m.cands.index[quota_mask(m.cands, key)]
-        if len(rows) and _can_bind(m, rows, "gpus", quota):
-            m.model.add_cumulative(_intervals(m, rows), [int(g) for g in m.cands.loc[rows, "gpus"]], quota)
+        held = m.endpoint_holds(_option_mask(m, lambda o: quota_mask(o, key)), "gpus")
+        if held or len(rows) and _can_bind(m, rows, "gpus", quota):
+            m.model.add_cumulative(_intervals(m, rows) + [w for w, _, _ in held],
+                                   [int(g) for g in m.cands.loc[rows, "gpus"]] + [h for _, h, _ in held], quota)
+
+
+def _option_mask(m: BatchModel, select) -> np.ndarray:
+    """`select(options)` as a boolean array over the endpoints' options (empty without endpoints)."""
+    return np.zeros(0, dtype=bool) if m.serving is None else select(m.serving.options).to_numpy(dtype=bool)
 
 
 def add_node_limits(m: BatchModel, limits: BatchLimits) -> None:
@@ -148,11 +198,21 @@ def add_node_limits(m: BatchModel, limits: BatchLimits) -> None:
     cumulative(intervals of the offer's on-demand/spot candidates, demand nodes_c, limit).
     """
     groups = ["offer_key", "market"] if limits.node_limits_per_market else "offer_key"
-    for key, rows in m.cands[m.cands["pool"] < 0].groupby(groups).groups.items():
+    runs = m.cands[m.cands["pool"] < 0].groupby(groups).groups
+    options = m.serving.options if m.serving is not None else pd.DataFrame(
+        columns=["offer_key", "market", "pool", "max_nodes"])
+    served = options[options["pool"] < 0].groupby(groups).groups
+    for key in sorted(set(runs) | set(served)):
+        rows = runs.get(key, pd.Index([]))
         offer = key[0] if isinstance(key, tuple) else key
-        cap = node_cap(limits.node_limits.get(offer), m.cands.at[rows[0], "max_nodes"])
-        if cap is not None and _can_bind(m, rows, "nodes", cap):
-            m.model.add_cumulative(_intervals(m, rows), [int(n) for n in m.cands.loc[rows, "nodes"]], cap)
+        catalog_cap = m.cands.at[rows[0], "max_nodes"] if len(rows) else options.at[served[key][0], "max_nodes"]
+        cap = node_cap(limits.node_limits.get(offer), catalog_cap)
+        mask = np.zeros(len(options), dtype=bool)
+        mask[served.get(key, [])] = True
+        held = m.endpoint_holds(mask, "nodes") if cap is not None else []
+        if cap is not None and (held or _can_bind(m, rows, "nodes", cap)):
+            m.model.add_cumulative(_intervals(m, rows) + [w for w, _, _ in held],
+                                   [int(n) for n in m.cands.loc[rows, "nodes"]] + [h for _, h, _ in held], cap)
 
 
 def add_reservation_capacity(m: BatchModel, limits: BatchLimits) -> None:
@@ -162,11 +222,14 @@ def add_reservation_capacity(m: BatchModel, limits: BatchLimits) -> None:
     """
     for p, pool in enumerate(m.pools):
         rows = m.cands.index[m.cands["pool"] == p]
-        if not len(rows):
+        held = m.endpoint_holds(_option_mask(m, lambda o: o["pool"] == p), "nodes")
+        if not len(rows) and not held:
             continue
         demands = [int(n) for n in m.cands.loc[rows, "nodes"]]
-        m.model.add_cumulative(_intervals(m, rows), demands, m.bought[p])
+        m.model.add_cumulative(_intervals(m, rows) + [w for w, _, _ in held], demands + [h for _, h, _ in held],
+                               m.bought[p])
         energy = sum(int(m.cands.at[i, "duration_steps"]) * d * m.pick[i] for i, d in zip(rows, demands))
+        energy += sum(steps * h for _, h, steps in held)
         m.model.add(energy <= (pool.end - pool.start) * m.bought[p]).with_name(f"energy[{pool.label}]")
 
 
@@ -217,7 +280,16 @@ def _run_cost(m: BatchModel, rows):
 
 def total_cost_cents(m: BatchModel):
     runs = sum(int(c) * m.pick[i] for i, c in enumerate(m.cands["cost_cents"]))
-    return runs + sum(pool.cents_per_node * m.bought[p] for p, pool in enumerate(m.pools))
+    endpoints = sum(c * v for c, v in m.serving.unit_cents) if m.serving is not None else 0
+    return runs + endpoints + sum(pool.cents_per_node * m.bought[p] for p, pool in enumerate(m.pools))
+
+
+def _endpoint_cents_in(m: BatchModel, first: int, end: int):
+    """The endpoints' cost terms for the part of their windows inside steps [first, end)."""
+    if m.serving is None:
+        return 0
+    shares = m.endpoints.month_shares(first, end)
+    return sum(round(c * shares[name]) * v for name, c, v in m.serving.cost_terms)
 
 
 def add_budgets(m: BatchModel, limits: BatchLimits) -> None:
@@ -240,7 +312,7 @@ def add_budgets(m: BatchModel, limits: BatchLimits) -> None:
             m.model.add(m.start[run] >= first).only_enforce_if(flag)
             m.model.add(m.start[run] <= end - 1).only_enforce_if(flag)
         m.month_flags[run] = in_month
-    for k, (label, _, _, pool_hours) in enumerate(months):
+    for k, (label, first, end, pool_hours) in enumerate(months):
         spend = []
         for run, rows in m.cands.groupby("run").indices.items():
             most = int(m.cands.loc[m.cands.index[rows], "cost_cents"].max())
@@ -250,7 +322,8 @@ def add_budgets(m: BatchModel, limits: BatchLimits) -> None:
             spend.append(share)
         reserved = sum(to_cents(m.pools[p].price_per_node_h * hours) * m.bought[p]
                        for p, hours in pool_hours.items())
-        m.model.add(sum(spend) + reserved <= cap).with_name(f"monthly_budget[{label}]")
+        endpoints = _endpoint_cents_in(m, first, end)
+        m.model.add(sum(spend) + reserved + endpoints <= cap).with_name(f"monthly_budget[{label}]")
 
 
 CONSTRAINT_FAMILIES = (
@@ -278,7 +351,7 @@ def decision_variables(model: cp_model.CpModel, cands: pd.DataFrame, runs: list[
 
 
 def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool], limits: BatchLimits,
-                      horizon_steps: int) -> BatchModel:
+                      horizon_steps: int, endpoints: QuarterEndpoints | None = None) -> BatchModel:
     started = time.perf_counter()
     cands = cands.reset_index(drop=True)
     model = cp_model.CpModel()
@@ -287,7 +360,10 @@ def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool
     pick, start, scheduled, bought = decision_variables(model, cands, runs, pools)
     upper = int(cands.groupby("run")["cost_cents"].max().sum()) + sum(p.cents_per_node * p.max_nodes for p in pools)
     m = BatchModel(model, cands, run_map, pools, pick, start, scheduled, bought, upper + 1)
-    for family in CONSTRAINT_FAMILIES:
+    if endpoints is not None and len(endpoints.options):
+        m.serving, m.endpoints = serving_variables(model, endpoints.options, endpoints.traffic), endpoints
+        m.priority_weight += m.serving.most_cents
+    for family in CONSTRAINT_FAMILIES + SERVING_FAMILIES:  # the endpoints' families: tested with the solve model's
         family(m, limits)
     priority = sum(r.priority * m.scheduled[r.name] for r in runs if not r.required)
     model.minimize(total_cost_cents(m) - m.priority_weight * priority)
@@ -323,6 +399,8 @@ def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, see
             m.model.add_hint(m.start[run], step)
         for p, count in enumerate(hint.get("bought", [])):
             m.model.add_hint(m.bought[p], count)
+        if m.serving is not None and hint.get("serving") is not None:
+            m.serving.add_hints(m.model, hint["serving"])
     started = time.perf_counter()
     code = solver.solve(m.model)
     elapsed = time.perf_counter() - started
@@ -336,11 +414,12 @@ def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, see
     bought = [int(solver.value(b)) for b in m.bought]
     reservations = sum(p.cents_per_node * b for p, b in zip(m.pools, bought)) * COST_RESOLUTION_USD
     runs_cost = float(chosen["cost_usd"].sum())
-    objective = runs_cost + reservations
+    serving = m.serving.chosen(solver.value) if m.serving is not None else pd.DataFrame()
+    objective = runs_cost + reservations + (float(serving["cost_usd"].sum()) if len(serving) else 0.0)
     priority_done = sum(m.runs[r].priority for r in chosen["run"] if not m.runs[r].required)
     bound_cents = solver.best_objective_bound + m.priority_weight * priority_done
     bound = objective if code == cp_model.OPTIMAL else min(objective, bound_cents * COST_RESOLUTION_USD)
     unscheduled = sorted(set(m.runs) - set(chosen["run"]))
     return BatchResult(status, objective, bound, elapsed, solver.deterministic_time, workers, seed,
                        "cp-sat" if code == cp_model.OPTIMAL else "", chosen=chosen.sort_values("run").reset_index(drop=True),
-                       bought=bought, unscheduled=unscheduled)
+                       bought=bought, unscheduled=unscheduled, serving=serving)

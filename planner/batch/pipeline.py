@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from planner.batch.greedy import greedy
-from planner.batch.model import BatchLimits, Pool, RunInfo
+from planner.batch.greedy import endpoint_occupancy, greedy
+from planner.batch.model import BatchLimits, Pool, QuarterEndpoints, RunInfo
 from planner.batch.search import solve_in_phases
 from planner.candidates.cache import CandidateCache
+from planner.candidates.endpoints import endpoint_options
 from planner.candidates.generate import (
     apply_overrides,
     limit_keys,
@@ -25,12 +26,13 @@ from planner.candidates.generate import (
     offers_token,
     workload_candidates,
 )
-from planner.candidates.limits import to_cents
+from planner.candidates.limits import Limits, to_cents
 from planner.economics import costmodel
 from planner.economics.inputs import cost_inputs
 from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
 from planner.schema.scenario import Workload
+from planner.solve.model import build_model, solve_model
 from planner.solve.outcome import BatchResult
 
 DEADLINE_LEVELS = (1.0, 0.5, 0.25)
@@ -46,6 +48,7 @@ class BatchPlan:
     pools: list[Pool]
     result: BatchResult | None
     infeasible: dict[str, str] = field(default_factory=dict)
+    endpoints: QuarterEndpoints | None = None
 
     @property
     def status(self) -> str:
@@ -180,6 +183,70 @@ def month_spans(loaded: LoadedQuarter, pools: list[Pool]) -> tuple:
     return tuple(months)
 
 
+ENDPOINTS_SHARE = 0.1
+"""Of the time limit, what placing each endpoint alone (the schedule's first hint, and the endpoints' part of
+its bound) may take; limited by CP-SAT's deterministic work, so the plan does not depend on the clock."""
+ENDPOINT_WORK_PER_SECOND = 0.5
+
+
+def served_window(loaded: LoadedQuarter, run) -> tuple[int, int]:
+    """The steps an endpoint holds capacity: every step its window (release to due) touches."""
+    start = loaded.to_step(run.release) if run.release else 0
+    end = loaded.to_step(run.due, up=True) if run.due else loaded.steps
+    return max(0, start), min(loaded.steps, end)
+
+
+def quarter_endpoints(loaded: LoadedQuarter, scenario, prices: Market, infeasible: dict[str, str]
+                      ) -> QuarterEndpoints | None:
+    """The quarter's endpoints: options on the offers (on demand, spot) and on every reservation pool whose
+    term covers the endpoint's window (market `reserved`, compute prepaid: it costs nothing more)."""
+    if not any(w.serving for w in scenario.workloads):
+        return None
+    options, traffic, why = endpoint_options(scenario, loaded.catalog, prices.offers)
+    infeasible.update(why)
+    windows = {run.name: served_window(loaded, run) for run in loaded.quarter.runs if run.serving}
+    frames = [options.assign(pool=-1)] if len(options) else []
+    for p, (pool, (offer, _, _)) in enumerate(zip(prices.pools, prices.pool_offers)):
+        reserved, _, _ = endpoint_options(scenario, loaded.catalog, offer)
+        if reserved.empty:
+            continue
+        inside = [pool.start <= windows[w][0] and windows[w][1] <= pool.end for w in reserved["workload"]]
+        reserved = reserved[inside]
+        frames.append(reserved.assign(pool=p, market="reserved", node_usd_h=0.0, away=0.0,
+                                      oid=reserved["oid"].str.replace("/on_demand", f"/reserved@{pool.label}")))
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    for name in windows:
+        if name not in infeasible and (frame.empty or not (frame["workload"] == name).any()):
+            infeasible[name] = "no offer can serve it"
+    if frame.empty:
+        return None
+    frame = frame.sort_values(["workload", "oid"], kind="stable").reset_index(drop=True)
+    return QuarterEndpoints(frame, traffic, windows)
+
+
+def endpoints_alone(endpoints: QuarterEndpoints, constraints, seconds: float, workers: int, seed: int
+                    ) -> tuple[pd.DataFrame, float]:
+    """Each endpoint placed alone under the quarter's quotas and node limits (reservation pools up to their
+    largest size, free): the nodes the schedule starts from, and the sum of their lower bounds (each alone
+    relaxes what the endpoint shares with the runs and the other endpoints)."""
+    limits = Limits(dict(constraints.gpu_quotas), dict(constraints.node_limits), constraints.node_limits_per_market)
+    found, floor = [], 0.0
+    share = seconds / len(endpoints.traffic)
+    for name in sorted(endpoints.traffic):
+        mine = endpoints.options[endpoints.options["workload"] == name]
+        alone = mine.assign(offer_key=np.where(mine["pool"] >= 0, mine["offer_key"] + "#" + mine["pool"].astype(str),
+                                               mine["offer_key"]))
+        plan = build_model(pd.DataFrame(), limits, serving=(alone, {name: endpoints.traffic[name]}))
+        result = solve_model(plan, share, max(workers, 1), seed,
+                             parameters={"max_deterministic_time": share * ENDPOINT_WORK_PER_SECOND,
+                                         "interleave_search": True})
+        if not result.solved:
+            continue
+        floor += result.bound_usd
+        found.append(result.serving.assign(option=mine.index[result.serving["option"].to_numpy()]))
+    return (pd.concat(found, ignore_index=True) if found else pd.DataFrame()), floor
+
+
 def _propagate_unplaceable(runs, infeasible: dict[str, str]) -> None:
     """A run that waits for a run that cannot be placed cannot be placed either."""
     changed = True
@@ -205,9 +272,12 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     pools = _pools(loaded)
     prices = market(offers, pools)
     frames, infeasible, runs = [], {}, []
+    endpoints = quarter_endpoints(loaded, scenario, prices, infeasible)
     for number, (run, workload) in enumerate(zip(quarter.runs, scenario.workloads)):
         if progress:
             progress(number, len(quarter.runs))
+        if run.serving:
+            continue
         cands, reason = run_candidates(loaded, run, workload, prices, scenario, cache)
         release, due = loaded.window(run)
         runs.append(RunInfo(run.name, release, due, run.after, run.priority, run.required))
@@ -218,21 +288,26 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     _propagate_unplaceable(quarter.runs, infeasible)
     required_missing = [r for r in quarter.runs if r.name in infeasible and r.required]
     if required_missing or not frames:
-        return BatchPlan(loaded, pd.DataFrame(), pools, None, infeasible)
+        return BatchPlan(loaded, pd.DataFrame(), pools, None, infeasible, endpoints)
     cands = pd.concat(frames, ignore_index=True)
     cands = cands[~cands["run"].isin(list(infeasible))].reset_index(drop=True)
     placeable = [r for r in runs if r.name not in infeasible]
     if cands.empty:
-        return BatchPlan(loaded, cands, pools, None, infeasible)
+        return BatchPlan(loaded, cands, pools, None, infeasible, endpoints)
     c = quarter.constraints
     limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools),
                          c.node_limits_per_market)
     candidates_seconds = time.perf_counter() - started
-    start = greedy(cands, placeable, pools, limits, loaded.steps)
+    placed, floor = endpoints_alone(endpoints, c, ENDPOINTS_SHARE * time_limit_s, workers, seed) \
+        if endpoints is not None else (None, 0.0)
+    held = endpoint_occupancy(endpoints.options, placed, endpoints.windows, limits) if endpoints is not None else []
+    start = greedy(cands, placeable, pools, limits, loaded.steps, held)
+    start["serving"] = placed
     hint = None if start["failed_required"] else start
-    result = solve_in_phases(cands, placeable, pools, limits, loaded.steps, time_limit_s, workers, seed, hint)
+    result = solve_in_phases(cands, placeable, pools, limits, loaded.steps, time_limit_s, workers, seed, hint,
+                             endpoints, floor)
     result.candidates_seconds = candidates_seconds
-    plan = BatchPlan(loaded, cands, pools, result, infeasible)
+    plan = BatchPlan(loaded, cands, pools, result, infeasible, endpoints)
     if result.status == "INFEASIBLE":
         for run in placeable:
             plan.infeasible.setdefault(run.name, "no schedule fits every required run within the quotas, node limits, "

@@ -30,8 +30,8 @@ import time
 import pandas as pd
 
 from planner.batch.bound import Relaxation, relax
-from planner.batch.greedy import greedy
-from planner.batch.model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
+from planner.batch.greedy import endpoint_occupancy, greedy
+from planner.batch.model import BatchLimits, Pool, QuarterEndpoints, RunInfo, build_batch_model, solve_batch
 from planner.candidates.limits import COST_RESOLUTION_USD
 from planner.solve.outcome import BatchResult
 
@@ -84,20 +84,22 @@ def _solved(result: BatchResult | None) -> bool:
 def _as_hint(result: BatchResult, runs: set[str] | None = None) -> dict:
     chosen = result.chosen if runs is None else result.chosen[result.chosen["run"].isin(runs)]
     hint = {"cids": set(chosen["cid"]), "starts": dict(zip(chosen["run"], chosen["start_step"].astype(int))),
-            "bought": result.bought}
+            "bought": result.bought, "serving": result.serving}
     if runs is not None:
         hint["runs"] = runs
     return hint
 
 
 def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool], limits: BatchLimits, steps: int,
-                    time_limit_s: float = 60.0, workers: int = 1, seed: int = 0, hint: dict | None = None
-                    ) -> BatchResult:
+                    time_limit_s: float = 60.0, workers: int = 1, seed: int = 0, hint: dict | None = None,
+                    endpoints: QuarterEndpoints | None = None, endpoint_floor_usd: float = 0.0) -> BatchResult:
     """The best schedule over the phases; its bound is the best valid one (CP-SAT on the whole
     model, or the time-indexed LP when every run is scheduled). The LP runs in a thread beside
-    the search until the search ends (HiGHS and CP-SAT both release the GIL)."""
+    the search until the search ends (HiGHS and CP-SAT both release the GIL). The LP knows only
+    the runs: with `endpoints`, their own lower bound `endpoint_floor_usd` is added to it (both
+    relax the limits the runs and endpoints share, so the sum is still a bound)."""
     started = time.perf_counter()
-    whole = build_batch_model(cands, runs, pools, limits, steps)
+    whole = build_batch_model(cands, runs, pools, limits, steps, endpoints)
     core = core_runs(whole.cands, runs)
     phased = bool(pools) and 0 < len(core) < len(runs)
 
@@ -119,7 +121,7 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
         results, best = [first], first
         if phased:
             around = _around_the_core(whole, core, limits, steps, search, started, relaxed,
-                                      NEIGHBOURHOOD_SHARE * time_limit_s)
+                                      NEIGHBOURHOOD_SHARE * time_limit_s, hint)
             if _solved(around) and (not _solved(best) or _key(around, whole) < _key(best, whole)):
                 best = around
             # From the core's packing even when it left optional runs out: this phase can add them back.
@@ -140,23 +142,31 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
         if not _solved(best) and hint:  # the clock ran out before CP-SAT completed any schedule
             best = greedy_result(whole, hint)
             results.append(best)
-        return _finish(best, results, whole, started, relaxation.bound_usd if relaxation else None)
+        return _finish(best, results, whole, started,
+                       relaxation.bound_usd + endpoint_floor_usd if relaxation else None)
 
 
 def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search, started: float,
-                     relaxed: _Background, wait_s: float) -> BatchResult | None:
-    """Phases 1 and 2: pack the core alone (both ways), then schedule the rest around the better packing."""
+                     relaxed: _Background, wait_s: float, hint: dict | None) -> BatchResult | None:
+    """Phases 1 and 2: pack the core alone (both ways), then schedule the rest around the better packing
+    (the endpoints, if any, are in every phase, from the caller's hint)."""
     names = {r.name for r in core}
     core_cands = whole.cands[whole.cands["run"].isin(names)]
-    small = build_batch_model(_small_pieces(core_cands), core, whole.pools, limits, steps)
-    start = greedy(small.cands, core, whole.pools, limits, steps)
+    small = build_batch_model(_small_pieces(core_cands), core, whole.pools, limits, steps, whole.endpoints)
+    placed = (hint or {}).get("serving")
+    held = endpoint_occupancy(whole.endpoints.options, placed, whole.endpoints.windows, limits) \
+        if whole.endpoints is not None else []
+    start = greedy(small.cands, core, whole.pools, limits, steps, held)
+    if placed is not None:
+        start["serving"] = placed
     packings = [_log("core", search(small, CORE_SHARE, None if start["failed_required"] else start), started)]
     # Waiting for the bound here keeps the plan independent of the clock unless the LP is slow.
     relaxation = relaxed.wait(wait_s)
     if relaxation is not None and relaxation.starts:
         near = _near_the_relaxation(core_cands, relaxation)
         pools = [dataclasses.replace(p, min_nodes=b, max_nodes=b) for p, b in zip(whole.pools, relaxation.bought)]
-        packings.append(_log("core near the LP", search(build_batch_model(near, core, pools, limits, steps),
+        packings.append(_log("core near the LP", search(build_batch_model(near, core, pools, limits, steps,
+                                                                          whole.endpoints),
                                                         NEIGHBOURHOOD_SHARE, None), started))
     packings = [p for p in packings if _solved(p)]
     if not packings:
@@ -172,12 +182,14 @@ def greedy_result(whole, schedule: dict) -> BatchResult:
     chosen["start_step"] = [schedule["starts"][r] for r in chosen["run"]]
     bought = list(schedule["bought"])
     reservations = sum(p.cents_per_node * b for p, b in zip(whole.pools, bought)) * COST_RESOLUTION_USD
-    objective = float(chosen["cost_usd"].sum()) + reservations
+    serving = schedule.get("serving")
+    serving = serving if serving is not None else pd.DataFrame()
+    objective = float(chosen["cost_usd"].sum()) + reservations + (float(serving["cost_usd"].sum()) if len(serving) else 0)
     cheapest = whole.cands.groupby("run")["cost_usd"].min()
     bound = min(objective, float(cheapest.reindex(chosen["run"]).sum()))
     unscheduled = sorted(set(whole.runs) - set(chosen["run"]))
     return BatchResult("FEASIBLE", objective, bound, chosen=chosen.sort_values("run").reset_index(drop=True),
-                       bought=bought, unscheduled=unscheduled)
+                       bought=bought, unscheduled=unscheduled, serving=serving)
 
 
 def _near_the_relaxation(cands: pd.DataFrame, relaxation: Relaxation) -> pd.DataFrame:

@@ -92,6 +92,9 @@ def _check_quarter(loaded: LoadedQuarter) -> None:
                 fail(f"unknown run {before!r} in after{did_you_mean(before, names)}", ("runs", i, "after", j))
             if before == run.name:
                 fail("a run cannot come after itself", ("runs", i, "after", j))
+            if before in names and next(r for r in quarter.runs if r.name == before).serving:
+                fail(f"{before!r} is an endpoint: it ends at its due date, so wait with `release` instead",
+                     ("runs", i, "after", j))
         if run.release and run.due and run.due <= run.release:
             fail(f"due ({run.due.isoformat()}) is not after release ({run.release.isoformat()})", ("runs", i, "due"))
         release, due = loaded.window(run)

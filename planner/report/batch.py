@@ -6,6 +6,8 @@ import pandas as pd
 
 from planner.batch.pipeline import BatchPlan, month_spans
 from planner.report.render import render_table, to_json
+from planner.report.serving import endpoint_footer, endpoint_frame, serving_reports
+from planner.schema.quarter import as_scenario
 from planner.report.status import solve_report_json, status_line
 from planner.solve.outcome import SOLVED
 
@@ -17,7 +19,7 @@ def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
     runs, reservations, months = [], [], []
     if solved:
         chosen = result.chosen.set_index("run")
-        for run in loaded.quarter.runs:
+        for run in (r for r in loaded.quarter.runs if not r.serving):
             if run.name not in chosen.index:
                 runs.append({"run": run.name, "scheduled": False, "reason": plan.infeasible.get(run.name, "")})
                 continue
@@ -31,10 +33,13 @@ def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
                 "expected_wall_h": float(row["wall_h"]), "p_deadline": float(row["p_deadline"]),
                 "cost_usd": round(float(row["cost_usd"]), 2),
             })
+        endpoints = _endpoints(plan)
         for pool, bought in zip(plan.pools, result.bought):
             provider, region, instance = pool.offer_key.split("/", 2)
             on_pool = result.chosen[result.chosen["pool"] == plan.pools.index(pool)]
             used = float((on_pool["nodes"] * on_pool["duration_steps"]).sum()) * loaded.step_h
+            used += sum(max(sum(p["nodes"] for p in period["pools"] if p.get("reservation") == pool.label)
+                            for period in e["periods"]) * e["duration_h"] for e in endpoints)
             capacity = bought * pool.term_h
             reservations.append({
                 "provider": provider, "region": region, "instance_type": instance, "nodes": bought,
@@ -48,12 +53,26 @@ def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
         "objective_usd": round(result.objective_usd, 2) if solved else None,
         "bound_usd": round(result.bound_usd, 2) if solved and result.bound_usd == result.bound_usd else None,
         "prices_as_of": as_of.isoformat() if (as_of := loaded.catalog.prices_as_of()) else None,
-        "reservations": reservations, "runs": runs, "months": months,
+        "reservations": reservations, "runs": runs, "endpoints": endpoints if solved else [], "months": months,
         "unscheduled": [{"run": r, "reason": why} for r, why in plan.infeasible.items()],
     }
     if timings:
         data["solve_report"] = solve_report_json(result)
     return data
+
+
+def _endpoints(plan: BatchPlan) -> list[dict]:
+    """The JSON contract's `endpoints` (as `planner solve` reports them), each with its dates; a pool on a
+    reservation names it and costs nothing more (its compute is the reservation's)."""
+    if plan.endpoints is None:
+        return []
+    loaded, found = plan.loaded, plan.endpoints
+    reports = serving_reports(plan.result.serving, found.options, found.traffic, as_scenario(loaded.quarter).workloads,
+                              loaded.catalog, loaded.quarter.defaults.vram_headroom, [p.label for p in plan.pools])
+    for e in reports:
+        start, end = found.windows[e["workload"]]
+        e.update(start=loaded.to_time(start).isoformat(), end=loaded.to_time(end).isoformat())
+    return reports
 
 
 def _months(plan: BatchPlan) -> list[dict]:
@@ -62,6 +81,11 @@ def _months(plan: BatchPlan) -> list[dict]:
     for row in plan.result.chosen.itertuples(index=False):
         label = next((label for label, first, end, _ in spans if first <= row.start_step < end), spans[-1][0])
         totals[label] += row.cost_usd
+    if plan.endpoints is not None and len(plan.result.serving):
+        cost = plan.result.serving.groupby("workload")["cost_usd"].sum()
+        for label, first, end, _ in spans:
+            shares = plan.endpoints.month_shares(first, end)
+            totals[label] += sum(cost.get(name, 0.0) * share for name, share in shares.items())
     for label, _, _, hours in spans:
         for p, h in hours.items():
             totals[label] += plan.result.bought[p] * plan.pools[p].price_per_node_h * h
@@ -86,6 +110,10 @@ def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
                         p_deadline=runs["p_deadline"].astype(float).round(3))
     shown = shown.drop(columns=["scheduled", "reason"], errors="ignore")
     text = render_table(shown, title=f"schedule for quarter {plan.loaded.quarter.name!r}")
+    if data["endpoints"]:
+        text += "\n" + render_table(endpoint_frame(data["endpoints"]), title="endpoints",
+                                    footer=[f"{e['workload']}: {e['start'][:10]} to {e['end'][:10]}; " + line
+                                            for e, line in zip(data["endpoints"], endpoint_footer(data["endpoints"]))])
     if data["reservations"]:
         text += "\n" + render_table(pd.DataFrame(data["reservations"]), title="reservations to buy")
     text += "\n" + render_table(pd.DataFrame(data["months"]), title="spending per month")

@@ -18,12 +18,21 @@ from planner.solve.pipeline import Plan
 def endpoint_reports(plan: Plan) -> list[dict]:
     """The JSON contract's `endpoints`, one per serving workload (in scenario order)."""
     chosen = plan.result.serving if plan.result is not None else pd.DataFrame()
+    loaded = plan.loaded
+    return serving_reports(chosen, plan.candidates.endpoints, plan.candidates.traffic, loaded.scenario.workloads,
+                           loaded.catalog, loaded.scenario.defaults.vram_headroom)
+
+
+def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic: dict, workloads, catalog,
+                    headroom: float, reservations: list[str] = ()) -> list[dict]:
+    """Per endpoint of `workloads` (in their order) with nodes in `chosen` (`ServingVars.chosen` over
+    `options`): its periods' pools, peak latency, and costs; `catalog` and `headroom` size the replicas.
+    A pool on a reservation (an option's `pool`, in a quarter) names it from `reservations`."""
     if chosen is None or chosen.empty:
         return []
-    options, traffic = plan.candidates.endpoints, plan.candidates.traffic
-    by_name = {w.name: w for w in plan.loaded.scenario.workloads}
+    by_name = {w.name: w for w in workloads}
     out = []
-    for name in [w.name for w in plan.loaded.scenario.workloads if w.name in traffic]:
+    for name in [w.name for w in workloads if w.name in traffic]:
         endpoint, workload = traffic[name], by_name[name]
         mine = chosen[chosen["workload"] == name]
         periods, below, tokens = [], 0.0, 0.0
@@ -35,7 +44,9 @@ def endpoint_reports(plan: Plan) -> list[dict]:
                 need = sum(slice_load(endpoint, period, b, option.node_rps[b]) * n
                            for b, n in enumerate(r.slices) if n) / LOAD_SCALE
                 short *= 1 - below_capacity(int(r.nodes), float(option.away), need)
-                pools.append(_pool(plan, workload, option, endpoint, period, r, need))
+                pools.append(_pool(catalog, headroom, workload, option, endpoint, period, r, need))
+                if getattr(option, "pool", -1) >= 0:
+                    pools[-1]["reservation"] = reservations[option.pool]
             rate = float(endpoint.rates[period].sum())
             below += (1 - short) * hours / 24
             tokens += float(endpoint.rates[period] @ endpoint.output_tokens) * hours * 3600
@@ -57,9 +68,9 @@ def endpoint_reports(plan: Plan) -> list[dict]:
     return out
 
 
-def _pool(plan: Plan, workload, option, endpoint, period: int, r, need: float) -> dict:
+def _pool(catalog, headroom: float, workload, option, endpoint, period: int, r, need: float) -> dict:
     """One option's nodes in one period, with its replicas' predicted latency at the load routed to it."""
-    latency = _latency(plan, workload, option, endpoint, period, r, need)
+    latency = _latency(catalog, headroom, workload, option, endpoint, period, r, need)
     hours = endpoint.hours[period]
     return {"provider": option.provider, "region": option.region, "instance_type": option.instance_type,
             "gpu": option.gpu, "market": option.market, "tensor_parallel": int(option.tp), "nodes": int(r.nodes),
@@ -70,13 +81,12 @@ def _pool(plan: Plan, workload, option, endpoint, period: int, r, need: float) -
             "usd_per_h": r.cost_usd / endpoint.days / hours, **latency}
 
 
-def _latency(plan: Plan, workload, option, endpoint, period: int, r, need: float) -> dict:
+def _latency(catalog, headroom: float, workload, option, endpoint, period: int, r, need: float) -> dict:
     """TTFT (at the SLO's quantile) and TPOT of a replica carrying its share of the pool's load, worst bucket;
     None for measured capacities (no model to predict with)."""
     if "measured" in option.limits or r.kept == 0:
         return {"ttft_s": None, "tpot_s": None}
-    replica = replica_of(workload, plan.loaded.catalog, option, int(option.tp),
-                         plan.loaded.scenario.defaults.vram_headroom)
+    replica = replica_of(workload, catalog, option, int(option.tp), headroom)
     utilisation = need / r.kept
     worst = {"ttft_s": 0.0, "tpot_s": 0.0}
     for b, bucket in enumerate(workload.traffic.buckets):

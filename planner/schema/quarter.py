@@ -58,6 +58,13 @@ class Run(Workload):
     def _no_time_budget(self) -> "Run":
         if self.time_budget is not None:
             raise ValueError("a run's time budget is its window: use release and due instead of time_budget")
+        if self.serving:
+            if "duration" in self.model_fields_set:
+                raise ValueError("an endpoint runs from its release to its due date: drop `duration`")
+            if self.after:
+                raise ValueError("an endpoint runs from its release to its due date: it cannot wait `after` runs")
+            if not self.required:
+                raise ValueError("an endpoint is always served: `required: false` is for runs that may be left out")
         return self
 
 
@@ -110,9 +117,17 @@ class Quarter(Strict):
         return runs
 
 
+def endpoint_hours(quarter: Quarter, run: Run) -> float:
+    """Hours an endpoint runs: from its release (or the horizon's start) to its due date (or the end)."""
+    start, end = run.release or quarter.horizon.start, run.due or quarter.horizon.end
+    return (min(end, quarter.horizon.end) - max(start, quarter.horizon.start)).total_seconds() / 3600
+
+
 def as_scenario(quarter: Quarter):
-    """The quarter's runs as a scenario (same catalogs, defaults, limits, overrides)."""
-    workloads = [Workload(**{k: v for k, v in run.model_dump().items() if k in Workload.model_fields})
+    """The quarter's runs as a scenario (same catalogs, defaults, limits, overrides); an endpoint's
+    duration is its window, release (or the horizon's start) to due (or its end)."""
+    workloads = [Workload(**{k: v for k, v in run.model_dump().items() if k in Workload.model_fields}
+                          | ({"duration": endpoint_hours(quarter, run)} if run.serving else {}))
                  for run in quarter.runs]
     constraints = quarter.constraints.model_dump(exclude={"monthly_budget"})
     return Scenario(name=quarter.name, catalogs=quarter.catalogs, defaults=quarter.defaults, workloads=workloads,

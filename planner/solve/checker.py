@@ -280,7 +280,7 @@ def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str
     return out
 
 
-def _check_endpoint(e: dict, workload: Workload) -> list[str]:
+def check_endpoint(e: dict, workload: Workload) -> list[str]:
     """An endpoint's periods carry the scenario's traffic: every bucket routed whole, each pool's load within
     the nodes it counts, spot nodes counted no more than the binomial quantile allows, one spot pool."""
     out = []
@@ -354,7 +354,7 @@ def check_plan(loaded: LoadedScenario, plan: dict) -> list[str]:
                 violations += _check_assignment(loaded, a, workloads[a["workload"]], offers)
         for e in plan.get("endpoints") or []:
             if e["workload"] in workloads:
-                violations += _check_endpoint(e, workloads[e["workload"]])
+                violations += check_endpoint(e, workloads[e["workload"]])
         return violations + _shared_limits(loaded, plan, offers)
     except (KeyError, TypeError) as exc:  # not the documented contract at all
         return violations + [f"malformed plan: missing or mistyped field {exc}"]

@@ -52,8 +52,10 @@ class SolveResult(SolveReport):
 
 @dataclass
 class BatchResult(SolveReport):
-    """`planner batch`: the chosen candidate rows with `start_step`, nodes bought per pool, runs left out."""
+    """`planner batch`: the chosen candidate rows with `start_step`, nodes bought per pool, runs left out,
+    and the endpoints' nodes per option and period (`ServingVars.chosen`; empty without endpoints)."""
 
     chosen: pd.DataFrame = field(default_factory=pd.DataFrame)
     bought: list[int] = field(default_factory=list)
     unscheduled: list[str] = field(default_factory=list)
+    serving: pd.DataFrame = field(default_factory=pd.DataFrame)

@@ -42,19 +42,31 @@ class ServingVars:
                 yield row, option, endpoint, period
 
     @functools.cached_property
-    def unit_cents(self) -> list[tuple[int, cp_model.IntVar]]:
-        """Cost terms in cents: base nodes all day, and per period the nodes above the base (one billing
-        session a day each, with a replica's start-up); the objective and the budget share them."""
+    def cost_terms(self) -> list[tuple[str, int, cp_model.IntVar]]:
+        """(endpoint, cents, variable): base nodes all day, and per period the nodes above the base (one
+        billing session a day each, with a replica's start-up); the objective and budgets share them."""
         terms = []
         for row, option in enumerate(self.options.itertuples(index=False)):
             endpoint = self.traffic[option.workload]
-            terms.append((to_cents(all_day_usd(option, endpoint)), self.base[row]))
+            terms.append((option.workload, to_cents(all_day_usd(option, endpoint)), self.base[row]))
             if endpoint.autoscale:
                 for period in range(len(endpoint.hours)):
                     extra = to_cents(period_usd(option, endpoint, period))
-                    terms.append((extra, self.nodes[row, period]))
-                    terms.append((-extra, self.base[row]))
+                    terms.append((option.workload, extra, self.nodes[row, period]))
+                    terms.append((option.workload, -extra, self.base[row]))
         return terms
+
+    @property
+    def unit_cents(self) -> list[tuple[int, cp_model.IntVar]]:
+        return [(c, v) for _, c, v in self.cost_terms]
+
+    @property
+    def most_cents(self) -> int:
+        """The most the endpoints could cost (every variable at its upper bound)."""
+        most = dict(zip(self.options["workload"], [0] * len(self.options)))
+        for row, option in enumerate(self.options.itertuples(index=False)):
+            most[option.workload] += int(option.most_nodes)
+        return sum(max(c, 0) * most[name] for name, c, _ in self.cost_terms)
 
     def node_terms(self, mask: np.ndarray, column: str) -> dict[int, list]:
         """Per period, (coefficient, nodes) of the options in `mask`: GPUs (`gpus_per_node`) or nodes (1)."""
@@ -65,6 +77,23 @@ class ServingVars:
             for period in range(len(self.traffic[option["workload"]].hours)):
                 per_period.setdefault(period, []).append((coef, self.nodes[row, period]))
         return per_period
+
+    def add_hints(self, model: cp_model.CpModel, chosen: pd.DataFrame) -> None:
+        """Hint every endpoint variable from a `chosen` frame (of a model over the same options): 0 where
+        it has no row."""
+        values = {(r.option, r.period): r for r in chosen.itertuples(index=False)} if len(chosen) else {}
+        for (row, period), var in self.nodes.items():
+            r = values.get((row, period))
+            model.add_hint(var, r.nodes if r else 0)
+            model.add_hint(self.kept[row, period], r.kept if r else 0)
+        for (row, period, bucket), var in self.slices.items():
+            r = values.get((row, period))
+            model.add_hint(var, r.slices[bucket] if r else 0)
+        base = {r.option: r.base for r in values.values()}
+        for row, var in self.base.items():
+            model.add_hint(var, base.get(row, 0))
+        for row, var in self.used.items():
+            model.add_hint(var, int(any(r.nodes for (o, _), r in values.items() if o == row)))
 
     def chosen(self, value) -> pd.DataFrame:
         """One row per (option, period) with nodes or load: nodes, nodes counted, slices per bucket, and
