@@ -275,3 +275,28 @@ def test_the_checker_catches_spot_nodes_counted_in_full_and_unrouted_requests():
     pool["share_of_requests"][0] = 0.5
     problems = check_plan(loaded, plan)
     assert any("more than it keeps" in p for p in problems) and any("routed 0.5000" in p for p in problems)
+
+
+def test_endpoint_alone_over_its_quota_is_explained_not_a_traceback(tmp_path):
+    """An endpoint the quota cannot hold: INFEASIBLE (exit 1) with the binding quota named."""
+    path = tmp_path / "tight.yaml"
+    path.write_text("""\
+name: tight
+catalogs: [aws]
+workloads:
+  - name: chat
+    kind: serving
+    model: llama-3.1-8b
+    traffic: {requests_per_s: 40, buckets: [{prompt_tokens: 1024, output_tokens: 256}]}
+    slo: {ttft: 800ms, tpot: 40ms}
+    allow: {gpus: [H100], regions: [us-east-1], instance_types: [p5.4xlarge]}
+    duration: 36h
+constraints:
+  gpu_quotas: {aws/H100: 1}
+""", encoding="utf-8")
+    result = run("solve", str(path), "--format", "json")
+    assert result.returncode == 1, result.stderr
+    data = json.loads(result.stdout)
+    assert data["status"] == "INFEASIBLE"
+    assert [r["workload"] for r in data["infeasible"]] == ["chat"]
+    assert "quota aws/H100 (1 GPUs" in data["infeasible"][0]["reason"]

@@ -16,7 +16,7 @@ from planner.candidates.generate import CandidateSet, generate, limits_of
 from planner.candidates.limits import Limits, quota_mask
 from planner.economics.inputs import checkpoint_write_h
 from planner.load.scenario import LoadedScenario
-from planner.solve.model import build_model, solve_model
+from planner.solve.model import JOB_COLUMNS, build_model, solve_model
 from planner.solve.outcome import SOLVED, SolveResult
 
 DEFAULT_TIME_LIMIT_S = 60.0
@@ -62,19 +62,22 @@ def make_plan(loaded: LoadedScenario, time_limit_s: float = DEFAULT_TIME_LIMIT_S
     result.candidates_seconds = candidates_seconds
     plan = Plan(loaded, candidates, result)
     if result.status == "INFEASIBLE":
-        plan.infeasible = explain_conflict(candidates.pruned, limits, [w.name for w in scenario.workloads])
+        plan.infeasible = explain_conflict(candidates.pruned, limits, [w.name for w in scenario.workloads], serving)
     return plan
 
 
 # ---------------------------------------------------------------- infeasibility
 
 
-def _feasible(cands: pd.DataFrame, limits: Limits, workloads: list[str]) -> bool:
+def _feasible(cands: pd.DataFrame, limits: Limits, workloads: list[str], serving=None) -> bool:
     subset = cands[cands["workload"].isin(workloads)]
     groups = tuple(tuple(w for w in g if w in workloads) for g in limits.same_region)
     providers = tuple(tuple(w for w in g if w in workloads) for g in limits.same_provider)
     limits = replace(limits, same_region=tuple(g for g in groups if g), same_provider=tuple(g for g in providers if g))
-    result = solve_model(build_model(subset, limits), time_limit_s=10.0, workers=1)
+    if serving is not None:
+        options, traffic = serving
+        serving = (options[options["workload"].isin(workloads)], {w: t for w, t in traffic.items() if w in workloads})
+    result = solve_model(build_model(subset, limits, serving=serving), time_limit_s=10.0, workers=1)
     return result.solved
 
 
@@ -90,18 +93,21 @@ def _without(limits: Limits, family: str, key: str | None) -> Limits:
     return replace(limits, same_provider=())
 
 
-def explain_conflict(cands: pd.DataFrame, limits: Limits, workloads: list[str]) -> list[dict]:
+def explain_conflict(cands: pd.DataFrame, limits: Limits, workloads: list[str], serving=None) -> list[dict]:
     """Every workload has candidates but no combination fits the shared limits: find a smallest
-    conflicting set of workloads (deletion filter) and the limits that bind it."""
+    conflicting set of workloads (deletion filter) and the limits that bind it (`serving`: the
+    endpoints' options and traffic, as `build_model` takes them)."""
+    if "workload" not in cands:  # endpoints only
+        cands = pd.DataFrame({c: pd.Series(dtype=object) for c in JOB_COLUMNS})
     conflict = list(workloads)
     for name in list(workloads):
         trial = [w for w in conflict if w != name]
-        if trial and not _feasible(cands, limits, trial):
+        if trial and not _feasible(cands, limits, trial, serving):
             conflict = trial
     families = [("gpu_quotas", k) for k in sorted(limits.gpu_quotas)] + [
         ("node_limits", k) for k in sorted(limits.node_limits)]
     families += [(f, None) for f in ("budget", "same_region", "same_provider")]
-    binding = [(f, k) for f, k in families if _feasible(cands, _without(limits, f, k), conflict)]
+    binding = [(f, k) for f, k in families if _feasible(cands, _without(limits, f, k), conflict, serving)]
     members = ", ".join(conflict)
     if not binding:
         what = "the combination of shared limits"
@@ -116,7 +122,8 @@ def _describe_limit(limits: Limits, family: str, key: str | None, cands: pd.Data
     subset = cands[cands["workload"].isin(conflict)]
     if family == "gpu_quotas":
         need = subset[quota_mask(subset, key)].groupby("workload")["gpus"].min()
-        detail = ", ".join(f"{w} needs >= {int(n)}" for w, n in need.items())
+        detail = ", ".join([f"{w} needs >= {int(n)}" for w, n in need.items()]
+                           + [f"{w} holds its replicas' GPUs" for w in conflict if w not in need.index])
         return f"quota {key} ({limits.gpu_quotas[key]} GPUs; {detail})"
     if family == "node_limits":
         return f"node limit {key} ({limits.node_limits[key]} nodes)"
