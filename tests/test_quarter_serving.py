@@ -249,3 +249,14 @@ def test_bad_endpoint_runs_get_one_located_line(tmp_path, change, message):
     assert result.exit_code == 2, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and message in lines[0] and "bad.yaml:" in lines[0], result.output
+
+
+def test_gantt_draws_the_endpoint_on_its_reservation(launch):
+    from planner.report.gantt import build_lanes
+
+    _, data = launch
+    lanes = build_lanes(data)
+    reserved = next(lane for lane in lanes if lane.key == ("aws", "us-east-1", "p5.48xlarge"))
+    bars = [bar for row in reserved.rows for bar in row]
+    assert [(b["run"], b["market"], b["nodes"], b["start"][:10], b["end"][:10]) for b in bars] == [
+        ("assistant (endpoint)", "reserved", 1, "2027-02-01", "2027-03-01")]

@@ -112,15 +112,18 @@ def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
     text = render_table(shown, title=f"schedule for quarter {plan.loaded.quarter.name!r}")
     if data["endpoints"]:
         text += "\n" + render_table(endpoint_frame(data["endpoints"]), title="endpoints",
-                                    footer=[f"{e['workload']}: {e['start'][:10]} to {e['end'][:10]}; " + line
-                                            for e, line in zip(data["endpoints"], endpoint_footer(data["endpoints"]))])
+                                    footer=endpoint_footer(data["endpoints"]))
     if data["reservations"]:
         text += "\n" + render_table(pd.DataFrame(data["reservations"]), title="reservations to buy")
     text += "\n" + render_table(pd.DataFrame(data["months"]), title="spending per month")
     if data["unscheduled"]:
         text += "\n" + render_table(pd.DataFrame(data["unscheduled"]).rename(columns={"reason": "why"}),
                                     title="runs left out")
-    text += "\n" + status_line(plan.result, f"{len(plan.cands)} candidates for {len(plan.loaded.quarter.runs)} runs",
+    count = len(plan.endpoints.traffic) if plan.endpoints is not None else 0
+    served = f" and {len(plan.endpoints.options)} options for {count} endpoint{'s' if count > 1 else ''}" \
+        if count else ""
+    runs = sum(1 for r in plan.loaded.quarter.runs if not r.serving)
+    text += "\n" + status_line(plan.result, f"{len(plan.cands)} candidates for {runs} runs{served}",
                                data["prices_as_of"]) + "\n"
     return text
 

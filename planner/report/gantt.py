@@ -56,6 +56,22 @@ def bar_label(run: dict) -> str:
     return f"{run['run']} ×{nodes}" if nodes > 1 else run["run"]
 
 
+def endpoint_bars(schedule: dict) -> list[dict]:
+    """Each endpoint's pools as run-like bars over its window: one per offer and market, with the most
+    nodes it runs in any period of the day."""
+    bars = {}
+    for e in schedule.get("endpoints") or []:
+        for period in e["periods"]:
+            for pool in period["pools"]:
+                key = (e["workload"], pool["provider"], pool["region"], pool["instance_type"], pool["market"])
+                bar = bars.setdefault(key, {"run": f"{e['workload']} (endpoint)", "start": e["start"], "end": e["end"],
+                                            "provider": pool["provider"], "region": pool["region"],
+                                            "instance_type": pool["instance_type"], "market": pool["market"],
+                                            "nodes": 0})
+                bar["nodes"] = max(bar["nodes"], int(pool["nodes"]))
+    return [bar for bar in bars.values() if bar["nodes"]]
+
+
 def build_lanes(schedule: dict, label_h_per_char: float = 0.0) -> list[Lane]:
     """Lanes in drawing order: offers with a reservation bought first, then by first start.
 
@@ -64,7 +80,7 @@ def build_lanes(schedule: dict, label_h_per_char: float = 0.0) -> list[Lane]:
     the row up to the end of that text (`label_h_per_char` hours per character).
     """
     lanes: dict[tuple[str, str, str], Lane] = {}
-    runs = sorted((r for r in schedule.get("runs", []) if r.get("scheduled")),
+    runs = sorted([r for r in schedule.get("runs", []) if r.get("scheduled")] + endpoint_bars(schedule),
                   key=lambda r: (r["start"], r["end"], r["run"]))
     occupied: dict[int, dt.datetime] = {}
     for run in runs:
@@ -99,6 +115,8 @@ def _title(schedule: dict) -> str:
     objective = schedule.get("objective_usd")
     scheduled = sum(1 for r in schedule.get("runs", []) if r.get("scheduled"))
     text = f"{status}: {scheduled} runs scheduled"
+    if endpoints := len(schedule.get("endpoints") or []):
+        text += f" and {endpoints} endpoint{'s' if endpoints > 1 else ''}"
     if objective is not None:
         text += f", expected total ${objective:,.0f}"
         bound = schedule.get("bound_usd")

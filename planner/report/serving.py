@@ -121,11 +121,14 @@ def endpoint_frame(reports: list[dict]) -> pd.DataFrame:
 
 
 def endpoint_footer(reports: list[dict]) -> list[str]:
-    return [f"{e['workload']}: ${e['usd_per_h']:,.2f}/h, ${e['usd_per_month']:,.0f}/month, "
+    return [f"{e['workload']}" + (f" ({e['start'][:10]} to {e['end'][:10]})" if "start" in e else "")
+            + f": ${e['usd_per_h']:,.2f}/h, ${e['usd_per_month']:,.0f}/month, "
             + (f"${e['usd_per_million_output_tokens']:,.3f} per million output tokens, "
                if e["usd_per_million_output_tokens"] else "")
             + f"below capacity {e['below_capacity_share']:.3%} of the time (target ≤ {1 - e['availability']:.3%}); "
-            f"${e['cost_usd']:,.2f} over {e['duration_h'] / 24:g} days" for e in reports]
+            f"${e['cost_usd']:,.2f} over {e['duration_h'] / 24:g} days"
+            + (" beside the reservations" if any(p.get("reservation") for period in e["periods"]
+                                                 for p in period["pools"]) else "") for e in reports]
 
 
 def _ms(seconds: float | None):
