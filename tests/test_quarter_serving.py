@@ -49,10 +49,10 @@ INSIDE = ("2027-01-05T12:00", "2027-01-07")  # the tune's window inside the endp
 
 def quarter(rate: float = 40, quota: int = 8, due: str = "2027-01-08", extra: str = "",
             release: str = "2027-01-04") -> str:
-    return textwrap.dedent(f"""\
+    return textwrap.dedent("""\
         name: endpoint-quarter
         catalogs: [aws]
-        horizon: {{start: 2027-01-04, end: 2027-01-08, step: 12h}}
+        horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
         runs:
         """) + ENDPOINT.replace("RATE", str(rate)) + TUNE.replace("DUE", due).replace("RELEASE", release) + extra + (
         f"constraints:\n  gpu_quotas: {{aws/H100: {quota}}}\n" if quota else "")
@@ -241,6 +241,7 @@ def test_checker_catches_a_short_window_and_a_wrong_cost(launch):
      "always served"),
     (lambda t: t.replace("    due: 2027-01-08\n", "    due: 2027-01-08\n    after: [chat]\n"),
      "is an endpoint"),
+    (lambda t: t.replace("    due: 2027-01-07\n", "    due: 2027-01-09\n", 1), "inside the horizon"),
 ])
 def test_bad_endpoint_runs_get_one_located_line(tmp_path, change, message):
     path = tmp_path / "bad.yaml"
@@ -260,3 +261,22 @@ def test_gantt_draws_the_endpoint_on_its_reservation(launch):
     bars = [bar for row in reserved.rows for bar in row]
     assert [(b["run"], b["market"], b["nodes"], b["start"][:10], b["end"][:10]) for b in bars] == [
         ("assistant (endpoint)", "reserved", 1, "2027-02-01", "2027-03-01")]
+
+
+def test_weekly_endpoint_in_a_quarter_passes_the_checker_hour_by_hour(tmp_path):
+    """The checker walks the quarter's real dates: each hour's pools are those of its weekday's period."""
+    weekly = ("traffic:\n      profile:\n"
+              "        - {days: mon-fri, hours: \"0-24\", requests_per_s: 60}\n"
+              "        - {days: sat-sun, hours: \"0-24\", requests_per_s: 10}\n"
+              "      buckets:")
+    text = quarter(40, 16).replace("traffic: {requests_per_s: 40, buckets:", weekly).replace(
+        "output_tokens: 256}]}", "output_tokens: 256}]").replace("    availability: 0.999\n",
+                                                                 "    availability: 0.999\n    autoscale: true\n")
+    text = text.replace("end: 2027-01-08,", "end: 2027-01-12,").replace("due: 2027-01-07", "due: 2027-01-11")
+    assert "due: 2027-01-11" in text  # Tuesday to Monday: over a weekend
+    loaded, plan, data = solved(tmp_path, text)
+    assert data["status"] == "OPTIMAL"
+    assert [p["days"] for p in data["endpoints"][0]["periods"]] == ["mon-fri", "sat-sun"]
+    assert check_schedule(loaded, data) == []
+    nodes = [sum(p["nodes"] for p in period["pools"]) for period in data["endpoints"][0]["periods"]]
+    assert nodes[0] > nodes[1]

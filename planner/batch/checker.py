@@ -16,8 +16,16 @@ from collections import defaultdict
 
 from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
-from planner.solve.checker import (check_endpoint, number, one_entry_each, over_node_limits, placement_violations,
-                                   size_violations, stated_memory_floor)
+from planner.schema.scenario import weekdays_of
+from planner.solve.checker import (
+    check_endpoint,
+    number,
+    one_entry_each,
+    over_node_limits,
+    placement_violations,
+    size_violations,
+    stated_memory_floor,
+)
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 HALF_CENT = 0.005
@@ -136,7 +144,7 @@ def _ticks(loaded: LoadedQuarter, scheduled: list[dict]) -> list[dt.datetime]:
 
 
 def _endpoint_users(endpoints: list[dict], t: dt.datetime, offers: dict) -> list[tuple[dict, str]]:
-    """The endpoints' pools running at `t` (the traffic period of its hour of the day), as run-like rows."""
+    """The endpoints' pools running at `t` (the traffic period of its weekday and hour), as run-like rows."""
     hour = t.hour + t.minute / 60
     out = []
     for e in endpoints:
@@ -144,7 +152,7 @@ def _endpoint_users(endpoints: list[dict], t: dt.datetime, offers: dict) -> list
             continue
         for period in e["periods"]:
             first, _, last = period["hours"].partition("-")
-            if not float(first) <= hour < float(last):
+            if not float(first) <= hour < float(last) or t.weekday() not in weekdays_of(period.get("days", "daily")):
                 continue
             for p in period["pools"]:
                 key = f"{p['provider']}/{p['region']}/{p['instance_type']}"

@@ -45,6 +45,19 @@ class Endpoint:
     availability: float
     slices: int
     output_tokens: np.ndarray  # per bucket
+    weekdays: tuple[tuple[int, ...], ...] = ()  # per period, the weekdays it applies to (Monday 0; () = daily)
+
+    @property
+    def day_share(self) -> np.ndarray:
+        """Per period, the share of days it applies to (1 for a daily profile, 5/7 for mon-fri)."""
+        if not self.weekdays:
+            return np.ones(len(self.hours))
+        return np.array([len(days) / 7 for days in self.weekdays])
+
+    @property
+    def time_share(self) -> np.ndarray:
+        """Per period, its share of all the endpoint's time (hours of the day x share of days)."""
+        return self.hours / 24 * self.day_share
 
 
 def all_day_usd(option, endpoint: Endpoint) -> float:
@@ -53,8 +66,8 @@ def all_day_usd(option, endpoint: Endpoint) -> float:
 
 
 def period_usd(option, endpoint: Endpoint, period: int) -> float:
-    """One node added for one period every day: a billing session of its hours plus a start-up."""
-    return option.node_usd_h * option.session_h[period] * endpoint.days
+    """One node added for one period every day it applies to: a billing session of its hours plus a start-up."""
+    return option.node_usd_h * option.session_h[period] * endpoint.days * endpoint.day_share[period]
 
 
 def endpoint_of(workload: Workload) -> Endpoint:
@@ -65,7 +78,8 @@ def endpoint_of(workload: Workload) -> Endpoint:
     hours = np.array([p.span[1] - p.span[0] for p in periods])
     return Endpoint(workload.name, rates, hours, workload.duration / 24.0, workload.autoscale,
                     workload.availability, traffic.slices,
-                    np.array([b.output_tokens for b in traffic.buckets], dtype=float))
+                    np.array([b.output_tokens for b in traffic.buckets], dtype=float),
+                    tuple(p.weekdays for p in periods) if traffic.weekly else ())
 
 
 def replica_capacities(workload: Workload, catalog: Catalog, offer, tp: int,

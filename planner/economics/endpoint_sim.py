@@ -32,6 +32,7 @@ class PeriodPlan:
     hours: float
     bucket_rates: tuple[float, ...]  # requests/s per bucket
     pools: tuple[Pool, ...]
+    weekdays: tuple[int, ...] = tuple(range(7))  # the days it applies to (Monday 0; day 0 of a replay is a Monday)
 
 
 @dataclass(frozen=True)
@@ -42,13 +43,15 @@ class EndpointReplay:
 
 
 def replay(periods: list[PeriodPlan], days: int, seed: int = 0) -> EndpointReplay:
-    """Simulate `days` days of the daily plan; node states carry over from period to period."""
+    """Simulate `days` days of the daily (or weekly) plan; node states carry over from period to period."""
     rng = np.random.default_rng(seed)
     minutes_below = minutes = 0
     served = arrived = 0.0
     states: dict[tuple[int, int], tuple] = {}  # (period, pool) -> each node's state and time left in it
-    for _ in range(days):
+    for day in range(days):
         for p_index, period in enumerate(periods):
+            if day % 7 not in period.weekdays:
+                continue
             steps = int(round(period.hours * 60))
             arrivals = rng.poisson(np.array(period.bucket_rates) * 60.0, size=(steps, len(period.bucket_rates)))
             short = np.zeros(steps, dtype=bool)

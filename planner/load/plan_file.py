@@ -18,8 +18,10 @@ def load_plan_assignments(path: Path, workloads: set[str]) -> list[dict]:
         data = json.loads(read_text(path, "plan file"))
     except json.JSONDecodeError as exc:
         raise PlannerError(f"not valid JSON: {exc.msg}", f"{path}:{exc.lineno}") from None
-    if not isinstance(data, dict) or not isinstance(data.get("assignments"), list) or not data["assignments"]:
-        raise PlannerError("expected a plan from `planner solve --format json` with assignments", str(path))
+    if not isinstance(data, dict) or not isinstance(data.get("assignments"), list) or not (
+            data["assignments"] or data.get("endpoints")):
+        raise PlannerError("expected a plan from `planner solve --format json` with assignments or endpoints",
+                           str(path))
     for index, a in enumerate(data["assignments"]):
         missing = [k for k in NEEDED if k not in a]
         if missing:

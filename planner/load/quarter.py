@@ -97,6 +97,10 @@ def _check_quarter(loaded: LoadedQuarter) -> None:
                      ("runs", i, "after", j))
         if run.release and run.due and run.due <= run.release:
             fail(f"due ({run.due.isoformat()}) is not after release ({run.release.isoformat()})", ("runs", i, "due"))
+        if run.serving and (run.due and run.due > horizon.end or run.release and run.release < horizon.start):
+            fail("an endpoint serves from its release to its due date, inside the horizon "
+                 f"({horizon.start.isoformat()} to {horizon.end.isoformat()})", ("runs", i, "due" if run.due and
+                                                                                run.due > horizon.end else "release"))
         release, due = loaded.window(run)
         if run.due and run.due <= horizon.start or run.release and run.release >= horizon.end:
             fail("the run's window lies outside the horizon", ("runs", i, "due" if run.due else "release"))

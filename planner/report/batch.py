@@ -7,8 +7,8 @@ import pandas as pd
 from planner.batch.pipeline import BatchPlan, month_spans
 from planner.report.render import render_table, to_json
 from planner.report.serving import endpoint_footer, endpoint_frame, serving_reports
-from planner.schema.quarter import as_scenario
 from planner.report.status import solve_report_json, status_line
+from planner.schema.quarter import as_scenario
 from planner.solve.outcome import SOLVED
 
 

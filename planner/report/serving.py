@@ -11,8 +11,9 @@ from planner.candidates.endpoints import below_capacity, replica_of
 from planner.candidates.generate import HOURS_PER_MONTH
 from planner.physics import serving
 from planner.report.render import render_table, to_json
-from planner.solve.serving import LOAD_SCALE, slice_load
+from planner.schema.scenario import weekdays_of
 from planner.solve.pipeline import Plan
+from planner.solve.serving import LOAD_SCALE, slice_load
 
 
 def endpoint_reports(plan: Plan) -> list[dict]:
@@ -48,9 +49,10 @@ def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic:
                 if getattr(option, "pool", -1) >= 0:
                     pools[-1]["reservation"] = reservations[option.pool]
             rate = float(endpoint.rates[period].sum())
-            below += (1 - short) * hours / 24
-            tokens += float(endpoint.rates[period] @ endpoint.output_tokens) * hours * 3600
-            periods.append({"hours": workload.traffic.periods[period].hours, "requests_per_s": rate,
+            below += (1 - short) * endpoint.time_share[period]
+            tokens += float(endpoint.rates[period] @ endpoint.output_tokens) * hours * 3600 * endpoint.day_share[period]
+            days = {"days": workload.traffic.periods[period].days} if workload.traffic.weekly else {}
+            periods.append({"hours": workload.traffic.periods[period].hours, **days, "requests_per_s": rate,
                             "bucket_requests_per_s": [float(x) for x in endpoint.rates[period]],
                             "below_capacity_share": 1 - short,
                             "pools": pools, "usd_per_h": sum(p["usd_per_h"] for p in pools)})
@@ -78,7 +80,7 @@ def _pool(catalog, headroom: float, workload, option, endpoint, period: int, r, 
             "load_nodes": round(need, 4), "share_of_requests": [n / endpoint.slices for n in r.slices],
             "node_requests_per_s": [float(x) for x in option.node_rps], "preemptions_per_node_h": float(option.lam_spot),
             "away_share": float(option.away), "replace_h": float(workload.restart_overhead),
-            "usd_per_h": r.cost_usd / endpoint.days / hours, **latency}
+            "usd_per_h": r.cost_usd / (endpoint.days * endpoint.day_share[period] * hours), **latency}
 
 
 def _latency(catalog, headroom: float, workload, option, endpoint, period: int, r, need: float) -> dict:
@@ -111,7 +113,8 @@ def endpoint_frame(reports: list[dict]) -> pd.DataFrame:
     for e in reports:
         for period in e["periods"]:
             for pool in period["pools"]:
-                rows.append({"endpoint": e["workload"], "hours": period["hours"], "req/s": period["requests_per_s"],
+                rows.append({"endpoint": e["workload"], **({"days": period["days"]} if "days" in period else {}),
+                             "hours": period["hours"], "req/s": period["requests_per_s"],
                              "instance": f"{pool['provider']}/{pool['region']}/{pool['instance_type']}",
                              "gpu": pool["gpu"], "market": pool["market"], "TP": pool["tensor_parallel"],
                              "nodes": pool["nodes"], "replicas": pool["replicas"],
@@ -149,7 +152,8 @@ def endpoint_replays(reports: list[dict], seed: int) -> list[dict]:
             start, _, end = period["hours"].partition("-")
             pools = tuple(Pool(p["nodes"], p["load_nodes"], p["preemptions_per_node_h"], p["replace_h"],
                                tuple(p["node_requests_per_s"]), tuple(p["share_of_requests"])) for p in period["pools"])
-            periods.append(PeriodPlan(float(end) - float(start), tuple(period["bucket_requests_per_s"]), pools))
+            periods.append(PeriodPlan(float(end) - float(start), tuple(period["bucket_requests_per_s"]), pools,
+                                      weekdays_of(period.get("days", "daily"))))
         days = int(min(365, max(7, round(e["duration_h"] / 24))))
         result = replay(periods, days, seed + number)
         out.append({"workload": e["workload"], "days": days,

@@ -212,11 +212,43 @@ class RequestBucket(Strict):
     share: Annotated[float, Field(gt=0, le=1)] = 1.0
 
 
+WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+
+
+def weekdays_of(days: str) -> tuple[int, ...]:
+    """"mon-fri", "sat-sun", "fri-mon" (wrapping), "mon,wed" or "daily" -> weekday numbers (Monday 0)."""
+    found: list[int] = []
+    for part in days.lower().replace(" ", "").split(","):
+        first, dash, last = part.partition("-")
+        if part == "daily":
+            found += range(7)
+            continue
+        if first not in WEEKDAYS or (dash and last not in WEEKDAYS):
+            raise ValueError(f"days {days!r}: expected weekdays such as \"mon-fri\", \"sat-sun\" or \"mon,wed\"")
+        a, b = WEEKDAYS.index(first), WEEKDAYS.index(last) if dash else WEEKDAYS.index(first)
+        found += [(a + k) % 7 for k in range((b - a) % 7 + 1)]
+    if len(set(found)) != len(found):
+        raise ValueError(f"days {days!r} names a weekday twice")
+    return tuple(sorted(found))
+
+
 class TrafficPeriod(Strict):
-    """`{hours: "8-20", requests_per_s: 40}`: the rate during those hours of every day."""
+    """`{hours: "8-20", requests_per_s: 40}`: the rate during those hours of every day, or, with
+    `days: mon-fri`, of those days only (a weekly profile)."""
 
     hours: str
+    days: str = Field("daily", description="weekdays the period applies to: mon-fri, sat-sun, mon,wed, daily")
     requests_per_s: Annotated[float, Field(ge=0, le=1e7)]
+
+    @field_validator("days")
+    @classmethod
+    def _weekdays(cls, days: str) -> str:
+        weekdays_of(days)
+        return days
+
+    @property
+    def weekdays(self) -> tuple[int, ...]:
+        return weekdays_of(self.days)
 
     @field_validator("hours")
     @classmethod
@@ -249,10 +281,12 @@ class Traffic(Strict):
     def _one_form(self) -> "Traffic":
         if (self.requests_per_s is None) == (not self.profile):
             raise ValueError("give either requests_per_s or a daily profile of {hours, requests_per_s}")
-        spans = sorted(p.span for p in self.profile)
-        if spans and (spans[0][0] != 0 or spans[-1][1] != 24
-                      or any(a[1] != b[0] for a, b in zip(spans, spans[1:]))):
-            raise ValueError("the profile's hours must cover 0-24 once, without gaps or overlaps")
+        for day in range(7) if self.profile else ():
+            spans = sorted(p.span for p in self.profile if day in p.weekdays)
+            if not spans or spans[0][0] != 0 or spans[-1][1] != 24 or any(
+                    a[1] != b[0] for a, b in zip(spans, spans[1:])):
+                on = "" if all(p.days == "daily" for p in self.profile) else f" on {WEEKDAYS[day]}"
+                raise ValueError(f"the profile's hours{on} must cover 0-24 once, without gaps or overlaps")
         total = sum(b.share for b in self.buckets)
         if abs(total - 1) > 1e-6:
             raise ValueError(f"bucket shares add up to {total:g}, expected 1")
@@ -260,10 +294,14 @@ class Traffic(Strict):
 
     @property
     def periods(self) -> tuple[TrafficPeriod, ...]:
-        """The day's periods in time order (one all-day period for a steady rate)."""
+        """The profile's periods by first weekday, then time of day (one all-day period for a steady rate)."""
         if not self.profile:
             return (TrafficPeriod(hours="0-24", requests_per_s=self.requests_per_s),)
-        return tuple(sorted(self.profile, key=lambda p: p.span))
+        return tuple(sorted(self.profile, key=lambda p: (p.weekdays[0], p.span)))
+
+    @property
+    def weekly(self) -> bool:
+        return any(p.days != "daily" for p in self.profile)
 
 
 class Slo(Strict):

@@ -11,7 +11,7 @@ import math
 from collections import defaultdict
 
 from planner.load.scenario import LoadedScenario
-from planner.schema.scenario import Workload
+from planner.schema.scenario import WEEKDAYS, Workload, weekdays_of
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 REL_TOL = 1e-6
@@ -218,16 +218,20 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
 
 
 def _endpoint_periods(plan: dict, offers: dict) -> list[tuple[str, list]]:
-    """Endpoint pools that run at once, per hour of the day where the periods of all endpoints change."""
+    """Endpoint pools that run at once, per weekday (when a profile is weekly) and span of hours where the
+    periods of all endpoints change."""
     endpoints = plan.get("endpoints") or []
     cuts = sorted({float(x) for e in endpoints for p in e["periods"] for x in p["hours"].split("-")})
+    weekly = any("days" in p for e in endpoints for p in e["periods"])
     out = []
-    for start, end in zip(cuts, cuts[1:]):
-        pools = [(e["workload"], pool, offers[f"{pool['provider']}/{pool['region']}/{pool['instance_type']}"])
-                 for e in endpoints for p in e["periods"]
-                 if float(p["hours"].split("-")[0]) <= start and end <= float(p["hours"].split("-")[1])
-                 for pool in p["pools"]]
-        out.append((f"{start:g}-{end:g}", pools))
+    for day in range(7) if weekly else [None]:
+        for start, end in zip(cuts, cuts[1:]):
+            pools = [(e["workload"], pool, offers[f"{pool['provider']}/{pool['region']}/{pool['instance_type']}"])
+                     for e in endpoints for p in e["periods"]
+                     if (day is None or day in weekdays_of(p.get("days", "daily")))
+                     and float(p["hours"].split("-")[0]) <= start and end <= float(p["hours"].split("-")[1])
+                     for pool in p["pools"]]
+            out.append((("" if day is None else WEEKDAYS[day] + " ") + f"{start:g}-{end:g}", pools))
     return out
 
 
@@ -286,7 +290,7 @@ def check_endpoint(e: dict, workload: Workload) -> list[str]:
     out = []
     periods = workload.traffic.periods
     shares = [b.share for b in workload.traffic.buckets]
-    if [p["hours"] for p in e["periods"]] != [p.hours for p in periods]:
+    if [(p["hours"], p.get("days", "daily")) for p in e["periods"]] != [(p.hours, p.days) for p in periods]:
         return [f"{e['workload']}: periods {[p['hours'] for p in e['periods']]} are not the traffic's"]
     spot = {(p["provider"], p["region"], p["instance_type"], p["tensor_parallel"]) for period in e["periods"]
             for p in period["pools"] if p["market"] == "spot" and p["nodes"]}

@@ -108,8 +108,7 @@ class ServingVars:
                           for b in range(endpoint.rates.shape[1])]
                 if not nodes and not any(slices):
                     continue
-                share = endpoint.hours[period] / 24.0
-                cost = base * all_day_usd(option, endpoint) * share
+                cost = base * all_day_usd(option, endpoint) * endpoint.time_share[period]
                 if endpoint.autoscale:
                     cost += (nodes - base) * period_usd(option, endpoint, period)
                 rows.append({"workload": option.workload, "oid": option.oid, "option": row, "period": period,

@@ -8,8 +8,19 @@ from __future__ import annotations
 
 import pytest
 
-from families.factories import (assert_accepts, assert_every_family_tested, assert_rejects, candidate, candidates, choose,
-                                endpoint, option, plan_model, serving_model, set_nodes)
+from families.factories import (
+    assert_accepts,
+    assert_every_family_tested,
+    assert_rejects,
+    candidate,
+    candidates,
+    choose,
+    endpoint,
+    option,
+    plan_model,
+    serving_model,
+    set_nodes,
+)
 from planner.candidates.limits import Limits
 from planner.solve.model import (
     CONSTRAINT_FAMILIES,
