@@ -228,7 +228,11 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
               help="CP-SAT search workers; the bound's LP runs beside them on one more core.")
 @click.option("--no-timings", "no_timings", is_flag=True,
               help="Leave `solve_report` (the clock readings) out of the JSON, so runs can be diffed byte for byte.")
-def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
+@click.option("--schedule-confidence", "schedule_confidence", type=click.FloatRange(0.5, 0.9999), default=None,
+              help="Size every run's slot so that the whole schedule holds (every run by its due date) with at "
+                   "least this probability, not only each run on its own; the schedule is then replayed to "
+                   "measure it.")
+def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule_confidence) -> None:
     """Schedule a quarter's runs over time: start dates, placements, reservations to buy.
 
     --time-limit covers the search (every phase); candidates are built before it. When it
@@ -241,6 +245,7 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
     Example:
       planner batch scenarios/quarter-team.yaml
       planner batch scenarios/quarter-team.yaml --format json -o schedule.json --gantt schedule.png
+      planner batch scenarios/quarter-team.yaml --schedule-confidence 0.9
     """
     from planner.batch.pipeline import make_batch_plan
     from planner.load.quarter import load_quarter
@@ -249,8 +254,14 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
     if gantt and not gantt.lower().endswith((".png", ".html")):
         raise PlannerError("expected a .png or .html file name", "--gantt")
     loaded = load_quarter(quarter)
+    if schedule_confidence is not None:
+        from planner.batch.pipeline import per_run_confidence, with_confidence
+
+        loaded = with_confidence(loaded, per_run_confidence(loaded, schedule_confidence))
     plan = _building_candidates(lambda progress: make_batch_plan(loaded, time_limit_s=time_limit, workers=workers,
                                                                  progress=progress), fmt, output)
+    if schedule_confidence is not None:
+        plan.schedule_confidence = schedule_confidence
     emit(batch_text(plan, fmt, not no_timings), output, inputs=(quarter,))
     warn_old_prices(loaded.catalog)
     if gantt and plan.result is not None and plan.result.solved:
@@ -267,7 +278,8 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings) -> None:
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="A plan from `planner solve --format json` (default: solve the scenario now).")
+              help="A plan from `planner solve --format json`, or for a quarter file a schedule from `planner batch "
+                   "--format json` (default: plan it now).")
 @click.option("--trials", type=click.IntRange(min=100), default=10_000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True, help="Same seed, same numbers.")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
@@ -282,15 +294,25 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
     Prints per workload the simulated mean and p50/p90/p99 of wall time and cost, the
     share of trials meeting the time budget, and the analytic values beside them.
 
+    A quarter file (`planner batch`) is replayed as a schedule: each run's wall time drawn from its
+    process, a late run pushing the runs that come after it and those waiting for its reserved nodes;
+    per run the probability it ends by its due date and its expected delay, and the probability the
+    whole quarter holds.
+
     \b
     Example:
       planner simulate scenarios/pretrain-multinode.yaml --trials 20000
       planner solve scenarios/team-quarter-mix.yaml --format json -o plan.json
       planner simulate scenarios/team-quarter-mix.yaml --plan plan.json
+      planner simulate scenarios/quarter-team.yaml --trials 2000
     """
     from planner.load.scenario import load_scenario
+    from planner.load.yaml import load_yaml
     from planner.report.solve import simulation_rows, simulation_text
 
+    raw = load_yaml(scenario)
+    if isinstance(raw, dict) and "horizon" in raw:
+        return _simulate_quarter(scenario, plan_file, trials, seed, fmt, time_limit)
     loaded = load_scenario(scenario)
     serving = [w.name for w in loaded.scenario.workloads if w.serving]
     if plan_file:
@@ -319,6 +341,28 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
         replays = endpoint_replays(endpoints, seed)
         text = replay_text(replays, fmt, jobs=text)
     click.echo(text, nl=False)
+    warn_old_prices(loaded.catalog)
+
+
+def _simulate_quarter(quarter: Path, plan_file: Path | None, trials: int, seed: int, fmt: str, time_limit: float):
+    from planner.load.quarter import load_quarter
+    from planner.report.batch import schedule_replay, schedule_replay_text
+
+    loaded = load_quarter(quarter)
+    if plan_file:
+        from planner.load.plan_file import load_schedule
+
+        data = load_schedule(plan_file, loaded)
+    else:
+        from planner.batch.pipeline import make_batch_plan
+        from planner.report.batch import batch_json
+
+        plan = make_batch_plan(loaded, time_limit_s=time_limit)
+        if plan.result is None or not plan.result.solved:
+            reasons = "; ".join(f"{r}: {why}" for r, why in plan.infeasible.items()) or plan.status
+            raise PlannerError(f"no schedule to simulate ({reasons})", str(quarter))
+        data = batch_json(plan, timings=False)
+    click.echo(schedule_replay_text(schedule_replay(loaded, data, trials, seed), fmt), nl=False)
     warn_old_prices(loaded.catalog)
 
 

@@ -6,6 +6,7 @@ A run's duration on the calendar is the wall time it needs at the deadline confi
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import time
 from dataclasses import dataclass, field
@@ -49,6 +50,7 @@ class BatchPlan:
     result: BatchResult | None
     infeasible: dict[str, str] = field(default_factory=dict)
     endpoints: QuarterEndpoints | None = None
+    schedule_confidence: float | None = None  # `--schedule-confidence`: the whole schedule's target
 
     @property
     def status(self) -> str:
@@ -257,6 +259,22 @@ def _propagate_unplaceable(runs, infeasible: dict[str, str]) -> None:
             if blocker and run.name not in infeasible:
                 infeasible[run.name] = f"waits for {blocker}, which cannot be placed"
                 changed = True
+
+
+def per_run_confidence(loaded: LoadedQuarter, schedule_confidence: float) -> float:
+    """The deadline confidence each run's slot needs so that the whole schedule holds with probability at
+    least `schedule_confidence`: runs' wall times are independent, and when every run ends inside its slot
+    nothing is pushed and every run ends by its due date, so P(all hold) >= q**n; q = Q**(1/n), and never
+    below the quarter's own `deadline_confidence`."""
+    runs = sum(1 for r in loaded.quarter.runs if not r.serving)
+    return max(loaded.quarter.defaults.deadline_confidence, schedule_confidence ** (1 / max(runs, 1)))
+
+
+def with_confidence(loaded: LoadedQuarter, confidence: float) -> LoadedQuarter:
+    """The same quarter with every run's slot sized at `confidence`."""
+    quarter = loaded.quarter
+    defaults = quarter.defaults.model_copy(update={"deadline_confidence": confidence})
+    return dataclasses.replace(loaded, quarter=quarter.model_copy(update={"defaults": defaults}))
 
 
 def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 1, seed: int = 0,

@@ -2,9 +2,12 @@
 table, the JSON contract or one sectioned CSV."""
 from __future__ import annotations
 
+import datetime as dt
+
 import pandas as pd
 
 from planner.batch.pipeline import BatchPlan, month_spans
+from planner.economics.inputs import checkpoint_write_h
 from planner.report.render import render_table, to_json
 from planner.report.serving import endpoint_footer, endpoint_frame, serving_reports
 from planner.report.status import solve_report_json, status_line
@@ -31,7 +34,7 @@ def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
                 "provider": row["provider"], "region": row["region"], "instance_type": row["instance_type"],
                 "nodes": int(row["nodes"]), "gpus": int(row["gpus"]), "market": row["market"],
                 "expected_wall_h": float(row["wall_h"]), "p_deadline": float(row["p_deadline"]),
-                "cost_usd": round(float(row["cost_usd"]), 2),
+                "cost_usd": round(float(row["cost_usd"]), 2), **_process(loaded, run, row),
             })
         endpoints = _endpoints(plan)
         for pool, bought in zip(plan.pools, result.bought):
@@ -56,9 +59,39 @@ def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
         "reservations": reservations, "runs": runs, "endpoints": endpoints if solved else [], "months": months,
         "unscheduled": [{"run": r, "reason": why} for r, why in plan.infeasible.items()],
     }
+    if plan.schedule_confidence is not None:
+        data["schedule_confidence"] = _schedule_confidence(plan, data) if solved else {
+            "target": plan.schedule_confidence, "per_run": loaded.quarter.defaults.deadline_confidence}
     if timings:
         data["solve_report"] = solve_report_json(result)
     return data
+
+
+CONFIDENCE_TRIALS = 2000
+"""Trials of the replay that measures `--schedule-confidence` (its standard error is below 0.7 points)."""
+
+
+def _schedule_confidence(plan: BatchPlan, data: dict) -> dict:
+    """The target, the per-run confidence the slots were sized at, and the replay's measured P(holds)."""
+    replay = schedule_replay(plan.loaded, data, CONFIDENCE_TRIALS, seed=0)
+    return {"target": plan.schedule_confidence, "per_run": plan.loaded.quarter.defaults.deadline_confidence,
+            "simulated_holds": replay["holds"], "trials": CONFIDENCE_TRIALS}
+
+
+REPLAY_FIELDS = ("gpus_per_node", "pool", "checkpoint_interval_h", "inputs")
+"""A scheduled run's fields for `planner simulate` (JSON only: the CSV and the table keep the schedule)."""
+
+
+def _process(loaded, run, row) -> dict:
+    """What `planner simulate` needs to draw the run's wall time again: the cost model's process."""
+    hw = loaded.quarter.defaults.hardware_failure_per_gpu_h
+    lam = (float(row["lam_spot"]) * int(row["nodes"]) if row["market"] == "spot" else 0.0) + int(row["gpus"]) * hw
+    interval = float(row["checkpoint_interval_h"])
+    return {"gpus_per_node": int(row["gpus_per_node"]), "pool": int(row["pool"]),
+            "checkpoint_interval_h": interval if interval == interval and interval != float("inf") else None,
+            "inputs": {"work_h": float(row["work_h"]), "checkpoint_write_h": checkpoint_write_h(run),
+                       "restart_h": run.restart_overhead, "failure_rate_per_h": lam,
+                       "interruption_tolerance": run.interruption_tolerance}}
 
 
 def _endpoints(plan: BatchPlan) -> list[dict]:
@@ -123,6 +156,11 @@ def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
     served = f" and {len(plan.endpoints.options)} options for {count} endpoint{'s' if count > 1 else ''}" \
         if count else ""
     runs = sum(1 for r in plan.loaded.quarter.runs if not r.serving)
+    if "schedule_confidence" in data and "simulated_holds" in data["schedule_confidence"]:
+        sc = data["schedule_confidence"]
+        text += (f"\nschedule confidence: every run's slot sized at {sc['per_run']:.4g} so that the whole schedule "
+                 f"holds with probability >= {sc['target']:g}; replayed, it holds in {sc['simulated_holds']:.1%} "
+                 f"of {sc['trials']:,} trials\n")
     text += "\n" + status_line(plan.result, f"{len(plan.cands)} candidates for {runs} runs{served}",
                                data["prices_as_of"]) + "\n"
     return text
@@ -131,8 +169,8 @@ def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
 def sections_csv(data: dict) -> str:
     """Runs, reservations and months in one CSV, told apart by its first column `section`
     (one file, so a pipe or `-o FILE` carries the whole plan; empty cells where a section has no such column)."""
-    parts = [pd.DataFrame(data[key]).assign(section=name) for key, name in
-             (("runs", "run"), ("reservations", "reservation"), ("months", "month")) if data[key]]
+    parts = [pd.DataFrame(data[key]).drop(columns=list(REPLAY_FIELDS), errors="ignore").assign(section=name)
+             for key, name in (("runs", "run"), ("reservations", "reservation"), ("months", "month")) if data[key]]
     if not parts:
         return "section\n"
     frame = pd.concat(parts, ignore_index=True)
@@ -140,3 +178,56 @@ def sections_csv(data: dict) -> str:
         if column in frame:
             frame[column] = frame[column].astype("Int64")  # whole numbers, blank where a section has none
     return frame[["section"] + [c for c in frame.columns if c != "section"]].to_csv(index=False)
+
+
+def schedule_replay(loaded, data: dict, trials: int, seed: int) -> dict:
+    """Monte-Carlo of a schedule (the JSON contract above): every run's wall time drawn from its cost-model
+    process, then the calendar replayed (`economics/schedule_sim.py`). Per run: P(it ends by its due date),
+    the expected delay past its planned end and past its due date; and P(the whole quarter holds)."""
+    import numpy as np
+
+    from planner.economics.costmodel import CandidateInputs
+    from planner.economics.schedule_sim import PlannedRun, replay_schedule
+    from planner.economics.simulate import simulate
+
+    quarter = loaded.quarter
+    horizon = quarter.horizon
+    hours = lambda moment: (moment - horizon.start).total_seconds() / 3600  # noqa: E731
+    runs, walls = [], {}
+    by_name = {r.name: r for r in quarter.runs}
+    scheduled = [r for r in data["runs"] if r.get("scheduled")]
+    for number, r in enumerate(scheduled):
+        run, i = by_name[r["run"]], r["inputs"]
+        inputs = CandidateInputs(
+            work_h=i["work_h"], checkpoint_write_h=i["checkpoint_write_h"], restart_h=i["restart_h"],
+            nodes=int(r["nodes"]), gpus_per_node=int(r["gpus_per_node"]),
+            spot_rate_per_node_h=i["failure_rate_per_h"] / int(r["nodes"]), hw_failure_per_gpu_h=0.0,
+            price_per_node_h=0.0, billing_granularity_h=1 / 3600, billing_minimum_h=0.0,  # wall time only
+            interruption_tolerance=i["interruption_tolerance"],
+            checkpoint_interval_h=r["checkpoint_interval_h"] or i["work_h"])
+        walls[run.name] = simulate(inputs, trials, seed + number).wall_h
+        start, end = (dt.datetime.fromisoformat(r[k]) for k in ("start", "end"))
+        due = run.due or horizon.end
+        runs.append(PlannedRun(run.name, hours(start), hours(end), hours(due), tuple(run.after), int(r["pool"]),
+                               int(r["nodes"]), run.required))
+    bought = [int(e["nodes"]) for e in data["reservations"]]
+    result = replay_schedule(runs, walls, bought)
+    return {"trials": trials, "seed": seed, "holds": result.holds,
+            "runs": [{"run": p.name, "p_on_time": result.on_time[p.name], "delay_h": result.delay_h[p.name],
+                      "late_h": result.late_h[p.name],
+                      "planned_end": data_end, "due": (by_name[p.name].due or horizon.end).isoformat(),
+                      "p90_end": (horizon.start + dt.timedelta(hours=float(np.quantile(result.end_h[p.name], 0.9)))
+                                  ).isoformat()}
+                     for p, data_end in zip(runs, [r["end"] for r in scheduled])]}
+
+
+def schedule_replay_text(replay: dict, fmt: str) -> str:
+    if fmt == "json":
+        return to_json(replay)
+    frame = pd.DataFrame([{"run": r["run"], "p_on_time": round(r["p_on_time"], 4), "delay_h": round(r["delay_h"], 2),
+                           "late_h": round(r["late_h"], 2), "planned_end": r["planned_end"][:16],
+                           "p90_end": r["p90_end"][:16], "due": r["due"][:16]} for r in replay["runs"]])
+    return render_table(frame, title="the schedule replayed: each run's wall time drawn from its process, "
+                                     "after chains and reserved nodes pushing later runs",
+                        footer=[f"the whole quarter holds (every run by its due date) in {replay['holds']:.2%} of "
+                                f"{replay['trials']:,} trials"])
