@@ -95,6 +95,7 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
     for key, first, end, amount in held:
         if key in usage:
             usage[key][first:end] += amount
+    overfull = [key for key in usage if usage[key].max(initial=0) > capacity[key]]  # endpoints placed one by one
     order = sorted(runs, key=lambda r: (r.due, r.release, r.name))
     ends: dict[str, int] = {}
     chosen, starts, pending = [], {}, list(order)
@@ -138,7 +139,7 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
         starts[run.name] = s
         chosen.append(i)
         cost += float(cands.at[i, "cost_usd"])  # as the model reports its objective
-    required_failed = [r for r in failed if run_map[r].required]
+    required_failed = [r for r in failed if run_map[r].required] + [f"endpoints over {k[1]}" for k in overfull]
     priority = sum(run_map[cands.at[i, "run"]].priority for i in chosen if not run_map[cands.at[i, "run"]].required)
     return {"cost_usd": cost, "bought": bought, "cids": {cands.at[i, "cid"] for i in chosen},
             "starts": starts, "failed_required": required_failed, "priority": priority,
