@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 from planner.candidates import generate as C
+from planner.candidates.cache import CandidateCache
 from planner.errors import PlannerError
 from planner.load.scenario import load_scenario
 from planner.whatif import sweep as W
-from planner.candidates.cache import CandidateCache
 
 TWO_JOBS = """\
 name: whatif-small
@@ -295,3 +295,23 @@ def test_quarter_files_sweep_batch_schedules(run, scenario_file):
     assert all(set(p["placements"]) == {"train", "evals"} for p in data["points"])
     costs = [p["objective_usd"] for p in data["points"]]
     assert costs == sorted(costs)
+
+
+def test_endpoints_switch_market_where_planner_solve_says(tmp_path):
+    """The shipped endpoint plus fine-tunes: the endpoint's spot pool gives way to on-demand nodes as spot gets
+    dearer, and `planner solve` with the multiplier as an override agrees on either side of the switch."""
+    from pathlib import Path
+
+    from planner.solve.pipeline import make_plan
+
+    source = str(Path(__file__).resolve().parents[1] / "scenarios" / "serving-team.yaml")
+    result = W.run_sweep(W.SweepSpec(source, {"spot_price_multiplier": (0.5, 2.0)}, precision=0.05))
+    switch = next(s for s in result.switches if s["workload"] == "support-bot")
+    assert "/spot/" in switch["from"] and "/on_demand/" in switch["to"]
+    for side, multiplier in (("from", switch["at"] - 0.05), ("to", switch["at"] + 0.05)):
+        text = Path(source).read_text() + f"overrides:\n  - {{spot_price_multiplier: {multiplier!r}}}\n"
+        path = tmp_path / f"{side}.yaml"
+        path.write_text(text)
+        plan = make_plan(load_scenario(path), time_limit_s=30.0, workers=1)
+        pools = plan.result.serving.join(plan.candidates.endpoints[["offer_key", "market", "tp"]], on="option")
+        assert W.endpoint_placements(pools)["support-bot"] == switch[side], (side, multiplier)

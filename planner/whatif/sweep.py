@@ -234,9 +234,10 @@ def solve_point(task: PointTask) -> PointResult:
     plan = make_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
                      hint=dict(task.hint) or None, cache=cache)
     chosen = plan.chosen
-    if chosen.empty:
+    if plan.result is None or not plan.result.solved:
         return PointResult(task.multipliers, plan.status, None, {})
-    return _point_result(task, plan.status, plan.result.objective_usd, chosen.rename(columns={"workload": "run"}))
+    return _point_result(task, plan.status, plan.result.objective_usd, chosen.rename(columns={"workload": "run"}),
+                         plan.result.serving, plan.candidates.endpoints)
 
 
 def solve_quarter_point(task: PointTask) -> PointResult:
@@ -250,7 +251,8 @@ def solve_quarter_point(task: PointTask) -> PointResult:
                            cache=cache)
     if plan.status not in SOLVED:
         return PointResult(task.multipliers, plan.status, None, {})
-    return _point_result(task, plan.status, plan.result.objective_usd, plan.result.chosen)
+    return _point_result(task, plan.status, plan.result.objective_usd, plan.result.chosen, plan.result.serving,
+                         plan.endpoints.options if plan.endpoints is not None else None)
 
 
 def _point_offers(task: PointTask, catalog, overrides):
@@ -262,14 +264,34 @@ def _point_offers(task: PointTask, catalog, overrides):
                            where=dict(task.where) or None)
 
 
-def _point_result(task: PointTask, status: str, objective_usd: float, chosen) -> PointResult:
-    """What a sweep keeps of a solved point's chosen rows (one per `run`); reads only the few
-    columns it needs (a named tuple of every candidate column costs ~10 ms, a point ~0.4 s)."""
-    spend = chosen.groupby("market")["cost_usd"].sum()
+def _point_result(task: PointTask, status: str, objective_usd: float, chosen, serving=None,
+                  options=None) -> PointResult:
+    """What a sweep keeps of a solved point's chosen rows (one per `run`) and endpoints' nodes (`serving`
+    over `options`); reads only the few columns it needs (a named tuple of every candidate column costs
+    ~10 ms, a point ~0.4 s)."""
+    import pandas as pd
+
+    spend = chosen.groupby("market")["cost_usd"].sum() if len(chosen) else pd.Series(dtype=float)
     picked = list(chosen[["run", "cid", "provider", "region", "instance_type", "market", "nodes"]].itertuples(
-        index=False))
-    return PointResult(task.multipliers, status, float(objective_usd), {r.run: placement(r) for r in picked},
+        index=False)) if len(chosen) else []
+    placements = {r.run: placement(r) for r in picked}
+    if serving is not None and len(serving):
+        pools = serving.join(options[["offer_key", "market", "tp"]], on="option")
+        spend = spend.add(pools.groupby("market")["cost_usd"].sum(), fill_value=0.0)
+        placements |= endpoint_placements(pools)
+    return PointResult(task.multipliers, status, float(objective_usd), placements,
                        {r.run: r.cid for r in picked}, {m: float(spend.get(m, 0.0)) for m in ("spot", "on_demand")})
+
+
+def endpoint_placements(pools) -> dict[str, str]:
+    """Per endpoint, its pools as `offer/market/TPt/nodes` joined by ` + `, with the most nodes the pool runs in
+    any period (so a switch of GPU, market or size shows, and autoscaling within a day does not)."""
+    most = pools.groupby(["workload", "offer_key", "market", "tp"], sort=True)["nodes"].max()
+    out: dict[str, list[str]] = {}
+    for (name, offer, market, tp), nodes in most.items():
+        if nodes:
+            out.setdefault(name, []).append(f"{offer}/{market}/TP{tp}/{int(nodes)}")
+    return {name: " + ".join(parts) for name, parts in out.items()}
 
 
 SolveFn = Callable[[PointTask], PointResult]
