@@ -28,6 +28,7 @@ __all__ = [
     "BREAKDOWN_KEYS",
     "TOLERANCES",
     "billed_hours",
+    "spot_event_rate",
     "segments",
     "segment_plan",
     "expected",
@@ -69,7 +70,6 @@ class CandidateInputs:
     time_budget_h: float = math.inf  # D
     storage_usd_per_h: float = 0.0  # per wall-clock hour, already converted
     egress_usd: float = 0.0  # one-off
-    spot_correlation: float = 0.0  # c: share of a node's preemptions that take every node of the job at once
     capacity_wait_h: float = 0.0  # m: mean hours until spot capacity returns after a preemption event
 
     def __post_init__(self) -> None:
@@ -84,8 +84,6 @@ class CandidateInputs:
             raise ValueError("nodes and gpus_per_node must be >= 1")
         if not self.billing_granularity_h > 0:
             raise ValueError("billing_granularity_h must be > 0")
-        if not 0 <= self.spot_correlation <= 1:
-            raise ValueError("spot_correlation must be in [0, 1]")
         for name in ("checkpoint_write_h", "restart_h", "spot_rate_per_node_h",
                      "hw_failure_per_gpu_h", "billing_minimum_h", "capacity_wait_h"):
             if getattr(self, name) < 0:
@@ -99,22 +97,16 @@ class CandidateInputs:
         return self.nodes * self.gpus_per_node
 
     @property
-    def spot_event_rate_per_h(self) -> float:
-        """Preemption events that touch the job: λ_spot·(c + n(1 − c)) (§3): a share c of each node's
-        preemptions comes in events that take all n nodes at once, the rest one node at a time."""
-        c = self.spot_correlation
-        return self.spot_rate_per_node_h * (c + self.nodes * (1 - c))
-
-    @property
     def failure_rate_per_h(self) -> float:
-        """λ = spot events + N·φ (§3)."""
-        return self.spot_event_rate_per_h + self.gpus * self.hw_failure_per_gpu_h
+        """λ = n·λ_spot + N·φ (§3), with λ_spot the preemption events per node-hour as the job sees them
+        (`spot_event_rate(...) / n`)."""
+        return self.nodes * self.spot_rate_per_node_h + self.gpus * self.hw_failure_per_gpu_h
 
     @property
     def spot_share(self) -> float:
         """ρ: the share of failures that are preemption events (each followed by a capacity wait)."""
         lam = self.failure_rate_per_h
-        return self.spot_event_rate_per_h / lam if lam > 0 else 0.0
+        return self.nodes * self.spot_rate_per_node_h / lam if lam > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -133,6 +125,13 @@ class CostResult:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def spot_event_rate(lam_node, nodes, correlation):
+    """Preemption events that touch a job on n spot nodes, per hour: λ·(c + n(1 − c)) (§3). Each node is
+    preempted at λ; a share c of that comes in events that take every node of the job at once (zone-wide
+    capacity moves, fitted to multi-node traces), the rest one node at a time. Vectorised."""
+    return lam_node * (correlation + nodes * (1 - correlation))
 
 
 def billed_hours(length_h, granularity_h: float, minimum_h: float):

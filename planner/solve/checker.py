@@ -54,6 +54,18 @@ def _multipliers(loaded: LoadedScenario, offer: dict) -> tuple[float, float, flo
     return on_demand, spot, preempt
 
 
+def spot_settings(overrides, offer: dict, catalog) -> tuple[float, float]:
+    """(correlation, capacity wait in hours) of a spot offer: the provider's trace fit, unless a matching
+    override sets them (the last one wins)."""
+    provider = catalog.providers[offer["provider"]]
+    correlation, wait = provider.spot_correlation or 0.0, provider.spot_capacity_wait_h or 0.0
+    for override in overrides:
+        if _matches(override, offer, catalog):
+            correlation = correlation if override.spot_correlation is None else override.spot_correlation
+            wait = wait if override.spot_capacity_wait is None else override.spot_capacity_wait
+    return correlation, wait
+
+
 def one_entry_each(entries: list[dict], key: str, names, noun: str, plural: str) -> list[str]:
     """Exactly one entry per name (`entries[i][key]`), and none for a name not in `names`."""
     counts: dict = defaultdict(int)
@@ -163,12 +175,19 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
         bad(f"price_per_node_h {inputs['price_per_node_h']} but the {market} price of {key} "
             f"(with overrides) is {expected_price}")
 
-    # Failure rate: spot preemptions per node plus hardware failures per GPU.
+    # Failure rate: preemption events (a share c of each node's preemptions takes every node at once, so a
+    # job on n nodes sees λ(c + n(1 − c)) of them) plus hardware failures per GPU; a capacity wait after each event.
     hw = scenario.defaults.hardware_failure_per_gpu_h
-    expected_rate = nodes * spot_rate + gpus * hw
+    correlation, wait = spot_settings(scenario.overrides, offer, catalog) if market == "spot" else (0.0, 0.0)
+    events = spot_rate * (correlation + nodes * (1 - correlation)) if market == "spot" else 0.0
+    expected_rate = events + gpus * hw
     if not _close(inputs["failure_rate_per_h"], expected_rate):
-        bad(f"failure_rate_per_h {inputs['failure_rate_per_h']} != {nodes} x {spot_rate} + {gpus} x {hw} "
-            f"= {expected_rate}")
+        bad(f"failure_rate_per_h {inputs['failure_rate_per_h']} != {spot_rate} x ({correlation} + {nodes} x "
+            f"(1 - {correlation})) + {gpus} x {hw} = {expected_rate}")
+    if not _close(inputs.get("preemption_events_per_h", 0.0), events):
+        bad(f"preemption_events_per_h {inputs.get('preemption_events_per_h')} != {events}")
+    if not _close(inputs.get("capacity_wait_h", 0.0), wait):
+        bad(f"capacity_wait_h {inputs.get('capacity_wait_h')} but the offer's is {wait}")
 
     # Inputs that restate the scenario and the provider.
     provider = catalog.providers[offer["provider"]]
