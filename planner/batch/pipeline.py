@@ -215,7 +215,7 @@ def quarter_endpoints(loaded: LoadedQuarter, scenario, prices: Market, infeasibl
             continue
         inside = [pool.start <= windows[w][0] and windows[w][1] <= pool.end for w in reserved["workload"]]
         reserved = reserved[inside]
-        frames.append(reserved.assign(pool=p, market="reserved", node_usd_h=0.0, away=0.0,
+        frames.append(reserved.assign(pool=p, market="reserved", node_usd_h=0.0, away=0.0, zone_away=0.0,
                                       oid=reserved["oid"].str.replace("/on_demand", f"/reserved@{pool.label}")))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     for name in windows:

@@ -506,7 +506,7 @@ class Override(Strict):
     preemption_rate_multiplier: Annotated[float, Field(ge=0, le=MAX_MULTIPLIER)] = 1.0
     spot_correlation: Annotated[float, Field(ge=0, le=1)] | None = Field(
         None, description="set the share of preemptions that take every node of a job at once")
-    spot_capacity_wait: Hours | None = Field(None, description="set the mean time until spot capacity returns")
+    spot_capacity_wait: HoursOrZero | None = Field(None, description="set the mean time until spot capacity returns")
 
 
 class Scenario(Strict):

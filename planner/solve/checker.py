@@ -329,7 +329,8 @@ def check_endpoint(e: dict, workload: Workload) -> list[str]:
                 out.append(f"{e['workload']} {period['hours']} {p['instance_type']}: load {load:.4f} nodes "
                            f"> {p['nodes_counted']} counted")
             if p["nodes_counted"] > p["nodes"] or (p["market"] == "spot" and _kept_probability(
-                    p["nodes"], p["away_share"], p["nodes_counted"]) < workload.availability - 1e-9):
+                    p["nodes"], p["away_share"], p["nodes_counted"], p.get("zone_away_share", 0.0))
+                    < workload.availability - 1e-9):
                 out.append(f"{e['workload']} {period['hours']} {p['instance_type']}: counts {p['nodes_counted']} "
                            f"of {p['nodes']} nodes, more than it keeps at availability {workload.availability}")
             nodes_by_pool.setdefault((p["instance_type"], p["region"], p["market"]), set()).add(p["nodes"])
@@ -338,9 +339,11 @@ def check_endpoint(e: dict, workload: Workload) -> list[str]:
     return out
 
 
-def _kept_probability(nodes: int, away: float, counted: int) -> float:
-    """P(at least `counted` of `nodes` are up), each away a share `away` independently."""
-    return math.fsum(math.comb(nodes, up) * (1 - away) ** up * away ** (nodes - up) for up in range(counted, nodes + 1))
+def _kept_probability(nodes: int, away: float, counted: int, zone_away: float = 0.0) -> float:
+    """P(at least `counted` of `nodes` are up), each away a share `away` independently and all of them a share
+    `zone_away` (a zone-wide preemption and the wait for capacity)."""
+    alone = math.fsum(math.comb(nodes, up) * (1 - away) ** up * away ** (nodes - up) for up in range(counted, nodes + 1))
+    return (1 - zone_away) * alone + (zone_away if counted == 0 else 0.0)
 
 
 def _unsolved_violations(plan: dict, workloads: dict) -> list[str]:
