@@ -884,14 +884,14 @@ def test_run_after_an_optional_run_without_candidates(tmp_path):
 
 
 ONE_A6000 = {"regions": ["CA"], "instance_types": ["1x_RTXA6000_SECURE"]}
-PER_MARKET = quarter_yaml(name="per-market", catalogs=["runpod"], horizon=("2027-01-04", "2027-01-05", "24h"), runs=[
+PER_MARKET = quarter_yaml(name="per-market", catalogs=["runpod"], horizon=("2027-01-04", "2027-01-06", "48h"), runs=[
     quarter_run("od", "training", 8, per_gpu="16GiB", interruption_tolerance="none", allow=ONE_A6000),
     quarter_run("sp", "batch_inference", 8, per_gpu="16GiB", interruption_tolerance="stateless", allow=ONE_A6000),
 ], constraints={"node_limits": {"runpod/CA/1x_RTXA6000_SECURE": 1}, "node_limits_per_market": True})
 
 
 def test_node_limits_per_market(tmp_path):
-    # One 24 h step: `od` (tolerance none: on demand) and `sp` (stateless: spot) must both run in
+    # One 48 h step: `od` (tolerance none: on demand) and `sp` (stateless: spot) must both run in
     # it on the one allowed offer. Per market, each market may have 1 node: feasible.
     loaded, plan, data = solve(tmp_path, PER_MARKET)
     reference = brute_force(loaded, plan.cands)

@@ -298,18 +298,22 @@ def test_quarter_files_sweep_batch_schedules(run, scenario_file):
 
 
 def test_endpoints_switch_market_where_planner_solve_says(tmp_path):
-    """The shipped endpoint plus fine-tunes: the endpoint's spot pool gives way to on-demand nodes as spot gets
-    dearer, and `planner solve` with the multiplier as an override agrees on either side of the switch."""
+    """The shipped endpoint plus fine-tunes, with spot preempted node by node: the endpoint's spot pool gives way
+    to on-demand nodes as spot gets dearer, and `planner solve` with the multiplier as an override agrees on
+    either side of the switch."""
     from pathlib import Path
 
     from planner.solve.pipeline import make_plan
 
-    source = str(Path(__file__).resolve().parents[1] / "scenarios" / "serving-team.yaml")
+    shipped = Path(__file__).resolve().parents[1] / "scenarios" / "serving-team.yaml"
+    source = str(tmp_path / "independent.yaml")  # spot preempted node by node, so the endpoint can use it
+    Path(source).write_text(shipped.read_text() + "overrides:\n  - {provider: aws, spot_correlation: 0, "
+                            "spot_capacity_wait: 0h}\n")
     result = W.run_sweep(W.SweepSpec(source, {"spot_price_multiplier": (0.5, 2.0)}, precision=0.05))
     switch = next(s for s in result.switches if s["workload"] == "support-bot")
     assert "/spot/" in switch["from"] and "/on_demand/" in switch["to"]
     for side, multiplier in (("from", switch["at"] - 0.05), ("to", switch["at"] + 0.05)):
-        text = Path(source).read_text() + f"overrides:\n  - {{spot_price_multiplier: {multiplier!r}}}\n"
+        text = Path(source).read_text() + f"  - {{spot_price_multiplier: {multiplier!r}}}\n"
         path = tmp_path / f"{side}.yaml"
         path.write_text(text)
         plan = make_plan(load_scenario(path), time_limit_s=30.0, workers=1)

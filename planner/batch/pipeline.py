@@ -62,6 +62,7 @@ class BatchPlan:
 def _inputs(row, run: Workload, hw_rate: float) -> costmodel.CandidateInputs:
     return cost_inputs(run, work_h=row.work_h, nodes=int(row.nodes), gpus_per_node=int(row.gpus_per_node),
                        lam_spot=float(row.lam_spot) if row.market == "spot" else 0.0,
+                       capacity_wait_h=float(row.capacity_wait_h) if row.market == "spot" else 0.0,
                        price=float(row.price_per_node_h), granularity_h=row.billing_granularity_h,
                        minimum_h=row.billing_minimum_h, hw_rate=hw_rate, checkpoint_interval_h=row.checkpoint_interval_h)
 
@@ -214,7 +215,7 @@ def quarter_endpoints(loaded: LoadedQuarter, scenario, prices: Market, infeasibl
             continue
         inside = [pool.start <= windows[w][0] and windows[w][1] <= pool.end for w in reserved["workload"]]
         reserved = reserved[inside]
-        frames.append(reserved.assign(pool=p, market="reserved", node_usd_h=0.0, away=0.0,
+        frames.append(reserved.assign(pool=p, market="reserved", node_usd_h=0.0, away=0.0, zone_away=0.0,
                                       oid=reserved["oid"].str.replace("/on_demand", f"/reserved@{pool.label}")))
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     for name in windows:

@@ -6,10 +6,13 @@ traffic period; this module only prices and sizes the options. A node of `gpus_p
 holds `gpus_per_node // tp` replicas; its capacity at a request size is that many times one
 replica's (`physics/serving.py`, or the workload's measured figures).
 
-Spot nodes are preempted at the offer's rate λ and replaced after `restart_overhead`, so each is
-away a share u = λR / (1 + λR) of the time (an alternating renewal process). A spot pool of n
-nodes is counted for only the nodes it keeps with probability `availability` (the binomial
-quantile), which is how the on-demand floor that SkyServe sets by hand is priced here.
+Spot nodes are preempted at the offer's rate λ; a share c of that comes in zone-wide events that
+take the whole pool at once (the trace fit of the cost model's §3), and after each the pool waits
+m on average for spot capacity, then `restart_overhead` R to start. So each node is away on its
+own a share u = λ(1−c)(R+m) / (1 + λ(1−c)(R+m)) of the time and the whole pool a share
+z = λc(R+m) / (1 + λc(R+m)) (alternating renewal processes). A spot pool of n nodes is counted for
+only the nodes it keeps with probability `availability`, which is how the on-demand floor that
+SkyServe sets by hand is priced here; where z alone exceeds 1 − availability, spot counts nothing.
 """
 from __future__ import annotations
 
@@ -113,26 +116,29 @@ def replica_of(workload: Workload, catalog: Catalog, offer, tp: int, headroom: f
                            workload.kv_precision, headroom)
 
 
-def kept_nodes(n: int, away: float, availability: float) -> int:
-    """Nodes a pool of n keeps with probability >= availability when each is away a share `away`:
-    n − d, with d the smallest count of absent nodes whose binomial CDF reaches `availability`."""
-    if away <= 0 or n == 0:
+def kept_nodes(n: int, away: float, availability: float, zone_away: float = 0.0) -> int:
+    """Nodes a pool of n keeps with probability >= availability when each is away a share `away` on its own
+    and the whole pool a share `zone_away`: n − d, with d the smallest count of absent nodes such that
+    (1 − z)·P(Binomial(n, away) <= d) (+ z when d = n) reaches `availability`."""
+    if away <= 0 and zone_away <= 0 or n == 0:
         return n
     cdf, term = 0.0, (1 - away) ** n
     for d in range(n + 1):
         cdf += term
-        if cdf >= availability - 1e-12:
+        if (1 - zone_away) * cdf + (zone_away if d == n else 0.0) >= availability - 1e-12:
             return n - d
-        term *= (n - d) / (d + 1) * away / (1 - away)
+        term *= (n - d) / (d + 1) * away / (1 - away) if away < 1 else 0.0
     return 0
 
 
-def below_capacity(nodes: int, away: float, need: float) -> float:
-    """P(fewer than `need` of `nodes` are up) when each is away a share `away`, independently."""
-    if away <= 0 or need <= 0:
+def below_capacity(nodes: int, away: float, need: float, zone_away: float = 0.0) -> float:
+    """P(fewer than `need` of `nodes` are up) when each is away a share `away` on its own and the whole pool
+    a share `zone_away`."""
+    if away <= 0 and zone_away <= 0 or need <= 0:
         return 0.0
     up_needed = math.ceil(need - 1e-9)
-    return float(sum(math.comb(nodes, up) * (1 - away) ** up * away ** (nodes - up) for up in range(min(up_needed, nodes + 1))))
+    alone = sum(math.comb(nodes, up) * (1 - away) ** up * away ** (nodes - up) for up in range(min(up_needed, nodes + 1)))
+    return float(zone_away + (1 - zone_away) * alone)
 
 
 def away_share(lam: float, replace_h: float) -> float:
@@ -201,12 +207,16 @@ def _options(workload: Workload, catalog: Catalog, offers: pd.DataFrame, endpoin
             per_node = offer.gpus_per_node // tp
             node_rps = [c.max_requests_per_s * per_node for c in caps]
             need = sum(p / r for p, r in zip(peak, node_rps) if r > 0)  # nodes if it served all it can alone
-            for market, price, lam in _markets(workload, offer):
-                away = away_share(lam, workload.restart_overhead)
+            for market, price, lam, correlation, wait in _markets(workload, offer):
+                down = workload.restart_overhead + wait  # capacity returns, then the replica starts
+                away, zone = away_share(lam * (1 - correlation), down), away_share(lam * correlation, down)
+                if zone > 1 - endpoint.availability:
+                    reasons.add(f"spot on {offer.key} is gone for the whole pool {zone:.1%} of the time")
+                    continue
                 gran, minimum = _billing(catalog, offer)
                 spot_waste = lam * gran / 2 if market == "spot" else 0.0  # half a granule per preemption
                 cap = _node_limit(offer)
-                most = _most_nodes(need, away, endpoint.availability, cap)
+                most = _most_nodes(need, away, endpoint.availability, cap, zone)
                 rows.append({
                     "workload": workload.name, "oid": f"{workload.name}/{offer.key}/TP{tp}/{market}",
                     "offer_key": offer.key, "provider": offer.provider, "region": offer.region,
@@ -216,11 +226,12 @@ def _options(workload: Workload, catalog: Catalog, offers: pd.DataFrame, endpoin
                     "intra_node_gbs": float(offer.intra_node_gbs),
                     "tp": tp, "replicas_per_node": per_node, "market": market, "price_per_node_h": float(price),
                     "node_usd_h": float(price) * (1 + spot_waste), "lam_spot": lam, "away": away,
+                    "zone_away": zone, "correlation": correlation, "capacity_wait_h": wait,
                     "max_nodes": offer.max_nodes, "most_nodes": most,
                     "session_h": [float(billed_hours(h + workload.restart_overhead, gran, minimum))
                                   for h in endpoint.hours],
                     "node_rps": node_rps, "limits": [c.limit for c in caps],
-                    "kept": [kept_nodes(n, away, endpoint.availability) for n in range(most + 1)],
+                    "kept": [kept_nodes(n, away, endpoint.availability, zone) for n in range(most + 1)],
                 })
     return rows, "; ".join(sorted(reasons))
 
@@ -234,10 +245,12 @@ def _capacities(workload: Workload, catalog: Catalog, offer, tp: int, headroom: 
 
 
 def _markets(workload: Workload, offer):
+    """(market, price, preemptions per node-hour, correlation, capacity wait) of each market the offer has."""
     if not _missing(offer.on_demand_usd_h):
-        yield "on_demand", offer.on_demand_usd_h, 0.0
+        yield "on_demand", offer.on_demand_usd_h, 0.0, 0.0, 0.0
     if workload.interruption_tolerance != "none" and not _missing(offer.spot_usd_h):
-        yield "spot", offer.spot_usd_h, 0.0 if _missing(offer.spot_preemption_per_h) else offer.spot_preemption_per_h
+        lam = 0.0 if _missing(offer.spot_preemption_per_h) else offer.spot_preemption_per_h
+        yield "spot", offer.spot_usd_h, lam, float(offer.spot_correlation), float(offer.spot_capacity_wait_h)
 
 
 def _billing(catalog: Catalog, offer) -> tuple[float, float]:
@@ -251,11 +264,11 @@ def _node_limit(offer) -> int | None:
     return None if _missing(offer.max_nodes) else int(offer.max_nodes)
 
 
-def _most_nodes(need: float, away: float, availability: float, cap: int | None) -> int:
+def _most_nodes(need: float, away: float, availability: float, cap: int | None, zone_away: float = 0.0) -> int:
     """Enough nodes of one option to carry the whole peak alone (after its absences), within its cap."""
     want = max(1, math.ceil(need - 1e-9))
     most = want
-    while kept_nodes(most, away, availability) < want and most < 4 * want + 16:
+    while kept_nodes(most, away, availability, zone_away) < want and most < 4 * want + 16:
         most += 1
     return min(most, cap) if cap is not None else most
 

@@ -60,7 +60,9 @@ def apply_overrides(offers: pd.DataFrame, overrides: tuple[Override, ...], catal
     sweep = Override(**(where or {}))
     rules.append((sweep, spot_mult, on_demand_mult, preempt_mult))
     for rule, spot, on_demand, preempt in rules:
-        if spot == on_demand == preempt == 1.0:
+        settings = {c: v for c, v in (("spot_correlation", rule.spot_correlation),
+                                      ("spot_capacity_wait_h", rule.spot_capacity_wait)) if v is not None}
+        if spot == on_demand == preempt == 1.0 and not settings:
             continue
         mask = pd.Series(True, index=offers.index)
         if rule.provider:
@@ -74,6 +76,8 @@ def apply_overrides(offers: pd.DataFrame, overrides: tuple[Override, ...], catal
         offers.loc[mask, "spot_usd_h"] *= spot
         offers.loc[mask, "on_demand_usd_h"] *= on_demand
         offers.loc[mask, "spot_preemption_per_h"] *= preempt
+        for column, value in settings.items():  # set, not scaled, on offers with a spot market
+            offers.loc[mask & offers["spot_usd_h"].notna(), column] = float(value)
     return offers
 
 
@@ -100,11 +104,12 @@ def _node_counts(low_gpus: int, high_gpus: int, g: int, multi_node: bool, cap: f
 def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataFrame:
     """One row per (offer, market, node count) the workload could use, before any physics."""
     markets = [offers[offers["on_demand_usd_h"].notna()].assign(market="on_demand", price=lambda f: f["on_demand_usd_h"],
-                                                                 lam_spot=0.0)]
+                                                                 lam_spot=0.0, correlation=0.0, wait_h=0.0)]
     if workload.interruption_tolerance != "none":  # cost-model §4: `none` cannot resume, so never spot
         spot = offers[offers["spot_usd_h"].notna()]
         markets.append(spot.assign(market="spot", price=spot["spot_usd_h"],
-                                   lam_spot=spot["spot_preemption_per_h"].fillna(0.0)))
+                                   lam_spot=spot["spot_preemption_per_h"].fillna(0.0),
+                                   correlation=spot["spot_correlation"], wait_h=spot["spot_capacity_wait_h"]))
     rows = pd.concat(markets, ignore_index=True)
     if rows.empty:
         return rows.assign(nodes=pd.Series(dtype=int))
@@ -130,7 +135,7 @@ def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataF
 
 SHAPE_COLUMNS = ["gpu", "gpus_per_node", "nodes", "gpu_vram_gib", "intra_node", "intra_node_gbs", "inter_node",
                  "inter_node_gbps"]
-TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "granularity_h", "minimum_h"]
+TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "wait_h", "granularity_h", "minimum_h"]
 _PHYSICS_IRRELEVANT = {"name", "description", "time_budget", "checkpoint", "restart_overhead",
                        "interruption_tolerance", "data", "allow", "forbid"}
 def _estimate(workload: Workload, physics: str, catalog: Catalog, shape: Shape, headroom: float,
@@ -311,7 +316,8 @@ def _exact(workload: Workload, row, hw_rate: float, fingerprint: tuple, cache: C
         inputs = replace(cost_inputs(workload, work_h=row.work_h, nodes=int(row.nodes),
                                      gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
                                      granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate,
-                                     checkpoint_interval_h=_fixed_interval(workload, row.work_h, row.item_h)),
+                                     checkpoint_interval_h=_fixed_interval(workload, row.work_h, row.item_h),
+                                     capacity_wait_h=float(row.wait_h)),
                          time_budget_h=math.inf)
         tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
         cache.keep(cache.exact, shared, _Exact(costmodel.expected(inputs, tau), inputs, tau))
@@ -340,7 +346,7 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
         "offer_key": row.key, "provider": row.provider, "region": row.region, "instance_type": row.instance_type,
         "gpu": row.gpu, "gpu_family": row.gpu_family, "gpus_per_node": int(row.gpus_per_node),
         "nodes": int(row.nodes), "gpus": int(row.gpus), "market": row.market, "max_nodes": row.max_nodes,
-        "price_per_node_h": float(row.price), "lam_spot": float(row.lam_spot),
+        "price_per_node_h": float(row.price), "lam_spot": float(row.lam_spot), "capacity_wait_h": float(row.wait_h),
         "checkpoint_interval_h": unit.checkpoint_interval_h, "segments": unit.segments,
         "work_h": row.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
         "rounding_waste_node_h": unit.rounding_waste_node_h, "p_deadline": unit.p_deadline,
@@ -409,7 +415,8 @@ def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd
 
 
 CHUNK = 48
-_TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "granularity_h", "minimum_h", "storage_h", "egress", "units"]
+_TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "wait_h", "granularity_h", "minimum_h", "storage_h", "egress",
+                                 "units"]
 
 
 def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits
@@ -452,7 +459,7 @@ PRICE_COLUMNS = ("on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h")
 _SCREENS_KEPT = 4  # preemption states kept per rows entry (a preemption sweep changes it every point)
 _OFFER_ROW = "_offer_row"
 _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egress", "key", "market", "provider",
-                                "region", "instance_type", "gpu_family", "gpus", "max_nodes"]
+                                "region", "instance_type", "gpu_family", "gpus", "max_nodes", "wait_h", "correlation"]
 """What `_exact` and `_candidate_row` read of a row, besides the point's price, λ and physics."""
 _Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h"])
 
@@ -565,7 +572,10 @@ def _prices(rows: _Rows, prices: dict[str, np.ndarray]) -> tuple[np.ndarray, np.
         return prices[name][rows.offer_row]
 
     price = np.where(rows.spot, column("spot_usd_h"), column("on_demand_usd_h"))
-    lam = np.where(rows.spot, np.nan_to_num(column("spot_preemption_per_h"), nan=0.0), 0.0)
+    nodes = rows.columns["nodes"].astype(float)
+    events = costmodel.spot_event_rate(np.nan_to_num(column("spot_preemption_per_h"), nan=0.0), nodes,
+                                       rows.columns["correlation"].astype(float))
+    lam = np.where(rows.spot, events / nodes, 0.0)  # preemption events per node-hour as the job sees them
     return price, lam
 
 
@@ -669,10 +679,11 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     at, key, bound = at[on_time], key[on_time], {c: v[on_time] for c, v in bound.items()}
     p, nodes = price[at], column["nodes"][at]
     storage, egress = column["storage_h"][at].astype(float), column["egress"][at].astype(float)
-    waste_hi = (nodes + bound["ef"]) * np.maximum(column["granularity_h"][at].astype(float),
-                                                  column["minimum_h"][at].astype(float))
+    waste_hi = nodes * (1 + bound["ef"]) * np.maximum(column["granularity_h"][at].astype(float),  # <= n sessions
+                                                      column["minimum_h"][at].astype(float))  # a failure
+    waits = bound["ef"] * column["wait_h"][at].astype(float)  # capacity waits: wall time, storage only
     lo = (p * nodes + storage) * bound["et_lo"] + egress
-    hi = (p * nodes + storage) * bound["et"] + p * waste_hi + egress
+    hi = (p * nodes + storage) * bound["et"] + p * waste_hi + storage * waits + egress
     signature, units = rows.signature[at], rows.units[at]
     if not exhaustive:
         certain = (bound["t0_hi"] <= budget) & (bound["p0"] >= q)

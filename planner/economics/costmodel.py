@@ -28,6 +28,7 @@ __all__ = [
     "BREAKDOWN_KEYS",
     "TOLERANCES",
     "billed_hours",
+    "spot_event_rate",
     "segments",
     "segment_plan",
     "expected",
@@ -69,6 +70,7 @@ class CandidateInputs:
     time_budget_h: float = math.inf  # D
     storage_usd_per_h: float = 0.0  # per wall-clock hour, already converted
     egress_usd: float = 0.0  # one-off
+    capacity_wait_h: float = 0.0  # m: mean hours until spot capacity returns after a preemption event
 
     def __post_init__(self) -> None:
         if not self.work_h > 0:
@@ -83,7 +85,7 @@ class CandidateInputs:
         if not self.billing_granularity_h > 0:
             raise ValueError("billing_granularity_h must be > 0")
         for name in ("checkpoint_write_h", "restart_h", "spot_rate_per_node_h",
-                     "hw_failure_per_gpu_h", "billing_minimum_h"):
+                     "hw_failure_per_gpu_h", "billing_minimum_h", "capacity_wait_h"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if (self.interruption_tolerance != "none"
@@ -96,9 +98,15 @@ class CandidateInputs:
 
     @property
     def failure_rate_per_h(self) -> float:
-        """λ = n·λ_spot + N·φ (§3)."""
-        return (self.nodes * self.spot_rate_per_node_h
-                + self.gpus * self.hw_failure_per_gpu_h)
+        """λ = n·λ_spot + N·φ (§3), with λ_spot the preemption events per node-hour as the job sees them
+        (`spot_event_rate(...) / n`)."""
+        return self.nodes * self.spot_rate_per_node_h + self.gpus * self.hw_failure_per_gpu_h
+
+    @property
+    def spot_share(self) -> float:
+        """ρ: the share of failures that are preemption events (each followed by a capacity wait)."""
+        lam = self.failure_rate_per_h
+        return self.nodes * self.spot_rate_per_node_h / lam if lam > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,13 @@ class CostResult:
 
 
 # ---------------------------------------------------------------- helpers
+
+
+def spot_event_rate(lam_node, nodes, correlation):
+    """Preemption events that touch a job on n spot nodes, per hour: λ·(c + n(1 − c)) (§3). Each node is
+    preempted at λ; a share c of that comes in events that take every node of the job at once (zone-wide
+    capacity moves, fitted to multi-node traces), the rest one node at a time. Vectorised."""
+    return lam_node * (correlation + nodes * (1 - correlation))
 
 
 def billed_hours(length_h, granularity_h: float, minimum_h: float):
@@ -162,6 +177,8 @@ class _Plan:
     R: float
     lam: float
     n: int
+    rho: float = 0.0  # share of failures that are preemption events
+    wait: float = 0.0  # mean capacity wait after each (unbilled wall time)
 
     @property
     def S(self) -> float:
@@ -188,7 +205,8 @@ def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> _Plan:
     s_full = tau_used + C if k > 1 else last + C
     return _Plan(k=k, tau=float(tau_used), s=float(s_full), s_k=float(last + C),
                  C=float(C), R=float(inputs.restart_h),
-                 lam=float(inputs.failure_rate_per_h), n=int(inputs.nodes))
+                 lam=float(inputs.failure_rate_per_h), n=int(inputs.nodes),
+                 rho=float(inputs.spot_share), wait=float(inputs.capacity_wait_h))
 
 
 def _seg_time(lam: float, s: float, R: float) -> float:
@@ -228,6 +246,32 @@ def _moments(p: _Plan) -> tuple[float, float, float]:
         var += cnt * (c * vy + c * (1 + c) * ey * ey)
         EF += cnt * c
     return ET, EF, math.sqrt(var)
+
+
+def _wall_moments(p: _Plan, ET: float, EF: float, sd: float) -> tuple[float, float]:
+    """E[T] and an upper estimate of its sd with the capacity waits: each failure is a preemption
+    event with probability ρ, followed by W ~ Exp(mean m), unbilled (§3)."""
+    if not p.wait or not p.rho or not math.isfinite(ET):
+        return ET, sd
+    var_f = EF * (1 + EF)  # Var(F) ≤ E[F](1 + E[F]) for the sum of geometric counts
+    extra = EF * p.rho * 2 * p.wait ** 2 + var_f * (p.rho * p.wait) ** 2
+    return ET + EF * p.rho * p.wait, math.sqrt(sd * sd + extra) + p.wait
+
+
+def _wait_factor(p: _Plan, h: float, z1: np.ndarray) -> np.ndarray | float:
+    """φ of the wall time a failure adds beyond R + X: W ~ Exp(mean m) with probability ρ, else 0; on the damped
+    grid (`_grid`'s z1), in closed form: the transform of W hat-split onto the grid points i·h is
+    a·(I0 + e^(−z)·I1) / (1 − e^(−z−a)), a = h/m, with I0 = ∫(1−u)e^(−au)du and I1 = ∫u·e^(−au)du on [0, 1]
+    (the FFT of the same hat-split masses, without computing them)."""
+    if not p.wait or not p.rho:
+        return 1.0
+    a = h / p.wait
+    if a < 1e-6:  # the grid is far finer than the wait: I0 = 1/2 − a/6, I1 = 1/2 − a/3 to second order
+        i1, i0 = 0.5 - a / 3, 0.5 - a / 6
+    else:
+        i1 = -(math.expm1(-a) + a * math.exp(-a)) / (a * a)
+        i0 = -math.expm1(-a) / a - i1
+    return (1 - p.rho) + p.rho * a * (i0 + np.exp(-z1) * i1) / -np.expm1(-(z1 + a))
 
 
 def _hat_trexp(lam: float, s: float, R: float, h: float, N: int) -> np.ndarray:
@@ -305,6 +349,7 @@ def _p_le(p: _Plan, D: float, moments=None, N: int = 8192) -> float:
     ET, EF, sd = moments if moments is not None else _moments(p)
     if not math.isfinite(ET):
         return 0.0 if math.isfinite(D) else 1.0
+    ET, sd = _wall_moments(p, ET, EF, sd)
     P0 = math.exp(-lam * p.S)
     z_max = (ET - p.T0) + 14.0 * sd + 2.0 * (p.R + p.s)
     if zD >= z_max:
@@ -317,12 +362,13 @@ def _p_le(p: _Plan, D: float, moments=None, N: int = 8192) -> float:
     feat = p.s if k > 1 else p.s_k
     N = int(min(65536, max(N, _fft.next_fast_len(int(4 * zD / feat) + 2, real=True))))
     h = zD / (N - 2)
-    tilt, untilt, _ = _grid(h, N)
+    tilt, untilt, z1 = _grid(h, N)
     pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
-    fYk = _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt)
+    waits = _wait_factor(p, h, z1)
+    fYk = _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt) * waits
     zhat = (1 - pk) / (1 - pk * fYk)
     if k > 1:
-        fY = _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt)
+        fY = _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt) * waits
         zhat = zhat * np.power((1 - pf) / (1 - pf * fY), k - 1)
     zhat = zhat - P0  # the atom at Z = 0 (no failure) is added exactly below
     z = _fft.irfft(zhat, N) * untilt
@@ -338,6 +384,7 @@ def completion_quantile(inputs: CandidateInputs, q: float, tau: float | None = N
     if lam == 0:
         return p.T0
     ET, EF, sd = _moments(p)
+    ET, sd = _wall_moments(p, ET, EF, sd)
     if not math.isfinite(ET) or ET + 14.0 * sd > 1e6:  # beyond a century: never on a calendar
         return math.inf
     P0 = math.exp(-lam * p.S)
@@ -347,11 +394,13 @@ def completion_quantile(inputs: CandidateInputs, q: float, tau: float | None = N
     feat = p.s if p.k > 1 else p.s_k
     N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * z_max / feat) + 2, real=True))))
     h = z_max / (N - 2)
-    tilt, untilt, _ = _grid(h, N)
+    tilt, untilt, z1 = _grid(h, N)
     pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
-    zhat = (1 - pk) / (1 - pk * _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt))
+    waits = _wait_factor(p, h, z1)
+    zhat = (1 - pk) / (1 - pk * _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt) * waits)
     if p.k > 1:
-        zhat = zhat * np.power((1 - pf) / (1 - pf * _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt)), p.k - 1)
+        zhat = zhat * np.power((1 - pf) / (1 - pf * _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt) * waits),
+                               p.k - 1)
     z = _fft.irfft(zhat - P0, N) * untilt
     cdf = P0 + np.concatenate(([0.0], np.cumsum(z)))
     xp = np.concatenate(([0.0], (np.arange(N) + 0.5) * h))
@@ -404,14 +453,15 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
         # hopeless candidate (e^(λs) huge): the grid sums would overflow;
         # half a granule per session is plenty to rank it last
         return (n + EF) * gran / 2
-    mass_total = n + EF
+    beta = 1 + p.rho * (n - 1)  # sessions a failure starts: all n after a preemption event, else one
+    mass_total = n + beta * EF
     J = max(0, math.ceil(minimum / gran - 1e-9) - 1)
     L_tail = p.T0 + (ET - p.T0) + 14.0 * sd + 2.0 * (R + s)
     I = max(J + 1, math.ceil(min(cut_granules * gran, L_tail) / gran - 1e-9))
     cut = I * gran
 
     pf, pk = -math.expm1(-lam * s), -math.expm1(-lam * s_k)
-    c, ck = math.expm1(lam * s), math.expm1(lam * s_k)
+    c, ck = beta * math.expm1(lam * s), beta * math.expm1(lam * s_k)  # sessions started per segment
 
     # ---- atoms: sessions with no failure from their start to the job end.
     # m = k − j segments after the start segment j; length R + s_k + m·s.
@@ -434,7 +484,7 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     if k == 1:
         atom_total = (1 - pk) * (n + ck)
     else:
-        geo = -math.expm1(-lam * s * (k - 1))  # c·Σ_{m=1}^{k−1}(1−p)^m, c(1−p)/p = 1
+        geo = beta * -math.expm1(-lam * s * (k - 1))  # c·Σ_{m=1}^{k−1}(1−p)^m, c(1−p)/p = β
         atom_total = (1 - pk) * (n * math.exp((k - 1) * log1mp) + geo + ck)
     # atoms not enumerated (only when k > 200,000): γ/2 each
     waste_atoms += max(atom_total - float(amass.sum()), 0.0) * gran / 2
@@ -460,7 +510,7 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     shift = np.exp(-ms * z1)
     if frac:  # s not on the grid: hat-split the shift too (mean exact)
         shift = (1 - frac) * shift + frac * np.exp(-(ms + 1) * z1)
-    q = (n - 1) / n
+    q = (1 - p.rho) * (n - 1) / n  # a failure passes this slot's session: another node's hardware failure
 
     fYk = _fft.rfft(_hat_trexp(lam, s_k, R, h, N) * tilt)
     fXk = _fft.rfft(_hat_trexp(lam, s_k, 0.0, h, N) * tilt)
@@ -518,21 +568,22 @@ def _evaluate(inputs: CandidateInputs, tau: float | None,
     def usd(rate: float, amount: float) -> float:  # 0 · inf is 0 here
         return float(rate * amount) if rate else 0.0
 
+    wall, _ = _wall_moments(p, ET, EF, sd)  # plus the capacity waits, which are not billed
     breakdown = {
         "compute": usd(price, n * W),
         "checkpointing": usd(price, n * kC),
         "startup": usd(price, n * p.R),
-        # E[T] − W − kC − R: lost work and restarts (§7)
+        # E[T_busy] − W − kC − R: lost work and restarts (§7)
         "preemption_rework": usd(price, n * max(ET - p.T0, 0.0)),
         "rounding_waste": usd(price, waste),
-        "storage": usd(inputs.storage_usd_per_h, ET),
+        "storage": usd(inputs.storage_usd_per_h, wall),
         "egress": float(inputs.egress_usd),
     }
     cost = math.fsum(breakdown.values())
     pd = 1.0
     if with_deadline and math.isfinite(inputs.time_budget_h):
         pd = _p_le(p, inputs.time_budget_h, (ET, EF, sd))
-    return CostResult(wall_h=ET, failures=EF, billed_node_h=billed,
+    return CostResult(wall_h=wall, failures=EF, billed_node_h=billed,
                       rounding_waste_node_h=waste, p_deadline=pd,
                       cost_usd=cost, breakdown=breakdown, segments=p.k,
                       checkpoint_interval_h=p.tau)

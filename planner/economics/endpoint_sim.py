@@ -4,9 +4,10 @@ and replaced after a fixed time, minute by minute.
 Per pool and minute, the nodes up carry the load routed to the pool (requests that arrived, over what a
 node serves within the SLO); when the load exceeds them, the share of that minute's requests beyond
 them misses the SLO. Capacity is below the rate in a minute when fewer nodes are up than the planned
-rate needs (the analytic figure's definition). A spot node's life is exponential with mean 1/λ, then
-it is away for exactly `replace_h` (an alternating renewal process, as the plan assumes); on-demand
-nodes stay up.
+rate needs (the analytic figure's definition). A spot node's life is exponential with mean 1/λ(1−c),
+then it is away for the capacity wait (exponential, mean m) and `replace_h`; the pool as a whole is
+preempted at λc and away the same way, taking every node (alternating renewal processes, as the plan
+assumes); on-demand nodes stay up.
 """
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ class Pool:
     replace_h: float
     node_rps: tuple[float, ...]  # per bucket
     shares: tuple[float, ...]  # of each bucket's requests routed here
+    zone_lam: float = 0.0  # zone-wide preemptions per hour: the whole pool goes
+    wait_h: float = 0.0  # mean wait for spot capacity after a preemption, before `replace_h`
 
 
 @dataclass(frozen=True)
@@ -72,22 +75,27 @@ def replay(periods: list[PeriodPlan], days: int, seed: int = 0) -> EndpointRepla
 
 
 def _fresh(pool: Pool, rng) -> tuple[np.ndarray, np.ndarray]:
-    """Each node's state (up or away) and the hours left in it; every node starts up."""
-    left = rng.exponential(1 / pool.lam, pool.nodes) if pool.lam > 0 else np.full(pool.nodes, np.inf)
-    return np.ones(pool.nodes, dtype=bool), left
+    """Each node's state (up or away) and the hours left in it, and last the zone's; all start up."""
+    rates = np.r_[np.full(pool.nodes, pool.lam), pool.zone_lam]
+    left = np.where(rates > 0, rng.exponential(1 / np.where(rates > 0, rates, 1.0)), np.inf)
+    return np.ones(pool.nodes + 1, dtype=bool), left
 
 
 def _up_nodes(pool: Pool, steps: int, rng, state: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
-    """Nodes up in each minute, advancing every node's alternating up/away clock in place."""
-    if pool.lam <= 0:
+    """Nodes up in each minute, advancing every node's (and the zone's) alternating up/away clock in place:
+    up for an exponential time, then away for the capacity wait (exponential, mean `wait_h`) and
+    `replace_h`. While the zone is away, every node is."""
+    if pool.lam <= 0 and pool.zone_lam <= 0:
         return np.full(steps, pool.nodes)
     is_up, left = state
+    rates = np.r_[np.full(pool.nodes, pool.lam), pool.zone_lam]
     up = np.zeros(steps, dtype=int)
     for minute in range(steps):
-        up[minute] = int(is_up.sum())
+        up[minute] = int(is_up[:-1].sum()) if is_up[-1] else 0
         left -= MINUTE_H
         for i in np.flatnonzero(left <= 0):
             while left[i] <= 0:  # a change of state (or several) within the minute
                 is_up[i] = not is_up[i]
-                left[i] += rng.exponential(1 / pool.lam) if is_up[i] else pool.replace_h
+                wait = rng.exponential(pool.wait_h) if pool.wait_h > 0 else 0.0
+                left[i] += rng.exponential(1 / rates[i]) if is_up[i] else pool.replace_h + wait
     return up

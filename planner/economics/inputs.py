@@ -18,12 +18,15 @@ def checkpoint_write_h(workload: Workload) -> float:
 
 def cost_inputs(workload: Workload, *, work_h: float, nodes: int, gpus_per_node: int, lam_spot: float, price: float,
                 granularity_h: float, minimum_h: float, hw_rate: float, checkpoint_interval_h: float,
-                storage_usd_per_h: float = 0.0, egress_usd: float = 0.0) -> CandidateInputs:
-    """The cost model's inputs for one candidate of `workload` (`lam_spot`: preemptions per node-hour, 0 on
-    demand; `hw_rate`: hardware failures per GPU-hour; the deadline is the workload's time budget)."""
+                storage_usd_per_h: float = 0.0, egress_usd: float = 0.0, capacity_wait_h: float = 0.0
+                ) -> CandidateInputs:
+    """The cost model's inputs for one candidate of `workload` (`lam_spot`: preemption events per node-hour as
+    the job sees them, `spot_event_rate(...) / nodes`, 0 on demand; `hw_rate`: hardware failures per GPU-hour;
+    `capacity_wait_h`: mean wait for spot capacity after an event; the deadline is the workload's budget)."""
     return CandidateInputs(
         work_h=work_h, checkpoint_write_h=checkpoint_write_h(workload), restart_h=workload.restart_overhead,
         nodes=nodes, gpus_per_node=gpus_per_node, spot_rate_per_node_h=lam_spot, hw_failure_per_gpu_h=hw_rate,
         price_per_node_h=price, billing_granularity_h=granularity_h, billing_minimum_h=minimum_h,
         interruption_tolerance=workload.interruption_tolerance, checkpoint_interval_h=checkpoint_interval_h,
-        time_budget_h=workload.time_budget or math.inf, storage_usd_per_h=storage_usd_per_h, egress_usd=egress_usd)
+        time_budget_h=workload.time_budget or math.inf, storage_usd_per_h=storage_usd_per_h, egress_usd=egress_usd,
+        capacity_wait_h=capacity_wait_h)

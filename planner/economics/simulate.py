@@ -75,13 +75,16 @@ def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
     """Simulate `trials` runs of one candidate (cost-model §3–§7).
 
     Failures arrive at rate λ while working or writing checkpoints (not while
-    restarting); one loses the progress since the last completed checkpoint,
-    ends the session of a uniformly chosen node and starts its replacement's
-    session; every restart (and the first start) takes R. Fixed `seed` gives
-    identical results (PCG64).
+    restarting); one loses the progress since the last completed checkpoint.
+    A hardware failure ends the session of a uniformly chosen node and starts
+    its replacement's session; a preemption event (a share ρ of failures) ends
+    every node's session, and all start again after the capacity wait W ~
+    Exp(mean m), which is wall time, not billed. Every restart (and the first
+    start) takes R. Fixed `seed` gives identical results (PCG64).
     """
     p = segment_plan(inputs, tau)
     lam, k, s, R, n = p.lam, p.k, p.s, p.R, p.n
+    rho, wait = p.rho, p.wait
     S = p.S
     gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
     rng = np.random.Generator(np.random.PCG64(seed))
@@ -106,10 +109,17 @@ def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
         fi, gf = active[fail], g[fail]
         if fi.size:
             tf = T[fi] + gf
+            event = rng.random(fi.size) < rho if 0 < rho < 1 else np.full(fi.size, rho >= 1)
             slot = rng.integers(0, n, fi.size)
-            billed[fi] += billed_hours(tf - starts[fi, slot], gran, minimum)
-            starts[fi, slot] = tf
-            T[fi] = tf + R
+            one, every = fi[~event], fi[event]
+            billed[one] += billed_hours(tf[~event] - starts[one, slot[~event]], gran, minimum)
+            starts[one, slot[~event]] = tf[~event]
+            back = tf.copy()  # when the nodes start again: at once, or when spot capacity returns
+            if every.size:  # a preemption event: every node released, back after the capacity wait
+                billed[every] += billed_hours(tf[event, None] - starts[every], gran, minimum).sum(axis=1)
+                back[event] += rng.exponential(wait, every.size) if wait > 0 else 0.0
+                starts[every] = back[event, None]
+            T[fi] = back + R
             j = np.floor((pos0[fail] + gf) / s).astype(np.int64)
             seg[fi] = np.clip(j, seg[fi], k - 1)  # never back past a checkpoint
             F[fi] += 1

@@ -85,12 +85,16 @@ REPLAY_FIELDS = ("gpus_per_node", "pool", "checkpoint_interval_h", "inputs")
 def _process(loaded, run, row) -> dict:
     """What `planner simulate` needs to draw the run's wall time again: the cost model's process."""
     hw = loaded.quarter.defaults.hardware_failure_per_gpu_h
-    lam = (float(row["lam_spot"]) * int(row["nodes"]) if row["market"] == "spot" else 0.0) + int(row["gpus"]) * hw
+    spot = row["market"] == "spot"
+    events = float(row["lam_spot"]) * int(row["nodes"]) if spot else 0.0
+    lam = events + int(row["gpus"]) * hw
     interval = float(row["checkpoint_interval_h"])
     return {"gpus_per_node": int(row["gpus_per_node"]), "pool": int(row["pool"]),
             "checkpoint_interval_h": interval if interval == interval and interval != float("inf") else None,
             "inputs": {"work_h": float(row["work_h"]), "checkpoint_write_h": checkpoint_write_h(run),
                        "restart_h": run.restart_overhead, "failure_rate_per_h": lam,
+                       "preemption_events_per_h": events,
+                       "capacity_wait_h": float(row["capacity_wait_h"]) if spot else 0.0,
                        "interruption_tolerance": run.interruption_tolerance}}
 
 
@@ -201,7 +205,9 @@ def schedule_replay(loaded, data: dict, trials: int, seed: int) -> dict:
         inputs = CandidateInputs(
             work_h=i["work_h"], checkpoint_write_h=i["checkpoint_write_h"], restart_h=i["restart_h"],
             nodes=int(r["nodes"]), gpus_per_node=int(r["gpus_per_node"]),
-            spot_rate_per_node_h=i["failure_rate_per_h"] / int(r["nodes"]), hw_failure_per_gpu_h=0.0,
+            spot_rate_per_node_h=i["preemption_events_per_h"] / int(r["nodes"]),
+            hw_failure_per_gpu_h=max(0.0, i["failure_rate_per_h"] - i["preemption_events_per_h"])
+            / (int(r["nodes"]) * int(r["gpus_per_node"])), capacity_wait_h=i["capacity_wait_h"],
             price_per_node_h=0.0, billing_granularity_h=1 / 3600, billing_minimum_h=0.0,  # wall time only
             interruption_tolerance=i["interruption_tolerance"],
             checkpoint_interval_h=r["checkpoint_interval_h"] or i["work_h"])

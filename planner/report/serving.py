@@ -44,7 +44,7 @@ def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic:
                 option = options.iloc[r.option]
                 need = sum(slice_load(endpoint, period, b, option.node_rps[b]) * n
                            for b, n in enumerate(r.slices) if n) / LOAD_SCALE
-                short *= 1 - below_capacity(int(r.nodes), float(option.away), need)
+                short *= 1 - below_capacity(int(r.nodes), float(option.away), need, float(option.zone_away))
                 pools.append(_pool(catalog, headroom, workload, option, endpoint, period, r, need))
                 if getattr(option, "pool", -1) >= 0:
                     pools[-1]["reservation"] = reservations[option.pool]
@@ -79,7 +79,9 @@ def _pool(catalog, headroom: float, workload, option, endpoint, period: int, r, 
             "replicas": int(r.nodes) * int(option.replicas_per_node), "nodes_counted": int(r.kept),
             "load_nodes": round(need, 4), "share_of_requests": [n / endpoint.slices for n in r.slices],
             "node_requests_per_s": [float(x) for x in option.node_rps], "preemptions_per_node_h": float(option.lam_spot),
-            "away_share": float(option.away), "replace_h": float(workload.restart_overhead),
+            "away_share": float(option.away), "zone_away_share": float(option.zone_away),
+            "correlation": float(option.correlation), "capacity_wait_h": float(option.capacity_wait_h),
+            "replace_h": float(workload.restart_overhead),
             "usd_per_h": r.cost_usd / (endpoint.days * endpoint.day_share[period] * hours), **latency}
 
 
@@ -150,8 +152,10 @@ def endpoint_replays(reports: list[dict], seed: int) -> list[dict]:
         periods = []
         for period in e["periods"]:
             start, _, end = period["hours"].partition("-")
-            pools = tuple(Pool(p["nodes"], p["load_nodes"], p["preemptions_per_node_h"], p["replace_h"],
-                               tuple(p["node_requests_per_s"]), tuple(p["share_of_requests"])) for p in period["pools"])
+            pools = tuple(Pool(p["nodes"], p["load_nodes"], p["preemptions_per_node_h"] * (1 - p["correlation"]),
+                               p["replace_h"], tuple(p["node_requests_per_s"]), tuple(p["share_of_requests"]),
+                               p["preemptions_per_node_h"] * p["correlation"], p["capacity_wait_h"])
+                          for p in period["pools"])
             periods.append(PeriodPlan(float(end) - float(start), tuple(period["bucket_requests_per_s"]), pools,
                                       weekdays_of(period.get("days", "daily"))))
         days = int(min(365, max(7, round(e["duration_h"] / 24))))

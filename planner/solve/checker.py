@@ -54,6 +54,18 @@ def _multipliers(loaded: LoadedScenario, offer: dict) -> tuple[float, float, flo
     return on_demand, spot, preempt
 
 
+def spot_settings(overrides, offer: dict, catalog) -> tuple[float, float]:
+    """(correlation, capacity wait in hours) of a spot offer: the provider's trace fit, unless a matching
+    override sets them (the last one wins)."""
+    provider = catalog.providers[offer["provider"]]
+    correlation, wait = provider.spot_correlation or 0.0, provider.spot_capacity_wait_h or 0.0
+    for override in overrides:
+        if _matches(override, offer, catalog):
+            correlation = correlation if override.spot_correlation is None else override.spot_correlation
+            wait = wait if override.spot_capacity_wait is None else override.spot_capacity_wait
+    return correlation, wait
+
+
 def one_entry_each(entries: list[dict], key: str, names, noun: str, plural: str) -> list[str]:
     """Exactly one entry per name (`entries[i][key]`), and none for a name not in `names`."""
     counts: dict = defaultdict(int)
@@ -163,12 +175,19 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
         bad(f"price_per_node_h {inputs['price_per_node_h']} but the {market} price of {key} "
             f"(with overrides) is {expected_price}")
 
-    # Failure rate: spot preemptions per node plus hardware failures per GPU.
+    # Failure rate: preemption events (a share c of each node's preemptions takes every node at once, so a
+    # job on n nodes sees λ(c + n(1 − c)) of them) plus hardware failures per GPU; a capacity wait after each event.
     hw = scenario.defaults.hardware_failure_per_gpu_h
-    expected_rate = nodes * spot_rate + gpus * hw
+    correlation, wait = spot_settings(scenario.overrides, offer, catalog) if market == "spot" else (0.0, 0.0)
+    events = spot_rate * (correlation + nodes * (1 - correlation)) if market == "spot" else 0.0
+    expected_rate = events + gpus * hw
     if not _close(inputs["failure_rate_per_h"], expected_rate):
-        bad(f"failure_rate_per_h {inputs['failure_rate_per_h']} != {nodes} x {spot_rate} + {gpus} x {hw} "
-            f"= {expected_rate}")
+        bad(f"failure_rate_per_h {inputs['failure_rate_per_h']} != {spot_rate} x ({correlation} + {nodes} x "
+            f"(1 - {correlation})) + {gpus} x {hw} = {expected_rate}")
+    if not _close(inputs.get("preemption_events_per_h", 0.0), events):
+        bad(f"preemption_events_per_h {inputs.get('preemption_events_per_h')} != {events}")
+    if not _close(inputs.get("capacity_wait_h", 0.0), wait):
+        bad(f"capacity_wait_h {inputs.get('capacity_wait_h')} but the offer's is {wait}")
 
     # Inputs that restate the scenario and the provider.
     provider = catalog.providers[offer["provider"]]
@@ -310,7 +329,8 @@ def check_endpoint(e: dict, workload: Workload) -> list[str]:
                 out.append(f"{e['workload']} {period['hours']} {p['instance_type']}: load {load:.4f} nodes "
                            f"> {p['nodes_counted']} counted")
             if p["nodes_counted"] > p["nodes"] or (p["market"] == "spot" and _kept_probability(
-                    p["nodes"], p["away_share"], p["nodes_counted"]) < workload.availability - 1e-9):
+                    p["nodes"], p["away_share"], p["nodes_counted"], p.get("zone_away_share", 0.0))
+                    < workload.availability - 1e-9):
                 out.append(f"{e['workload']} {period['hours']} {p['instance_type']}: counts {p['nodes_counted']} "
                            f"of {p['nodes']} nodes, more than it keeps at availability {workload.availability}")
             nodes_by_pool.setdefault((p["instance_type"], p["region"], p["market"]), set()).add(p["nodes"])
@@ -319,9 +339,11 @@ def check_endpoint(e: dict, workload: Workload) -> list[str]:
     return out
 
 
-def _kept_probability(nodes: int, away: float, counted: int) -> float:
-    """P(at least `counted` of `nodes` are up), each away a share `away` independently."""
-    return math.fsum(math.comb(nodes, up) * (1 - away) ** up * away ** (nodes - up) for up in range(counted, nodes + 1))
+def _kept_probability(nodes: int, away: float, counted: int, zone_away: float = 0.0) -> float:
+    """P(at least `counted` of `nodes` are up), each away a share `away` independently and all of them a share
+    `zone_away` (a zone-wide preemption and the wait for capacity)."""
+    alone = math.fsum(math.comb(nodes, up) * (1 - away) ** up * away ** (nodes - up) for up in range(counted, nodes + 1))
+    return (1 - zone_away) * alone + (zone_away if counted == 0 else 0.0)
 
 
 def _unsolved_violations(plan: dict, workloads: dict) -> list[str]:

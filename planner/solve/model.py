@@ -246,6 +246,10 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
     left = time_limit_s - (time.perf_counter() - started)
     first = _search(plan.model, plan.pick, start, min(left, FIRST_LOOK_S) if relaxed else left, workers, seed,
                     stop_at=stop_at(plan), parameters=parameters)
+    left = time_limit_s - (time.perf_counter() - started)
+    if first.values is None and relaxed and left > 0.5:  # no plan in the first look: search on, to the time limit
+        again = _search(plan.model, plan.pick, start, left, workers, seed, stop_at=stop_at(plan), parameters=parameters)
+        first = dataclasses.replace(again, deterministic=again.deterministic + first.deterministic)
     if relaxed and first.values is not None and first.status != "OPTIMAL" and \
             int(cents[first.values].sum()) > cents_floor:
         # Reduced-cost fixing: no plan as cheap as this one picks a candidate the LP prices above it.

@@ -151,6 +151,7 @@ def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
                 "work_h": row.work_h,
                 "checkpoint_write_h": checkpoint_write_h(workload),
                 "restart_h": workload.restart_overhead, "failure_rate_per_h": lam,
+                "preemption_events_per_h": row.nodes * row.lam_spot, "capacity_wait_h": row.capacity_wait_h,
                 "price_per_node_h": row.price_per_node_h, "billing_granularity_h": row.billing_granularity_h,
                 "billing_minimum_h": row.billing_minimum_h, "time_budget_h": _finite(workload.time_budget or math.inf),
                 "deadline_confidence": scenario.defaults.deadline_confidence,
@@ -206,18 +207,20 @@ def _finite(value: float) -> float | None:
 def inputs_from_assignment(a: dict):
     """Rebuild the cost model's inputs from one assignment of the JSON contract.
 
-    The plan file is self-contained: `failure_rate_per_h` is the job's total λ, so it is
-    passed as a per-node rate with no separate hardware term; storage per hour and egress
-    come back out of the breakdown.
+    The plan file is self-contained: `failure_rate_per_h` is the job's total λ, of which
+    `preemption_events_per_h` are preemption events (each followed by `capacity_wait_h`) and
+    the rest hardware failures; storage per hour and egress come back out of the breakdown.
     """
     from planner.economics.costmodel import CandidateInputs
 
     i, e, b = a["inputs"], a["expected"], a["breakdown_usd"]
     interval = a["checkpoint_interval_h"] or i["work_h"]
+    events = i.get("preemption_events_per_h", i["failure_rate_per_h"])  # older plans: every failure alike
     return CandidateInputs(
         work_h=i["work_h"], checkpoint_write_h=i["checkpoint_write_h"], restart_h=i["restart_h"], nodes=a["nodes"],
-        gpus_per_node=a["gpus_per_node"], spot_rate_per_node_h=i["failure_rate_per_h"] / a["nodes"],
-        hw_failure_per_gpu_h=0.0, price_per_node_h=i["price_per_node_h"],
+        gpus_per_node=a["gpus_per_node"], spot_rate_per_node_h=events / a["nodes"],
+        hw_failure_per_gpu_h=max(0.0, i["failure_rate_per_h"] - events) / (a["nodes"] * a["gpus_per_node"]),
+        price_per_node_h=i["price_per_node_h"], capacity_wait_h=i.get("capacity_wait_h", 0.0),
         billing_granularity_h=i["billing_granularity_h"], billing_minimum_h=i["billing_minimum_h"],
         interruption_tolerance=i["interruption_tolerance"], checkpoint_interval_h=interval,
         time_budget_h=i["time_budget_h"] if i["time_budget_h"] is not None else math.inf,
