@@ -679,9 +679,12 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     at, key, bound = at[on_time], key[on_time], {c: v[on_time] for c, v in bound.items()}
     p, nodes = price[at], column["nodes"][at]
     storage, egress = column["storage_h"][at].astype(float), column["egress"][at].astype(float)
-    waste_hi = nodes * (1 + bound["ef"]) * np.maximum(column["granularity_h"][at].astype(float),  # <= n sessions
-                                                      column["minimum_h"][at].astype(float))  # a failure
-    waits = bound["ef"] * column["wait_h"][at].astype(float)  # capacity waits: wall time, storage only
+    events = lam[at] * nodes  # preemption events per hour; the rest of the failures are hardware
+    failures = events + column["gpus"][at] * hw_rate
+    rho = np.divide(events, failures, out=np.zeros(len(at)), where=failures > 0)
+    sessions = nodes + (1 + rho * (nodes - 1)) * bound["ef"]  # an event restarts every node, a hardware failure one
+    waste_hi = sessions * np.maximum(column["granularity_h"][at].astype(float), column["minimum_h"][at].astype(float))
+    waits = bound["ef"] * rho * column["wait_h"][at].astype(float)  # capacity waits: wall time, storage only
     lo = (p * nodes + storage) * bound["et_lo"] + egress
     hi = (p * nodes + storage) * bound["et"] + p * waste_hi + storage * waits + egress
     signature, units = rows.signature[at], rows.units[at]
