@@ -30,3 +30,27 @@ def cost_inputs(workload: Workload, *, work_h: float, nodes: int, gpus_per_node:
         interruption_tolerance=workload.interruption_tolerance, checkpoint_interval_h=checkpoint_interval_h,
         time_budget_h=workload.time_budget or math.inf, storage_usd_per_h=storage_usd_per_h, egress_usd=egress_usd,
         capacity_wait_h=capacity_wait_h)
+
+
+def process_json(workload: Workload, *, work_h: float, nodes: int, gpus: int, lam_spot: float, hw_rate: float,
+                 capacity_wait_h: float) -> dict:
+    """The failure process of a placed job as the JSON contracts carry it (`planner solve`'s assignments,
+    `planner batch`'s runs): total failures per hour, the preemption events among them, the wait after each."""
+    events = nodes * lam_spot
+    return {"work_h": work_h, "checkpoint_write_h": checkpoint_write_h(workload),
+            "restart_h": workload.restart_overhead, "failure_rate_per_h": events + gpus * hw_rate,
+            "preemption_events_per_h": events, "capacity_wait_h": capacity_wait_h,
+            "interruption_tolerance": workload.interruption_tolerance}
+
+
+def inputs_from_process(process: dict, *, nodes: int, gpus_per_node: int, checkpoint_interval_h: float | None,
+                        **rest) -> CandidateInputs:
+    """The cost model's inputs back from a `process_json` block (`rest`: prices, billing, budget, storage);
+    a plan written before preemption events were counted apart treats every failure as one."""
+    events = process.get("preemption_events_per_h", process["failure_rate_per_h"])
+    return CandidateInputs(
+        work_h=process["work_h"], checkpoint_write_h=process["checkpoint_write_h"], restart_h=process["restart_h"],
+        nodes=nodes, gpus_per_node=gpus_per_node, spot_rate_per_node_h=events / nodes,
+        hw_failure_per_gpu_h=max(0.0, process["failure_rate_per_h"] - events) / (nodes * gpus_per_node),
+        capacity_wait_h=process.get("capacity_wait_h", 0.0), interruption_tolerance=process["interruption_tolerance"],
+        checkpoint_interval_h=checkpoint_interval_h or process["work_h"], **rest)

@@ -12,12 +12,16 @@ NEEDED = ("workload", "nodes", "gpus_per_node", "checkpoint_interval_h", "inputs
 """The fields of an assignment the simulation reads."""
 
 
-def load_plan_assignments(path: Path, workloads: set[str]) -> list[dict]:
-    """The plan's assignments, each naming one of `workloads` and carrying the NEEDED fields."""
+def _read_json(path: Path, what: str):
     try:
-        data = json.loads(read_text(path, "plan file"))
+        return json.loads(read_text(path, what))
     except json.JSONDecodeError as exc:
         raise PlannerError(f"not valid JSON: {exc.msg}", f"{path}:{exc.lineno}") from None
+
+
+def load_plan_assignments(path: Path, workloads: set[str]) -> list[dict]:
+    """The plan's assignments, each naming one of `workloads` and carrying the NEEDED fields."""
+    data = _read_json(path, "plan file")
     if not isinstance(data, dict) or not isinstance(data.get("assignments"), list) or not (
             data["assignments"] or data.get("endpoints")):
         raise PlannerError("expected a plan from `planner solve --format json` with assignments or endpoints",
@@ -38,10 +42,7 @@ SCHEDULE_NEEDED = ("run", "start", "end", "nodes", "gpus_per_node", "pool", "che
 def load_schedule(path: Path, loaded) -> dict:
     """A schedule from `planner batch --format json` for the quarter `loaded`: its scheduled runs name the
     quarter's runs and carry SCHEDULE_NEEDED, and it has one reservation entry per option."""
-    try:
-        data = json.loads(read_text(path, "schedule file"))
-    except json.JSONDecodeError as exc:
-        raise PlannerError(f"not valid JSON: {exc.msg}", f"{path}:{exc.lineno}") from None
+    data = _read_json(path, "schedule file")
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list) or data.get("status") not in (
             "OPTIMAL", "FEASIBLE"):
         raise PlannerError("expected a schedule from `planner batch --format json` (status OPTIMAL or FEASIBLE)",

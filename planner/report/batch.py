@@ -7,7 +7,7 @@ import datetime as dt
 import pandas as pd
 
 from planner.batch.pipeline import BatchPlan, month_spans
-from planner.economics.inputs import checkpoint_write_h
+from planner.economics.inputs import process_json
 from planner.report.render import render_table, to_json
 from planner.report.serving import endpoint_footer, endpoint_frame, serving_reports
 from planner.report.status import solve_report_json, status_line
@@ -84,18 +84,14 @@ REPLAY_FIELDS = ("gpus_per_node", "pool", "checkpoint_interval_h", "inputs")
 
 def _process(loaded, run, row) -> dict:
     """What `planner simulate` needs to draw the run's wall time again: the cost model's process."""
-    hw = loaded.quarter.defaults.hardware_failure_per_gpu_h
     spot = row["market"] == "spot"
-    events = float(row["lam_spot"]) * int(row["nodes"]) if spot else 0.0
-    lam = events + int(row["gpus"]) * hw
     interval = float(row["checkpoint_interval_h"])
     return {"gpus_per_node": int(row["gpus_per_node"]), "pool": int(row["pool"]),
             "checkpoint_interval_h": interval if interval == interval and interval != float("inf") else None,
-            "inputs": {"work_h": float(row["work_h"]), "checkpoint_write_h": checkpoint_write_h(run),
-                       "restart_h": run.restart_overhead, "failure_rate_per_h": lam,
-                       "preemption_events_per_h": events,
-                       "capacity_wait_h": float(row["capacity_wait_h"]) if spot else 0.0,
-                       "interruption_tolerance": run.interruption_tolerance}}
+            "inputs": process_json(run, work_h=float(row["work_h"]), nodes=int(row["nodes"]), gpus=int(row["gpus"]),
+                                   lam_spot=float(row["lam_spot"]) if spot else 0.0,
+                                   hw_rate=loaded.quarter.defaults.hardware_failure_per_gpu_h,
+                                   capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0)}
 
 
 def _endpoints(plan: BatchPlan) -> list[dict]:
@@ -190,7 +186,7 @@ def schedule_replay(loaded, data: dict, trials: int, seed: int) -> dict:
     the expected delay past its planned end and past its due date; and P(the whole quarter holds)."""
     import numpy as np
 
-    from planner.economics.costmodel import CandidateInputs
+    from planner.economics.inputs import inputs_from_process
     from planner.economics.schedule_sim import PlannedRun, replay_schedule
     from planner.economics.simulate import simulate
 
@@ -202,15 +198,8 @@ def schedule_replay(loaded, data: dict, trials: int, seed: int) -> dict:
     scheduled = [r for r in data["runs"] if r.get("scheduled")]
     for number, r in enumerate(scheduled):
         run, i = by_name[r["run"]], r["inputs"]
-        inputs = CandidateInputs(
-            work_h=i["work_h"], checkpoint_write_h=i["checkpoint_write_h"], restart_h=i["restart_h"],
-            nodes=int(r["nodes"]), gpus_per_node=int(r["gpus_per_node"]),
-            spot_rate_per_node_h=i["preemption_events_per_h"] / int(r["nodes"]),
-            hw_failure_per_gpu_h=max(0.0, i["failure_rate_per_h"] - i["preemption_events_per_h"])
-            / (int(r["nodes"]) * int(r["gpus_per_node"])), capacity_wait_h=i["capacity_wait_h"],
-            price_per_node_h=0.0, billing_granularity_h=1 / 3600, billing_minimum_h=0.0,  # wall time only
-            interruption_tolerance=i["interruption_tolerance"],
-            checkpoint_interval_h=r["checkpoint_interval_h"] or i["work_h"])
+        inputs = inputs_from_process(i, nodes=int(r["nodes"]), gpus_per_node=int(r["gpus_per_node"]),
+                                     checkpoint_interval_h=r["checkpoint_interval_h"])  # wall time only: no prices
         walls[run.name] = simulate(inputs, trials, seed + number).wall_h
         start, end = (dt.datetime.fromisoformat(r[k]) for k in ("start", "end"))
         due = run.due or horizon.end

@@ -14,7 +14,7 @@ import pandas as pd
 from planner.candidates.cache import CandidateCache
 from planner.candidates.generate import CandidateSet, generate, limits_of
 from planner.candidates.limits import Limits, quota_mask
-from planner.economics.inputs import checkpoint_write_h
+from planner.economics.inputs import process_json
 from planner.load.scenario import LoadedScenario
 from planner.solve.model import JOB_COLUMNS, build_model, solve_model
 from planner.solve.outcome import SOLVED, SolveResult
@@ -141,21 +141,18 @@ def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
     out = []
     for row in plan.chosen.itertuples(index=False):
         workload = by_name[row.workload]
-        lam = row.nodes * row.lam_spot + row.gpus * scenario.defaults.hardware_failure_per_gpu_h
         out.append({
             "workload": row.workload, "provider": row.provider, "region": row.region,
             "instance_type": row.instance_type, "gpu": row.gpu, "gpus_per_node": int(row.gpus_per_node),
             "nodes": int(row.nodes), "gpus": int(row.gpus), "market": row.market,
             "checkpoint_interval_h": _finite(row.checkpoint_interval_h),
             "inputs": {
-                "work_h": row.work_h,
-                "checkpoint_write_h": checkpoint_write_h(workload),
-                "restart_h": workload.restart_overhead, "failure_rate_per_h": lam,
-                "preemption_events_per_h": row.nodes * row.lam_spot, "capacity_wait_h": row.capacity_wait_h,
+                **process_json(workload, work_h=row.work_h, nodes=row.nodes, gpus=row.gpus, lam_spot=row.lam_spot,
+                               hw_rate=scenario.defaults.hardware_failure_per_gpu_h,
+                               capacity_wait_h=row.capacity_wait_h),
                 "price_per_node_h": row.price_per_node_h, "billing_granularity_h": row.billing_granularity_h,
                 "billing_minimum_h": row.billing_minimum_h, "time_budget_h": _finite(workload.time_budget or math.inf),
                 "deadline_confidence": scenario.defaults.deadline_confidence,
-                "interruption_tolerance": workload.interruption_tolerance,
             },
             "expected": {"wall_h": row.wall_h, "failures": row.failures, "billed_node_h": row.billed_node_h,
                          "rounding_waste_node_h": row.rounding_waste_node_h, "p_deadline": row.p_deadline,
@@ -211,17 +208,12 @@ def inputs_from_assignment(a: dict):
     `preemption_events_per_h` are preemption events (each followed by `capacity_wait_h`) and
     the rest hardware failures; storage per hour and egress come back out of the breakdown.
     """
-    from planner.economics.costmodel import CandidateInputs
+    from planner.economics.inputs import inputs_from_process
 
     i, e, b = a["inputs"], a["expected"], a["breakdown_usd"]
-    interval = a["checkpoint_interval_h"] or i["work_h"]
-    events = i.get("preemption_events_per_h", i["failure_rate_per_h"])  # older plans: every failure alike
-    return CandidateInputs(
-        work_h=i["work_h"], checkpoint_write_h=i["checkpoint_write_h"], restart_h=i["restart_h"], nodes=a["nodes"],
-        gpus_per_node=a["gpus_per_node"], spot_rate_per_node_h=events / a["nodes"],
-        hw_failure_per_gpu_h=max(0.0, i["failure_rate_per_h"] - events) / (a["nodes"] * a["gpus_per_node"]),
-        price_per_node_h=i["price_per_node_h"], capacity_wait_h=i.get("capacity_wait_h", 0.0),
-        billing_granularity_h=i["billing_granularity_h"], billing_minimum_h=i["billing_minimum_h"],
-        interruption_tolerance=i["interruption_tolerance"], checkpoint_interval_h=interval,
+    return inputs_from_process(
+        i, nodes=a["nodes"], gpus_per_node=a["gpus_per_node"], checkpoint_interval_h=a["checkpoint_interval_h"],
+        price_per_node_h=i["price_per_node_h"], billing_granularity_h=i["billing_granularity_h"],
+        billing_minimum_h=i["billing_minimum_h"],
         time_budget_h=i["time_budget_h"] if i["time_budget_h"] is not None else math.inf,
         storage_usd_per_h=b["storage"] / e["wall_h"] if e["wall_h"] > 0 else 0.0, egress_usd=b["egress"])
