@@ -170,6 +170,51 @@ def _interrupt(args: list[str], after_s: float, tmp_path: Path) -> subprocess.Co
     return subprocess.CompletedProcess(args, process.returncode, out, err)
 
 
+_SOLVE_THEN_INTERRUPT = """
+import os, signal, sys, threading, time
+from ortools.sat.python import cp_model
+from planner.solve import cpsat
+
+def hard_model(n):  # a search CP-SAT cannot finish in seconds
+    model = cp_model.CpModel()
+    xs = [model.new_int_var(0, 10 * n, f"x{i}") for i in range(n)]
+    model.add_all_different(xs)
+    for i in range(n - 1):
+        model.add(xs[i] + 2 * xs[i + 1] != 7 * n // 3 + i)
+    model.maximize(sum((i % 7 + 1) * x * (1 if i % 2 else -1) for i, x in enumerate(xs)))
+    return model
+
+seen = []
+signal.signal(signal.SIGINT, lambda signum, frame: seen.append(signum))
+small = cp_model.CpModel()
+small.maximize(small.new_int_var(0, 3, "x"))
+assert cpsat.run(cp_model.CpSolver(), small) == cp_model.OPTIMAL
+os.kill(os.getpid(), signal.SIGINT)  # after a solve: the handler must still be ours
+time.sleep(0.2)
+assert seen == [signal.SIGINT], seen
+
+signal.signal(signal.SIGINT, signal.default_int_handler)
+solver = cp_model.CpSolver()
+solver.parameters.max_time_in_seconds = 60
+solver.parameters.num_workers = 2
+threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+started = time.perf_counter()
+try:
+    cpsat.run(solver, hard_model(60))
+except KeyboardInterrupt:
+    print(f"interrupted after {time.perf_counter() - started:.1f} s")
+"""
+
+
+def test_cp_sat_leaves_ctrl_c_to_the_command():
+    """CP-SAT's own SIGINT handling left the default handler behind after a solve, so a Ctrl-C during a batch
+    search killed the command with no message (status -2); a Ctrl-C during a search must stop it at once."""
+    done = subprocess.run([sys.executable, "-c", _SOLVE_THEN_INTERRUPT], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    seconds = float(done.stdout.split()[2])
+    assert seconds < 10, done.stdout
+
+
 @pytest.mark.parametrize("command, file, after_s", [
     ("solve", "team-quarter-mix.yaml", 0.3),   # during start-up and the lazy imports
     ("solve", "team-quarter-mix.yaml", 2.5),   # while building candidates

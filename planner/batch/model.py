@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 
 from planner.candidates.endpoints import Endpoint
 from planner.candidates.limits import COST_RESOLUTION_USD, budget_cents, node_cap, quota_mask, to_cents
+from planner.solve import cpsat
 from planner.solve.outcome import BatchResult
 from planner.solve.serving import SERVING_FAMILIES, ServingVars, serving_variables
 
@@ -402,7 +403,7 @@ def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, see
         if m.serving is not None and hint.get("serving") is not None:
             m.serving.add_hints(m.model, hint["serving"])
     started = time.perf_counter()
-    code = solver.solve(m.model)
+    code = cpsat.run(solver, m.model)
     elapsed = time.perf_counter() - started
     status = solver.status_name(code)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -8,14 +8,14 @@ working, §3), so the loop runs max-failures times, not trials × segments.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
 import numpy as np
 
 from planner.economics.costmodel import CandidateInputs, billed_hours, segment_plan
 
-__all__ = ["SimResult", "simulate"]
+__all__ = ["SimResult", "simulate", "simulate_fallback"]
 
 _FIELDS = ("wall_h", "billed_node_h", "cost_usd", "failures")
 
@@ -135,3 +135,92 @@ def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
         progress(1.0)
     return SimResult(wall_h=T, billed_node_h=billed, cost_usd=cost,
                      failures=F, met_deadline=np.asarray(met, dtype=bool))
+
+
+def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: int = 10000, seed: int = 0,
+                      tau: float | None = None) -> SimResult:
+    """Simulate spot with an on-demand fallback (cost-model §10) trial by trial: the spot process of
+    `simulate`, left the moment the clock reaches L_i (`fallback.switch_at`) with i checkpoints done,
+    whether the job is working, restarting or waiting for capacity (spot sessions end there); then
+    the work left from checkpoint i runs on on-demand, with hardware failures only, at
+    `on_demand_price`. Needs a finite time budget."""
+    from planner.economics.fallback import switch_at
+
+    p = segment_plan(inputs, tau)
+    lam, k, s, s_k, R, n, rho, wait, S = p.lam, p.k, p.s, p.s_k, p.R, p.n, p.rho, p.wait, p.S
+    gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
+    L0 = switch_at(inputs, p.tau, 0)
+    rng = np.random.Generator(np.random.PCG64(seed))
+    T = np.full(trials, R)
+    seg = np.zeros(trials, dtype=np.int64)
+    F = np.zeros(trials, dtype=np.int64)
+    billed = np.zeros(trials)
+    starts = np.zeros((trials, n))
+    switched = np.full(trials, -1, dtype=np.int64)  # checkpoint at the switch, -1 if it finished on spot
+    active = np.arange(trials)
+
+    def leave(trial: np.ndarray, when: np.ndarray, open_sessions: np.ndarray) -> None:
+        """Spot is left at `when`: sessions still open are billed to then."""
+        if trial[open_sessions].size:
+            billed[trial[open_sessions]] += billed_hours(when[open_sessions, None] - starts[trial[open_sessions]],
+                                                         gran, minimum).sum(axis=1)
+        switched[trial] = seg[trial]
+        T[trial] = when
+
+    while active.size:
+        g = rng.exponential(1.0 / lam, active.size) if lam > 0 else np.full(active.size, np.inf)
+        pos0 = seg[active] * s
+        rem = S - pos0
+        limit = L0 + pos0  # L at the current checkpoint
+        this = np.where(seg[active] < k - 1, s, s_k)
+        doomed = T[active] + this > limit + 1e-12  # the segment cannot end before the switch point
+        finish = ~doomed & (g >= rem)
+        T[active[finish]] += rem[finish]
+        out = doomed & (T[active] + g >= limit)  # no failure before the switch point
+        leave(active[out], limit[out], np.ones(out.sum(), dtype=bool))
+        fail = ~finish & ~out
+        fi, gf = active[fail], g[fail]
+        if fi.size:
+            tf = T[fi] + gf
+            event = rng.random(fi.size) < rho if 0 < rho < 1 else np.full(fi.size, rho >= 1)
+            slot = rng.integers(0, n, fi.size)
+            one, every = fi[~event], fi[event]
+            billed[one] += billed_hours(tf[~event] - starts[one, slot[~event]], gran, minimum)
+            starts[one, slot[~event]] = tf[~event]
+            back = tf.copy()
+            if every.size:
+                billed[every] += billed_hours(tf[event, None] - starts[every], gran, minimum).sum(axis=1)
+                back[event] += rng.exponential(wait, every.size) if wait > 0 else 0.0
+                starts[every] = back[event, None]
+            j = np.floor((pos0[fail] + gf) / s).astype(np.int64)
+            seg[fi] = np.clip(j, seg[fi], k - 1)
+            F[fi] += 1
+            resume = back + R
+            limit_now = L0 + seg[fi] * s
+            gone = limit_now < resume  # the switch point passes while restarting or waiting
+            # sessions are open at the switch unless it comes during a capacity wait (all released at the event)
+            open_sessions = ~(event[gone] & (limit_now[gone] < back[gone]))
+            leave(fi[gone], limit_now[gone], open_sessions)
+            T[fi[~gone]] = resume[~gone]
+            active = fi[~gone]
+        else:
+            active = fi
+    on_spot = switched < 0
+    billed[on_spot] += billed_hours(T[on_spot, None] - starts[on_spot], gran, minimum).sum(axis=1)
+    spot_billed = billed.copy()
+    od_billed = np.zeros(trials)
+    for j in np.unique(switched[~on_spot]):
+        trial = np.flatnonzero(switched == j)
+        left = inputs.work_h - j * p.tau
+        od = simulate(replace(inputs, work_h=left, spot_rate_per_node_h=0.0, capacity_wait_h=0.0,
+                              price_per_node_h=on_demand_price, time_budget_h=math.inf, storage_usd_per_h=0.0,
+                              egress_usd=0.0), trials=trial.size, seed=seed + 1 + int(j), tau=p.tau)
+        T[trial] += od.wall_h
+        od_billed[trial] = od.billed_node_h
+        F[trial] += od.failures
+    cost = (inputs.price_per_node_h * spot_billed + on_demand_price * od_billed + inputs.storage_usd_per_h * T
+            + inputs.egress_usd)
+    D = inputs.time_budget_h
+    met = T <= D + 1e-9 * max(1.0, abs(D))
+    return SimResult(wall_h=T, billed_node_h=spot_billed + od_billed, cost_usd=cost, failures=F,
+                     met_deadline=np.asarray(met, dtype=bool))

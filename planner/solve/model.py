@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 
 from planner.candidates.endpoints import Endpoint
 from planner.candidates.limits import COST_RESOLUTION_USD, Limits, budget_cents, node_cap, quota_mask
+from planner.solve import cpsat
 from planner.solve.bound import lp_bound, mip_optimum
 from planner.solve.outcome import SolveResult
 from planner.solve.rows import LinearRow, budget_rows, group_members, node_limit_rows, quota_rows
@@ -354,7 +355,7 @@ def _search(model: cp_model.CpModel, pick: list, start: list | None, time_limit_
     if start:
         for var, chosen in zip(pick, start):
             model.add_hint(var, chosen)
-    code = solver.solve(model, _StopAt(stop_at))
+    code = cpsat.run(solver, model, _StopAt(stop_at))
     status = solver.status_name(code)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return _Search(status, None, math.nan, math.nan, solver.deterministic_time, int(solver.parameters.num_workers))

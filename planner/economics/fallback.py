@@ -1,0 +1,171 @@
+"""Spot with an on-demand fallback (docs/cost-model.md §10): start on spot and move to on-demand the
+moment the slack left falls below what on-demand needs to finish from the last checkpoint (a restart
+and the work left) plus a margin, then finish there.
+
+Priced by a fast numeric method on the cost model's own grid, not by simulation. The switch rule
+makes the spot phase end exactly when the failure overhead Z (time lost to failures, restarts and
+capacity waits) passes a fixed level B: checkpoint i is reached at R + i·s + Z_i, and the job stays
+on spot through segment i only if Z_(i+1) <= D − margin − 2R − S − s_i. Z grows with i, so
+
+    P(stay on spot to the end) = P(Z_(k−1) <= B, Z_k <= B_k),
+    E[checkpoint at the switch; switch] = Σ_(i<k) P(Z_i <= B) − (k − 1)·P(stay),
+
+and Σ_i P(Z_i <= B) is one inverse FFT of Σ ψ^i = ψ(1 − ψ^(k−1))/(1 − ψ), ψ a segment's
+overhead transform (the same compound-geometric law as `costmodel._p_le`). The switch time given
+the checkpoint is fixed, so the time on spot follows; failures on spot from Wald's identity
+(failures per working hour λ); the on-demand phase is `costmodel.expected` of the work left at its
+mean. `planner.economics.simulate.simulate_fallback` replays the policy trial by trial (the tests
+hold the two within 2 % on cost and 2 points on P(deadline)).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+import numpy as np
+from scipy import fft as _fft
+
+from planner.economics import costmodel
+from planner.economics.costmodel import CandidateInputs, CostResult, segment_plan
+
+__all__ = ["FallbackResult", "margin_h", "switch_at", "unit", "expected"]
+
+PRICED = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste")
+"""The breakdown parts paid at a node-hour price (storage and egress are not)."""
+
+
+def margin_h(restart_h: float, tau: float) -> float:
+    """Slack kept beyond what on-demand needs: one restart and one checkpoint interval, what one
+    hardware failure on on-demand can cost at most."""
+    return restart_h + tau
+
+
+def switch_at(inputs: CandidateInputs, tau: float, checkpoint: int) -> float:
+    """L_i: the latest moment to still be on spot with `checkpoint` segments done; at L_i on-demand
+    needs R plus the segments left, which ends at D − margin."""
+    p = segment_plan(inputs, tau)
+    return inputs.time_budget_h - margin_h(p.R, p.tau) - p.R - (p.S - checkpoint * p.s)
+
+
+@dataclass(frozen=True)
+class FallbackResult:
+    """The policy at unit prices: node-hours paid at the spot price and at the on-demand price
+    (weighted by the chance of switching), per breakdown part."""
+
+    spot: dict  # PRICED part -> spot node-hours
+    on_demand: dict  # PRICED part -> on-demand node-hours, times P(switch)
+    wall_h: float
+    failures: float
+    p_deadline: float
+    p_switch: float
+    segments: int
+    checkpoint_interval_h: float
+
+    @property
+    def billed_node_h(self) -> float:
+        return math.fsum(self.spot.values()) + math.fsum(self.on_demand.values())
+
+    @property
+    def rounding_waste_node_h(self) -> float:
+        return self.spot["rounding_waste"] + self.on_demand["rounding_waste"]
+
+    def parts(self, spot_price: float, on_demand_price: float) -> dict:
+        """The priced breakdown parts in USD."""
+        return {k: self.spot[k] * spot_price + self.on_demand[k] * on_demand_price for k in PRICED}
+
+
+@lru_cache(maxsize=4096)
+def _alone(inputs: CandidateInputs, tau: float) -> CostResult:
+    """The same job on spot with no fallback and no deadline (its session count and rounding)."""
+    return costmodel.expected(replace(inputs, time_budget_h=math.inf), tau)
+
+
+def unit(inputs: CandidateInputs, tau: float | None = None) -> FallbackResult | None:
+    """The policy's expected outcome at unit prices; None when the deadline leaves no room for spot
+    (not even one failure-free segment before the switch point) or there is no deadline."""
+    p = segment_plan(inputs, tau)
+    D = inputs.time_budget_h
+    if not math.isfinite(D):
+        return None
+    k, s, s_k, R, S, lam, n = p.k, p.s, p.s_k, p.R, p.S, p.lam, p.n
+    margin = margin_h(R, p.tau)
+    B_k = D - margin - 2 * R - S - s_k  # the overhead the last segment may end with
+    B = D - margin - 2 * R - S - s if k > 1 else B_k
+    if B < 0 or B_k <= 0:
+        return None
+    if lam == 0:
+        stay, z_stay, below = 1.0, 0.0, float(k - 1)
+    else:
+        feat = s if k > 1 else s_k
+        N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * B_k / feat) + 2, real=True))))
+        h = B_k / (N - 2)
+        tilt, untilt, z1 = costmodel._grid(h, N)
+        waits = costmodel._wait_factor(p, h, z1)
+        x = np.arange(N) * h
+
+        def overhead(length: float) -> np.ndarray:  # one segment's overhead law, transformed
+            fail = -math.expm1(-lam * length)
+            return (1 - fail) / (1 - fail * _fft.rfft(costmodel._hat_trexp(lam, length, R, h, N) * tilt) * waits)
+
+        last = overhead(s_k)
+        if k == 1:
+            law = _fft.irfft(last, N) * untilt
+            below = 0.0
+        else:
+            full = overhead(s)
+            before = _fft.irfft(np.power(full, k - 1), N) * untilt  # Z_(k−1)
+            before[x > B] = 0.0  # switched before the last segment
+            law = _fft.irfft(_fft.rfft(before * tilt) * last, N) * untilt
+            gap = 1 - full
+            small = np.abs(gap) < 1e-12
+            series = np.where(small, (k - 1) * full,
+                              full * (1 - np.power(full, k - 1)) / np.where(small, 1.0, gap))  # Σ_(i<k) ψ^i
+            below = float(costmodel._half_cdf(_fft.irfft(series, N) * untilt, h, 0.0, B))
+        stay = min(1.0, max(0.0, float(costmodel._half_cdf(law, h, 0.0, B_k))))
+        z_stay = max(0.0, float(costmodel._half_cdf(law, h, 0.0, B_k, x)))
+    switch = 1.0 - stay
+    at_switch = min(max(below - (k - 1) * stay, 0.0), (k - 1) * switch)  # E[checkpoint at the switch; switch]
+    # time on spot: the run's end when it stays, the switch point L_J when it moves
+    on_spot = (R + S) * stay + z_stay + switch * (D - margin - R - S) + s * at_switch
+    working = (on_spot - R) / (1 + lam * (R + p.rho * p.wait))  # Wald: failures = λ · working time
+    failures = lam * working
+    busy = on_spot - failures * p.rho * p.wait  # capacity waits are not billed
+    alone = _alone(inputs, p.tau)
+    beta = 1 + p.rho * (n - 1)
+    if math.isfinite(alone.rounding_waste_node_h):
+        waste = alone.rounding_waste_node_h * (n + beta * failures) / (n + beta * alone.failures)
+    else:
+        waste = (n + beta * failures) * inputs.billing_granularity_h / 2
+    spot = {"compute": n * (p.tau * at_switch + inputs.work_h * stay), "checkpointing": n * p.C * (k * stay + at_switch),
+            "startup": n * R, "rounding_waste": waste}
+    spot["preemption_rework"] = max(0.0, n * busy - spot["compute"] - spot["checkpointing"] - spot["startup"])
+    on_demand = dict.fromkeys(PRICED, 0.0)
+    wall, p_deadline, total_failures = on_spot, stay, failures
+    left = inputs.work_h * switch - p.tau * at_switch
+    if switch > 1e-12 and left > 1e-12:
+        work = left / switch  # the work left at the switch, on average
+        k_left = costmodel._split(work, p.tau)[0]
+        od_inputs = replace(inputs, work_h=work, spot_rate_per_node_h=0.0, capacity_wait_h=0.0, price_per_node_h=1.0,
+                            storage_usd_per_h=0.0, egress_usd=0.0,
+                            time_budget_h=margin + R + work + k_left * p.C)
+        od = costmodel.expected(od_inputs, p.tau)
+        on_demand = {key: switch * od.breakdown[key] for key in PRICED}
+        wall += switch * od.wall_h
+        p_deadline += switch * od.p_deadline
+        total_failures += switch * od.failures
+    return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline), switch, k, p.tau)
+
+
+def expected(inputs: CandidateInputs, on_demand_price: float, tau: float | None = None) -> CostResult | None:
+    """The policy's expected outcome in USD: `inputs` priced at spot, the fallback at `on_demand_price`."""
+    result = unit(inputs, tau)
+    if result is None:
+        return None
+    breakdown = result.parts(inputs.price_per_node_h, on_demand_price)
+    breakdown["storage"] = inputs.storage_usd_per_h * result.wall_h
+    breakdown["egress"] = inputs.egress_usd
+    return CostResult(wall_h=result.wall_h, failures=result.failures, billed_node_h=result.billed_node_h,
+                      rounding_waste_node_h=result.rounding_waste_node_h, p_deadline=result.p_deadline,
+                      cost_usd=math.fsum(breakdown.values()), breakdown=breakdown, segments=result.segments,
+                      checkpoint_interval_h=result.checkpoint_interval_h)

@@ -1,0 +1,96 @@
+"""Spot with an on-demand fallback (cost-model §10): the fast numeric price against a trial-by-trial
+replay of the same policy (`simulate_fallback`). The issue's bar: within 2 % on cost and 2 points on
+P(deadline)."""
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import pytest
+
+from planner.economics import costmodel, fallback
+from planner.economics.costmodel import CandidateInputs
+from planner.economics.simulate import simulate, simulate_fallback
+
+ON_DEMAND = 98.32  # p5.48xlarge on demand (us-east-1); the spot price below is a third of it
+
+CASES = {
+    # a 4-node pretrain at the fitted AWS rates (0.05 preemptions per node-hour, 1.35 h capacity waits)
+    "4 nodes, loose deadline": dict(work_h=100, checkpoint_write_h=0.05, restart_h=0.25, nodes=4, gpus_per_node=8,
+                                    spot_rate_per_node_h=0.05, capacity_wait_h=1.35, time_budget_h=140,
+                                    checkpoint_interval_h=2),
+    "4 nodes, tight deadline": dict(work_h=100, checkpoint_write_h=0.05, restart_h=0.25, nodes=4, gpus_per_node=8,
+                                    spot_rate_per_node_h=0.05, capacity_wait_h=1.35, time_budget_h=115,
+                                    checkpoint_interval_h=2),
+    "busy spot market": dict(work_h=30, checkpoint_write_h=0.1, restart_h=0.5, nodes=2, gpus_per_node=8,
+                             spot_rate_per_node_h=0.2, capacity_wait_h=2.0, time_budget_h=45, checkpoint_interval_h=1),
+    "stateless items": dict(work_h=10, restart_h=0.1, nodes=1, gpus_per_node=4, spot_rate_per_node_h=0.1,
+                            capacity_wait_h=0.5, time_budget_h=14, interruption_tolerance="stateless",
+                            checkpoint_interval_h=0.05),
+    "16 nodes": dict(work_h=200, checkpoint_write_h=0.1, restart_h=0.75, nodes=16, gpus_per_node=8,
+                     spot_rate_per_node_h=0.02, capacity_wait_h=1.35, time_budget_h=260, checkpoint_interval_h=1.5),
+    "hourly billing": dict(work_h=50, checkpoint_write_h=0.1, restart_h=0.5, nodes=2, gpus_per_node=8,
+                           spot_rate_per_node_h=0.05, capacity_wait_h=1.0, time_budget_h=70, checkpoint_interval_h=2,
+                           billing_granularity_h=1.0, billing_minimum_h=1.0),
+}
+
+
+def _inputs(case: dict) -> CandidateInputs:
+    return CandidateInputs(price_per_node_h=ON_DEMAND / 3, storage_usd_per_h=0.5, egress_usd=10.0, **case)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_price_agrees_with_the_replayed_policy(name):
+    inputs = _inputs(CASES[name])
+    priced = fallback.expected(inputs, ON_DEMAND)
+    replayed = simulate_fallback(inputs, ON_DEMAND, trials=8000, seed=3)
+    ratio = priced.cost_usd / replayed.mean()
+    print(f"{name}: analytic ${priced.cost_usd:,.2f} vs replay ${replayed.mean():,.2f} (ratio {ratio:.4f}); "
+          f"P(deadline) {priced.p_deadline:.3f} vs {replayed.p_deadline:.3f}")
+    assert abs(ratio - 1) < 0.02
+    assert abs(priced.p_deadline - replayed.p_deadline) < 0.02
+    assert abs(priced.wall_h / replayed.mean("wall_h") - 1) < 0.02
+    assert math.isclose(sum(priced.breakdown.values()), priced.cost_usd, rel_tol=1e-12)
+
+
+def test_it_meets_deadlines_spot_alone_misses_for_less_than_on_demand():
+    inputs = _inputs(CASES["4 nodes, loose deadline"])
+    alone = costmodel.expected(inputs)
+    on_demand = costmodel.expected(replace(inputs, spot_rate_per_node_h=0.0, capacity_wait_h=0.0,
+                                           price_per_node_h=ON_DEMAND))
+    policy = fallback.expected(inputs, ON_DEMAND)
+    assert alone.p_deadline < 0.1 and policy.p_deadline > 0.99 and on_demand.p_deadline > 0.99
+    assert alone.cost_usd < policy.cost_usd < on_demand.cost_usd
+
+
+def test_without_preemptions_it_is_spot():
+    inputs = replace(_inputs(CASES["4 nodes, loose deadline"]), spot_rate_per_node_h=0.0, hw_failure_per_gpu_h=0.0)
+    policy = fallback.unit(inputs)
+    assert policy.p_switch == 0 and policy.p_deadline == 1
+    assert math.isclose(fallback.expected(inputs, ON_DEMAND).cost_usd, costmodel.expected(inputs).cost_usd,
+                        rel_tol=1e-9)
+
+
+def test_a_generous_deadline_rarely_switches():
+    inputs = replace(_inputs(CASES["4 nodes, loose deadline"]), time_budget_h=400)
+    policy = fallback.expected(inputs, ON_DEMAND)
+    assert fallback.unit(inputs).p_switch < 1e-3
+    assert math.isclose(policy.cost_usd, costmodel.expected(inputs).cost_usd, rel_tol=0.01)
+
+
+def test_no_room_for_spot_is_no_candidate():
+    inputs = _inputs(CASES["4 nodes, tight deadline"])
+    assert fallback.unit(replace(inputs, time_budget_h=inputs.work_h + 2)) is None
+    assert fallback.unit(replace(inputs, time_budget_h=math.inf)) is None
+
+
+def test_the_replay_switches_exactly_at_the_switch_point():
+    """With no failures on demand, a switched trial ends at L_J + R + (work left): D − margin."""
+    inputs = replace(_inputs(CASES["busy spot market"]), hw_failure_per_gpu_h=0.0)
+    replayed = simulate_fallback(inputs, ON_DEMAND, trials=2000, seed=5)
+    p = costmodel.segment_plan(inputs)
+    late = replayed.wall_h[replayed.wall_h > inputs.time_budget_h - fallback.margin_h(p.R, p.tau) - 1e-6]
+    assert late.size > 100  # the busy market switches often
+    assert late.max() == pytest.approx(inputs.time_budget_h - fallback.margin_h(p.R, p.tau), abs=1e-6)
+    alone = simulate(inputs, trials=2000, seed=5)
+    assert replayed.p_deadline == 1.0 > alone.p_deadline
