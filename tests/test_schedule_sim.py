@@ -70,7 +70,7 @@ def tight_quarter(tmp_path: Path) -> Path:
     work: {{gpu_hours: 14, reference_gpu: A10G}}
     gpus: 1
     checkpoint: {{every: auto, write_time: 2m, size: 10GiB}}
-    allow: {{providers: [aws], gpus: [A10G]}}
+    allow: {{providers: [aws], gpus: [A10G], markets: [spot]}}
     due: {(dt.datetime(2027, 1, 4) + dt.timedelta(hours=22 * (k + 1))).isoformat(timespec="minutes")}
 """ + (f"    after: [tune-{k - 1}]\n" if k else ""))
     path = tmp_path / "tight.yaml"

@@ -100,11 +100,15 @@ def _check_run(loaded: LoadedQuarter, run, r: dict, offers: dict) -> list[str]:
         bad(message)
     out += [f"{run.name}: {m}" for m in placement_violations(run, offer, catalog)]
     market = r["market"]
-    if market == "spot":
+    if market != "reserved" and not run.allows_market(market):
+        bad(f"market {market} is ruled out by allow.markets/forbid.markets")
+    if market in ("spot", "spot_fallback"):
         if number(offer["spot_usd_h"]) is None:
-            bad(f"spot, but {key} has no spot price")
+            bad(f"{market}, but {key} has no spot price")
         if run.interruption_tolerance == "none":
-            bad("spot, but interruption_tolerance is none")
+            bad(f"{market}, but interruption_tolerance is none")
+        if market == "spot_fallback" and number(offer["on_demand_usd_h"]) is None:
+            bad(f"spot_fallback, but {key} has no on-demand price to fall back to")
     elif market == "on_demand":
         if number(offer["on_demand_usd_h"]) is None:
             bad(f"on-demand, but {key} has no on-demand price")

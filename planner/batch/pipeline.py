@@ -61,8 +61,8 @@ class BatchPlan:
 
 def _inputs(row, run: Workload, hw_rate: float) -> costmodel.CandidateInputs:
     return cost_inputs(run, work_h=row.work_h, nodes=int(row.nodes), gpus_per_node=int(row.gpus_per_node),
-                       lam_spot=float(row.lam_spot) if row.market == "spot" else 0.0,
-                       capacity_wait_h=float(row.capacity_wait_h) if row.market == "spot" else 0.0,
+                       lam_spot=float(row.lam_spot) if row.market != "on_demand" else 0.0,
+                       capacity_wait_h=float(row.capacity_wait_h) if row.market != "on_demand" else 0.0,
                        price=float(row.price_per_node_h), granularity_h=row.billing_granularity_h,
                        minimum_h=row.billing_minimum_h, hw_rate=hw_rate, checkpoint_interval_h=row.checkpoint_interval_h)
 
@@ -126,20 +126,21 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
         if why and level == 1.0:
             reason = why
         if not frame.empty:
-            frames.append(frame.assign(pool=-1))
+            frames.append(frame.assign(pool=-1, budget_h=window_h * level))
     for p, (offer, token, offer_rates) in enumerate(prices.pool_offers):
         reserved = workload.model_copy(update={"time_budget": window_h})
         frame, _, _ = workload_candidates(reserved, catalog, scenario, offer, limits, exhaustive=True,
                                           offers_key=token, prices=offer_rates, cache=cache)
         if not frame.empty:  # compute is prepaid with the reservation: only storage and data move cost money
-            frame = frame.assign(pool=p, market="reserved", cid=frame["cid"].str.replace("|on_demand|", "|reserved|"),
+            frame = frame.assign(pool=p, market="reserved", budget_h=window_h, cid=frame["cid"].str.replace("|on_demand|", "|reserved|"),
                                  cost_usd=frame["usd_storage"] + frame["usd_egress"])
             frames.append(frame)
     if not frames:
         return pd.DataFrame(), reason or "no candidate fits its window"
     cands = pd.concat(frames, ignore_index=True).drop_duplicates("cid")
     cands["cost_cents"] = to_cents(cands["cost_usd"])
-    wall_q = [_completion_quantile(_inputs(row, workload, hw_rate), q, cache) for row in cands.itertuples(index=False)]
+    wall_q = [row.budget_h if row.market == "spot_fallback" else  # §10: it falls back in time to end by then
+              _completion_quantile(_inputs(row, workload, hw_rate), q, cache) for row in cands.itertuples(index=False)]
     cands["wall_q_h"] = wall_q
     cands["duration_steps"] = np.ceil(np.array(wall_q) / loaded.step_h - 1e-9).astype(int).clip(min=1)
     cands = cands[cands["duration_steps"] <= due - release]

@@ -246,9 +246,9 @@ def _capacities(workload: Workload, catalog: Catalog, offer, tp: int, headroom: 
 
 def _markets(workload: Workload, offer):
     """(market, price, preemptions per node-hour, correlation, capacity wait) of each market the offer has."""
-    if not _missing(offer.on_demand_usd_h):
+    if not _missing(offer.on_demand_usd_h) and workload.allows_market("on_demand"):
         yield "on_demand", offer.on_demand_usd_h, 0.0, 0.0, 0.0
-    if workload.interruption_tolerance != "none" and not _missing(offer.spot_usd_h):
+    if workload.interruption_tolerance != "none" and not _missing(offer.spot_usd_h) and workload.allows_market("spot"):
         lam = 0.0 if _missing(offer.spot_preemption_per_h) else offer.spot_preemption_per_h
         yield "spot", offer.spot_usd_h, lam, float(offer.spot_correlation), float(offer.spot_capacity_wait_h)
 

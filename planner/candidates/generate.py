@@ -19,7 +19,7 @@ import pandas as pd
 from planner.candidates.cache import CandidateCache
 from planner.candidates.endpoints import endpoint_options
 from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, quota_mask, to_cents
-from planner.economics import costmodel, screen
+from planner.economics import costmodel, fallback, screen
 from planner.economics.inputs import cost_inputs
 from planner.load.catalog import Catalog, offers_for
 from planner.physics.estimate import Estimate, Shape, checkpoint_size_gib, estimate, layout_text
@@ -32,6 +32,9 @@ NODE_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384,
 """Node counts considered between a workload's bounds (plus the bounds): dense where it matters."""
 
 BREAKDOWN = costmodel.BREAKDOWN_KEYS
+FALLBACK_MIN_SWITCH = 1e-3
+"""A spot_fallback candidate that would switch in fewer runs than this is its spot twin (and one with no room
+for spot before its switch point is none): neither is offered."""
 
 
 @dataclass
@@ -110,7 +113,12 @@ def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataF
         markets.append(spot.assign(market="spot", price=spot["spot_usd_h"],
                                    lam_spot=spot["spot_preemption_per_h"].fillna(0.0),
                                    correlation=spot["spot_correlation"], wait_h=spot["spot_capacity_wait_h"]))
+        if workload.time_budget:  # §10: the fallback acts on the slack before the deadline
+            both = spot[spot["on_demand_usd_h"].notna()]
+            markets.append(markets[-1].loc[both.index].assign(market="spot_fallback"))
     rows = pd.concat(markets, ignore_index=True)
+    rows = rows[rows["market"].map(workload.allows_market).astype(bool)].reset_index(drop=True)
+    rows["fallback"] = rows["market"] == "spot_fallback"
     if rows.empty:
         return rows.assign(nodes=pd.Series(dtype=int))
     caps = rows["max_nodes"].astype(float).fillna(math.inf)
@@ -135,7 +143,7 @@ def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataF
 
 SHAPE_COLUMNS = ["gpu", "gpus_per_node", "nodes", "gpu_vram_gib", "intra_node", "intra_node_gbs", "inter_node",
                  "inter_node_gbps"]
-TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "wait_h", "granularity_h", "minimum_h"]
+TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "wait_h", "granularity_h", "minimum_h", "fallback"]
 _PHYSICS_IRRELEVANT = {"name", "description", "time_budget", "checkpoint", "restart_overhead",
                        "interruption_tolerance", "data", "allow", "forbid"}
 def _estimate(workload: Workload, physics: str, catalog: Catalog, shape: Shape, headroom: float,
@@ -292,15 +300,16 @@ _COST_SETTINGS = {"checkpoint", "restart_overhead", "interruption_tolerance"}
 class _Exact:
     """The cost model at price 1 with no deadline, and the result with P(T <= D) per deadline D met so far."""
 
-    unit: costmodel.CostResult
+    unit: costmodel.CostResult | None  # None for spot_fallback, whose every figure depends on the deadline
     inputs: costmodel.CandidateInputs
     tau: float
     by_deadline: dict = field(default_factory=dict)
 
-    def at(self, budget: float) -> costmodel.CostResult:
+    def at(self, budget: float) -> costmodel.CostResult | fallback.FallbackResult | None:
         if budget not in self.by_deadline:
-            on_time = costmodel.p_deadline(replace(self.inputs, time_budget_h=budget), self.tau)
-            self.by_deadline[budget] = replace(self.unit, p_deadline=on_time)
+            deadlined = replace(self.inputs, time_budget_h=budget)
+            self.by_deadline[budget] = (fallback.unit(deadlined, self.tau) if self.unit is None else
+                                        replace(self.unit, p_deadline=costmodel.p_deadline(deadlined, self.tau)))
         return self.by_deadline[budget]
 
 
@@ -319,8 +328,9 @@ def _exact(workload: Workload, row, hw_rate: float, fingerprint: tuple, cache: C
                                      checkpoint_interval_h=_fixed_interval(workload, row.work_h, row.item_h),
                                      capacity_wait_h=float(row.wait_h)),
                          time_budget_h=math.inf)
-        tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h
-        cache.keep(cache.exact, shared, _Exact(costmodel.expected(inputs, tau), inputs, tau))
+        tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h  # spot's own, for a fallback
+        unit = None if row.fallback else costmodel.expected(inputs, tau)
+        cache.keep(cache.exact, shared, _Exact(unit, inputs, tau))
     return cache.exact[shared]
 
 
@@ -334,9 +344,12 @@ def _auto_interval(inputs: costmodel.CandidateInputs) -> float:
     return costmodel.best_interval(inputs, candidates=[quick])  # never worse than the screen's upper bound
 
 
-def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.CostResult, memory_gib: float,
-                   precision: str | None, parallelism: str = "") -> dict:
-    parts = {k: unit.breakdown[k] * row.price for k in BREAKDOWN if k not in ("storage", "egress")}
+def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.CostResult | fallback.FallbackResult,
+                   memory_gib: float, precision: str | None, parallelism: str = "") -> dict:
+    if row.fallback:
+        parts = unit.parts(row.price, row.fallback_price)
+    else:
+        parts = {k: unit.breakdown[k] * row.price for k in BREAKDOWN if k not in ("storage", "egress")}
     parts["storage"] = row.storage_h * unit.wall_h
     parts["egress"] = row.egress
     cost = math.fsum(parts.values())
@@ -347,6 +360,7 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
         "gpu": row.gpu, "gpu_family": row.gpu_family, "gpus_per_node": int(row.gpus_per_node),
         "nodes": int(row.nodes), "gpus": int(row.gpus), "market": row.market, "max_nodes": row.max_nodes,
         "price_per_node_h": float(row.price), "lam_spot": float(row.lam_spot), "capacity_wait_h": float(row.wait_h),
+        "fallback_price_per_node_h": float(row.fallback_price), "p_fallback": unit.p_switch if row.fallback else 0.0,
         "checkpoint_interval_h": unit.checkpoint_interval_h, "segments": unit.segments,
         "work_h": row.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
         "rounding_waste_node_h": unit.rounding_waste_node_h, "p_deadline": unit.p_deadline,
@@ -459,9 +473,9 @@ PRICE_COLUMNS = ("on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h")
 _SCREENS_KEPT = 4  # preemption states kept per rows entry (a preemption sweep changes it every point)
 _OFFER_ROW = "_offer_row"
 _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egress", "key", "market", "provider",
-                                "region", "instance_type", "gpu_family", "gpus", "max_nodes", "wait_h", "correlation"]
+                                "region", "instance_type", "gpu_family", "gpus", "max_nodes", "wait_h", "correlation", "fallback"]
 """What `_exact` and `_candidate_row` read of a row, besides the point's price, λ and physics."""
-_Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h"])
+_Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"])
 
 
 def offers_token(offers: pd.DataFrame) -> str:
@@ -485,7 +499,8 @@ class _Rows:
     considered: int
     columns: dict = field(default_factory=dict)  # base[_ROW_COLUMNS] as arrays (strings as Python objects)
     offer_row: np.ndarray | None = None
-    spot: np.ndarray | None = None
+    spot: np.ndarray | None = None  # priced at spot: spot and spot_fallback rows
+    fallback: np.ndarray | None = None  # spot_fallback rows, which also carry the on-demand price
     twin: np.ndarray | None = None  # twin group, before splitting by λ
     timing: np.ndarray | None = None  # timing key without λ
     signature: np.ndarray | None = None
@@ -494,7 +509,7 @@ class _Rows:
     market_rank: np.ndarray | None = None
     shape: np.ndarray | None = None  # row -> its hardware shape's number
     shapes: list[Shape] = field(default_factory=list)  # by number
-    twins: dict = field(default_factory=dict)  # λ digest -> `_twin_groups`
+    twins: dict = field(default_factory=dict)  # digest of λ and fallback prices -> `_twin_groups`
     physics: dict = field(default_factory=dict)  # `_Physics.key` -> _Physics
     screens: dict = field(default_factory=dict)  # λ digest -> {(physics, cost settings, hw_rate) -> _Screen}
 
@@ -523,7 +538,7 @@ def _rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Li
     if token is None:
         return _build_rows(workload, catalog, offers, limits)
     key = (token, repr(limits), _grouped(workload, limits), workload.model_dump_json(include=_EXPANSION_FIELDS),
-           workload.interruption_tolerance == "none", _stored_gib(workload, catalog))
+           workload.interruption_tolerance == "none", bool(workload.time_budget), _stored_gib(workload, catalog))
     if key not in cache.rows:
         if sum(len(r.base) for r in cache.rows.values() if r.base is not None) >= cache.max_rows:
             cache.rows.clear()
@@ -553,7 +568,8 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limi
     shape = number(SHAPE_COLUMNS)
     first = np.unique(shape, return_index=True)[1]
     return _Rows(catalog, base, reason, considered, columns={c: base[c].to_numpy() for c in _ROW_COLUMNS},
-                 offer_row=base[_OFFER_ROW].to_numpy(), spot=(base["market"] == "spot").to_numpy(),
+                 offer_row=base[_OFFER_ROW].to_numpy(), spot=(base["market"] != "on_demand").to_numpy(),
+                 fallback=base["fallback"].to_numpy(bool),
                  twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
                  timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]), signature=number(signature),
                  units=base["units"].to_numpy(float), key_rank=pd.factorize(base["key"], sort=True)[0],
@@ -566,8 +582,9 @@ def offer_prices(offers: pd.DataFrame) -> dict[str, np.ndarray]:
     return {c: offers[c].to_numpy(dtype=float, na_value=np.nan) for c in PRICE_COLUMNS}
 
 
-def _prices(rows: _Rows, prices: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """This call's price and spot preemption rate per row, mapped in from its offers' `offer_prices`."""
+def _prices(rows: _Rows, prices: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """This call's price, spot preemption rate and fallback (on-demand) price per row (NaN but on
+    spot_fallback rows), mapped in from its offers' `offer_prices`."""
     def column(name: str) -> np.ndarray:
         return prices[name][rows.offer_row]
 
@@ -576,28 +593,30 @@ def _prices(rows: _Rows, prices: dict[str, np.ndarray]) -> tuple[np.ndarray, np.
     events = costmodel.spot_event_rate(np.nan_to_num(column("spot_preemption_per_h"), nan=0.0), nodes,
                                        rows.columns["correlation"].astype(float))
     lam = np.where(rows.spot, events / nodes, 0.0)  # preemption events per node-hour as the job sees them
-    return price, lam
+    return price, lam, np.where(rows.fallback, column("on_demand_usd_h"), np.nan)
 
 
-def _twin_groups(rows: _Rows, lam: np.ndarray, state: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Rows ordered by (twin group split by λ, offer key, position) and where each group starts,
-    kept per preemption state: only prices then change which twin is cheapest."""
+def _twin_groups(rows: _Rows, split: np.ndarray, state: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """Rows ordered by (twin group split by `split`, offer key, position) and where each group starts,
+    kept per `state` (the digest of `split`): only prices then change which twin is cheapest."""
     if state not in rows.twins:
         if len(rows.twins) >= _SCREENS_KEPT:
             rows.twins.pop(next(iter(rows.twins)))
-        lam_code = pd.factorize(lam)[0]
-        twins = rows.twin * (lam_code.max() + 1) + lam_code
-        order = np.lexsort((np.arange(len(lam)), rows.key_rank, twins))
+        code = pd.factorize(split)[0]
+        twins = rows.twin * (code.max() + 1) + code
+        order = np.lexsort((np.arange(len(split)), rows.key_rank, twins))
         starts = np.flatnonzero(np.r_[True, twins[order][1:] != twins[order][:-1]])
         rows.twins[state] = order, starts
     return rows.twins[state]
 
 
-def _cheapest_twins(rows: _Rows, price: np.ndarray, lam: np.ndarray, state: bytes) -> np.ndarray:
+def _cheapest_twins(rows: _Rows, price: np.ndarray, lam: np.ndarray, fallback_price: np.ndarray) -> np.ndarray:
     """Of rows identical in everything the cost and the limits depend on but the price (the same
     instance in many regions, say), the positions of the cheapest (ties: the first offer key,
-    then the first row). The others are dominated before any physics is computed."""
-    order, starts = _twin_groups(rows, lam, state)
+    then the first row). The others are dominated before any physics is computed. Twins share λ
+    and, on spot_fallback rows, the on-demand price they fall back to."""
+    split = lam + 1j * np.nan_to_num(fallback_price, nan=0.0)
+    order, starts = _twin_groups(rows, split, hashlib.sha1(split.tobytes()).digest())
     ordered = price[order]
     cheapest = ordered == np.repeat(np.minimum.reduceat(ordered, starts), np.diff(np.r_[starts, len(order)]))
     hits = np.flatnonzero(cheapest)  # in group order, so each group's first hit is its pick
@@ -657,9 +676,9 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         return none, rows.reason, rows.considered, None
     headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
     q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
-    price, lam = _prices(rows, prices)
+    price, lam, fallback_price = _prices(rows, prices)
     state = hashlib.sha1(lam.tobytes()).digest()  # the preemption state: what screening depends on
-    at = np.arange(len(price)) if exhaustive else _cheapest_twins(rows, price, lam, state)
+    at = np.arange(len(price)) if exhaustive else _cheapest_twins(rows, price, lam, fallback_price)
     physics = _physics(rows, workload, catalog, headroom, cache)
     work_h, item_h = physics.work_h[rows.shape], physics.item_h[rows.shape]
     fits = work_h[at] < math.inf
@@ -687,15 +706,17 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     waits = bound["ef"] * rho * column["wait_h"][at].astype(float)  # capacity waits: wall time, storage only
     lo = (p * nodes + storage) * bound["et_lo"] + egress
     hi = (p * nodes + storage) * bound["et"] + p * waste_hi + storage * waits + egress
+    falls_back = rows.fallback[at]  # cuts spot's long tail on demand: only the failure-free time bounds it below
+    lo[falls_back] = ((np.minimum(p, fallback_price[at]) * nodes + storage) * bound["t0"] + egress)[falls_back]
     signature, units = rows.signature[at], rows.units[at]
     if not exhaustive:
-        certain = (bound["t0_hi"] <= budget) & (bound["p0"] >= q)
+        certain = (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~falls_back
         keep = ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain])
         at, key, lo, nodes, signature, units = (a[keep] for a in (at, key, lo, nodes, signature, units))
     order = np.lexsort((at, nodes, rows.market_rank[at], rows.key_rank[at], lo))
     at, key, lo, signature, units = (a[order] for a in (at, key, lo, signature, units))
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
-    columns += [a[at].tolist() for a in (price, lam, work_h, item_h)]
+    columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
     out, missed, chosen, dominator_hi, runaway = [], [], [], [], []
     alive, done = np.ones(len(at), dtype=bool), 0
     for i, row in enumerate(map(_Row._make, zip(*columns))):
@@ -705,9 +726,11 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         if exact is None:
             exact = screen.exact[key[i]] = _exact(workload, row, hw_rate, fingerprint, cache)
         unit = exact.at(budget)
+        if unit is None or row.fallback and unit.p_switch < FALLBACK_MIN_SWITCH:
+            continue
         if unit.p_deadline < q:
             missed.append((row, unit))
-        elif not unit.billed_node_h * row.price <= MAX_CANDIDATE_USD:  # also inf and NaN
+        elif not unit.billed_node_h * np.fmax(row.price, row.fallback_price) <= MAX_CANDIDATE_USD:  # inf, NaN
             runaway.append(row)
         else:
             est = physics.estimates[rows.shape[at[i]]]

@@ -94,12 +94,15 @@ def unit(inputs: CandidateInputs, tau: float | None = None) -> FallbackResult | 
     B = D - margin - 2 * R - S - s if k > 1 else B_k
     if B < 0 or B_k <= 0:
         return None
+    lost = costmodel._trexp_mean(lam, s) if lam > 0 else 0.0  # work lost per failure, on average
+    lump = lost + R + p.rho * p.wait  # what a failure adds: lost work, a restart, maybe a capacity wait
     if lam == 0:
-        stay, z_stay, below = 1.0, 0.0, float(k - 1)
+        stay, z_stay, below, cut = 1.0, 0.0, float(k - 1), np.zeros(3)
     else:
         feat = s if k > 1 else s_k
-        N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * B_k / feat) + 2, real=True))))
-        h = B_k / (N - 2)
+        span = B_k + 12 * lump + 4 * s  # room for the overshoot past the switch level
+        N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * span / feat) + 2, real=True))))
+        h = span / (N - 2)
         tilt, untilt, z1 = costmodel._grid(h, N)
         waits = costmodel._wait_factor(p, h, z1)
         x = np.arange(N) * h
@@ -108,29 +111,53 @@ def unit(inputs: CandidateInputs, tau: float | None = None) -> FallbackResult | 
             fail = -math.expm1(-lam * length)
             return (1 - fail) / (1 - fail * _fft.rfft(costmodel._hat_trexp(lam, length, R, h, N) * tilt) * waits)
 
+        def law(transform: np.ndarray) -> np.ndarray:
+            return _fft.irfft(transform, N) * untilt
+
+        def overshoot(masses: np.ndarray, level: float, length: float) -> np.ndarray:
+            """E[O], E[(O − length)^+] and P(O > length) over the masses above `level`, O = Z − level."""
+            above = x > level
+            o = x[above] - level
+            return np.array([masses[above] @ o, masses[above] @ np.maximum(o - length, 0.0),
+                             masses[above] @ (o > length)])
+
         last = overhead(s_k)
         if k == 1:
-            law = _fft.irfft(last, N) * untilt
-            below = 0.0
+            start = np.zeros(N)
+            start[0] = 1.0  # Z_0 = 0
+            ends = law(last)
+            below, cut = 0.0, np.zeros(3)
         else:
             full = overhead(s)
-            before = _fft.irfft(np.power(full, k - 1), N) * untilt  # Z_(k−1)
-            before[x > B] = 0.0  # switched before the last segment
-            law = _fft.irfft(_fft.rfft(before * tilt) * last, N) * untilt
             gap = 1 - full
             small = np.abs(gap) < 1e-12
             series = np.where(small, (k - 1) * full,
-                              full * (1 - np.power(full, k - 1)) / np.where(small, 1.0, gap))  # Σ_(i<k) ψ^i
-            below = float(costmodel._half_cdf(_fft.irfft(series, N) * untilt, h, 0.0, B))
-        stay = min(1.0, max(0.0, float(costmodel._half_cdf(law, h, 0.0, B_k))))
-        z_stay = max(0.0, float(costmodel._half_cdf(law, h, 0.0, B_k, x)))
+                              full * (1 - np.power(full, k - 1)) / np.where(small, 1.0, gap))  # Σ_(0<i<k) ψ^i
+            visits = law(series)  # Σ_(0<i<k) P(Z_i ∈ dz)
+            below = float(costmodel._half_cdf(visits, h, 0.0, B))
+            start = law(np.power(full, k - 1))  # Z_(k−1)
+            earlier = visits - start  # Σ_(0<i<k−1)
+            earlier[0] += 1.0  # and Z_0 = 0: the segments that may end in a switch before the last
+            earlier[x > B] = 0.0
+            cut = overshoot(law(_fft.rfft(earlier * tilt) * full), B, s)
+        start[x > B] = 0.0  # still on spot when the last segment begins
+        ends = law(_fft.rfft(start * tilt) * last)
+        stay = min(1.0, max(0.0, float(costmodel._half_cdf(ends, h, 0.0, B_k))))
+        z_stay = max(0.0, float(costmodel._half_cdf(ends, h, 0.0, B_k, x)))
+        cut = cut + overshoot(ends, B_k, s_k)
     switch = 1.0 - stay
     at_switch = min(max(below - (k - 1) * stay, 0.0), (k - 1) * switch)  # E[checkpoint at the switch; switch]
     # time on spot: the run's end when it stays, the switch point L_J when it moves
     on_spot = (R + S) * stay + z_stay + switch * (D - margin - R - S) + s * at_switch
-    working = (on_spot - R) / (1 + lam * (R + p.rho * p.wait))  # Wald: failures = λ · working time
-    failures = lam * working
-    busy = on_spot - failures * p.rho * p.wait  # capacity waits are not billed
+    # Wald's identity holds where segments end: the virtual run to the end of the segment it left, O beyond
+    # the switch point, whose last min(O, s_J) is work and the rest failures like any other
+    over, over_tail, beyond = cut
+    virtual = on_spot + over
+    working = (virtual - R) / (1 + lam * (R + p.rho * p.wait))  # failures = λ · working time
+    share = (lost + R) / lump if lump > 0 else 1.0  # of a failure's time, what is billed
+    busy = virtual - lam * working * p.rho * p.wait - (over - over_tail) - over_tail * share
+    # the failure whose lump the switch point cuts came before it; any after it did not happen
+    failures = lam * working - (max(over_tail / lump - beyond, 0.0) if lump > 0 else 0.0)
     alone = _alone(inputs, p.tau)
     beta = 1 + p.rho * (n - 1)
     if math.isfinite(alone.rounding_waste_node_h):

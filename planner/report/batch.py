@@ -2,6 +2,7 @@
 table, the JSON contract or one sectioned CSV."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pandas as pd
@@ -84,14 +85,17 @@ REPLAY_FIELDS = ("gpus_per_node", "pool", "checkpoint_interval_h", "inputs")
 
 def _process(loaded, run, row) -> dict:
     """What `planner simulate` needs to draw the run's wall time again: the cost model's process."""
-    spot = row["market"] == "spot"
+    spot = row["market"] in ("spot", "spot_fallback")
     interval = float(row["checkpoint_interval_h"])
+    process = process_json(run, work_h=float(row["work_h"]), nodes=int(row["nodes"]), gpus=int(row["gpus"]),
+                           lam_spot=float(row["lam_spot"]) if spot else 0.0,
+                           hw_rate=loaded.quarter.defaults.hardware_failure_per_gpu_h,
+                           capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0)
+    if row["market"] == "spot_fallback":  # the slack it switches against, from its start (cost-model §10)
+        process["time_budget_h"] = float(row["budget_h"])
     return {"gpus_per_node": int(row["gpus_per_node"]), "pool": int(row["pool"]),
             "checkpoint_interval_h": interval if interval == interval and interval != float("inf") else None,
-            "inputs": process_json(run, work_h=float(row["work_h"]), nodes=int(row["nodes"]), gpus=int(row["gpus"]),
-                                   lam_spot=float(row["lam_spot"]) if spot else 0.0,
-                                   hw_rate=loaded.quarter.defaults.hardware_failure_per_gpu_h,
-                                   capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0)}
+            "inputs": process}
 
 
 def _endpoints(plan: BatchPlan) -> list[dict]:
@@ -188,7 +192,7 @@ def schedule_replay(loaded, data: dict, trials: int, seed: int) -> dict:
 
     from planner.economics.inputs import inputs_from_process
     from planner.economics.schedule_sim import PlannedRun, replay_schedule
-    from planner.economics.simulate import simulate
+    from planner.economics.simulate import simulate, simulate_fallback
 
     quarter = loaded.quarter
     horizon = quarter.horizon
@@ -200,7 +204,11 @@ def schedule_replay(loaded, data: dict, trials: int, seed: int) -> dict:
         run, i = by_name[r["run"]], r["inputs"]
         inputs = inputs_from_process(i, nodes=int(r["nodes"]), gpus_per_node=int(r["gpus_per_node"]),
                                      checkpoint_interval_h=r["checkpoint_interval_h"])  # wall time only: no prices
-        walls[run.name] = simulate(inputs, trials, seed + number).wall_h
+        if r["market"] == "spot_fallback":  # wall time only: the on-demand price does not move it
+            walls[run.name] = simulate_fallback(dataclasses.replace(inputs, time_budget_h=i["time_budget_h"]), 1.0,
+                                                trials, seed + number).wall_h
+        else:
+            walls[run.name] = simulate(inputs, trials, seed + number).wall_h
         start, end = (dt.datetime.fromisoformat(r[k]) for k in ("start", "end"))
         due = run.due or horizon.end
         runs.append(PlannedRun(run.name, hours(start), hours(end), hours(due), tuple(run.after), int(r["pool"]),

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from planner.errors import PlannerError
 
-MARKET_COLOURS = {"spot": "#f28e2b", "on_demand": "#4e79a7", "reserved": "#59a14f"}
-MARKET_LABELS = {"spot": "spot", "on_demand": "on-demand", "reserved": "reserved"}
+MARKET_COLOURS = {"spot": "#f28e2b", "spot_fallback": "#edc948", "on_demand": "#4e79a7", "reserved": "#59a14f"}
+MARKET_LABELS = {"spot": "spot", "spot_fallback": "spot, on-demand fallback", "on_demand": "on-demand",
+                 "reserved": "reserved"}
 OTHER_COLOUR = "#9c9c9c"
 BAND_COLOUR = "#59a14f"
 
@@ -193,7 +194,7 @@ def draw(schedule: dict):
     ax.set_axisbelow(True)
     ax.set_xlabel("date (UTC)")
     ax.set_title(_title(schedule), loc="left", fontsize=10)
-    handles = [Patch(facecolor=MARKET_COLOURS[m], label=MARKET_LABELS[m]) for m in ("spot", "on_demand", "reserved")]
+    handles = [Patch(facecolor=MARKET_COLOURS[m], label=MARKET_LABELS[m]) for m in MARKET_COLOURS]
     handles.append(Patch(facecolor=BAND_COLOUR, alpha=0.25, hatch="//", edgecolor=BAND_COLOUR,
                          label="reservation term\n(nodes bought)"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)

@@ -176,7 +176,10 @@ def _compare(win, alt, limits: Limits) -> str:
     if alt.cost_usd < win.cost_usd - 0.005:  # cheaper alone, but the other workloads hold what it needs
         return (f"{what}: instead of {against}, {win.cost_usd / alt.cost_usd - 1:.0%} dearer alone; "
                 f"{_shared_limits(alt, win.workload, limits)} cannot also fit it next to the other workloads")
-    if win.market == "spot" and alt.market == "on_demand":
+    if win.market == "spot_fallback":
+        why = (f"on spot, moving to on-demand in {win.p_fallback:.0%} of runs to hold the deadline "
+               f"(P {win.p_deadline:.1%})")
+    elif win.market == "spot" and alt.market == "on_demand":
         why = f"after {win.failures:.1f} expected preemptions/failures costing ${win.usd_preemption_rework:,.2f} of rework"
     elif win.wall_h < alt.wall_h * 0.9:
         why = f"finishes in {win.wall_h:.1f} h instead of {alt.wall_h:.1f} h, so fewer node-hours are billed"
@@ -191,16 +194,24 @@ def _compare(win, alt, limits: Limits) -> str:
 
 def simulation_rows(assignment_list: list[dict], trials: int, seed: int, progress=None) -> list[dict]:
     """Monte-Carlo each assignment and set the analytic figures beside the simulated ones."""
+    from planner.economics import fallback
     from planner.economics.costmodel import expected
-    from planner.economics.simulate import simulate
+    from planner.economics.simulate import simulate, simulate_fallback
     from planner.solve.pipeline import inputs_from_assignment
 
     rows = []
     for number, a in enumerate(assignment_list):
         inputs = inputs_from_assignment(a)
-        analytic = expected(inputs)
         step = (lambda f, n=number: progress((n + f) / len(assignment_list))) if progress else None
-        sim = simulate(inputs, trials=trials, seed=seed + number, progress=step)
+        if a["market"] == "spot_fallback":  # the policy as cost-model §10 prices it and as it would act
+            on_demand = a["inputs"]["fallback_price_per_node_h"]
+            analytic = fallback.expected(inputs, on_demand)
+            sim = simulate_fallback(inputs, on_demand, trials=trials, seed=seed + number)
+            if step:
+                step(1.0)
+        else:
+            analytic = expected(inputs)
+            sim = simulate(inputs, trials=trials, seed=seed + number, progress=step)
         rows.append({
             "workload": a["workload"], "trials": trials,
             "wall_h": _compare_stats(sim, "wall_h", analytic.wall_h),

@@ -366,6 +366,8 @@ class Placement(Strict):
     regions: tuple[str, ...] = ()
     gpus: tuple[str, ...] = Field((), description="GPU names or families; `H100:8` = nodes of 8 (SkyPilot syntax)")
     instance_types: tuple[str, ...] = ()
+    markets: tuple[Literal["on_demand", "spot", "spot_fallback"], ...] = Field(
+        (), description="spot_fallback: spot that moves to on-demand to hold the deadline (cost-model §10)")
 
     @field_validator("gpus")
     @classmethod
@@ -467,6 +469,10 @@ class Workload(Strict):
     @property
     def serving(self) -> bool:
         return self.kind == "serving"
+
+    def allows_market(self, market: str) -> bool:
+        """The market passes `allow.markets` (all when empty) and `forbid.markets`."""
+        return (not self.allow.markets or market in self.allow.markets) and market not in self.forbid.markets
 
     @property
     def training_method(self) -> str:

@@ -154,15 +154,26 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     on_demand_mult, spot_mult, preempt_mult = _multipliers(loaded, offer)
     market = a["market"]
     inputs = a["inputs"]
+    if not workload.allows_market(market):
+        bad(f"market {market} is ruled out by allow.markets/forbid.markets")
     spot_rate = 0.0
-    if market == "spot":
+    on_spot = market in ("spot", "spot_fallback")
+    if on_spot:
         base = number(offer["spot_usd_h"])
         if base is None:
-            bad(f"spot, but offer {key} has no spot price")
+            bad(f"{market}, but offer {key} has no spot price")
         if workload.interruption_tolerance == "none":
-            bad("spot, but interruption_tolerance is none")
+            bad(f"{market}, but interruption_tolerance is none")
         expected_price = None if base is None else base * spot_mult
         spot_rate = (number(offer["spot_preemption_per_h"]) or 0.0) * preempt_mult
+        if market == "spot_fallback":  # it falls back to the offer's on-demand price (cost-model §10)
+            od = number(offer["on_demand_usd_h"])
+            if od is None or not workload.time_budget:
+                bad(f"spot_fallback, but offer {key} has no on-demand price" if od is None else
+                    "spot_fallback, but the workload has no time budget to fall back against")
+            elif not _close(inputs.get("fallback_price_per_node_h", math.nan), od * on_demand_mult):
+                bad(f"fallback_price_per_node_h {inputs.get('fallback_price_per_node_h')} but the on-demand price "
+                    f"of {key} (with overrides) is {od * on_demand_mult}")
     elif market == "on_demand":
         base = number(offer["on_demand_usd_h"])
         if base is None:
@@ -178,8 +189,8 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     # Failure rate: preemption events (a share c of each node's preemptions takes every node at once, so a
     # job on n nodes sees λ(c + n(1 − c)) of them) plus hardware failures per GPU; a capacity wait after each event.
     hw = scenario.defaults.hardware_failure_per_gpu_h
-    correlation, wait = spot_settings(scenario.overrides, offer, catalog) if market == "spot" else (0.0, 0.0)
-    events = spot_rate * (correlation + nodes * (1 - correlation)) if market == "spot" else 0.0
+    correlation, wait = spot_settings(scenario.overrides, offer, catalog) if on_spot else (0.0, 0.0)
+    events = spot_rate * (correlation + nodes * (1 - correlation)) if on_spot else 0.0
     expected_rate = events + gpus * hw
     if not _close(inputs["failure_rate_per_h"], expected_rate):
         bad(f"failure_rate_per_h {inputs['failure_rate_per_h']} != {spot_rate} x ({correlation} + {nodes} x "

@@ -153,6 +153,8 @@ def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
                 "price_per_node_h": row.price_per_node_h, "billing_granularity_h": row.billing_granularity_h,
                 "billing_minimum_h": row.billing_minimum_h, "time_budget_h": _finite(workload.time_budget or math.inf),
                 "deadline_confidence": scenario.defaults.deadline_confidence,
+                **({"fallback_price_per_node_h": row.fallback_price_per_node_h, "p_fallback": row.p_fallback}
+                   if row.market == "spot_fallback" else {}),
             },
             "expected": {"wall_h": row.wall_h, "failures": row.failures, "billed_node_h": row.billed_node_h,
                          "rounding_waste_node_h": row.rounding_waste_node_h, "p_deadline": row.p_deadline,

@@ -280,7 +280,7 @@ def _point_result(task: PointTask, status: str, objective_usd: float, chosen, se
         spend = spend.add(pools.groupby("market")["cost_usd"].sum(), fill_value=0.0)
         placements |= endpoint_placements(pools)
     return PointResult(task.multipliers, status, float(objective_usd), placements,
-                       {r.run: r.cid for r in picked}, {m: float(spend.get(m, 0.0)) for m in ("spot", "on_demand")})
+                       {r.run: r.cid for r in picked}, {m: float(spend.get(m, 0.0)) for m in ("spot", "spot_fallback", "on_demand")})
 
 
 def endpoint_placements(pools) -> dict[str, str]:
