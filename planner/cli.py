@@ -285,7 +285,10 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
 @click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="Solver time limit when no --plan is given.")
-def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
+@click.option("--traces", "traces_dir", is_flag=False, flag_value="shipped", default=None, metavar="[DIR]",
+              help="Replay the spot and spot_fallback assignments on measured availability traces instead: the "
+                   "shipped public ones, or DIR's (Can't Be Late's JSON format).")
+def simulate(scenario, plan_file, trials, seed, fmt, time_limit, traces_dir) -> None:
     """Monte-Carlo the plan (failures, lost work, restarts, billing sessions) against the analytic model.
 
     Endpoints are replayed minute by minute for their duration (Poisson arrivals, spot nodes preempted
@@ -299,9 +302,15 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
     per run the probability it ends by its due date and its expected delay, and the probability the
     whole quarter holds.
 
+    With --traces, each spot or spot_fallback job is replayed on real spot availability (a gang runs while
+    the trace has its nodes up) from many start offsets: realised cost, wall time and deadline hit rate
+    beside the plan's, Uniform Progress and all on-demand on the same traces, and the regret against the
+    hindsight optimum (Can't Be Late's measures).
+
     \b
     Example:
       planner simulate scenarios/pretrain-multinode.yaml --trials 20000
+      planner simulate scenarios/pretrain-deadline.yaml --traces
       planner solve scenarios/team-quarter-mix.yaml --format json -o plan.json
       planner simulate scenarios/team-quarter-mix.yaml --plan plan.json
       planner simulate scenarios/quarter-team.yaml --trials 2000
@@ -312,6 +321,9 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
 
     raw = load_yaml(scenario)
     if isinstance(raw, dict) and "horizon" in raw:
+        if traces_dir is not None:
+            raise PlannerError("--traces replays a scenario's plan; a quarter schedule is replayed without it",
+                               str(scenario))
         return _simulate_quarter(scenario, plan_file, trials, seed, fmt, time_limit)
     loaded = load_scenario(scenario)
     serving = [w.name for w in loaded.scenario.workloads if w.serving]
@@ -330,6 +342,14 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit) -> None:
             raise PlannerError(f"no plan to simulate ({reasons})", str(scenario))
         chosen = assignments(plan, alternatives=0)
         endpoints = endpoint_reports(plan)
+    if traces_dir is not None:
+        from planner.load.traces import load_traces
+        from planner.report.traces import trace_rows, trace_text
+
+        traces = load_traces(None if traces_dir == "shipped" else Path(traces_dir))
+        click.echo(trace_text(trace_rows(loaded, chosen, traces), fmt), nl=False)
+        warn_old_prices(loaded.catalog)
+        return
     text = ""
     if chosen:
         rows = _with_progress(lambda progress: simulation_rows(chosen, trials, seed, progress),

@@ -1,0 +1,156 @@
+"""A spot job replayed on measured availability (`planner simulate --traces`): where the cost model
+draws preemptions and capacity waits from fitted rates, here they come from a trace, tick by tick.
+
+A gang of n nodes runs on spot while the trace has at least n nodes up; when it drops below, the
+job is preempted (the work since its last checkpoint is lost) and waits, unbilled, until n are up
+again; every start costs the restart R. On-demand is always there. Hardware failures are left out:
+the trace is the only source of interruptions. Policies, each over the same trace windows:
+
+* `spot`: spot only, as `market: spot` plans.
+* `spot_fallback`: cost-model §10's rule: on spot until the clock reaches L_i with i checkpoints
+  done, then on-demand to the end.
+* `uniform_progress`: Can't Be Late's Uniform Progress (Wu et al., NSDI '24): on spot while it is
+  up; while it is down, on-demand when the saved work is behind the straight line to the deadline
+  less the margin (else wait); once on on-demand, back to spot only when spot is up and the work is
+  on or above the line (so restarts do not thrash); and §10's switch point as the safety net.
+* `omniscient`: the cheapest with hindsight, Can't Be Late's lower bound: every spot window before
+  the deadline that is longer than a restart and a checkpoint is used until the work is done
+  (checkpointing just before each preemption, so nothing is lost), the rest on-demand in one
+  stretch.
+
+Every trace is resampled to steps of at least five minutes (a step is up only if it is up
+throughout) and read cyclically from many start offsets, as Can't Be Late evaluates its policies.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.economics.costmodel import CandidateInputs, segment_plan
+from planner.economics.fallback import margin_h
+
+__all__ = ["TraceJob", "Outcomes", "POLICIES", "windows", "replay", "omniscient"]
+
+POLICIES = ("spot", "spot_fallback", "uniform_progress")
+STEP_H = 5 / 60
+"""The replay's time step: traces are resampled to it (or their own gap if coarser)."""
+
+
+@dataclass(frozen=True)
+class TraceJob:
+    """What the replay needs of a planned job: its process (work, checkpoints, restarts) and prices."""
+
+    inputs: CandidateInputs  # priced at spot; its time budget is the deadline
+    on_demand_price: float
+
+    @property
+    def deadline_h(self) -> float:
+        return self.inputs.time_budget_h
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Per sample (trace and start offset)."""
+
+    wall_h: np.ndarray  # NaN: not done within the replayed horizon
+    spot_node_h: np.ndarray
+    on_demand_node_h: np.ndarray
+    cost_usd: np.ndarray
+
+    def hit_rate(self, deadline_h: float) -> float:
+        return float(np.mean(np.nan_to_num(self.wall_h, nan=math.inf) <= deadline_h + 1e-9))
+
+
+def windows(up_counts: np.ndarray, gap_h: float, nodes: int, starts: int, horizon_h: float
+            ) -> tuple[np.ndarray, float]:
+    """(samples x steps) of whether a gang of `nodes` can run on spot, from `starts` offsets spread over
+    the trace (read cyclically), over `horizon_h`; and the step in hours."""
+    step = max(gap_h, STEP_H)
+    per = max(1, round(step / gap_h))
+    usable = (up_counts >= nodes)
+    usable = usable[: len(usable) // per * per].reshape(-1, per).all(axis=1) if per > 1 else usable
+    step = gap_h * per
+    length = len(usable)
+    steps = int(math.ceil(horizon_h / step))
+    offsets = np.linspace(0, length, starts, endpoint=False).astype(np.int64)
+    index = (offsets[:, None] + np.arange(steps)[None, :]) % length
+    return usable[index], step
+
+
+def replay(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcomes:
+    """Replay `job` under `policy` on each row of `up` (samples x steps)."""
+    p = segment_plan(job.inputs)
+    W, tau, C, R, n = job.inputs.work_h, p.tau, p.C, p.R, p.n
+    D = job.deadline_h
+    margin = margin_h(R, tau)
+    pace = tau / (tau + C)  # saved-work hours per working hour, checkpoints included
+    samples, steps = up.shape
+    progress = np.zeros(samples)  # work done, saved or not
+    saved = np.zeros(samples)
+    restart = np.zeros(samples)
+    mode = np.zeros(samples, dtype=np.int8)  # 0 waiting, 1 spot, 2 on demand
+    switched = np.zeros(samples, dtype=bool)
+    wall = np.full(samples, np.nan)
+    spot_h, od_h = np.zeros(samples), np.zeros(samples)
+    k = max(1, math.ceil(W / tau - 1e-9))
+    S = W + k * C
+    for t in range(steps):
+        active = np.isnan(wall)
+        if not active.any():
+            break
+        now = t * step_h
+        if policy != "spot":  # §10's switch point, L_i, with i checkpoints done
+            done = np.floor(saved / tau + 1e-9)
+            switched |= active & (now >= D - margin - R - (S - done * (tau + C)))
+        want = np.where(up[:, t], 1, 0).astype(np.int8)
+        if policy == "uniform_progress":
+            line = W * now / max(D - margin, 1e-9)
+            behind = saved < line - 1e-9
+            on_demand = mode == 2
+            want = np.where(up[:, t], np.where(on_demand & behind, 2, 1), np.where(behind | on_demand, 2, 0))
+            want = want.astype(np.int8)
+        want = np.where(switched, 2, want).astype(np.int8)
+        change = active & (want != mode)
+        progress = np.where(change, saved, progress)  # leaving a market loses the work since the checkpoint
+        restart = np.where(change & (want != 0), R, restart)
+        mode = np.where(active, want, mode).astype(np.int8)
+        running = active & (mode != 0)
+        spent_restart = np.where(running, np.minimum(restart, step_h), 0.0)
+        restart = restart - spent_restart
+        gain = np.where(running, (step_h - spent_restart) * pace, 0.0)
+        finishing = running & (progress + gain >= W - 1e-12)
+        used = np.where(finishing, spent_restart + (W - progress) / pace, step_h)  # hours of the step billed
+        wall = np.where(finishing, now + used, wall)
+        progress = np.where(running, np.minimum(progress + gain, W), progress)
+        saved = np.where(running, np.floor(progress / tau + 1e-9) * tau, saved)
+        spot_h += np.where(running & (mode == 1), used, 0.0)
+        od_h += np.where(running & (mode == 2), used, 0.0)
+    cost = n * (job.inputs.price_per_node_h * spot_h + job.on_demand_price * od_h)
+    return Outcomes(wall, n * spot_h, n * od_h, cost)
+
+
+def omniscient(job: TraceJob, up: np.ndarray, step_h: float) -> np.ndarray:
+    """Per sample, the hindsight cost (compute only) of finishing by the deadline: see the module doc."""
+    p = segment_plan(job.inputs)
+    W, C, R, n = job.inputs.work_h, p.C, p.R, p.n
+    D = job.deadline_h
+    steps = min(up.shape[1], int(math.floor(D / step_h)))
+    out = np.empty(up.shape[0])
+    for i, row in enumerate(up[:, :steps]):
+        edges = np.flatnonzero(np.diff(np.r_[0, row.astype(np.int8), 0]))
+        lengths = (edges[1::2] - edges[::2]) * step_h
+        useful = np.maximum(lengths - R - C, 0.0)
+        left, spot = W, 0.0
+        for length, work in zip(lengths, useful):
+            if work <= 0 or left <= 0:
+                continue
+            take = min(work, left)
+            spot += take + R + C
+            left -= take
+        od = R + left + C if left > 1e-12 else 0.0
+        if spot + od > D and left > 1e-12:  # no room for the on-demand stretch beside the windows: all on demand
+            spot, od = 0.0, R + W + C
+        out[i] = n * (job.inputs.price_per_node_h * spot + job.on_demand_price * od)
+    return out

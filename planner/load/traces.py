@@ -1,0 +1,61 @@
+"""Spot availability traces for `planner simulate --traces`: Can't Be Late's JSON format
+(`{"metadata": {"gap_seconds": G}, "data": [n0, n1, ...]}`, n = spot nodes up at each tick), with
+optional metadata the replay matches on (cloud, instance_type, nodes, zone, kind, source). The
+shipped ones are in catalogs/spot_traces/ (tools/import_traces.py, sources there)."""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from planner.errors import PlannerError
+from planner.load.catalog import CATALOG_DIR
+
+SHIPPED_TRACES = CATALOG_DIR / "spot_traces"
+
+
+@dataclass(frozen=True)
+class Trace:
+    name: str
+    gap_h: float
+    up: np.ndarray  # spot nodes up at each tick
+    cloud: str | None = None  # None: stands in for any provider
+    instance_type: str | None = None
+    nodes: int = 1  # the most nodes the collector asked for
+    source: str = ""
+
+
+def load_traces(folder: Path | None = None) -> list[Trace]:
+    """Every trace in `folder` (default: the shipped ones), by file name; one located line on a bad file."""
+    folder = SHIPPED_TRACES if folder is None else Path(folder)
+    if not folder.is_dir():
+        raise PlannerError("no such folder of spot traces", str(folder))
+    files = sorted(folder.rglob("*.json"))
+    if not files:
+        raise PlannerError("no trace files (*.json in Can't Be Late's format) in it", str(folder))
+    return [_trace(path) for path in files]
+
+
+def _trace(path: Path) -> Trace:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PlannerError(f"not a trace file: {exc}", str(path)) from None
+    if not isinstance(raw, dict) or not isinstance(raw.get("metadata"), dict) or not isinstance(raw.get("data"), list):
+        raise PlannerError('expected {"metadata": {"gap_seconds": ...}, "data": [nodes up per tick, ...]}', str(path))
+    meta, data = raw["metadata"], raw["data"]
+    gap = meta.get("gap_seconds")
+    if not isinstance(gap, (int, float)) or isinstance(gap, bool) or not gap > 0:
+        raise PlannerError(f"metadata.gap_seconds: expected a number of seconds > 0, got {gap!r}", str(path))
+    if not data or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in data):
+        where = next((i for i, n in enumerate(data) if not (isinstance(n, int) and not isinstance(n, bool) and n >= 0)),
+                     0)
+        raise PlannerError(f"data[{where}]: expected a whole number of nodes up >= 0", str(path))
+    up = np.asarray(data, dtype=np.int64)
+    nodes = meta.get("nodes", int(up.max()) or 1)
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
+        raise PlannerError(f"metadata.nodes: expected a whole number >= 1, got {nodes!r}", str(path))
+    return Trace(path.stem, float(gap) / 3600, up, meta.get("cloud"), meta.get("instance_type"), nodes,
+                 str(meta.get("source", "")))

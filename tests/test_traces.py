@@ -1,0 +1,120 @@
+"""`planner simulate --traces`: plans replayed on spot availability traces (economics/trace_replay.py).
+Synthetic traces whose outcome can be worked out by hand, then the shipped public ones end to end."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import SCENARIOS
+
+from planner.economics.costmodel import CandidateInputs, segment_plan
+from planner.economics.fallback import margin_h
+from planner.economics.trace_replay import TraceJob, omniscient, replay, windows
+from planner.load.traces import SHIPPED_TRACES, load_traces
+from planner.solve.pipeline import inputs_from_assignment
+
+SPOT, ON_DEMAND = 10.0, 30.0
+JOB = TraceJob(CandidateInputs(work_h=20, restart_h=0.5, nodes=2, gpus_per_node=8, spot_rate_per_node_h=0.1,
+                               price_per_node_h=SPOT, checkpoint_interval_h=1.0, time_budget_h=40.0), ON_DEMAND)
+
+
+def _up(pattern: list[tuple[bool, float]], hours: float, step: float = 5 / 60) -> np.ndarray:
+    ticks = []
+    while len(ticks) * step < hours:
+        for up, length in pattern:
+            ticks += [up] * round(length / step)
+    return np.array([ticks[: math.ceil(hours / step)]])
+
+
+def test_spot_through_windows_worked_by_hand():
+    """Windows of 10 h up, 2 h down; R = 0.5 h, τ = 1 h, no checkpoint writes: each window saves 9 h of
+    the 9.5 h worked, so the third window finishes the last 2 h at 24 + 0.5 + 2 = 26.5 h."""
+    up = _up([(True, 10), (False, 2)], 80)
+    out = replay(JOB, up, 5 / 60, "spot")
+    assert out.wall_h[0] == pytest.approx(26.5)
+    assert out.spot_node_h[0] == pytest.approx(2 * (10 + 10 + 2.5)) and out.on_demand_node_h[0] == 0
+    assert out.cost_usd[0] == pytest.approx(SPOT * 2 * 22.5)
+    # hindsight: each window worth 9.5 h of work (restart only, nothing lost), so 20 h take three windows
+    assert omniscient(JOB, up, 5 / 60)[0] == pytest.approx(2 * SPOT * (20 + 3 * 0.5))
+
+
+def test_no_spot_capacity_at_all():
+    up = _up([(False, 1)], 80)
+    p = segment_plan(JOB.inputs)
+    spot = replay(JOB, up, 5 / 60, "spot")
+    assert np.isnan(spot.wall_h[0]) and spot.hit_rate(40) == 0  # never starts
+    fallback = replay(JOB, up, 5 / 60, "spot_fallback")  # waits for the switch point, then on demand to the end
+    assert fallback.wall_h[0] == pytest.approx(JOB.deadline_h - margin_h(p.R, p.tau), abs=5 / 60)
+    assert fallback.cost_usd[0] == pytest.approx(2 * ON_DEMAND * (p.R + p.S))
+    progress = replay(JOB, up, 5 / 60, "uniform_progress")  # behind the line at once: on demand from the start
+    assert progress.wall_h[0] == pytest.approx(p.R + p.S, abs=0.1)  # from the second step
+    assert omniscient(JOB, up, 5 / 60)[0] == pytest.approx(2 * ON_DEMAND * (p.R + p.S))
+
+
+def test_always_up_is_the_failure_free_run_for_every_policy():
+    up = _up([(True, 1)], 80)
+    p = segment_plan(JOB.inputs)
+    for policy in ("spot", "spot_fallback", "uniform_progress"):
+        out = replay(JOB, up, 5 / 60, policy)
+        assert out.wall_h[0] == pytest.approx(p.R + p.S) and out.cost_usd[0] == pytest.approx(2 * SPOT * (p.R + p.S))
+
+
+def test_checkpoint_writes_slow_the_work():
+    job = replace(JOB, inputs=replace(JOB.inputs, checkpoint_write_h=0.25))
+    out = replay(job, _up([(True, 1)], 80), 5 / 60, "spot")
+    assert out.wall_h[0] == pytest.approx(0.5 + 20 * 1.25)
+
+
+def test_windows_resample_and_wrap():
+    counts = np.array([4, 4, 2, 4] * 10)  # a 4-node trace at 60 s ticks
+    up, step = windows(counts, 1 / 60, nodes=3, starts=2, horizon_h=1.0)
+    assert step == pytest.approx(5 / 60) and up.shape == (2, 12)
+    assert not up.any()  # every 5-minute step holds a tick with only 2 up
+    up, _ = windows(counts, 1 / 60, nodes=2, starts=1, horizon_h=1.0)
+    assert up.all()  # 40 ticks read cyclically for an hour
+
+
+def test_the_shipped_traces_load_with_their_sources():
+    traces = load_traces()
+    assert len(traces) == 23 and {t.cloud for t in traces} == {"aws", "gcp"}
+    assert all(t.source and t.gap_h > 0 and t.up.max() <= t.nodes for t in traces)
+    assert {t.nodes for t in traces} == {1, 4, 16}
+    assert SHIPPED_TRACES.is_dir()
+
+
+def test_simulate_traces_end_to_end(run):
+    result = run("simulate", SCENARIOS / "pretrain-deadline.yaml", "--traces", "--format", "json")
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)
+    assert row["market"] == "spot_fallback" and row["samples"] == 40 * len(row["traces"]) > 0
+    plan, progress = row["spot_fallback"], row["uniform_progress"]
+    assert 0 <= plan["deadline_hit_rate"] <= 1 and plan["unfinished"] == 0  # the fallback always finishes
+    assert row["omniscient_cost_usd"] <= min(plan["cost_usd"], progress["cost_usd"], row["on_demand_cost_usd"]) + 0.01
+    assert plan["regret"] == pytest.approx(plan["cost_usd"] / row["omniscient_cost_usd"] - 1)
+    print(f"pretrain-deadline on {len(row['traces'])} traces: planned ${row['planned']['cost_usd']:,.0f}, "
+          f"realised ${plan['cost_usd']:,.0f} (regret {plan['regret']:+.1%}), Uniform Progress "
+          f"${progress['cost_usd']:,.0f} ({progress['regret']:+.1%}), on demand ${row['on_demand_cost_usd']:,.0f}")
+
+
+def test_own_traces_and_bad_ones(run, tmp_path):
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "always.json").write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": [64] * 4000}))
+    result = run("simulate", SCENARIOS / "pretrain-deadline.yaml", "--traces", folder, "--format", "json")
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)
+    assert row["traces"] == ["always"] and row["samples"] == 40
+    # never preempted: the failure-free run; hindsight would not checkpoint at all, only at the end
+    plan = json.loads(run("solve", SCENARIOS / "pretrain-deadline.yaml", "--format", "json").stdout)
+    p = segment_plan(inputs_from_assignment(plan["assignments"][0]))
+    assert row["spot_fallback"]["wall_h"] == pytest.approx(p.T0, abs=5 / 60)
+    assert row["spot_fallback"]["regret"] == pytest.approx((p.k - 1) * p.C / (p.T0 - (p.k - 1) * p.C), rel=0.01)
+    (folder / "bad.json").write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": [1, -1]}))
+    result = run("simulate", SCENARIOS / "pretrain-deadline.yaml", "--traces", folder)
+    assert result.exit_code == 2
+    assert "bad.json" in result.stderr and "data[1]" in result.stderr and "Traceback" not in result.output
+    result = run("simulate", SCENARIOS / "quarter-team.yaml", "--traces")
+    assert result.exit_code == 2 and "quarter" in result.stderr
