@@ -308,8 +308,9 @@ class _Exact:
     def at(self, budget: float) -> costmodel.CostResult | fallback.FallbackResult | None:
         if budget not in self.by_deadline:
             deadlined = replace(self.inputs, time_budget_h=budget)
-            self.by_deadline[budget] = (fallback.unit(deadlined, self.tau) if self.unit is None else
-                                        replace(self.unit, p_deadline=costmodel.p_deadline(deadlined, self.tau)))
+            self.by_deadline[budget] = (
+                fallback.unit(deadlined, self.tau, FALLBACK_MIN_SWITCH) if self.unit is None else
+                replace(self.unit, p_deadline=costmodel.p_deadline(deadlined, self.tau)))
         return self.by_deadline[budget]
 
 
@@ -473,7 +474,8 @@ PRICE_COLUMNS = ("on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h")
 _SCREENS_KEPT = 4  # preemption states kept per rows entry (a preemption sweep changes it every point)
 _OFFER_ROW = "_offer_row"
 _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egress", "key", "market", "provider",
-                                "region", "instance_type", "gpu_family", "gpus", "max_nodes", "wait_h", "correlation", "fallback"]
+                                "region", "instance_type", "gpu_family", "gpus", "max_nodes", "wait_h", "correlation",
+                                "fallback"]
 """What `_exact` and `_candidate_row` read of a row, besides the point's price, λ and physics."""
 _Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"])
 

@@ -12,9 +12,11 @@ on spot through segment i only if Z_(i+1) <= D − margin − 2R − S − s_i. 
 
 and Σ_i P(Z_i <= B) is one inverse FFT of Σ ψ^i = ψ(1 − ψ^(k−1))/(1 − ψ), ψ a segment's
 overhead transform (the same compound-geometric law as `costmodel._p_le`). The switch time given
-the checkpoint is fixed, so the time on spot follows; failures on spot from Wald's identity
-(failures per working hour λ); the on-demand phase is `costmodel.expected` of the work left at its
-mean. `planner.economics.simulate.simulate_fallback` replays the policy trial by trial (the tests
+the checkpoint is fixed, so the time on spot follows. Billing on spot comes from Wald's identity
+(failures = λ x working time) on the run continued to the end of the segment it leaves, whose
+overshoot O past the switch point (the same sums, convolved once more) is then taken off: its
+last min(O, s) was work, the rest failures like any other. The on-demand phase is
+`costmodel.expected` of the work left at its mean. `planner.economics.simulate.simulate_fallback` replays the policy trial by trial (the tests
 hold the two within 2 % on cost and 2 points on P(deadline)).
 """
 from __future__ import annotations
@@ -77,13 +79,26 @@ class FallbackResult:
 
 @lru_cache(maxsize=4096)
 def _alone(inputs: CandidateInputs, tau: float) -> CostResult:
-    """The same job on spot with no fallback and no deadline (its session count and rounding)."""
-    return costmodel.expected(replace(inputs, time_budget_h=math.inf), tau)
+    """The same job on spot with no fallback (`inputs` without a deadline): its session count and rounding."""
+    return costmodel.expected(inputs, tau)
 
 
-def unit(inputs: CandidateInputs, tau: float | None = None) -> FallbackResult | None:
+def _rarely_switches(p, B: float, min_switch: float) -> bool:
+    """P(spot alone's overhead passes B) < min_switch: by Cantelli's inequality on its moments when that
+    settles it, else by one FFT (`costmodel._p_le`)."""
+    moments = costmodel._moments(p)
+    mean, sd = costmodel._wall_moments(p, *moments)
+    over = B - (mean - p.T0)
+    if over > 0 and sd * sd < min_switch * (sd * sd + over * over):
+        return True
+    return 1 - costmodel._p_le(p, p.R + p.S + B, moments) < min_switch
+
+
+def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 0.0) -> FallbackResult | None:
     """The policy's expected outcome at unit prices; None when the deadline leaves no room for spot
-    (not even one failure-free segment before the switch point) or there is no deadline."""
+    (not even one failure-free segment before the switch point), when there is no deadline, or when
+    it would switch in fewer than `min_switch` of runs (then it is spot alone): spot alone ending by
+    R + S + B, which one FFT tells, never switches, so that bounds the switching cheaply first."""
     p = segment_plan(inputs, tau)
     D = inputs.time_budget_h
     if not math.isfinite(D):
@@ -93,6 +108,8 @@ def unit(inputs: CandidateInputs, tau: float | None = None) -> FallbackResult | 
     B_k = D - margin - 2 * R - S - s_k  # the overhead the last segment may end with
     B = D - margin - 2 * R - S - s if k > 1 else B_k
     if B < 0 or B_k <= 0:
+        return None
+    if min_switch > 0 and _rarely_switches(p, B, min_switch):
         return None
     lost = costmodel._trexp_mean(lam, s) if lam > 0 else 0.0  # work lost per failure, on average
     lump = lost + R + p.rho * p.wait  # what a failure adds: lost work, a restart, maybe a capacity wait
@@ -158,14 +175,14 @@ def unit(inputs: CandidateInputs, tau: float | None = None) -> FallbackResult | 
     busy = virtual - lam * working * p.rho * p.wait - (over - over_tail) - over_tail * share
     # the failure whose lump the switch point cuts came before it; any after it did not happen
     failures = lam * working - (max(over_tail / lump - beyond, 0.0) if lump > 0 else 0.0)
-    alone = _alone(inputs, p.tau)
+    alone = _alone(replace(inputs, time_budget_h=math.inf), p.tau)
     beta = 1 + p.rho * (n - 1)
     if math.isfinite(alone.rounding_waste_node_h):
         waste = alone.rounding_waste_node_h * (n + beta * failures) / (n + beta * alone.failures)
     else:
         waste = (n + beta * failures) * inputs.billing_granularity_h / 2
-    spot = {"compute": n * (p.tau * at_switch + inputs.work_h * stay), "checkpointing": n * p.C * (k * stay + at_switch),
-            "startup": n * R, "rounding_waste": waste}
+    spot = {"compute": n * (p.tau * at_switch + inputs.work_h * stay),
+            "checkpointing": n * p.C * (k * stay + at_switch), "startup": n * R, "rounding_waste": waste}
     spot["preemption_rework"] = max(0.0, n * busy - spot["compute"] - spot["checkpointing"] - spot["startup"])
     on_demand = dict.fromkeys(PRICED, 0.0)
     wall, p_deadline, total_failures = on_spot, stay, failures
