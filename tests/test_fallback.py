@@ -13,6 +13,7 @@ from conftest import SCENARIOS
 
 from planner.economics import costmodel, fallback
 from planner.economics.costmodel import CandidateInputs
+from planner.economics.inputs import inputs_from_process
 from planner.economics.simulate import simulate, simulate_fallback
 
 ON_DEMAND = 98.32  # p5.48xlarge on demand (us-east-1); the spot price below is a third of it
@@ -160,7 +161,7 @@ runs:
 """
 
 
-def test_batch_books_a_fallback_run_for_its_budget_and_the_replay_uses_the_policy(run, tmp_path):
+def test_batch_books_a_fallback_run_at_its_quantile_and_the_replay_uses_the_policy(run, tmp_path):
     path = tmp_path / "quarter.yaml"
     path.write_text(QUARTER)
     out = tmp_path / "schedule.json"
@@ -171,7 +172,13 @@ def test_batch_books_a_fallback_run_for_its_budget_and_the_replay_uses_the_polic
     assert fallback_runs, [(r["run"], r["market"]) for r in runs]
     r = fallback_runs[0]
     start, end = (dt.datetime.fromisoformat(r[k]) for k in ("start", "end"))
-    assert (end - start).total_seconds() / 3600 == pytest.approx(r["inputs"]["time_budget_h"], abs=6.0)
+    slot_h, budget = (end - start).total_seconds() / 3600, r["inputs"]["time_budget_h"]
+    # spot alone's 0.9-quantile while below the switch level (the laws agree there), else the budget
+    inputs = replace(inputs_from_process(r["inputs"], nodes=r["nodes"], gpus_per_node=r["gpus_per_node"],
+                                         checkpoint_interval_h=r["checkpoint_interval_h"]), time_budget_h=budget)
+    spot_q = costmodel.completion_quantile(inputs, 0.9)
+    booked = fallback.completion_quantile(inputs, 0.9, spot_q)
+    assert booked in (spot_q, budget) and slot_h == pytest.approx(math.ceil(booked / 6 - 1e-9) * 6)
     replay = run("simulate", path, "--plan", out, "--trials", "2000", "--format", "json")
     assert replay.exit_code == 0, replay.output
     data = json.loads(replay.stdout[replay.stdout.index("{"):replay.stdout.rindex("}") + 1])

@@ -28,7 +28,7 @@ from planner.candidates.generate import (
     workload_candidates,
 )
 from planner.candidates.limits import Limits, to_cents
-from planner.economics import costmodel
+from planner.economics import costmodel, fallback
 from planner.economics.inputs import cost_inputs
 from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
@@ -107,6 +107,15 @@ def _completion_quantile(inputs: costmodel.CandidateInputs, q: float, cache: Can
     return found if found is not None else cache.keep(cache.quantiles, key, costmodel.completion_quantile(inputs, q))
 
 
+def _wall_quantile(row, workload: Workload, hw_rate: float, q: float, cache: CandidateCache) -> float:
+    """The hours a candidate books on the calendar: its completion time's q-quantile (cost-model §6, §10)."""
+    inputs = _inputs(row, workload, hw_rate)
+    spot = _completion_quantile(inputs, q, cache)
+    if row.market != "spot_fallback":
+        return spot
+    return fallback.completion_quantile(dataclasses.replace(inputs, time_budget_h=float(row.budget_h)), q, spot)
+
+
 def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Market, scenario,
                    cache: CandidateCache | None = None) -> tuple[pd.DataFrame, str]:
     """A run's candidates: on-demand/spot at several deadline levels, plus one per reservation pool
@@ -132,15 +141,15 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
         frame, _, _ = workload_candidates(reserved, catalog, scenario, offer, limits, exhaustive=True,
                                           offers_key=token, prices=offer_rates, cache=cache)
         if not frame.empty:  # compute is prepaid with the reservation: only storage and data move cost money
-            frame = frame.assign(pool=p, market="reserved", budget_h=window_h, cid=frame["cid"].str.replace("|on_demand|", "|reserved|"),
+            frame = frame.assign(pool=p, market="reserved", budget_h=window_h,
+                                 cid=frame["cid"].str.replace("|on_demand|", "|reserved|"),
                                  cost_usd=frame["usd_storage"] + frame["usd_egress"])
             frames.append(frame)
     if not frames:
         return pd.DataFrame(), reason or "no candidate fits its window"
     cands = pd.concat(frames, ignore_index=True).drop_duplicates("cid")
     cands["cost_cents"] = to_cents(cands["cost_usd"])
-    wall_q = [row.budget_h if row.market == "spot_fallback" else  # §10: it falls back in time to end by then
-              _completion_quantile(_inputs(row, workload, hw_rate), q, cache) for row in cands.itertuples(index=False)]
+    wall_q = [_wall_quantile(row, workload, hw_rate, q, cache) for row in cands.itertuples(index=False)]
     cands["wall_q_h"] = wall_q
     cands["duration_steps"] = np.ceil(np.array(wall_q) / loaded.step_h - 1e-9).astype(int).clip(min=1)
     cands = cands[cands["duration_steps"] <= due - release]
