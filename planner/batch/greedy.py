@@ -2,7 +2,8 @@
 
 Runs in due-date order (a run waits for the runs it comes `after`); each takes the cheapest
 of its candidates that fits, at the earliest start where quotas, node limits and reservation
-capacity allow inside its window. Each reservation pool is sized by the peak demand of the
+capacity allow inside its window, ending early enough that the runs after it keep their shortest
+durations off the reservations before their due dates (failing that, anywhere in its window). Each reservation pool is sized by the peak demand of the
 runs whose cheapest candidate (reserved compute priced at the reserved rate) is on the pool,
 and kept only if that pays against their cheapest other candidates.
 """
@@ -97,6 +98,8 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
             usage[key][first:end] += amount
     overfull = [key for key in usage if usage[key].max(initial=0) > capacity[key]]  # endpoints placed one by one
     order = sorted(runs, key=lambda r: (r.due, r.release, r.name))
+    latest = _latest_ends(runs, {name: int(_open_market(cands.loc[rows])["duration_steps"].min())
+                                 for name, rows in by_run.items()})
     ends: dict[str, int] = {}
     chosen, starts, pending = [], {}, list(order)
     cost = sum(pool.cents_per_node * b for pool, b in zip(pools, bought)) * COST_RESOLUTION_USD
@@ -111,24 +114,27 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
             continue
         earliest = max([run.release] + [ends[b] for b in run.after])
         best = None
-        for i in sorted(by_run[run.name], key=lambda i: (cands.at[i, "cost_cents"], cands.at[i, "duration_steps"])):
-            d = int(cands.at[i, "duration_steps"])
-            lo, hi = earliest, run.due - d
-            pool = int(cands.at[i, "pool"])
-            if pool >= 0:
-                lo, hi = max(lo, pools[pool].start), min(hi, pools[pool].end - d)
-            if hi < lo:
-                continue
-            ok = np.ones(hi - lo + 1, dtype=bool)
-            for key, amount in uses[i]:
-                if amount > capacity[key]:
-                    ok[:] = False
-                    break
-                window = np.lib.stride_tricks.sliding_window_view(usage[key][lo:hi + d], d).max(axis=1)
-                ok &= window + amount <= capacity[key]
-            if ok.any():
-                best = (i, lo + int(np.argmax(ok)), d)
-                break  # the cheapest candidate that fits
+        for end_by in dict.fromkeys((latest[run.name], run.due)):  # leaving room for what follows, if it can
+            for i in sorted(by_run[run.name], key=lambda i: (cands.at[i, "cost_cents"], cands.at[i, "duration_steps"])):
+                d = int(cands.at[i, "duration_steps"])
+                lo, hi = earliest, end_by - d
+                pool = int(cands.at[i, "pool"])
+                if pool >= 0:
+                    lo, hi = max(lo, pools[pool].start), min(hi, pools[pool].end - d)
+                if hi < lo:
+                    continue
+                ok = np.ones(hi - lo + 1, dtype=bool)
+                for key, amount in uses[i]:
+                    if amount > capacity[key]:
+                        ok[:] = False
+                        break
+                    window = np.lib.stride_tricks.sliding_window_view(usage[key][lo:hi + d], d).max(axis=1)
+                    ok &= window + amount <= capacity[key]
+                if ok.any():
+                    best = (i, lo + int(np.argmax(ok)), d)
+                    break  # the cheapest candidate that fits
+            if best is not None:
+                break
         if best is None:
             failed.append(run.name)
             continue
@@ -144,3 +150,24 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
     return {"cost_usd": cost, "bought": bought, "cids": {cands.at[i, "cid"] for i in chosen},
             "starts": starts, "failed_required": required_failed, "priority": priority,
             "left_out": [r for r in failed if not run_map[r].required]}
+
+
+def _open_market(frame: pd.DataFrame) -> pd.DataFrame:
+    """A run's candidates off the reservation pools (whose nodes others may hold), or all if none."""
+    open_market = frame[frame["pool"] < 0]
+    return open_market if len(open_market) else frame
+
+
+def _latest_ends(runs: list[RunInfo], shortest: dict[str, int]) -> dict[str, int]:
+    """Per run, the step it should end by so every run after it still has its shortest duration before its
+    due date: its own due date, tightened back along the `after` chains."""
+    latest = {r.name: r.due for r in runs}
+    followers: dict[str, list[str]] = {r.name: [] for r in runs}
+    for r in runs:
+        for b in r.after:
+            followers.setdefault(b, []).append(r.name)
+    for r in sorted(runs, key=lambda r: -r.due):  # a follower is due no earlier than what it follows
+        for f in followers.get(r.name, ()):
+            if f in shortest:
+                latest[r.name] = min(latest[r.name], latest[f] - shortest[f])
+    return latest
