@@ -10,7 +10,9 @@ the cost of a greedy list-scheduler baseline measured in the same run:
 
   runs in due-date order (a run waits for the runs it comes `after`); each takes the
   cheapest of its candidates (plan.cands) that fits, at the earliest start where quotas,
-  node limits and reservation capacity allow inside its window; each reservation pool is
+  node limits and reservation capacity allow inside its window, ending early enough that
+  the runs after it keep their shortest off-reservation durations (failing that, anywhere
+  in its window); each reservation pool is
   sized by the peak demand of the runs whose cheapest candidate (with reserved compute
   priced at the reserved rate) is on the pool, and kept only if that pays against their
   cheapest other candidates.

@@ -3,9 +3,10 @@
 Runs in due-date order (a run waits for the runs it comes `after`); each takes the cheapest
 of its candidates that fits, at the earliest start where quotas, node limits and reservation
 capacity allow inside its window, ending early enough that the runs after it keep their shortest
-durations off the reservations before their due dates (failing that, anywhere in its window). Each reservation pool is sized by the peak demand of the
-runs whose cheapest candidate (reserved compute priced at the reserved rate) is on the pool,
-and kept only if that pays against their cheapest other candidates.
+durations off the reservations before their due dates (failing that, anywhere in its window).
+Each reservation pool is sized by the peak demand of the runs whose cheapest candidate (reserved
+compute priced at the reserved rate) is on the pool, and kept only if that pays against their
+cheapest other candidates.
 """
 from __future__ import annotations
 

@@ -16,8 +16,9 @@ the checkpoint is fixed, so the time on spot follows. Billing on spot comes from
 (failures = λ x working time) on the run continued to the end of the segment it leaves, whose
 overshoot O past the switch point (the same sums, convolved once more) is then taken off: its
 last min(O, s) was work, the rest failures like any other. The on-demand phase is
-`costmodel.expected` of the work left at its mean. `planner.economics.simulate.simulate_fallback` replays the policy trial by trial (the tests
-hold the two within 2 % on cost and 2 points on P(deadline)).
+`costmodel.expected` of the work left at its mean. `planner.economics.simulate.simulate_fallback`
+replays the policy trial by trial (the tests hold the two within 2 % on cost and 2 points on
+P(deadline)).
 """
 from __future__ import annotations
 
