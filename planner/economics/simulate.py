@@ -69,6 +69,24 @@ class SimResult:
         return out
 
 
+def _fail(rng: np.random.Generator, trial: np.ndarray, at: np.ndarray, rho: float, wait: float,
+          starts: np.ndarray, billed: np.ndarray, gran: float, minimum: float) -> tuple[np.ndarray, np.ndarray]:
+    """Failures of `trial` at times `at`: a hardware failure ends one node's session and starts its
+    replacement's; a preemption event (probability ρ) ends every node's, all back after the capacity
+    wait. Bills the ended sessions; returns which were events and when the nodes are back."""
+    event = rng.random(trial.size) < rho if 0 < rho < 1 else np.full(trial.size, rho >= 1)
+    slot = rng.integers(0, starts.shape[1], trial.size)
+    one, every = trial[~event], trial[event]
+    billed[one] += billed_hours(at[~event] - starts[one, slot[~event]], gran, minimum)
+    starts[one, slot[~event]] = at[~event]
+    back = at.copy()  # when the nodes start again: at once, or when spot capacity returns
+    if every.size:
+        billed[every] += billed_hours(at[event, None] - starts[every], gran, minimum).sum(axis=1)
+        back[event] += rng.exponential(wait, every.size) if wait > 0 else 0.0
+        starts[every] = back[event, None]
+    return event, back
+
+
 def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
              progress: Callable[[float], None] | None = None,
              tau: float | None = None) -> SimResult:
@@ -109,16 +127,7 @@ def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
         fi, gf = active[fail], g[fail]
         if fi.size:
             tf = T[fi] + gf
-            event = rng.random(fi.size) < rho if 0 < rho < 1 else np.full(fi.size, rho >= 1)
-            slot = rng.integers(0, n, fi.size)
-            one, every = fi[~event], fi[event]
-            billed[one] += billed_hours(tf[~event] - starts[one, slot[~event]], gran, minimum)
-            starts[one, slot[~event]] = tf[~event]
-            back = tf.copy()  # when the nodes start again: at once, or when spot capacity returns
-            if every.size:  # a preemption event: every node released, back after the capacity wait
-                billed[every] += billed_hours(tf[event, None] - starts[every], gran, minimum).sum(axis=1)
-                back[event] += rng.exponential(wait, every.size) if wait > 0 else 0.0
-                starts[every] = back[event, None]
+            _, back = _fail(rng, fi, tf, rho, wait, starts, billed, gran, minimum)
             T[fi] = back + R
             j = np.floor((pos0[fail] + gf) / s).astype(np.int64)
             seg[fi] = np.clip(j, seg[fi], k - 1)  # never back past a checkpoint
@@ -182,16 +191,7 @@ def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: i
         fi, gf = active[fail], g[fail]
         if fi.size:
             tf = T[fi] + gf
-            event = rng.random(fi.size) < rho if 0 < rho < 1 else np.full(fi.size, rho >= 1)
-            slot = rng.integers(0, n, fi.size)
-            one, every = fi[~event], fi[event]
-            billed[one] += billed_hours(tf[~event] - starts[one, slot[~event]], gran, minimum)
-            starts[one, slot[~event]] = tf[~event]
-            back = tf.copy()
-            if every.size:
-                billed[every] += billed_hours(tf[event, None] - starts[every], gran, minimum).sum(axis=1)
-                back[event] += rng.exponential(wait, every.size) if wait > 0 else 0.0
-                starts[every] = back[event, None]
+            event, back = _fail(rng, fi, tf, rho, wait, starts, billed, gran, minimum)
             j = np.floor((pos0[fail] + gf) / s).astype(np.int64)
             seg[fi] = np.clip(j, seg[fi], k - 1)
             F[fi] += 1

@@ -94,8 +94,7 @@ def replay(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcome
     switched = np.zeros(samples, dtype=bool)
     wall = np.full(samples, np.nan)
     spot_h, od_h = np.zeros(samples), np.zeros(samples)
-    k = max(1, math.ceil(W / tau - 1e-9))
-    S = W + k * C
+    S = p.S
     for t in range(steps):
         active = np.isnan(wall)
         if not active.any():
@@ -103,7 +102,7 @@ def replay(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcome
         now = t * step_h
         if policy != "spot":  # §10's switch point, L_i, with i checkpoints done
             done = np.floor(saved / tau + 1e-9)
-            switched |= active & (now >= D - margin - R - (S - done * (tau + C)))
+            switched |= active & (now >= D - margin - R - (S - done * p.s))
         want = np.where(up[:, t], 1, 0).astype(np.int8)
         if policy == "uniform_progress":
             line = W * now / max(D - margin, 1e-9)

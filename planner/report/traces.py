@@ -10,6 +10,7 @@ import pandas as pd
 
 from planner.candidates.generate import apply_overrides
 from planner.economics import trace_replay
+from planner.economics.costmodel import segment_plan
 from planner.load.traces import Trace
 from planner.report.render import render_table, to_json
 
@@ -62,9 +63,8 @@ def trace_rows(loaded, assignment_list: list[dict], traces: list[Trace]) -> list
                            "unfinished": float(np.mean(np.isnan(wall)))}
         row["samples"] = sum(up.shape[0] for up, _ in parts)
         if len(policies) > 1:
-            p = inputs
             best = np.concatenate([trace_replay.omniscient(job, up, step) for up, step in parts])
-            row["on_demand_cost_usd"] = float(int(a["nodes"]) * on_demand * _failure_free_h(p))
+            row["on_demand_cost_usd"] = float(int(a["nodes"]) * on_demand * segment_plan(inputs).T0)
             row["omniscient_cost_usd"] = float(np.mean(best))
             for policy in policies:
                 row[policy]["regret"] = row[policy]["cost_usd"] / row["omniscient_cost_usd"] - 1
@@ -76,12 +76,6 @@ def _compute(a: dict) -> float:
     """The plan's expected compute cost: the trace replay prices node-hours only."""
     b = a["breakdown_usd"]
     return a["expected"]["cost_usd"] - b["storage"] - b["egress"]
-
-
-def _failure_free_h(inputs) -> float:
-    from planner.economics.costmodel import segment_plan
-
-    return segment_plan(inputs).T0
 
 
 def trace_text(rows: list[dict], fmt: str) -> str:
