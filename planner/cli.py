@@ -421,6 +421,9 @@ def _stderr_console():
               help="Spot price multipliers: start:stop:points (0.5:2.0:16) or a comma list (0.8,1,1.25).")
 @click.option("--preemption", metavar="MULT_RANGE", help="Spot preemption rate multipliers, same forms.")
 @click.option("--on-demand-price", "on_demand", metavar="MULT_RANGE", help="On-demand price multipliers, same forms.")
+@click.option("--rate", metavar="MULT_RANGE",
+              help="Traffic multipliers for serving endpoints (every period's requests/s), same forms; along it a "
+                   "switch is a change of an endpoint's GPU type, market or TP degree, not of its node count.")
 @click.option("--where", "where", multiple=True, metavar="KEY=VALUE,...",
               help="Scale only these offers: provider=, gpu= (name or family), region=, instance_type=.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
@@ -436,14 +439,15 @@ def _stderr_console():
               help="Switch points are bisected until the interval is at most this wide.")
 @click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
               help="CP-SAT seconds per point.")
-def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, processes, executor, precision,
+def whatif(file, spot, preemption, on_demand, rate, where, fmt, output, plot, processes, executor, precision,
            time_limit) -> None:
-    """Sweep spot prices, preemption rates or on-demand prices; find where each placement switches.
+    """Sweep spot prices, preemption rates, on-demand prices or endpoint traffic; find where each placement switches.
 
     Each point solves the scenario with the multipliers applied (after its own overrides)
-    to the offers --where selects. Per point: status, expected total cost and every
-    workload's placement; then, for each workload, the multiplier at which its placement
-    changes, bisected between grid points to --precision. Two ranges sweep the grid.
+    to the offers --where selects (--rate: to every endpoint's traffic). Per point: status,
+    expected total cost and every workload's placement; then, for each workload, the
+    multiplier at which its placement changes, bisected between grid points to --precision.
+    Two ranges sweep the grid.
 
     \b
     Example:
@@ -451,9 +455,11 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, processe
       planner whatif scenarios/lora-finetune.yaml --spot-price 0.5:1.5:11 --preemption 0.5,1,2 --plot sweep.png
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.8:1.6:9 --where provider=gcp --format json
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.5:2.0:31 --executor dask://10.0.0.5:8786
+      planner whatif scenarios/serving-chat.yaml --rate 0.5:3:11
     """
     from planner.whatif.sweep import (
         SweepSpec,
+        check_rate,
         check_where,
         loaded_scenario,
         make_executor,
@@ -464,7 +470,7 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, processe
     )
 
     axes = sweep_axes({"spot_price_multiplier": spot, "preemption_multiplier": preemption,
-                       "on_demand_price_multiplier": on_demand})
+                       "on_demand_price_multiplier": on_demand, "rate_multiplier": rate})
     conditions = parse_where(where)
     if plot and plot.suffix.lower() not in (".png", ".html", ".htm"):
         raise PlannerError(f"expected a .png or .html file name, got {plot.name!r}", "--plot")
@@ -481,6 +487,8 @@ def whatif(file, spot, preemption, on_demand, where, fmt, output, plot, processe
 
         loaded, solve_one = loaded_scenario(str(file)), solve_point
     check_where(conditions, loaded.catalog)
+    if rate:
+        check_rate(axes["rate_multiplier"], loaded.quarter.runs if is_quarter else loaded.scenario.workloads)
     spec = SweepSpec(str(file), axes, tuple(conditions.items()), precision, time_limit)
     pool = make_executor(processes, executor)
     bar = _LazyProgress("sweeping")

@@ -25,6 +25,15 @@ def test_every_command_is_in_the_readme_and_has_an_example():
         assert "Example:" in (command.help or ""), f"{path} --help has no example"
 
 
+def test_every_option_is_in_the_readme():
+    """Each command's long options appear in README.md (`--output` as `-o FILE`)."""
+    readme = (REPO / "README.md").read_text()
+    missing = [f"{path} {opt}" for path, command in all_commands() for param in command.params
+               for opt in param.opts if opt.startswith("--") and opt not in ("--help", "--output")
+               and opt not in readme]
+    assert not missing, f"not in README.md: {', '.join(missing)}"
+
+
 def test_readme_test_command_is_what_ci_runs():
     readme = (REPO / "README.md").read_text()
     blocks = re.findall(r"```bash\n(.*?)\n```", readme, re.S)

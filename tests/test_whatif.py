@@ -319,3 +319,92 @@ def test_endpoints_switch_market_where_planner_solve_says(tmp_path):
         plan = make_plan(load_scenario(path), time_limit_s=30.0, workers=1)
         pools = plan.result.serving.join(plan.candidates.endpoints[["offer_key", "market", "tp"]], on="option")
         assert W.endpoint_placements(pools)["support-bot"] == switch[side], (side, multiplier)
+
+
+# ---------------------------------------------------------------- endpoint traffic (--rate)
+
+TWO_GPUS = """\
+# source: Mélange's example prices (tyler-griggs/melange-release melange/config/example.json @ebba701)
+# as_of: 2024-04-22
+provider,region,instance_type,gpu,gpus_per_node,vcpus,ram_gib,gpu_vram_gib,intra_node,intra_node_gbs,inter_node,inter_node_gbps,on_demand_usd_h,spot_usd_h,spot_preemption_per_h,max_nodes,defaults,notes
+aws,test-1,small-a10g,A10G,1,4,16,24,pcie,32,none,0,1.01,,,,,
+aws,test-1,big-a100,A100-80GB,1,12,85,80,pcie,32,none,0,3.67,,,,,
+"""
+ENDPOINT = """\
+name: rate-sweep
+catalogs: [two.csv]
+workloads:
+  - name: chat
+    kind: serving
+    traffic:
+      requests_per_s: {rate}
+      buckets:
+        - {{prompt_tokens: 100, output_tokens: 100, share: 0.6}}
+        - {{prompt_tokens: 1000, output_tokens: 100, share: 0.4}}
+    slo: {{ttft: 1s, tpot: 120ms}}
+    measured:
+      - {{gpu: A10G, prompt_tokens: 100, output_tokens: 100, max_requests_per_s: 2}}
+      - {{gpu: A10G, prompt_tokens: 1000, output_tokens: 100, max_requests_per_s: 5}}
+      - {{gpu: A100-80GB, prompt_tokens: 100, output_tokens: 100, max_requests_per_s: 20}}
+      - {{gpu: A100-80GB, prompt_tokens: 1000, output_tokens: 100, max_requests_per_s: 40}}
+    duration: 24h
+    interruption_tolerance: none
+"""
+
+
+@pytest.fixture(scope="module")
+def endpoint_file(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("rate")
+    (folder / "two.csv").write_text(TWO_GPUS)
+
+    def write(rate: float, name: str = "endpoint.yaml") -> str:
+        (folder / name).write_text(ENDPOINT.format(rate=rate))
+        return str(folder / name)
+
+    return write
+
+
+def _pools(path: str) -> tuple[float, str]:
+    """`planner solve`'s cost and the endpoint's pools (offer/market/TP, no node counts) for a file."""
+    from planner.solve.pipeline import make_plan
+
+    plan = make_plan(load_scenario(path), time_limit_s=30.0, workers=1)
+    pools = plan.result.serving.join(plan.candidates.endpoints[["offer_key", "market", "tp"]], on="option")
+    return plan.result.objective_usd, W.endpoint_placements(pools, nodes=False)["chat"]
+
+
+def test_rate_sweep_switches_gpu_types_where_planner_solve_says(endpoint_file):
+    """Along the traffic the cost never falls, the point at x1 is `planner solve`'s plan, and every switch of
+    the endpoint's GPU mix is confirmed by solving the file with its rate written in, on either side."""
+    base = 10.0
+    source = endpoint_file(base)
+    result = W.run_sweep(W.SweepSpec(source, {"rate_multiplier": (0.5, 1.0, 2.0, 4.0)}, precision=0.02))
+    costs = [p.objective_usd for p in result.points]
+    assert all(p.status == "OPTIMAL" for p in result.points)
+    assert all(b >= a - SLACK for a, b in zip(costs, costs[1:])), costs
+    assert costs[1] == pytest.approx(_pools(source)[0], abs=SLACK)
+    assert result.switches, "the mix of A10G and A100 nodes changes with the load"
+    for switch in result.switches:
+        assert switch["parameter"] == "rate_multiplier" and switch["workload"] == "chat"
+        assert switch["held_from"] != switch["held_to"]
+        for side, multiplier in (("held_from", switch["at"] - 0.01), ("held_to", switch["at"] + 0.01)):
+            path = endpoint_file(base * multiplier, f"{side}-{multiplier:.4f}.yaml")
+            assert _pools(path)[1] == switch[side], (side, multiplier)
+
+
+def test_rate_sweep_needs_an_endpoint_and_a_rate_in_bounds(run, small, endpoint_file):
+    result = run("whatif", small, "--rate", "0.5,2")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: --rate: multiplies the traffic of serving endpoints"), result.stderr
+    result = run("whatif", endpoint_file(10.0), "--rate", "1,2000000")
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: --rate: x2e+06 takes 'chat' from 10 to 2e+07 requests/s"), result.stderr
+
+
+def test_rate_sweep_json_carries_the_multiplier(run, endpoint_file):
+    result = run("whatif", endpoint_file(10.0), "--rate", "1,3", "--processes", "1", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert [p["rate_multiplier"] for p in data["points"]] == [1.0, 3.0]
+    assert data["swept"] == ["rate_multiplier"]
+    assert all(p["placements"]["chat"].startswith("aws/test-1/") for p in data["points"])

@@ -216,6 +216,8 @@ class RequestBucket(Strict):
 
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+MAX_REQUESTS_PER_S = 1e7
+"""A generous bound on any request rate (ten million a second), so a typo cannot ask for a billion nodes."""
 
 
 def weekdays_of(days: str) -> tuple[int, ...]:
@@ -241,7 +243,7 @@ class TrafficPeriod(Strict):
 
     hours: str
     days: str = Field("daily", description="weekdays the period applies to: mon-fri, sat-sun, mon,wed, daily")
-    requests_per_s: Annotated[float, Field(ge=0, le=1e7)]
+    requests_per_s: Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)]
 
     @field_validator("days")
     @classmethod
@@ -274,7 +276,7 @@ class TrafficPeriod(Strict):
 class Traffic(Strict):
     """A steady rate or a daily profile, and the mix of request sizes (one bucket by default)."""
 
-    requests_per_s: Annotated[float, Field(gt=0, le=1e7)] | None = None
+    requests_per_s: Annotated[float, Field(gt=0, le=MAX_REQUESTS_PER_S)] | None = None
     profile: tuple[TrafficPeriod, ...] = ()
     buckets: tuple[RequestBucket, ...] = (RequestBucket(prompt_tokens=512, output_tokens=256),)
     slices: int = Field(4, ge=1, le=64, description="parts each bucket's rate may be split into across GPU types "
@@ -306,6 +308,16 @@ class Traffic(Strict):
     def weekly(self) -> bool:
         return any(p.days != "daily" for p in self.profile)
 
+    @property
+    def peak(self) -> float:
+        return max(p.requests_per_s for p in self.periods)
+
+    def scaled(self, factor: float) -> "Traffic":
+        """The same profile and request sizes at `factor` times every period's rate (`whatif --rate`)."""
+        return self.model_copy(update={
+            "requests_per_s": None if self.requests_per_s is None else self.requests_per_s * factor,
+            "profile": tuple(p.model_copy(update={"requests_per_s": p.requests_per_s * factor}) for p in self.profile)})
+
 
 class Slo(Strict):
     """Latency targets: time to first token at `quantile`, and the mean time per output token."""
@@ -323,7 +335,7 @@ class MeasuredCapacity(Strict):
     tensor_parallel: int = Field(1, gt=0, le=64)
     prompt_tokens: int = Field(gt=0)
     output_tokens: int = Field(gt=0)
-    max_requests_per_s: Annotated[float, Field(gt=0, le=1e7)]
+    max_requests_per_s: Annotated[float, Field(gt=0, le=MAX_REQUESTS_PER_S)]
 
 
 class GpuCount(Strict):
@@ -469,6 +481,12 @@ class Workload(Strict):
     @property
     def serving(self) -> bool:
         return self.kind == "serving"
+
+    def at_rate(self, factor: float) -> "Workload":
+        """An endpoint with its traffic scaled by `factor`; any other workload as it is."""
+        if not self.serving or factor == 1.0:
+            return self
+        return self.model_copy(update={"traffic": self.traffic.scaled(factor)})
 
     def allows_market(self, market: str) -> bool:
         """The market passes `allow.markets` (all when empty) and `forbid.markets`."""

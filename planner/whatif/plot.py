@@ -11,7 +11,8 @@ from planner.files import check_target, write_atomic
 from planner.whatif.sweep import PARAMETERS, SweepResult
 
 LABELS = {"spot_price_multiplier": "spot price multiplier", "preemption_multiplier": "preemption rate multiplier",
-          "on_demand_price_multiplier": "on-demand price multiplier"}
+          "on_demand_price_multiplier": "on-demand price multiplier",
+          "rate_multiplier": "endpoint traffic multiplier"}
 
 
 def figure(result: SweepResult):

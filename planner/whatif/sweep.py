@@ -32,10 +32,15 @@ from planner.candidates.cache import CandidateCache
 from planner.errors import PlannerError
 from planner.solve.outcome import SOLVED
 
-PARAMETERS = ("spot_price_multiplier", "preemption_multiplier", "on_demand_price_multiplier")
+PARAMETERS = ("spot_price_multiplier", "preemption_multiplier", "on_demand_price_multiplier", "rate_multiplier")
 OPTIONS = {"spot_price_multiplier": "--spot-price", "preemption_multiplier": "--preemption",
-           "on_demand_price_multiplier": "--on-demand-price"}
-SHORT = {"spot_price_multiplier": "spot", "preemption_multiplier": "preempt", "on_demand_price_multiplier": "on_demand"}
+           "on_demand_price_multiplier": "--on-demand-price", "rate_multiplier": "--rate"}
+SHORT = {"spot_price_multiplier": "spot", "preemption_multiplier": "preempt", "on_demand_price_multiplier": "on_demand",
+         "rate_multiplier": "rate"}
+RATE = "rate_multiplier"
+"""The endpoints' traffic: as it grows their node counts grow by design, so along it a switch is a change of
+pools (GPU type, market, TP degree), not of node counts."""
+GIVE = "give at least one of --spot-price, --preemption, --on-demand-price, --rate"
 WHERE_KEYS = ("provider", "gpu", "region", "instance_type")
 DEFAULT_PRECISION = 0.005
 MAX_POINTS = 10_000
@@ -48,11 +53,11 @@ def sweep_axes(given: dict[str, str | None]) -> dict[str, list[float]]:
     """The axes the command line asks for (parameter -> its range text, None when not given): at least
     one, and at most two with several values (a sweep is a line or a grid)."""
     if not any(given.values()):
-        raise PlannerError("give at least one of --spot-price, --preemption, --on-demand-price", "whatif")
+        raise PlannerError(GIVE, "whatif")
     axes = {p: parse_range(text, OPTIONS[p]) for p, text in given.items() if text}
     if sum(len(v) > 1 for v in axes.values()) > 2:
-        raise PlannerError("at most two of --spot-price, --preemption, --on-demand-price may have several values; "
-                           "give the third one value", "whatif")
+        raise PlannerError("at most two of --spot-price, --preemption, --on-demand-price, --rate may have several "
+                           "values; give the others one value", "whatif")
     return axes
 
 
@@ -94,6 +99,21 @@ def _check_positive(values: Iterable[float], text: str, option: str) -> None:
     for v in values:
         if not (v > 0 and math.isfinite(v)):
             raise PlannerError(f"multipliers must be finite and greater than 0, got {v:g} in {text!r}", option)
+
+
+def check_rate(values: Iterable[float], workloads) -> None:
+    """`--rate` scales endpoints' traffic: the file must have an endpoint, and the largest rate stays in bounds."""
+    from planner.schema.scenario import MAX_REQUESTS_PER_S
+
+    endpoints = [w for w in workloads if w.serving]
+    if not endpoints:
+        raise PlannerError("multiplies the traffic of serving endpoints (kind: serving), and the file has none",
+                           "--rate")
+    peak = max(endpoints, key=lambda w: w.traffic.peak)
+    if peak.traffic.peak * max(values) > MAX_REQUESTS_PER_S:
+        raise PlannerError(f"x{max(values):g} takes {peak.name!r} from {peak.traffic.peak:g} to "
+                           f"{peak.traffic.peak * max(values):g} requests/s, above the {MAX_REQUESTS_PER_S:g} "
+                           "the planner accepts", "--rate")
 
 
 def parse_where(items: Iterable[str]) -> dict[str, str]:
@@ -157,6 +177,7 @@ class PointTask:
     spot_price_multiplier: float = 1.0
     preemption_multiplier: float = 1.0
     on_demand_price_multiplier: float = 1.0
+    rate_multiplier: float = 1.0  # every endpoint's traffic
     where: tuple[tuple[str, str], ...] = ()
     time_limit_s: float = 60.0
     seed: int = 0
@@ -180,6 +201,11 @@ class PointResult:
     placements: dict[str, str]  # workload -> provider/region/instance_type/market/nodes
     cids: dict[str, str] = field(default_factory=dict)  # workload -> candidate id (the next point's hint)
     spend_usd: dict[str, float] = field(default_factory=dict)  # market -> expected cost
+    pools: dict[str, str] = field(default_factory=dict)  # endpoint -> its pools without node counts
+
+    def held(self, name: str, parameter: str) -> str | None:
+        """What a switch along `parameter` compares: the placement, or an endpoint's pools along the rate."""
+        return self.pools.get(name) if parameter == RATE and name in self.pools else self.placements.get(name)
 
     def record(self) -> dict:
         """The JSON contract's point."""
@@ -230,6 +256,10 @@ def solve_point(task: PointTask) -> PointResult:
     from planner.solve.pipeline import make_plan
 
     loaded, cache = _loaded(task.source, "scenario")
+    if task.rate_multiplier != 1.0:
+        scenario = loaded.scenario
+        loaded = replace(loaded, scenario=scenario.model_copy(update={
+            "workloads": tuple(w.at_rate(task.rate_multiplier) for w in scenario.workloads)}))
     offers = _point_offers(task, loaded.catalog, loaded.scenario.overrides)
     plan = make_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
                      hint=dict(task.hint) or None, cache=cache)
@@ -246,6 +276,10 @@ def solve_quarter_point(task: PointTask) -> PointResult:
     from planner.batch.pipeline import make_batch_plan
 
     loaded, cache = _loaded(task.source, "quarter")
+    if task.rate_multiplier != 1.0:
+        quarter = loaded.quarter
+        loaded = replace(loaded, quarter=quarter.model_copy(update={
+            "runs": tuple(r.at_rate(task.rate_multiplier) for r in quarter.runs)}))
     offers = _point_offers(task, loaded.catalog, loaded.quarter.overrides)
     plan = make_batch_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
                            cache=cache)
@@ -274,23 +308,26 @@ def _point_result(task: PointTask, status: str, objective_usd: float, chosen, se
     spend = chosen.groupby("market")["cost_usd"].sum() if len(chosen) else pd.Series(dtype=float)
     picked = list(chosen[["run", "cid", "provider", "region", "instance_type", "market", "nodes"]].itertuples(
         index=False)) if len(chosen) else []
-    placements = {r.run: placement(r) for r in picked}
+    placements, kinds = {r.run: placement(r) for r in picked}, {}
     if serving is not None and len(serving):
         pools = serving.join(options[["offer_key", "market", "tp"]], on="option")
         spend = spend.add(pools.groupby("market")["cost_usd"].sum(), fill_value=0.0)
         placements |= endpoint_placements(pools)
+        kinds = endpoint_placements(pools, nodes=False)
     return PointResult(task.multipliers, status, float(objective_usd), placements,
-                       {r.run: r.cid for r in picked}, {m: float(spend.get(m, 0.0)) for m in ("spot", "spot_fallback", "on_demand")})
+                       {r.run: r.cid for r in picked}, {m: float(spend.get(m, 0.0)) for m in ("spot", "spot_fallback", "on_demand")},
+                       kinds)
 
 
-def endpoint_placements(pools) -> dict[str, str]:
+def endpoint_placements(pools, nodes: bool = True) -> dict[str, str]:
     """Per endpoint, its pools as `offer/market/TPt/nodes` joined by ` + `, with the most nodes the pool runs in
-    any period (so a switch of GPU, market or size shows, and autoscaling within a day does not)."""
+    any period (so a switch of GPU, market or size shows, and autoscaling within a day does not); without
+    `nodes`, only which pools run (`offer/market/TPt`)."""
     most = pools.groupby(["workload", "offer_key", "market", "tp"], sort=True)["nodes"].max()
     out: dict[str, list[str]] = {}
-    for (name, offer, market, tp), nodes in most.items():
-        if nodes:
-            out.setdefault(name, []).append(f"{offer}/{market}/TP{tp}/{int(nodes)}")
+    for (name, offer, market, tp), count in most.items():
+        if count:
+            out.setdefault(name, []).append(f"{offer}/{market}/TP{tp}" + (f"/{int(count)}" if nodes else ""))
     return {name: " + ".join(parts) for name, parts in out.items()}
 
 
@@ -326,9 +363,10 @@ def _value(result: PointResult, parameter: str) -> float:
     return result.multipliers[parameter]
 
 
-def changed(a: PointResult, b: PointResult, among: Iterable[str] | None = None) -> list[str]:
+def changed(a: PointResult, b: PointResult, among: Iterable[str] | None = None, parameter: str = "") -> list[str]:
+    """The workloads whose placement differs between two points (along `parameter`: see `PointResult.held`)."""
     names = among if among is not None else sorted(set(a.placements) | set(b.placements))
-    return [w for w in names if a.placements.get(w) != b.placements.get(w)]
+    return [w for w in names if a.held(w, parameter) != b.held(w, parameter)]
 
 
 def find_switches(job: BisectJob, solve: SolveFn = solve_point) -> tuple[list[dict], int]:
@@ -345,12 +383,13 @@ def find_switches(job: BisectJob, solve: SolveFn = solve_point) -> tuple[list[di
             for name in names:
                 out.append({"workload": name, "parameter": job.parameter, "at": at,
                             "from": low.placements.get(name), "to": high.placements.get(name),
+                            "held_from": low.held(name, job.parameter), "held_to": high.held(name, job.parameter),
                             **fixed, job.parameter: at})
             continue
         middle = solve(job.template.at(job.parameter, (lo + hi) / 2, low.cids))
         solves += 1
         for pair in ((middle, high), (low, middle)):
-            moved = changed(*pair, names)
+            moved = changed(*pair, names, job.parameter)
             if moved:
                 stack.append((*pair, moved))
     return out, solves
@@ -406,7 +445,7 @@ def grid(spec: SweepSpec) -> list[dict[str, float]]:
     import itertools
 
     values = [spec.axes.get(p, (1.0,)) for p in PARAMETERS]
-    order = sorted(range(3), key=lambda i: (len(values[i]) == 1, i))  # swept axes first
+    order = sorted(range(len(PARAMETERS)), key=lambda i: (len(values[i]) == 1, i))  # swept axes first
     points = []
     for combo in itertools.product(*(values[i] for i in reversed(order))):
         point = dict(zip((PARAMETERS[i] for i in reversed(order)), combo))
@@ -444,7 +483,7 @@ def _bisect_jobs(spec: SweepSpec, template: PointTask, points: list[dict], resul
             low = index[tuple(p[q] for q in PARAMETERS)]
             nxt = dict(p, **{parameter: values[values.index(p[parameter]) + 1]})
             high = index[tuple(nxt[q] for q in PARAMETERS)]
-            names = changed(low, high)
+            names = changed(low, high, parameter=parameter)
             if names:
                 fixed = replace(template, **{q: p[q] for q in PARAMETERS})
                 jobs.append(BisectJob(fixed, parameter, low, high, tuple(names), spec.precision))
@@ -464,7 +503,7 @@ def run_sweep(spec: SweepSpec, executor: Executor | None = None, solve: SolveFn 
     started = time.perf_counter()
     executor = executor or InlineExecutor()
     if len(spec.swept) > 2:
-        raise PlannerError("at most two of --spot-price, --preemption, --on-demand-price may have several values")
+        raise PlannerError("at most two of --spot-price, --preemption, --on-demand-price, --rate may have several values")
     # an absolute path: a Dask worker resolves a relative one from wherever `dask worker` started
     template = PointTask(str(Path(spec.source).resolve()), where=spec.where, time_limit_s=spec.time_limit_s,
                          seed=spec.seed)
@@ -610,7 +649,7 @@ def point_rows(result: SweepResult) -> list[dict]:
         row |= {"status": point.status, "objective_usd": point.objective_usd,
                 "spot_share": (point.spend_usd.get("spot", 0.0) / spend) if spend > 0 else None}
         if len(swept) == 1:
-            row["moved"] = ", ".join(changed(previous, point)) if previous else ""
+            row["moved"] = ", ".join(changed(previous, point, parameter=swept[0])) if previous else ""
         rows.append(row)
         previous = point
     return rows
@@ -627,8 +666,8 @@ def segments(result: SweepResult) -> list[dict]:
     for name in names:
         switches = sorted((s for s in result.switches if s["workload"] == name), key=lambda s: s["at"])
         edges = [values[0], *(s["at"] for s in switches), values[-1]]
-        held = [s["from"] for s in switches] + [switches[-1]["to"] if switches else
-                                                 result.points[0].placements.get(name)]
+        held = [s["held_from"] for s in switches] + [switches[-1]["held_to"] if switches else
+                                                     result.points[0].held(name, parameter)]
         for lo, hi, where in zip(edges, edges[1:], held):
             rows.append({"workload": name, "from_x": lo, "to_x": hi, "placement": where or "-"})
     return rows
