@@ -25,6 +25,7 @@ from planner.candidates.generate import (
     limits_of,
     offer_prices,
     offers_token,
+    wall_law,
     workload_candidates,
 )
 from planner.candidates.limits import Limits, to_cents
@@ -100,17 +101,11 @@ def market(offers: pd.DataFrame, pools: list[Pool]) -> Market:
                   [(frame, token(frame), offer_prices(frame)) for frame in reserved])
 
 
-def _completion_quantile(inputs: costmodel.CandidateInputs, q: float, cache: CandidateCache) -> float:
-    """`costmodel.completion_quantile`, kept: runs of the same shape and market repeat it."""
-    key = (inputs, q)
-    found = cache.quantiles.get(key)
-    return found if found is not None else cache.keep(cache.quantiles, key, costmodel.completion_quantile(inputs, q))
-
-
 def _wall_quantile(row, workload: Workload, hw_rate: float, q: float, cache: CandidateCache) -> float:
-    """The hours a candidate books on the calendar: its completion time's q-quantile (cost-model §6, §10)."""
+    """The hours a candidate books on the calendar: its completion time's q-quantile (cost-model §6, §10), from
+    the law candidate generation kept for its timing key."""
     inputs = _inputs(row, workload, hw_rate)
-    spot = _completion_quantile(inputs, q, cache)
+    spot = wall_law(inputs, None, cache).quantile(q)
     if row.market != "spot_fallback":
         return spot
     return fallback.completion_quantile(dataclasses.replace(inputs, time_budget_h=float(row.budget_h)), q, spot)

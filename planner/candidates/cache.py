@@ -14,22 +14,23 @@ class CandidateCache:
     rows: dict = field(default_factory=dict)  # expansion class -> expanded rows with their physics and screens
     estimates: dict = field(default_factory=dict)  # (workload physics, shape, headroom) -> Estimate
     exact: dict = field(default_factory=dict)  # (cost settings, timing key, W, item time) -> exact cost at price 1
-    quantiles: dict = field(default_factory=dict)  # (cost inputs, confidence) -> completion quantile (batch)
+    laws: dict = field(default_factory=dict)  # segment plan -> costmodel.WallLaw (P(T <= D) at any D, quantiles)
     max_rows: int = 2_000_000  # expanded rows kept (~1 GB); past it a sweep rebuilds rows per point
-    max_entries: int = 500_000  # estimates, exact costs and quantiles, each
+    max_entries: int = 500_000  # estimates and exact costs, each
+    max_laws: int = 2048  # a law holds its CDF on the grid (64-512 KB)
     catalog: object = field(default=None, repr=False)
 
     def bind(self, catalog) -> "CandidateCache":
         """This cache for `catalog`: emptied first when it was filled for another one."""
         if self.catalog is not catalog:
-            for part in (self.rows, self.estimates, self.exact, self.quantiles):
+            for part in (self.rows, self.estimates, self.exact, self.laws):
                 part.clear()
             self.catalog = catalog
         return self
 
     def keep(self, part: dict, key, value):
         """Store `value` under `key` in `part`, emptying the part first when it is full."""
-        if len(part) >= self.max_entries:
+        if len(part) >= (self.max_laws if part is self.laws else self.max_entries):
             part.clear()
         part[key] = value
         return value

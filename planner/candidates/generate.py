@@ -305,13 +305,23 @@ class _Exact:
     tau: float
     by_deadline: dict = field(default_factory=dict)
 
-    def at(self, budget: float) -> costmodel.CostResult | fallback.FallbackResult | None:
+    def at(self, budget: float, cache: CandidateCache) -> costmodel.CostResult | fallback.FallbackResult | None:
         if budget not in self.by_deadline:
-            deadlined = replace(self.inputs, time_budget_h=budget)
+            law = wall_law(self.inputs, self.tau, cache)  # spot alone's, for a fallback
+            if self.unit is None and self.by_deadline:  # a second deadline: the grid beats Chernoff's bound
+                law.compute()
             self.by_deadline[budget] = (
-                fallback.unit(deadlined, self.tau, FALLBACK_MIN_SWITCH) if self.unit is None else
-                replace(self.unit, p_deadline=costmodel.p_deadline(deadlined, self.tau)))
+                fallback.unit(replace(self.inputs, time_budget_h=budget), self.tau, FALLBACK_MIN_SWITCH, law)
+                if self.unit is None else replace(self.unit, p_deadline=law.p_le(budget)))
         return self.by_deadline[budget]
+
+
+def wall_law(inputs: costmodel.CandidateInputs, tau: float | None, cache: CandidateCache) -> costmodel.WallLaw:
+    """The law of T for these inputs, kept per segment plan (what it depends on): one grid answers every
+    deadline a timing key meets (a quarter's runs each bring their own) and every quantile batch books."""
+    plan = costmodel.segment_plan(inputs, tau)
+    found = cache.laws.get(plan)
+    return found if found is not None else cache.keep(cache.laws, plan, costmodel.WallLaw(plan))
 
 
 def _cost_fingerprint(workload: Workload, hw_rate: float) -> tuple:
@@ -727,7 +737,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         exact = screen.exact.get(key[i])
         if exact is None:
             exact = screen.exact[key[i]] = _exact(workload, row, hw_rate, fingerprint, cache)
-        unit = exact.at(budget)
+        unit = exact.at(budget, cache)
         if unit is None or row.fallback and unit.p_switch < FALLBACK_MIN_SWITCH:
             continue
         if unit.p_deadline < q:

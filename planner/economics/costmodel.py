@@ -339,41 +339,104 @@ def _grid(h: float, N: int, damping: float = 18.0):
 # ----------------------------------------------------------- P(T <= D) (§6)
 
 
-def _p_le(p: _Plan, D: float, moments=None, N: int = 8192) -> float:
-    lam, k = p.lam, p.k
-    zD = D - p.T0
-    if zD < -1e-9 * max(1.0, abs(D)):
-        return 0.0
-    if lam == 0:
-        return 1.0
-    ET, EF, sd = moments if moments is not None else _moments(p)
-    if not math.isfinite(ET):
-        return 0.0 if math.isfinite(D) else 1.0
-    ET, sd = _wall_moments(p, ET, EF, sd)
-    P0 = math.exp(-lam * p.S)
-    z_max = (ET - p.T0) + 14.0 * sd + 2.0 * (p.R + p.s)
-    if zD >= z_max:
-        return 1.0
-    if zD <= 0:
-        return P0
-    # Z = T − T0 = Σ_i Σ_{j<F_i} (X_ij + R): compound geometric per segment,
-    # (1−p)/(1−p·φ_Y); identical full segments by a power.
-    # grid fine enough for the lumps X + R of width s (stateless items)
-    feat = p.s if k > 1 else p.s_k
-    N = int(min(65536, max(N, _fft.next_fast_len(int(4 * zD / feat) + 2, real=True))))
-    h = zD / (N - 2)
-    tilt, untilt, z1 = _grid(h, N)
-    pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
-    waits = _wait_factor(p, h, z1)
-    fYk = _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt) * waits
-    zhat = (1 - pk) / (1 - pk * fYk)
-    if k > 1:
-        fY = _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt) * waits
-        zhat = zhat * np.power((1 - pf) / (1 - pf * fY), k - 1)
-    zhat = zhat - P0  # the atom at Z = 0 (no failure) is added exactly below
-    z = _fft.irfft(zhat, N) * untilt
-    Fc = float(_half_cdf(z, h, 0.0, zD))
-    return min(1.0, max(0.0, P0 + Fc))
+class WallLaw:
+    """The law of a candidate's wall time T = T0 + Z (§6), Z = Σ_i Σ_{j<F_i} (X_ij + R [+ W]): a compound
+    geometric law per segment, (1−p)/(1−p·φ_Y), identical full segments by a power, inverted by one FFT
+    on a grid over the whole support (T0 to T0 + E[Z] + 14 sd). P(T ≤ D) for any D and its quantiles then
+    read the same cumulative sums, so one timing key's law serves every deadline it meets."""
+
+    def __init__(self, p: _Plan, moments: tuple[float, float, float] | None = None):
+        self.plan = p
+        ET, EF, sd = moments if moments is not None else _moments(p)
+        self.finite = math.isfinite(ET)
+        ET, sd = _wall_moments(p, ET, EF, sd)
+        self.mean, self.sd = ET, sd
+        self.P0 = math.exp(-p.lam * p.S) if p.lam else 1.0  # no failure at all: T = T0 exactly
+        self.z_max = (ET - p.T0) + 14.0 * sd + 2.0 * (p.R + p.s) if self.finite else math.inf
+        self._cdf: tuple[float, np.ndarray] | None = None
+
+    @property
+    def ready(self) -> bool:
+        """Whether the grid is computed (reading it is then microseconds)."""
+        return self._cdf is not None
+
+    def compute(self) -> "WallLaw":
+        """The grid now, for a caller that will read it many times."""
+        if self.finite and self.plan.lam:
+            self.cdf
+        return self
+
+    @property
+    def T0(self) -> float:
+        return self.plan.T0
+
+    def p_le(self, D: float) -> float:
+        """P(T ≤ D)."""
+        p = self.plan
+        zD = D - p.T0
+        if zD < -1e-9 * max(1.0, abs(D)):
+            return 0.0
+        if p.lam == 0:
+            return 1.0
+        if not self.finite:
+            return 0.0 if math.isfinite(D) else 1.0
+        if zD >= self.z_max:
+            return 1.0
+        if zD <= 0:
+            return self.P0
+        h, cdf = self.cdf
+        at = zD / h + 0.5  # position among the nodes 0, h/2, 3h/2, ... (node i > 0 at (i − 1/2)h)
+        i = min(int(at), cdf.size - 2)
+        if i == 0:
+            value = cdf[0] + (cdf[1] - cdf[0]) * zD / (0.5 * h)
+        else:
+            value = cdf[i] + (cdf[i + 1] - cdf[i]) * (at - i)
+        return min(1.0, max(0.0, float(value)))
+
+    def quantile(self, q: float) -> float:
+        """The smallest D with P(T ≤ D) ≥ q (inf beyond a century: never on a calendar)."""
+        p = self.plan
+        if p.lam == 0:
+            return p.T0
+        if not self.finite or self.mean + 14.0 * self.sd > 1e6:
+            return math.inf
+        if self.P0 >= q:
+            return p.T0
+        h, cdf = self.cdf
+        above = np.flatnonzero(cdf >= q)
+        if not above.size:
+            return p.T0 + self.z_max
+        i = int(above[0])
+        if i == 0:
+            return p.T0
+        left, right = max(i - 1.5, 0.0) * h, (i - 0.5) * h
+        frac = (q - cdf[i - 1]) / (cdf[i] - cdf[i - 1]) if cdf[i] > cdf[i - 1] else 1.0
+        return p.T0 + left + frac * (right - left)
+
+    @property
+    def cdf(self) -> tuple[float, np.ndarray]:
+        """(h, P(T − T0 ≤ z) at the nodes z = 0, h/2, 3h/2, ...), `_half_cdf`'s nodes, from one inverse FFT,
+        kept. The grid resolves the lumps X + R of width s (stateless items) and ends at z_max."""
+        if self._cdf is None:
+            p, lam = self.plan, self.plan.lam
+            feat = p.s if p.k > 1 else p.s_k
+            N = max(8192, _fft.next_fast_len(int(min(4 * self.z_max / feat, 65534)) + 2, real=True))
+            h = self.z_max / (N - 2)
+            tilt, untilt, z1 = _grid(h, N)
+            pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
+            waits = _wait_factor(p, h, z1)
+            zhat = (1 - pk) / (1 - pk * _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt) * waits)
+            if p.k > 1:
+                fY = _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt) * waits
+                zhat = zhat * np.power((1 - pf) / (1 - pf * fY), p.k - 1)
+            z = _fft.irfft(zhat - self.P0, N) * untilt  # the atom at Z = 0 (no failure) is added exactly
+            # no mass below 0 (lengths start there), so the first node is (0, P0), not (−h/2, P0)
+            self._cdf = h, self.P0 + np.concatenate(([0.0], np.cumsum(z)))
+        return self._cdf
+
+
+def _p_le(p: _Plan, D: float, moments=None) -> float:
+    return WallLaw(p, moments).p_le(D)
 
 
 def overhead_tail_bound(p: _Plan, level: float) -> float:
@@ -405,41 +468,9 @@ def overhead_tail_bound(p: _Plan, level: float) -> float:
 
 
 def completion_quantile(inputs: CandidateInputs, q: float, tau: float | None = None) -> float:
-    """Smallest D with P(T ≤ D) ≥ q: the same distribution as `p_deadline`, inverted from one
-    FFT over the whole support (what `planner batch` books on the calendar)."""
-    p = segment_plan(inputs, tau)
-    lam = p.lam
-    if lam == 0:
-        return p.T0
-    ET, EF, sd = _moments(p)
-    ET, sd = _wall_moments(p, ET, EF, sd)
-    if not math.isfinite(ET) or ET + 14.0 * sd > 1e6:  # beyond a century: never on a calendar
-        return math.inf
-    P0 = math.exp(-lam * p.S)
-    if P0 >= q:
-        return p.T0
-    z_max = (ET - p.T0) + 14.0 * sd + 2.0 * (p.R + p.s)
-    feat = p.s if p.k > 1 else p.s_k
-    N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * z_max / feat) + 2, real=True))))
-    h = z_max / (N - 2)
-    tilt, untilt, z1 = _grid(h, N)
-    pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
-    waits = _wait_factor(p, h, z1)
-    zhat = (1 - pk) / (1 - pk * _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt) * waits)
-    if p.k > 1:
-        zhat = zhat * np.power((1 - pf) / (1 - pf * _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt) * waits),
-                               p.k - 1)
-    z = _fft.irfft(zhat - P0, N) * untilt
-    cdf = P0 + np.concatenate(([0.0], np.cumsum(z)))
-    xp = np.concatenate(([0.0], (np.arange(N) + 0.5) * h))
-    above = np.flatnonzero(cdf >= q)
-    if not above.size:
-        return p.T0 + z_max
-    i = int(above[0])
-    if i == 0:
-        return p.T0
-    frac = (q - cdf[i - 1]) / (cdf[i] - cdf[i - 1]) if cdf[i] > cdf[i - 1] else 1.0
-    return p.T0 + xp[i - 1] + frac * (xp[i] - xp[i - 1])
+    """Smallest D with P(T ≤ D) ≥ q: the same law as `p_deadline`, inverted (what `planner batch` books
+    on the calendar)."""
+    return WallLaw(segment_plan(inputs, tau)).quantile(q)
 
 
 def p_deadline(inputs: CandidateInputs, tau: float | None = None) -> float:

@@ -11,7 +11,7 @@ on spot through segment i only if Z_(i+1) <= D − margin − 2R − S − s_i. 
     E[checkpoint at the switch; switch] = Σ_(i<k) P(Z_i <= B) − (k − 1)·P(stay),
 
 and Σ_i P(Z_i <= B) is one inverse FFT of Σ ψ^i = ψ(1 − ψ^(k−1))/(1 − ψ), ψ a segment's
-overhead transform (the same compound-geometric law as `costmodel._p_le`). The switch time given
+overhead transform (the same compound-geometric law as `costmodel.WallLaw`). The switch time given
 the checkpoint is fixed, so the time on spot follows. Billing on spot comes from Wald's identity
 (failures = λ x working time) on the run continued to the end of the segment it leaves, whose
 overshoot O past the switch point (the same sums, convolved once more) is then taken off: its
@@ -84,17 +84,26 @@ def _alone(inputs: CandidateInputs, tau: float) -> CostResult:
     return costmodel.expected(inputs, tau)
 
 
-def _rarely_switches(p, B: float, min_switch: float) -> bool:
-    """P(spot alone's overhead passes B) < min_switch: by Chernoff's bound when that settles it (nine
-    times in ten in candidate generation), else by one FFT (`costmodel._p_le`)."""
-    return costmodel.overhead_tail_bound(p, B) < min_switch or 1 - costmodel._p_le(p, p.R + p.S + B) < min_switch
+def _rarely_switches(p, B: float, min_switch: float, law: costmodel.WallLaw) -> bool:
+    """P(spot alone's overhead passes B) < min_switch, by spot alone's law or Chernoff's bound on it (either
+    settles it): the law first when its grid is computed (microseconds), else the bound, which settles nine
+    times in ten in candidate generation without an FFT."""
+    def by_law() -> bool:
+        return 1 - law.p_le(p.R + p.S + B) < min_switch
+
+    def by_bound() -> bool:
+        return costmodel.overhead_tail_bound(p, B) < min_switch
+
+    return by_law() or by_bound() if law.ready else by_bound() or by_law()
 
 
-def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 0.0) -> FallbackResult | None:
+def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 0.0,
+         law: costmodel.WallLaw | None = None) -> FallbackResult | None:
     """The policy's expected outcome at unit prices; None when the deadline leaves no room for spot
     (not even one failure-free segment before the switch point), when there is no deadline, or when
     it would switch in fewer than `min_switch` of runs (then it is spot alone): spot alone ending by
-    R + S + B, which one FFT tells, never switches, so that bounds the switching cheaply first."""
+    R + S + B, which its law (`law`, if the caller keeps it) tells, never switches, so that bounds the
+    switching cheaply first."""
     p = segment_plan(inputs, tau)
     D = inputs.time_budget_h
     if not math.isfinite(D):
@@ -105,7 +114,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     B = D - margin - 2 * R - S - s if k > 1 else B_k
     if B < 0 or B_k <= 0:
         return None
-    if min_switch > 0 and _rarely_switches(p, B, min_switch):
+    if min_switch > 0 and _rarely_switches(p, B, min_switch, law or costmodel.WallLaw(p)):
         return None
     lost = costmodel._trexp_mean(lam, s) if lam > 0 else 0.0  # work lost per failure, on average
     lump = lost + R + p.rho * p.wait  # what a failure adds: lost work, a restart, maybe a capacity wait
