@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -24,9 +25,9 @@ from planner.candidates.generate import (
     limit_keys,
     limits_of,
     offer_prices,
+    candidate_records,
     offers_token,
     wall_law,
-    workload_candidates,
 )
 from planner.candidates.limits import Limits, to_cents
 from planner.economics import costmodel, fallback
@@ -60,12 +61,14 @@ class BatchPlan:
         return self.result.status
 
 
-def _inputs(row, run: Workload, hw_rate: float) -> costmodel.CandidateInputs:
-    return cost_inputs(run, work_h=row.work_h, nodes=int(row.nodes), gpus_per_node=int(row.gpus_per_node),
-                       lam_spot=float(row.lam_spot) if row.market != "on_demand" else 0.0,
-                       capacity_wait_h=float(row.capacity_wait_h) if row.market != "on_demand" else 0.0,
-                       price=float(row.price_per_node_h), granularity_h=row.billing_granularity_h,
-                       minimum_h=row.billing_minimum_h, hw_rate=hw_rate, checkpoint_interval_h=row.checkpoint_interval_h)
+def _inputs(row: dict, run: Workload, hw_rate: float) -> costmodel.CandidateInputs:
+    spot = row["market"] not in ("on_demand", "reserved")
+    return cost_inputs(run, work_h=row["work_h"], nodes=int(row["nodes"]), gpus_per_node=int(row["gpus_per_node"]),
+                       lam_spot=float(row["lam_spot"]) if spot else 0.0,
+                       capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0,
+                       price=float(row["price_per_node_h"]), granularity_h=row["billing_granularity_h"],
+                       minimum_h=row["billing_minimum_h"], hw_rate=hw_rate,
+                       checkpoint_interval_h=row["checkpoint_interval_h"])
 
 
 def _pools(loaded: LoadedQuarter) -> list[Pool]:
@@ -101,14 +104,14 @@ def market(offers: pd.DataFrame, pools: list[Pool]) -> Market:
                   [(frame, token(frame), offer_prices(frame)) for frame in reserved])
 
 
-def _wall_quantile(row, workload: Workload, hw_rate: float, q: float, cache: CandidateCache) -> float:
+def _wall_quantile(row: dict, workload: Workload, hw_rate: float, q: float, cache: CandidateCache) -> float:
     """The hours a candidate books on the calendar: its completion time's q-quantile (cost-model §6, §10), from
     the law candidate generation kept for its timing key."""
     inputs = _inputs(row, workload, hw_rate)
     spot = wall_law(inputs, None, cache).quantile(q)
-    if row.market != "spot_fallback":
+    if row["market"] != "spot_fallback":
         return spot
-    return fallback.completion_quantile(dataclasses.replace(inputs, time_budget_h=float(row.budget_h)), q, spot)
+    return fallback.completion_quantile(dataclasses.replace(inputs, time_budget_h=float(row["budget_h"])), q, spot)
 
 
 def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Market, scenario,
@@ -122,35 +125,38 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
     release, due = loaded.window(run)
     window_h = (due - release) * loaded.step_h
     limits = limits_of(scenario)
-    frames, reason = [], ""
+    found, reason = {}, ""  # cid -> candidate record (the first of each id)
     for level in DEADLINE_LEVELS:
         budgeted = workload.model_copy(update={"time_budget": window_h * level})
-        frame, why, _ = workload_candidates(budgeted, catalog, scenario, prices.offers, limits,
+        records, why, _ = candidate_records(budgeted, catalog, scenario, prices.offers, limits,
                                             offers_key=prices.token, prices=prices.prices, cache=cache)
         if why and level == 1.0:
             reason = why
-        if not frame.empty:
-            frames.append(frame.assign(pool=-1, budget_h=window_h * level))
+        for r in records:
+            found.setdefault(r["cid"], r | {"pool": -1, "budget_h": window_h * level})
     for p, (offer, token, offer_rates) in enumerate(prices.pool_offers):
         reserved = workload.model_copy(update={"time_budget": window_h})
-        frame, _, _ = workload_candidates(reserved, catalog, scenario, offer, limits, exhaustive=True,
+        records, _, _ = candidate_records(reserved, catalog, scenario, offer, limits, exhaustive=True,
                                           offers_key=token, prices=offer_rates, cache=cache)
-        if not frame.empty:  # compute is prepaid with the reservation: only storage and data move cost money
-            frame = frame.assign(pool=p, market="reserved", budget_h=window_h,
-                                 cid=frame["cid"].str.replace("|on_demand|", "|reserved|"),
-                                 cost_usd=frame["usd_storage"] + frame["usd_egress"])
-            frames.append(frame)
-    if not frames:
+        for r in records:  # compute is prepaid with the reservation: only storage and data move cost money
+            cid = r["cid"].replace("|on_demand|", "|reserved|")
+            found.setdefault(cid, r | {"pool": p, "market": "reserved", "budget_h": window_h, "cid": cid,
+                                       "cost_usd": r["usd_storage"] + r["usd_egress"]})
+    if not found:
         return pd.DataFrame(), reason or "no candidate fits its window"
-    cands = pd.concat(frames, ignore_index=True).drop_duplicates("cid")
-    cands["cost_cents"] = to_cents(cands["cost_usd"])
-    wall_q = [_wall_quantile(row, workload, hw_rate, q, cache) for row in cands.itertuples(index=False)]
-    cands["wall_q_h"] = wall_q
-    cands["duration_steps"] = np.ceil(np.array(wall_q) / loaded.step_h - 1e-9).astype(int).clip(min=1)
-    cands = cands[cands["duration_steps"] <= due - release]
-    if cands.empty:
-        return cands, f"no candidate finishes within its window of {window_h:.0f} h at confidence {q:.0%}"
-    return _keep_useful(cands.rename(columns={"workload": "run"}), limits), ""
+    fitting = []
+    for r in found.values():
+        r["cost_cents"] = to_cents(r["cost_usd"])
+        r["wall_q_h"] = _wall_quantile(r, workload, hw_rate, q, cache)
+        if math.isinf(r["wall_q_h"]):  # its law runs past a century
+            continue
+        r["duration_steps"] = max(1, math.ceil(r["wall_q_h"] / loaded.step_h - 1e-9))
+        if r["duration_steps"] <= due - release:
+            fitting.append(r)
+    if not fitting:
+        return pd.DataFrame(), f"no candidate finishes within its window of {window_h:.0f} h at confidence {q:.0%}"
+    kept = _keep_useful(pd.DataFrame({c: [r[c] for r in fitting] for c in fitting[0]}), limits)
+    return kept.rename(columns={"workload": "run"}).reset_index(drop=True), ""
 
 
 def _keep_useful(cands: pd.DataFrame, limits) -> pd.DataFrame:

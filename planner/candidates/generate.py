@@ -671,19 +671,34 @@ def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario
     (`offers_token(offers)`) lets repeated calls reuse the price-independent work, and `prices`
     (`offer_prices(offers)`) the offers' prices as arrays.
     """
+    records, reason, considered = candidate_records(workload, catalog, scenario, offers, limits, exhaustive,
+                                                    offers_key, prices, cache)
+    return _frame(records), reason, considered
+
+
+def candidate_records(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
+                      limits: Limits, exhaustive: bool = False, offers_key: str | None = None,
+                      prices: dict[str, np.ndarray] | None = None, cache: CandidateCache | None = None
+                      ) -> tuple[list[dict], str, int]:
+    """`workload_candidates` as one dict per candidate (a caller that keeps few of many, `planner batch`,
+    makes one table at the end)."""
     return _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, offers_key,
                                 offer_prices(offers) if prices is None else prices,
                                 (cache or CandidateCache()).bind(catalog))[:3]
 
 
+def _frame(records: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame({name: [r[name] for r in records] for name in records[0]}) if records else pd.DataFrame()
+
+
 def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
                          limits: Limits, exhaustive: bool, offers_key: str | None, prices: dict[str, np.ndarray],
-                         cache: CandidateCache) -> tuple[pd.DataFrame, str, int, tuple[np.ndarray, np.ndarray] | None]:
-    """`workload_candidates` plus each candidate's signature number and limited GPUs, which the rows already
+                         cache: CandidateCache) -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None]:
+    """`candidate_records` plus each candidate's signature number and limited GPUs, which the rows already
     carry, for `_pareto`; per-row work is on arrays, since
     a sweep repeats it at every point."""
     rows = _rows(workload, catalog, offers, limits, offers_key, cache)
-    none = pd.DataFrame()
+    none: list[dict] = []
     if rows.base is None:
         return none, rows.reason, rows.considered, None
     headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
@@ -761,8 +776,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
                           f"the work so often that it practically never finishes (checkpoint it, or give it fewer "
                           f"GPUs or hours)"), rows.considered, None
         return none, _deadline_reason(workload, missed, q), rows.considered, None
-    frame = pd.DataFrame({name: [c[name] for c in out] for name in out[0]})
-    return frame, "", rows.considered, (signature[chosen], units[chosen])
+    return out, "", rows.considered, (signature[chosen], units[chosen])
 
 
 def _physics_reason(workload: Workload, estimates: list[Estimate], budget: float) -> str:
@@ -815,8 +829,9 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
         kind = (workload.model_dump_json(exclude={"name", "description"}), _grouped(workload, limits))
         if kind not in classes:
             classes[kind] = len(results)
-            frame, reason, count, limited = _workload_candidates(workload, catalog, scenario, offers, limits,
-                                                                 exhaustive, token, prices, cache)
+            records, reason, count, limited = _workload_candidates(workload, catalog, scenario, offers, limits,
+                                                                   exhaustive, token, prices, cache)
+            frame = _frame(records)
             front = _pareto(frame, *limited) if limited is not None else frame
             results.append((frame, reason, count, front, workload.name))
         reason, count = results[classes[kind]][1:3]
