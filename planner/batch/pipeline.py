@@ -165,7 +165,6 @@ def _keep_useful(cands: pd.DataFrame, limits) -> pd.DataFrame:
     quota_keys, capped_offer, units = limit_keys(cands, limits, "offer_key")
     limits_of_row = list(zip(quota_keys, capped_offer, cands["pool"]))
     cents, duration, cid = (cands[c].tolist() for c in ("cost_cents", "duration_steps", "cid"))
-    units = units.tolist()
     fronts: dict[tuple, list[tuple[int, int]]] = {}
     keep = []  # in (cost, duration, id) order
     for i in sorted(range(len(cid)), key=lambda i: (cents[i], duration[i], cid[i])):

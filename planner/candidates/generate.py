@@ -8,6 +8,7 @@ billing rules); offers in twenty regions at twenty prices reuse it.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections import namedtuple
@@ -406,18 +407,27 @@ def _resource_columns(frame: pd.DataFrame, limits: Limits, offer_column: str) ->
                         capped_offer=capped_offer, units=units)
 
 
-def limit_keys(frame: pd.DataFrame, limits: Limits, offer_column: str) -> tuple[pd.Series, np.ndarray, pd.Series]:
+def limit_keys(frame: pd.DataFrame, limits: Limits, offer_column: str) -> tuple[list[str], list[str], list[int]]:
     """Per row: the quotas that cover it (`key;key;`), its capped offer (and market, when node limits are
-    per market; "" when uncapped), and the GPUs it draws from them."""
-    pairs = frame[["provider", "gpu", "gpu_family"]].drop_duplicates()
-    masks = [(key, quota_mask(pairs, key).to_numpy()) for key in sorted(limits.gpu_quotas)]
-    covering = ["".join(key + ";" for key, mask in masks if mask[i]) for i in range(len(pairs))]
-    lookup = dict(zip(zip(pairs["provider"], pairs["gpu"]), covering))
-    keys = pd.Series([lookup[p] for p in zip(frame["provider"].to_numpy(object), frame["gpu"].to_numpy(object))],
-                     index=frame.index, dtype=object)
-    capped = frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))
-    suffix = ("|" + frame["market"]) if limits.node_limits_per_market else ""
-    return keys, np.where(capped, frame[offer_column] + suffix, ""), frame["gpus"].where((keys != "") | capped, 0)
+    per market; "" when uncapped), and the GPUs it draws from them (lists: `planner batch` asks this of
+    every run's few candidates)."""
+    quotas = tuple(sorted(limits.gpu_quotas))
+    keys = [_covering(quotas, *hardware) for hardware in zip(*(frame[c].tolist() for c in ("provider", "gpu",
+                                                                                          "gpu_family")))]
+    offers = frame[offer_column].tolist()
+    markets = frame["market"].tolist() if limits.node_limits_per_market else [None] * len(offers)
+    capped = [not pd.isna(most) or offer in limits.node_limits for most, offer in zip(frame["max_nodes"].tolist(), offers)]
+    capped_offer = [(offer + (f"|{market}" if market else "")) if cap else ""
+                    for offer, market, cap in zip(offers, markets, capped)]
+    units = [gpus if key or cap else 0 for gpus, key, cap in zip(frame["gpus"].tolist(), keys, capped)]
+    return keys, capped_offer, units
+
+
+@functools.lru_cache(maxsize=4096)
+def _covering(quotas: tuple[str, ...], provider: str, gpu: str, family: str) -> str:
+    """Which of `quotas` cover this provider's GPU, as `key;key;` (the rule is `quota_mask`'s)."""
+    one = pd.DataFrame({"provider": [provider], "gpu": [gpu], "gpu_family": [family]})
+    return "".join(key + ";" for key in quotas if quota_mask(one, key).iloc[0])
 
 
 def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd.DataFrame:
