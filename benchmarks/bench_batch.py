@@ -37,9 +37,10 @@ from planner.batch.greedy import greedy  # noqa: E402
 from planner.batch.model import BatchLimits, RunInfo, build_batch_model  # noqa: E402
 from planner.batch.pipeline import (  # noqa: E402
     _pools,  # noqa: E402
+    candidate_table,
     market,
     month_spans,
-    run_candidates,
+    run_records,
 )
 from planner.batch.search import solve_in_phases  # noqa: E402
 from planner.candidates.cache import CandidateCache  # noqa: E402
@@ -143,18 +144,18 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
     offers = apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog)
     pools = _pools(loaded)
     prices = market(offers, pools)
-    frames, runs, infeasible = [], [], {}
+    records, runs, infeasible = [], [], {}
     cache = CandidateCache()  # what make_batch_plan keeps across the quarter's runs
     for run, workload in zip(quarter.runs, scenario.workloads):
-        cands, reason = run_candidates(loaded, run, workload, prices, scenario, cache)
+        found, reason = run_records(loaded, run, workload, prices, scenario, cache)
         release, due = loaded.window(run)
         info = RunInfo(run.name, release, due, run.after, run.priority, run.required)
         if reason:
             infeasible[run.name] = reason
         else:
-            frames.append(cands)
+            records += found
             runs.append(info)
-    cands = pd.concat(frames, ignore_index=True)
+    cands = candidate_table(records)  # one table, as make_batch_plan makes it
     gen_s = time.perf_counter() - t0
     c = quarter.constraints
     limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools))

@@ -119,6 +119,20 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
     """A run's candidates: on-demand/spot at several deadline levels, plus one per reservation pool
     on an offer it may use. Each gets its calendar duration in steps. `cache`: what the quarter's runs
     share (make_batch_plan passes one), else this call's own."""
+    records, reason = run_records(loaded, run, workload, prices, scenario, cache)
+    return candidate_table(records), reason
+
+
+def candidate_table(records: list[dict]) -> pd.DataFrame:
+    """Runs' candidate records as the table the schedule reads (one row each, `run` naming the run)."""
+    if not records:
+        return pd.DataFrame()
+    return pd.DataFrame({c: [r[c] for r in records] for c in records[0]}).rename(columns={"workload": "run"})
+
+
+def run_records(loaded: LoadedQuarter, run, workload: Workload, prices: Market, scenario,
+                cache: CandidateCache | None = None) -> tuple[list[dict], str]:
+    """`run_candidates` as one dict per candidate, so a quarter makes one table of all its runs'."""
     cache = (cache or CandidateCache()).bind(loaded.catalog)
     catalog, q = loaded.catalog, loaded.quarter.defaults.deadline_confidence
     hw_rate = loaded.quarter.defaults.hardware_failure_per_gpu_h
@@ -143,7 +157,7 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
             found.setdefault(cid, r | {"pool": p, "market": "reserved", "budget_h": window_h, "cid": cid,
                                        "cost_usd": r["usd_storage"] + r["usd_egress"]})
     if not found:
-        return pd.DataFrame(), reason or "no candidate fits its window"
+        return [], reason or "no candidate fits its window"
     fitting = []
     for r in found.values():
         r["cost_cents"] = to_cents(r["cost_usd"])
@@ -154,17 +168,18 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
         if r["duration_steps"] <= due - release:
             fitting.append(r)
     if not fitting:
-        return pd.DataFrame(), f"no candidate finishes within its window of {window_h:.0f} h at confidence {q:.0%}"
-    kept = _keep_useful(pd.DataFrame({c: [r[c] for r in fitting] for c in fitting[0]}), limits)
-    return kept.rename(columns={"workload": "run"}).reset_index(drop=True), ""
+        return [], f"no candidate finishes within its window of {window_h:.0f} h at confidence {q:.0%}"
+    return _keep_useful(fitting, limits), ""
 
 
-def _keep_useful(cands: pd.DataFrame, limits) -> pd.DataFrame:
+def _keep_useful(cands: list[dict], limits) -> list[dict]:
     """Drop candidates another one beats on cost, duration and limited GPUs with the same limits
     and pool; keep at most MAX_CANDIDATES_PER_RUN, always including the fastest."""
-    quota_keys, capped_offer, units = limit_keys(cands, limits, "offer_key")
-    limits_of_row = list(zip(quota_keys, capped_offer, cands["pool"]))
-    cents, duration, cid = (cands[c].tolist() for c in ("cost_cents", "duration_steps", "cid"))
+    columns = {c: [r[c] for r in cands] for c in ("provider", "gpu", "gpu_family", "offer_key", "market", "max_nodes",
+                                                  "gpus", "pool", "cost_cents", "duration_steps", "cid")}
+    quota_keys, capped_offer, units = limit_keys(columns, limits, "offer_key")
+    limits_of_row = list(zip(quota_keys, capped_offer, columns["pool"]))
+    cents, duration, cid = columns["cost_cents"], columns["duration_steps"], columns["cid"]
     fronts: dict[tuple, list[tuple[int, int]]] = {}
     keep = []  # in (cost, duration, id) order
     for i in sorted(range(len(cid)), key=lambda i: (cents[i], duration[i], cid[i])):
@@ -174,7 +189,7 @@ def _keep_useful(cands: pd.DataFrame, limits) -> pd.DataFrame:
             front.append((duration[i], units[i]))
     fastest = min(keep, key=lambda i: duration[i])  # the first of the shortest
     chosen = keep[:MAX_CANDIDATES_PER_RUN - 1]
-    return cands.iloc[chosen + ([fastest] if fastest not in chosen else [])]
+    return [cands[i] for i in chosen + ([fastest] if fastest not in chosen else [])]
 
 
 def month_spans(loaded: LoadedQuarter, pools: list[Pool]) -> tuple:
@@ -300,26 +315,25 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     started = time.perf_counter()
     pools = _pools(loaded)
     prices = market(offers, pools)
-    frames, infeasible, runs = [], {}, []
+    records, infeasible, runs = [], {}, []
     endpoints = quarter_endpoints(loaded, scenario, prices, infeasible)
     for number, (run, workload) in enumerate(zip(quarter.runs, scenario.workloads)):
         if progress:
             progress(number, len(quarter.runs))
         if run.serving:
             continue
-        cands, reason = run_candidates(loaded, run, workload, prices, scenario, cache)
+        found, reason = run_records(loaded, run, workload, prices, scenario, cache)
         release, due = loaded.window(run)
         runs.append(RunInfo(run.name, release, due, run.after, run.priority, run.required))
         if reason:
             infeasible[run.name] = reason
         else:
-            frames.append(cands)
+            records += found
     _propagate_unplaceable(quarter.runs, infeasible)
     required_missing = [r for r in quarter.runs if r.name in infeasible and r.required]
-    if required_missing or not frames:
+    if required_missing or not records:
         return BatchPlan(loaded, pd.DataFrame(), pools, None, infeasible, endpoints)
-    cands = pd.concat(frames, ignore_index=True)
-    cands = cands[~cands["run"].isin(list(infeasible))].reset_index(drop=True)
+    cands = candidate_table([r for r in records if r["workload"] not in infeasible])
     placeable = [r for r in runs if r.name not in infeasible]
     if cands.empty:
         return BatchPlan(loaded, cands, pools, None, infeasible, endpoints)

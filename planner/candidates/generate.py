@@ -407,19 +407,22 @@ def _resource_columns(frame: pd.DataFrame, limits: Limits, offer_column: str) ->
                         capped_offer=capped_offer, units=units)
 
 
-def limit_keys(frame: pd.DataFrame, limits: Limits, offer_column: str) -> tuple[list[str], list[str], list[int]]:
-    """Per row: the quotas that cover it (`key;key;`), its capped offer (and market, when node limits are
-    per market; "" when uncapped), and the GPUs it draws from them (lists: `planner batch` asks this of
-    every run's few candidates)."""
+def limit_keys(table, limits: Limits, offer_column: str) -> tuple[list[str], list[str], list[int]]:
+    """Per row of `table` (a DataFrame, or columns as lists): the quotas that cover it (`key;key;`), its capped
+    offer (and market, when node limits are per market; "" when uncapped), and the GPUs it draws from them
+    (on lists: `planner batch` asks this of every run's few candidates)."""
+    def column(name: str) -> list:
+        values = table[name]
+        return values.tolist() if isinstance(values, pd.Series) else list(values)
+
     quotas = tuple(sorted(limits.gpu_quotas))
-    keys = [_covering(quotas, *hardware) for hardware in zip(*(frame[c].tolist() for c in ("provider", "gpu",
-                                                                                          "gpu_family")))]
-    offers = frame[offer_column].tolist()
-    markets = frame["market"].tolist() if limits.node_limits_per_market else [None] * len(offers)
-    capped = [not pd.isna(most) or offer in limits.node_limits for most, offer in zip(frame["max_nodes"].tolist(), offers)]
+    keys = [_covering(quotas, *hardware) for hardware in zip(column("provider"), column("gpu"), column("gpu_family"))]
+    offers = column(offer_column)
+    markets = column("market") if limits.node_limits_per_market else [None] * len(offers)
+    capped = [not pd.isna(most) or offer in limits.node_limits for most, offer in zip(column("max_nodes"), offers)]
     capped_offer = [(offer + (f"|{market}" if market else "")) if cap else ""
                     for offer, market, cap in zip(offers, markets, capped)]
-    units = [gpus if key or cap else 0 for gpus, key, cap in zip(frame["gpus"].tolist(), keys, capped)]
+    units = [gpus if key or cap else 0 for gpus, key, cap in zip(column("gpus"), keys, capped)]
     return keys, capped_offer, units
 
 
