@@ -1,6 +1,7 @@
 """Shared test helpers: write a scenario to a temp file and run the CLI on it."""
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
@@ -11,6 +12,10 @@ from planner.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = REPO / "scenarios"
+
+# Tables render as they do into a pipe or a file (240 columns), whatever terminal the test runner (or a
+# pytest-xdist worker) happens to hold; the commands' own width rule is tested where it matters.
+os.environ["COLUMNS"] = str(240)
 
 
 def scenario_files() -> list[Path]:
