@@ -425,6 +425,15 @@ def test_checker_catches_violations(shipped):
     broken = json.loads(json.dumps(data))
     broken["assignments"][0]["instance_type"] = "no-such-instance"
     assert "not in the scenario's catalogs" in violations(broken)
+    # The risk understated: fewer preemption events, or less waiting, than the failures and waits imply.
+    broken = json.loads(json.dumps(data))
+    spot = next(a for a in broken["assignments"] if a["market"] == "spot")
+    spot["expected"]["preemption_events"] /= 2
+    assert "expected.preemption_events" in violations(broken)
+    broken = json.loads(json.dumps(data))
+    spot = next(a for a in broken["assignments"] if a["market"] == "spot")
+    spot["expected"]["waiting_h"] = 0.0
+    assert "expected.waiting_h" in violations(broken)
 
 
 def test_checker_catches_budget_and_failure_rate(shipped):

@@ -360,7 +360,8 @@ def _auto_interval(inputs: costmodel.CandidateInputs) -> float:
 
 
 def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.CostResult | fallback.FallbackResult,
-                   memory_gib: float, precision: str | None, parallelism: str = "") -> dict:
+                   memory_gib: float, precision: str | None, parallelism: str = "", spot_share: float = 0.0) -> dict:
+    """One candidate's table row; `spot_share` is ρ, the share of its spot failures that are preemption events."""
     if row.fallback:
         parts = unit.parts(row.price, row.fallback_price)
     else:
@@ -368,6 +369,7 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
     parts["storage"] = row.storage_h * unit.wall_h
     parts["egress"] = row.egress
     cost = math.fsum(parts.values())
+    events = (unit.spot_failures if row.fallback else unit.failures) * spot_share
     return {
         "workload": workload.name,
         "cid": f"{workload.name}|{row.key}|{row.market}|x{int(row.nodes)}",
@@ -378,6 +380,7 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
         "fallback_price_per_node_h": float(row.fallback_price), "p_fallback": unit.p_switch if row.fallback else 0.0,
         "checkpoint_interval_h": unit.checkpoint_interval_h, "segments": unit.segments,
         "work_h": row.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
+        "preemption_events": events, "waiting_h": events * float(row.wait_h),
         "rounding_waste_node_h": unit.rounding_waste_node_h, "p_deadline": unit.p_deadline,
         "cost_usd": cost, "cost_cents": to_cents(cost),
         **{f"usd_{k}": v for k, v in parts.items()},
@@ -777,7 +780,8 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             runaway.append(row)
         else:
             est = physics.estimates[rows.shape[at[i]]]
-            candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision, layout_text(est))
+            candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision, layout_text(est),
+                                       exact.inputs.spot_share)
             out.append(candidate)
             chosen.append(i)
             dominator_hi.append(candidate["cost_usd"])

@@ -64,6 +64,7 @@ class FallbackResult:
     p_switch: float
     segments: int
     checkpoint_interval_h: float
+    spot_failures: float = 0.0  # of `failures`, those on spot (the rest: hardware failures after the switch)
 
     @property
     def billed_node_h(self) -> float:
@@ -203,7 +204,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
         wall += switch * od.wall_h
         p_deadline += switch * od.p_deadline
         total_failures += switch * od.failures
-    return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline), switch, k, p.tau)
+    return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline), switch, k, p.tau, failures)
 
 
 def completion_quantile(inputs: CandidateInputs, q: float, spot_quantile: float, tau: float | None = None) -> float:

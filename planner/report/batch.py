@@ -35,6 +35,7 @@ def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
                 "provider": row["provider"], "region": row["region"], "instance_type": row["instance_type"],
                 "nodes": int(row["nodes"]), "gpus": int(row["gpus"]), "market": row["market"],
                 "expected_wall_h": float(row["wall_h"]), "p_deadline": float(row["p_deadline"]),
+                "preemption_events": float(row["preemption_events"]), "waiting_h": float(row["waiting_h"]),
                 "cost_usd": round(float(row["cost_usd"]), 2), **_process(loaded, run, row),
             })
         endpoints = _endpoints(plan)

@@ -15,6 +15,11 @@ from planner.solve.outcome import SOLVED
 from planner.solve.pipeline import Plan, assignments
 
 BREAKDOWN = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage", "egress")
+RISK_MARGIN = 0.15
+"""A spot plan that beats on-demand by less than this is explained with its risk: the preemption events it
+expects, the hours waiting for capacity, and its chance of missing the deadline if capacity is slow to return."""
+SLOW_CAPACITY = 2.0
+"""'Slow to return': every wait for spot capacity this many times its fitted mean."""
 
 
 def plan_json(plan: Plan, timings: bool = True) -> dict:
@@ -139,11 +144,15 @@ def explanations(plan: Plan) -> list[str]:
     lines = []
     every = plan.candidates.all
     limits = limits_of(plan.loaded.scenario)
+    placed = {a["workload"]: a for a in assignments(plan, alternatives=0)}
     for row in plan.chosen.itertuples(index=False):
         lines.append(f"{row.workload}: {row.nodes} x {row.instance_type} ({row.provider}/{row.region}, {row.market}), "
                      f"${row.cost_usd:,.2f} over {row.wall_h:.1f} h expected"
                      + (f", run as {row.parallelism}" if row.parallelism else ""))
         others = every[(every["workload"] == row.workload) & (every["cid"] != row.cid)]
+        risk = _risk(row, others[others["market"] == "on_demand"], placed[row.workload])
+        if risk:
+            lines.append("  " + risk)
         other_market = others[others["market"] != row.market].nsmallest(1, "cost_usd")
         for alt in other_market.itertuples(index=False):
             lines.append("  " + _compare(row, alt, limits))
@@ -155,6 +164,46 @@ def explanations(plan: Plan) -> list[str]:
         if others.empty:
             lines.append("  the only feasible candidate")
     return lines
+
+
+def _risk(win, on_demand: pd.DataFrame, assignment: dict) -> str:
+    """For a spot plan that wins by a small margin: what it risks for the saving."""
+    if win.market == "on_demand" or on_demand.empty:
+        return ""
+    best = on_demand.nsmallest(1, "cost_usd").iloc[0]
+    saving = (best["cost_usd"] - win.cost_usd) / best["cost_usd"] if best["cost_usd"] > 0 else 0.0
+    if not 0 <= saving < RISK_MARGIN:
+        return ""
+    text = (f"risk: {saving:.1%} cheaper than on-demand ({int(best['nodes'])} x {best['instance_type']}, "
+            f"${best['cost_usd']:,.2f}) for {win.preemption_events:,.1f} expected preemption events and "
+            f"{win.waiting_h:,.1f} h waiting for spot capacity")
+    slow = slow_capacity_p_deadline(assignment)
+    if slow is not None:
+        text += (f"; misses its deadline in {_share(1 - win.p_deadline)} of runs as fitted, {_share(1 - slow)} if "
+                 f"capacity is slow to return (every wait {SLOW_CAPACITY:g}x as long)")
+    return text
+
+
+def _share(p: float) -> str:
+    return "under 0.1%" if p < 0.001 else f"{p:.1%}"
+
+
+def slow_capacity_p_deadline(assignment: dict) -> float | None:
+    """P(deadline) of a placed spot job when every wait for capacity lasts SLOW_CAPACITY times its mean (None
+    without a deadline or a wait)."""
+    from dataclasses import replace
+
+    from planner.economics import costmodel, fallback
+    from planner.solve.pipeline import inputs_from_assignment
+
+    inputs = inputs_from_assignment(assignment)
+    if not math.isfinite(inputs.time_budget_h) or not inputs.capacity_wait_h:
+        return None
+    slow = replace(inputs, capacity_wait_h=inputs.capacity_wait_h * SLOW_CAPACITY)
+    if assignment["market"] == "spot_fallback":
+        result = fallback.unit(slow)
+        return result.p_deadline if result is not None else None
+    return costmodel.p_deadline(slow)
 
 
 def _shared_limits(alt, workload: str, limits: Limits) -> str:

@@ -244,7 +244,27 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
         bad(f"breakdown sums to {math.fsum(parts.values())} but expected.cost_usd is {expected['cost_usd']}")
     if expected["cost_usd"] < 0 or expected["wall_h"] <= 0:
         bad(f"cost {expected['cost_usd']} / wall time {expected['wall_h']} out of range")
+    _check_risk(expected, inputs, a["market"], bad)
     return out
+
+
+def _check_risk(expected: dict, inputs: dict, market: str, bad) -> None:
+    """The preemption events are the failures' preemption share (on spot_fallback, of the spot phase's: at most
+    that share of all), and each is followed by its mean wait for capacity."""
+    events, failures = expected.get("preemption_events"), expected["failures"]
+    if events is None:  # a plan file written before the figures were reported
+        return
+    rate = inputs["failure_rate_per_h"]
+    share = inputs.get("preemption_events_per_h", rate) / rate if rate > 0 else 0.0
+    if market == "on_demand" and events != 0:
+        bad(f"expected.preemption_events {events} on demand")
+    elif market == "spot" and not _close(events, failures * share):
+        bad(f"expected.preemption_events {events}, but {failures} failures of which a share {share} are events")
+    elif not -1e-9 <= events <= failures * share * (1 + 1e-9) + 1e-12:
+        bad(f"expected.preemption_events {events} out of range for {failures} failures")
+    if not _close(expected["waiting_h"], events * inputs.get("capacity_wait_h", 0.0)):
+        bad(f"expected.waiting_h {expected['waiting_h']}, but {events} events each wait "
+            f"{inputs.get('capacity_wait_h', 0.0)} h")
 
 
 def _endpoint_periods(plan: dict, offers: dict) -> list[tuple[str, list]]:

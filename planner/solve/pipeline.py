@@ -156,7 +156,8 @@ def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
                 **({"fallback_price_per_node_h": row.fallback_price_per_node_h, "p_fallback": row.p_fallback}
                    if row.market == "spot_fallback" else {}),
             },
-            "expected": {"wall_h": row.wall_h, "failures": row.failures, "billed_node_h": row.billed_node_h,
+            "expected": {"wall_h": row.wall_h, "failures": row.failures, "preemption_events": row.preemption_events,
+                         "waiting_h": row.waiting_h, "billed_node_h": row.billed_node_h,
                          "rounding_waste_node_h": row.rounding_waste_node_h, "p_deadline": row.p_deadline,
                          "cost_usd": row.cost_usd},
             "breakdown_usd": {k: getattr(row, f"usd_{k}") for k in
