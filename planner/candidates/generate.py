@@ -309,9 +309,14 @@ class _Exact:
     tau: float
     by_deadline: dict = field(default_factory=dict)
 
+    @functools.cached_property
+    def plan(self):
+        """segment_plan(inputs, tau): what its law is kept under."""
+        return costmodel.segment_plan(self.inputs, self.tau)
+
     def at(self, budget: float, cache: CandidateCache) -> costmodel.CostResult | fallback.FallbackResult | None:
         if budget not in self.by_deadline:
-            law = wall_law(self.inputs, self.tau, cache)  # spot alone's, for a fallback
+            law = law_of(self.plan, cache)  # spot alone's, for a fallback
             if self.unit is None and len(self.by_deadline) >= LAW_AFTER:
                 law.compute()
             self.by_deadline[budget] = (
@@ -323,7 +328,10 @@ class _Exact:
 def wall_law(inputs: costmodel.CandidateInputs, tau: float | None, cache: CandidateCache) -> costmodel.WallLaw:
     """The law of T for these inputs, kept per segment plan (what it depends on): one grid answers every
     deadline a timing key meets (a quarter's runs each bring their own) and every quantile batch books."""
-    plan = costmodel.segment_plan(inputs, tau)
+    return law_of(costmodel.segment_plan(inputs, tau), cache)
+
+
+def law_of(plan, cache: CandidateCache) -> costmodel.WallLaw:
     found = cache.laws.get(plan)
     return found if found is not None else cache.keep(cache.laws, plan, costmodel.WallLaw(plan))
 

@@ -105,7 +105,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     it would switch in fewer than `min_switch` of runs (then it is spot alone): spot alone ending by
     R + S + B, which its law (`law`, if the caller keeps it) tells, never switches, so that bounds the
     switching cheaply first."""
-    p = segment_plan(inputs, tau)
+    p = law.plan if law is not None else segment_plan(inputs, tau)  # a deadline is not part of the plan
     D = inputs.time_budget_h
     if not math.isfinite(D):
         return None
@@ -154,11 +154,11 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             full = overhead(s)
             gap = 1 - full
             small = np.abs(gap) < 1e-12
-            series = np.where(small, (k - 1) * full,
-                              full * (1 - np.power(full, k - 1)) / np.where(small, 1.0, gap))  # Σ_(0<i<k) ψ^i
+            power = np.power(full, k - 1)
+            series = np.where(small, (k - 1) * full, full * (1 - power) / np.where(small, 1.0, gap))  # Σ_(0<i<k) ψ^i
             visits = law(series)  # Σ_(0<i<k) P(Z_i ∈ dz)
             below = float(costmodel._half_cdf(visits, h, 0.0, B))
-            start = law(np.power(full, k - 1))  # Z_(k−1)
+            start = law(power)  # Z_(k−1)
             earlier = visits - start  # Σ_(0<i<k−1)
             earlier[0] += 1.0  # and Z_0 = 0: the segments that may end in a switch before the last
             earlier[x > B] = 0.0
