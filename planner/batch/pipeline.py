@@ -27,6 +27,7 @@ from planner.candidates.generate import (
     offer_prices,
     candidate_records,
     offers_token,
+    records_table,
     wall_law,
 )
 from planner.candidates.limits import Limits, to_cents
@@ -125,9 +126,7 @@ def run_candidates(loaded: LoadedQuarter, run, workload: Workload, prices: Marke
 
 def candidate_table(records: list[dict]) -> pd.DataFrame:
     """Runs' candidate records as the table the schedule reads (one row each, `run` naming the run)."""
-    if not records:
-        return pd.DataFrame()
-    return pd.DataFrame({c: [r[c] for r in records] for c in records[0]}).rename(columns={"workload": "run"})
+    return records_table(records).rename(columns={"workload": "run"})
 
 
 def run_records(loaded: LoadedQuarter, run, workload: Workload, prices: Market, scenario,

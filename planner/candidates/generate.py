@@ -316,7 +316,7 @@ class _Exact:
 
     def at(self, budget: float, cache: CandidateCache) -> costmodel.CostResult | fallback.FallbackResult | None:
         if budget not in self.by_deadline:
-            law = law_of(self.plan, cache)  # spot alone's, for a fallback
+            law = _law_of(self.plan, cache)  # spot alone's, for a fallback
             if self.unit is None and len(self.by_deadline) >= LAW_AFTER:
                 law.compute()
             self.by_deadline[budget] = (
@@ -328,10 +328,10 @@ class _Exact:
 def wall_law(inputs: costmodel.CandidateInputs, tau: float | None, cache: CandidateCache) -> costmodel.WallLaw:
     """The law of T for these inputs, kept per segment plan (what it depends on): one grid answers every
     deadline a timing key meets (a quarter's runs each bring their own) and every quantile batch books."""
-    return law_of(costmodel.segment_plan(inputs, tau), cache)
+    return _law_of(costmodel.segment_plan(inputs, tau), cache)
 
 
-def law_of(plan, cache: CandidateCache) -> costmodel.WallLaw:
+def _law_of(plan, cache: CandidateCache) -> costmodel.WallLaw:
     found = cache.laws.get(plan)
     return found if found is not None else cache.keep(cache.laws, plan, costmodel.WallLaw(plan))
 
@@ -473,7 +473,7 @@ _TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "wait_h", "granularity_h"
 
 def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits
                    ) -> tuple[pd.DataFrame | None, str, int]:
-    """The price-independent start of `workload_candidates`: (rows with billing, storage,
+    """The price-independent start of `candidate_records`: (rows with billing, storage,
     egress and limit columns, reason if none, rows considered)."""
     allowed = offers_for(catalog, workload.allow, workload.forbid, offers)
     if allowed.empty:
@@ -686,11 +686,12 @@ def _screen(rows: _Rows, workload: Workload, physics: _Physics, work_h: np.ndarr
     return screens[key]
 
 
-def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
-                        limits: Limits, exhaustive: bool = False, offers_key: str | None = None,
-                        prices: dict[str, np.ndarray] | None = None, cache: CandidateCache | None = None
-                        ) -> tuple[pd.DataFrame, str, int]:
-    """(evaluated feasible candidates, reason if none, rows considered).
+def candidate_records(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
+                      limits: Limits, exhaustive: bool = False, offers_key: str | None = None,
+                      prices: dict[str, np.ndarray] | None = None, cache: CandidateCache | None = None
+                      ) -> tuple[list[dict], str, int]:
+    """(evaluated feasible candidates, one dict each; reason if none; rows considered). Dicts, so a caller that
+    keeps few of many (`planner batch`) makes one table at the end (`records_table`).
 
     Rows are screened with closed-form cost bounds (lo <= exact cost <= hi) and only those
     no other row provably beats get the exact cost model, cheapest bound first, in chunks.
@@ -698,23 +699,13 @@ def workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario
     (`offers_token(offers)`) lets repeated calls reuse the price-independent work, and `prices`
     (`offer_prices(offers)`) the offers' prices as arrays.
     """
-    records, reason, considered = candidate_records(workload, catalog, scenario, offers, limits, exhaustive,
-                                                    offers_key, prices, cache)
-    return _frame(records), reason, considered
-
-
-def candidate_records(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
-                      limits: Limits, exhaustive: bool = False, offers_key: str | None = None,
-                      prices: dict[str, np.ndarray] | None = None, cache: CandidateCache | None = None
-                      ) -> tuple[list[dict], str, int]:
-    """`workload_candidates` as one dict per candidate (a caller that keeps few of many, `planner batch`,
-    makes one table at the end)."""
     return _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, offers_key,
                                 offer_prices(offers) if prices is None else prices,
                                 (cache or CandidateCache()).bind(catalog))[:3]
 
 
-def _frame(records: list[dict]) -> pd.DataFrame:
+def records_table(records: list[dict]) -> pd.DataFrame:
+    """Candidate records as a table, one row each (empty without records)."""
     return pd.DataFrame({name: [r[name] for r in records] for name in records[0]}) if records else pd.DataFrame()
 
 
@@ -859,7 +850,7 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
             classes[kind] = len(results)
             records, reason, count, limited = _workload_candidates(workload, catalog, scenario, offers, limits,
                                                                    exhaustive, token, prices, cache)
-            frame = _frame(records)
+            frame = records_table(records)
             front = _pareto(frame, *limited) if limited is not None else frame
             results.append((frame, reason, count, front, workload.name))
         reason, count = results[classes[kind]][1:3]
