@@ -366,10 +366,6 @@ class WallLaw:
             self.cdf
         return self
 
-    @property
-    def T0(self) -> float:
-        return self.plan.T0
-
     def p_le(self, D: float) -> float:
         """P(T ≤ D)."""
         p = self.plan
