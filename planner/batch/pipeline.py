@@ -22,10 +22,10 @@ from planner.candidates.cache import CandidateCache
 from planner.candidates.endpoints import endpoint_options
 from planner.candidates.generate import (
     apply_overrides,
+    candidate_records,
     limit_keys,
     limits_of,
     offer_prices,
-    candidate_records,
     offers_token,
     records_table,
     wall_law,

@@ -484,7 +484,7 @@ class Workload(Strict):
 
     def at_rate(self, factor: float) -> "Workload":
         """An endpoint with its traffic scaled by `factor`; any other workload as it is."""
-        if not self.serving or factor == 1.0:
+        if not self.serving:
             return self
         return self.model_copy(update={"traffic": self.traffic.scaled(factor)})
 

@@ -174,7 +174,7 @@ def runner_ups(plan: Plan, count: int) -> dict[str, list[dict]]:
     """Per workload, the cheapest candidates not chosen, at most one per (instance type, market), so
     they differ in kind (one sort of the whole table)."""
     every = plan.candidates.all
-    if every.empty:
+    if every.empty or count <= 0:
         return {}
     others = every[~every["cid"].isin(set(plan.chosen["cid"]))]
     others = others.sort_values(["workload", "cost_usd", "wall_h", "cid"], kind="stable")

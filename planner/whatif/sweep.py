@@ -40,7 +40,7 @@ SHORT = {"spot_price_multiplier": "spot", "preemption_multiplier": "preempt", "o
 RATE = "rate_multiplier"
 """The endpoints' traffic: as it grows their node counts grow by design, so along it a switch is a change of
 pools (GPU type, market, TP degree), not of node counts."""
-GIVE = "give at least one of --spot-price, --preemption, --on-demand-price, --rate"
+NAMED = ", ".join(OPTIONS.values())  # "--spot-price, --preemption, --on-demand-price, --rate", for messages
 WHERE_KEYS = ("provider", "gpu", "region", "instance_type")
 DEFAULT_PRECISION = 0.005
 MAX_POINTS = 10_000
@@ -53,11 +53,10 @@ def sweep_axes(given: dict[str, str | None]) -> dict[str, list[float]]:
     """The axes the command line asks for (parameter -> its range text, None when not given): at least
     one, and at most two with several values (a sweep is a line or a grid)."""
     if not any(given.values()):
-        raise PlannerError(GIVE, "whatif")
+        raise PlannerError(f"give at least one of {NAMED}", "whatif")
     axes = {p: parse_range(text, OPTIONS[p]) for p, text in given.items() if text}
     if sum(len(v) > 1 for v in axes.values()) > 2:
-        raise PlannerError("at most two of --spot-price, --preemption, --on-demand-price, --rate may have several "
-                           "values; give the others one value", "whatif")
+        raise PlannerError(f"at most two of {NAMED} may have several values; give the others one value", "whatif")
     return axes
 
 
@@ -256,10 +255,7 @@ def solve_point(task: PointTask) -> PointResult:
     from planner.solve.pipeline import make_plan
 
     loaded, cache = _loaded(task.source, "scenario")
-    if task.rate_multiplier != 1.0:
-        scenario = loaded.scenario
-        loaded = replace(loaded, scenario=scenario.model_copy(update={
-            "workloads": tuple(w.at_rate(task.rate_multiplier) for w in scenario.workloads)}))
+    loaded = _at_rate(loaded, task.rate_multiplier, "scenario", "workloads")
     offers = _point_offers(task, loaded.catalog, loaded.scenario.overrides)
     plan = make_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
                      hint=dict(task.hint) or None, cache=cache)
@@ -276,10 +272,7 @@ def solve_quarter_point(task: PointTask) -> PointResult:
     from planner.batch.pipeline import make_batch_plan
 
     loaded, cache = _loaded(task.source, "quarter")
-    if task.rate_multiplier != 1.0:
-        quarter = loaded.quarter
-        loaded = replace(loaded, quarter=quarter.model_copy(update={
-            "runs": tuple(r.at_rate(task.rate_multiplier) for r in quarter.runs)}))
+    loaded = _at_rate(loaded, task.rate_multiplier, "quarter", "runs")
     offers = _point_offers(task, loaded.catalog, loaded.quarter.overrides)
     plan = make_batch_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
                            cache=cache)
@@ -287,6 +280,16 @@ def solve_quarter_point(task: PointTask) -> PointResult:
         return PointResult(task.multipliers, plan.status, None, {})
     return _point_result(task, plan.status, plan.result.objective_usd, plan.result.chosen, plan.result.serving,
                          plan.endpoints.options if plan.endpoints is not None else None)
+
+
+def _at_rate(loaded, factor: float, file: str, items: str):
+    """The loaded file (`file`: scenario or quarter) with every endpoint among its `items` at `factor` times
+    its traffic."""
+    if factor == 1.0:
+        return loaded
+    inner = getattr(loaded, file)
+    return replace(loaded, **{file: inner.model_copy(update={items: tuple(w.at_rate(factor)
+                                                                          for w in getattr(inner, items))})})
 
 
 def _point_offers(task: PointTask, catalog, overrides):
@@ -503,7 +506,7 @@ def run_sweep(spec: SweepSpec, executor: Executor | None = None, solve: SolveFn 
     started = time.perf_counter()
     executor = executor or InlineExecutor()
     if len(spec.swept) > 2:
-        raise PlannerError("at most two of --spot-price, --preemption, --on-demand-price, --rate may have several values")
+        raise PlannerError(f"at most two of {NAMED} may have several values")
     # an absolute path: a Dask worker resolves a relative one from wherever `dask worker` started
     template = PointTask(str(Path(spec.source).resolve()), where=spec.where, time_limit_s=spec.time_limit_s,
                          seed=spec.seed)
