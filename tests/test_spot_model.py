@@ -4,9 +4,11 @@ not use, and the cost model against its Monte-Carlo with both."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -20,39 +22,120 @@ fit_spot = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(fit_spot)
 
 
+FIT = fit_spot.fit(pd.read_csv(ROOT / "catalogs" / "spot_trace_rates.csv"))
+SIZES = np.arange(1, 17)
+
+
 def test_shipped_providers_carry_the_fit():
-    fit = fit_spot.fit(pd.read_csv(ROOT / "catalogs" / "spot_trace_rates.csv"))
     catalog = load_catalog(["aws", "gcp"])
     for cloud in ("aws", "gcp"):
         provider = catalog.providers[cloud]
-        print(f"{cloud}: c {fit[cloud]['spot_correlation']:.3f} (shipped {provider.spot_correlation}), "
-              f"m {fit[cloud]['spot_capacity_wait_h']:.2f} h (shipped {provider.spot_capacity_wait_h})")
-        assert provider.spot_correlation == pytest.approx(fit[cloud]["spot_correlation"], abs=0.005)
-        assert provider.spot_capacity_wait_h == pytest.approx(fit[cloud]["spot_capacity_wait_h"], abs=0.005)
+        print(f"{cloud}: c {FIT[cloud]['spot_correlation']:.3f} (shipped {provider.spot_correlation}), "
+              f"m {FIT[cloud]['spot_capacity_wait_h']:.2f} h (shipped {provider.spot_capacity_wait_h})")
+        assert provider.spot_correlation == pytest.approx(FIT[cloud]["spot_correlation"], abs=0.005)
+        assert provider.spot_capacity_wait_h == pytest.approx(FIT[cloud]["spot_capacity_wait_h"], abs=0.005)
     offers = catalog.offers
     spot = offers["spot_usd_h"].notna()
-    assert (offers.loc[spot & (offers["provider"] == "aws"), "spot_correlation"] == 0.92).all()
+    assert (offers.loc[spot & (offers["provider"] == "aws"), "spot_correlation"] == 0.42).all()
     assert (offers.loc[~spot, "spot_capacity_wait_h"] == 0).all()
+
+
+# The fitted c against each statistic of the traces it was fitted to (tools/fit_spot.py; sources: Can't Be Late's
+# AWS p3 preemption runs of 4 running nodes, skypilot-org/spot-traces@221da1ab; SkyNomad's 16 x H100 GCP probes,
+# andylizf/skynomad-artifact@62b9aaa1). One parameter per cloud carries all three.
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp"])
+def test_the_fit_reproduces_how_many_nodes_each_event_takes(cloud):
+    """Share of events by size: total variation within 0.12 (AWS 0.05 on 179 events; GCP 0.11 on 1,373, where
+    the traces have a bump at half the pool the one-parameter law smooths over)."""
+    f = FIT[cloud]
+    distance = 0.5 * float(np.abs(f["shares"] - f["model_shares"]).sum())
+    print(f"{cloud}: measured {np.round(f['shares'], 2)}, model {np.round(f['model_shares'], 2)}, "
+          f"total variation {distance:.3f}")
+    assert distance < 0.12
+    assert f["model_shares"][0] == pytest.approx(f["shares"][0], abs=0.05)  # single-node events
+    assert f["model_shares"][-1] == pytest.approx(f["shares"][-1], abs=0.03)  # events taking every node
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp"])
+def test_the_fit_reproduces_the_mean_event_size(cloud):
+    """Node losses per event within 3 % (AWS 1.71 measured, 1.73 model; GCP 7.06 and 6.98)."""
+    f = FIT[cloud]
+    sizes = SIZES[:f["nodes"]]
+    measured, model = float(np.dot(sizes, f["shares"])), float(np.dot(sizes, f["model_shares"]))
+    print(f"{cloud}: mean event size measured {measured:.2f}, model {model:.2f}, ratio {model / measured:.3f}")
+    assert model == pytest.approx(measured, rel=0.03)
+    assert model == pytest.approx(f["nodes"] / spot_event_rate(1.0, f["nodes"], f["spot_correlation"]))
+
+
+@pytest.mark.parametrize("cloud", ["aws", "gcp"])
+def test_the_fit_reproduces_the_rate_of_events_a_gang_sees(cloud):
+    """Events that end the all-up state of the trace's gang (4 AWS nodes, 16 GCP nodes) per hour, against
+    λ·g(n) at the node-loss rate λ measured while all are up: within 3 % (0.244 and 0.241/h; 0.692 and 0.700/h).
+    Independent losses would say 1.7x and 7x as many."""
+    f = FIT[cloud]
+    ratio = f["model_rate_all"] / f["rate_all"]
+    print(f"{cloud}: all-{f['nodes']}-up ends {f['rate_all']:.3f}/h measured, {f['model_rate_all']:.3f}/h model "
+          f"(ratio {ratio:.3f}); independent {f['nodes'] * f['lam'] / f['rate_all']:.1f}x")
+    assert ratio == pytest.approx(1.0, abs=0.03)
+    assert f["nodes"] * f["lam"] > 1.5 * f["rate_all"]
+
+
+def down_runs(pattern: str) -> np.ndarray:
+    """Hours from each loss of the last node until one is back, read off the shipped traces themselves."""
+    runs = []
+    for path in sorted((ROOT / "catalogs" / "spot_traces").glob(pattern)):
+        trace = json.loads(path.read_text())
+        up, step, run = trace["data"], trace["metadata"]["gap_seconds"] / 3600, None
+        for a, b in zip(up, up[1:]):
+            run = 0 if run is None and a > 0 and b == 0 else run
+            if run is not None:
+                if b == 0:
+                    run += 1
+                else:
+                    runs.append(run * step)
+                    run = None
+    return np.array(runs)
+
+
+@pytest.mark.parametrize("cloud, pattern", [("aws", "aws_*1node*"), ("gcp", "gcp_*16node*")])
+def test_the_fit_reproduces_the_time_capacity_takes_to_return(cloud, pattern):
+    """The mean wait m against the down runs in the traces themselves (AWS: 200 losses of a running p3 node, GCP:
+    829 times no H100 could be had): within 3 % (1.36 h and 1.23 h measured). The traces' waits are far more
+    spread than the model's exponential (coefficient of variation 2.3 and 5.6 against 1: most come back within
+    minutes, a few take a day), so the model's P(deadline) with waits is right on average and optimistic in the
+    tail; `--explain`'s risk line doubles the waits for that reason (cost model §3)."""
+    runs = down_runs(pattern)
+    m = FIT[cloud]["spot_capacity_wait_h"]
+    tail = float(np.mean(runs > 4 * m))
+    print(f"{cloud}: {runs.size} waits, mean {runs.mean():.3f} h against m {m:.3f} h (ratio {m / runs.mean():.3f}); "
+          f"cv {runs.std() / runs.mean():.2f}; beyond 4m: {tail:.3f} measured, {math.exp(-4):.3f} model")
+    assert runs.size > 100
+    assert m == pytest.approx(runs.mean(), rel=0.03)
 
 
 def test_a_trace_the_fit_did_not_use():
     """AWS's c comes from the 4-node preemption runs; the 16-node availability probes (other zones, other
-    weeks) say how often all 16 nodes stop being there. Published: 0.544 events an hour at 0.481 node losses
-    per node-hour. The fitted model predicts about twice that; independent preemptions 14 times."""
-    fit = fit_spot.fit(pd.read_csv(ROOT / "catalogs" / "spot_trace_rates.csv"))
-    probe = fit["aws-16-node-probe"]
-    predicted = spot_event_rate(probe["lam"], 16, 0.92)
+    weeks) say how often all 16 nodes stop being there: 0.544 events an hour at 0.388 node losses per node-hour
+    while all are up. The runs' c predicts about 2.9x that (the probes' events are larger: half take all 16, where
+    their own fit says c = 0.90); independent preemptions 11 times. Pessimistic for large AWS gangs, and says so."""
+    probe = FIT["aws-16-node-probe"]
+    predicted = spot_event_rate(probe["lam"], 16, FIT["aws"]["spot_correlation"])
     independent = 16 * probe["lam"]
     ratio, ratio_independent = predicted / probe["rate_all"], independent / probe["rate_all"]
     print(f"16-node events per hour: measured {probe['rate_all']:.3f}, model {predicted:.3f} (ratio {ratio:.2f}), "
-          f"independent {independent:.3f} (ratio {ratio_independent:.1f})")
-    assert 1.0 <= ratio < 2.5 and ratio_independent > 10  # pessimistic for large gangs, and says so
+          f"independent {independent:.3f} (ratio {ratio_independent:.1f}); the probes' own c "
+          f"{probe['spot_correlation']:.2f} gives {probe['model_rate_all']:.3f}")
+    assert 1.0 <= ratio < 3.5 and ratio_independent > 10
+    assert probe["model_rate_all"] / probe["rate_all"] == pytest.approx(1.0, abs=0.05)
 
 
 def test_a_gang_sees_fewer_events_and_waits_after_each():
-    one = spot_event_rate(0.47, 1, 0.92)
-    four = spot_event_rate(0.47, 4, 0.92)
-    assert one == pytest.approx(0.47) and four == pytest.approx(0.47 * (0.92 + 4 * 0.08))
+    one = spot_event_rate(0.47, 1, 0.42)
+    four = spot_event_rate(0.47, 4, 0.42)
+    assert one == pytest.approx(0.47) and four == pytest.approx(0.47 * (1 + 0.58 / 1 + 0.58 / 1.42 + 0.58 / 1.84))
+    assert spot_event_rate(0.47, 4, 0.0) == pytest.approx(4 * 0.47) and spot_event_rate(0.47, 4, 1.0) == 0.47
     base = dict(work_h=40.0, checkpoint_write_h=0.05, restart_h=0.3, nodes=4, gpus_per_node=8,
                 hw_failure_per_gpu_h=2e-5, price_per_node_h=10.0, checkpoint_interval_h=2.0)
     still = expected(CandidateInputs(**base, spot_rate_per_node_h=four / 4))
@@ -67,7 +150,7 @@ CASES = {
                                         gpus_per_node=8, spot_rate_per_node_h=0.3, hw_failure_per_gpu_h=2e-4,
                                         price_per_node_h=10.0, billing_granularity_h=1 / 3600,
                                         billing_minimum_h=1 / 60, checkpoint_interval_h=2.0, capacity_wait_h=1.5,
-                                        storage_usd_per_h=2.0, time_budget_h=80.0),
+                                        storage_usd_per_h=2.0, time_budget_h=580.0),
     "3 nodes, hourly billing": dict(work_h=20.0, checkpoint_write_h=0.05, restart_h=0.3, nodes=3, gpus_per_node=1,
                                     spot_rate_per_node_h=0.2, hw_failure_per_gpu_h=1e-2, price_per_node_h=3.0,
                                     billing_granularity_h=1.0, billing_minimum_h=1.0, checkpoint_interval_h=1.0,
@@ -94,7 +177,7 @@ def test_the_cost_model_agrees_with_its_monte_carlo(name):
 # ---------------------------------------------------------------- plans that say their risk
 
 ONE_OFFER = """\
-# source: a test offer (AWS, so the trace fit's c = 0.92 and m = 1.35 h apply)
+# source: a test offer (AWS, so the trace fit's c = 0.42 and m = 1.35 h apply)
 # as_of: 2025-07-01
 provider,region,instance_type,gpu,gpus_per_node,vcpus,ram_gib,gpu_vram_gib,intra_node,intra_node_gbs,inter_node,inter_node_gbps,on_demand_usd_h,spot_usd_h,spot_preemption_per_h,max_nodes,defaults,notes
 aws,test-1,eight-a100,A100-80GB,8,96,1152,80,nvlink,600,none,0,30.0,{spot},0.3,,,

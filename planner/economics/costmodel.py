@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 from scipy import fft as _fft
+from scipy.special import gammaln
 
 __all__ = [
     "CandidateInputs",
@@ -29,6 +31,7 @@ __all__ = [
     "TOLERANCES",
     "billed_hours",
     "spot_event_rate",
+    "event_sizes",
     "segments",
     "segment_plan",
     "expected",
@@ -127,11 +130,36 @@ class CostResult:
 # ---------------------------------------------------------------- helpers
 
 
+@lru_cache(maxsize=4096)
+def _gang_factor(nodes: int, correlation: float) -> float:
+    return 1.0 + math.fsum((1 - correlation) / (1 - correlation + i * correlation) for i in range(1, nodes))
+
+
 def spot_event_rate(lam_node, nodes, correlation):
-    """Preemption events that touch a job on n spot nodes, per hour: λ·(c + n(1 − c)) (§3). Each node is
-    preempted at λ; a share c of that comes in events that take every node of the job at once (zone-wide
-    capacity moves, fitted to multi-node traces), the rest one node at a time. Vectorised."""
-    return lam_node * (correlation + nodes * (1 - correlation))
+    """Preemption events that touch a job on n spot nodes, per hour: λ·g(n), g(n) = Σ_{i<n} (1 − c)/(1 − c + i·c)
+    (§3). Each node is lost at λ; an event takes each node of the zone with a probability U that varies from
+    event to event (a Beta(0, b) mixing law, b = (1 − c)/c), so a share c of the events that take one given
+    node also take any other given node. g(1) = 1; c = 0 gives n (independent), c = 1 gives 1 (every event
+    takes every node). Vectorised over nodes and c."""
+    nodes, correlation = np.broadcast_arrays(np.asarray(nodes, dtype=float), np.asarray(correlation, dtype=float))
+    pairs, where = np.unique(np.stack([nodes.ravel(), correlation.ravel()]), axis=1, return_inverse=True)
+    factor = np.array([_gang_factor(int(n), float(c)) for n, c in pairs.T])[where.ravel()].reshape(nodes.shape)
+    out = np.asarray(lam_node, dtype=float) * factor
+    return float(out) if out.ndim == 0 else out
+
+
+def event_sizes(nodes: int, correlation: float) -> np.ndarray:
+    """P(an event takes k of a job's n nodes | it takes at least one), k = 1..n, under `spot_event_rate`'s law:
+    ∝ C(n, k)·Γ(k)·Γ(b + n − k) (beta-binomial with a → 0). Its mean is n/g(n): node losses per event."""
+    k = np.arange(1, nodes + 1)
+    if correlation >= 1:
+        return (k == nodes).astype(float)
+    if correlation <= 0:
+        return (k == 1).astype(float)
+    b = (1 - correlation) / correlation
+    log_w = gammaln(nodes + 1) - gammaln(k + 1) - gammaln(nodes - k + 1) + gammaln(k) + gammaln(b + nodes - k)
+    w = np.exp(log_w - log_w.max())
+    return w / w.sum()
 
 
 def billed_hours(length_h, granularity_h: float, minimum_h: float):

@@ -78,8 +78,9 @@ class Provider(Strict):
     storage_usd_per_gib_month: float = Field(ge=0)
     egress_usd_per_gib: float = Field(ge=0)
     spot_preemption_per_node_h: float | None = Field(None, ge=0)
-    spot_correlation: float | None = Field(None, ge=0, le=1, description="share of preemptions that take every "
-                                                                        "node of a job at once (fitted to traces)")
+    spot_correlation: float | None = Field(None, ge=0, le=1, description="share of the preemption events "
+                                                                        "taking one node that also take any other "
+                                                                        "(fitted to traces)")
     spot_capacity_wait_h: float | None = Field(None, ge=0, description="mean hours until spot capacity returns")
     source: str = ""
     as_of: str = ""
@@ -529,7 +530,8 @@ class Override(Strict):
     on_demand_price_multiplier: Multiplier = 1.0
     preemption_rate_multiplier: Annotated[float, Field(ge=0, le=MAX_MULTIPLIER)] = 1.0
     spot_correlation: Annotated[float, Field(ge=0, le=1)] | None = Field(
-        None, description="set the share of preemptions that take every node of a job at once")
+        None, description="set the share of preemption events taking one node that also take any other "
+                    "(0: independent, 1: every event takes every node)")
     spot_capacity_wait: HoursOrZero | None = Field(None, description="set the mean time until spot capacity returns")
 
 

@@ -186,15 +186,17 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
         bad(f"price_per_node_h {inputs['price_per_node_h']} but the {market} price of {key} "
             f"(with overrides) is {expected_price}")
 
-    # Failure rate: preemption events (a share c of each node's preemptions takes every node at once, so a
-    # job on n nodes sees λ(c + n(1 − c)) of them) plus hardware failures per GPU; a capacity wait after each event.
+    # Failure rate: preemption events (an event takes each node with a probability that varies from event to
+    # event, so a share c of the events taking one node also take any other: a job on n nodes sees
+    # λ·Σ_{i<n} (1 − c)/(1 − c + i·c) of them) plus hardware failures per GPU; a capacity wait after each event.
     hw = scenario.defaults.hardware_failure_per_gpu_h
     correlation, wait = spot_settings(scenario.overrides, offer, catalog) if on_spot else (0.0, 0.0)
-    events = spot_rate * (correlation + nodes * (1 - correlation)) if on_spot else 0.0
+    gang = math.fsum(1.0 if i == 0 else (1 - correlation) / (1 - correlation + i * correlation) for i in range(nodes))
+    events = spot_rate * gang if on_spot else 0.0
     expected_rate = events + gpus * hw
     if not _close(inputs["failure_rate_per_h"], expected_rate):
-        bad(f"failure_rate_per_h {inputs['failure_rate_per_h']} != {spot_rate} x ({correlation} + {nodes} x "
-            f"(1 - {correlation})) + {gpus} x {hw} = {expected_rate}")
+        bad(f"failure_rate_per_h {inputs['failure_rate_per_h']} != {spot_rate} x {gang} (events on {nodes} nodes at "
+            f"correlation {correlation}) + {gpus} x {hw} = {expected_rate}")
     if not _close(inputs.get("preemption_events_per_h", 0.0), events):
         bad(f"preemption_events_per_h {inputs.get('preemption_events_per_h')} != {events}")
     if not _close(inputs.get("capacity_wait_h", 0.0), wait):
