@@ -224,13 +224,15 @@ def _egress_usd(workload: Workload, catalog: Catalog, providers: pd.Series, regi
 def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> pd.DataFrame:
     """Per timing key, closed forms only (no FFT), vectorised over keys: the quick τ with E[T] and
     E[F] there, the smallest E[T] the final τ can have (`et_lo`), the smallest and largest
-    failure-free time (`t0`, `t0_hi`) and a lower bound on P(no failure) (`p0`)."""
+    failure-free time (`t0`, `t0_hi`) and a lower bound on P(no failure) (`p0`), of one stream
+    (the job, or one node of a stateless job)."""
     keys = rows[TIMING_COLUMNS + ["work_h", "item_h"]].drop_duplicates(TIMING_COLUMNS).reset_index(drop=True)
     W = keys["work_h"].to_numpy(float)
-    n = keys["nodes"].to_numpy(float)
+    tolerance = workload.interruption_tolerance
+    # one stream of the job (costmodel.segment_plan): all n nodes, or one node of a stateless job
+    n = keys["nodes"].to_numpy(float) if tolerance != "stateless" else np.ones(len(keys))
     lam = n * keys["lam_spot"].to_numpy(float) + n * keys["gpus_per_node"].to_numpy(float) * hw_rate
     gran = keys["granularity_h"].to_numpy(float)
-    tolerance = workload.interruption_tolerance
     R = workload.restart_overhead
     C = 0.0 if tolerance != "checkpointed" else workload.checkpoint.write_time
     if _auto(workload):
@@ -621,7 +623,7 @@ def offer_prices(offers: pd.DataFrame) -> dict[str, np.ndarray]:
     return {c: offers[c].to_numpy(dtype=float, na_value=np.nan) for c in PRICE_COLUMNS}
 
 
-def _prices(rows: _Rows, prices: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _prices(rows: _Rows, prices: dict[str, np.ndarray], stateless: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """This call's price, spot preemption rate and fallback (on-demand) price per row (NaN but on
     spot_fallback rows), mapped in from its offers' `offer_prices`."""
     def column(name: str) -> np.ndarray:
@@ -629,9 +631,10 @@ def _prices(rows: _Rows, prices: dict[str, np.ndarray]) -> tuple[np.ndarray, np.
 
     price = np.where(rows.spot, column("spot_usd_h"), column("on_demand_usd_h"))
     nodes = rows.columns["nodes"].astype(float)
-    events = costmodel.spot_event_rate(np.nan_to_num(column("spot_preemption_per_h"), nan=0.0), nodes,
-                                       rows.columns["correlation"].astype(float))
-    lam = np.where(rows.spot, events / nodes, 0.0)  # preemption events per node-hour as the job sees them
+    lam_node = np.nan_to_num(column("spot_preemption_per_h"), nan=0.0)
+    events = lam_node * nodes if stateless else costmodel.spot_event_rate(lam_node, nodes,
+                                                                          rows.columns["correlation"].astype(float))
+    lam = np.where(rows.spot, events / nodes, 0.0)  # preemption events per node-hour as the job sees them (§3, §4)
     return price, lam, np.where(rows.fallback, column("on_demand_usd_h"), np.nan)
 
 
@@ -721,7 +724,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         return none, rows.reason, rows.considered, None
     headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
     q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
-    price, lam, fallback_price = _prices(rows, prices)
+    price, lam, fallback_price = _prices(rows, prices, workload.interruption_tolerance == "stateless")
     state = hashlib.sha1(lam.tobytes()).digest()  # the preemption state: what screening depends on
     at = np.arange(len(price)) if exhaustive else _cheapest_twins(rows, price, lam, fallback_price)
     physics = _physics(rows, workload, catalog, headroom, cache)
@@ -746,7 +749,9 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     events = lam[at] * nodes  # preemption events per hour; the rest of the failures are hardware
     failures = events + column["gpus"][at] * hw_rate
     rho = np.divide(events, failures, out=np.zeros(len(at)), where=failures > 0)
-    sessions = nodes + (1 + rho * (nodes - 1)) * bound["ef"]  # an event restarts every node, a hardware failure one
+    streams = nodes if workload.interruption_tolerance == "stateless" else np.ones(len(at))  # ef is one stream's
+    gang = nodes / streams
+    sessions = streams * (gang + (1 + rho * (gang - 1)) * bound["ef"])  # an event restarts every node, a failure one
     waste_hi = sessions * np.maximum(column["granularity_h"][at].astype(float), column["minimum_h"][at].astype(float))
     waits = bound["ef"] * rho * column["wait_h"][at].astype(float)  # capacity waits: wall time, storage only
     lo = (p * nodes + storage) * bound["et_lo"] + egress

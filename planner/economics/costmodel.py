@@ -63,7 +63,7 @@ class CandidateInputs:
     restart_h: float = 0.0  # R, at the first start and after each failure
     nodes: int = 1  # n
     gpus_per_node: int = 1  # g
-    spot_rate_per_node_h: float = 0.0  # λ_spot; 0 on on-demand
+    spot_rate_per_node_h: float = 0.0  # preemption events per node-hour as the job sees them (§3); 0 on demand
     hw_failure_per_gpu_h: float = 2e-5  # φ (Llama 3: 419 in 54 d on 16,384 GPUs)
     price_per_node_h: float = 0.0
     billing_granularity_h: float = 1.0 / 3600.0  # γ
@@ -101,8 +101,9 @@ class CandidateInputs:
 
     @property
     def failure_rate_per_h(self) -> float:
-        """λ = n·λ_spot + N·φ (§3), with λ_spot the preemption events per node-hour as the job sees them
-        (`spot_event_rate(...) / n`)."""
+        """Failures per hour across the job, n·λ_spot + N·φ (§3). λ_spot is the preemption events per node-hour
+        as the job sees them: `spot_event_rate(...) / n` for a gang, which restarts at every event that takes
+        any of its nodes; each node's own rate for a stateless job, whose nodes are lost alone (§4)."""
         return self.nodes * self.spot_rate_per_node_h + self.gpus * self.hw_failure_per_gpu_h
 
     @property
@@ -117,7 +118,7 @@ class CostResult:
     """Expected outcome of one candidate; `breakdown` sums to `cost_usd` (§7)."""
 
     wall_h: float  # E[T]
-    failures: float  # E[F]
+    failures: float  # E[F] across the job (every stream of a stateless one)
     billed_node_h: float
     rounding_waste_node_h: float
     p_deadline: float  # P(T <= D)
@@ -207,6 +208,7 @@ class _Plan:
     n: int
     rho: float = 0.0  # share of failures that are preemption events
     wait: float = 0.0  # mean capacity wait after each (unbilled wall time)
+    streams: int = 1  # identical streams of n nodes priced together: a stateless job's nodes, one each (§4)
 
     @property
     def S(self) -> float:
@@ -219,7 +221,8 @@ class _Plan:
 
 
 def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> _Plan:
-    """Resolve τ and C from the interruption tolerance (§4)."""
+    """Resolve τ and C from the interruption tolerance (§4). A stateless job on n nodes is n streams of one
+    node, each with the node's own failure rate: a node's loss costs its item in flight, not the others'."""
     tol = inputs.interruption_tolerance
     C = inputs.checkpoint_write_h
     tau = inputs.checkpoint_interval_h if tau is None else tau
@@ -231,10 +234,11 @@ def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> _Plan:
     k, last = _split(inputs.work_h, tau)
     tau_used = inputs.work_h if k == 1 else tau
     s_full = tau_used + C if k > 1 else last + C
+    streams = inputs.nodes if tol == "stateless" else 1
     return _Plan(k=k, tau=float(tau_used), s=float(s_full), s_k=float(last + C),
                  C=float(C), R=float(inputs.restart_h),
-                 lam=float(inputs.failure_rate_per_h), n=int(inputs.nodes),
-                 rho=float(inputs.spot_share), wait=float(inputs.capacity_wait_h))
+                 lam=float(inputs.failure_rate_per_h / streams), n=int(inputs.nodes // streams),
+                 rho=float(inputs.spot_share), wait=float(inputs.capacity_wait_h), streams=streams)
 
 
 def _seg_time(lam: float, s: float, R: float) -> float:
@@ -641,10 +645,10 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
 def _evaluate(inputs: CandidateInputs, tau: float | None,
               with_deadline: bool) -> CostResult:
     p = segment_plan(inputs, tau)
-    ET, EF, sd = _moments(p)
-    n, price = p.n, inputs.price_per_node_h
+    ET, EF, sd = _moments(p)  # of one stream (§4): the whole job but for a stateless one
+    n, price = inputs.nodes, inputs.price_per_node_h
     gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
-    waste = _waste(p, gran, minimum, ET, EF, sd)
+    waste = p.streams * _waste(p, gran, minimum, ET, EF, sd)
     billed = float(n * ET + waste)
     waste = float(waste)
     W, kC = inputs.work_h, p.k * p.C
@@ -666,7 +670,7 @@ def _evaluate(inputs: CandidateInputs, tau: float | None,
     pd = 1.0
     if with_deadline and math.isfinite(inputs.time_budget_h):
         pd = _p_le(p, inputs.time_budget_h, (ET, EF, sd))
-    return CostResult(wall_h=wall, failures=EF, billed_node_h=billed,
+    return CostResult(wall_h=wall, failures=p.streams * EF, billed_node_h=billed,
                       rounding_waste_node_h=waste, p_deadline=pd,
                       cost_usd=cost, breakdown=breakdown, segments=p.k,
                       checkpoint_interval_h=p.tau)

@@ -182,14 +182,15 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     # the failure whose lump the switch point cuts came before it; any after it did not happen
     failures = lam * working - (max(over_tail / lump - beyond, 0.0) if lump > 0 else 0.0)
     alone = _alone(replace(inputs, time_budget_h=math.inf), p.tau)
-    beta = 1 + p.rho * (n - 1)
+    beta, streams = 1 + p.rho * (n - 1), p.streams  # each stream of a stateless job switches on its own
     if math.isfinite(alone.rounding_waste_node_h):
-        waste = alone.rounding_waste_node_h * (n + beta * failures) / (n + beta * alone.failures)
+        waste = alone.rounding_waste_node_h * (n + beta * failures) / (n + beta * alone.failures / streams)
     else:
-        waste = (n + beta * failures) * inputs.billing_granularity_h / 2
-    spot = {"compute": n * (p.tau * at_switch + inputs.work_h * stay),
-            "checkpointing": n * p.C * (k * stay + at_switch), "startup": n * R, "rounding_waste": waste}
-    spot["preemption_rework"] = max(0.0, n * busy - spot["compute"] - spot["checkpointing"] - spot["startup"])
+        waste = streams * (n + beta * failures) * inputs.billing_granularity_h / 2
+    nodes, failures = n * streams, failures * streams
+    spot = {"compute": nodes * (p.tau * at_switch + inputs.work_h * stay),
+            "checkpointing": nodes * p.C * (k * stay + at_switch), "startup": nodes * R, "rounding_waste": waste}
+    spot["preemption_rework"] = max(0.0, nodes * busy - spot["compute"] - spot["checkpointing"] - spot["startup"])
     on_demand = dict.fromkeys(PRICED, 0.0)
     wall, p_deadline, total_failures = on_spot, stay, failures
     left = inputs.work_h * switch - p.tau * at_switch

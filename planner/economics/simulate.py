@@ -98,7 +98,9 @@ def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
     its replacement's session; a preemption event (a share ρ of failures) ends
     every node's session, and all start again after the capacity wait W ~
     Exp(mean m), which is wall time, not billed. Every restart (and the first
-    start) takes R. Fixed `seed` gives identical results (PCG64).
+    start) takes R. A stateless job's nodes are streams of their own (§4):
+    one is simulated and its node-hours and failures counted once per node.
+    Fixed `seed` gives identical results (PCG64).
     """
     p = segment_plan(inputs, tau)
     lam, k, s, R, n = p.lam, p.k, p.s, p.R, p.n
@@ -136,6 +138,7 @@ def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
         if progress is not None:
             progress(1.0 - active.size / trials)
     billed += billed_hours(T[:, None] - starts, gran, minimum).sum(axis=1)
+    billed, F = billed * p.streams, F * p.streams
     cost = (inputs.price_per_node_h * billed + inputs.storage_usd_per_h * T
             + inputs.egress_usd)
     D = inputs.time_budget_h
@@ -152,7 +155,8 @@ def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: i
     `simulate`, left the moment the clock reaches L_i (`fallback.switch_at`) with i checkpoints done,
     whether the job is working, restarting or waiting for capacity (spot sessions end there); then
     the work left from checkpoint i runs on on-demand, with hardware failures only, at
-    `on_demand_price`. Needs a finite time budget."""
+    `on_demand_price`. Needs a finite time budget. A stateless job's nodes switch each on its own
+    (§4): one stream is simulated and counted once per node."""
     from planner.economics.fallback import switch_at
 
     p = segment_plan(inputs, tau)
@@ -207,7 +211,7 @@ def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: i
             active = fi
     on_spot = switched < 0
     billed[on_spot] += billed_hours(T[on_spot, None] - starts[on_spot], gran, minimum).sum(axis=1)
-    spot_billed = billed.copy()
+    spot_billed, F = billed * p.streams, F * p.streams
     od_billed = np.zeros(trials)
     for j in np.unique(switched[~on_spot]):
         trial = np.flatnonzero(switched == j)

@@ -3,7 +3,8 @@ draws preemptions and capacity waits from fitted rates, here they come from a tr
 
 A gang of n nodes runs on spot while the trace has at least n nodes up; when it drops below, the
 job is preempted (the work since its last checkpoint is lost) and waits, unbilled, until n are up
-again; every start costs the restart R. On-demand is always there. Hardware failures are left out:
+again; every start costs the restart R (a stateless job as well: a conservative stand-in for its nodes
+each going its own way, cost model §4). On-demand is always there. Hardware failures are left out:
 the trace is the only source of interruptions. Policies, each over the same trace windows:
 
 * `spot`: spot only, as `market: spot` plans.
@@ -82,7 +83,7 @@ def windows(up_counts: np.ndarray, gap_h: float, nodes: int, starts: int, horizo
 def replay(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcomes:
     """Replay `job` under `policy` on each row of `up` (samples x steps)."""
     p = segment_plan(job.inputs)
-    W, tau, C, R, n = job.inputs.work_h, p.tau, p.C, p.R, p.n
+    W, tau, C, R, n = job.inputs.work_h, p.tau, p.C, p.R, job.inputs.nodes  # a stateless job too, as a gang
     D = job.deadline_h
     margin = margin_h(R, tau)
     pace = tau / (tau + C)  # saved-work hours per working hour, checkpoints included
@@ -133,7 +134,7 @@ def replay(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcome
 def omniscient(job: TraceJob, up: np.ndarray, step_h: float) -> np.ndarray:
     """Per sample, the hindsight cost (compute only) of finishing by the deadline: see the module doc."""
     p = segment_plan(job.inputs)
-    W, C, R, n = job.inputs.work_h, p.C, p.R, p.n
+    W, C, R, n = job.inputs.work_h, p.C, p.R, job.inputs.nodes
     D = job.deadline_h
     steps = min(up.shape[1], int(math.floor(D / step_h)))
     out = np.empty(up.shape[0])

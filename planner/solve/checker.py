@@ -192,6 +192,8 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     hw = scenario.defaults.hardware_failure_per_gpu_h
     correlation, wait = spot_settings(scenario.overrides, offer, catalog) if on_spot else (0.0, 0.0)
     gang = math.fsum(1.0 if i == 0 else (1 - correlation) / (1 - correlation + i * correlation) for i in range(nodes))
+    if workload.interruption_tolerance == "stateless":
+        gang = nodes  # each node is lost on its own and costs only its own item: every loss counts
     events = spot_rate * gang if on_spot else 0.0
     expected_rate = events + gpus * hw
     if not _close(inputs["failure_rate_per_h"], expected_rate):
