@@ -71,7 +71,7 @@ def tight_quarter(tmp_path: Path) -> Path:
     gpus: 1
     checkpoint: {{every: auto, write_time: 2m, size: 10GiB}}
     allow: {{providers: [aws], gpus: [A10G], markets: [spot]}}
-    due: {(dt.datetime(2027, 1, 4) + dt.timedelta(hours=22 * (k + 1))).isoformat(timespec="minutes")}
+    due: {(dt.datetime(2027, 1, 4) + dt.timedelta(hours=24 * (k + 1))).isoformat(timespec="minutes")}
 """ + (f"    after: [tune-{k - 1}]\n" if k else ""))
     path = tmp_path / "tight.yaml"
     path.write_text("name: tight\ncatalogs: [aws]\ndefaults: {deadline_confidence: 0.9}\n"

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from planner.economics.costmodel import (CandidateInputs, WallLaw, event_sizes, expected, segment_plan,
-                                          spot_event_rate)
+                                          spot_event_rate, wait_phases)
 from planner.economics.simulate import simulate
 from planner.load.catalog import load_catalog
 
@@ -38,6 +38,7 @@ def test_shipped_providers_carry_the_fit():
               f"m {FIT[cloud]['spot_capacity_wait_h']:.2f} h (shipped {provider.spot_capacity_wait_h})")
         assert provider.spot_correlation == pytest.approx(FIT[cloud]["spot_correlation"], abs=0.005)
         assert provider.spot_capacity_wait_h == pytest.approx(FIT[cloud]["spot_capacity_wait_h"], abs=0.005)
+        assert provider.spot_capacity_wait_cv == pytest.approx(FIT[cloud]["spot_capacity_wait_cv"], abs=0.005)
     offers = catalog.offers
     spot = offers["spot_usd_h"].notna()
     assert (offers.loc[spot & (offers["provider"] == "aws"), "spot_correlation"] == 0.42).all()
@@ -103,20 +104,45 @@ def down_runs(pattern: str) -> np.ndarray:
     return np.array(runs)
 
 
-@pytest.mark.parametrize("cloud, pattern", [("aws", "aws_*1node*"), ("gcp", "gcp_*16node*")])
-def test_the_fit_reproduces_the_time_capacity_takes_to_return(cloud, pattern):
+WAITS = [("aws", "aws_*1node*"), ("gcp", "gcp_*16node*")]
+
+
+@pytest.mark.parametrize("cloud, pattern", WAITS)
+def test_the_fit_reproduces_the_mean_time_capacity_takes_to_return(cloud, pattern):
     """The mean wait m against the down runs in the traces themselves (AWS: 200 losses of a running p3 node, GCP:
-    829 times no H100 could be had): within 3 % (1.36 h and 1.23 h measured). The traces' waits are far more
-    spread than the model's exponential (coefficient of variation 2.3 and 5.6 against 1: most come back within
-    minutes, a few take a day), so the model's P(deadline) with waits is right on average and optimistic in the
-    tail; `--explain`'s risk line doubles the waits for that reason (cost model §3)."""
+    829 times no H100 could be had): within 3 % (1.36 h and 1.23 h measured)."""
     runs = down_runs(pattern)
     m = FIT[cloud]["spot_capacity_wait_h"]
-    tail = float(np.mean(runs > 4 * m))
-    print(f"{cloud}: {runs.size} waits, mean {runs.mean():.3f} h against m {m:.3f} h (ratio {m / runs.mean():.3f}); "
-          f"cv {runs.std() / runs.mean():.2f}; beyond 4m: {tail:.3f} measured, {math.exp(-4):.3f} model")
+    print(f"{cloud}: {runs.size} waits, mean {runs.mean():.3f} h against m {m:.3f} h (ratio {m / runs.mean():.3f})")
     assert runs.size > 100
     assert m == pytest.approx(runs.mean(), rel=0.03)
+
+
+def wait_tail(cloud: str, level: float) -> float:
+    """P(W > level) under the shipped wait law (`wait_phases`)."""
+    provider = load_catalog([cloud]).providers[cloud]
+    return sum(share * math.exp(-level / mean)
+               for share, mean in wait_phases(provider.spot_capacity_wait_h, provider.spot_capacity_wait_cv))
+
+
+@pytest.mark.parametrize("cloud, pattern", WAITS)
+def test_the_fit_reproduces_how_spread_the_waits_are(cloud, pattern):
+    """Most capacity comes back within minutes, some after a day: the traces' waits have a coefficient of
+    variation of 2.3 (AWS) and 5.6 (GCP), not an exponential's 1. The shipped law (two exponential phases with
+    that mean and cv) reproduces the cv within 5 % and the share of waits longer than 2m within 2 points
+    (AWS 0.090 measured, 0.085 model; GCP 0.048 and 0.034; an exponential says 0.135). Still missed: the
+    median (AWS 0.40 h measured, 0.57 h model) and, for GCP, the share beyond 4m (0.033 and 0.015)."""
+    runs = down_runs(pattern)
+    provider = load_catalog([cloud]).providers[cloud]
+    m, cv = provider.spot_capacity_wait_h, provider.spot_capacity_wait_cv
+    measured_cv = float(runs.std() / runs.mean())
+    for k in (2, 4):
+        print(f"{cloud}: P(W > {k}m) measured {np.mean(runs > k * m):.3f}, model {wait_tail(cloud, k * m):.3f}, "
+              f"exponential {math.exp(-k):.3f}")
+    print(f"{cloud}: cv measured {measured_cv:.2f}, shipped {cv:.2f}")
+    assert cv == pytest.approx(measured_cv, rel=0.05)
+    assert wait_tail(cloud, 2 * m) == pytest.approx(float(np.mean(runs > 2 * m)), abs=0.02)
+    assert abs(math.exp(-2) - float(np.mean(runs > 2 * m))) > 0.04  # what the exponential law missed
 
 
 def test_a_trace_the_fit_did_not_use():
@@ -154,11 +180,12 @@ CASES = {
                                         gpus_per_node=8, spot_rate_per_node_h=0.3, hw_failure_per_gpu_h=2e-4,
                                         price_per_node_h=10.0, billing_granularity_h=1 / 3600,
                                         billing_minimum_h=1 / 60, checkpoint_interval_h=2.0, capacity_wait_h=1.5,
+                                        capacity_wait_cv=2.31,
                                         storage_usd_per_h=2.0, time_budget_h=580.0),
     "3 nodes, hourly billing": dict(work_h=20.0, checkpoint_write_h=0.05, restart_h=0.3, nodes=3, gpus_per_node=1,
                                     spot_rate_per_node_h=0.2, hw_failure_per_gpu_h=1e-2, price_per_node_h=3.0,
                                     billing_granularity_h=1.0, billing_minimum_h=1.0, checkpoint_interval_h=1.0,
-                                    capacity_wait_h=0.7, time_budget_h=35.0),
+                                    capacity_wait_h=0.7, time_budget_h=35.0, capacity_wait_cv=5.56),
     "stateless, per-minute billing": dict(work_h=12.0, restart_h=0.1, nodes=2, gpus_per_node=4,
                                           spot_rate_per_node_h=0.4, hw_failure_per_gpu_h=2e-5, price_per_node_h=5.0,
                                           billing_granularity_h=1 / 60, interruption_tolerance="stateless",
@@ -342,3 +369,41 @@ def test_a_stateless_job_counts_every_node_loss_and_bills_each_node_alone():
     sim = simulate(three, 20_000, seed=2)
     assert b.cost_usd == pytest.approx(sim.mean(), abs=4 * sim.stderr() + 1e-3 * b.cost_usd)
     assert b.failures == pytest.approx(sim.mean("failures"), abs=4 * sim.stderr("failures") + 1e-3)
+
+
+SPOT_JOB = """\
+name: waits
+catalogs: [aws]
+workloads:
+  - name: job
+    kind: training
+    memory: {per_gpu: 20GiB}
+    work: {gpu_hours: 40, reference_gpu: A100-80GB}
+    time_budget: 3d
+    allow: {markets: [spot], providers: [aws]}
+"""
+
+
+def test_a_scenario_sets_the_waits_spread_and_the_checker_restates_it(run, tmp_path):
+    from planner.load.scenario import load_scenario
+    from planner.solve.checker import check_plan
+
+    fitted, exponential = tmp_path / "fitted.yaml", tmp_path / "exponential.yaml"
+    fitted.write_text(SPOT_JOB)
+    exponential.write_text(SPOT_JOB + "overrides:\n  - {provider: aws, spot_capacity_wait_cv: 1}\n")
+    plans = {}
+    for path in (fitted, exponential):
+        result = run("solve", path, "--format", "json")
+        assert result.exit_code == 0, result.output
+        plans[path] = json.loads(result.stdout)
+        assert check_plan(load_scenario(path), plans[path]) == []
+    a, b = plans[fitted]["assignments"][0], plans[exponential]["assignments"][0]
+    assert a["inputs"]["capacity_wait_cv"] == 2.31 and b["inputs"]["capacity_wait_cv"] == 1.0
+    assert a["expected"]["waiting_h"] == pytest.approx(a["expected"]["preemption_events"] * 1.35)
+    b["inputs"]["capacity_wait_cv"] = 2.31  # the plan no longer says what the scenario set
+    assert any("capacity_wait_cv" in p for p in check_plan(load_scenario(exponential), plans[exponential]))
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(SPOT_JOB + "overrides:\n  - {provider: aws, spot_capacity_wait_cv: 0.5}\n")
+    result = run("solve", bad)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert result.exit_code == 2 and len(lines) == 1 and "spot_capacity_wait_cv" in lines[0], result.output

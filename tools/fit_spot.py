@@ -15,6 +15,9 @@ numbers per cloud come out (the cost model's §3):
 - `spot_capacity_wait_h` m: the mean time from a preemption until spot capacity is there again (the
   0-runs after 1→0 in the traces of running instances; for GCP, which has only probes, the mean time
   no node could be had), pooled over zones by the number of preemptions.
+- `spot_capacity_wait_cv`: the coefficient of variation of those waits, from the shipped traces' own down
+  runs (AWS's 1-node runs, GCP's probes). The model gives the wait a two-phase hyperexponential law with
+  that mean and spread (`costmodel.wait_phases`).
 
 It prints the fit and, per trace set, the statistics the fit must reproduce: the share of events by size, the
 mean event size, and the rate of events that end the all-up state (measured against λ·g(M)).
@@ -36,6 +39,8 @@ from planner.economics.costmodel import event_sizes as size_shares, spot_event_r
 TABLE = Path(__file__).resolve().parents[1] / "catalogs" / "spot_trace_rates.csv"
 TRACES = TABLE.parent / "spot_traces"
 SETS = {"aws": "aws_*4node*", "gcp": "gcp_*16node*", "aws-16-node-probe": "aws_*16node*"}
+WAITS = {"aws": "aws_*1node*", "gcp": "gcp_*16node*", "aws-16-node-probe": "aws_*16node*"}
+"""The traces whose down runs (no node up, until one is back) give the waits' spread."""
 """The multi-node trace set each fit reads: AWS's preemption runs of 4 running nodes (the probes are the check
 the fit did not use), GCP's 16 x H100 probes."""
 
@@ -50,6 +55,20 @@ def event_sizes(pattern: str) -> tuple[Counter, int, float]:
         sizes.update(a - b for a, b in zip(up, up[1:]) if a == pool and b < a)
         hours += step * sum(a == pool for a in up[:-1])
     return sizes, pool, hours
+
+
+def down_runs(pattern: str) -> list[float]:
+    """Hours from each loss of the last node until one is back, in the shipped traces matching `pattern`."""
+    runs = []
+    for path in sorted(TRACES.glob(pattern)):
+        trace = json.loads(path.read_text())
+        up, step = trace["data"], trace["metadata"]["gap_seconds"] / 3600
+        starts = [i + 1 for i in range(len(up) - 1) if up[i] > 0 and up[i + 1] == 0]
+        for start in starts:
+            end = next((j for j in range(start, len(up)) if up[j] > 0), None)
+            if end is not None:  # a run still down when the trace ends says nothing of its length
+                runs.append((end - start) * step)  # zeros seen: the midpoint of what the samples allow
+    return runs
 
 
 def correlation(sizes: Counter, pool: int) -> float:
@@ -88,7 +107,9 @@ def fit(table: pd.DataFrame) -> dict[str, dict]:
     waits = {"aws": wait(aws_runs[aws_runs["nodes"] == 1]),
              "gcp": wait(gpu[(gpu["cloud"] == "gcp") & (gpu["signal"] == "any")]),
              "aws-16-node-probe": wait(gpu[(gpu["cloud"] == "aws") & (gpu["signal"] == "all16")])}
-    return {name: {**trace_statistics(pattern), "spot_capacity_wait_h": waits[name], "trace": pattern}
+    spread = {name: np.std(runs) / np.mean(runs) for name, runs in ((n, down_runs(p)) for n, p in WAITS.items())}
+    return {name: {**trace_statistics(pattern), "spot_capacity_wait_h": waits[name],
+                   "spot_capacity_wait_cv": float(spread[name]), "trace": pattern}
             for name, pattern in SETS.items()}
 
 
@@ -99,7 +120,8 @@ def main() -> None:
         sizes = np.arange(1, f["nodes"] + 1)
         distance = 0.5 * np.abs(f["shares"] - f["model_shares"]).sum()
         gangs = ", ".join(f"g({n}) {spot_event_rate(1.0, n, f['spot_correlation']):.2f}" for n in (1, 2, 4, 8, 16))
-        print(f"{name}: c = {f['spot_correlation']:.3f}, m = {f['spot_capacity_wait_h']:.2f} h "
+        print(f"{name}: c = {f['spot_correlation']:.3f}, m = {f['spot_capacity_wait_h']:.2f} h, "
+              f"wait cv = {f['spot_capacity_wait_cv']:.2f} "
               f"({f['events']} events on {f['nodes']} nodes, {f['trace']})\n"
               f"  events by size, measured: {shares}\n  events by size, model:    {model}  "
               f"(total variation {distance:.3f})\n"

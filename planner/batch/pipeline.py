@@ -67,6 +67,7 @@ def _inputs(row: dict, run: Workload, hw_rate: float) -> costmodel.CandidateInpu
     return cost_inputs(run, work_h=row["work_h"], nodes=int(row["nodes"]), gpus_per_node=int(row["gpus_per_node"]),
                        lam_spot=float(row["lam_spot"]) if spot else 0.0,
                        capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0,
+                       capacity_wait_cv=float(row["capacity_wait_cv"]) if spot else 1.0,
                        price=float(row["price_per_node_h"]), granularity_h=row["billing_granularity_h"],
                        minimum_h=row["billing_minimum_h"], hw_rate=hw_rate,
                        checkpoint_interval_h=row["checkpoint_interval_h"])

@@ -68,7 +68,8 @@ def apply_overrides(offers: pd.DataFrame, overrides: tuple[Override, ...], catal
     rules.append((sweep, spot_mult, on_demand_mult, preempt_mult))
     for rule, spot, on_demand, preempt in rules:
         settings = {c: v for c, v in (("spot_correlation", rule.spot_correlation),
-                                      ("spot_capacity_wait_h", rule.spot_capacity_wait)) if v is not None}
+                                      ("spot_capacity_wait_h", rule.spot_capacity_wait),
+                                      ("spot_capacity_wait_cv", rule.spot_capacity_wait_cv)) if v is not None}
         if spot == on_demand == preempt == 1.0 and not settings:
             continue
         mask = pd.Series(True, index=offers.index)
@@ -111,12 +112,14 @@ def _node_counts(low_gpus: int, high_gpus: int, g: int, multi_node: bool, cap: f
 def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataFrame:
     """One row per (offer, market, node count) the workload could use, before any physics."""
     markets = [offers[offers["on_demand_usd_h"].notna()].assign(market="on_demand", price=lambda f: f["on_demand_usd_h"],
-                                                                 lam_spot=0.0, correlation=0.0, wait_h=0.0)]
+                                                                 lam_spot=0.0, correlation=0.0, wait_h=0.0,
+                                                                 wait_cv=1.0)]
     if workload.interruption_tolerance != "none":  # cost-model §4: `none` cannot resume, so never spot
         spot = offers[offers["spot_usd_h"].notna()]
         markets.append(spot.assign(market="spot", price=spot["spot_usd_h"],
                                    lam_spot=spot["spot_preemption_per_h"].fillna(0.0),
-                                   correlation=spot["spot_correlation"], wait_h=spot["spot_capacity_wait_h"]))
+                                   correlation=spot["spot_correlation"], wait_h=spot["spot_capacity_wait_h"],
+                                   wait_cv=spot["spot_capacity_wait_cv"]))
         if workload.time_budget:  # §10: the fallback acts on the slack before the deadline
             both = spot[spot["on_demand_usd_h"].notna()]
             markets.append(markets[-1].loc[both.index].assign(market="spot_fallback"))
@@ -147,7 +150,7 @@ def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataF
 
 SHAPE_COLUMNS = ["gpu", "gpus_per_node", "nodes", "gpu_vram_gib", "intra_node", "intra_node_gbs", "inter_node",
                  "inter_node_gbps"]
-TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "wait_h", "granularity_h", "minimum_h", "fallback"]
+TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "wait_h", "wait_cv", "granularity_h", "minimum_h", "fallback"]
 _PHYSICS_IRRELEVANT = {"name", "description", "time_budget", "checkpoint", "restart_overhead",
                        "interruption_tolerance", "data", "allow", "forbid"}
 def _estimate(workload: Workload, physics: str, catalog: Catalog, shape: Shape, headroom: float,
@@ -351,7 +354,7 @@ def _exact(workload: Workload, row, hw_rate: float, fingerprint: tuple, cache: C
                                      gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
                                      granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate,
                                      checkpoint_interval_h=_fixed_interval(workload, row.work_h, row.item_h),
-                                     capacity_wait_h=float(row.wait_h)),
+                                     capacity_wait_h=float(row.wait_h), capacity_wait_cv=float(row.wait_cv)),
                          time_budget_h=math.inf)
         tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h  # spot's own, for a fallback
         unit = None if row.fallback else costmodel.expected(inputs, tau)
@@ -387,6 +390,7 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
         "gpu": row.gpu, "gpu_family": row.gpu_family, "gpus_per_node": int(row.gpus_per_node),
         "nodes": int(row.nodes), "gpus": int(row.gpus), "market": row.market, "max_nodes": row.max_nodes,
         "price_per_node_h": float(row.price), "lam_spot": float(row.lam_spot), "capacity_wait_h": float(row.wait_h),
+        "capacity_wait_cv": float(row.wait_cv),
         "fallback_price_per_node_h": float(row.fallback_price), "p_fallback": unit.p_switch if row.fallback else 0.0,
         "checkpoint_interval_h": unit.checkpoint_interval_h, "segments": unit.segments,
         "work_h": row.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
@@ -469,7 +473,7 @@ def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd
 
 
 CHUNK = 48
-_TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "wait_h", "granularity_h", "minimum_h", "storage_h", "egress",
+_TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "wait_h", "wait_cv", "granularity_h", "minimum_h", "storage_h", "egress",
                                  "units"]
 
 
@@ -513,7 +517,8 @@ PRICE_COLUMNS = ("on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h")
 _SCREENS_KEPT = 4  # preemption states kept per rows entry (a preemption sweep changes it every point)
 _OFFER_ROW = "_offer_row"
 _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egress", "key", "market", "provider",
-                                "region", "instance_type", "gpu_family", "gpus", "max_nodes", "wait_h", "correlation",
+                                "region", "instance_type", "gpu_family", "gpus", "max_nodes", "wait_h", "wait_cv",
+                                "correlation",
                                 "fallback"]
 """What `_exact` and `_candidate_row` read of a row, besides the point's price, λ and physics."""
 _Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"])

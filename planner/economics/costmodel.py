@@ -32,6 +32,7 @@ __all__ = [
     "billed_hours",
     "spot_event_rate",
     "event_sizes",
+    "wait_phases",
     "segments",
     "segment_plan",
     "expected",
@@ -74,6 +75,7 @@ class CandidateInputs:
     storage_usd_per_h: float = 0.0  # per wall-clock hour, already converted
     egress_usd: float = 0.0  # one-off
     capacity_wait_h: float = 0.0  # m: mean hours until spot capacity returns after a preemption event
+    capacity_wait_cv: float = 1.0  # its coefficient of variation (1: exponential; the traces' are 2-6)
 
     def __post_init__(self) -> None:
         if not self.work_h > 0:
@@ -91,6 +93,8 @@ class CandidateInputs:
                      "hw_failure_per_gpu_h", "billing_minimum_h", "capacity_wait_h"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
+        if not self.capacity_wait_cv >= 1:
+            raise ValueError("capacity_wait_cv must be >= 1")
         if (self.interruption_tolerance != "none"
                 and not self.checkpoint_interval_h > 0):
             raise ValueError("checkpoint_interval_h must be > 0")
@@ -208,6 +212,7 @@ class _Plan:
     n: int
     rho: float = 0.0  # share of failures that are preemption events
     wait: float = 0.0  # mean capacity wait after each (unbilled wall time)
+    wait_cv: float = 1.0  # the wait's coefficient of variation (`wait_phases`)
     streams: int = 1  # identical streams of n nodes priced together: a stateless job's nodes, one each (§4)
 
     @property
@@ -238,7 +243,8 @@ def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> _Plan:
     return _Plan(k=k, tau=float(tau_used), s=float(s_full), s_k=float(last + C),
                  C=float(C), R=float(inputs.restart_h),
                  lam=float(inputs.failure_rate_per_h / streams), n=int(inputs.nodes // streams),
-                 rho=float(inputs.spot_share), wait=float(inputs.capacity_wait_h), streams=streams)
+                 rho=float(inputs.spot_share), wait=float(inputs.capacity_wait_h),
+                 wait_cv=float(inputs.capacity_wait_cv) if inputs.capacity_wait_h else 1.0, streams=streams)
 
 
 def _seg_time(lam: float, s: float, R: float) -> float:
@@ -280,30 +286,45 @@ def _moments(p: _Plan) -> tuple[float, float, float]:
     return ET, EF, math.sqrt(var)
 
 
+def wait_phases(mean: float, cv: float) -> tuple[tuple[float, float], ...]:
+    """The capacity wait's law (§3) as (probability, mean) of exponential phases: one phase when cv = 1, else
+    the two-phase hyperexponential with balanced means (each phase carries half the mean), which has the
+    given mean and coefficient of variation: most waits short, a few very long, as in the traces."""
+    if cv <= 1 or not mean:
+        return ((1.0, mean),)
+    p1 = 0.5 * (1 + math.sqrt((cv * cv - 1) / (cv * cv + 1)))
+    return (p1, mean / (2 * p1)), (1 - p1, mean / (2 * (1 - p1)))
+
+
 def _wall_moments(p: _Plan, ET: float, EF: float, sd: float) -> tuple[float, float]:
     """E[T] and an upper estimate of its sd with the capacity waits: each failure is a preemption
-    event with probability ρ, followed by W ~ Exp(mean m), unbilled (§3)."""
+    event with probability ρ, followed by a wait W of mean m and E[W²] = m²(1 + cv²), unbilled (§3)."""
     if not p.wait or not p.rho or not math.isfinite(ET):
         return ET, sd
     var_f = EF * (1 + EF)  # Var(F) ≤ E[F](1 + E[F]) for the sum of geometric counts
-    extra = EF * p.rho * 2 * p.wait ** 2 + var_f * (p.rho * p.wait) ** 2
+    extra = EF * p.rho * (1 + p.wait_cv ** 2) * p.wait ** 2 + var_f * (p.rho * p.wait) ** 2
     return ET + EF * p.rho * p.wait, math.sqrt(sd * sd + extra) + p.wait
 
 
 def _wait_factor(p: _Plan, h: float, z1: np.ndarray) -> np.ndarray | float:
-    """φ of the wall time a failure adds beyond R + X: W ~ Exp(mean m) with probability ρ, else 0; on the damped
-    grid (`_grid`'s z1), in closed form: the transform of W hat-split onto the grid points i·h is
-    a·(I0 + e^(−z)·I1) / (1 − e^(−z−a)), a = h/m, with I0 = ∫(1−u)e^(−au)du and I1 = ∫u·e^(−au)du on [0, 1]
-    (the FFT of the same hat-split masses, without computing them)."""
+    """φ of the wall time a failure adds beyond R + X: the wait W (`wait_phases`) with probability ρ, else 0; on
+    the damped grid (`_grid`'s z1), in closed form per exponential phase of mean m: the transform of it
+    hat-split onto the grid points i·h is a·(I0 + e^(−z)·I1) / (1 − e^(−z−a)), a = h/m, with
+    I0 = ∫(1−u)e^(−au)du and I1 = ∫u·e^(−au)du on [0, 1] (the FFT of the same hat-split masses, without
+    computing them)."""
     if not p.wait or not p.rho:
         return 1.0
-    a = h / p.wait
-    if a < 1e-6:  # the grid is far finer than the wait: I0 = 1/2 − a/6, I1 = 1/2 − a/3 to second order
-        i1, i0 = 0.5 - a / 3, 0.5 - a / 6
-    else:
-        i1 = -(math.expm1(-a) + a * math.exp(-a)) / (a * a)
-        i0 = -math.expm1(-a) / a - i1
-    return (1 - p.rho) + p.rho * a * (i0 + np.exp(-z1) * i1) / -np.expm1(-(z1 + a))
+    step = np.exp(-z1)  # e^(−z); 1 − e^(−z−a) = 1 − e^(−z)·e^(−a) loses under 1e-12 here (z ≥ αh, a > 0)
+    law = 0.0
+    for share, mean in wait_phases(p.wait, p.wait_cv):
+        a = h / mean
+        if a < 1e-6:  # the grid is far finer than the wait: I0 = 1/2 − a/6, I1 = 1/2 − a/3 to second order
+            i1, i0 = 0.5 - a / 3, 0.5 - a / 6
+        else:
+            i1 = -(math.expm1(-a) + a * math.exp(-a)) / (a * a)
+            i0 = -math.expm1(-a) / a - i1
+        law = law + share * a * (i0 + step * i1) / (1 - step * math.exp(-a))
+    return (1 - p.rho) + p.rho * law
 
 
 def _hat_trexp(lam: float, s: float, R: float, h: float, N: int) -> np.ndarray:
@@ -470,17 +491,18 @@ def _p_le(p: _Plan, D: float, moments=None) -> float:
 def overhead_tail_bound(p: _Plan, level: float) -> float:
     """Chernoff's bound on P(Z > level), Z = T − T0, from Z's moment generating function in closed form:
     per segment (1 − p)/(1 − p·M_Y(θ)), a failure's Y = R + X (X ~ Exp(λ) truncated to [0, s)) plus, with
-    probability ρ, the capacity wait W ~ Exp(mean m); minimised over θ on a grid. Microseconds, where
+    probability ρ, the capacity wait W (`wait_phases`); minimised over θ on a grid. Microseconds, where
     `_p_le` takes an FFT: enough to tell that a tail is negligible."""
     lam, R, rho, m = p.lam, p.R, p.rho, p.wait
     if lam == 0 or level <= 0:
         return 0.0 if lam == 0 else 1.0
-    top = 1 / m if rho and m else 50 / p.s_k
+    phases = wait_phases(m, p.wait_cv)
+    top = 1 / max(mean for _, mean in phases) if rho and m else 50 / p.s_k
     theta = np.geomspace(1e-3 / level, 0.999 * top, 48)
     log_mgf = np.zeros_like(theta)
     ok = np.ones_like(theta, dtype=bool)
     with np.errstate(all="ignore"):
-        wait = (1 - rho) + rho / (1 - theta * m) if rho and m else 1.0
+        wait = (1 - rho) + rho * sum(share / (1 - theta * mean) for share, mean in phases) if rho and m else 1.0
         for count, s in ((p.k - 1, p.s), (1, p.s_k)):
             if count == 0:
                 continue

@@ -85,6 +85,21 @@ def _alone(inputs: CandidateInputs, tau: float) -> CostResult:
     return costmodel.expected(inputs, tau)
 
 
+def _billed_share(lam: float, s: float, R: float, rho: float, m: float, cv: float) -> float:
+    """Of the failure time past a level that falls inside a failure's lump L = X + W + R (lost work, the wait
+    for capacity, the restart, in that order in time), the billed share: the level lands in a lump with
+    probability ∝ its length (the inspection paradox), so what is left of the lump beyond it is
+    E[L²]/(2E[L]) on average, of which E[X·W] + E[W²]/2 is waiting; a long wait is where a switch happens."""
+    if lam <= 0:
+        return 1.0
+    x = lam * s
+    ex = costmodel._trexp_mean(lam, s)
+    ex2 = (2 / lam ** 2 - math.exp(-x) * (s * s + 2 * s / lam + 2 / lam ** 2)) / -math.expm1(-x) if x > 1e-6 else s * s / 3
+    ew, ew2 = rho * m, rho * m * m * (1 + cv * cv)
+    residual = ex2 / 2 + ew2 / 2 + R * R / 2 + ex * ew + ex * R + ew * R  # E[L²]/2
+    return 1 - (ex * ew + ew2 / 2) / residual if residual > 0 else 1.0
+
+
 def _rarely_switches(p, B: float, min_switch: float, law: costmodel.WallLaw) -> bool:
     """P(spot alone's overhead passes B) < min_switch, by spot alone's law or Chernoff's bound on it (either
     settles it): the law first when its grid is computed (microseconds), else the bound, which settles nine
@@ -123,7 +138,8 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
         stay, z_stay, below, cut = 1.0, 0.0, float(k - 1), np.zeros(3)
     else:
         feat = s if k > 1 else s_k
-        span = B_k + 12 * lump + 4 * s  # room for the overshoot past the switch level
+        longest = max(mean for _, mean in costmodel.wait_phases(p.wait, p.wait_cv))  # a heavy-tailed wait's
+        span = B_k + 12 * (lump + p.rho * (longest - p.wait)) + 4 * s  # room for the overshoot past the switch level
         N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * span / feat) + 2, real=True))))
         h = span / (N - 2)
         tilt, untilt, z1 = costmodel._grid(h, N)
@@ -177,7 +193,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     over, over_tail, beyond = cut
     virtual = on_spot + over
     working = (virtual - R) / (1 + lam * (R + p.rho * p.wait))  # failures = λ · working time
-    share = (lost + R) / lump if lump > 0 else 1.0  # of a failure's time, what is billed
+    share = _billed_share(lam, s, R, p.rho, p.wait, p.wait_cv) if lump > 0 else 1.0
     busy = virtual - lam * working * p.rho * p.wait - (over - over_tail) - over_tail * share
     # the failure whose lump the switch point cuts came before it; any after it did not happen
     failures = lam * working - (max(over_tail / lump - beyond, 0.0) if lump > 0 else 0.0)

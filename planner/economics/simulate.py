@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 
-from planner.economics.costmodel import CandidateInputs, billed_hours, segment_plan
+from planner.economics.costmodel import CandidateInputs, billed_hours, segment_plan, wait_phases
 
 __all__ = ["SimResult", "simulate", "simulate_fallback"]
 
@@ -69,8 +69,18 @@ class SimResult:
         return out
 
 
+def _waits(rng: np.random.Generator, mean: float, cv: float, size: int) -> np.ndarray:
+    """`size` capacity waits of the given mean and coefficient of variation (`costmodel.wait_phases`)."""
+    phases = wait_phases(mean, cv)
+    if len(phases) == 1:
+        return rng.exponential(mean, size)
+    (p1, m1), (_, m2) = phases
+    return rng.exponential(np.where(rng.random(size) < p1, m1, m2))
+
+
 def _fail(rng: np.random.Generator, trial: np.ndarray, at: np.ndarray, rho: float, wait: float,
-          starts: np.ndarray, billed: np.ndarray, gran: float, minimum: float) -> tuple[np.ndarray, np.ndarray]:
+          starts: np.ndarray, billed: np.ndarray, gran: float, minimum: float,
+          wait_cv: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Failures of `trial` at times `at`: a hardware failure ends one node's session and starts its
     replacement's; a preemption event (probability ρ) ends every node's, all back after the capacity
     wait. Bills the ended sessions; returns which were events and when the nodes are back."""
@@ -82,7 +92,7 @@ def _fail(rng: np.random.Generator, trial: np.ndarray, at: np.ndarray, rho: floa
     back = at.copy()  # when the nodes start again: at once, or when spot capacity returns
     if every.size:
         billed[every] += billed_hours(at[event, None] - starts[every], gran, minimum).sum(axis=1)
-        back[event] += rng.exponential(wait, every.size) if wait > 0 else 0.0
+        back[event] += _waits(rng, wait, wait_cv, every.size) if wait > 0 else 0.0
         starts[every] = back[event, None]
     return event, back
 
@@ -96,8 +106,8 @@ def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
     restarting); one loses the progress since the last completed checkpoint.
     A hardware failure ends the session of a uniformly chosen node and starts
     its replacement's session; a preemption event (a share ρ of failures) ends
-    every node's session, and all start again after the capacity wait W ~
-    Exp(mean m), which is wall time, not billed. Every restart (and the first
+    every node's session, and all start again after the capacity wait W (mean
+    m, `wait_phases`), which is wall time, not billed. Every restart (and the first
     start) takes R. A stateless job's nodes are streams of their own (§4):
     one is simulated and its node-hours and failures counted once per node.
     Fixed `seed` gives identical results (PCG64).
@@ -129,7 +139,7 @@ def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
         fi, gf = active[fail], g[fail]
         if fi.size:
             tf = T[fi] + gf
-            _, back = _fail(rng, fi, tf, rho, wait, starts, billed, gran, minimum)
+            _, back = _fail(rng, fi, tf, rho, wait, starts, billed, gran, minimum, p.wait_cv)
             T[fi] = back + R
             j = np.floor((pos0[fail] + gf) / s).astype(np.int64)
             seg[fi] = np.clip(j, seg[fi], k - 1)  # never back past a checkpoint
@@ -195,7 +205,7 @@ def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: i
         fi, gf = active[fail], g[fail]
         if fi.size:
             tf = T[fi] + gf
-            event, back = _fail(rng, fi, tf, rho, wait, starts, billed, gran, minimum)
+            event, back = _fail(rng, fi, tf, rho, wait, starts, billed, gran, minimum, p.wait_cv)
             j = np.floor((pos0[fail] + gf) / s).astype(np.int64)
             seg[fi] = np.clip(j, seg[fi], k - 1)
             F[fi] += 1

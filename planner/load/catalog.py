@@ -237,9 +237,10 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
     if defaulted.any():
         offers.loc[defaulted, "spot_preemption_per_h"] = offers.loc[defaulted, "provider"].map(fill).astype(float)
     spot = offers["spot_usd_h"].notna()
-    for column in ("spot_correlation", "spot_capacity_wait_h"):  # the provider's trace fit (cost model §3)
+    for column, none in (("spot_correlation", 0.0), ("spot_capacity_wait_h", 0.0),
+                         ("spot_capacity_wait_cv", 1.0)):  # the provider's trace fit (cost model §3)
         value = offers["provider"].map({p.name: getattr(p, column) for p in providers.values()}).astype(float)
-        offers[column] = value.where(spot).fillna(0.0)
+        offers[column] = value.where(spot).fillna(none)
     return Catalog(gpus=gpus, providers=providers, models=models, offers=offers, sources=sources)
 
 

@@ -91,7 +91,8 @@ def _process(loaded, run, row) -> dict:
     process = process_json(run, work_h=float(row["work_h"]), nodes=int(row["nodes"]), gpus=int(row["gpus"]),
                            lam_spot=float(row["lam_spot"]) if spot else 0.0,
                            hw_rate=loaded.quarter.defaults.hardware_failure_per_gpu_h,
-                           capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0)
+                           capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0,
+                           capacity_wait_cv=float(row["capacity_wait_cv"]) if spot else 1.0)
     if row["market"] == "spot_fallback":  # the slack it switches against, from its start (cost-model §10)
         process["time_budget_h"] = float(row["budget_h"])
     return {"gpus_per_node": int(row["gpus_per_node"]), "pool": int(row["pool"]),

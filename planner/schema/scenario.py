@@ -82,6 +82,7 @@ class Provider(Strict):
                                                                         "taking one node that also take any other "
                                                                         "(fitted to traces)")
     spot_capacity_wait_h: float | None = Field(None, ge=0, description="mean hours until spot capacity returns")
+    spot_capacity_wait_cv: float | None = Field(None, ge=1, description="coefficient of variation of that wait")
     source: str = ""
     as_of: str = ""
     defaults: tuple[str, ...] = ()
@@ -533,6 +534,8 @@ class Override(Strict):
         None, description="set the share of preemption events taking one node that also take any other "
                     "(0: independent, 1: every event takes every node)")
     spot_capacity_wait: HoursOrZero | None = Field(None, description="set the mean time until spot capacity returns")
+    spot_capacity_wait_cv: Annotated[float, Field(ge=1, le=100)] | None = Field(
+        None, description="set that wait's coefficient of variation (1: exponential; the traces' are 2-6)")
 
 
 class Scenario(Strict):

@@ -54,16 +54,18 @@ def _multipliers(loaded: LoadedScenario, offer: dict) -> tuple[float, float, flo
     return on_demand, spot, preempt
 
 
-def spot_settings(overrides, offer: dict, catalog) -> tuple[float, float]:
-    """(correlation, capacity wait in hours) of a spot offer: the provider's trace fit, unless a matching
-    override sets them (the last one wins)."""
+def spot_settings(overrides, offer: dict, catalog) -> tuple[float, float, float]:
+    """(correlation, mean capacity wait in hours, its coefficient of variation) of a spot offer: the provider's
+    trace fit, unless a matching override sets them (the last one wins)."""
     provider = catalog.providers[offer["provider"]]
     correlation, wait = provider.spot_correlation or 0.0, provider.spot_capacity_wait_h or 0.0
+    spread = provider.spot_capacity_wait_cv or 1.0
     for override in overrides:
         if _matches(override, offer, catalog):
             correlation = correlation if override.spot_correlation is None else override.spot_correlation
             wait = wait if override.spot_capacity_wait is None else override.spot_capacity_wait
-    return correlation, wait
+            spread = spread if override.spot_capacity_wait_cv is None else override.spot_capacity_wait_cv
+    return correlation, wait, spread
 
 
 def one_entry_each(entries: list[dict], key: str, names, noun: str, plural: str) -> list[str]:
@@ -190,7 +192,7 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     # event, so a share c of the events taking one node also take any other: a job on n nodes sees
     # λ·Σ_{i<n} (1 − c)/(1 − c + i·c) of them) plus hardware failures per GPU; a capacity wait after each event.
     hw = scenario.defaults.hardware_failure_per_gpu_h
-    correlation, wait = spot_settings(scenario.overrides, offer, catalog) if on_spot else (0.0, 0.0)
+    correlation, wait, spread = spot_settings(scenario.overrides, offer, catalog) if on_spot else (0.0, 0.0, 1.0)
     gang = math.fsum(1.0 if i == 0 else (1 - correlation) / (1 - correlation + i * correlation) for i in range(nodes))
     if workload.interruption_tolerance == "stateless":
         gang = nodes  # each node is lost on its own and costs only its own item: every loss counts
@@ -203,6 +205,8 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
         bad(f"preemption_events_per_h {inputs.get('preemption_events_per_h')} != {events}")
     if not _close(inputs.get("capacity_wait_h", 0.0), wait):
         bad(f"capacity_wait_h {inputs.get('capacity_wait_h')} but the offer's is {wait}")
+    if not _close(inputs.get("capacity_wait_cv", 1.0), spread):
+        bad(f"capacity_wait_cv {inputs.get('capacity_wait_cv')} but the offer's is {spread}")
 
     # Inputs that restate the scenario and the provider.
     provider = catalog.providers[offer["provider"]]

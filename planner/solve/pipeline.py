@@ -149,7 +149,7 @@ def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
             "inputs": {
                 **process_json(workload, work_h=row.work_h, nodes=row.nodes, gpus=row.gpus, lam_spot=row.lam_spot,
                                hw_rate=scenario.defaults.hardware_failure_per_gpu_h,
-                               capacity_wait_h=row.capacity_wait_h),
+                               capacity_wait_h=row.capacity_wait_h, capacity_wait_cv=row.capacity_wait_cv),
                 "price_per_node_h": row.price_per_node_h, "billing_granularity_h": row.billing_granularity_h,
                 "billing_minimum_h": row.billing_minimum_h, "time_budget_h": _finite(workload.time_budget or math.inf),
                 "deadline_confidence": scenario.defaults.deadline_confidence,
