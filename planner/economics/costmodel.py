@@ -306,15 +306,15 @@ def _wall_moments(p: _Plan, ET: float, EF: float, sd: float) -> tuple[float, flo
     return ET + EF * p.rho * p.wait, math.sqrt(sd * sd + extra) + p.wait
 
 
-def _wait_factor(p: _Plan, h: float, z1: np.ndarray) -> np.ndarray | float:
+def _wait_factor(p: _Plan, h: float, N: int) -> np.ndarray | float:
     """φ of the wall time a failure adds beyond R + X: the wait W (`wait_phases`) with probability ρ, else 0; on
-    the damped grid (`_grid`'s z1), in closed form per exponential phase of mean m: the transform of it
+    the damped grid of N points (`_grid`'s z1), in closed form per exponential phase of mean m: the transform of it
     hat-split onto the grid points i·h is a·(I0 + e^(−z)·I1) / (1 − e^(−z−a)), a = h/m, with
     I0 = ∫(1−u)e^(−au)du and I1 = ∫u·e^(−au)du on [0, 1] (the FFT of the same hat-split masses, without
     computing them)."""
     if not p.wait or not p.rho:
         return 1.0
-    step = np.exp(-z1)  # e^(−z); 1 − e^(−z−a) = 1 − e^(−z)·e^(−a) loses under 1e-12 here (z ≥ αh, a > 0)
+    step = _grid(N)[3]  # e^(−z) on the grid; 1 − e^(−z−a) = 1 − e^(−z)·e^(−a) loses under 1e-12 (z ≥ αh, a > 0)
     law = 0.0
     for share, mean in wait_phases(p.wait, p.wait_cv):
         a = h / mean
@@ -374,19 +374,23 @@ def _half_cdf(w: np.ndarray, h: float, offset: float, xs, weights=None):
     return np.interp(xs, xp, cum)
 
 
-def _grid(h: float, N: int, damping: float = 18.0):
-    """Frequencies and exponential tilt for a damped DFT on N points.
+@lru_cache(maxsize=64)
+def _grid(N: int, damping: float = 18.0):
+    """Tilt, untilt, per-grid-step exponents z1 and e^(−z1) for a damped DFT on N points (read-only arrays).
 
-    The tilt e^(−αx) with αNh = `damping` suppresses wrap-around by e^-18,
-    so the grid need only cover the lengths we evaluate, not all of T.
-    """
-    alpha = damping / (N * h)
+    The tilt e^(−αx) with αNh = `damping` suppresses wrap-around by e^-18, so the grid need only cover the
+    lengths we evaluate, not all of T. In grid steps (αh = damping/N) none of it depends on the step h, so
+    every grid of N points shares one copy."""
+    step = damping / N
     i = np.arange(N)
-    tilt = np.exp(-alpha * h * i)
-    untilt = np.exp(alpha * h * i)
+    tilt = np.exp(-step * i)
+    untilt = np.exp(step * i)
     j = np.arange(N // 2 + 1)
-    z1 = alpha * h + 2j * np.pi * j / N  # per-grid-step exponent
-    return tilt, untilt, z1
+    z1 = step + 2j * np.pi * j / N  # per-grid-step exponent
+    out = tilt, untilt, z1, np.exp(-z1)
+    for array in out:
+        array.flags.writeable = False
+    return out
 
 
 # ----------------------------------------------------------- P(T <= D) (§6)
@@ -471,9 +475,9 @@ class WallLaw:
             feat = p.s if p.k > 1 else p.s_k
             N = max(8192, _fft.next_fast_len(int(min(4 * self.z_max / feat, 65534)) + 2, real=True))
             h = self.z_max / (N - 2)
-            tilt, untilt, z1 = _grid(h, N)
+            tilt, untilt, z1, _ = _grid(N)
             pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
-            waits = _wait_factor(p, h, z1)
+            waits = _wait_factor(p, h, N)
             zhat = (1 - pk) / (1 - pk * _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt) * waits)
             if p.k > 1:
                 fY = _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt) * waits
@@ -615,7 +619,7 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
         h = h_t
         ms, frac = int(s // h), (s / h) % 1.0
     N = _fft.next_fast_len(int(math.ceil(range_x / h)) + 4, real=True)
-    tilt, untilt, z1 = _grid(h, N)
+    tilt, untilt, z1, _ = _grid(N)
     shift = np.exp(-ms * z1)
     if frac:  # s not on the grid: hat-split the shift too (mean exact)
         shift = (1 - frac) * shift + frac * np.exp(-(ms + 1) * z1)

@@ -142,8 +142,8 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
         span = B_k + 12 * (lump + p.rho * (longest - p.wait)) + 4 * s  # room for the overshoot past the switch level
         N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * span / feat) + 2, real=True))))
         h = span / (N - 2)
-        tilt, untilt, z1 = costmodel._grid(h, N)
-        waits = costmodel._wait_factor(p, h, z1)
+        tilt, untilt, z1, _ = costmodel._grid(N)
+        waits = costmodel._wait_factor(p, h, N)
         x = np.arange(N) * h
 
         def overhead(length: float) -> np.ndarray:  # one segment's overhead law, transformed
