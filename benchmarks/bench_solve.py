@@ -235,8 +235,10 @@ def main(sizes: list[int]) -> None:
     frame = pd.DataFrame(rows)
     print()
     print(frame.to_string(index=False))
-    worse = frame[frame["greedy_usd"].notna() & (frame["cp_sat_usd"] > frame["greedy_usd"] + 0.01)]
-    print("\nCP-SAT never worse than greedy:", worse.empty)
+    # the model is optimal in whole cents (each candidate's cost rounded, ties to the shorter run), so its plan
+    # may cost up to a cent per workload more than greedy's in exact dollars, never more
+    worse = frame[frame["greedy_usd"].notna() & (frame["cp_sat_usd"] > frame["greedy_usd"] + 0.01 * frame["workloads"])]
+    print("\nCP-SAT never worse than greedy (beyond the cent rounding of each workload's cost):", worse.empty)
 
 
 if __name__ == "__main__":
