@@ -111,9 +111,9 @@ def _node_counts(low_gpus: int, high_gpus: int, g: int, multi_node: bool, cap: f
 
 def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataFrame:
     """One row per (offer, market, node count) the workload could use, before any physics."""
-    markets = [offers[offers["on_demand_usd_h"].notna()].assign(market="on_demand", price=lambda f: f["on_demand_usd_h"],
-                                                                 lam_spot=0.0, correlation=0.0, wait_h=0.0,
-                                                                 wait_cv=1.0)]
+    on_demand = offers[offers["on_demand_usd_h"].notna()]
+    markets = [on_demand.assign(market="on_demand", price=on_demand["on_demand_usd_h"], lam_spot=0.0, correlation=0.0,
+                                wait_h=0.0, wait_cv=1.0)]
     if workload.interruption_tolerance != "none":  # cost-model §4: `none` cannot resume, so never spot
         spot = offers[offers["spot_usd_h"].notna()]
         markets.append(spot.assign(market="spot", price=spot["spot_usd_h"],
@@ -473,8 +473,8 @@ def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd
 
 
 CHUNK = 48
-_TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "wait_h", "wait_cv", "granularity_h", "minimum_h", "storage_h", "egress",
-                                 "units"]
+_TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "wait_h", "wait_cv", "granularity_h", "minimum_h", "storage_h",
+                                 "egress", "units"]
 
 
 def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits
@@ -518,8 +518,7 @@ _SCREENS_KEPT = 4  # preemption states kept per rows entry (a preemption sweep c
 _OFFER_ROW = "_offer_row"
 _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egress", "key", "market", "provider",
                                 "region", "instance_type", "gpu_family", "gpus", "max_nodes", "wait_h", "wait_cv",
-                                "correlation",
-                                "fallback"]
+                                "correlation", "fallback"]
 """What `_exact` and `_candidate_row` read of a row, besides the point's price, λ and physics."""
 _Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"])
 

@@ -141,11 +141,11 @@ def _gang_factor(nodes: int, correlation: float) -> float:
 
 
 def spot_event_rate(lam_node, nodes, correlation):
-    """Preemption events that touch a job on n spot nodes, per hour: λ·g(n), g(n) = Σ_{i<n} (1 − c)/(1 − c + i·c)
-    (§3). Each node is lost at λ; an event takes each node of the zone with a probability U that varies from
-    event to event (a Beta(0, b) mixing law, b = (1 − c)/c), so a share c of the events that take one given
-    node also take any other given node. g(1) = 1; c = 0 gives n (independent), c = 1 gives 1 (every event
-    takes every node). Vectorised over nodes and c."""
+    """Preemption events that touch a job on n spot nodes, per hour: λ·g(n), with
+    g(n) = Σ_{i<n} (1 − c)/(1 − c + i·c) (§3). Each node is lost at λ; an event takes each node of the zone
+    with a probability U that varies from event to event (a Beta(0, b) mixing law, b = (1 − c)/c), so a share
+    c of the events that take one given node also take any other given node. g(1) = 1; c = 0 gives n
+    (independent), c = 1 gives 1 (every event takes every node). Vectorised over nodes and c."""
     nodes, correlation = np.broadcast_arrays(np.asarray(nodes, dtype=float), np.asarray(correlation, dtype=float))
     pairs, where = np.unique(np.stack([nodes.ravel(), correlation.ravel()]), axis=1, return_inverse=True)
     factor = np.array([_gang_factor(int(n), float(c)) for n, c in pairs.T])[where.ravel()].reshape(nodes.shape)
@@ -314,7 +314,7 @@ def _wait_factor(p: _Plan, h: float, N: int) -> np.ndarray | float:
     computing them)."""
     if not p.wait or not p.rho:
         return 1.0
-    step = _grid(N)[3]  # e^(−z) on the grid; 1 − e^(−z−a) = 1 − e^(−z)·e^(−a) loses under 1e-12 (z ≥ αh, a > 0)
+    step = _grid(N)[3]  # e^(−z): 1 − e^(−z−a) = 1 − e^(−z)·e^(−a) loses < 1e-12 here (z ≥ αh, a > 0)
     law = 0.0
     for share, mean in wait_phases(p.wait, p.wait_cv):
         a = h / mean
