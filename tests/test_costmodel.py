@@ -201,6 +201,8 @@ sim_params = st.fixed_dictionaries(dict(
     billing_minimum_h=st.sampled_from([0.0, MIN, 1.0]),
     interruption_tolerance=st.sampled_from(["none", "checkpointed", "stateless"]),
     deadline_frac=st.floats(0, 2.5),
+    capacity_wait_h=st.sampled_from([0.0, 0.5, 2.0]),
+    capacity_wait_cv=st.sampled_from([1.0, 2.31, 5.56]),  # exponential, and the AWS and GCP trace fits
 ))
 
 
@@ -213,7 +215,8 @@ def sim_inputs(d: dict) -> CandidateInputs | None:
         spot_rate_per_node_h=d["spot_rate_per_node_h"],
         billing_granularity_h=d["billing_granularity_h"],
         billing_minimum_h=d["billing_minimum_h"],
-        interruption_tolerance=d["interruption_tolerance"], price_per_node_h=1.0)
+        interruption_tolerance=d["interruption_tolerance"], price_per_node_h=1.0,
+        capacity_wait_h=d.get("capacity_wait_h", 0.0), capacity_wait_cv=d.get("capacity_wait_cv", 1.0))
     p = segment_plan(inp)
     ET, EF, _ = _moments(p)
     # keep the simulation cheap: bounded failures and segments
@@ -239,13 +242,16 @@ def test_analytic_matches_simulation(d):
     event("failure-prone" if expected(inp).failures > 0.5 else "rare failures")
     r = expected(inp)
     sim = simulate(inp, trials=TRIALS, seed=7)
-    # 2 % is the contract; the MC noise allowance is on top of a tighter 1 %
-    assert close(r.wall_h, sim.wall_h, 0.01), (r.wall_h, sim.mean("wall_h"))
+    # 2 % is the contract; the MC noise allowance is on top of a tighter 1 %; rare heavy-tailed waits: a sample
+    # may hold none of the long ones, so floor the wall's error at the waits' own spread (compound Poisson)
+    plan = segment_plan(inp)
+    waits_sd = math.sqrt(r.failures / plan.streams * plan.rho * plan.wait ** 2 * (1 + plan.wait_cv ** 2) / TRIALS)
+    assert close(r.wall_h, sim.wall_h, 0.01, waits_sd), (r.wall_h, sim.mean("wall_h"))
     assert close(r.billed_node_h, sim.billed_node_h, 0.01), (
         r.billed_node_h, sim.mean("billed_node_h"))
     # rare failures: a sample may hold none, so floor the error at Poisson's (a stateless job's count is one
     # node's, times its nodes)
-    streams = segment_plan(inp).streams
+    streams = plan.streams
     assert close(r.failures, sim.failures.astype(float), 0.01,
                  math.sqrt(r.failures * streams / TRIALS))
     se_p = math.sqrt(max(r.p_deadline * (1 - r.p_deadline), 1e-4) / TRIALS)
@@ -270,7 +276,9 @@ def test_p_deadline_single_segment_failure_prone(rate, frac):
           suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
 @given(sim_params, st.floats(0.05, 3.0))
 def test_analytic_matches_simulation_failure_prone(d, per_segment):
-    """Same check, with λ set so that each segment fails `per_segment` times on average."""
+    """Same check, with λ set so that each segment fails `per_segment` times on average (no capacity waits: the
+    waste is read off billed node-hours less the wall time)."""
+    d = {**d, "capacity_wait_h": 0.0}
     base = sim_inputs({**d, "spot_rate_per_node_h": 0.0, "log_w": min(d["log_w"], math.log(50))})
     assume(base is not None)
     p = segment_plan(base)
