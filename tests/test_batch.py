@@ -1129,3 +1129,21 @@ def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_sc
     assert plan.result.status == "FEASIBLE"
     assert optional & set(plan.result.chosen["run"])  # the greedy's optional runs are back
     assert check_schedule(loaded, batch_json(plan)) == []
+
+
+def test_of_two_equal_candidates_the_one_with_fewer_nodes_stays():
+    """A stateless run costs and takes the same on four 1-GPU nodes as on one 4-GPU node (each node is its own
+    stream, cost model §4); the calendar keeps the one with fewer nodes to run, whatever the names say."""
+    from planner.batch.pipeline import _keep_useful
+    from planner.candidates.limits import Limits
+
+    def record(instance: str, nodes: int) -> dict:
+        return {"provider": "azure", "gpu": "A100-80GB-PCIe", "gpu_family": "A100", "offer_key": f"azure/x/{instance}",
+                "market": "spot", "max_nodes": math.nan, "gpus": 4, "pool": -1, "cost_cents": 332,
+                "duration_steps": 1, "nodes": nodes, "cid": f"eval|azure/x/{instance}|spot|x{nodes}"}
+
+    limits = Limits(gpu_quotas={"azure": 64})
+    kept = _keep_useful([record("NC24", 4), record("NC96", 1)], limits)
+    assert [r["nodes"] for r in kept] == [1]
+    kept = _keep_useful([record("NC24", 4), record("NC96", 1) | {"cost_cents": 333}], limits)
+    assert [r["nodes"] for r in kept] == [4]  # a cent cheaper wins whatever its node count

@@ -174,15 +174,16 @@ def run_records(loaded: LoadedQuarter, run, workload: Workload, prices: Market, 
 
 def _keep_useful(cands: list[dict], limits) -> list[dict]:
     """Drop candidates another one beats on cost, duration and limited GPUs with the same limits
-    and pool; keep at most MAX_CANDIDATES_PER_RUN, always including the fastest."""
+    and pool (of equals, the one with fewer nodes to run stays); keep at most MAX_CANDIDATES_PER_RUN,
+    always including the fastest."""
     columns = {c: [r[c] for r in cands] for c in ("provider", "gpu", "gpu_family", "offer_key", "market", "max_nodes",
-                                                  "gpus", "pool", "cost_cents", "duration_steps", "cid")}
+                                                  "gpus", "pool", "cost_cents", "duration_steps", "nodes", "cid")}
     quota_keys, capped_offer, units = limit_keys(columns, limits, "offer_key")
     limits_of_row = list(zip(quota_keys, capped_offer, columns["pool"]))
-    cents, duration, cid = columns["cost_cents"], columns["duration_steps"], columns["cid"]
+    cents, duration, nodes, cid = columns["cost_cents"], columns["duration_steps"], columns["nodes"], columns["cid"]
     fronts: dict[tuple, list[tuple[int, int]]] = {}
-    keep = []  # in (cost, duration, id) order
-    for i in sorted(range(len(cid)), key=lambda i: (cents[i], duration[i], cid[i])):
+    keep = []  # in (cost, duration, nodes, id) order
+    for i in sorted(range(len(cid)), key=lambda i: (cents[i], duration[i], nodes[i], cid[i])):
         front = fronts.setdefault(limits_of_row[i], [])
         if not any(d <= duration[i] and u <= units[i] for d, u in front):
             keep.append(i)

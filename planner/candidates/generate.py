@@ -458,12 +458,12 @@ def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd
 
     A dominated candidate costs no less and draws no fewer quota GPUs than another of the same
     workload with the same provider/region/offer-limit signature; wall time does not enter any
-    constraint, so it only breaks ties (shorter first, then name). Removing such candidates never
-    changes the optimum. `signature` and `units` (limited GPUs) come with the rows, so a what-if point
-    does not derive them again."""
-    cents, wall, cid = (frame[c].tolist() for c in ("cost_cents", "wall_h", "cid"))
+    constraint, so it only breaks ties (shorter first, then fewer nodes to run, then name). Removing such
+    candidates never changes the optimum. `signature` and `units` (limited GPUs) come with the rows, so a
+    what-if point does not derive them again."""
+    cents, wall, nodes, cid = (frame[c].tolist() for c in ("cost_cents", "wall_h", "nodes", "cid"))
     order = sorted(range(len(cid)), key=lambda i: (cents[i], wall[i] != wall[i], wall[i] if wall[i] == wall[i] else 0,
-                                                   cid[i]))  # as pandas sorts: NaN last
+                                                   nodes[i], cid[i]))  # as pandas sorts: NaN last
     keep, fewest = [], {}
     for i in order:
         if units[i] < fewest.get(signature[i], math.inf):  # every cheaper one before it draws more limited GPUs

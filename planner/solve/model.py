@@ -40,8 +40,9 @@ class PlanModel:
 
 
 def tie_ranks(candidates: pd.DataFrame) -> pd.Series:
-    """Within each workload, rank candidates by (cost, wall time, name): the deterministic tie-break."""
-    order = candidates.sort_values(["workload", "cost_cents", "wall_h", "cid"], kind="stable")
+    """Within each workload, rank candidates by (cost, wall time, nodes, name): the deterministic tie-break
+    (of two that cost and take the same, the one with fewer nodes to run)."""
+    order = candidates.sort_values(["workload", "cost_cents", "wall_h", "nodes", "cid"], kind="stable")
     ranks = order.groupby("workload", sort=False).cumcount()
     return ranks.reindex(candidates.index)
 
