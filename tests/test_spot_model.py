@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import MINIMAL
 
 from planner.economics.costmodel import (CandidateInputs, WallLaw, event_sizes, expected, segment_plan,
                                           spot_event_rate, wait_phases)
@@ -371,17 +372,7 @@ def test_a_stateless_job_counts_every_node_loss_and_bills_each_node_alone():
     assert b.failures == pytest.approx(sim.mean("failures"), abs=4 * sim.stderr("failures") + 1e-3)
 
 
-SPOT_JOB = """\
-name: waits
-catalogs: [aws]
-workloads:
-  - name: job
-    kind: training
-    memory: {per_gpu: 20GiB}
-    work: {gpu_hours: 40, reference_gpu: A100-80GB}
-    time_budget: 3d
-    allow: {markets: [spot], providers: [aws]}
-"""
+SPOT_JOB = MINIMAL + "    time_budget: 3d\n    allow: {markets: [spot], providers: [aws]}\n"
 
 
 def test_a_scenario_sets_the_waits_spread_and_the_checker_restates_it(run, tmp_path):

@@ -22,7 +22,7 @@ from functools import lru_cache
 
 import numpy as np
 from scipy import fft as _fft
-from scipy.special import gammaln
+from scipy.special import digamma, gammaln
 
 __all__ = [
     "CandidateInputs",
@@ -135,20 +135,18 @@ class CostResult:
 # ---------------------------------------------------------------- helpers
 
 
-@lru_cache(maxsize=4096)
-def _gang_factor(nodes: int, correlation: float) -> float:
-    return 1.0 + math.fsum((1 - correlation) / (1 - correlation + i * correlation) for i in range(1, nodes))
-
-
 def spot_event_rate(lam_node, nodes, correlation):
     """Preemption events that touch a job on n spot nodes, per hour: λ·g(n), with
     g(n) = Σ_{i<n} (1 − c)/(1 − c + i·c) (§3). Each node is lost at λ; an event takes each node of the zone
     with a probability U that varies from event to event (a Beta(0, b) mixing law, b = (1 − c)/c), so a share
     c of the events that take one given node also take any other given node. g(1) = 1; c = 0 gives n
-    (independent), c = 1 gives 1 (every event takes every node). Vectorised over nodes and c."""
-    nodes, correlation = np.broadcast_arrays(np.asarray(nodes, dtype=float), np.asarray(correlation, dtype=float))
-    pairs, where = np.unique(np.stack([nodes.ravel(), correlation.ravel()]), axis=1, return_inverse=True)
-    factor = np.array([_gang_factor(int(n), float(c)) for n, c in pairs.T])[where.ravel()].reshape(nodes.shape)
+    (independent), c = 1 gives 1 (every event takes every node). Vectorised over nodes and c: the sum is
+    b·(ψ(b + n) − ψ(b)), ψ the digamma function, and n − c·n(n − 1)/2 to first order where c is tiny."""
+    n, c = np.broadcast_arrays(np.asarray(nodes, dtype=float), np.asarray(correlation, dtype=float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b = (1 - c) / c
+        exact = b * (digamma(b + n) - digamma(b))
+    factor = np.where(c >= 1, 1.0, np.where(c < 1e-6, n - c * n * (n - 1) / 2, exact))
     out = np.asarray(lam_node, dtype=float) * factor
     return float(out) if out.ndim == 0 else out
 
@@ -262,6 +260,14 @@ def _trexp_mean(lam: float, s: float) -> float:
     if x < 1e-5:
         return s * (0.5 - x / 12.0)
     return 1.0 / lam - s / math.expm1(x)
+
+
+def _trexp_second_moment(lam: float, s: float) -> float:
+    """E[X²], X ~ Exp(λ) truncated to [0, s)."""
+    x = lam * s
+    if x < 1e-6:
+        return s * s / 3
+    return (2 / lam ** 2 - math.exp(-x) * (s * s + 2 * s / lam + 2 / lam ** 2)) / -math.expm1(-x)
 
 
 def _moments(p: _Plan) -> tuple[float, float, float]:

@@ -92,9 +92,7 @@ def _billed_share(lam: float, s: float, R: float, rho: float, m: float, cv: floa
     E[L²]/(2E[L]) on average, of which E[X·W] + E[W²]/2 is waiting; a long wait is where a switch happens."""
     if lam <= 0:
         return 1.0
-    x, ex = lam * s, costmodel._trexp_mean(lam, s)
-    ex2 = ((2 / lam ** 2 - math.exp(-x) * (s * s + 2 * s / lam + 2 / lam ** 2)) / -math.expm1(-x)
-           if x > 1e-6 else s * s / 3)  # E[X²], X ~ Exp(λ) truncated to [0, s)
+    ex, ex2 = costmodel._trexp_mean(lam, s), costmodel._trexp_second_moment(lam, s)
     ew, ew2 = rho * m, rho * m * m * (1 + cv * cv)  # the wait comes after a share ρ of failures
     residual = ex2 / 2 + ew2 / 2 + R * R / 2 + ex * ew + ex * R + ew * R  # E[L²]/2
     return 1 - (ex * ew + ew2 / 2) / residual if residual > 0 else 1.0
