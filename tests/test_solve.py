@@ -19,13 +19,13 @@ import pandas as pd
 import pytest
 from conftest import SCENARIOS, scenario_files
 
-from planner.candidates.generate import generate
+from planner.candidates.generate import RUNNER_UPS, generate
 from planner.load.catalog import load_catalog
 from planner.load.scenario import LoadedScenario, load_scenario
 from planner.report.solve import plan_json
 from planner.schema.scenario import Scenario
 from planner.solve.checker import check_plan
-from planner.solve.pipeline import make_plan
+from planner.solve.pipeline import make_plan, runner_ups
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 SEEDS = range(48)
@@ -254,6 +254,42 @@ def test_pruned_and_default_candidates_keep_the_optimum(seed):
     assert _cents(run["exhaustive_all"]) == want, context
     assert _cents(run["exhaustive_pruned"]) == want, context
     assert _cents(run["default_pruned"]) == want, context
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_runner_ups_are_those_of_exhaustive_pricing(seed):
+    """The report's alternatives: screening prices enough rows that they are the cheapest kinds of all."""
+    run = random_run(seed)
+    plan = run["plan"]
+    if plan.result is None or not plan.result.solved:
+        return
+    exhaustive = dataclasses.replace(plan, candidates=generate(run["loaded"].scenario, run["loaded"].catalog,
+                                                               exhaustive=True))
+    assert runner_ups(plan, RUNNER_UPS) == runner_ups(exhaustive, RUNNER_UPS), f"seed {seed}"
+
+
+@pytest.mark.parametrize("seed", range(0, 48, 2))
+def test_candidates_without_runner_ups_keep_the_optimum(seed):
+    """What a what-if point prices (`runner_ups=0`: only what may be on the Pareto front) loses no optimum."""
+    run = random_run(seed)
+    lean = generate(run["loaded"].scenario, run["loaded"].catalog, runner_ups=0)
+    assert len(lean.all) <= len(run["plan"].candidates.all)
+    found = brute_force(lean.pruned, run["loaded"].scenario, run["loaded"].catalog) if not lean.infeasible else None
+    assert _cents(found) == _cents(run["reference"]), f"seed {seed}"
+
+
+@pytest.mark.parametrize("name", ["pretrain-deadline", "batch-generation"])
+def test_fallback_screening_drops_nothing_exhaustive_pricing_keeps(name):
+    """spot_fallback rows are screened with a Wald bound (`generate._fallback_lo`), tight to a few per cent;
+    on the shipped deadline scenarios over every catalog, the Pareto fronts and runner-ups match pricing all."""
+    loaded = load_scenario(SCENARIOS / f"{name}.yaml")
+    full = generate(loaded.scenario, loaded.catalog, exhaustive=True)
+    assert (full.all["market"] == "spot_fallback").any()
+    for runner_ups_kept in (RUNNER_UPS, 0):
+        screened = generate(loaded.scenario, loaded.catalog, runner_ups=runner_ups_kept)
+        assert sorted(screened.pruned["cid"]) == sorted(full.pruned["cid"]), runner_ups_kept
+    plan = make_plan(loaded, time_limit_s=20.0, workers=1)
+    assert runner_ups(plan, RUNNER_UPS) == runner_ups(dataclasses.replace(plan, candidates=full), RUNNER_UPS)
 
 
 @pytest.mark.parametrize("seed", SEEDS)

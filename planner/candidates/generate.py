@@ -39,6 +39,14 @@ whether it rarely switches; before that Chernoff's bound (~0.2 ms) usually settl
 FALLBACK_MIN_SWITCH = 1e-3
 """A spot_fallback candidate that would switch in fewer runs than this is its spot twin (and one with no room
 for spot before its switch point is none): neither is offered."""
+FALLBACK_BOUND_SLACK = 0.99
+"""The fallback's numeric method (`fallback.unit`) approximates the policy: over 84,221 spot_fallback candidates
+of the shipped and benchmark scenarios it came at most 0.11 % below the bound `_fallback_lo` proves for the
+policy itself, so the bound is taken 1 % lower: screening never drops what exhaustive pricing would keep."""
+RUNNER_UPS = 3
+"""Runner-ups a plan reports per workload: the cheapest candidate of each of the cheapest kinds (instance
+type, market) other than the winner's, the JSON's `alternatives`. Generation prices enough to find them
+exactly; the cheapest of a kind is always the cheapest of its twins, so no dearer twin is ever needed."""
 
 
 @dataclass
@@ -247,6 +255,7 @@ def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> p
         et_lo = et_all.min(axis=1)
         t0, t0_hi = R + W + ks.min(axis=1) * C, R + W + ks.max(axis=1) * C
         p0 = np.exp(-lam * (W + ks.max(axis=1) * C))
+        full = last = W / k + C
         # coarse billing: the exact search may settle on any k, so bound over all of them
         coarse = np.maximum(gran, keys["minimum_h"].to_numpy(float)) > costmodel.FINE_BILLING_H
         if coarse.any():
@@ -255,6 +264,7 @@ def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> p
             t0[coarse] = R + W[coarse] + C
             t0_hi[coarse] = R + W[coarse] + k_max * C
             p0[coarse] = np.exp(-lam[coarse] * (W[coarse] + k_max * C))
+            full[coarse] = last[coarse] = np.nan  # the fallback's bound then stays the failure-free one
     else:
         if tolerance == "none":
             tau = W
@@ -266,12 +276,15 @@ def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> p
         k = np.maximum(1, np.ceil(W / tau * (1 - 1e-12)))
         last = W - (k - 1) * tau
         et = R + (k - 1) * screen.segment_time(lam, tau + C, R) + screen.segment_time(lam, last + C, R)
+        full, last = tau + C, last + C
         ef = (k - 1) * np.expm1(lam * (tau + C)) + np.expm1(lam * (last + C))
         et_lo, t0 = et, R + W + k * C
         t0_hi, p0 = t0, np.exp(-lam * (W + k * C))
     out = keys[TIMING_COLUMNS].copy()
     out["tau"], out["et"], out["ef"], out["et_lo"], out["t0"], out["t0_hi"], out["p0"] = (
         tau, et, ef, et_lo, t0, t0_hi, p0)
+    out["full"], out["last"], out["full_count"] = full, last, k - 1
+    out["full_busy"], out["last_busy"] = screen.segment_time(lam, full, R), screen.segment_time(lam, last, R)
     return out
 
 
@@ -472,7 +485,6 @@ def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd
     return frame.iloc[np.sort(np.array(keep, dtype=np.int64))]
 
 
-CHUNK = 48
 _TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "wait_h", "wait_cv", "granularity_h", "minimum_h", "storage_h",
                                  "egress", "units"]
 
@@ -568,7 +580,7 @@ class _Screen:
     exact: dict = field(default_factory=dict)  # timing key number -> `_exact`
 
 
-_BOUNDS = ("et", "ef", "et_lo", "t0", "t0_hi", "p0")
+_BOUNDS = ("et", "ef", "et_lo", "t0", "t0_hi", "p0", "full", "last", "full_count", "full_busy", "last_busy")
 
 
 _EXPANSION_FIELDS = {"allow", "forbid", "gpus", "data"}
@@ -693,6 +705,41 @@ def _screen(rows: _Rows, workload: Workload, physics: _Physics, work_h: np.ndarr
     return screens[key]
 
 
+def _fallback_lo(spot: np.ndarray, on_demand: np.ndarray, nodes: np.ndarray, storage: np.ndarray,
+                 egress: np.ndarray, bound: dict, R: float, C: float) -> np.ndarray:
+    """A lower bound on a spot_fallback row's cost. Attempts at a segment on spot are independent and the
+    switch comes only after one ends, so by Wald's identity each segment finished on spot costs its
+    expected busy time there (the screen's `*_busy`, restarts included, capacity waits not), and each
+    left to on-demand at least its work: whichever is cheaper, per segment (NaN lengths: the exact search
+    may pick any cadence, so only the failure-free time bounds it)."""
+    def segment(length: np.ndarray, busy: np.ndarray) -> np.ndarray:
+        return np.minimum(spot * busy, on_demand * (length - C))
+
+    node_h = (np.minimum(spot, on_demand) * R + bound["full_count"] * segment(bound["full"], bound["full_busy"])
+              + segment(bound["last"], bound["last_busy"]))
+    failure_free = np.minimum(spot, on_demand) * nodes * bound["t0"]
+    node_cost = np.where(np.isnan(node_h), failure_free, FALLBACK_BOUND_SLACK * nodes * node_h)
+    return node_cost + storage * bound["t0"] + egress
+
+
+class _Kinds:
+    """Which rows the runner-ups still need priced. Rows come cheapest bound first; a row is a runner-up only
+    if it is its kind's cheapest, and its kind is among the `count` cheapest but the winner's. Neither holds
+    once its kind, or `count` + 1 other kinds (one may be the winner's), have a candidate cheaper than its
+    bound, which its exact cost is not below."""
+
+    def __init__(self, count: int, kind: np.ndarray):
+        self.count, self.kind, self.cheapest = count, kind, {}  # kind -> its cheapest cost so far
+
+    def needed(self, i: int, bound: float) -> bool:
+        if not self.count or self.cheapest.get(self.kind[i], math.inf) < bound:
+            return False
+        return sum(cost < bound for cost in self.cheapest.values()) <= self.count
+
+    def priced(self, i: int, cost: float) -> None:
+        self.cheapest[self.kind[i]] = min(cost, self.cheapest.get(self.kind[i], math.inf))
+
+
 def candidate_records(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
                       limits: Limits, exhaustive: bool = False, offers_key: str | None = None,
                       prices: dict[str, np.ndarray] | None = None, cache: CandidateCache | None = None
@@ -708,7 +755,7 @@ def candidate_records(workload: Workload, catalog: Catalog, scenario: Scenario, 
     """
     return _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, offers_key,
                                 offer_prices(offers) if prices is None else prices,
-                                (cache or CandidateCache()).bind(catalog))[:3]
+                                (cache or CandidateCache()).bind(catalog), RUNNER_UPS)[:3]
 
 
 def records_table(records: list[dict]) -> pd.DataFrame:
@@ -718,10 +765,12 @@ def records_table(records: list[dict]) -> pd.DataFrame:
 
 def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
                          limits: Limits, exhaustive: bool, offers_key: str | None, prices: dict[str, np.ndarray],
-                         cache: CandidateCache) -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None]:
+                         cache: CandidateCache, runner_ups: int
+                         ) -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None]:
     """`candidate_records` plus each candidate's signature number and limited GPUs, which the rows already
-    carry, for `_pareto`; per-row work is on arrays, since
-    a sweep repeats it at every point."""
+    carry, for `_pareto`; per-row work is on arrays, since a sweep repeats it at every point. Rows are priced
+    cheapest bound first; one is skipped once a candidate priced beats it for sure, unless it could still be
+    one of the `runner_ups` cheapest other kinds (`_Kinds`) the report lists."""
     rows = _rows(workload, catalog, offers, limits, offers_key, cache)
     none: list[dict] = []
     if rows.base is None:
@@ -760,21 +809,27 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     waits = bound["ef"] * rho * column["wait_h"][at].astype(float)  # capacity waits: wall time, storage only
     lo = (p * nodes + storage) * bound["et_lo"] + egress
     hi = (p * nodes + storage) * bound["et"] + p * waste_hi + storage * waits + egress
-    falls_back = rows.fallback[at]  # cuts spot's long tail on demand: only the failure-free time bounds it below
-    lo[falls_back] = ((np.minimum(p, fallback_price[at]) * nodes + storage) * bound["t0"] + egress)[falls_back]
+    falls_back = rows.fallback[at]
+    if falls_back.any():
+        lo[falls_back] = _fallback_lo(p, fallback_price[at], nodes, storage, egress, bound,
+                                      workload.restart_overhead, workload.checkpoint.write_time
+                                      if workload.interruption_tolerance == "checkpointed" else 0.0)[falls_back]
     signature, units = rows.signature[at], rows.units[at]
+    front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
     if not exhaustive:
         certain = (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~falls_back
-        keep = ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain])
-        at, key, lo, nodes, signature, units = (a[keep] for a in (at, key, lo, nodes, signature, units))
+        front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain])
+        if not runner_ups:  # nothing beaten is priced
+            at, key, lo, nodes, signature, units, front = (a[front] for a in (at, key, lo, nodes, signature, units,
+                                                                              front))
     order = np.lexsort((at, nodes, rows.market_rank[at], rows.key_rank[at], lo))
-    at, key, lo, signature, units = (a[order] for a in (at, key, lo, signature, units))
+    at, key, lo, signature, units, front = (a[order] for a in (at, key, lo, signature, units, front))
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
-    out, missed, chosen, dominator_hi, runaway = [], [], [], [], []
-    alive, done = np.ones(len(at), dtype=bool), 0
+    out, missed, chosen, runaway = [], [], [], []
+    kinds = _Kinds(runner_ups, pd.factorize(rows.columns["instance_type"][at] + "|" + rows.columns["market"][at])[0])
     for i, row in enumerate(map(_Row._make, zip(*columns))):
-        if not alive[i]:
+        if not (front[i] or kinds.needed(i, lo[i])):
             continue
         exact = screen.exact.get(key[i])
         if exact is None:
@@ -792,12 +847,11 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
                                        exact.inputs.spot_share)
             out.append(candidate)
             chosen.append(i)
-            dominator_hi.append(candidate["cost_usd"])
-        done += 1
-        if done % CHUNK == 0 and not exhaustive and chosen and i + 1 < len(at):  # the next chunk: drop the beaten
-            rest = slice(i + 1, None)
-            alive[rest] &= ~_dominated(signature[rest], units[rest], lo[rest], signature[chosen], units[chosen],
-                                       np.array(dominator_hi))
+            kinds.priced(i, candidate["cost_usd"])
+            if not exhaustive:  # what it beats for sure (same signature, no fewer limited GPUs) is not on the front
+                rest = slice(i + 1, None)
+                front[rest] &= ~((signature[rest] == signature[i]) & (units[rest] >= units[i])
+                                 & (lo[rest] > candidate["cost_usd"]))
     if not out:
         if runaway and not missed:
             return none, (f"every candidate's expected cost is above ${MAX_CANDIDATE_USD:,.0f}: failures restart "
@@ -836,10 +890,13 @@ def _deadline_reason(workload: Workload, missed, q: float) -> str:
 
 
 def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None = None,
-             exhaustive: bool = False, progress=None, cache: CandidateCache | None = None) -> CandidateSet:
+             exhaustive: bool = False, progress=None, cache: CandidateCache | None = None,
+             runner_ups: int = RUNNER_UPS) -> CandidateSet:
     """All workloads' candidates; `offers` defaults to the catalog's with the scenario's overrides applied.
     `progress(done, total)` is called after each workload (a progress bar); `cache` keeps the work for
-    the caller's next call (a what-if point), else it lasts this call."""
+    the caller's next call (a what-if point), else it lasts this call. `all` holds each workload's cheapest
+    `runner_ups` kinds (instance type and market) besides its winner, as exhaustive pricing would find them,
+    and what the screening could not rule off the Pareto front; 0 (nobody reads runner-ups) prices only that."""
     cache = (cache or CandidateCache()).bind(catalog)
     limits = limits_of(scenario)
     if offers is None:
@@ -858,7 +915,7 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
         if kind not in classes:
             classes[kind] = len(results)
             records, reason, count, limited = _workload_candidates(workload, catalog, scenario, offers, limits,
-                                                                   exhaustive, token, prices, cache)
+                                                                   exhaustive, token, prices, cache, runner_ups)
             frame = records_table(records)
             front = _pareto(frame, *limited) if limited is not None else frame
             results.append((frame, reason, count, front, workload.name))

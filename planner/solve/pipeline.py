@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from planner.candidates.cache import CandidateCache
-from planner.candidates.generate import CandidateSet, generate, limits_of
+from planner.candidates.generate import RUNNER_UPS, CandidateSet, generate, limits_of
 from planner.candidates.limits import Limits, quota_mask
 from planner.economics.inputs import process_json
 from planner.load.scenario import LoadedScenario
@@ -45,11 +45,12 @@ class Plan:
 
 def make_plan(loaded: LoadedScenario, time_limit_s: float = DEFAULT_TIME_LIMIT_S, workers: int = DEFAULT_WORKERS,
               seed: int = 0, offers: pd.DataFrame | None = None, hint: dict[str, str] | None = None,
-              progress=None, cache: CandidateCache | None = None) -> Plan:
-    """Generate candidates, solve, and explain infeasibility in domain words."""
+              progress=None, cache: CandidateCache | None = None, runner_ups: int = RUNNER_UPS) -> Plan:
+    """Generate candidates, solve, and explain infeasibility in domain words; the plan's candidates hold
+    `runner_ups` per workload for its report (`generate`)."""
     scenario = loaded.scenario
     started = time.perf_counter()
-    candidates = generate(scenario, loaded.catalog, offers, progress=progress, cache=cache)
+    candidates = generate(scenario, loaded.catalog, offers, progress=progress, cache=cache, runner_ups=runner_ups)
     candidates_seconds = time.perf_counter() - started
     if candidates.infeasible:
         reasons = [{"workload": w.name, "reason": candidates.infeasible[w.name]}
@@ -133,7 +134,7 @@ def _describe_limit(limits: Limits, family: str, key: str | None, cands: pd.Data
     return f"the {family.replace('_', ' ')} groups"
 
 
-def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
+def assignments(plan: Plan, alternatives: int = RUNNER_UPS) -> list[dict]:
     """The JSON contract's `assignments`, one per workload, with runner-up alternatives."""
     scenario = plan.loaded.scenario
     by_name = {w.name: w for w in scenario.workloads}
@@ -171,12 +172,15 @@ def assignments(plan: Plan, alternatives: int = 3) -> list[dict]:
 
 
 def runner_ups(plan: Plan, count: int) -> dict[str, list[dict]]:
-    """Per workload, the cheapest candidates not chosen, at most one per (instance type, market), so
-    they differ in kind (one sort of the whole table)."""
+    """Per workload, the cheapest candidate of each of the `count` cheapest kinds (instance type, market)
+    other than the winner's: the same offer elsewhere or at another size is not an alternative (one sort of
+    the whole table)."""
     every = plan.candidates.all
     if every.empty or count <= 0:
         return {}
-    others = every[~every["cid"].isin(set(plan.chosen["cid"]))]
+    kind = ["workload", "instance_type", "market"]
+    won = pd.MultiIndex.from_frame(plan.chosen[kind])
+    others = every[~pd.MultiIndex.from_frame(every[kind]).isin(won)]
     others = others.sort_values(["workload", "cost_usd", "wall_h", "cid"], kind="stable")
     others = others.drop_duplicates(["workload", "instance_type", "market"]).groupby("workload", sort=False).head(count)
     out: dict[str, list[dict]] = {}

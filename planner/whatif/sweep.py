@@ -258,7 +258,7 @@ def solve_point(task: PointTask) -> PointResult:
     loaded = _at_rate(loaded, task.rate_multiplier, "scenario", "workloads")
     offers = _point_offers(task, loaded.catalog, loaded.scenario.overrides)
     plan = make_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
-                     hint=dict(task.hint) or None, cache=cache)
+                     hint=dict(task.hint) or None, cache=cache, runner_ups=0)  # a point reports its placements only
     chosen = plan.chosen
     if plan.result is None or not plan.result.solved:
         return PointResult(task.multipliers, plan.status, None, {})
