@@ -255,7 +255,7 @@ def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> p
         et_lo = et_all.min(axis=1)
         t0, t0_hi = R + W + ks.min(axis=1) * C, R + W + ks.max(axis=1) * C
         p0 = np.exp(-lam * (W + ks.max(axis=1) * C))
-        full = last = W / k + C
+        full = last = W / k  # each segment's work; the fallback's bound reads them
         # coarse billing: the exact search may settle on any k, so bound over all of them
         coarse = np.maximum(gran, keys["minimum_h"].to_numpy(float)) > costmodel.FINE_BILLING_H
         if coarse.any():
@@ -276,15 +276,15 @@ def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> p
         k = np.maximum(1, np.ceil(W / tau * (1 - 1e-12)))
         last = W - (k - 1) * tau
         et = R + (k - 1) * screen.segment_time(lam, tau + C, R) + screen.segment_time(lam, last + C, R)
-        full, last = tau + C, last + C
+        full = tau
         ef = (k - 1) * np.expm1(lam * (tau + C)) + np.expm1(lam * (last + C))
         et_lo, t0 = et, R + W + k * C
         t0_hi, p0 = t0, np.exp(-lam * (W + k * C))
     out = keys[TIMING_COLUMNS].copy()
     out["tau"], out["et"], out["ef"], out["et_lo"], out["t0"], out["t0_hi"], out["p0"] = (
         tau, et, ef, et_lo, t0, t0_hi, p0)
-    out["full"], out["last"], out["full_count"] = full, last, k - 1
-    out["full_busy"], out["last_busy"] = screen.segment_time(lam, full, R), screen.segment_time(lam, last, R)
+    out["full"], out["last"], out["full_count"] = full, last, k - 1  # work per segment (the last may be shorter)
+    out["full_busy"], out["last_busy"] = screen.segment_time(lam, full + C, R), screen.segment_time(lam, last + C, R)
     return out
 
 
@@ -562,6 +562,7 @@ class _Rows:
     timing: np.ndarray | None = None  # timing key without λ
     signature: np.ndarray | None = None
     units: np.ndarray | None = None
+    kind: np.ndarray | None = None  # (instance type, market) number: what runner-ups differ in (`_Kinds`)
     key_rank: np.ndarray | None = None
     market_rank: np.ndarray | None = None
     shape: np.ndarray | None = None  # row -> its hardware shape's number
@@ -629,6 +630,7 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limi
                  fallback=base["fallback"].to_numpy(bool),
                  twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
                  timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]), signature=number(signature),
+                 kind=number(["instance_type", "market"]),
                  units=base["units"].to_numpy(float), key_rank=pd.factorize(base["key"], sort=True)[0],
                  market_rank=pd.factorize(base["market"], sort=True)[0], shape=shape,
                  shapes=[Shape(*s) for s in base[SHAPE_COLUMNS].iloc[first].itertuples(index=False, name=None)])
@@ -706,14 +708,14 @@ def _screen(rows: _Rows, workload: Workload, physics: _Physics, work_h: np.ndarr
 
 
 def _fallback_lo(spot: np.ndarray, on_demand: np.ndarray, nodes: np.ndarray, storage: np.ndarray,
-                 egress: np.ndarray, bound: dict, R: float, C: float) -> np.ndarray:
+                 egress: np.ndarray, bound: dict, R: float) -> np.ndarray:
     """A lower bound on a spot_fallback row's cost. Attempts at a segment on spot are independent and the
     switch comes only after one ends, so by Wald's identity each segment finished on spot costs its
     expected busy time there (the screen's `*_busy`, restarts included, capacity waits not), and each
-    left to on-demand at least its work: whichever is cheaper, per segment (NaN lengths: the exact search
+    left to on-demand at least its work: whichever is cheaper, per segment (NaN work: the exact search
     may pick any cadence, so only the failure-free time bounds it)."""
-    def segment(length: np.ndarray, busy: np.ndarray) -> np.ndarray:
-        return np.minimum(spot * busy, on_demand * (length - C))
+    def segment(work: np.ndarray, busy: np.ndarray) -> np.ndarray:
+        return np.minimum(spot * busy, on_demand * work)
 
     node_h = (np.minimum(spot, on_demand) * R + bound["full_count"] * segment(bound["full"], bound["full_busy"])
               + segment(bound["last"], bound["last_busy"]))
@@ -812,8 +814,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     falls_back = rows.fallback[at]
     if falls_back.any():
         lo[falls_back] = _fallback_lo(p, fallback_price[at], nodes, storage, egress, bound,
-                                      workload.restart_overhead, workload.checkpoint.write_time
-                                      if workload.interruption_tolerance == "checkpointed" else 0.0)[falls_back]
+                                      workload.restart_overhead)[falls_back]
     signature, units = rows.signature[at], rows.units[at]
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
     if not exhaustive:
@@ -827,7 +828,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
     out, missed, chosen, runaway = [], [], [], []
-    kinds = _Kinds(runner_ups, pd.factorize(rows.columns["instance_type"][at] + "|" + rows.columns["market"][at])[0])
+    kinds = _Kinds(runner_ups, rows.kind[at])
     for i, row in enumerate(map(_Row._make, zip(*columns))):
         if not (front[i] or kinds.needed(i, lo[i])):
             continue
@@ -848,10 +849,10 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             out.append(candidate)
             chosen.append(i)
             kinds.priced(i, candidate["cost_usd"])
-            if not exhaustive:  # what it beats for sure (same signature, no fewer limited GPUs) is not on the front
-                rest = slice(i + 1, None)
-                front[rest] &= ~((signature[rest] == signature[i]) & (units[rest] >= units[i])
-                                 & (lo[rest] > candidate["cost_usd"]))
+            if not exhaustive:  # what it beats for sure is not on the front
+                rest, me = slice(i + 1, None), slice(i, i + 1)
+                front[rest] &= ~_dominated(signature[rest], units[rest], lo[rest], signature[me], units[me],
+                                           np.array([candidate["cost_usd"]]))
     if not out:
         if runaway and not missed:
             return none, (f"every candidate's expected cost is above ${MAX_CANDIDATE_USD:,.0f}: failures restart "

@@ -182,7 +182,7 @@ def runner_ups(plan: Plan, count: int) -> dict[str, list[dict]]:
     won = pd.MultiIndex.from_frame(plan.chosen[kind])
     others = every[~pd.MultiIndex.from_frame(every[kind]).isin(won)]
     others = others.sort_values(["workload", "cost_usd", "wall_h", "cid"], kind="stable")
-    others = others.drop_duplicates(["workload", "instance_type", "market"]).groupby("workload", sort=False).head(count)
+    others = others.drop_duplicates(kind).groupby("workload", sort=False).head(count)
     out: dict[str, list[dict]] = {}
     for r in others.itertuples(index=False):
         out.setdefault(r.workload, []).append({
