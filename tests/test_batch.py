@@ -28,14 +28,18 @@ import pandas as pd
 import pytest
 from conftest import SCENARIOS
 
+from planner.batch import pipeline
 from planner.batch import search as batch_search
 from planner.batch.bound import all_runs_lower_bound_usd, relax
 from planner.batch.checker import check_schedule
 from planner.batch.model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
 from planner.batch.pipeline import make_batch_plan
+from planner.candidates.cache import CandidateCache
+from planner.candidates.generate import apply_overrides, limit_keys, limits_of
 from planner.load.quarter import load_quarter
 from planner.report.batch import batch_json
-from planner.schema.quarter import QuarterConstraints
+from planner.schema.quarter import QuarterConstraints, as_scenario
+from planner.solve.outcome import BatchResult
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 HALF_CENT = 0.005
@@ -608,6 +612,24 @@ def test_time_indexed_bound_never_exceeds_the_brute_force_optimum(random_dir):
         checked += 1
     assert checked >= 10, checked
 
+def _pooled_cases(random_dir):
+    """(seed, case) of the random quarters with a reservation pool and a feasible optimum."""
+    for seed in SEEDS:
+        case = random_case(seed, random_dir)
+        if case["reference"] is not None and case["spec"].get("reservations"):
+            yield seed, case
+
+
+def _plan_at_the_optimum(seed: int, case: dict) -> None:
+    """A fresh plan of the case passes the checker and is proven at the brute-force optimum."""
+    plan = make_batch_plan(case["loaded"], time_limit_s=20.0, workers=1)
+    data = as_json(plan)
+    assert plan.status == "OPTIMAL", seed
+    assert check_schedule(case["loaded"], data) == [], seed
+    items = sum(r["scheduled"] for r in data["runs"]) + len(data["reservations"])
+    assert abs(data["objective_usd"] - case["reference"]["cost_usd"]) <= HALF_CENT * (items + 1), seed
+
+
 def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
     """With the first whole-model attempt cut to nothing, the core / fixed / free phases run
     and must still end at the proven optimum on the quarters with a reservation pool."""
@@ -619,20 +641,79 @@ def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
     original_near = batch_search._near_the_relaxation
     monkeypatch.setattr(batch_search, "_near_the_relaxation", lambda *a: near.append(1) or original_near(*a))
     phased = 0
-    for seed in SEEDS:
-        case = random_case(seed, random_dir)
-        if case["reference"] is None or not case["spec"].get("reservations"):
-            continue
+    for seed, case in _pooled_cases(random_dir):
         built.clear()
-        plan = make_batch_plan(case["loaded"], time_limit_s=20.0, workers=1)
+        _plan_at_the_optimum(seed, case)
         phased += len(built) > 1
-        data = as_json(plan)
-        assert plan.status == "OPTIMAL", seed
-        assert check_schedule(case["loaded"], data) == [], seed
-        items = sum(r["scheduled"] for r in data["runs"]) + len(data["reservations"])
-        assert abs(data["objective_usd"] - case["reference"]["cost_usd"]) <= HALF_CENT * (items + 1), seed
     assert phased >= 3, phased
     assert len(near) >= 2, len(near)  # the core was packed near the LP too (where the LP uses a pool)
+
+
+def test_the_other_packing_is_fixed_when_the_better_one_cannot_be_extended(random_dir, monkeypatch):
+    """The core's packing may leave a run after a core run no room before its due date (on the 200-run
+    benchmark the LP neighbourhood's did); the core is then fixed at the other packing, not dropped."""
+    monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)
+    original = batch_search.solve_batch
+    fixed_calls: list[tuple] = []
+
+    def first_fixing_fails(model, time_limit_s=60.0, workers=2, seed=0, hint=None, fix_hint=False, work_limit=None):
+        if fix_hint and "runs" in hint:  # the core fixed, the rest free
+            fixed_calls.append((sorted(hint["cids"]), sorted(hint["starts"].items()), list(hint["bought"])))
+            if len(fixed_calls) == 1:
+                return BatchResult("INFEASIBLE")
+        return original(model, time_limit_s, workers, seed, hint, fix_hint, work_limit)
+
+    monkeypatch.setattr(batch_search, "solve_batch", first_fixing_fails)
+    tried = 0
+    for seed, case in _pooled_cases(random_dir):
+        fixed_calls.clear()
+        _plan_at_the_optimum(seed, case)
+        tried += len(fixed_calls) == 2 and fixed_calls[0] != fixed_calls[1]  # the other packing was fixed
+    assert tried >= 1, tried
+
+
+def _calendar_fronts(loaded, exhaustive: bool, monkeypatch) -> tuple[dict, int]:
+    """Per run, the (limits, pool, cost in cents, steps, limited GPUs) of its candidates on the Pareto front
+    (no per-run cap), and how many candidates the pricing returned, screened or exhaustive."""
+    original = pipeline.candidate_records
+    priced = []
+
+    def records(*args, **kwargs):
+        found = original(*args, **{**kwargs, "exhaustive": exhaustive or kwargs.get("exhaustive", False)})
+        priced.append(len(found[0]))
+        return found
+
+    monkeypatch.setattr(pipeline, "candidate_records", records)
+    monkeypatch.setattr(pipeline, "MAX_CANDIDATES_PER_RUN", 10**9)
+    quarter = loaded.quarter
+    scenario = as_scenario(quarter)
+    limits = limits_of(scenario)
+    prices = pipeline.market(apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog),
+                             pipeline._pools(loaded))
+    cache, fronts = CandidateCache(), {}
+    for run, workload in zip(quarter.runs, scenario.workloads):
+        if workload.serving:
+            continue
+        found, _ = pipeline.run_records(loaded, run, workload, prices, scenario, cache)
+        columns = {c: [r[c] for r in found] for c in ("provider", "gpu", "gpu_family", "offer_key", "market",
+                                                      "max_nodes", "gpus")}
+        keys, capped, units = limit_keys(columns, limits, "offer_key")
+        fronts[run.name] = {(k, c, r["pool"], r["cost_cents"], r["duration_steps"], u)
+                            for k, c, r, u in zip(keys, capped, found, units)}
+    return fronts, sum(priced)
+
+
+@pytest.mark.parametrize("name", ["quarter-team.yaml", "quarter-budget.yaml", "quarter-launch.yaml"])
+def test_screened_batch_candidates_keep_the_calendar_front_of_exhaustive_pricing(name, monkeypatch):
+    """A run's candidates are screened: a row is dropped only when a cheaper candidate with the same limits
+    is booked for no more calendar steps than the row could take. So every run keeps the whole Pareto front
+    in cost, steps and limited GPUs that pricing every row finds (a faster, dearer candidate is what fits
+    a crowded schedule)."""
+    loaded = load_quarter(SCENARIOS / name)
+    screened, priced = _calendar_fronts(loaded, False, monkeypatch)
+    exhaustive, every = _calendar_fronts(loaded, True, monkeypatch)
+    assert screened == exhaustive
+    assert priced < every / 2, (priced, every)  # the screening did prune
 
 
 @pytest.mark.slow

@@ -21,6 +21,7 @@ from planner.batch.search import solve_in_phases
 from planner.candidates.cache import CandidateCache
 from planner.candidates.endpoints import endpoint_options
 from planner.candidates.generate import (
+    Calendar,
     apply_overrides,
     candidate_records,
     limit_keys,
@@ -142,8 +143,11 @@ def run_records(loaded: LoadedQuarter, run, workload: Workload, prices: Market, 
     found, reason = {}, ""  # cid -> candidate record (the first of each id)
     for level in DEADLINE_LEVELS:
         budgeted = workload.model_copy(update={"time_budget": window_h * level})
+        calendar = Calendar(loaded.step_h, lambda r, budget=window_h * level:
+                            _wall_quantile(r | {"budget_h": budget}, workload, hw_rate, q, cache))
         records, why, _ = candidate_records(budgeted, catalog, scenario, prices.offers, limits,
-                                            offers_key=prices.token, prices=prices.prices, cache=cache)
+                                            offers_key=prices.token, prices=prices.prices, cache=cache,
+                                            calendar=calendar)
         if why and level == 1.0:
             reason = why
         for r in records:
@@ -164,7 +168,7 @@ def run_records(loaded: LoadedQuarter, run, workload: Workload, prices: Market, 
         r["wall_q_h"] = _wall_quantile(r, workload, hw_rate, q, cache)
         if math.isinf(r["wall_q_h"]):  # its law runs past a century
             continue
-        r["duration_steps"] = max(1, math.ceil(r["wall_q_h"] / loaded.step_h - 1e-9))
+        r["duration_steps"] = max(1, math.ceil(r["wall_q_h"] / loaded.step_h - 1e-9))  # as Calendar.steps
         if r["duration_steps"] <= due - release:
             fitting.append(r)
     if not fitting:

@@ -168,11 +168,14 @@ def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int
         packings.append(_log("core near the LP", search(build_batch_model(near, core, pools, limits, steps,
                                                                           whole.endpoints),
                                                         NEIGHBOURHOOD_SHARE, None), started))
-    packings = [p for p in packings if _solved(p)]
-    if not packings:
-        return None
-    packed = min(packings, key=lambda p: _key(p, whole))
-    return _log("core fixed", search(whole, FIXED_SHARE, _as_hint(packed, names), fix_hint=True), started)
+    # The better packing first; the other when the rest cannot be scheduled around it (a core run placed
+    # where the runs after it can no longer meet their due dates).
+    fixed = None
+    for packed in sorted((p for p in packings if _solved(p)), key=lambda p: _key(p, whole)):
+        fixed = _log("core fixed", search(whole, FIXED_SHARE, _as_hint(packed, names), fix_hint=True), started)
+        if _solved(fixed):
+            break
+    return fixed
 
 
 def greedy_result(whole, schedule: dict) -> BatchResult:

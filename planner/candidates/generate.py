@@ -12,6 +12,7 @@ import functools
 import hashlib
 import math
 from collections import namedtuple
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -420,6 +421,19 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
 # ---------------------------------------------------------------- per workload
 
 
+@dataclass(frozen=True)
+class Calendar:
+    """How a caller books candidates in whole steps of `step_h` (`planner batch`): `booked_h(record)`, the hours a
+    candidate record is booked for, never less than its failure-free time."""
+
+    step_h: float
+    booked_h: Callable[[dict], float]
+
+    def steps(self, hours):
+        """Whole steps (as the batch model rounds them; 1 at least)."""
+        return np.maximum(1, np.ceil(np.asarray(hours) / self.step_h - 1e-9))
+
+
 def _signature_columns(workload: Workload, limits: Limits) -> list[str]:
     """What a candidate draws on besides cost and GPUs: which quotas cover it, which offer node
     limit, and (for grouped workloads) its provider or region. Candidates with different
@@ -744,20 +758,22 @@ class _Kinds:
 
 def candidate_records(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
                       limits: Limits, exhaustive: bool = False, offers_key: str | None = None,
-                      prices: dict[str, np.ndarray] | None = None, cache: CandidateCache | None = None
-                      ) -> tuple[list[dict], str, int]:
+                      prices: dict[str, np.ndarray] | None = None, cache: CandidateCache | None = None,
+                      calendar: Calendar | None = None) -> tuple[list[dict], str, int]:
     """(evaluated feasible candidates, one dict each; reason if none; rows considered). Dicts, so a caller that
     keeps few of many (`planner batch`) makes one table at the end (`records_table`).
 
     Rows are screened with closed-form cost bounds (lo <= exact cost <= hi) and only those
-    no other row provably beats get the exact cost model, cheapest bound first, in chunks.
+    no other row provably beats get the exact cost model, cheapest bound first.
     `exhaustive` evaluates every row exactly (tests compare the two). `offers_key`
     (`offers_token(offers)`) lets repeated calls reuse the price-independent work, and `prices`
-    (`offer_prices(offers)`) the offers' prices as arrays.
+    (`offer_prices(offers)`) the offers' prices as arrays. With a `calendar` (`planner batch`) a row is
+    beaten only by a candidate booked for no more steps than the row can take. No runner-ups are priced:
+    what a calendar needs besides the cheapest are the faster rows, which stay.
     """
     return _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, offers_key,
                                 offer_prices(offers) if prices is None else prices,
-                                (cache or CandidateCache()).bind(catalog), RUNNER_UPS)[:3]
+                                (cache or CandidateCache()).bind(catalog), 0, calendar)[:3]
 
 
 def records_table(records: list[dict]) -> pd.DataFrame:
@@ -767,12 +783,14 @@ def records_table(records: list[dict]) -> pd.DataFrame:
 
 def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
                          limits: Limits, exhaustive: bool, offers_key: str | None, prices: dict[str, np.ndarray],
-                         cache: CandidateCache, runner_ups: int
+                         cache: CandidateCache, runner_ups: int, calendar: Calendar | None = None
                          ) -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None]:
     """`candidate_records` plus each candidate's signature number and limited GPUs, which the rows already
     carry, for `_pareto`; per-row work is on arrays, since a sweep repeats it at every point. Rows are priced
     cheapest bound first; one is skipped once a candidate priced beats it for sure, unless it could still be
-    one of the `runner_ups` cheapest other kinds (`_Kinds`) the report lists."""
+    one of the `runner_ups` cheapest other kinds (`_Kinds`) the report lists. On a `calendar` a cheaper candidate
+    beats a row only if it is booked for no more steps than the row's failure-free time takes (no booking is
+    shorter): a dearer but faster row can still be what fits a schedule."""
     rows = _rows(workload, catalog, offers, limits, offers_key, cache)
     none: list[dict] = []
     if rows.base is None:
@@ -816,15 +834,18 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         lo[falls_back] = _fallback_lo(p, fallback_price[at], nodes, storage, egress, bound,
                                       workload.restart_overhead)[falls_back]
     signature, units = rows.signature[at], rows.units[at]
+    fastest = calendar.steps(bound["t0"]) if calendar else bound["t0"]  # the fewest steps it can be booked for
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
     if not exhaustive:
         certain = (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~falls_back
-        front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain])
+        if not calendar:  # (what a row not priced is booked for is not known)
+            front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain])
         if not runner_ups:  # nothing beaten is priced
-            at, key, lo, nodes, signature, units, front = (a[front] for a in (at, key, lo, nodes, signature, units,
-                                                                              front))
+            at, key, lo, nodes, signature, units, fastest, front = (
+                a[front] for a in (at, key, lo, nodes, signature, units, fastest, front))
     order = np.lexsort((at, nodes, rows.market_rank[at], rows.key_rank[at], lo))
-    at, key, lo, signature, units, front = (a[order] for a in (at, key, lo, signature, units, front))
+    at, key, lo, signature, units, fastest, front = (a[order] for a in (at, key, lo, signature, units, fastest,
+                                                                         front))
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
     out, missed, chosen, runaway = [], [], [], []
@@ -851,8 +872,11 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             kinds.priced(i, candidate["cost_usd"])
             if not exhaustive:  # what it beats for sure is not on the front
                 rest, me = slice(i + 1, None), slice(i, i + 1)
-                front[rest] &= ~_dominated(signature[rest], units[rest], lo[rest], signature[me], units[me],
-                                           np.array([candidate["cost_usd"]]))
+                beaten = _dominated(signature[rest], units[rest], lo[rest], signature[me], units[me],
+                                    np.array([candidate["cost_usd"]]))
+                if calendar:  # only by a candidate booked for no more steps
+                    beaten &= fastest[rest] >= calendar.steps(calendar.booked_h(candidate))
+                front[rest] &= ~beaten
     if not out:
         if runaway and not missed:
             return none, (f"every candidate's expected cost is above ${MAX_CANDIDATE_USD:,.0f}: failures restart "
