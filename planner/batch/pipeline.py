@@ -141,13 +141,17 @@ def run_records(loaded: LoadedQuarter, run, workload: Workload, prices: Market, 
     window_h = (due - release) * loaded.step_h
     limits = limits_of(scenario)
     found, reason = {}, ""  # cid -> candidate record (the first of each id)
+
+    def booking(budget_h: float) -> Calendar:
+        """How the calendar books a candidate priced for this time budget."""
+        return Calendar(loaded.step_h,
+                        lambda r: _wall_quantile(r | {"budget_h": budget_h}, workload, hw_rate, q, cache))
+
     for level in DEADLINE_LEVELS:
         budgeted = workload.model_copy(update={"time_budget": window_h * level})
-        calendar = Calendar(loaded.step_h, lambda r, budget=window_h * level:
-                            _wall_quantile(r | {"budget_h": budget}, workload, hw_rate, q, cache))
         records, why, _ = candidate_records(budgeted, catalog, scenario, prices.offers, limits,
                                             offers_key=prices.token, prices=prices.prices, cache=cache,
-                                            calendar=calendar)
+                                            calendar=booking(window_h * level))
         if why and level == 1.0:
             reason = why
         for r in records:
@@ -165,10 +169,11 @@ def run_records(loaded: LoadedQuarter, run, workload: Workload, prices: Market, 
     fitting = []
     for r in found.values():
         r["cost_cents"] = to_cents(r["cost_usd"])
-        r["wall_q_h"] = _wall_quantile(r, workload, hw_rate, q, cache)
+        calendar = booking(r["budget_h"])
+        r["wall_q_h"] = calendar.booked_h(r)
         if math.isinf(r["wall_q_h"]):  # its law runs past a century
             continue
-        r["duration_steps"] = max(1, math.ceil(r["wall_q_h"] / loaded.step_h - 1e-9))  # as Calendar.steps
+        r["duration_steps"] = int(calendar.steps(r["wall_q_h"]))
         if r["duration_steps"] <= due - release:
             fitting.append(r)
     if not fitting:

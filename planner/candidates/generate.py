@@ -430,7 +430,7 @@ class Calendar:
     booked_h: Callable[[dict], float]
 
     def steps(self, hours):
-        """Whole steps (as the batch model rounds them; 1 at least)."""
+        """Whole steps, 1 at least: what the calendar books for `hours` (a float or an array)."""
         return np.maximum(1, np.ceil(np.asarray(hours) / self.step_h - 1e-9))
 
 
