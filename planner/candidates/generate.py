@@ -290,11 +290,19 @@ def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> p
 
 
 def _dominated(signature: np.ndarray, units: np.ndarray, lo: np.ndarray, dom_signature: np.ndarray,
-               dom_units: np.ndarray, dom_hi: np.ndarray) -> np.ndarray:
+               dom_units: np.ndarray, dom_hi: np.ndarray, steps: np.ndarray | None = None,
+               dom_steps: np.ndarray | None = None) -> np.ndarray:
     """Rows whose cost lower bound exceeds the upper bound of some dominator with the same
-    signature (number) drawing no more limited GPUs (a row never dominates itself: its hi >= its lo)."""
+    signature (number) drawing no more limited GPUs (a row never dominates itself: its hi >= its lo);
+    with `steps`, only of a dominator booked for no more calendar steps (`dom_steps`, at most)."""
     out = np.zeros(len(lo), dtype=bool)
     if len(dom_hi) == 0 or len(lo) == 0:
+        return out
+    if steps is not None:  # per level of steps, the dominators up to it against the rows from it
+        for level in np.unique(dom_steps):
+            fast, slow = dom_steps <= level, steps >= level
+            out[slow] |= _dominated(signature[slow], units[slow], lo[slow], dom_signature[fast], dom_units[fast],
+                                    dom_hi[fast])
         return out
     for code in np.unique(dom_signature):
         mine = dom_signature == code
@@ -838,8 +846,9 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
     if not exhaustive:
         certain = (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~falls_back
-        if not calendar:  # (what a row not priced is booked for is not known)
-            front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain])
+        # a calendar books a certain row (no failure with probability q at least) for its failure-free time
+        front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain],
+                             *((fastest, calendar.steps(bound["t0_hi"][certain])) if calendar else ()))
         if not runner_ups:  # nothing beaten is priced
             at, key, lo, nodes, signature, units, fastest, front = (
                 a[front] for a in (at, key, lo, nodes, signature, units, fastest, front))
