@@ -30,7 +30,7 @@ from conftest import SCENARIOS
 
 from planner.batch import pipeline
 from planner.batch import search as batch_search
-from planner.batch.bound import all_runs_lower_bound_usd, relax
+from planner.batch.bound import Relaxation, all_runs_lower_bound_usd, relax
 from planner.batch.checker import check_schedule
 from planner.batch.model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
 from planner.batch.pipeline import make_batch_plan
@@ -670,6 +670,17 @@ def test_the_other_packing_is_fixed_when_the_better_one_cannot_be_extended(rando
         _plan_at_the_optimum(seed, case)
         tried += len(fixed_calls) == 2 and fixed_calls[0] != fixed_calls[1]  # the other packing was fixed
     assert tried >= 1, tried
+
+
+def test_a_bound_stopped_before_its_first_lp_leaves_the_plan_alone(random_dir, monkeypatch):
+    """A short --time-limit can stop the LP bound before it solves anything (a fine calendar); the plan
+    is then reported with CP-SAT's own bound, not a crash."""
+    monkeypatch.setattr(batch_search, "relax", lambda *args, stop=None: Relaxation(None))
+    monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)  # so the phases run and the bound is asked for
+    seed, case = next(_pooled_cases(random_dir))
+    plan = make_batch_plan(case["loaded"], time_limit_s=20.0, workers=1)
+    assert plan.status == "OPTIMAL", seed
+    assert check_schedule(case["loaded"], as_json(plan)) == [], seed
 
 
 def _calendar_fronts(loaded, exhaustive: bool, monkeypatch) -> tuple[dict, int]:

@@ -142,8 +142,8 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
         if not _solved(best) and hint:  # the clock ran out before CP-SAT completed any schedule
             best = greedy_result(whole, hint)
             results.append(best)
-        return _finish(best, results, whole, started,
-                       relaxation.bound_usd + endpoint_floor_usd if relaxation else None)
+        lp = relaxation.bound_usd if relaxation else None  # None: stopped before its first LP
+        return _finish(best, results, whole, started, lp + endpoint_floor_usd if lp is not None else None)
 
 
 def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search, started: float,
