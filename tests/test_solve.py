@@ -516,6 +516,29 @@ def test_infeasible_no_gpu_has_enough_vram(run, scenario_file):
     assert "no GPU has enough VRAM" in data["infeasible"][0]["reason"]
 
 
+TP3_STATED = "memory: {per_gpu: 20GiB}\n    work: {gpu_hours: 10, reference_gpu: A100-80GB}\n    tensor_parallel: 3"
+TP3 = "model: llama-3.1-8b\n    work: {tokens: 100M}\n    tensor_parallel: 3"
+EP4 = "model: llama-3.1-8b\n    work: {tokens: 100M}\n    expert_parallel: 4"
+
+
+@pytest.mark.parametrize("job, catalog, reason", [
+    (TP3, "lambda", "no offered shape can run it: tensor_parallel 3 must divide the GPUs of one node"),
+    (TP3_STATED, "aws", "no offered shape can run it: tensor_parallel 3 must divide the GPUs of one node"),
+    (EP4, "lambda", "no offered shape can run it: expert_parallel=4 needs a mixture-of-experts model"),
+], ids=["tp3", "tp3-stated-memory", "ep4-dense"])
+def test_infeasible_layout_pins_say_what_rules_them_out(run, scenario_file, job, catalog, reason):
+    """A pinned layout no offered shape can take is not a VRAM problem, and says so (tensor_parallel 3 with
+    stated memory once crashed on 3 nodes of 4 GPUs: it divides their 12 GPUs, but not a node)."""
+    path = scenario_file(tiny("pinned", [f"""\
+  - name: pinned
+    kind: fine_tuning
+    {job}
+    gpus: {{min: 1, max: 16}}"""]).replace("[lambda]", f"[{catalog}]"))
+    data = json.loads(run("solve", path, "--format", "json").stdout)
+    assert data["status"] == "INFEASIBLE"
+    assert data["infeasible"][0]["reason"].startswith(reason), data["infeasible"]
+
+
 def test_infeasible_time_budget_too_short(run, scenario_file):
     path = scenario_file(tiny("too-slow", ["""\
   - name: rushed

@@ -8,6 +8,7 @@ billing rules); offers in twenty regions at twenty prices reuse it.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import hashlib
 import math
@@ -901,8 +902,12 @@ def _physics_reason(workload: Workload, estimates: list[Estimate], budget: float
         precision = [e for e in estimates if "support" in e.reason]
         if precision and len(precision) == len(estimates):
             return precision[0].reason
-        sized = [e for e in estimates if e.memory.total > 0] or estimates
-        best = min(sized, key=lambda e: e.memory.total * 1.0 - e.shape.vram_gib)
+        short = [e for e in estimates if e.reason.startswith("needs ")]  # VRAM (`estimate._vram_reason`)
+        if not short:  # no shape ran out of memory: what ruled them out, the most common first
+            reasons = collections.Counter(e.reason for e in estimates).most_common()
+            more = f" (and {len(reasons) - 1} other reasons on other shapes)" if len(reasons) > 1 else ""
+            return f"no offered shape can run it: {reasons[0][0]}{more}"
+        best = min(short, key=lambda e: e.memory.total * 1.0 - e.shape.vram_gib)
         largest = max(e.shape.vram_gib for e in estimates)
         return (f"no GPU has enough VRAM: even {best.shape.gpus} x {best.shape.gpu} {best.reason}"
                 f" (largest GPU offered: {largest:.0f} GiB)")

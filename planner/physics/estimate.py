@@ -150,9 +150,9 @@ def _estimate_training(workload: Workload, catalog: Catalog, arch: ModelArch | N
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
                           f"{shape.gpu} has no {workload.precision} support (set fp8_fallback: true to run bf16)")
     tp = workload.tensor_parallel or 1
-    if tp > shape.gpus_per_node or shape.gpus % tp:
+    if tp > shape.gpus_per_node or shape.gpus_per_node % tp:  # tensor parallelism stays inside a node
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
-                          f"tensor_parallel {tp} does not fit {shape.gpus_per_node} GPUs per node", precision, tp)
+                          f"tensor_parallel {tp} must divide the GPUs of one node (tensor parallelism stays inside a node)", precision, tp)
     if workload.memory is not None:
         return _estimate_stated_training(workload, catalog, arch, perf, shape, headroom, precision, tp)
     memory_precision = "bf16" if precision == "fp16" and workload.precision == "bf16" else precision

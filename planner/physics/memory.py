@@ -317,6 +317,14 @@ def params_per_gpu(shape: ModelShape, tensor_parallel: int = 1, pipeline_paralle
     return dense, shape.expert_params / (p * e * t)
 
 
+def check_expert_parallel(ep: int, dp: int, moe: bool) -> None:
+    """Experts are split over the data-parallel replicas, so EP must divide DP, and only an MoE has experts."""
+    if ep > 1 and not moe:
+        raise ValueError(f"expert_parallel={ep} needs a mixture-of-experts model; this one is dense")
+    if ep < 1 or dp % ep:
+        raise ValueError(f"expert_parallel={ep} must divide the data-parallel degree {dp}")
+
+
 def training_memory(shape: ModelShape, *, method: str = "full", precision: str = "bf16",
                     optimizer: str = "adamw", sharding: str = "none", gpus: int = 1,
                     gpus_per_node: int = 1, seq_len: int = 2048, micro_batch: int = 1,
@@ -363,8 +371,7 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
     if t > max(gpus_per_node, 1):
         raise ValueError(f"tensor_parallel={t} exceeds gpus_per_node={gpus_per_node}")
     dp = gpus // (t * p * c)
-    if e < 1 or dp % e or (e > 1 and not shape.moe):
-        raise ValueError(f"expert_parallel={e} must divide the data-parallel degree {dp} of an MoE model")
+    check_expert_parallel(e, dp, shape.moe)
     replicas = dp * c  # GPUs holding the same parameters: ZeRO's sharding group
     n = min(replicas, max(gpus_per_node // t, 1)) if sharding == "hybrid" else replicas
     n_exp = max(n // e, 1)

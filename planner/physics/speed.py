@@ -32,6 +32,7 @@ from typing import Mapping
 from planner.physics.memory import (
     WEIGHT_BYTES_PER_PARAM,
     ModelShape,
+    check_expert_parallel,
     kv_bytes_per_token,
     lora_params,
     params_per_gpu,
@@ -523,9 +524,7 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     if v < 1 or (v > 1 and p == 1):
         raise ValueError(f"virtual_stages={v} needs pipeline_parallel > 1")
     dp = n // (t * p * c)
-    moe = shape is not None and shape.moe
-    if e < 1 or dp % e or (e > 1 and not moe):
-        raise ValueError(f"expert_parallel={e} must divide the data-parallel degree {dp} of an MoE model")
+    check_expert_parallel(e, dp, shape is not None and shape.moe)
     if sharding in ("zero3", "hybrid") and p > 1:
         raise ValueError("ZeRO-3 shards parameters that pipeline stages already split: use zero1 with pipeline_parallel")
     s = int(seq_len or DEFAULT_SEQ_LEN)
