@@ -11,11 +11,12 @@ import sys
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from families.factories import endpoint, option
 
-from planner.candidates.endpoints import below_capacity, kept_nodes
+from planner.candidates.endpoints import below_capacity, kept_counts, kept_nodes
 from planner.candidates.limits import Limits
 from planner.solve.model import build_model, solve_model
 
@@ -188,6 +189,30 @@ def test_kept_nodes_is_the_binomial_quantile():
         if k < n:
             assert 1 - below_capacity(n, away, k + 1) < 0.999  # and not one more
     assert kept_nodes(5, 0.0, 0.999) == 5
+
+
+def _exact_kept(n: int, away: float, availability: float, zone: float) -> int:
+    """The definition in rational arithmetic: n − d for the smallest d with
+    (1 − z)·P(Binomial(n, away) <= d) (+ z when d = n) >= availability (less the 1e-12 allowance)."""
+    if away <= 0 and zone <= 0 or n == 0:
+        return n
+    a, cdf = Fraction(away), Fraction(0)
+    for d in range(n + 1):
+        cdf += math.comb(n, d) * a**d * (1 - a) ** (n - d)
+        if (1 - Fraction(zone)) * cdf + (Fraction(zone) if d == n else 0) >= Fraction(availability) - Fraction(1e-12):
+            return n - d
+    return 0
+
+
+@pytest.mark.parametrize("away, availability, zone", [(0.2, 0.999, 0.001), (0.01, 0.999, 0.001), (0.05, 0.9999, 0.0),
+                                                      (0.5, 0.99, 0.0), (0.0, 0.999, 0.0001), (0.3, 0.9, 0.05)])
+def test_kept_counts_are_exact_for_large_pools(away, availability, zone):
+    """Pools of hundreds of nodes, where summing the binomial's terms one by one came out a node off
+    (0.2 away, 271 nodes: 167 kept for the exact 166)."""
+    sizes = np.array([0, 1, 2, 7, 40, 271, 285, 600])
+    got = kept_counts(sizes, away, availability, zone).tolist()
+    assert got == [_exact_kept(int(n), away, availability, zone) for n in sizes]
+    assert [kept_nodes(int(n), away, availability, zone) for n in sizes] == got
 
 
 # ---------------------------------------------------------------- end to end

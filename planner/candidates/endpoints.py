@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import special
 
 from planner.economics.costmodel import billed_hours
 from planner.load.catalog import Catalog, offers_for
@@ -120,15 +121,25 @@ def kept_nodes(n: int, away: float, availability: float, zone_away: float = 0.0)
     """Nodes a pool of n keeps with probability >= availability when each is away a share `away` on its own
     and the whole pool a share `zone_away`: n − d, with d the smallest count of absent nodes such that
     (1 − z)·P(Binomial(n, away) <= d) (+ z when d = n) reaches `availability`."""
-    if away <= 0 and zone_away <= 0 or n == 0:
+    return int(kept_counts(np.array([n]), away, availability, zone_away)[0])
+
+
+def kept_counts(n: np.ndarray, away: float, availability: float, zone_away: float = 0.0) -> np.ndarray:
+    """`kept_nodes` for every pool size in `n` at once: the binomial's quantile by bisection on its CDF (scipy's
+    incomplete beta, which stays exact where summing the terms one by one drifts or underflows: pools of
+    hundreds of nodes)."""
+    n = np.asarray(n, dtype=np.int64)
+    if away <= 0 and zone_away <= 0:
         return n
-    cdf, term = 0.0, (1 - away) ** n
-    for d in range(n + 1):
-        cdf += term
-        if (1 - zone_away) * cdf + (zone_away if d == n else 0.0) >= availability - 1e-12:
-            return n - d
-        term *= (n - d) / (d + 1) * away / (1 - away) if away < 1 else 0.0
-    return 0
+    target = (availability - 1e-12) / (1 - zone_away) if zone_away < 1 else math.inf
+    if target > 1:  # only the whole pool's absence term reaches it: every node may be gone
+        return np.zeros_like(n)
+    short, enough = np.full(n.shape, -1), n.copy()  # absent counts below and at the quantile
+    while np.any(open_ := enough - short > 1):
+        mid = (short + enough) // 2
+        ok = special.bdtr(np.maximum(mid, 0), n, away) >= target
+        enough, short = np.where(open_ & ok, mid, enough), np.where(open_ & ~ok, mid, short)
+    return n - enough
 
 
 def below_capacity(nodes: int, away: float, need: float, zone_away: float = 0.0) -> float:
@@ -137,7 +148,7 @@ def below_capacity(nodes: int, away: float, need: float, zone_away: float = 0.0)
     if away <= 0 and zone_away <= 0 or need <= 0:
         return 0.0
     up_needed = math.ceil(need - 1e-9)
-    alone = sum(math.comb(nodes, up) * (1 - away) ** up * away ** (nodes - up) for up in range(min(up_needed, nodes + 1)))
+    alone = float(special.bdtr(min(up_needed - 1, nodes), nodes, 1 - away)) if up_needed > 0 else 0.0
     return float(zone_away + (1 - zone_away) * alone)
 
 
@@ -231,7 +242,7 @@ def _options(workload: Workload, catalog: Catalog, offers: pd.DataFrame, endpoin
                     "session_h": [float(billed_hours(h + workload.restart_overhead, gran, minimum))
                                   for h in endpoint.hours],
                     "node_rps": node_rps, "limits": [c.limit for c in caps],
-                    "kept": [kept_nodes(n, away, endpoint.availability, zone) for n in range(most + 1)],
+                    "kept": kept_counts(np.arange(most + 1), away, endpoint.availability, zone).tolist(),
                 })
     return rows, "; ".join(sorted(reasons))
 
@@ -267,9 +278,9 @@ def _node_limit(offer) -> int | None:
 def _most_nodes(need: float, away: float, availability: float, cap: int | None, zone_away: float = 0.0) -> int:
     """Enough nodes of one option to carry the whole peak alone (after its absences), within its cap."""
     want = max(1, math.ceil(need - 1e-9))
-    most = want
-    while kept_nodes(most, away, availability, zone_away) < want and most < 4 * want + 16:
-        most += 1
+    sizes = np.arange(want, 4 * want + 17)
+    enough = np.flatnonzero(kept_counts(sizes, away, availability, zone_away) >= want)
+    most = int(sizes[enough[0]]) if len(enough) else int(sizes[-1])
     return min(most, cap) if cap is not None else most
 
 
