@@ -733,7 +733,10 @@ def catalog_show(offer, catalogs, fmt) -> None:
     from planner.errors import did_you_mean
     from planner.load.catalog import load_catalog, shipped_catalog_names
 
-    cat = load_catalog(catalogs or tuple(shipped_catalog_names()))
+    try:
+        cat = load_catalog(catalogs or tuple(shipped_catalog_names()))
+    except KeyError as exc:
+        raise PlannerError(str(exc.args[0]), "--catalog") from None
     keys = cat.offers["key"]
     matches = keys[(keys == offer) | keys.str.endswith("/" + offer)].tolist()
     if not matches:

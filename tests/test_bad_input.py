@@ -111,6 +111,12 @@ def test_unknown_catalog(run, scenario_file):
     assert_one_line_error(run("validate", path), f"{path}:2", "unknown catalog 'lamda'", "did you mean 'lambda'?")
 
 
+@pytest.mark.parametrize("command", [("catalog", "show", "aws/us-east-1/p5.48xlarge"), ("catalog", "list"), ("gpus",)])
+def test_unknown_catalog_option(run, command):
+    assert_one_line_error(run(*command, "--catalog", "awz"), "--catalog", "unknown catalog 'awz'",
+                          "did you mean 'aws'?")
+
+
 def test_missing_user_catalog_file(run, scenario_file):
     path = scenario_file(MINIMAL.replace("catalogs: [aws]", "catalogs: [prices/nope.csv]"))
     assert_one_line_error(run("validate", path), "nope.csv", "no such offers catalog")
