@@ -29,7 +29,7 @@ if _COMMAND and threading.current_thread() is threading.main_thread() and \
 
 import click  # noqa: E402
 
-from planner.errors import PlannerError  # noqa: E402
+from planner.errors import PlannerError, printable  # noqa: E402
 
 FORMATS = ("table", "json", "csv")
 
@@ -50,6 +50,12 @@ class PlannerGroup(click.Group):
     """Turns every PlannerError into one line on stderr and exit status 2, an interrupt into one line
     `interrupted` and status 130 (no traceback; outputs are written atomically, so nothing is half-written)."""
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            _usage_error(exc, ctx)
+
     def invoke(self, ctx: click.Context):
         main_thread = threading.current_thread() is threading.main_thread()  # signals can be set only there
         previous = signal.getsignal(signal.SIGINT) if main_thread else None
@@ -68,12 +74,24 @@ class PlannerGroup(click.Group):
             ctx.exit(EXIT_BAD_INPUT)
         except KeyboardInterrupt:
             _stop_interrupted(ctx)
+        except click.UsageError as exc:
+            _usage_error(exc, ctx)
         except (click.exceptions.Exit, click.ClickException):
             raise
         except Exception:
             if _interrupted:
                 _stop_interrupted(ctx)
             raise
+
+
+def _usage_error(exc: click.UsageError, ctx: click.Context) -> None:
+    """A bad option or argument is bad input like any other: one line and exit status 2 (click's own three
+    lines of usage, hint and error broke the one-line promise). A bare group still shows its help."""
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):
+        raise exc
+    command = (exc.ctx or ctx).command_path
+    click.echo(f"error: {printable(exc.format_message())} (see {command} --help)", err=True)
+    ctx.exit(EXIT_BAD_INPUT)
 
 
 def _stop_interrupted(ctx: click.Context) -> None:

@@ -285,3 +285,18 @@ def test_fuzzed_examples_keep_the_promise(run, tmp_path_factory, example, mutati
     if result.exit_code == 2:
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and lines[0].startswith("error: ") and str(path) in lines[0], result.stderr
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("solve",), "Missing argument 'SCENARIO'"), (("solve", "x.yaml", "--bogus"), "No such option '--bogus'"),
+    (("--bogus",), "No such option"), (("nosuch",), "No such command 'nosuch'"),
+    (("catalog", "show"), "Missing argument 'OFFER'"), (("simulate", "x.yaml", "--seed", "x"), "'--seed'")])
+def test_usage_errors_are_one_line(run, args, fragment):
+    line = one_line(run(*args))
+    assert fragment in line and "--help)" in line, line
+
+
+@pytest.mark.parametrize("args", [("--help",), ("solve", "--help"), ("catalog", "import", "--help"), ("--version",)])
+def test_help_and_version_still_exit_0(run, args):
+    result = run(*args)
+    assert result.exit_code == 0 and result.stdout.strip(), result.output
