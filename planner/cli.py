@@ -6,6 +6,7 @@ answers instantly.
 from __future__ import annotations
 
 import json
+import math
 import os
 import signal
 import sys
@@ -33,6 +34,20 @@ from planner.errors import PlannerError, printable  # noqa: E402
 
 FORMATS = ("table", "json", "csv")
 
+
+class FiniteFloatRange(click.FloatRange):
+    """A float option that refuses nan and inf: nan passes every range check (and then hangs a bisection or
+    ends a search at once), inf is no number of seconds or precision."""
+
+    def convert(self, value, param, ctx):
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return number
+
+
+MAX_TRIALS, MAX_SEED, MAX_PROCESSES = 1_000_000, 2**32 - 1, 256
+"""Monte-Carlo trials (memory grows with them), seeds numpy takes, local processes (the sweep's points are fewer)."""
 
 EXIT_PLAN, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_TIME_LIMIT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 """The exit statuses every command keeps (README "Exit status", `planner --help`)."""
@@ -199,7 +214,7 @@ def validate(files: tuple[Path, ...]) -> None:
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "csv", "markdown")), default="table",
               show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
-@click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+@click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
               help="Seconds CP-SAT may search; the best plan so far is reported with its gap.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
 @click.option("--explain", is_flag=True, help="Add runner-up candidates and why the winner beat them.")
@@ -239,14 +254,14 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
 @click.option("--gantt", type=click.Path(dir_okay=False), help="Draw the schedule to FILE.png or FILE.html.")
-@click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+@click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
               help="Seconds for the whole search (all its phases), which sets its amount of CP-SAT work; the "
                    "best schedule so far is reported with its gap.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
               help="CP-SAT search workers; the bound's LP runs beside them on one more core.")
 @click.option("--no-timings", "no_timings", is_flag=True,
               help="Leave `solve_report` (the clock readings) out of the JSON, so runs can be diffed byte for byte.")
-@click.option("--schedule-confidence", "schedule_confidence", type=click.FloatRange(0.5, 0.9999), default=None,
+@click.option("--schedule-confidence", "schedule_confidence", type=FiniteFloatRange(0.5, 0.9999), default=None,
               help="Size every run's slot so that the whole schedule holds (every run by its due date) with at "
                    "least this probability, not only each run on its own; the schedule is then replayed to "
                    "measure it.")
@@ -298,10 +313,12 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False, path_type=Path),
               help="A plan from `planner solve --format json`, or for a quarter file a schedule from `planner batch "
                    "--format json` (default: plan it now).")
-@click.option("--trials", type=click.IntRange(min=100), default=10_000, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True, help="Same seed, same numbers.")
+@click.option("--trials", type=click.IntRange(100, MAX_TRIALS), default=10_000, show_default=True,
+              help="Monte-Carlo trials (memory grows with them).")
+@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
+              help="Same seed, same numbers.")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-@click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+@click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
               help="Solver time limit when no --plan is given.")
 @click.option("--traces", "traces_dir", is_flag=False, flag_value="shipped", default=None, metavar="[DIR]",
               help="Replay the spot and spot_fallback assignments on measured availability traces instead: the "
@@ -448,14 +465,15 @@ def _stderr_console():
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
 @click.option("--plot", type=click.Path(dir_okay=False, path_type=Path),
               help="Write a plot: FILE.png, or FILE.html (self-contained, inline SVG).")
-@click.option("--processes", type=click.IntRange(min=1), default=None,
-              help="Points solved at once by local processes (--executor local only)  [default: local cores]")
+@click.option("--processes", type=click.IntRange(1, MAX_PROCESSES), default=None,
+              help=f"Points solved at once by local processes (--executor local only; at most {MAX_PROCESSES}, and "
+                   "never more than the sweep's grid points)  [default: local cores]")
 @click.option("--executor", default="local", show_default=True, metavar="local|dask://HOST:PORT",
               help="Where points run: local processes, or the Dask cluster whose scheduler listens at HOST:PORT "
                    "(as many points at once as it has worker threads; --processes is refused). Same plans either way.")
-@click.option("--precision", type=click.FloatRange(min=1e-6), default=0.005, show_default=True,
+@click.option("--precision", type=FiniteFloatRange(min=1e-6), default=0.005, show_default=True,
               help="Switch points are bisected until the interval is at most this wide.")
-@click.option("--time-limit", type=click.FloatRange(min=0.1), default=60.0, show_default=True,
+@click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
               help="CP-SAT seconds per point.")
 def whatif(file, spot, preemption, on_demand, rate, where, fmt, output, plot, processes, executor, precision,
            time_limit) -> None:
@@ -508,6 +526,8 @@ def whatif(file, spot, preemption, on_demand, rate, where, fmt, output, plot, pr
     if rate:
         check_rate(axes["rate_multiplier"], loaded.quarter.runs if is_quarter else loaded.scenario.workloads)
     spec = SweepSpec(str(file), axes, tuple(conditions.items()), precision, time_limit)
+    if executor == "local":  # a process per grid point at most: more would only be forked to wait
+        processes = min(processes or os.cpu_count() or 1, math.prod(len(values) for values in axes.values()))
     pool = make_executor(processes, executor)
     bar = _LazyProgress("sweeping")
     try:

@@ -300,3 +300,17 @@ def test_usage_errors_are_one_line(run, args, fragment):
 def test_help_and_version_still_exit_0(run, args):
     result = run(*args)
     assert result.exit_code == 0 and result.stdout.strip(), result.output
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("simulate", "lora-finetune.yaml", "--seed", "-1"), "'--seed'"),
+    (("simulate", "lora-finetune.yaml", "--trials", "1000000000000"), "100<=x<=1000000"),
+    (("whatif", "lora-finetune.yaml", "--spot-price", "0.5:1:3", "--precision", "nan"), "not a finite number"),
+    (("batch", "quarter-team.yaml", "--time-limit", "nan"), "not a finite number"),
+    (("batch", "quarter-team.yaml", "--schedule-confidence", "nan"), "not a finite number"),
+    (("solve", "lora-finetune.yaml", "--time-limit", "inf"), "not a finite number"),
+    (("whatif", "lora-finetune.yaml", "--spot-price", "0.5:1:3", "--processes", "1000"), "1<=x<=256")])
+def test_numeric_options_have_sane_ranges(run, args, fragment):
+    command, file, *rest = args
+    line = one_line(run(command, SCENARIOS / file, *rest))
+    assert fragment in line, line
