@@ -46,6 +46,18 @@ class FiniteFloatRange(click.FloatRange):
         return number
 
 
+class OutputPath(click.Path):
+    """A file to write: `out/` names a folder, so it is refused rather than written as a file `out`."""
+
+    def __init__(self, path_type=None):
+        super().__init__(dir_okay=False, path_type=path_type)
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, str) and value.endswith(("/", os.sep)):
+            self.fail(f"{value!r} names a folder; expected a file name", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 MAX_TRIALS, MAX_SEED, MAX_PROCESSES = 1_000_000, 2**32 - 1, 256
 """Monte-Carlo trials (memory grows with them), seeds numpy takes, local processes (the sweep's points are fewer)."""
 
@@ -134,6 +146,15 @@ def warn_old_prices(catalog) -> None:
         click.echo(f"warning: {line}", err=True)
 
 
+def check_outputs(inputs: tuple[Path, ...], *outputs: str | Path | None) -> None:
+    """Every output path checked before any work is spent: not over an input, in a folder that takes it."""
+    from planner.files import check_target
+
+    for output in outputs:
+        if output:
+            check_target(Path(output), inputs)
+
+
 def emit(text: str, output: str | None, inputs: tuple[Path, ...] = ()) -> None:
     """Print, or write atomically to `output` (never over an input file)."""
     if output:
@@ -213,7 +234,7 @@ def validate(files: tuple[Path, ...]) -> None:
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "csv", "markdown")), default="table",
               show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
+@click.option("-o", "--output", type=OutputPath(), help="Write to this file (atomically) instead of stdout.")
 @click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
               help="Seconds CP-SAT may search; the best plan so far is reported with its gap.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
@@ -239,6 +260,7 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
     from planner.solve.pipeline import make_plan
 
     loaded = load_scenario(scenario)
+    check_outputs((scenario,), output)
     plan = _building_candidates(lambda progress: make_plan(loaded, time_limit_s=time_limit, workers=workers,
                                                            progress=progress), fmt, output)
     emit(solve_text(plan, fmt, explain, not no_timings), output, inputs=(scenario,))
@@ -252,8 +274,8 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
 @main.command()
 @click.argument("quarter", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
-@click.option("--gantt", type=click.Path(dir_okay=False), help="Draw the schedule to FILE.png or FILE.html.")
+@click.option("-o", "--output", type=OutputPath(), help="Write to this file (atomically) instead of stdout.")
+@click.option("--gantt", type=OutputPath(), help="Draw the schedule to FILE.png or FILE.html.")
 @click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
               help="Seconds for the whole search (all its phases), which sets its amount of CP-SAT work; the "
                    "best schedule so far is reported with its gap.")
@@ -287,6 +309,7 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
     if gantt and not gantt.lower().endswith((".png", ".html")):
         raise PlannerError("expected a .png or .html file name", "--gantt")
     loaded = load_quarter(quarter)
+    check_outputs((quarter,), output, gantt)
     if schedule_confidence is not None:
         from planner.batch.pipeline import per_run_confidence, with_confidence
 
@@ -462,8 +485,8 @@ def _stderr_console():
 @click.option("--where", "where", multiple=True, metavar="KEY=VALUE,...",
               help="Scale only these offers: provider=, gpu= (name or family), region=, instance_type=.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) instead of stdout.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--output", type=OutputPath(), help="Write to this file (atomically) instead of stdout.")
+@click.option("--plot", type=OutputPath(Path),
               help="Write a plot: FILE.png, or FILE.html (self-contained, inline SVG).")
 @click.option("--processes", type=click.IntRange(1, MAX_PROCESSES), default=None,
               help=f"Points solved at once by local processes (--executor local only; at most {MAX_PROCESSES}, and "
@@ -523,6 +546,7 @@ def whatif(file, spot, preemption, on_demand, rate, where, fmt, output, plot, pr
 
         loaded, solve_one = loaded_scenario(str(file)), solve_point
     check_where(conditions, loaded.catalog)
+    check_outputs((file,), output, plot)
     if rate:
         check_rate(axes["rate_multiplier"], loaded.quarter.runs if is_quarter else loaded.scenario.workloads)
     spec = SweepSpec(str(file), axes, tuple(conditions.items()), precision, time_limit)
@@ -812,7 +836,7 @@ def catalog_show(offer, catalogs, fmt) -> None:
 @click.option("--from", "source", type=click.Choice(["skypilot"]), required=True, help="Input format.")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--provider", required=True, help="Provider name the offers belong to (e.g. aws).")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--output", required=True, type=OutputPath(Path),
               help="Catalog CSV to write (atomically).")
 def catalog_import(source, file, provider, output) -> None:
     """Convert a SkyPilot-format vms.csv into this project's offers catalog format.
@@ -837,7 +861,7 @@ def catalog_import(source, file, provider, output) -> None:
 
 @catalog.command("refresh")
 @click.argument("provider", type=click.Choice(["azure", "aws"]))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("-o", "--output", required=True, type=OutputPath(Path),
               help="Catalog CSV to write (atomically); name it in a scenario's `catalogs`.")
 @click.option("--region", "regions", multiple=True, help="AWS regions to fetch (repeatable; default us-east-1).")
 def catalog_refresh(provider, output, regions) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from pathlib import Path
 
@@ -10,32 +11,81 @@ from planner.errors import PlannerError
 
 def check_target(path: Path, protected: tuple[Path, ...] = ()) -> Path:
     """The folder `path` will be written in; refuses any of `protected` (the user's input
-    files) and a folder that does not exist, before any work is spent on the output."""
+    files), a folder, and a folder that does not exist or takes no new file, before any work
+    is spent on the output."""
     path = Path(path)
+    kind = _kind(path)
     for keep in protected:
-        if path.exists() and Path(keep).exists() and path.resolve() == Path(keep).resolve():
+        if kind is not None and Path(keep).exists() and path.resolve() == Path(keep).resolve():
             raise PlannerError("refusing to overwrite an input file; choose another output path", str(path))
-    directory = path.parent if str(path.parent) else Path(".")
+    if kind is not None and stat.S_ISDIR(kind):
+        raise PlannerError("is a folder; expected a file name", str(path))
+    if kind is not None and not stat.S_ISREG(kind):
+        return path.parent  # a device or a FIFO is written into directly
+    target = path.resolve() if path.is_symlink() else path
+    directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise PlannerError("the output folder does not exist", str(path))
+    try:  # the one sure test that the folder takes the temporary file (permissions, /proc, a long name)
+        fd, probe = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(target), suffix=".tmp")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise _cannot_write(exc, path) from None
     return directory
 
 
 def write_atomic(path: Path, data: str | bytes, protected: tuple[Path, ...] = ()) -> None:
     """Write via a temporary file and rename, so a crash never leaves half a file.
 
-    Refuses to overwrite any of `protected` (see `check_target`).
+    Refuses to overwrite any of `protected` (see `check_target`). A symlink keeps pointing where it did
+    (its target is replaced); a device or FIFO (`-o /dev/stdout`) is written into, never renamed over.
     """
     path = Path(path)
-    directory = check_target(path, protected)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    check_target(path, protected)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    kind = _kind(path)
+    if kind is not None and not stat.S_ISREG(kind):
+        try:
+            with open(path, "wb") as handle:
+                handle.write(payload)
+        except OSError as exc:
+            raise _cannot_write(exc, path) from None
+        return
+    target = path.resolve() if path.is_symlink() else path
+    directory = target.parent if str(target.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(target), suffix=".tmp")
+    except OSError as exc:
+        raise _cannot_write(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+            handle.write(payload)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the output is an ordinary file
-        os.replace(tmp, path)
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise _cannot_write(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _kind(path: Path) -> int | None:
+    """The file type bits of what `path` names after following links, or None when nothing is there."""
+    try:
+        return os.stat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _cannot_write(exc, path) from None
+
+
+def _temp_prefix(path: Path) -> str:
+    return f".{path.name[:100]}."  # a name near the folder's limit still leaves room for the temporary one
+
+
+def _cannot_write(exc: OSError, path: Path) -> PlannerError:
+    return PlannerError(f"cannot write the output file: {exc.strerror or exc}", str(path))

@@ -314,3 +314,46 @@ def test_numeric_options_have_sane_ranges(run, args, fragment):
     command, file, *rest = args
     line = one_line(run(command, SCENARIOS / file, *rest))
     assert fragment in line, line
+
+
+@pytest.mark.parametrize("target, fragment", [
+    ("/proc/x.json", "cannot write the output file"), ("a" * 300 + ".json", "File name too long"),
+    ("out/", "names a folder"), ("folder", "is a directory"), ("nope/x.json", "the output folder does not exist")])
+def test_unwritable_output_targets_are_one_line(run, tmp_path, monkeypatch, target, fragment):
+    if target.startswith("/proc") and not Path("/proc/self").exists():
+        pytest.skip("no /proc")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "folder").mkdir()
+    line = one_line(run("solve", SCENARIOS / "lora-finetune.yaml", "-o", target))
+    assert fragment in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
+
+
+def test_output_through_a_symlink_keeps_the_link(run, tmp_path):
+    real, link = tmp_path / "real.json", tmp_path / "link.json"
+    real.write_text("old")
+    link.symlink_to(real.name)
+    assert run("solve", SCENARIOS / "lora-finetune.yaml", "--format", "json", "-o", link).exit_code == 0
+    assert link.is_symlink() and json.loads(real.read_text())["status"]
+
+
+def test_output_to_a_fifo_writes_into_it(run, tmp_path):
+    import threading
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_text()))
+    reader.start()
+    assert run("solve", SCENARIOS / "lora-finetune.yaml", "--format", "json", "-o", fifo).exit_code == 0
+    reader.join(10)
+    assert fifo.is_fifo() and json.loads(received[0])["status"]
+
+
+@pytest.mark.parametrize("args", [("batch", "quarter-team.yaml", "--gantt"),
+                                  ("whatif", "lora-finetune.yaml", "--spot-price", "0.5:1:3", "--plot")])
+def test_every_output_path_is_checked_before_any_is_written(run, tmp_path, args):
+    command, file, *rest = args
+    out = tmp_path / "out.json"
+    line = one_line(run(command, SCENARIOS / file, *rest, tmp_path / "nope" / "x.png", "-o", out))
+    assert "the output folder does not exist" in line and not out.exists()
