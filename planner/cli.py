@@ -260,10 +260,10 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
     from planner.solve.pipeline import make_plan
 
     loaded = load_scenario(scenario)
-    check_outputs((scenario,), output)
+    check_outputs(loaded.inputs, output)
     plan = _building_candidates(lambda progress: make_plan(loaded, time_limit_s=time_limit, workers=workers,
                                                            progress=progress), fmt, output)
-    emit(solve_text(plan, fmt, explain, not no_timings), output, inputs=(scenario,))
+    emit(solve_text(plan, fmt, explain, not no_timings), output, inputs=loaded.inputs)
     warn_old_prices(loaded.catalog)
     exit_for(plan.status)
 
@@ -309,7 +309,7 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
     if gantt and not gantt.lower().endswith((".png", ".html")):
         raise PlannerError("expected a .png or .html file name", "--gantt")
     loaded = load_quarter(quarter)
-    check_outputs((quarter,), output, gantt)
+    check_outputs(loaded.inputs, output, gantt)
     if schedule_confidence is not None:
         from planner.batch.pipeline import per_run_confidence, with_confidence
 
@@ -318,12 +318,12 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
                                                                  progress=progress), fmt, output)
     if schedule_confidence is not None:
         plan.schedule_confidence = schedule_confidence
-    emit(batch_text(plan, fmt, not no_timings), output, inputs=(quarter,))
+    emit(batch_text(plan, fmt, not no_timings), output, inputs=loaded.inputs)
     warn_old_prices(loaded.catalog)
     if gantt and plan.result is not None and plan.result.solved:
         from planner.report.gantt import write_gantt
 
-        write_gantt(batch_json(plan), Path(gantt), protected=(quarter,))
+        write_gantt(batch_json(plan), Path(gantt), protected=loaded.inputs)
         click.echo(f"wrote {gantt}", err=True)
     exit_for(plan.status)
 
@@ -546,7 +546,7 @@ def whatif(file, spot, preemption, on_demand, rate, where, fmt, output, plot, pr
 
         loaded, solve_one = loaded_scenario(str(file)), solve_point
     check_where(conditions, loaded.catalog)
-    check_outputs((file,), output, plot)
+    check_outputs(loaded.inputs, output, plot)
     if rate:
         check_rate(axes["rate_multiplier"], loaded.quarter.runs if is_quarter else loaded.scenario.workloads)
     spec = SweepSpec(str(file), axes, tuple(conditions.items()), precision, time_limit)
@@ -559,11 +559,11 @@ def whatif(file, spot, preemption, on_demand, rate, where, fmt, output, plot, pr
             result = run_sweep(spec, pool, solve=solve_one, progress=bar.update)
     finally:
         bar.close()
-    emit(sweep_text(result, fmt), output, inputs=(file,))
+    emit(sweep_text(result, fmt), output, inputs=loaded.inputs)
     if plot:
         from planner.whatif.plot import write_plot
 
-        write_plot(result, plot, protected=(file,))
+        write_plot(result, plot, protected=loaded.inputs)
         click.echo(f"wrote {plot}", err=True)
     warn_old_prices(loaded.catalog)
 

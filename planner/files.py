@@ -16,7 +16,7 @@ def check_target(path: Path, protected: tuple[Path, ...] = ()) -> Path:
     path = Path(path)
     kind = _kind(path)
     for keep in protected:
-        if kind is not None and Path(keep).exists() and path.resolve() == Path(keep).resolve():
+        if kind is not None and Path(keep).exists() and os.path.samefile(path, keep):
             raise PlannerError("refusing to overwrite an input file; choose another output path", str(path))
     if kind is not None and stat.S_ISDIR(kind):
         raise PlannerError("is a folder; expected a file name", str(path))

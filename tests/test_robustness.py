@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SCENARIOS
+from conftest import REPO, SCENARIOS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -357,3 +357,22 @@ def test_every_output_path_is_checked_before_any_is_written(run, tmp_path, args)
     out = tmp_path / "out.json"
     line = one_line(run(command, SCENARIOS / file, *rest, tmp_path / "nope" / "x.png", "-o", out))
     assert "the output folder does not exist" in line and not out.exists()
+
+
+@pytest.mark.parametrize("command, file, output", [
+    ("solve", "lora-finetune.yaml", "mine.csv"), ("solve", "lora-finetune.yaml", "config.json"),
+    ("whatif", "lora-finetune.yaml", "config.json"), ("batch", "quarter-team.yaml", "mine.csv")])
+def test_no_output_over_a_catalog_or_config_the_file_reads(run, tmp_path, monkeypatch, command, file, output):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine.csv").write_bytes((REPO / "catalogs" / "offers" / "lambda.csv").read_bytes())
+    (tmp_path / "config.json").write_bytes((REPO / "tests" / "data" / "hf" / "meta-llama__Llama-3.1-8B.json").read_bytes())
+    text = (SCENARIOS / file).read_text().replace("catalogs: [aws, gcp, azure, lambda, runpod]",
+                                                  "catalogs: [aws, gcp, azure, runpod, ./mine.csv]")
+    text = text.replace("model: llama-3.1-8b ", "model: {hf_config: config.json} ")
+    assert "./mine.csv" in text and (file != "lora-finetune.yaml" or "hf_config" in text)
+    (tmp_path / "s.yaml").write_text(text)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    sweep = ("--spot-price", "0.5:1:2") if command == "whatif" else ()
+    line = one_line(run(command, "s.yaml", *sweep, "-o", output))
+    assert f"{output}: refusing to overwrite an input file" in line, line
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before

@@ -113,6 +113,7 @@ class Catalog:
     models: dict[str, ModelArch]
     offers: pd.DataFrame
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
+    files: tuple[Path, ...] = ()  # the offer CSVs read, so no output is written over one
 
     def gpu(self, name: str) -> Gpu:
         """A GPU by canonical name, or by family (`H100` -> its fastest member, H100-SXM)."""
@@ -217,7 +218,7 @@ def read_offers(path: Path, gpus: dict[str, Gpu], providers: dict[str, Provider]
 def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
     """Load the GPU, model and provider tables plus the named offer catalogs (later ones win on duplicate keys)."""
     gpus, models, providers = load_gpus(), load_models(), load_providers()
-    frames, sources = [], {}
+    frames, sources, files = [], {}, []
     shipped = shipped_catalog_names()
     for item in names_or_paths:
         if item in shipped:
@@ -227,6 +228,7 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
         else:
             raise KeyError(f"unknown catalog {item!r}{did_you_mean(item, shipped)}; shipped: {', '.join(shipped)}")
         frame, meta = read_offers(path, gpus, providers)
+        files.append(Path(path))
         frames.append(frame)
         sources[item] = meta
     offers = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=OFFER_COLUMNS)
@@ -241,7 +243,7 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
                          ("spot_capacity_wait_cv", 1.0)):  # the provider's trace fit (cost model §3)
         value = offers["provider"].map({p.name: getattr(p, column) for p in providers.values()}).astype(float)
         offers[column] = value.where(spot).fillna(none)
-    return Catalog(gpus=gpus, providers=providers, models=models, offers=offers, sources=sources)
+    return Catalog(gpus=gpus, providers=providers, models=models, offers=offers, sources=sources, files=tuple(files))
 
 
 def gpu_summary(catalog: Catalog, queries: tuple[str, ...] = ()) -> pd.DataFrame:

@@ -21,6 +21,12 @@ class LoadedQuarter:
     quarter: Quarter
     catalog: Catalog
     raw: Any
+    hf_configs: tuple[Path, ...] = ()  # the Hugging Face config files its models were read from
+
+    @property
+    def inputs(self) -> tuple[Path, ...]:
+        """Every file the quarter was read from: no output may be written over one."""
+        return (self.path, *self.catalog.files, *self.hf_configs)
 
     def where(self, loc: tuple) -> str:
         return where(self.path, self.raw, loc)
@@ -67,10 +73,11 @@ def load_quarter(path: str | Path) -> LoadedQuarter:
         from planner.load.scenario import located_catalog_error
 
         raise located_catalog_error(exc, quarter.catalogs, path, raw) from None
-    from planner.load.scenario import resolve_models
+    from planner.load.scenario import hf_config_files, resolve_models
 
+    hf_configs = hf_config_files(quarter.runs, path)
     quarter = quarter.model_copy(update={"runs": resolve_models(quarter.runs, catalog, path, raw, "runs")})
-    loaded = LoadedQuarter(path, quarter, catalog, raw)
+    loaded = LoadedQuarter(path, quarter, catalog, raw, hf_configs)
     _check_quarter(loaded)
     return loaded
 

@@ -25,6 +25,12 @@ class LoadedScenario:
     scenario: Scenario
     catalog: Catalog
     raw: Any  # the parsed YAML, for line numbers in later errors
+    hf_configs: tuple[Path, ...] = ()  # the Hugging Face config files its models were read from
+
+    @property
+    def inputs(self) -> tuple[Path, ...]:
+        """Every file the scenario was read from: no output may be written over one."""
+        return (self.path, *self.catalog.files, *self.hf_configs)
 
     def where(self, loc: tuple) -> str:
         return where(self.path, self.raw, loc)
@@ -46,8 +52,9 @@ def load_scenario(path: str | Path) -> LoadedScenario:
         raise PlannerError(bad, where(path, raw, ("catalogs", index))) from None
     except PlannerError as exc:
         raise located_catalog_error(exc, scenario.catalogs, path, raw) from None
+    hf_configs = hf_config_files(scenario.workloads, path)
     scenario = scenario.model_copy(update={"workloads": resolve_models(scenario.workloads, catalog, path, raw)})
-    loaded = LoadedScenario(path, scenario, catalog, raw)
+    loaded = LoadedScenario(path, scenario, catalog, raw, hf_configs)
     check_references(loaded)
     return loaded
 
@@ -69,8 +76,7 @@ def resolve_models(workloads: tuple, catalog: Catalog, path: Path, raw: Any, col
         model, loc = workload.model, (collection, i, "model")
         try:
             if isinstance(model, HfConfigFile):
-                file = Path(model.hf_config)
-                file = file if file.is_absolute() else path.parent / file
+                file = hf_config_path(model, path)
                 config = hf_config.load_config_file(file)
                 arch = hf_config.arch_from_config(config, file.parent.name if file.name == "config.json" else file.stem)
             elif isinstance(model, str) and hf_config.looks_like_hf_id(model) and not _in_catalog(catalog, model):
@@ -83,6 +89,18 @@ def resolve_models(workloads: tuple, catalog: Catalog, path: Path, raw: Any, col
             raise PlannerError(str(exc), where(path, raw, loc)) from None
         out.append(workload.model_copy(update={"model": arch}))
     return tuple(out)
+
+
+def hf_config_path(model, path: Path) -> Path:
+    """A `{hf_config: path}` model's file, relative to the scenario or quarter file `path`."""
+    file = Path(model.hf_config)
+    return file if file.is_absolute() else path.parent / file
+
+
+def hf_config_files(workloads: tuple, path: Path) -> tuple[Path, ...]:
+    from planner.schema.scenario import HfConfigFile
+
+    return tuple(hf_config_path(w.model, path) for w in workloads if isinstance(w.model, HfConfigFile))
 
 
 def _in_catalog(catalog: Catalog, name: str) -> bool:
