@@ -845,15 +845,15 @@ def catalog_import(source, file, provider, output) -> None:
     Example:
       planner catalog import --from skypilot vms.csv --provider aws -o my-aws.csv
     """
-    from planner.files import write_atomic
-    from planner.load.catalog import load_gpus, load_providers, read_offers
-    from planner.load.skypilot import catalog_header, import_skypilot_file
+    from planner.files import check_target, write_atomic
+    from planner.load.skypilot import catalog_header, check_imported, import_skypilot_file
 
+    check_target(output, (file,))
     converted = import_skypilot_file(file, provider)
     text = catalog_header(source=f"SkyPilot vms.csv imported from {file.name}", as_of=_today()) + converted.to_csv(
         index=False)
+    check_imported(converted, text, file)  # what we write must load: checked before writing
     write_atomic(output, text, protected=(file,))
-    read_offers(output, load_gpus(), load_providers())  # what we wrote must load
     kept = int(converted["notes"].fillna("").str.contains("facts_from_shipped_catalog").sum())
     click.echo(f"wrote {len(converted)} offers to {output} ({kept} keep interconnect, network and preemption "
                f"facts from the shipped catalog)")

@@ -136,6 +136,22 @@ def test_catalog_import_never_overwrites_its_input(run, tmp_path):
     assert source.read_text() == SKYPILOT
 
 
+VMS_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone\n"
+
+
+@pytest.mark.parametrize("rows, where, fragment", [
+    ("g5.xlarge,A10G,1,4,16,,1.006,0.45,us-east-1,us-east-1a\ng5.2xlarge,A10G,1,8,32,,,,us-east-1,us-east-1a\n",
+     "v.csv:3", "neither an on-demand nor a spot price (g5.2xlarge in us-east-1)"),
+    ("g5.xlarge,A10G,1e20,4,16,,1.006,0.45,us-east-1,us-east-1a\n", "v.csv:2", "at most 1024 GPUs per node")])
+def test_catalog_import_checks_before_writing_and_names_the_input_row(run, tmp_path, rows, where, fragment):
+    source, out = tmp_path / "v.csv", tmp_path / "o.csv"
+    source.write_text(VMS_HEADER + rows)
+    out.write_text("old\n")
+    assert_one_line_error(run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o", out),
+                          f"{where}: ", fragment)
+    assert out.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["o.csv", "v.csv"]
+
+
 def test_catalog_import_unknown_gpu(run, tmp_path):
     source = tmp_path / "vms.csv"
     source.write_text(SKYPILOT.replace("A10G", "Z9000"))

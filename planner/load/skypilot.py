@@ -50,6 +50,7 @@ SPOT_PREEMPTION_DEFAULT = {
     "aws": 0.47, "gcp": 0.24, "azure": 0.24, "nebius": 0.24, "runpod": 0.5,
 }
 SPOT_PREEMPTION_FALLBACK = 0.5
+MAX_GPUS_PER_NODE = 1024  # far above any machine sold; a larger AcceleratorCount is a typo or garbage
 
 
 def pcie_gbs(gpu: str) -> int:
@@ -244,6 +245,12 @@ def import_skypilot_file(file: Path, provider: str) -> pd.DataFrame:
                            f"known: {', '.join(sorted(providers))}", "--provider")
     read_table_file(file, "SkyPilot catalog")  # the same refusals as every input file
     frame = pd.read_csv(file)
+    if "AcceleratorCount" in frame:
+        counts = pd.to_numeric(frame["AcceleratorCount"], errors="coerce")
+        absurd = counts[(counts > MAX_GPUS_PER_NODE) | (counts == math.inf)]
+        if not absurd.empty:  # a count past int64 would be written as a negative number
+            raise PlannerError(f"AcceleratorCount {absurd.iloc[0]:g}: expected a whole number of at most "
+                               f"{MAX_GPUS_PER_NODE} GPUs per node", f"{file}:{absurd.index[0] + 2}")
     gpus = load_gpus()
     try:
         converted = import_skypilot(frame, provider, gpu_aliases(pd.read_csv(CATALOG_DIR / "gpus.csv",
@@ -259,3 +266,28 @@ def import_skypilot_file(file: Path, provider: str) -> pd.DataFrame:
     if converted.empty:
         raise PlannerError("no GPU offers found (expected rows with AcceleratorName and AcceleratorCount)", str(file))
     return converted
+
+
+def check_imported(converted: pd.DataFrame, text: str, file: Path) -> None:
+    """What `catalog import` would write must load as a catalog; checked before anything is written, and a row
+    that does not load is named at its first line in the input `file` (SkyPilot rows merge per region)."""
+    import tempfile
+
+    from planner.errors import PlannerError
+    from planner.load.catalog import load_gpus, load_providers, read_offers
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trial = Path(tmp) / "imported.csv"
+        trial.write_text(text, encoding="utf-8")
+        try:
+            read_offers(trial, load_gpus(), load_providers())
+        except PlannerError as exc:
+            where = exc.where or ""
+            if not where.startswith(f"{trial}:"):
+                raise PlannerError(exc.message, str(file)) from None
+            first_line = text.count("\n", 0, text.index("\nprovider,")) + 3  # header comments, column names
+            row = converted.iloc[int(where.rsplit(":", 1)[1]) - first_line]
+            source = pd.read_csv(file, dtype=str)
+            match = source.index[(source["InstanceType"] == row["instance_type"]) & (source["Region"] == row["region"])]
+            line = f":{match[0] + 2}" if len(match) else ""
+            raise PlannerError(f"{exc.message} ({row['instance_type']} in {row['region']})", f"{file}{line}") from None
