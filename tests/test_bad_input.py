@@ -210,3 +210,18 @@ def test_every_shipped_example_validates(run):
     result = run("validate", *files)
     assert result.exit_code == 0, result.stderr
     assert result.stdout.count(": ok: ") == len(files)
+
+
+@pytest.mark.parametrize("model, key, fragment", [
+    ("{params: 1B, layers: 16, hidden: 2048}", "model.heads", "missing required key 'heads'"),
+    ("{params: 1B, layers: 0, hidden: 2048, heads: 16}", "model.layers", "greater than 0"),
+    ("{params: 1B, layers: 16, hidden: 2048, heads: abc}", "model.heads", "valid integer"),
+    ("{params: 1B, layers: 16, hidden: 2048, heads: 16, kv_heads: -1}", "model.kv_heads", "greater than 0"),
+    ("{params: 1B, layers: 16, hidden: 2048, heads: 16, nme: x}", "model.nme", "did you mean 'name'?"),
+    ("{hf_config: 3}", "model.hf_config", "valid string"),
+    ("{hf_config: ''}", "model.hf_config", "at least 1 character"),
+])
+def test_inline_model_errors_come_from_the_form_given(run, scenario_file, model, key, fragment):
+    path = scenario_file(MINIMAL + f"    model: {model}\n")
+    line = assert_one_line_error(run("validate", path), f"{path}:8", f"workloads[0].{key})", fragment)
+    assert "unknown key 'params'" not in line and "unknown key 'hf_config'" not in line

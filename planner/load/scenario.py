@@ -192,7 +192,8 @@ def _unwrap(annotation: Any) -> Any:
         if origin is typing.Annotated:
             annotation = typing.get_args(annotation)[0]
         elif origin in (typing.Union, types.UnionType):
-            models = [a for a in typing.get_args(annotation) if isinstance(a, type) and issubclass(a, BaseModel)]
+            members = [_unwrap(a) for a in typing.get_args(annotation)]  # also tagged, discriminated members
+            models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
             annotation = models[0] if models else annotation
             if not models:
                 break

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from planner.schema.units import parse_count, parse_gib, parse_hours, parse_seconds, parse_usd
 
@@ -159,6 +159,19 @@ class HfConfigFile(Strict):
     """`model: {hf_config: path/to/config.json}`: a Hugging Face config read from disk (relative to the file)."""
 
     hf_config: str = Field(min_length=1)
+
+
+def _model_form(value: object) -> str:
+    """Which form of `model` a value is, so errors come from that form alone (pydantic would
+    otherwise report every branch of the union, and the wrong one first)."""
+    if isinstance(value, dict):
+        return "<hf_config>" if "hf_config" in value else "<shape>"
+    return {ModelArch: "<shape>", HfConfigFile: "<hf_config>"}.get(type(value), "<name>")  # built, when serialized
+
+
+ModelSpec = Annotated[Annotated[str, Tag("<name>")] | Annotated[ModelArch, Tag("<shape>")]
+                      | Annotated[HfConfigFile, Tag("<hf_config>")], Discriminator(_model_form)]
+"""Tags in <> so they never match a key of the file when the loader drops them from error paths."""
 
 
 # ---------------------------------------------------------------- workloads
@@ -397,7 +410,7 @@ class Workload(Strict):
     name: str = Field(min_length=1)
     kind: Literal["training", "fine_tuning", "batch_inference", "serving"]
     description: str = ""
-    model: str | ModelArch | HfConfigFile | None = Field(
+    model: ModelSpec | None = Field(
         None, description="catalog name, Hugging Face id (org/name), {hf_config: path} or an inline shape")
     method: Literal["full", "lora", "qlora", "inference"] | None = Field(
         None, description="default: inference for batch_inference, else full")
