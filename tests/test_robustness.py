@@ -102,6 +102,14 @@ def test_yaml_oddities_give_one_clean_line(run, tmp_path):
     assert "U+0001" in one_line(run("validate", control))
 
 
+@pytest.mark.parametrize("key", ["[a]: 1", "{a: 1}: 2", "? [a, b]\n: 3"])
+@pytest.mark.parametrize("command", ["validate", "solve", "batch"])
+def test_complex_yaml_keys_are_refused(run, tmp_path, key, command):
+    path = tmp_path / "keys.yaml"
+    path.write_text(f"name: tiny\ncatalogs: [aws]\n{key}\n")
+    assert one_line(run(command, path)) == f"error: {path}:3: mapping keys must be plain strings, not a list or mapping"
+
+
 def test_a_missing_catalog_is_located_at_the_line_that_names_it(run, scenario_file):
     path = scenario_file("""\
         name: x

@@ -155,6 +155,9 @@ def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
             continue
         loc = place(line)
         if loc is None:  # a mapping key
+            if isinstance(event, CollectionStartEvent):  # `[a]: 1`, `? [a, b]`: the loader cannot build these
+                raise PlannerError("mapping keys must be plain strings, not a list or mapping",
+                                   _place(path, line, stack[-1][1]))
             key = event.value if isinstance(event, ScalarEvent) else f"<{type(event).__name__}>"
             stack[-1][2], stack[-1][3] = _key(key), True
             lines.setdefault(stack[-1][1] + (stack[-1][2],), line)
@@ -180,6 +183,10 @@ def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
         elif event.anchor:
             sizes[event.anchor] = 1
     return lines
+
+
+def _place(path: Path, line: int, loc: tuple) -> str:
+    return f"{path}:{line} ({key_path(loc)})" if loc else f"{path}:{line}"
 
 
 def _key(value: str):
