@@ -110,6 +110,19 @@ def test_complex_yaml_keys_are_refused(run, tmp_path, key, command):
     assert one_line(run(command, path)) == f"error: {path}:3: mapping keys must be plain strings, not a list or mapping"
 
 
+@pytest.mark.parametrize("text, where, fragment", [
+    ("horizon: {start: 2027-01-04, end: 2027-04-31, step: 6h}\n", "3 (horizon.end)", "day is out of range"),
+    ("horizon:\n  start: 2027-13-01\n", "4 (horizon.start)", "month must be in 1..12"),
+    ("runs:\n  - release: 2027-01-04 25:00:00\n", "4 (runs[0].release)", "hour must be in 0..23"),
+])
+def test_impossible_unquoted_dates_are_located(run, tmp_path, text, where, fragment):
+    path = tmp_path / "dates.yaml"
+    path.write_text("name: q\ncatalogs: [aws]\n" + text)
+    line = one_line(run("validate", path))
+    assert line.startswith(f"error: {path}:{where}: ") and "is not a valid date or date-time" in line, line
+    assert fragment in line
+
+
 def test_a_missing_catalog_is_located_at_the_line_that_names_it(run, scenario_file):
     path = scenario_file("""\
         name: x

@@ -154,6 +154,8 @@ def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
                 sizes[anchor] = nodes - before
             continue
         loc = place(line)
+        if isinstance(event, ScalarEvent) and event.implicit[0] and event.value[:1].isdigit():
+            _check_timestamp(event.value, path, line, stack[-1][1] if loc is None else loc)
         if loc is None:  # a mapping key
             if isinstance(event, CollectionStartEvent):  # `[a]: 1`, `? [a, b]`: the loader cannot build these
                 raise PlannerError("mapping keys must be plain strings, not a list or mapping",
@@ -187,6 +189,21 @@ def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
 
 def _place(path: Path, line: int, loc: tuple) -> str:
     return f"{path}:{line} ({key_path(loc)})" if loc else f"{path}:{line}"
+
+
+def _check_timestamp(value: str, path: Path, line: int, loc: tuple) -> None:
+    """An unquoted date YAML reads as a timestamp must be a real one: the loader's own error
+    (`day is out of range for month`) comes with no place, so check here where the line is known."""
+    from ruamel.yaml.constructor import SafeConstructor, create_timestamp
+    from ruamel.yaml.resolver import implicit_resolvers
+
+    if not any(tag == "tag:yaml.org,2002:timestamp" and regexp.match(value)
+               for _, tag, regexp, _ in implicit_resolvers):
+        return
+    try:
+        create_timestamp(**SafeConstructor.timestamp_regexp.match(value).groupdict())
+    except ValueError as exc:
+        raise PlannerError(f"{value!r} is not a valid date or date-time ({exc})", _place(path, line, loc)) from None
 
 
 def _key(value: str):
