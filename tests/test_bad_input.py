@@ -225,3 +225,19 @@ def test_inline_model_errors_come_from_the_form_given(run, scenario_file, model,
     path = scenario_file(MINIMAL + f"    model: {model}\n")
     line = assert_one_line_error(run("validate", path), f"{path}:8", f"workloads[0].{key})", fragment)
     assert "unknown key 'params'" not in line and "unknown key 'hf_config'" not in line
+
+
+ENDPOINT_QUARTER = """\
+name: q
+catalogs: [aws]
+horizon: {start: 2027-01-04, end: 2027-02-01, step: 6h}
+runs:
+  - {name: ep, kind: serving, model: llama-3.1-8b, traffic: {requests_per_s: 10}, slo: {ttft: 800ms, tpot: 40ms}, \
+release: 2027-01-20, due: 2027-01-10}
+"""
+
+
+@pytest.mark.parametrize("command", ["validate", "batch"])
+def test_an_endpoint_due_before_its_release_is_located(run, scenario_file, command):
+    path = scenario_file(ENDPOINT_QUARTER, "q.yaml")
+    assert_one_line_error(run(command, path), f"{path}:5 (runs[0].due)", "is not after release")

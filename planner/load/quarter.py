@@ -88,9 +88,6 @@ def _check_quarter(loaded: LoadedQuarter) -> None:
 
     quarter = loaded.quarter
     fail = lambda message, loc: (_ for _ in ()).throw(PlannerError(message, loaded.where(loc)))  # noqa: E731
-    # Names the catalog must know: reuse the scenario checks on the runs as workloads.
-    runs_as_scenario = as_scenario(quarter)
-    check_references(LoadedScenario(loaded.path, runs_as_scenario, loaded.catalog, loaded.raw), collection="runs")
     names = {r.name for r in quarter.runs}
     horizon = quarter.horizon
     for i, run in enumerate(quarter.runs):
@@ -113,6 +110,10 @@ def _check_quarter(loaded: LoadedQuarter) -> None:
             fail("the run's window lies outside the horizon", ("runs", i, "due" if run.due else "release"))
         if due <= release:
             fail("the run's window (release to due) holds no whole time step", ("runs", i))
+    # Names the catalog must know: reuse the scenario checks on the runs as workloads (after the
+    # windows, which give each endpoint its duration).
+    runs_as_scenario = as_scenario(quarter)
+    check_references(LoadedScenario(loaded.path, runs_as_scenario, loaded.catalog, loaded.raw), collection="runs")
     cycle = _find_cycle({r.name: r.after for r in quarter.runs})
     if cycle:
         index = next(i for i, r in enumerate(quarter.runs) if r.name == cycle[0])
