@@ -241,3 +241,10 @@ release: 2027-01-20, due: 2027-01-10}
 def test_an_endpoint_due_before_its_release_is_located(run, scenario_file, command):
     path = scenario_file(ENDPOINT_QUARTER, "q.yaml")
     assert_one_line_error(run(command, path), f"{path}:5 (runs[0].due)", "is not after release")
+
+
+@pytest.mark.parametrize("kind", ["training", "fine_tuning"])
+def test_training_with_the_inference_method_is_refused(run, scenario_file, kind):
+    path = scenario_file(MINIMAL.replace("kind: training", f"kind: {kind}") + "    method: inference\n")
+    assert_one_line_error(run("validate", path), f"{path}:8 (workloads[0].method)",
+                          f"method inference is for batch_inference and serving; a {kind} workload uses full")

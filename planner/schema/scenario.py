@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationInfo,
+                      field_validator, model_validator)
 
 from planner.schema.units import parse_count, parse_gib, parse_hours, parse_seconds, parse_usd
 
@@ -455,6 +456,15 @@ class Workload(Strict):
     data: Data = Data()
     allow: Placement = Placement()
     forbid: Placement = Placement()
+
+    @field_validator("method")
+    @classmethod
+    def _method_fits_kind(cls, method: str | None, info: ValidationInfo) -> str | None:
+        """Training has no inference method: caught here, where the key is known, not in the estimate."""
+        if method == "inference" and info.data.get("kind") in ("training", "fine_tuning"):
+            raise ValueError(f"method inference is for batch_inference and serving; a {info.data['kind']} "
+                             "workload uses full, lora or qlora")
+        return method
 
     @model_validator(mode="after")
     def _has_memory_and_work(self) -> "Workload":
