@@ -248,3 +248,11 @@ def test_training_with_the_inference_method_is_refused(run, scenario_file, kind)
     path = scenario_file(MINIMAL.replace("kind: training", f"kind: {kind}") + "    method: inference\n")
     assert_one_line_error(run("validate", path), f"{path}:8 (workloads[0].method)",
                           f"method inference is for batch_inference and serving; a {kind} workload uses full")
+
+
+@pytest.mark.parametrize("group, count", [("[]", 0), ("[job]", 1), ("[job, job]", 1)])
+@pytest.mark.parametrize("key", ["same_region", "same_provider"])
+def test_a_placement_group_names_two_workloads_or_more(run, scenario_file, key, group, count):
+    path = scenario_file(MINIMAL + f"constraints: {{{key}: [{group}]}}\n")
+    assert_one_line_error(run("validate", path), f"{path}:8 (constraints.{key}[0])",
+                          f"a group keeps two or more workloads together; this one names {count}")

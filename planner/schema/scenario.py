@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import (BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationInfo,
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationInfo,
                       field_validator, model_validator)
 
 from planner.schema.units import parse_count, parse_gib, parse_hours, parse_seconds, parse_usd
@@ -531,6 +531,16 @@ class Defaults(Strict):
     hardware_failure_per_gpu_h: Annotated[float, Field(ge=0, le=10)] = HARDWARE_FAILURE_PER_GPU_H
 
 
+def _group(names: tuple[str, ...]) -> tuple[str, ...]:
+    """A placement group keeps workloads together: an empty one would reach the solver as nothing to place."""
+    if len(set(names)) < 2:
+        raise ValueError(f"a group keeps two or more workloads together; this one names {len(set(names))}")
+    return names
+
+
+Group = Annotated[tuple[str, ...], AfterValidator(_group)]
+
+
 class Constraints(Strict):
     budget: USD | None = Field(None, description="USD, total expected cost")
     gpu_quotas: dict[str, Annotated[int, Field(ge=0, le=10**9)]] = Field(
@@ -539,8 +549,8 @@ class Constraints(Strict):
         default_factory=dict, description="'provider/region/instance_type' -> nodes")
     node_limits_per_market: bool = Field(
         False, description="count spot and on-demand nodes against separate limits")
-    same_region: tuple[tuple[str, ...], ...] = Field((), description="groups of workloads kept in one region")
-    same_provider: tuple[tuple[str, ...], ...] = ()
+    same_region: tuple[Group, ...] = Field((), description="groups of workloads kept in one region")
+    same_provider: tuple[Group, ...] = ()
 
 
 class Override(Strict):
