@@ -1,7 +1,10 @@
 """The shipped catalogs and the `planner catalog` commands."""
 import json
+import os
+from pathlib import Path
 
 import pytest
+from conftest import MINIMAL
 from test_bad_input import assert_one_line_error
 
 from planner.load.catalog import CATALOG_DIR, _header_comments, load_catalog, shipped_catalog_names
@@ -18,7 +21,7 @@ def test_at_least_the_big_three_and_two_gpu_clouds_are_shipped():
 
 @pytest.mark.parametrize("name", shipped_catalog_names())
 def test_every_offer_file_records_source_and_as_of(name):
-    meta, _ = _header_comments(CATALOG_DIR / "offers" / f"{name}.csv")
+    meta, _ = _header_comments((CATALOG_DIR / "offers" / f"{name}.csv").read_text(encoding="utf-8"))
     assert meta.get("source") and meta.get("as_of")
 
 
@@ -157,3 +160,50 @@ def test_catalog_import_unknown_gpu(run, tmp_path):
     source.write_text(SKYPILOT.replace("A10G", "Z9000"))
     assert_one_line_error(run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o", tmp_path / "o.csv"),
                           "Z9000")
+
+
+@pytest.mark.parametrize("catalog, fragment", [
+    ("./mycats", "expected a file (offers catalog), found a directory"),
+    ("/dev/zero", "expected a regular file (offers catalog), found a device, pipe or socket"),
+])
+def test_a_catalog_that_is_not_a_file_is_one_line(run, tmp_path, catalog, fragment):
+    (tmp_path / "mycats").mkdir()
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL.replace("catalogs: [aws]", f"catalogs: [aws, {catalog}]"))
+    result = run("validate", path)
+    assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
+    assert result.stderr.startswith(f"error: {path}:2 (catalogs[1]): ") and fragment in result.stderr
+    listing = run("catalog", "list", "--catalog", tmp_path / "mycats" if catalog == "./mycats" else catalog)
+    assert listing.exit_code == 2 and listing.stderr.count("\n") == 1 and fragment in listing.stderr
+
+
+def test_an_hf_config_that_is_a_device_is_refused(run, tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL.replace("memory: {per_gpu: 20GiB}", "model: {hf_config: /dev/zero}"))
+    result = run("validate", path)
+    assert result.exit_code == 2 and result.stderr == (
+        f"error: {path}:6 (workloads[0].model): HF config file /dev/zero: expected a regular file (config.json), "
+        "found a device, pipe or socket\n")
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_catalog_is_one_line(run, tmp_path):
+    offers = tmp_path / "locked.csv"
+    offers.write_text("provider,region\n")
+    offers.chmod(0)
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL.replace("catalogs: [aws]", "catalogs: [aws, ./locked.csv]"))
+    result = run("validate", path)
+    assert result.exit_code == 2 and "cannot read offers catalog: Permission denied" in result.stderr
+
+
+def test_reads_stop_at_the_cap_whatever_size_the_file_reports(monkeypatch):
+    from planner.errors import PlannerError
+    from planner.load import yaml as yamlio
+
+    monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", 16)
+    status = Path("/proc/self/status")  # a regular file that reports size 0
+    if not status.exists() or status.stat().st_size:
+        pytest.skip("needs a /proc file that reports size 0")
+    with pytest.raises(PlannerError, match="refusing input above"):
+        yamlio.read_capped(status, "offers catalog")

@@ -5,7 +5,7 @@ as a path to an offers CSV in the same format (for example a company's negotiate
 """
 from __future__ import annotations
 
-import math
+import io
 import os
 from dataclasses import dataclass, field
 from datetime import date
@@ -44,34 +44,28 @@ def shipped_catalog_names() -> list[str]:
     return sorted(p.stem for p in (CATALOG_DIR / "offers").glob("*.csv"))
 
 
-def _header_comments(path: Path) -> tuple[dict[str, str], int]:
+def _header_comments(text: str) -> tuple[dict[str, str], int]:
     """`# key: value` lines at the top of a CSV -> metadata, and how many lines they take."""
     meta: dict[str, str] = {}
     count = 0
-    with path.open(encoding="utf-8") as handle:
-        for line in handle:
-            if not line.startswith("#"):
-                break
-            count += 1
-            key, _, value = line[1:].partition(":")
-            if value:
-                meta[key.strip()] = value.strip()
+    for line in text.split("\n"):
+        if not line.startswith("#"):
+            break
+        count += 1
+        key, _, value = line[1:].partition(":")
+        if value:
+            meta[key.strip()] = value.strip()
     return meta, count
 
 
 def read_table_file(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str], int]:
-    if not path.exists():
-        raise PlannerError(f"no such {what}", str(path))
-    size = path.stat().st_size
-    if size > yamlio.MAX_FILE_BYTES:
-        raise PlannerError(f"{what} is {size / 2**20:.1f} MiB; refusing input above {yamlio.MAX_FILE_BYTES / 2**20:g} "
-                           f"MiB (raise the limit with: planner --max-input-size {math.ceil(size / 2**20) + 1}MiB ...)",
-                           str(path))
-    if b"\x00" in path.read_bytes()[:65536]:
+    raw = yamlio.read_capped(path, what)  # one capped read: folders, devices and unreadable files are refused
+    if b"\x00" in raw[:65536]:
         raise PlannerError(f"this is a binary file, expected a CSV {what}", str(path))
     try:
-        meta, skip = _header_comments(path)
-        frame = pd.read_csv(path, skiprows=skip, keep_default_na=False, na_values=[""], dtype=str)
+        text = raw.decode("utf-8-sig")
+        meta, skip = _header_comments(text)
+        frame = pd.read_csv(io.StringIO(text), skiprows=skip, keep_default_na=False, na_values=[""], dtype=str)
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise PlannerError(f"cannot read {what}: {' '.join(str(exc).split())}", str(path)) from None
     return frame, meta, skip

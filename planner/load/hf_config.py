@@ -20,6 +20,8 @@ import os
 import re
 from pathlib import Path
 
+from planner.errors import PlannerError
+from planner.load.yaml import read_capped
 from planner.schema.scenario import ModelArch
 
 SUPPORTED = ("deepseek_v3", "falcon", "gemma2", "gemma3", "gemma3_text", "gpt2", "llama", "mistral",
@@ -402,14 +404,14 @@ def load_config_file(path: Path) -> dict:
     p = Path(path).expanduser()
     if p.is_dir():
         p = p / "config.json"
+    if not p.exists():
+        raise ValueError(f"HF config file {p} not found")
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"HF config file {p} not found") from None
+        text = read_capped(p, "config.json").decode("utf-8")  # capped: /dev/zero would never end
+    except PlannerError as exc:
+        raise ValueError(f"HF config file {p}: {exc.message}") from None
     except UnicodeDecodeError:
         raise ValueError(f"HF config file {p} is not UTF-8 text (is it a config.json?)") from None
-    except OSError as exc:
-        raise ValueError(f"cannot read HF config file {p}: {exc.strerror or exc}") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import stat
 import warnings
 from pathlib import Path
 from typing import Any
@@ -23,18 +24,40 @@ class YamlMapping(dict):
     lines: dict[tuple, int]
 
 
-def read_text(path: Path, what: str = "file") -> str:
-    """Read a user file as UTF-8 text, refusing missing, huge, empty and binary files."""
-    if not path.exists():
-        raise PlannerError(f"no such {what}", str(path))
-    if path.is_dir():
-        raise PlannerError(f"expected a {what}, found a directory", str(path))
-    size = path.stat().st_size
+def read_capped(path: Path, what: str = "file") -> bytes:
+    """A user file's bytes, refusing missing files, folders, devices and pipes, unreadable files and
+    files above MAX_FILE_BYTES; reads at most the cap plus one byte, as a reported size can lie
+    (/dev/zero and /proc files report 0)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise PlannerError(f"no such {what}", str(path)) from None
+    except OSError as exc:
+        raise PlannerError(f"cannot read {what}: {exc.strerror or exc}", str(path)) from None
+    if stat.S_ISDIR(mode):
+        raise PlannerError(f"expected a file ({what}), found a directory", str(path))
+    if not stat.S_ISREG(mode):
+        raise PlannerError(f"expected a regular file ({what}), found a device, pipe or socket", str(path))
+    _check_size(path, path.stat().st_size)  # before reading, when the size is known
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise PlannerError(f"cannot read {what}: {exc.strerror or exc}", str(path)) from None
+    _check_size(path, len(raw))
+    return raw
+
+
+def _check_size(path: Path, size: int) -> None:
     if size > MAX_FILE_BYTES:
         raise PlannerError(
             f"file is {size / 2**20:.1f} MiB; refusing input above {MAX_FILE_BYTES / 2**20:g} MiB "
             f"(raise the limit with: planner --max-input-size {math.ceil(size / 2**20) + 1}MiB ...)", str(path))
-    raw = path.read_bytes()
+
+
+def read_text(path: Path, what: str = "file") -> str:
+    """Read a user file as UTF-8 text, refusing missing, huge, empty and binary files."""
+    raw = read_capped(path, what)
     if b"\x00" in raw:
         raise PlannerError(f"this is a binary file, expected a YAML {what}", str(path))
     try:
