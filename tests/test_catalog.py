@@ -207,3 +207,33 @@ def test_reads_stop_at_the_cap_whatever_size_the_file_reports(monkeypatch):
         pytest.skip("needs a /proc file that reports size 0")
     with pytest.raises(PlannerError, match="refusing input above"):
         yamlio.read_capped(status, "offers catalog")
+
+
+OFFERS_HEADER = ("provider,region,instance_type,gpu,gpus_per_node,vcpus,ram_gib,gpu_vram_gib,intra_node,intra_node_gbs,"
+                 "inter_node,inter_node_gbps,on_demand_usd_h,spot_usd_h,spot_preemption_per_h,max_nodes,defaults,notes\n")
+
+
+@pytest.mark.parametrize("gbps", ["", "0"])
+def test_a_cluster_network_without_its_rate_is_refused_at_the_row(run, tmp_path, gbps):
+    (tmp_path / "mine.csv").write_text(OFFERS_HEADER + f"aws,us-east-1,x1,A100-80GB,8,4,16,80,nvlink,600,efa,{gbps},2.5,,,,,\n")
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL.replace("catalogs: [aws]", "catalogs: [aws, ./mine.csv]"))
+    assert_one_line_error(run("validate", path), f"{path}:2 (catalogs[1])", "mine.csv:2:",
+                          "inter_node efa needs inter_node_gbps above 0")
+
+
+def test_an_empty_catalog_next_to_another_adds_nothing(run, tmp_path):
+    (tmp_path / "empty.csv").write_text(OFFERS_HEADER)
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL.replace("catalogs: [aws]", "catalogs: [aws, ./empty.csv]"))
+    result = run("solve", path)
+    assert result.exit_code == 0 and "OPTIMAL" in result.stdout, result.output
+
+
+@pytest.mark.parametrize("catalogs", ["[]", "[./empty.csv]"])
+@pytest.mark.parametrize("command", ["validate", "solve"])
+def test_catalogs_without_offers_are_refused(run, tmp_path, catalogs, command):
+    (tmp_path / "empty.csv").write_text(OFFERS_HEADER)
+    path = tmp_path / "s.yaml"
+    path.write_text(MINIMAL.replace("catalogs: [aws]", f"catalogs: {catalogs}"))
+    assert_one_line_error(run(command, path), f"{path}:2 (catalogs): the catalogs hold no offers; name one that does")

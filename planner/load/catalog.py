@@ -204,6 +204,9 @@ def read_offers(path: Path, gpus: dict[str, Gpu], providers: dict[str, Provider]
                                f"known: {', '.join(sorted(providers))}", f"{path}:{first_line + row}")
         if offer.on_demand_usd_h is None and offer.spot_usd_h is None:
             raise PlannerError("offer has neither an on-demand nor a spot price", f"{path}:{first_line + row}")
+        if offer.inter_node != "none" and not offer.inter_node_gbps:  # the speed model needs the link's rate
+            raise PlannerError(f"inter_node {offer.inter_node} needs inter_node_gbps above 0 (Gbit/s per node), "
+                               "or inter_node none for single-node offers", f"{path}:{first_line + row}")
     typed = pd.DataFrame([o.model_dump() for o in offers], columns=OFFER_COLUMNS)
     typed["source_file"] = str(path)
     return typed, meta
@@ -223,7 +226,8 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
             raise KeyError(f"unknown catalog {item!r}{did_you_mean(item, shipped)}; shipped: {', '.join(shipped)}")
         frame, meta = read_offers(path, gpus, providers)
         files.append(Path(path))
-        frames.append(frame)
+        if not frame.empty:  # an empty frame's untyped columns would make every column untyped
+            frames.append(frame)
         sources[item] = meta
     offers = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=OFFER_COLUMNS)
     offers["key"] = offers["provider"] + "/" + offers["region"] + "/" + offers["instance_type"]

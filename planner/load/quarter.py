@@ -73,8 +73,9 @@ def load_quarter(path: str | Path) -> LoadedQuarter:
         from planner.load.scenario import located_catalog_error
 
         raise located_catalog_error(exc, quarter.catalogs, path, raw) from None
-    from planner.load.scenario import hf_config_files, resolve_models
+    from planner.load.scenario import check_some_offers, hf_config_files, resolve_models
 
+    check_some_offers(catalog, path, raw)
     hf_configs = hf_config_files(quarter.runs, path)
     quarter = quarter.model_copy(update={"runs": resolve_models(quarter.runs, catalog, path, raw, "runs")})
     loaded = LoadedQuarter(path, quarter, catalog, raw, hf_configs)

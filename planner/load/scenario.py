@@ -52,11 +52,22 @@ def load_scenario(path: str | Path) -> LoadedScenario:
         raise PlannerError(bad, where(path, raw, ("catalogs", index))) from None
     except PlannerError as exc:
         raise located_catalog_error(exc, scenario.catalogs, path, raw) from None
+    check_some_offers(catalog, path, raw)
     hf_configs = hf_config_files(scenario.workloads, path)
     scenario = scenario.model_copy(update={"workloads": resolve_models(scenario.workloads, catalog, path, raw)})
     loaded = LoadedScenario(path, scenario, catalog, raw, hf_configs)
     check_references(loaded)
     return loaded
+
+
+def check_some_offers(catalog: Catalog, path: Path, raw: Any) -> None:
+    """Catalogs without a single offer leave nothing to plan: say so here, not per workload in the plan."""
+    if catalog.offers.empty:
+        from planner.load.catalog import shipped_catalog_names
+
+        shipped = ", ".join(shipped_catalog_names())
+        raise PlannerError(f"the catalogs hold no offers; name one that does (shipped: {shipped})",
+                           where(path, raw, ("catalogs",)))
 
 
 def located_catalog_error(exc: PlannerError, catalogs: tuple[str, ...], path: Path, raw: Any) -> PlannerError:
