@@ -280,3 +280,19 @@ def test_weekly_endpoint_in_a_quarter_passes_the_checker_hour_by_hour(tmp_path):
     assert check_schedule(loaded, data) == []
     nodes = [sum(p["nodes"] for p in period["pools"]) for period in data["endpoints"][0]["periods"]]
     assert nodes[0] > nodes[1]
+
+
+def test_a_quarter_of_endpoints_only_is_planned(tmp_path):
+    """No batch runs: the endpoints are the whole plan (it was INFEASIBLE with no reason)."""
+    text = textwrap.dedent("""\
+        name: endpoints-only
+        catalogs: [aws]
+        horizon: {start: 2027-01-04, end: 2027-01-08, step: 12h}
+        runs:
+        """) + ENDPOINT.replace("RATE", "40")
+    loaded, plan, data = solved(tmp_path, text)
+    assert data["status"] == "OPTIMAL" and plan.infeasible == {}
+    assert data["objective_usd"] == pytest.approx(endpoint_alone_usd(str(tmp_path), 40, None, 36), abs=0.02)
+    assert check_schedule(loaded, data) == []
+    result = CliRunner().invoke(main, ["batch", str(tmp_path / "quarter.yaml")], catch_exceptions=False)
+    assert result.exit_code == 0 and "OPTIMAL" in result.stdout, result.output

@@ -264,7 +264,7 @@ def add_energy_cuts(m: BatchModel, limits: BatchLimits) -> None:
                          for i in members)
             m.model.add(energy <= capacity * (b - a)).with_name(f"energy[{label}@{a}-{b}]")
 
-    horizon_end = max(r.due for r in m.runs.values())
+    horizon_end = max((r.due for r in m.runs.values()), default=0)  # no runs: an endpoints-only quarter
     for key, quota in sorted(limits.gpu_quotas.items()):
         rows = m.cands.index[quota_mask(m.cands, key)]
         if len(rows) and _can_bind(m, rows, "gpus", quota):
@@ -410,7 +410,7 @@ def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, see
         return BatchResult(status, solve_seconds=elapsed, deterministic_seconds=solver.deterministic_time,
                            workers=workers, seed=seed, chosen=m.cands.iloc[0:0])
     chosen_mask = [bool(solver.boolean_value(v)) for v in m.pick]
-    chosen = m.cands[chosen_mask].copy()
+    chosen = m.cands[np.asarray(chosen_mask, dtype=bool)].copy()  # an empty list would pick no columns
     chosen["start_step"] = [solver.value(m.start[r]) for r in chosen["run"]]
     bought = [int(solver.value(b)) for b in m.bought]
     reservations = sum(p.cents_per_node * b for p, b in zip(m.pools, bought)) * COST_RESOLUTION_USD

@@ -341,12 +341,19 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
             records += found
     _propagate_unplaceable(quarter.runs, infeasible)
     required_missing = [r for r in quarter.runs if r.name in infeasible and r.required]
-    if required_missing or not records:
+    if required_missing or not (records or endpoints):
         return BatchPlan(loaded, pd.DataFrame(), pools, None, infeasible, endpoints)
     cands = candidate_table([r for r in records if r["workload"] not in infeasible])
     placeable = [r for r in runs if r.name not in infeasible]
-    if cands.empty:
+    if cands.empty and endpoints is None:
         return BatchPlan(loaded, cands, pools, None, infeasible, endpoints)
+    if cands.empty:  # endpoints only: the schedule reads the runs' columns, of which there are none
+        cands = pd.DataFrame({"run": [], "cid": [], "offer_key": [], "provider": [], "region": [],
+                              "instance_type": [], "gpu": [], "market": []}).astype(str).assign(
+            **{c: pd.Series(dtype="int64") for c in ("gpus_per_node", "nodes", "gpus", "pool", "cost_cents",
+                                                     "duration_steps")},
+            **{c: pd.Series(dtype="float64") for c in ("cost_usd", "wall_h", "wall_q_h", "budget_h",
+                                                       "price_per_node_h")})
     c = quarter.constraints
     limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools),
                          c.node_limits_per_market)
