@@ -1,6 +1,6 @@
 """Every malformed input: one line on stderr naming file, line/key path and what was expected; exit 2."""
 import pytest
-from conftest import MINIMAL
+from conftest import MINIMAL, SCENARIOS
 
 
 def assert_one_line_error(result, *fragments):
@@ -115,6 +115,16 @@ def test_unknown_catalog(run, scenario_file):
 def test_unknown_catalog_option(run, command):
     assert_one_line_error(run(*command, "--catalog", "awz"), "--catalog", "unknown catalog 'awz'",
                           "did you mean 'aws'?")
+
+
+@pytest.mark.parametrize("command, name, fragments", [
+    ("solve", "quarter-team.yaml", ("quarter-team.yaml:18 (horizon)", "plan it with `planner batch`")),
+    ("estimate", "quarter-budget.yaml", ("(horizon)", "this is a quarter file")),
+    ("batch", "team-quarter-mix.yaml", ("team-quarter-mix.yaml:16 (workloads)", "plan it with `planner solve`")),
+])
+def test_the_wrong_command_for_the_file_names_the_right_one(run, command, name, fragments):
+    """A quarter file given to `solve` (or a scenario to `batch`) said only "unknown key 'horizon'"."""
+    assert_one_line_error(run(command, str(SCENARIOS / name)), *fragments)
 
 
 def test_missing_user_catalog_file(run, scenario_file):

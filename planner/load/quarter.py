@@ -62,6 +62,9 @@ def load_quarter(path: str | Path) -> LoadedQuarter:
     raw = load_yaml(path, "quarter file")
     if not isinstance(raw, dict):
         raise PlannerError("expected a mapping of quarter keys (name, horizon, runs, ...)", where(path, raw, ()))
+    if "workloads" in raw and "horizon" not in raw:
+        raise PlannerError("this is a scenario (workloads, no horizon): plan it with `planner solve`",
+                           where(path, raw, ("workloads",)))
     if isinstance(raw.get("runs"), list):
         _check_duplicate_workloads(path, {"workloads": raw["runs"]})
     quarter = validate_model(Quarter, raw, path)

@@ -42,6 +42,9 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     if not isinstance(raw, dict):
         raise PlannerError(f"expected a mapping of scenario keys (name, workloads, ...), got a {type(to_plain(raw)).__name__}",
                            where(path, raw, ()))
+    if "horizon" in raw:  # the commands that take both kinds tell them apart by it; the others name the right one
+        raise PlannerError("this is a quarter file (it has a horizon): plan it with `planner batch`",
+                           where(path, raw, ("horizon",)))
     _check_duplicate_workloads(path, raw)
     scenario = validate_model(Scenario, raw, path)
     try:
