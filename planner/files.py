@@ -9,23 +9,30 @@ from pathlib import Path
 from planner.errors import PlannerError
 
 
-def check_target(path: Path, protected: tuple[Path, ...] = ()) -> Path:
-    """The folder `path` will be written in; refuses any of `protected` (the user's input
-    files), a folder, and a folder that does not exist or takes no new file, before any work
-    is spent on the output."""
-    path = Path(path)
+def _resolved(path: Path, protected: tuple[Path, ...]) -> tuple[int | None, Path, Path]:
+    """(the file type of what `path` names now, None if nothing; the file to replace, a symlink's target; its
+    folder), refusing any of `protected` (the user's input files), a folder, and a folder that does not exist."""
     kind = _kind(path)
     for keep in protected:
         if kind is not None and Path(keep).exists() and os.path.samefile(path, keep):
             raise PlannerError("refusing to overwrite an input file; choose another output path", str(path))
     if kind is not None and stat.S_ISDIR(kind):
         raise PlannerError("is a folder; expected a file name", str(path))
-    if kind is not None and not stat.S_ISREG(kind):
-        return path.parent  # a device or a FIFO is written into directly
     target = path.resolve() if path.is_symlink() else path
     directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
+    if (kind is None or stat.S_ISREG(kind)) and not directory.is_dir():  # (a device or FIFO is written into)
         raise PlannerError("the output folder does not exist", str(path))
+    return kind, target, directory
+
+
+def check_target(path: Path, protected: tuple[Path, ...] = ()) -> Path:
+    """The folder `path` will be written in; refuses any of `protected` (the user's input
+    files), a folder, and a folder that does not exist or takes no new file, before any work
+    is spent on the output."""
+    path = Path(path)
+    kind, target, directory = _resolved(path, protected)
+    if kind is not None and not stat.S_ISREG(kind):
+        return path.parent  # a device or a FIFO is written into directly
     try:  # the one sure test that the folder takes the temporary file (permissions, /proc, a long name)
         fd, probe = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(target), suffix=".tmp")
         os.close(fd)
@@ -38,13 +45,13 @@ def check_target(path: Path, protected: tuple[Path, ...] = ()) -> Path:
 def write_atomic(path: Path, data: str | bytes, protected: tuple[Path, ...] = ()) -> None:
     """Write via a temporary file and rename, so a crash never leaves half a file.
 
-    Refuses to overwrite any of `protected` (see `check_target`). A symlink keeps pointing where it did
-    (its target is replaced); a device or FIFO (`-o /dev/stdout`) is written into, never renamed over.
+    Refuses to overwrite any of `protected` (see `check_target`; its checks that the folder takes a file are
+    the temporary file's own here). A symlink keeps pointing where it did (its target is replaced); a device
+    or FIFO (`-o /dev/stdout`) is written into, never renamed over.
     """
     path = Path(path)
-    check_target(path, protected)
+    kind, target, directory = _resolved(path, protected)
     payload = data.encode("utf-8") if isinstance(data, str) else data
-    kind = _kind(path)
     if kind is not None and not stat.S_ISREG(kind):
         try:
             with open(path, "wb") as handle:
@@ -52,8 +59,6 @@ def write_atomic(path: Path, data: str | bytes, protected: tuple[Path, ...] = ()
         except OSError as exc:
             raise _cannot_write(exc, path) from None
         return
-    target = path.resolve() if path.is_symlink() else path
-    directory = target.parent if str(target.parent) else Path(".")
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(target), suffix=".tmp")
     except OSError as exc:
