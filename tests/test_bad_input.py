@@ -81,6 +81,34 @@ def test_negative_price_in_a_user_catalog(run, scenario_file, tmp_path):
     assert_one_line_error(run("validate", path), "mine.csv:3", "on_demand_usd_h", "greater than 0")
 
 
+OFFERS_HEADER = ("provider,region,instance_type,gpu,gpus_per_node,vcpus,ram_gib,gpu_vram_gib,intra_node,intra_node_gbs,"
+                 "inter_node,inter_node_gbps,on_demand_usd_h,spot_usd_h,spot_preemption_per_h,max_nodes,defaults,notes")
+A10G_ROW = "aws,us-east-1,x1,A10G,1,4,16,24,pcie,64,none,0,2.5,,,,,"
+
+
+@pytest.mark.parametrize("lines, where, fragment", [
+    # a value with an unquoted comma: pandas took the first columns as an index and shifted the rest
+    ([A10G_ROW, A10G_ROW.replace("x1", "x2") + ",extra,more"], "mine.csv:4", "20 values for the header's 18 columns"),
+    (["", A10G_ROW, "# dropped for now", "", A10G_ROW.replace("A10G", "A10X")], "mine.csv:7", "unknown GPU 'A10X'"),
+    ([A10G_ROW, 'aws,"us-east-1,x3'], "mine.csv:4", "unexpected end of data"),  # where the unclosed quote opens
+    ([], "mine.csv:2", None),
+])
+def test_user_catalog_rows_are_located_at_their_line(run, scenario_file, tmp_path, lines, where, fragment):
+    (tmp_path / "mine.csv").write_text("\n".join(["# source: test", OFFERS_HEADER.replace(",notes", ",notes,notes")
+                                                  if fragment is None else OFFERS_HEADER, *lines]) + "\n")
+    path = scenario_file(MINIMAL.replace("catalogs: [aws]", "catalogs: [mine.csv]"))
+    assert_one_line_error(run("validate", path), where, fragment or "column 'notes' appears twice in the header")
+
+
+def test_user_catalog_comments_and_blank_lines_anywhere(run, scenario_file, tmp_path):
+    (tmp_path / "mine.csv").write_text("\n".join(["# source: test", "", OFFERS_HEADER, A10G_ROW, "# a note", "",
+                                                  A10G_ROW.replace("x1", "x2") + ",,"]) + "\n")
+    path = scenario_file(MINIMAL.replace("catalogs: [aws]", "catalogs: [mine.csv]"))
+    result = run("validate", path)
+    assert result.exit_code == 0, result.stderr
+    assert "2 offers from mine.csv" in result.stdout
+
+
 @pytest.mark.parametrize("value, fragment", [
     ("3 fortnights", "unknown time unit 'fortnights'"),
     ("2 hrz", "unknown time unit 'hrz'"),

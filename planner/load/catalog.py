@@ -5,6 +5,7 @@ as a path to an offers CSV in the same format (for example a company's negotiate
 """
 from __future__ import annotations
 
+import csv
 import io
 import os
 from dataclasses import dataclass, field
@@ -59,16 +60,50 @@ def _header_comments(text: str) -> tuple[dict[str, str], int]:
 
 
 def read_table_file(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str], int]:
+    """(rows as strings, empty cells missing, indexed by the line each starts on; the `# key: value` header;
+    the header row's line). Comment lines (`#`) and blank lines may stand anywhere and are skipped; a row
+    with more values than the header has columns is refused at its line (pandas would shift it silently)."""
     raw = yamlio.read_capped(path, what)  # one capped read: folders, devices and unreadable files are refused
     if b"\x00" in raw[:65536]:
         raise PlannerError(f"this is a binary file, expected a CSV {what}", str(path))
     try:
         text = raw.decode("utf-8-sig")
-        meta, skip = _header_comments(text)
-        frame = pd.read_csv(io.StringIO(text), skiprows=skip, keep_default_na=False, na_values=[""], dtype=str)
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise PlannerError(f"cannot read {what}: {' '.join(str(exc).split())}", str(path)) from None
-    return frame, meta, skip
+    except UnicodeDecodeError as exc:
+        raise PlannerError(f"cannot read {what}: not UTF-8 text ({exc.reason} at byte {exc.start})", str(path)) from None
+    meta, _ = _header_comments(text)
+    physical: list[int] = []  # the file's line number of each line the reader is given
+
+    def uncommented():
+        for number, line in enumerate(io.StringIO(text, newline=""), 1):
+            if not line.startswith("#"):
+                physical.append(number)
+                yield line
+
+    reader = csv.reader(uncommented(), strict=True)  # an unclosed quote is an error, not the rest of the file
+    header, header_line, rows, lines, consumed = None, 0, [], [], 0
+    try:
+        for record in reader:
+            line, consumed = physical[consumed], reader.line_num  # a quoted cell may span lines: where it begins
+            if not "".join(record).strip():
+                continue
+            if header is None:
+                header, header_line = record, line
+                twice = sorted({c for c in record if record.count(c) > 1})
+                if twice:
+                    raise PlannerError(f"column {twice[0]!r} appears twice in the header", f"{path}:{line}")
+                continue
+            extra = [cell for cell in record[len(header):] if cell.strip()]
+            if extra:
+                raise PlannerError(f"{len(record)} values for the header's {len(header)} columns "
+                                   f"(a stray comma, or a value with a comma that is not quoted?)", f"{path}:{line}")
+            rows.append(record[:len(header)] + [""] * (len(header) - len(record)))
+            lines.append(line)
+    except csv.Error as exc:
+        raise PlannerError(f"cannot read {what}: {exc}", f"{path}:{physical[min(consumed, len(physical) - 1)]}") from None
+    if header is None:
+        raise PlannerError(f"no header row: expected a CSV {what}", str(path))
+    frame = pd.DataFrame(rows, columns=header, index=pd.Index(lines, dtype=int), dtype=object)
+    return frame.where(frame != "").astype(object), meta, header_line
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
@@ -76,7 +111,7 @@ def _records(frame: pd.DataFrame) -> list[dict]:
     return [{k: v for k, v in row.items() if isinstance(v, str) and v != ""} for row in frame.to_dict("records")]
 
 
-def _validate_rows(model, frame: pd.DataFrame, path: Path, first_data_line: int, what: str) -> list:
+def _validate_rows(model, frame: pd.DataFrame, path: Path, what: str) -> list:
     records = _records(frame)
     for record in records:
         for list_field in ("defaults",):
@@ -95,7 +130,7 @@ def _validate_rows(model, frame: pd.DataFrame, path: Path, first_data_line: int,
             message = f"missing value for column {column!r}"
         else:
             message = f"column {column!r}: {message} (got {error.get('input')!r})"
-        raise PlannerError(f"bad {what} row: {message}", f"{path}:{first_data_line + int(row)}") from None
+        raise PlannerError(f"bad {what} row: {message}", f"{path}:{frame.index[int(row)]}") from None
 
 
 @dataclass
@@ -166,47 +201,46 @@ def _missing(value) -> bool:
 
 def load_gpus(directory: Path = CATALOG_DIR) -> dict[str, Gpu]:
     path = directory / "gpus.csv"
-    frame, _, skip = read_table_file(path, "GPU table")
+    frame, _, _ = read_table_file(path, "GPU table")
     frame = frame.drop(columns=["aliases"], errors="ignore")
-    return {g.name: g for g in _validate_rows(Gpu, frame, path, skip + 2, "GPU")}
+    return {g.name: g for g in _validate_rows(Gpu, frame, path, "GPU")}
 
 
 def load_models(directory: Path = CATALOG_DIR) -> dict[str, ModelArch]:
     path = directory / "models.csv"
-    frame, _, skip = read_table_file(path, "model table")
-    return {m.name: m for m in _validate_rows(ModelArch, frame, path, skip + 2, "model")}
+    frame, _, _ = read_table_file(path, "model table")
+    return {m.name: m for m in _validate_rows(ModelArch, frame, path, "model")}
 
 
 def load_providers(directory: Path = CATALOG_DIR) -> dict[str, Provider]:
     path = directory / "providers.csv"
-    frame, _, skip = read_table_file(path, "provider table")
+    frame, _, _ = read_table_file(path, "provider table")
     frame = frame.rename(columns={"provider": "name"})
     for seconds, hours in (("billing_granularity_s", "billing_granularity_h"), ("billing_minimum_s", "billing_minimum_h")):
         frame[hours] = (frame.pop(seconds).astype(float) / 3600).astype(str)
     frame = frame.drop(columns=["notes"], errors="ignore")
-    return {p.name: p for p in _validate_rows(Provider, frame, path, skip + 2, "provider")}
+    return {p.name: p for p in _validate_rows(Provider, frame, path, "provider")}
 
 
 def read_offers(path: Path, gpus: dict[str, Gpu], providers: dict[str, Provider]) -> tuple[pd.DataFrame, dict[str, str]]:
     """One offers CSV -> validated frame (typed columns) and its `# source/as_of` header."""
-    frame, meta, skip = read_table_file(path, "offers catalog")
-    first_line = skip + 2
+    frame, meta, header_line = read_table_file(path, "offers catalog")
     missing = [c for c in ("provider", "region", "instance_type", "gpu", "gpus_per_node") if c not in frame.columns]
     if missing:
         raise PlannerError(f"offers catalog lacks column(s) {', '.join(missing)}; expected {', '.join(OFFER_COLUMNS)}",
-                           f"{path}:{skip + 1}")
-    offers = _validate_rows(Offer, frame, path, first_line, "offer")
-    for row, offer in enumerate(offers):
+                           f"{path}:{header_line}")
+    offers = _validate_rows(Offer, frame, path, "offer")
+    for line, offer in zip(frame.index, offers):
         if offer.gpu not in gpus:
-            raise PlannerError(f"unknown GPU {offer.gpu!r}{did_you_mean(offer.gpu, gpus)}", f"{path}:{first_line + row}")
+            raise PlannerError(f"unknown GPU {offer.gpu!r}{did_you_mean(offer.gpu, gpus)}", f"{path}:{line}")
         if offer.provider not in providers:
             raise PlannerError(f"unknown provider {offer.provider!r}{did_you_mean(offer.provider, providers)}; "
-                               f"known: {', '.join(sorted(providers))}", f"{path}:{first_line + row}")
+                               f"known: {', '.join(sorted(providers))}", f"{path}:{line}")
         if offer.on_demand_usd_h is None and offer.spot_usd_h is None:
-            raise PlannerError("offer has neither an on-demand nor a spot price", f"{path}:{first_line + row}")
+            raise PlannerError("offer has neither an on-demand nor a spot price", f"{path}:{line}")
         if offer.inter_node != "none" and not offer.inter_node_gbps:  # the speed model needs the link's rate
             raise PlannerError(f"inter_node {offer.inter_node} needs inter_node_gbps above 0 (Gbit/s per node), "
-                               "or inter_node none for single-node offers", f"{path}:{first_line + row}")
+                               "or inter_node none for single-node offers", f"{path}:{line}")
     typed = pd.DataFrame([o.model_dump() for o in offers], columns=OFFER_COLUMNS)
     typed["source_file"] = str(path)
     return typed, meta

@@ -82,7 +82,7 @@ def load_shipped_offers(provider: str, directory: Path | None = None) -> pd.Data
     path = (directory or CATALOG_DIR / "offers") / f"{provider}.csv"
     if not path.exists():
         return pd.DataFrame(columns=OFFER_COLUMNS)
-    frame, _, _ = read_table_file(path, "offers catalog")
+    frame = read_table_file(path, "offers catalog")[0].reset_index(drop=True)
     for col in _NUMERIC:
         if col in frame:
             frame[col] = pd.to_numeric(frame[col], errors="coerce")
