@@ -47,6 +47,13 @@ def test_wrong_type(run, scenario_file):
     assert_one_line_error(run("validate", path), f"{path}:8", "workloads[0].gpus.min", "integer", "'lots'")
 
 
+@pytest.mark.parametrize("value", ['"8"', "[1, 8]", "true"])
+def test_gpu_count_neither_number_nor_range(run, scenario_file, value):
+    path = scenario_file(MINIMAL + f"    gpus: {value}\n")
+    assert_one_line_error(run("validate", path), f"{path}:8", "workloads[0].gpus",
+                          "expected a number of GPUs (gpus: 8) or a range (gpus: {min: 1, max: 8})")
+
+
 def test_wrong_literal_suggests(run, scenario_file):
     path = scenario_file(MINIMAL.replace("kind: training", "kind: trainig"))
     assert_one_line_error(run("validate", path), f"{path}:5", "'trainig'", "did you mean 'training'?")

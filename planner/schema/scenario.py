@@ -369,6 +369,8 @@ def _gpu_count(value: object) -> object:
     """`gpus: 8` is shorthand for exactly eight."""
     if isinstance(value, int) and not isinstance(value, bool):
         return {"min": value, "max": value}
+    if not isinstance(value, (dict, GpuCount)):
+        raise ValueError(f"expected a number of GPUs (gpus: 8) or a range (gpus: {{min: 1, max: 8}}), got {value!r}")
     return value
 
 
