@@ -55,7 +55,7 @@ def test_70b_full_finetune_needs_many_gpus_and_crawls_on_24gb_cards(loaded):
     w = workload(loaded, "ft70")
     one_node = estimate(w, loaded.catalog, Shape(nodes=1, **H100x8), 0.10)
     four_nodes = estimate(w, loaded.catalog, Shape(nodes=4, **H100x8), 0.10)
-    assert not one_node.fits and "needs" in one_node.reason
+    assert not one_node.fits and "needs" in one_node.reason and one_node.ruled_out_by == "vram"
     assert four_nodes.fits and four_nodes.work_h > 0
     # 16 B/param of model states over 8 cards is 141 GB each; over 64 it is 17.6 GB, which a 24 GB card
     # holds (ZeRO-3 as DeepSpeed runs it), but PCIe and a 100 Gbit/s network make it many times slower.
@@ -67,11 +67,11 @@ def test_70b_full_finetune_needs_many_gpus_and_crawls_on_24gb_cards(loaded):
 def test_fp8_needs_hardware_support_unless_fallback(loaded):
     a100 = Shape(nodes=1, **A100x8)
     strict = estimate(workload(loaded, "fp8-strict"), loaded.catalog, a100, 0.10)
-    assert not strict.feasible and "no fp8 support" in strict.reason
+    assert not strict.feasible and "no fp8 support" in strict.reason and strict.ruled_out_by == "precision"
     flexible = estimate(workload(loaded, "fp8-flexible"), loaded.catalog, a100, 0.10)
     assert flexible.feasible and flexible.precision == "bf16"
     h100 = estimate(workload(loaded, "fp8-strict"), loaded.catalog, Shape(nodes=1, **H100x8), 0.10)
-    assert h100.feasible and h100.precision == "fp8"
+    assert h100.feasible and h100.precision == "fp8" and h100.ruled_out_by == ""
 
 
 def test_reference_gpu_hours_are_kept_on_the_reference_gpu(loaded):

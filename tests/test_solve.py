@@ -500,6 +500,20 @@ def tiny(name: str, workloads: list[str], constraints: str = "") -> str:
     return TINY.format(name=name, workloads="\n".join(workloads), constraints=constraints)
 
 
+def test_infeasible_no_gpu_runs_the_precision(run, scenario_file):
+    path = scenario_file(tiny("no-fp8", ["""\
+  - name: strict-fp8
+    kind: training
+    memory: {per_gpu: 20GiB}
+    precision: fp8
+    work: {gpu_hours: 10, reference_gpu: A100-80GB}
+    allow: {gpus: [A100-80GB]}
+    gpus: {min: 1, max: 8}"""]))
+    data = json.loads(run("solve", path, "--format", "json").stdout)
+    assert data["status"] == "INFEASIBLE"
+    assert data["infeasible"][0]["reason"].startswith("A100-80GB has no fp8 support"), data["infeasible"][0]
+
+
 def test_infeasible_no_gpu_has_enough_vram(run, scenario_file):
     path = scenario_file(tiny("too-big", ["""\
   - name: giant

@@ -899,10 +899,10 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
 def _physics_reason(workload: Workload, estimates: list[Estimate], budget: float) -> str:
     fitting = [e for e in estimates if e.fits]
     if not fitting:
-        precision = [e for e in estimates if "support" in e.reason]
+        precision = [e for e in estimates if e.ruled_out_by == "precision"]
         if precision and len(precision) == len(estimates):
             return precision[0].reason
-        short = [e for e in estimates if e.reason.startswith("needs ")]  # VRAM (`estimate._vram_reason`)
+        short = [e for e in estimates if e.ruled_out_by == "vram"]
         if not short:  # no shape ran out of memory: what ruled them out, the most common first
             reasons = collections.Counter(e.reason for e in estimates).most_common()
             more = f" (and {len(reasons) - 1} other reasons on other shapes)" if len(reasons) > 1 else ""

@@ -62,6 +62,7 @@ class Estimate:
     reason: str = ""  # why the shape is ruled out ('' when feasible)
     layout: parallelism.Layout | None = None  # training: the layout chosen (or tried) on this shape
     batch: int | None = None  # generation: concurrent sequences per replica whose KV cache fits
+    ruled_out_by: str = ""  # "vram" or "precision" when that alone rules the shape out (reports say so)
 
     @property
     def feasible(self) -> bool:
@@ -117,8 +118,15 @@ def _mfu_kind(workload: Workload) -> str:
 
 
 def _ruled_out(shape: Shape, breakdown: mem.MemoryBreakdown, reason: str, precision=None, tp: int = 1,
-               layout=None) -> Estimate:
-    return Estimate(shape, breakdown, False, precision, math.inf, 0.0, 0.0, tp, None, reason, layout)
+               layout=None, by: str = "") -> Estimate:
+    return Estimate(shape, breakdown, False, precision, math.inf, 0.0, 0.0, tp, None, reason, layout, ruled_out_by=by)
+
+
+def _failed(shape: Shape, breakdown: mem.MemoryBreakdown, exc: ValueError, precision=None, tp: int = 1,
+            layout=None) -> Estimate:
+    """Ruled out by what the speed model refused."""
+    by = "precision" if isinstance(exc, speed.UnsupportedPrecision) else ""
+    return _ruled_out(shape, breakdown, str(exc), precision, tp, layout, by)
 
 
 def _vram_reason(breakdown: mem.MemoryBreakdown, shape: Shape, headroom: float, serving: bool = False) -> str:
@@ -148,7 +156,8 @@ def _estimate_training(workload: Workload, catalog: Catalog, arch: ModelArch | N
     precision = speed.effective_precision(perf, _train_precision(workload.precision), workload.fp8_fallback)
     if precision is None:
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
-                          f"{shape.gpu} has no {workload.precision} support (set fp8_fallback: true to run bf16)")
+                          f"{shape.gpu} has no {workload.precision} support (set fp8_fallback: true to run bf16)",
+                          by="precision")
     tp = workload.tensor_parallel or 1
     if tp > shape.gpus_per_node or shape.gpus_per_node % tp:  # tensor parallelism stays inside a node
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
@@ -161,7 +170,7 @@ def _estimate_training(workload: Workload, catalog: Catalog, arch: ModelArch | N
     if choice is None:
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0), reason, precision, tp)
     if reason:
-        return _ruled_out(shape, choice.memory, reason, precision, choice.layout.tp, choice.layout)
+        return _ruled_out(shape, choice.memory, reason, precision, choice.layout.tp, choice.layout, by="vram")
     if workload.work.tokens is not None:
         hours = workload.work.tokens * choice.seconds_per_token / 3600
         return Estimate(shape, choice.memory, True, precision, hours, 1 / choice.seconds_per_token,
@@ -179,7 +188,7 @@ def _from_reference_hours(workload: Workload, catalog: Catalog, perf: speed.GpuP
         hours = speed.reference_scaled_hours(workload.work.gpu_hours, ref, perf, shape.gpus, precision, scaling,
                                              _mfu_kind(workload), workload.fp8_fallback)
     except ValueError as exc:
-        return _ruled_out(shape, breakdown, str(exc), precision, layout.tp, layout)
+        return _failed(shape, breakdown, exc, precision, layout.tp, layout)
     return Estimate(shape, breakdown, True, precision, hours, 0.0, scaling, layout.tp, layout=layout)
 
 
@@ -211,7 +220,7 @@ def _estimate_stated_training(workload: Workload, catalog: Catalog, arch: ModelA
     """Memory stated by the workload: data parallelism over every GPU (the layout is the user's)."""
     breakdown = _stated(workload, shape)
     if not mem.fits(breakdown, shape.vram_gib, headroom):
-        return _ruled_out(shape, breakdown, _vram_reason(breakdown, shape, headroom), precision, tp)
+        return _ruled_out(shape, breakdown, _vram_reason(breakdown, shape, headroom), precision, tp, by="vram")
     sharding = workload.sharding or ("zero3" if workload.memory.shardable else "none")
     layout = parallelism.Layout(tp=tp, dp=shape.gpus // tp, zero=sharding,
                                 recompute=workload.activation_checkpointing or "selective",
@@ -281,13 +290,13 @@ def _estimate_inference(workload: Workload, catalog: Catalog, arch: ModelArch | 
                 kv_precision=gen.kv_precision, batch=batch, prompt_tokens=gen.prompt_tokens,
                 output_tokens=gen.output_tokens, sequences=gen.sequences, tensor_parallel=tp)
         except ValueError as exc:
-            return _ruled_out(shape, breakdown, str(exc), workload.precision, tp)
+            return _failed(shape, breakdown, exc, workload.precision, tp)
         if best is None or result.work_h < best[0].work_h:
             best = (result, breakdown, tp, batch)
     if best is None:
         breakdown, tp = closest
         return _ruled_out(shape, breakdown, _vram_reason(breakdown, shape, headroom, serving=True)
-                          + f" even at tensor_parallel {tp}", workload.precision, tp)
+                          + f" even at tensor_parallel {tp}", workload.precision, tp, by="vram")
     result, breakdown, tp, batch = best
     replicas = max(1, shape.gpus // tp)
     rounds = max(1, math.ceil(gen.sequences / (batch * replicas)))
@@ -299,14 +308,14 @@ def _estimate_stated_inference(workload: Workload, catalog: Catalog, perf: speed
     """Inference stated as memory + reference GPU-hours: independent replicas, ideal scaling."""
     breakdown = _stated(workload, shape)
     if not mem.fits(breakdown, shape.vram_gib, headroom):
-        return _ruled_out(shape, breakdown, _vram_reason(breakdown, shape, headroom))
+        return _ruled_out(shape, breakdown, _vram_reason(breakdown, shape, headroom), by="vram")
     precision = "bf16" if workload.precision in ("int8", "int4") else workload.precision
     ref = gpu_perf(catalog.gpu(workload.work.reference_gpu))
     try:
         hours = speed.reference_scaled_hours(workload.work.gpu_hours, ref, perf, shape.gpus, precision, 1.0,
                                              "inference", True)
     except ValueError as exc:
-        return _ruled_out(shape, breakdown, str(exc))
+        return _failed(shape, breakdown, exc)
     item = workload.checkpoint.every if isinstance(workload.checkpoint.every, float) else STATELESS_ITEM_H
     return Estimate(shape, breakdown, True, precision, hours, 0.0, 1.0, 1, min(item, hours))
 

@@ -176,6 +176,10 @@ _SHARDINGS = ("none", "zero1", "zero2", "zero3", "hybrid")
 # Data classes
 # ---------------------------------------------------------------------------
 
+class UnsupportedPrecision(ValueError):
+    """The GPU cannot run the precision asked for, and falling back to bf16 is not allowed."""
+
+
 @dataclass(frozen=True)
 class GpuPerf:
     """Throughput figures of one GPU model.
@@ -506,7 +510,7 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
         raise ValueError(f"overlap={overlap}: expected 0..1")
     prec = effective_precision(gpu, precision, fallback_to_bf16)
     if prec is None:
-        raise ValueError(f"{gpu.name} has no {precision} support (set fallback_to_bf16 to run in bf16)")
+        raise UnsupportedPrecision(f"{gpu.name} has no {precision} support (set fallback_to_bf16 to run in bf16)")
     shape = model if isinstance(model, ModelShape) else None
     p_total = float(shape.params if shape else model)
     p_active = float(shape.active_params if shape else model)
@@ -669,7 +673,7 @@ def generation_time(shape: ModelShape, *, gpu: GpuPerf, topology: Topology,
     want = "fp8" if weight_precision == "fp8" else ("fp32" if weight_precision == "fp32" else "bf16")
     prec = effective_precision(gpu, want, fallback_to_bf16)
     if prec is None:
-        raise ValueError(f"{gpu.name} has no {want} support (set fallback_to_bf16)")
+        raise UnsupportedPrecision(f"{gpu.name} has no {want} support (set fallback_to_bf16)")
     peak = gpu.peak(prec)
     if prefill_mfu is None:
         prefill_mfu = default_mfu(gpu.generation, prec, "inference", gpu.memory_type)
@@ -740,7 +744,7 @@ def reference_scaled_hours(gpu_hours: float, ref_gpu: GpuPerf, gpu: GpuPerf, n_g
     for g in (ref_gpu, gpu):
         p = effective_precision(g, precision, fallback_to_bf16)
         if p is None:
-            raise ValueError(f"{g.name} has no {precision} support")
+            raise UnsupportedPrecision(f"{g.name} has no {precision} support")
         thr.append(g.peak(p) * default_mfu(g.generation, p, kind, g.memory_type))
     if n_gpus < 1 or scaling_eff <= 0:
         raise ValueError(f"n_gpus={n_gpus}, scaling_eff={scaling_eff}: must be positive")
