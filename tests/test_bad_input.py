@@ -263,6 +263,9 @@ def test_every_shipped_example_validates(run):
     ("{params: 1B, layers: 16, hidden: 2048, heads: abc}", "model.heads", "valid integer"),
     ("{params: 1B, layers: 16, hidden: 2048, heads: 16, kv_heads: -1}", "model.kv_heads", "greater than 0"),
     ("{params: 1B, layers: 16, hidden: 2048, heads: 16, nme: x}", "model.nme", "did you mean 'name'?"),
+    ("{params: 1B, layers: 1000000000000000, hidden: 2048, heads: 16}", "model.layers", "less than or equal to 100000"),
+    ("{params: 1B, layers: 16, hidden: 2048, heads: 16, vocab: 100000000000}", "model.vocab", "less than or equal"),
+    ("{params: " + "9" * 400 + ", layers: 16, hidden: 2048, heads: 16}", "model.params", "a number with 400 digits"),
     ("{hf_config: 3}", "model.hf_config", "valid string"),
     ("{hf_config: ''}", "model.hf_config", "at least 1 character"),
 ])

@@ -275,6 +275,18 @@ def test_bad_values(value):
     assert "'hidden_size' must be a positive integer" in one_line(exc)
 
 
+@pytest.mark.parametrize("repo, key, value, words", [
+    ("Qwen/Qwen3-30B-A3B", "num_hidden_layers", 10**15, "no model is that large"),  # looped over per layer: hung
+    ("Qwen/Qwen3-30B-A3B", "vocab_size", 1e308, "no model is that large"),  # overflowed float() in the count
+    ("meta-llama/Llama-3.1-8B", "hidden_size", 10**8, "at most 10,000,000"),
+    ("meta-llama/Llama-3.1-8B", "num_hidden_layers", 10**6, "invalid shape"),  # the shape's own bound on layers
+])
+def test_absurdly_large_values(repo, key, value, words):
+    with pytest.raises(ValueError) as exc:
+        arch_from_config(dict(shipped(repo), **{key: value}), "m")
+    assert words in one_line(exc)
+
+
 def test_bad_flag_and_shape():
     with pytest.raises(ValueError) as exc:
         arch_from_config(dict(shipped("meta-llama/Llama-3.1-8B"), tie_word_embeddings="no"), "m")

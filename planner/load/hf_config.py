@@ -22,7 +22,7 @@ from pathlib import Path
 
 from planner.errors import PlannerError
 from planner.load.yaml import read_capped
-from planner.schema.scenario import ModelArch
+from planner.schema.scenario import MAX_WIDTH, ModelArch
 
 SUPPORTED = ("deepseek_v3", "falcon", "gemma2", "gemma3", "gemma3_text", "gpt2", "llama", "mistral",
              "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe")
@@ -98,6 +98,9 @@ class _Reader:
         if isinstance(value, bool) or not isinstance(value, int) or value < (1 if positive else 0):
             need = "a positive integer" if positive else "a non-negative integer"
             raise ValueError(f"{self._where()}: {self._key(key)} must be {need}, not {value!r}")
+        if value > MAX_WIDTH:  # the shape's bound (a layer count has its own, checked with the shape)
+            raise ValueError(f"{self._where()}: {self._key(key)} is {value:,}; no model is that large "
+                             f"(at most {MAX_WIDTH:,})")
         return value
 
     def optional(self, *keys: str, positive: bool = True) -> int | None:

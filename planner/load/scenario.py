@@ -92,7 +92,7 @@ def resolve_models(workloads: tuple, catalog: Catalog, path: Path, raw: Any, col
             if isinstance(model, HfConfigFile):
                 file = hf_config_path(model, path)
                 config = hf_config.load_config_file(file)
-                arch = hf_config.arch_from_config(config, file.parent.name if file.name == "config.json" else file.stem)
+                arch = hf_config.arch_from_config(config, file.resolve().parent.name if file.name == "config.json" else file.stem)
             elif isinstance(model, str) and hf_config.looks_like_hf_id(model) and not _in_catalog(catalog, model):
                 arch = hf_config.arch_from_config(hf_config.fetch_config(model), model.split("/")[-1].lower(),
                                                   hf_repo=model)

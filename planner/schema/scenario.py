@@ -17,6 +17,10 @@ from planner.schema.units import parse_count, parse_gib, parse_hours, parse_seco
 # model (1e308 as a multiplier or budget would overflow to inf): a century, an exabyte, a trillion
 # dollars, 1e18 tokens, a million-fold multiplier.
 MAX_HOURS, MAX_GIB, MAX_USD, MAX_COUNT, MAX_MULTIPLIER = 1e6, 1e9, 1e12, 1e18, 1e6
+MAX_LAYERS, MAX_WIDTH = 100_000, 10_000_000
+"""A model's layers, and its widths and counts (hidden, heads, FFN, vocabulary, experts, context): far above any
+published model (hundreds of layers, widths of tens of thousands), low enough that a per-layer loop stays quick."""
+Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
 Hours = Annotated[float, BeforeValidator(parse_hours), Field(gt=0, le=MAX_HOURS)]
 HoursOrZero = Annotated[float, BeforeValidator(parse_hours), Field(ge=0, le=MAX_HOURS)]
 GiB = Annotated[float, BeforeValidator(parse_gib), Field(gt=0, le=MAX_GIB)]
@@ -124,17 +128,17 @@ class ModelArch(Strict):
     name: str = "custom"
     params: Count
     active_params: Count | None = Field(None, description="MoE: parameters used per token")
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: int | None = Field(None, gt=0, description="grouped-query attention; default = heads")
-    head_dim: int | None = Field(None, gt=0, description="default hidden / heads")
-    ffn: int | None = Field(None, gt=0, description="MLP width; default 4 x hidden")
-    vocab: int = Field(32000, gt=0)
-    max_context: int | None = Field(None, gt=0)
+    layers: int = Field(gt=0, le=MAX_LAYERS)
+    hidden: Width
+    heads: Width
+    kv_heads: Width | None = Field(None, description="grouped-query attention; default = heads")
+    head_dim: Width | None = Field(None, description="default hidden / heads")
+    ffn: Width | None = Field(None, description="MLP width; default 4 x hidden")
+    vocab: Width = 32000
+    max_context: int | None = Field(None, gt=0, le=MAX_COUNT)
     tied_embeddings: bool = False
-    experts: int | None = Field(None, gt=0, description="MoE: routed experts per MoE layer")
-    experts_per_token: int | None = Field(None, gt=0, description="MoE: routed experts each token uses")
+    experts: Width | None = Field(None, description="MoE: routed experts per MoE layer")
+    experts_per_token: Width | None = Field(None, description="MoE: routed experts each token uses")
     expert_params: Count | None = Field(None, description="MoE: parameters in routed experts, all layers")
     hf_repo: str = ""
     source: str = ""

@@ -31,6 +31,8 @@ def _split(value: object, what: str) -> tuple[float, str]:
     if isinstance(value, bool):
         raise ValueError(f"expected {what}, got a boolean")
     if isinstance(value, (int, float)):
+        if isinstance(value, int) and abs(value) > 1e300:  # float() would overflow
+            raise ValueError(f"expected {what}, got a number with {len(str(abs(value)))} digits")
         return float(value), ""
     if not isinstance(value, str):
         raise ValueError(f"expected {what}, got {type(value).__name__}")
