@@ -12,7 +12,7 @@ from conftest import SCENARIOS
 
 from planner.economics.costmodel import CandidateInputs, segment_plan
 from planner.economics.fallback import margin_h
-from planner.economics.trace_replay import TraceJob, omniscient, replay, windows
+from planner.economics.trace_replay import MAX_STEPS, TraceJob, omniscient, replay, windows
 from planner.load.traces import SHIPPED_TRACES, load_traces
 from planner.solve.pipeline import inputs_from_assignment
 
@@ -97,6 +97,21 @@ def test_simulate_traces_end_to_end(run):
     print(f"pretrain-deadline on {len(row['traces'])} traces: planned ${row['planned']['cost_usd']:,.0f}, "
           f"realised ${plan['cost_usd']:,.0f} (regret {plan['regret']:+.1%}), Uniform Progress "
           f"${progress['cost_usd']:,.0f} ({progress['regret']:+.1%}), on demand ${row['on_demand_cost_usd']:,.0f}")
+
+
+def test_a_horizon_of_decades_is_cut_at_max_steps(run, scenario_file):
+    """A deadline of a million hours asked for 40 x 12 million steps (about 20 GB) before the replay was cut."""
+    assert windows(np.array([4] * 10), 1 / 60, nodes=1, starts=3, horizon_h=1e6)[0].shape == (3, MAX_STEPS)
+    text = (SCENARIOS / "pretrain-deadline.yaml").read_text()
+    assert "time_budget: 84h" in text
+    path = scenario_file(text.replace("time_budget: 84h", "time_budget: 1000000h"))
+    result = run("simulate", path, "--traces", "--format", "json")
+    assert result.exit_code == 0, result.output
+    [row] = json.loads(result.stdout)
+    assert row["replayed_h"] == pytest.approx(MAX_STEPS * 5 / 60)
+    assert row["market"] == "spot" and row["spot"]["unfinished"] == 0  # done long before the cut (plain spot now)
+    table = run("simulate", path, "--traces").stdout
+    assert f"replayed for its first {MAX_STEPS * 5 / 60:,.0f} h only" in table
 
 
 def test_own_traces_and_bad_ones(run, tmp_path):

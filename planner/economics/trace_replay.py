@@ -37,6 +37,9 @@ __all__ = ["TraceJob", "Outcomes", "POLICIES", "windows", "replay", "omniscient"
 POLICIES = ("spot", "spot_fallback", "uniform_progress")
 STEP_H = 5 / 60
 """The replay's time step: traces are resampled to it (or their own gap if coarser)."""
+MAX_STEPS = 100_000
+"""Steps replayed at most (a year at five minutes): a longer horizon (a deadline of decades) is cut there, a
+sample not done by then counted unfinished, so memory (samples x steps) and time stay bounded."""
 
 
 @dataclass(frozen=True)
@@ -67,14 +70,14 @@ class Outcomes:
 def windows(up_counts: np.ndarray, gap_h: float, nodes: int, starts: int, horizon_h: float
             ) -> tuple[np.ndarray, float]:
     """(samples x steps) of whether a gang of `nodes` can run on spot, from `starts` offsets spread over
-    the trace (read cyclically), over `horizon_h`; and the step in hours."""
+    the trace (read cyclically), over `horizon_h` (at most MAX_STEPS); and the step in hours."""
     step = max(gap_h, STEP_H)
     per = max(1, round(step / gap_h))
     usable = (up_counts >= nodes)
     usable = usable[: len(usable) // per * per].reshape(-1, per).all(axis=1) if per > 1 else usable
     step = gap_h * per
     length = len(usable)
-    steps = int(math.ceil(horizon_h / step))
+    steps = min(int(math.ceil(horizon_h / step)), MAX_STEPS)
     offsets = np.linspace(0, length, starts, endpoint=False).astype(np.int64)
     index = (offsets[:, None] + np.arange(steps)[None, :]) % length
     return usable[index], step

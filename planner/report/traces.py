@@ -62,6 +62,9 @@ def trace_rows(loaded, assignment_list: list[dict], traces: list[Trace]) -> list
                            "deadline_hit_rate": float(np.mean(np.nan_to_num(wall, nan=math.inf) <= deadline + 1e-9)),
                            "unfinished": float(np.mean(np.isnan(wall)))}
         row["samples"] = sum(up.shape[0] for up, _ in parts)
+        replayed = min(up.shape[1] * step for up, step in parts)
+        if replayed < horizon * (1 - 1e-9):
+            row["replayed_h"] = replayed  # the horizon was cut at MAX_STEPS
         if len(policies) > 1:
             best = np.concatenate([trace_replay.omniscient(job, up, step) for up, step in parts])
             row["on_demand_cost_usd"] = float(int(a["nodes"]) * on_demand * segment_plan(inputs).T0)
@@ -106,6 +109,9 @@ def trace_text(rows: list[dict], fmt: str) -> str:
     if stand_ins:
         footer.append(f"no trace of their own instance type: {', '.join(stand_ins)} replayed on their provider's "
                       f"traces as a stand-in")
+    cut = [f"{r['workload']}: replayed for its first {r['replayed_h']:,.0f} h only ({trace_replay.MAX_STEPS:,} steps); "
+           f"samples not done by then count as unfinished" for r in rows if "replayed_h" in r]
+    footer += cut
     skipped = [f"{r['workload']}: {r['skipped']}" for r in rows if "skipped" in r]
     footer += skipped
     if not lines:
