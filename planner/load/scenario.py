@@ -130,9 +130,16 @@ def validate_model(model: type[BaseModel], raw: Any, path: Path):
     try:
         return model.model_validate(to_plain(raw))
     except ValidationError as exc:
-        error = _most_useful(exc.errors())
-        loc = _data_loc(raw, error["loc"])
-        raise PlannerError(_describe(model, error, loc), where(path, raw, loc)) from None
+        message, loc = validation_problem(model, exc, raw)
+        raise PlannerError(message, where(path, raw, loc)) from None
+
+
+def validation_problem(model: type[BaseModel], exc: ValidationError, raw: Any) -> tuple[str, tuple]:
+    """The most useful error of a failed `model` validation of `raw`: what was expected and found, and the key
+    path into `raw` where (pydantic's union-branch labels dropped)."""
+    error = _most_useful(exc.errors())
+    loc = _data_loc(raw, error["loc"])
+    return _describe(model, error, loc), loc
 
 
 def _most_useful(errors: list[dict]) -> dict:
@@ -283,4 +290,4 @@ def check_references(loaded: LoadedScenario, collection: str = "workloads") -> N
             check_gpu(override.gpu, ("overrides", i, "gpu"))
 
 
-__all__ = ["LoadedScenario", "load_scenario", "validate_model", "key_path"]
+__all__ = ["LoadedScenario", "load_scenario", "validate_model", "validation_problem", "key_path"]

@@ -31,6 +31,8 @@ Fraction = Annotated[float, Field(gt=0, lt=1)]
 Multiplier = Annotated[float, Field(gt=0, le=MAX_MULTIPLIER)]
 PricePerHour = Annotated[float, Field(gt=0, le=1e6)]
 Rate = Annotated[float, Field(ge=0, le=1e4)]
+MAX_WAIT_CV = 100
+"""The largest coefficient of variation of a wait for spot capacity (the traces' are 2 to 6)."""
 
 Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 WeightPrecision = Literal["fp32", "fp16", "bf16", "fp8", "int8", "int4"]
@@ -358,9 +360,13 @@ class MeasuredCapacity(Strict):
     max_requests_per_s: Annotated[float, Field(gt=0, le=MAX_REQUESTS_PER_S)]
 
 
+MAX_GPUS = 1_000_000
+"""A million GPUs: above any job or endpoint, and the bound on a node count read back from a plan."""
+
+
 class GpuCount(Strict):
-    min: int = Field(1, gt=0, le=1_000_000)
-    max: int = Field(64, gt=0, le=1_000_000)
+    min: int = Field(1, gt=0, le=MAX_GPUS)
+    max: int = Field(64, gt=0, le=MAX_GPUS)
 
     @model_validator(mode="after")
     def _ordered(self) -> "GpuCount":
@@ -573,7 +579,7 @@ class Override(Strict):
         None, description="set the share of preemption events taking one node that also take any other "
                     "(0: independent, 1: every event takes every node)")
     spot_capacity_wait: HoursOrZero | None = Field(None, description="set the mean time until spot capacity returns")
-    spot_capacity_wait_cv: Annotated[float, Field(ge=1, le=100)] | None = Field(
+    spot_capacity_wait_cv: Annotated[float, Field(ge=1, le=MAX_WAIT_CV)] | None = Field(
         None, description="set that wait's coefficient of variation (1: exponential; the traces' are 2-6)")
 
 
