@@ -5,7 +5,6 @@ answers instantly.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
@@ -384,12 +383,10 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit, traces_dir) -> 
                                str(scenario))
         return _simulate_quarter(scenario, plan_file, trials, seed, fmt, time_limit)
     loaded = load_scenario(scenario)
-    serving = [w.name for w in loaded.scenario.workloads if w.serving]
     if plan_file:
-        from planner.load.plan_file import load_plan_assignments
+        from planner.load.plan_file import load_plan
 
-        chosen = load_plan_assignments(plan_file, {w.name for w in loaded.scenario.workloads} - set(serving))
-        endpoints = json.loads(plan_file.read_text()).get("endpoints", []) if serving else []
+        chosen, endpoints = load_plan(plan_file, loaded.scenario)
     else:
         from planner.report.serving import endpoint_reports
         from planner.solve.pipeline import assignments, make_plan

@@ -115,7 +115,8 @@ def test_a_schedule_file_without_the_replay_fields_is_one_located_line(tmp_path)
     result = CliRunner().invoke(main, ["simulate", str(path), "--plan", str(bad)])
     assert result.exit_code == 2
     lines = [line for line in result.output.splitlines() if line.strip()]
-    assert len(lines) == 1 and "runs[1]" in lines[0] and "missing inputs" in lines[0], result.output
+    assert len(lines) == 1 and "runs[1].inputs" in lines[0] and "missing required key 'inputs'" in lines[0] and \
+        "planner batch" in lines[0], result.output
 
 
 def test_replay_matches_the_cost_models_completion_distribution():

@@ -41,15 +41,34 @@ def test_bad_plan_files(run, tmp_path):
     broken.write_text('{"assignments": [')
     assert_one_line_error(run("simulate", SCENARIOS / "lora-finetune.yaml", "--plan", broken), "broken.json:1",
                           "not valid JSON")
+    for name, text, expected in (("deep.json", "[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+                                 ("nested.json", "[" * 100 + "]" * 100, "nested deeper than 64 levels"),
+                                 ("digits.json", "[1" + "0" * 5000 + "]", "an integer of thousands of digits")):
+        (tmp_path / name).write_text('{"assignments": ' + text + "}")
+        assert_one_line_error(run("simulate", SCENARIOS / "lora-finetune.yaml", "--plan", tmp_path / name),
+                              f"{name}: ", expected)
     empty = tmp_path / "empty.json"
     empty.write_text('{"assignments": []}')
     assert_one_line_error(run("simulate", SCENARIOS / "lora-finetune.yaml", "--plan", empty), "expected a plan")
     stranger = tmp_path / "stranger.json"
-    stranger.write_text(json.dumps({"assignments": [{"workload": "nobody", "nodes": 1, "gpus_per_node": 1,
-                                                     "checkpoint_interval_h": 1, "inputs": {}, "expected": {},
-                                                     "breakdown_usd": {}}]}))
+    job = {"workload": "nobody", "provider": "aws", "region": "us-east-1", "instance_type": "g5.xlarge",
+           "market": "on_demand", "nodes": 1, "gpus_per_node": 1, "checkpoint_interval_h": 1,
+           "inputs": {"work_h": 3.0, "checkpoint_write_h": 0.05, "restart_h": 0.1, "failure_rate_per_h": 2e-5,
+                      "interruption_tolerance": "checkpointed", "price_per_node_h": 1.0,
+                      "billing_granularity_h": 1 / 3600, "billing_minimum_h": 0.0, "time_budget_h": None},
+           "expected": {"wall_h": 3.5, "p_deadline": 1.0, "cost_usd": 3.5},
+           "breakdown_usd": {"storage": 0, "egress": 0}}
+    stranger.write_text(json.dumps({"assignments": [job]}))
     assert_one_line_error(run("simulate", SCENARIOS / "lora-finetune.yaml", "--plan", stranger),
-                          "assignments[0]", "'nobody' is not in the scenario")
+                          "stranger.json: assignments[0].workload", "'nobody' is not in the scenario")
+    job["workload"] = "support-lora"
+    stranger.write_text(json.dumps({"assignments": [job]}))
+    result = run("simulate", SCENARIOS / "lora-finetune.yaml", "--plan", stranger, "--trials", "100")
+    assert result.exit_code == 0, result.output  # the fields the replay reads are all it needs
+    del job["inputs"]["work_h"]
+    stranger.write_text(json.dumps({"assignments": [job]}))
+    assert_one_line_error(run("simulate", SCENARIOS / "lora-finetune.yaml", "--plan", stranger),
+                          "stranger.json: assignments[0].inputs.work_h", "missing required key 'work_h'")
 
 
 def test_infeasible_scenario_has_nothing_to_simulate(run, scenario_file):

@@ -4,7 +4,7 @@ yaml         a safe YAML reader that keeps line numbers
 catalog      the GPU, model, provider and offer tables (shipped or the user's)
 scenario     a scenario file: parse, validate, resolve models, check names
 quarter      a quarter file, and its calendar in steps
-plan_file    a plan JSON read back for `planner simulate --plan`
+plan_file    a plan or schedule JSON read back for `planner simulate --plan`, checked for what the replays read
 hf_config    models from Hugging Face `config.json` files
 offer_facts  facts the shipped offers know that outside sources lack
 skypilot     `catalog import --from skypilot`

@@ -1,63 +1,388 @@
-"""A plan file (`planner solve --format json`) read back for `planner simulate --plan`: checked for
-what a simulation needs, every error located at the file and the assignment."""
+"""A plan file (`planner solve --format json`) or a schedule (`planner batch --format json`) read back for
+`planner simulate --plan`.
+
+The models below are exactly what the replays read (`report/solve.py` `simulation_rows` and
+`economics/simulate.py` for the jobs, `report/traces.py` for `--traces`, `report/serving.py` `endpoint_replays`
+and `economics/endpoint_sim.py` for the endpoints, `report/batch.py` `schedule_replay` and
+`economics/schedule_sim.py` for a schedule): each field's type, a finite number, and its range, with the
+scenario schema's bounds (a century, a trillion dollars, a million GPUs, ...) so nothing the file says can make
+a replay divide by zero, loop for hours or allocate gigabytes. Keys the replays do not read are kept as they are.
+Then the plan is checked against the scenario (or the schedule against the quarter) it is replayed with.
+
+Every problem is one `PlannerError` at the file and the key path into it
+(`plan.json: assignments[3].inputs.failure_rate_per_h`), saying what was expected and what was found.
+"""
 from __future__ import annotations
 
 import json
+import math
+import re
 from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_serializer
 
 from planner.errors import PlannerError
-from planner.load.yaml import read_text
+from planner.load.scenario import validation_problem
+from planner.load.yaml import MAX_DEPTH, key_path, read_text
+from planner.schema.quarter import When
+from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_REQUESTS_PER_S, MAX_USD, MAX_WAIT_CV, PricePerHour, Rate,
+                                     Tolerance)
 
-NEEDED = ("workload", "nodes", "gpus_per_node", "checkpoint_interval_h", "inputs", "expected", "breakdown_usd")
-"""The fields of an assignment the simulation reads."""
+MAX_EXPECTED_FAILURES = 10_000
+"""The Monte-Carlo draws every failure of every trial, about a millisecond per expected failure per 10,000
+trials: a job expected to fail more often than this (a months-long job on a flaky market, or without
+checkpoints) is refused rather than replayed for minutes to hours."""
+MAX_SEGMENTS = 2.0 ** 53
+"""Checkpoints per job the replay can count exactly (segment numbers are whole floats and 64-bit integers)."""
+
+Hours = Annotated[float, Field(gt=0, le=MAX_HOURS)]
+HoursOrZero = Annotated[float, Field(ge=0, le=MAX_HOURS)]
+PerHour = Annotated[float, Field(ge=0)]
+Dollars = Annotated[float, Field(ge=0, le=MAX_USD)]
+Share = Annotated[float, Field(ge=0, le=1)]
+Nodes = Annotated[int, Field(ge=1, le=MAX_GPUS)]
+RequestsPerS = Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)]
+
+
+class Read(BaseModel):
+    """The keys a replay reads of one object of the file, as the JSON contract writes them (numbers as numbers,
+    finite); any other key is kept untouched."""
+
+    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+
+# ---------------------------------------------------------------- a plan's jobs
+
+
+class Process(Read):
+    """A placed job's failure process (`economics/inputs.py` `process_json`), read back by `inputs_from_process`."""
+
+    work_h: Hours
+    checkpoint_write_h: HoursOrZero
+    restart_h: HoursOrZero
+    failure_rate_per_h: PerHour
+    preemption_events_per_h: PerHour = 0.0  # absent in older plans: every failure counts as one (not dumped)
+    capacity_wait_h: HoursOrZero = 0.0
+    capacity_wait_cv: Annotated[float, Field(ge=1, le=MAX_WAIT_CV)] = 1.0
+    interruption_tolerance: Tolerance
+    time_budget_h: Hours | None = None  # a schedule's spot_fallback run: the slack it switches against
+
+
+class AssignmentInputs(Process):
+    price_per_node_h: PricePerHour
+    billing_granularity_h: Hours
+    billing_minimum_h: HoursOrZero
+    time_budget_h: Hours | None  # null: no deadline
+    fallback_price_per_node_h: PricePerHour = 0.0  # spot_fallback only: the on-demand price it falls back to
+
+
+class Expected(Read):
+    wall_h: HoursOrZero  # divides the storage cost; sizes the --traces horizon without a deadline
+    p_deadline: Share
+    cost_usd: Dollars
+
+
+class Breakdown(Read):
+    storage: Dollars
+    egress: Dollars
+
+
+class Assignment(Read):
+    workload: str
+    provider: str
+    region: str
+    instance_type: str
+    market: Literal["on_demand", "spot", "spot_fallback"]
+    nodes: Nodes
+    gpus_per_node: Nodes
+    checkpoint_interval_h: Hours | None  # null: no checkpoints (one segment)
+    inputs: AssignmentInputs
+    expected: Expected
+    breakdown_usd: Breakdown
+
+
+# ---------------------------------------------------------------- a plan's endpoints
+
+
+class Pool(Read):
+    nodes: Annotated[int, Field(ge=0, le=MAX_GPUS)]
+    load_nodes: Annotated[float, Field(ge=0, le=MAX_GPUS)]
+    preemptions_per_node_h: Rate
+    correlation: Share
+    replace_h: HoursOrZero
+    capacity_wait_h: HoursOrZero
+    node_requests_per_s: list[RequestsPerS]  # one per request size (bucket) of the traffic
+    share_of_requests: list[Share]
+
+
+class Period(Read):
+    hours: str
+    days: str = "daily"
+    bucket_requests_per_s: list[RequestsPerS]
+    pools: list[Pool]
+
+
+class Endpoint(Read):
+    workload: str
+    duration_h: Hours
+    below_capacity_share: Share
+    periods: list[Period]
+
+
+class Plan(Read):
+    assignments: list[Assignment]
+    endpoints: list[Endpoint] = []
+
+
+# ---------------------------------------------------------------- a schedule
+
+
+class ScheduledRun(Read):
+    run: str
+    scheduled: Literal[True]
+    start: When
+    end: When
+    market: Literal["on_demand", "spot", "spot_fallback", "reserved"]
+    nodes: Nodes
+    gpus_per_node: Nodes
+    pool: Annotated[int, Field(ge=-1)]  # the reservation's index, or -1
+    checkpoint_interval_h: Hours | None
+    inputs: Process
+
+    @field_serializer("start", "end")
+    def _iso(self, moment) -> str:
+        return moment.isoformat()  # as `planner batch` writes it, in UTC
+
+
+class UnscheduledRun(Read):
+    scheduled: bool = False
+
+
+def _run_kind(value: Any) -> str:
+    return "<scheduled>" if isinstance(value, dict) and value.get("scheduled") is True else "<unscheduled>"
+
+
+class ScheduleReservation(Read):
+    nodes: Annotated[int, Field(ge=0, le=MAX_GPUS)]
+
+
+class Schedule(Read):
+    runs: list[Annotated[Annotated[ScheduledRun, Tag("<scheduled>")] | Annotated[UnscheduledRun, Tag("<unscheduled>")],
+                         Discriminator(_run_kind)]]
+    reservations: list[ScheduleReservation] = []
+
+
+# ---------------------------------------------------------------- reading
+
+
+def at(path: Path, loc: tuple) -> str:
+    """`plan.json: assignments[3].inputs` (the file alone for the whole document)."""
+    return f"{path}: {key_path(loc)}" if loc else str(path)
 
 
 def _read_json(path: Path, what: str):
+    deep = f"nested deeper than {MAX_DEPTH} levels; a {what} from `planner` nests six"
     try:
-        return json.loads(read_text(path, what))
+        data = json.loads(read_text(path, what))
     except json.JSONDecodeError as exc:
         raise PlannerError(f"not valid JSON: {exc.msg}", f"{path}:{exc.lineno}") from None
+    except RecursionError:
+        raise PlannerError(deep, str(path)) from None
+    except ValueError:  # Python reads integers of at most 4,300 digits
+        raise PlannerError("not valid JSON for planner: an integer of thousands of digits", str(path)) from None
+    level, depth = [data], 0  # refused before anything recurses into it
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise PlannerError(deep, str(path))
+        level = [child for node in level if isinstance(node, (dict, list))
+                 for child in (node.values() if isinstance(node, dict) else node)]
+    return data
 
 
-def load_plan_assignments(path: Path, workloads: set[str]) -> list[dict]:
-    """The plan's assignments, each naming one of `workloads` and carrying the NEEDED fields."""
+def _validated(model: type[BaseModel], data: Any, path: Path, command: str):
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        message, loc = validation_problem(model, exc, data)
+        if message.startswith("missing required key"):
+            message += f" (a file from this version of `{command}`)"
+        message = re.sub(r" or instance of \w+", "", message)  # the model's name means nothing in the file
+        raise PlannerError(message, at(path, loc)) from None
+
+
+def load_plan(path: Path, scenario) -> tuple[list[dict], list[dict]]:
+    """A plan's assignments and endpoints for `scenario` (a `Scenario`): each assignment a job of the scenario, each
+    endpoint one of its serving workloads with its traffic's periods and request sizes, every number in range."""
     data = _read_json(path, "plan file")
     if not isinstance(data, dict) or not isinstance(data.get("assignments"), list) or not (
             data["assignments"] or data.get("endpoints")):
         raise PlannerError("expected a plan from `planner solve --format json` with assignments or endpoints",
                            str(path))
-    for index, a in enumerate(data["assignments"]):
-        missing = [k for k in NEEDED if k not in a]
-        if missing:
-            raise PlannerError(f"missing {', '.join(missing)}", f"{path}: assignments[{index}]")
-        if a["workload"] not in workloads:
-            raise PlannerError(f"workload {a['workload']!r} is not in the scenario", f"{path}: assignments[{index}]")
-    return data["assignments"]
-
-
-SCHEDULE_NEEDED = ("run", "start", "end", "nodes", "gpus_per_node", "pool", "checkpoint_interval_h", "inputs")
-"""The fields of a scheduled run the schedule's replay reads."""
+    plan = _validated(Plan, data, path, "planner solve --format json")
+    jobs = {w.name: w for w in scenario.workloads if not w.serving}
+    serving = {w.name: w for w in scenario.workloads if w.serving}
+    for index, a in enumerate(plan.assignments):
+        loc = ("assignments", index)
+        if a.workload not in jobs:
+            why = "is an endpoint (kind: serving), planned under endpoints" if a.workload in serving else \
+                "is not in the scenario"
+            raise PlannerError(f"workload {a.workload!r} {why}", at(path, loc + ("workload",)))
+        _check_job(a, jobs[a.workload], path, loc, fallback_price=True)
+    for index, e in enumerate(plan.endpoints):
+        _check_endpoint(e, serving, path, ("endpoints", index))
+    out = plan.model_dump(exclude_unset=True)
+    return out["assignments"], out.get("endpoints", [])
 
 
 def load_schedule(path: Path, loaded) -> dict:
     """A schedule from `planner batch --format json` for the quarter `loaded`: its scheduled runs name the
-    quarter's runs and carry SCHEDULE_NEEDED, and it has one reservation entry per option."""
+    quarter's runs (once each), every number in range, and it has one reservation entry per option."""
     data = _read_json(path, "schedule file")
     if not isinstance(data, dict) or not isinstance(data.get("runs"), list) or data.get("status") not in (
             "OPTIMAL", "FEASIBLE"):
         raise PlannerError("expected a schedule from `planner batch --format json` (status OPTIMAL or FEASIBLE)",
                            str(path))
-    names = {r.name for r in loaded.quarter.runs}
-    for index, r in enumerate(data["runs"]):
-        if not isinstance(r, dict) or not r.get("scheduled"):
+    schedule = _validated(Schedule, data, path, "planner batch --format json")
+    quarter = loaded.quarter
+    if len(schedule.reservations) != len(quarter.reservations):
+        raise PlannerError(f"{len(schedule.reservations)} reservation entries for {len(quarter.reservations)} "
+                           "reservation options in the quarter", at(path, ("reservations",)))
+    for index, (entry, option) in enumerate(zip(schedule.reservations, quarter.reservations)):
+        if entry.nodes > option.max_nodes:
+            raise PlannerError(f"{entry.nodes} nodes bought of reservation {option.label!r}, which offers at most "
+                               f"{option.max_nodes}", at(path, ("reservations", index, "nodes")))
+    runs = {r.name: r for r in quarter.runs}
+    first: dict[str, int] = {}
+    for index, r in enumerate(schedule.runs):
+        if not isinstance(r, ScheduledRun):
             continue
-        missing = [k for k in SCHEDULE_NEEDED if k not in r]
-        if missing:
-            raise PlannerError(f"missing {', '.join(missing)} (a schedule from this version of `planner batch`)",
-                               f"{path}: runs[{index}]")
-        if r["run"] not in names:
-            raise PlannerError(f"run {r['run']!r} is not in the quarter", f"{path}: runs[{index}]")
-    if len(data.get("reservations") or []) != len(loaded.quarter.reservations):
-        raise PlannerError(f"{len(data.get('reservations') or [])} reservation entries for "
-                           f"{len(loaded.quarter.reservations)} reservation options in the quarter", str(path))
-    return data
+        loc = ("runs", index)
+        if r.run not in runs:
+            raise PlannerError(f"run {r.run!r} is not in the quarter", at(path, loc + ("run",)))
+        if r.run in first:
+            raise PlannerError(f"run {r.run!r} is scheduled twice (first at runs[{first[r.run]}])",
+                               at(path, loc + ("run",)))
+        first[r.run] = index
+        if r.end < r.start:
+            raise PlannerError(f"ends ({r.end.isoformat()}) before it starts ({r.start.isoformat()})",
+                               at(path, loc + ("end",)))
+        if r.pool >= len(schedule.reservations):
+            entries = len(schedule.reservations)
+            choices = f"or the index of a reservation entry, 0 to {entries - 1}" if entries else "(no reservations)"
+            raise PlannerError(f"expected -1 for no reservation {choices}; got {r.pool}", at(path, loc + ("pool",)))
+        _check_job(r, runs[r.run], path, loc, fallback_price=False)
+    return schedule.model_dump(exclude_unset=True)
+
+
+# ---------------------------------------------------------------- against the scenario or quarter
+
+
+def _check_job(job: Assignment | ScheduledRun, workload, path: Path, loc: tuple, fallback_price: bool) -> None:
+    """A job's size is one the workload allows, and its process one the replay can draw (cost-model §3-§4, §10)."""
+    gpus = job.nodes * job.gpus_per_node
+    if not workload.gpus.min <= gpus <= workload.gpus.max:
+        raise PlannerError(f"{job.nodes} nodes of {job.gpus_per_node} GPUs is {gpus} GPUs, outside the workload's "
+                           f"gpus {workload.gpus.min}-{workload.gpus.max}", at(path, loc + ("nodes",)))
+    inputs = job.inputs
+    if job.market == "spot_fallback":
+        if fallback_price and "fallback_price_per_node_h" not in inputs.model_fields_set:
+            raise PlannerError("missing required key 'fallback_price_per_node_h' (a spot_fallback job's on-demand "
+                               "price)", at(path, loc + ("inputs", "fallback_price_per_node_h")))
+        if inputs.time_budget_h is None:
+            raise PlannerError("expected a number of hours, got none: a spot_fallback job switches to on-demand "
+                               "against its time budget", at(path, loc + ("inputs", "time_budget_h")))
+    events = inputs.preemption_events_per_h
+    if events > inputs.failure_rate_per_h * (1 + 1e-9):
+        raise PlannerError(f"{events:g} preemption events per hour, more than the {inputs.failure_rate_per_h:g} "
+                           "failures per hour they are counted among (failure_rate_per_h)",
+                           at(path, loc + ("inputs", "preemption_events_per_h")))
+    segments = _segments(inputs, job.checkpoint_interval_h)
+    problem = _replay_problem(inputs, job.nodes, segments)
+    if problem:
+        raise PlannerError(problem, at(path, loc + ("inputs",)))
+    problem = _fallback_problem(inputs, segments) if job.market == "spot_fallback" else None
+    if problem:
+        raise PlannerError(problem, at(path, loc + ("inputs", "time_budget_h")))
+
+
+def _segments(p: Process, interval_h: float | None) -> tuple[float, int, float, float, float]:
+    """The job's segments as the cost model cuts its work (cost-model §4; `costmodel._split` and `segment_plan`,
+    restated: this layer sits below the economics): W/τ, their number k (0 when too many to count), τ as used,
+    a full segment's hours and the last one's, each with its checkpoint write; one segment of W without
+    checkpoints."""
+    tolerance, work = p.interruption_tolerance, p.work_h
+    tau = math.inf if tolerance == "none" or interval_h is None else interval_h
+    write = p.checkpoint_write_h if tolerance == "checkpointed" else 0.0
+    if tau >= work:
+        return 1.0, 1, work, work + write, work + write
+    ratio = work / tau
+    if not ratio <= MAX_SEGMENTS:
+        return ratio, 0, tau, tau + write, tau + write
+    nearest = round(ratio)
+    k = max(1, nearest if abs(ratio - nearest) <= 1e-9 * max(1.0, nearest) else math.ceil(ratio))
+    last = work - (k - 1) * tau
+    if last <= 0 or abs(last - tau) <= 1e-9 * tau or last > tau:
+        last = min(max(last, 0.0), tau) or tau
+    return ratio, k, (work if k == 1 else tau), (tau if k > 1 else last) + write, last + write
+
+
+def _replay_problem(p: Process, nodes: int, segments: tuple) -> str | None:
+    """Why the Monte-Carlo could not draw this process in reasonable time, else None: too many segments, or more
+    expected failures Σ_i (e^(λ·s_i) − 1) than MAX_EXPECTED_FAILURES, λ per stream (a stateless job's nodes
+    are streams of their own)."""
+    ratio, k, tau, full, last = segments
+    if not k:
+        return (f"checkpoint interval {tau:g} h cuts {p.work_h:g} h of work into {ratio:.3g} segments; expected at "
+                f"most {MAX_SEGMENTS:.3g}")
+    lam = max(p.failure_rate_per_h, p.preemption_events_per_h) / (nodes if p.interruption_tolerance == "stateless"
+                                                                   else 1)
+    exposure = lam * max(full, last)
+    failures = (k - 1) * math.expm1(lam * full) + math.expm1(lam * last) if exposure < 700 else math.inf
+    if not failures <= MAX_EXPECTED_FAILURES:
+        times = f"{failures:.3g} times" if math.isfinite(failures) else "without end"
+        return (f"the job is expected to fail {times} (failure_rate_per_h {p.failure_rate_per_h:g} over "
+                f"{k:,} segment(s) of {full:g} h); the replay draws every failure, expected at most "
+                f"{MAX_EXPECTED_FAILURES:,}")
+    return None
+
+
+def _fallback_problem(p: Process, segments: tuple) -> str | None:
+    """A spot_fallback job's budget D leaves room for spot before its switch point, as the policy's analytic
+    figures need (`economics/fallback.py` `unit`, cost-model §10): D − margin − 2R − S − s ≥ 0 and, for the last
+    segment, D − margin − 2R − S − s_k > 0, with margin = R + τ and S all the segments; refused within float noise
+    of the edge."""
+    _, k, tau, full, last = segments
+    restart, budget = p.restart_h, p.time_budget_h
+    before = (restart + tau) + 2 * restart + (k - 1) * full + last
+    need = before + (full if k > 1 else last)
+    if budget - need < 1e-9 * max(1.0, budget) or budget - before - last <= 1e-9 * max(1.0, budget):
+        return (f"a time budget of {budget:g} h leaves no room for spot before the switch to on-demand; a "
+                f"spot_fallback job of these segments needs more than {max(need, before + last):.4g} h")
+    return None
+
+
+def _check_endpoint(e: Endpoint, serving: dict, path: Path, loc: tuple) -> None:
+    """An endpoint of one of the scenario's serving workloads, over its traffic's periods (at most a day's minutes
+    for each day replayed) with one figure per request size (bucket) wherever the replay indexes them."""
+    if e.workload not in serving:
+        known = ", ".join(sorted(serving)) or "none"
+        raise PlannerError(f"endpoint {e.workload!r} is not a serving workload of the scenario (those: {known})",
+                           at(path, loc + ("workload",)))
+    traffic = serving[e.workload].traffic
+    wanted = [(p.hours, p.days) for p in traffic.periods]
+    if [(p.hours, p.days) for p in e.periods] != wanted:
+        raise PlannerError(f"periods {[p.hours for p in e.periods]} are not the traffic's "
+                           f"{[h if d == 'daily' else f'{d} {h}' for h, d in wanted]}", at(path, loc + ("periods",)))
+    buckets = len(traffic.buckets)
+    for j, period in enumerate(e.periods):
+        here = loc + ("periods", j)
+        lists = [(here + ("bucket_requests_per_s",), period.bucket_requests_per_s)]
+        for k, pool in enumerate(period.pools):
+            lists += [(here + ("pools", k, key), getattr(pool, key)) for key in ("node_requests_per_s",
+                                                                                  "share_of_requests")]
+        for place, values in lists:
+            if len(values) != buckets:
+                raise PlannerError(f"{len(values)} values for the traffic's {buckets} request size(s) (buckets)",
+                                   at(path, place))
