@@ -374,7 +374,7 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit, traces_dir) -> 
     """
     from planner.load.scenario import load_scenario
     from planner.load.yaml import load_yaml
-    from planner.report.solve import simulation_rows, simulation_text
+    from planner.report.solve import simulation_rows, simulation_text, unreplayable
 
     raw = load_yaml(scenario)
     if isinstance(raw, dict) and "horizon" in raw:
@@ -387,6 +387,9 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit, traces_dir) -> 
         from planner.load.plan_file import load_plan
 
         chosen, endpoints = load_plan(plan_file, loaded.scenario)
+        if found := unreplayable(chosen):
+            index, key, why = found
+            raise PlannerError(why, f"{plan_file}: assignments[{index}].{key}")
     else:
         from planner.report.serving import endpoint_reports
         from planner.solve.pipeline import assignments, make_plan
@@ -421,13 +424,16 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit, traces_dir) -> 
 
 def _simulate_quarter(quarter: Path, plan_file: Path | None, trials: int, seed: int, fmt: str, time_limit: float):
     from planner.load.quarter import load_quarter
-    from planner.report.batch import schedule_replay, schedule_replay_text
+    from planner.report.batch import schedule_replay, schedule_replay_text, schedule_unreplayable
 
     loaded = load_quarter(quarter)
     if plan_file:
         from planner.load.plan_file import load_schedule
 
         data = load_schedule(plan_file, loaded)
+        if found := schedule_unreplayable(data):
+            index, key, why = found
+            raise PlannerError(why, f"{plan_file}: runs[{index}].{key}")
     else:
         from planner.batch.pipeline import make_batch_plan
         from planner.report.batch import batch_json

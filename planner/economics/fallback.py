@@ -32,7 +32,7 @@ from scipy import fft as _fft
 from planner.economics import costmodel
 from planner.economics.costmodel import CandidateInputs, CostResult, segment_plan
 
-__all__ = ["FallbackResult", "margin_h", "switch_at", "unit", "completion_quantile", "expected"]
+__all__ = ["FallbackResult", "margin_h", "switch_at", "leaves_room", "unit", "completion_quantile", "expected"]
 
 PRICED = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste")
 """The breakdown parts paid at a node-hour price (storage and egress are not)."""
@@ -111,6 +111,25 @@ def _rarely_switches(p, B: float, min_switch: float, law: costmodel.WallLaw) -> 
     return by_law() or by_bound() if law.ready else by_bound() or by_law()
 
 
+def _levels(p, D: float) -> tuple[float, float] | None:
+    """The switch levels of the plan `p` under the deadline D: (B, B_k), the failure overhead any segment but
+    the last, and the last, may end with and stay on spot (Z_(i+1) <= D − margin − 2R − S − s_i); None when
+    they leave spot no room, not even one failure-free segment before the switch point (B < 0 or B_k <= 0)."""
+    margin = margin_h(p.R, p.tau)
+    B_k = D - margin - 2 * p.R - p.S - p.s_k  # the overhead the last segment may end with
+    B = D - margin - 2 * p.R - p.S - p.s if p.k > 1 else B_k
+    if B < 0 or B_k <= 0:
+        return None
+    return B, B_k
+
+
+def leaves_room(inputs: CandidateInputs, tau: float | None = None) -> bool:
+    """Whether the deadline leaves spot at least one failure-free segment before the switch point: exactly
+    when `unit` does not return None for lack of room (without a deadline there is all the room, and `unit`
+    returns None for that instead)."""
+    return _levels(segment_plan(inputs, tau), inputs.time_budget_h) is not None
+
+
 def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 0.0,
          law: costmodel.WallLaw | None = None) -> FallbackResult | None:
     """The policy's expected outcome at unit prices; None when the deadline leaves no room for spot
@@ -122,12 +141,12 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     D = inputs.time_budget_h
     if not math.isfinite(D):
         return None
+    levels = _levels(p, D)
+    if levels is None:
+        return None
+    B, B_k = levels
     k, s, s_k, R, S, lam, n = p.k, p.s, p.s_k, p.R, p.S, p.lam, p.n
     margin = margin_h(R, p.tau)
-    B_k = D - margin - 2 * R - S - s_k  # the overhead the last segment may end with
-    B = D - margin - 2 * R - S - s if k > 1 else B_k
-    if B < 0 or B_k <= 0:
-        return None
     if min_switch > 0 and _rarely_switches(p, B, min_switch, law or costmodel.WallLaw(p)):
         return None
     lost = costmodel._trexp_mean(lam, s) if lam > 0 else 0.0  # work lost per failure, on average

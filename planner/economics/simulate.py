@@ -13,9 +13,16 @@ from typing import Callable
 
 import numpy as np
 
-from planner.economics.costmodel import CandidateInputs, billed_hours, segment_plan, wait_phases
+from planner.economics.costmodel import CandidateInputs, _moments, billed_hours, segment_plan, wait_phases
 
-__all__ = ["SimResult", "simulate", "simulate_fallback"]
+__all__ = ["SimResult", "simulate", "simulate_fallback", "replay_problem", "MAX_EXPECTED_FAILURES", "MAX_SEGMENTS"]
+
+MAX_EXPECTED_FAILURES = 10_000
+"""The Monte-Carlo draws every failure of every trial, about a millisecond per expected failure per 10,000
+trials: a job expected to fail more often than this (a months-long job on a flaky market, or without
+checkpoints) is refused rather than replayed for minutes to hours."""
+MAX_SEGMENTS = 2.0 ** 53
+"""Checkpoints per job the replay can count exactly (segment numbers are whole floats and 64-bit integers)."""
 
 _FIELDS = ("wall_h", "billed_node_h", "cost_usd", "failures")
 
@@ -238,3 +245,32 @@ def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: i
     met = T <= D + 1e-9 * max(1.0, abs(D))
     return SimResult(wall_h=T, billed_node_h=spot_billed + od_billed, cost_usd=cost, failures=F,
                      met_deadline=np.asarray(met, dtype=bool))
+
+
+def replay_problem(inputs: CandidateInputs, market: str) -> tuple[str | None, str] | None:
+    """Why the Monte-Carlo cannot replay this job in reasonable time, as (the input at fault, why), else None:
+    more segments than it counts, or more expected failures (cost-model §4, per stream) than
+    MAX_EXPECTED_FAILURES (the process as a whole: None); or, on `spot_fallback`, a deadline that leaves spot
+    no room before the switch to on-demand, which the policy needs (`fallback.leaves_room`; `time_budget_h`)."""
+    from planner.economics.fallback import leaves_room
+
+    interval, work = inputs.checkpoint_interval_h, inputs.work_h
+    try:
+        p = segment_plan(inputs)
+    except OverflowError:  # W/τ beyond any float
+        p = None
+    if p is None or p.k > MAX_SEGMENTS:
+        count = f"{p.k:.3g} segments" if p is not None else "too many segments to count"
+        return None, (f"checkpoint interval {interval:g} h cuts {work:g} h of work into {count}; expected at most "
+                      f"{MAX_SEGMENTS:.3g}")
+    failures = _moments(p)[1]
+    if not failures <= MAX_EXPECTED_FAILURES:
+        times = f"{failures:.3g} times" if math.isfinite(failures) else "without end"
+        return None, (f"the job is expected to fail {times} (failure_rate_per_h {inputs.failure_rate_per_h:g} over "
+                      f"{p.k:,} segment(s) of {p.s:g} h); the replay draws every failure, expected at most "
+                      f"{MAX_EXPECTED_FAILURES:,}")
+    if market == "spot_fallback" and not leaves_room(inputs):
+        return "time_budget_h", (f"a time budget of {inputs.time_budget_h:g} h leaves no room for spot before the "
+                                 f"switch to on-demand: even without a failure, its first segment ({p.s:g} h) would "
+                                 f"not end before on-demand must take over to finish the {work:g} h of work in time")
+    return None

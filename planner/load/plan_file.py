@@ -6,8 +6,11 @@ The models below are exactly what the replays read (`report/solve.py` `simulatio
 and `economics/endpoint_sim.py` for the endpoints, `report/batch.py` `schedule_replay` and
 `economics/schedule_sim.py` for a schedule): each field's type, a finite number, and its range, with the
 scenario schema's bounds (a century, a trillion dollars, a million GPUs, ...) so nothing the file says can make
-a replay divide by zero, loop for hours or allocate gigabytes. Keys the replays do not read are kept as they are.
-Then the plan is checked against the scenario (or the schedule against the quarter) it is replayed with.
+a replay divide by zero or allocate gigabytes. Keys the replays do not read are kept as they are. Then the plan
+is checked against the scenario (or the schedule against the quarter) it is replayed with. Whether a job's
+process can be drawn in reasonable time and a spot_fallback budget leaves spot room are the cost model's to say,
+above this layer (`economics/simulate.py` `replay_problem`, asked by `report/solve.py` `unreplayable` and
+`report/batch.py` `schedule_unreplayable` before a replay).
 
 Every problem is one `PlannerError` at the file and the key path into it
 (`plan.json: assignments[3].inputs.failure_rate_per_h`), saying what was expected and what was found.
@@ -15,7 +18,6 @@ Every problem is one `PlannerError` at the file and the key path into it
 from __future__ import annotations
 
 import json
-import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -28,13 +30,6 @@ from planner.load.yaml import MAX_DEPTH, key_path, read_text
 from planner.schema.quarter import When
 from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_REQUESTS_PER_S, MAX_USD, MAX_WAIT_CV, PricePerHour, Rate,
                                      Tolerance)
-
-MAX_EXPECTED_FAILURES = 10_000
-"""The Monte-Carlo draws every failure of every trial, about a millisecond per expected failure per 10,000
-trials: a job expected to fail more often than this (a months-long job on a flaky market, or without
-checkpoints) is refused rather than replayed for minutes to hours."""
-MAX_SEGMENTS = 2.0 ** 53
-"""Checkpoints per job the replay can count exactly (segment numbers are whole floats and 64-bit integers)."""
 
 Hours = Annotated[float, Field(gt=0, le=MAX_HOURS)]
 HoursOrZero = Annotated[float, Field(ge=0, le=MAX_HOURS)]
@@ -280,7 +275,8 @@ def load_schedule(path: Path, loaded) -> dict:
 
 
 def _check_job(job: Assignment | ScheduledRun, workload, path: Path, loc: tuple, fallback_price: bool) -> None:
-    """A job's size is one the workload allows, and its process one the replay can draw (cost-model §3-§4, §10)."""
+    """A job's size is one the workload allows, its preemption events are among its failures, and a spot_fallback
+    job has what the policy reads: its on-demand price (in a plan) and a time budget."""
     gpus = job.nodes * job.gpus_per_node
     if not workload.gpus.min <= gpus <= workload.gpus.max:
         raise PlannerError(f"{job.nodes} nodes of {job.gpus_per_node} GPUs is {gpus} GPUs, outside the workload's "
@@ -298,69 +294,6 @@ def _check_job(job: Assignment | ScheduledRun, workload, path: Path, loc: tuple,
         raise PlannerError(f"{events:g} preemption events per hour, more than the {inputs.failure_rate_per_h:g} "
                            "failures per hour they are counted among (failure_rate_per_h)",
                            at(path, loc + ("inputs", "preemption_events_per_h")))
-    segments = _segments(inputs, job.checkpoint_interval_h)
-    problem = _replay_problem(inputs, job.nodes, segments)
-    if problem:
-        raise PlannerError(problem, at(path, loc + ("inputs",)))
-    problem = _fallback_problem(inputs, segments) if job.market == "spot_fallback" else None
-    if problem:
-        raise PlannerError(problem, at(path, loc + ("inputs", "time_budget_h")))
-
-
-def _segments(p: Process, interval_h: float | None) -> tuple[float, int, float, float, float]:
-    """The job's segments as the cost model cuts its work (cost-model §4; `costmodel._split` and `segment_plan`,
-    restated: this layer sits below the economics): W/τ, their number k (0 when too many to count), τ as used,
-    a full segment's hours and the last one's, each with its checkpoint write; one segment of W without
-    checkpoints."""
-    tolerance, work = p.interruption_tolerance, p.work_h
-    tau = math.inf if tolerance == "none" or interval_h is None else interval_h
-    write = p.checkpoint_write_h if tolerance == "checkpointed" else 0.0
-    if tau >= work:
-        return 1.0, 1, work, work + write, work + write
-    ratio = work / tau
-    if not ratio <= MAX_SEGMENTS:
-        return ratio, 0, tau, tau + write, tau + write
-    nearest = round(ratio)
-    k = max(1, nearest if abs(ratio - nearest) <= 1e-9 * max(1.0, nearest) else math.ceil(ratio))
-    last = work - (k - 1) * tau
-    if last <= 0 or abs(last - tau) <= 1e-9 * tau or last > tau:
-        last = min(max(last, 0.0), tau) or tau
-    return ratio, k, (work if k == 1 else tau), (tau if k > 1 else last) + write, last + write
-
-
-def _replay_problem(p: Process, nodes: int, segments: tuple) -> str | None:
-    """Why the Monte-Carlo could not draw this process in reasonable time, else None: too many segments, or more
-    expected failures Σ_i (e^(λ·s_i) − 1) than MAX_EXPECTED_FAILURES, λ per stream (a stateless job's nodes
-    are streams of their own)."""
-    ratio, k, tau, full, last = segments
-    if not k:
-        return (f"checkpoint interval {tau:g} h cuts {p.work_h:g} h of work into {ratio:.3g} segments; expected at "
-                f"most {MAX_SEGMENTS:.3g}")
-    lam = max(p.failure_rate_per_h, p.preemption_events_per_h) / (nodes if p.interruption_tolerance == "stateless"
-                                                                   else 1)
-    exposure = lam * max(full, last)
-    failures = (k - 1) * math.expm1(lam * full) + math.expm1(lam * last) if exposure < 700 else math.inf
-    if not failures <= MAX_EXPECTED_FAILURES:
-        times = f"{failures:.3g} times" if math.isfinite(failures) else "without end"
-        return (f"the job is expected to fail {times} (failure_rate_per_h {p.failure_rate_per_h:g} over "
-                f"{k:,} segment(s) of {full:g} h); the replay draws every failure, expected at most "
-                f"{MAX_EXPECTED_FAILURES:,}")
-    return None
-
-
-def _fallback_problem(p: Process, segments: tuple) -> str | None:
-    """A spot_fallback job's budget D leaves room for spot before its switch point, as the policy's analytic
-    figures need (`economics/fallback.py` `unit`, cost-model §10): D − margin − 2R − S − s ≥ 0 and, for the last
-    segment, D − margin − 2R − S − s_k > 0, with margin = R + τ and S all the segments; refused within float noise
-    of the edge."""
-    _, k, tau, full, last = segments
-    restart, budget = p.restart_h, p.time_budget_h
-    before = (restart + tau) + 2 * restart + (k - 1) * full + last
-    need = before + (full if k > 1 else last)
-    if budget - need < 1e-9 * max(1.0, budget) or budget - before - last <= 1e-9 * max(1.0, budget):
-        return (f"a time budget of {budget:g} h leaves no room for spot before the switch to on-demand; a "
-                f"spot_fallback job of these segments needs more than {max(need, before + last):.4g} h")
-    return None
 
 
 def _check_endpoint(e: Endpoint, serving: dict, path: Path, loc: tuple) -> None:

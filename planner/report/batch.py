@@ -186,13 +186,36 @@ def sections_csv(data: dict) -> str:
     return frame[["section"] + [c for c in frame.columns if c != "section"]].to_csv(index=False)
 
 
+def _run_inputs(r: dict):
+    """A scheduled run's process (the JSON contract above) as the cost model's inputs: wall time only, no
+    prices; a spot_fallback run with the slack it switches against."""
+    from planner.economics.inputs import inputs_from_process
+
+    i = r["inputs"]
+    inputs = inputs_from_process(i, nodes=int(r["nodes"]), gpus_per_node=int(r["gpus_per_node"]),
+                                 checkpoint_interval_h=r["checkpoint_interval_h"])
+    return dataclasses.replace(inputs, time_budget_h=i["time_budget_h"]) if r["market"] == "spot_fallback" else inputs
+
+
+def schedule_unreplayable(data: dict) -> tuple[int, str, str] | None:
+    """The first scheduled run of a schedule (the JSON contract above) the Monte-Carlo cannot replay in
+    reasonable time (`economics/simulate.py` `replay_problem`), as (its index among `runs`, the key at fault
+    under it, why); None when every one can be."""
+    from planner.economics.simulate import replay_problem
+
+    for number, r in enumerate(data["runs"]):
+        if r.get("scheduled") and (found := replay_problem(_run_inputs(r), r["market"])):
+            field, why = found
+            return number, f"inputs.{field}" if field else "inputs", why
+    return None
+
+
 def schedule_replay(loaded, data: dict, trials: int, seed: int) -> dict:
     """Monte-Carlo of a schedule (the JSON contract above): every run's wall time drawn from its cost-model
     process, then the calendar replayed (`economics/schedule_sim.py`). Per run: P(it ends by its due date),
     the expected delay past its planned end and past its due date; and P(the whole quarter holds)."""
     import numpy as np
 
-    from planner.economics.inputs import inputs_from_process
     from planner.economics.schedule_sim import PlannedRun, replay_schedule
     from planner.economics.simulate import simulate, simulate_fallback
 
@@ -203,12 +226,9 @@ def schedule_replay(loaded, data: dict, trials: int, seed: int) -> dict:
     by_name = {r.name: r for r in quarter.runs}
     scheduled = [r for r in data["runs"] if r.get("scheduled")]
     for number, r in enumerate(scheduled):
-        run, i = by_name[r["run"]], r["inputs"]
-        inputs = inputs_from_process(i, nodes=int(r["nodes"]), gpus_per_node=int(r["gpus_per_node"]),
-                                     checkpoint_interval_h=r["checkpoint_interval_h"])  # wall time only: no prices
+        run, inputs = by_name[r["run"]], _run_inputs(r)
         if r["market"] == "spot_fallback":  # wall time only: the on-demand price does not move it
-            walls[run.name] = simulate_fallback(dataclasses.replace(inputs, time_budget_h=i["time_budget_h"]), 1.0,
-                                                trials, seed + number).wall_h
+            walls[run.name] = simulate_fallback(inputs, 1.0, trials, seed + number).wall_h
         else:
             walls[run.name] = simulate(inputs, trials, seed + number).wall_h
         start, end = (dt.datetime.fromisoformat(r[k]) for k in ("start", "end"))

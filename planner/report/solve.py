@@ -241,6 +241,19 @@ def _compare(win, alt, limits: Limits) -> str:
     return f"{what}: {saving:.0%} cheaper than {against} {why}"
 
 
+def unreplayable(assignment_list: list[dict]) -> tuple[int, str, str] | None:
+    """The first job of a plan the Monte-Carlo cannot replay in reasonable time (`economics/simulate.py`
+    `replay_problem`), as (its index, the key at fault under it, why); None when every one can be."""
+    from planner.economics.simulate import replay_problem
+    from planner.solve.pipeline import inputs_from_assignment
+
+    for number, a in enumerate(assignment_list):
+        if found := replay_problem(inputs_from_assignment(a), a["market"]):
+            field, why = found
+            return number, f"inputs.{field}" if field else "inputs", why
+    return None
+
+
 def simulation_rows(assignment_list: list[dict], trials: int, seed: int, progress=None) -> list[dict]:
     """Monte-Carlo each assignment and set the analytic figures beside the simulated ones."""
     from planner.economics import fallback
