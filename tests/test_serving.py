@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 from families.factories import endpoint, option
 
-from planner.candidates.endpoints import below_capacity, kept_counts, kept_nodes
+from planner.candidates import endpoints as endpoint_options_module
+from planner.candidates.endpoints import below_capacity, kept_counts, kept_nodes, pool_table
 from planner.candidates.limits import Limits
 from planner.solve.model import build_model, solve_model
 
@@ -213,6 +214,132 @@ def test_kept_counts_are_exact_for_large_pools(away, availability, zone):
     got = kept_counts(sizes, away, availability, zone).tolist()
     assert got == [_exact_kept(int(n), away, availability, zone) for n in sizes]
     assert [kept_nodes(int(n), away, availability, zone) for n in sizes] == got
+
+
+def _counted(sizes: np.ndarray, kept: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """What the model counts of a pool of n nodes from an option's table: kept at a listed size; else n less
+    the absences of the first listed size above (never below zero)."""
+    at = np.searchsorted(sizes, n)
+    return np.maximum(n - (sizes[at] - kept[at]), 0)
+
+
+@pytest.mark.parametrize("away, availability, zone", [(0.03, 0.99, 0.0), (0.0078, 0.999, 0.0005), (0.3, 0.9, 0.05),
+                                                      (0.07, 0.9999, 0.0)])
+def test_spot_pool_tables_stay_small_and_never_count_more_than_a_pool_keeps(away, availability, zone):
+    """A table listed every pool size up to the largest (hundreds of thousands of entries for an endpoint of a
+    million requests a second, and as many in CP-SAT's element constraint): now a few hundred sizes, exact up
+    to EXACT_POOL_NODES, conservative by at most 1/64 of the pool above it."""
+    small, small_kept = pool_table(300, away, availability, zone)
+    assert small.tolist() == list(range(301))
+    assert small_kept.tolist() == kept_counts(small, away, availability, zone).tolist()
+    sizes, kept = pool_table(6000, away, availability, zone)
+    every = np.arange(6001)
+    exact = kept_counts(every, away, availability, zone)
+    counted = _counted(sizes, kept, every)
+    assert np.all(counted <= exact)  # never more than the pool keeps at the availability
+    exact_part = every <= endpoint_options_module.EXACT_POOL_NODES
+    assert np.array_equal(counted[exact_part], exact[exact_part])
+    assert np.all(exact - counted <= every / 64 + 1)
+    huge, huge_kept = pool_table(4_000_000, away, availability, zone)
+    assert len(huge) < 2000 and huge[-1] == 4_000_000
+    assert huge_kept[-1] == kept_nodes(4_000_000, away, availability, zone)
+
+
+def _most_by_scan(need: float, away: float, availability: float, zone: float) -> int:
+    """The definition: the smallest pool of want .. 4·want + 16 nodes that keeps want, else the largest."""
+    want = max(1, math.ceil(need - 1e-9))
+    sizes = np.arange(want, 4 * want + 17)
+    enough = np.flatnonzero(kept_counts(sizes, away, availability, zone) >= want)
+    return int(sizes[enough[0]]) if len(enough) else int(sizes[-1])
+
+
+@pytest.mark.parametrize("need", [0.4, 3, 120.5, 171, 900, 4000])
+@pytest.mark.parametrize("away, availability, zone", [(0.0, 0.99, 0.0), (0.05, 0.999, 0.0), (0.2, 0.99, 0.005)])
+def test_largest_pool_is_found_by_search_as_by_scanning_every_size(need, away, availability, zone):
+    assert endpoint_options_module._most_nodes(need, away, availability, None, zone) == _most_by_scan(
+        need, away, availability, zone)
+    assert endpoint_options_module._most_nodes(need, away, availability, 7, zone) == min(
+        7, _most_by_scan(need, away, availability, zone))
+
+
+def test_a_spot_pool_beyond_its_exact_sizes_counts_the_absences_of_the_next_listed_size():
+    """A pool of 3 keeps 3; of 4 to 7 counts its size less 2; of 8 to 12, less 3: carrying 6 nodes of load
+    alone takes 9 nodes (8 would count 5)."""
+    spot = option(oid="spot", market="spot", node_usd_h=0.4, node_rps=(2.0,), most_nodes=12) | {
+        "pool_sizes": [3, 7, 12], "kept": [3, 5, 9]}
+    model = build_model(pd.DataFrame(), Limits(), serving=(pd.DataFrame([spot]), {"chat": endpoint(rates=((12.0,),))}))
+    result = solve_model(model, time_limit_s=30, workers=1)
+    assert result.status == "OPTIMAL"
+    (row,) = result.serving.itertuples(index=False)
+    assert (row.nodes, row.kept) == (9, 6)
+
+
+MILLION_CATALOG = """# source: test
+# as_of: 2025-07-01
+provider,region,instance_type,gpu,gpus_per_node,vcpus,ram_gib,gpu_vram_gib,intra_node,intra_node_gbs,inter_node,inter_node_gbps,on_demand_usd_h,spot_usd_h,spot_preemption_per_h,max_nodes,defaults,notes
+aws,test-1,big-l4,L4,1,4,16,24,pcie,32,none,0,1.00,0.40,0.05,,,
+aws,test-1,big-a100,A100-80GB,1,12,85,80,pcie,32,none,0,3.00,1.20,0.05,,,
+"""
+MILLION = """name: million
+catalogs: [million.csv]
+workloads:
+  - name: chat
+    kind: serving
+    traffic:
+      requests_per_s: 1000000
+      buckets:
+        - {prompt_tokens: 512, output_tokens: 256}
+    slo: {ttft: 1s, tpot: 100ms}
+    measured:
+      - {gpu: L4, prompt_tokens: 512, output_tokens: 256, max_requests_per_s: 7}
+      - {gpu: A100-80GB, prompt_tokens: 512, output_tokens: 256, max_requests_per_s: 25}
+    availability: 0.99
+    duration: 24h
+overrides:
+  - {spot_correlation: 0, spot_capacity_wait: 0}
+"""
+
+
+def test_an_endpoint_of_a_million_requests_a_second_plans_in_bounded_memory(tmp_path):
+    """Pools of 40,000 spot or 140,000 on-demand nodes: the options held a table entry per node count and
+    CP-SAT an element constraint as long, and the cost times the tie-break left 64-bit integers (MODEL_INVALID
+    after half a minute and 1.3 GB here; 3.5 GB at 1e5 requests a second of a shipped model, out of memory at
+    1e6). Now it plans within 2 GB of address space, the spot pool counting no more than it keeps."""
+    import resource
+
+    (tmp_path / "million.csv").write_text(MILLION_CATALOG)
+    (tmp_path / "million.yaml").write_text(MILLION)
+
+    def two_gib() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
+
+    out = subprocess.run([*PLANNER, "solve", "million.yaml", "--format", "json", "--no-timings"], capture_output=True,
+                         text=True, cwd=tmp_path, preexec_fn=two_gib, timeout=300)
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert plan["status"] == "OPTIMAL"
+    (e,) = plan["endpoints"]
+    (pool,) = e["periods"][0]["pools"]
+    assert pool["market"] == "spot" and pool["nodes"] > 40_000
+    assert pool["load_nodes"] <= pool["nodes_counted"] <= kept_nodes(pool["nodes"], pool["away_share"], 0.99)
+    assert e["below_capacity_share"] <= 0.01
+
+
+def test_a_tie_break_that_would_overflow_follows_the_cost():
+    """Cost x tie-break past 2^60: the cost is minimised alone, then the tie-break among plans of that cost,
+    so of two options of one price the one first in (price, name) order serves."""
+    from planner.solve.model import OBJECTIVE_LIMIT
+
+    options = [option(oid=name, offer_key=f"aws/us-east-1/{name}", node_usd_h=1.0, most_nodes=2_000_000)
+               for name in ("b-node", "a-node")]
+    traffic = {"chat": endpoint(rates=((1_000_000.0,),), days=30.0)}
+    model = build_model(pd.DataFrame(), Limits(), serving=(pd.DataFrame(options), traffic))
+    assert model.later_ties and model.tie_scale == 1 and model.model.validate() == ""
+    result = solve_model(model, time_limit_s=30, workers=1)
+    assert result.status == "OPTIMAL" and result.objective_usd == pytest.approx(500_000 * 24 * 30)
+    (row,) = result.serving.itertuples(index=False)
+    assert row.oid == "a-node" and row.nodes == 500_000
+    assert OBJECTIVE_LIMIT < 2**62
 
 
 # ---------------------------------------------------------------- end to end

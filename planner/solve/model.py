@@ -33,6 +33,7 @@ class PlanModel:
     candidates: pd.DataFrame
     pick: list  # one BoolVar per candidate row, same order
     tie_scale: int = 1  # objective = cents x tie_scale + tie-break rank
+    later_ties: list = dataclasses.field(default_factory=list)  # (rank, variable): a tie-break after the cost
     build_seconds: float = 0.0
     limits: Limits = Limits()
     ranks: np.ndarray = None  # tie-break rank per candidate (0 = best within its workload)
@@ -197,13 +198,32 @@ def build_model(candidates: pd.DataFrame, limits: Limits, ranks: np.ndarray | No
     ties = serving_ties(m.serving) if m.serving is not None else []
     m.tie_scale = int(ranks.groupby(cands["workload"]).max().sum() if len(cands) else 0) + 1 + sum(
         r * hi for r, _, hi in ties)
-    objective = [(int(c) * m.tie_scale + int(r), pick[i]) for i, (c, r) in enumerate(zip(cands["cost_cents"], ranks))]
+    if m.serving is not None and _most_cents(model, cands, m.serving) * m.tie_scale >= OBJECTIVE_LIMIT:
+        # Endpoints of hundreds of thousands of nodes: cents x tie_scale would leave 64-bit integers (CP-SAT
+        # calls such a model invalid), so the cost is minimised alone and the tie-break follows it.
+        m.tie_scale = 1
+        m.later_ties = [(int(r), pick[i]) for i, r in enumerate(ranks) if r] + [(r, v) for r, v, _ in ties]
+        ties = []
+    objective = [(int(c) * m.tie_scale + int(r) * (not m.later_ties), pick[i])
+                 for i, (c, r) in enumerate(zip(cands["cost_cents"], ranks))]
     if m.serving is not None:
         objective += [(c * m.tie_scale, v) for c, v in m.serving.unit_cents]
         objective += [(r, v) for r, v, _ in ties]
     model.minimize(sum(coef * var for coef, var in objective))
     m.ranks, m.build_seconds = ranks.to_numpy(), time.perf_counter() - started
     return m
+
+
+OBJECTIVE_LIMIT = 2**60
+"""The most the objective's terms may add up to: CP-SAT calls a model invalid when its sums could leave
+64-bit integers (with a margin of its own: a model at 2^61.7 was refused), so this keeps a factor 4 below
+2^62. The shipped endpoints reach 2^48; 1,000 requests a second of a 70B model, 2^58."""
+
+
+def _most_cents(model: cp_model.CpModel, cands: pd.DataFrame, serving: ServingVars) -> int:
+    """The most the objective's cents could reach: every candidate, every endpoint variable at its bound."""
+    jobs = sum(abs(int(c)) for c in cands["cost_cents"])
+    return jobs + sum(abs(c) * max(model.proto.variables[var.index].domain) for _, c, var in serving.cost_terms)
 
 
 def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, seed: int = 0,
@@ -284,6 +304,9 @@ def _solve_with_endpoints(plan: PlanModel, time_limit_s: float, workers: int, se
     start = [cid in wanted for cid in cands["cid"]] if hint else None
     found = _search(plan.model, plan.pick, start, time_limit_s, workers, seed, stop_at=None, parameters=parameters,
                     serving=plan.serving)
+    if plan.later_ties and found.status == "OPTIMAL":
+        found = _endpoint_tie_break(plan, found, time_limit_s - (time.perf_counter() - started), workers, seed,
+                                    parameters)
     common = dict(solve_seconds=time.perf_counter() - started, deterministic_seconds=found.deterministic,
                   workers=found.workers, seed=seed)
     if found.values is None:
@@ -294,6 +317,24 @@ def _solve_with_endpoints(plan: PlanModel, time_limit_s: float, workers: int, se
     bound = objective if proven else min(objective, (found.bound // plan.tie_scale) * COST_RESOLUTION_USD)
     return SolveResult(found.status, objective, bound, proved_by="cp-sat" if proven else "", chosen=chosen,
                        serving=found.serving, **common)
+
+
+def _endpoint_tie_break(plan: PlanModel, found: "_Search", time_limit_s: float, workers: int, seed: int,
+                        parameters) -> "_Search":
+    """Among plans of the optimal cost `found` has, the one the tie-break prefers (the second stage, for
+    models whose cost and tie-break together would leave 64-bit integers), searched from `found`; `found`
+    itself when the time is up first. The cost stays optimal either way."""
+    model = plan.model.clone()
+    cost = model.proto.objective
+    model.add(sum(c * model.get_int_var_from_proto_index(v) for v, c in zip(cost.vars, cost.coeffs))
+              <= round(found.objective - cost.offset)).with_name("cost_is_optimal")
+    model.minimize(sum(r * var for r, var in plan.later_ties))
+    again = _search(model, plan.pick, list(found.values), max(0.1, time_limit_s), workers, seed, stop_at=None,
+                    parameters=parameters, serving=plan.serving, serving_hint=found.serving)
+    if again.values is None:
+        return found
+    return dataclasses.replace(again, status="OPTIMAL", objective=found.objective, bound=found.bound,
+                               deterministic=found.deterministic + again.deterministic)
 
 
 def _finish(plan: PlanModel, cands: pd.DataFrame, cents: np.ndarray, picked: np.ndarray, best_cents: int,
@@ -345,7 +386,8 @@ class _StopAt(cp_model.CpSolverSolutionCallback):
 
 
 def _search(model: cp_model.CpModel, pick: list, start: list | None, time_limit_s: float, workers: int, seed: int,
-            stop_at: int | None, parameters: dict | None = None, serving: ServingVars | None = None) -> _Search:
+            stop_at: int | None, parameters: dict | None = None, serving: ServingVars | None = None,
+            serving_hint: pd.DataFrame | None = None) -> _Search:
     solver = cp_model.CpSolver()
     for name, value in (parameters or {}).items():
         setattr(solver.parameters, name, value)
@@ -356,6 +398,8 @@ def _search(model: cp_model.CpModel, pick: list, start: list | None, time_limit_
     if start:
         for var, chosen in zip(pick, start):
             model.add_hint(var, chosen)
+    if serving_hint is not None:
+        serving.add_hints(model, serving_hint)
     code = cpsat.run(solver, model, _StopAt(stop_at))
     status = solver.status_name(code)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):

@@ -163,7 +163,10 @@ def add_spot_pool(m, limits) -> None:
     the nodes away), and an endpoint has at most one spot pool, so that quantile is the whole endpoint's.
 
     kept[o, p] = nodes[o, p] on demand; kept[o, p] = K_o(nodes[o, p]) on spot; Σ_{spot o} used_o ≤ 1,
-    nodes[o, p] ≤ most_o · used_o.
+    nodes[o, p] ≤ most_o · used_o. K_o is the option's table (`pool_table`): `kept` at every size up to its
+    largest pool, an element constraint; for a pool of more than EXACT_POOL_NODES, `kept` at the sizes n_i
+    where its absent count a_i steps up, and kept = max(0, nodes − Σ_i (a_i − a_{i−1})·[nodes > n_{i−1}]):
+    a literal per step, so the model does not grow with the pool.
     """
     if m.serving is None:
         return
@@ -176,10 +179,34 @@ def add_spot_pool(m, limits) -> None:
         for period in range(len(sv.traffic[option.workload].hours)):
             nodes, kept = sv.nodes[row, period], sv.kept[row, period]
             if option.market == "spot":
-                m.model.add_element(nodes, list(option.kept), kept)
+                if len(option.pool_sizes) == option.most_nodes + 1:  # every size: the table is indexed by it
+                    m.model.add_element(nodes, list(option.kept), kept)
+                else:
+                    _add_absent_steps(m.model, nodes, kept, option.pool_sizes, option.kept,
+                                      f"{option.oid}@{period}")
                 m.model.add(nodes <= option.most_nodes * sv.used[row]).with_name(f"pool[{option.oid}@{period}]")
             else:
                 m.model.add(kept == nodes)
+
+
+def _add_absent_steps(model: cp_model.CpModel, nodes, kept, sizes, kept_at, name: str) -> None:
+    """kept = max(0, nodes − a_i) for nodes in (n_{i−1}, n_i]: one literal per size where the absent count
+    a_i = n_i − kept_i steps up, true when the pool is larger than the size before it."""
+    steps, before, absent_before, never_below = [], 0, 0, True
+    for size, k in zip(sizes, kept_at):
+        absent = int(size) - int(k)
+        if absent > absent_before:
+            larger = model.new_bool_var(f"pool_above[{name}/{before}]")
+            model.add(nodes >= before + 1).only_enforce_if(larger)
+            model.add(nodes <= before).only_enforce_if(larger.Not())
+            steps.append((absent - absent_before, larger))
+            absent_before = absent
+            never_below &= before + 1 >= absent  # the smallest pool of the step counts at least none
+        before = int(size)
+    if never_below:
+        model.add(kept == nodes - sum(c * v for c, v in steps))
+    else:
+        model.add_max_equality(kept, [nodes - sum(c * v for c, v in steps), 0])
 
 
 def add_endpoint_schedule(m, limits) -> None:

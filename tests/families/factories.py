@@ -190,7 +190,9 @@ def option(workload: str = "chat", *, oid: str | None = None, provider: str = "a
             "gpus_per_node": gpus_per_node, "tp": 1, "replicas_per_node": gpus_per_node, "market": market,
             "node_usd_h": node_usd_h, "price_per_node_h": node_usd_h, "away": away, "max_nodes": max_nodes,
             "most_nodes": most_nodes, "node_rps": list(node_rps), "session_h": list(session_h),
-            "kept": list(kept if kept is not None else range(most_nodes + 1)), "limits": ["tpot"] * len(node_rps)}
+            "pool_sizes": list(range(most_nodes + 1)) if market == "spot" else [],
+            "kept": list(kept if kept is not None else range(most_nodes + 1)) if market == "spot" else [],
+            "limits": ["tpot"] * len(node_rps)}
 
 
 def endpoint(name: str = "chat", *, rates=((3.0,),), hours=(24.0,), slices: int = 1, autoscale: bool = False,
