@@ -63,6 +63,38 @@ def test_extreme_numbers_are_located_errors(run, scenario_file, extreme):
     assert f"{path}:8" in line
 
 
+def test_checkpoints_kept_past_ten_thousand_are_a_located_error(run, scenario_file):
+    """`keep: 1e10` planned a LoRA whose storage alone cost $50,000 (and a $1.7M job with a full model's
+    checkpoints); ten thousand is one an hour for over a year."""
+    body = """\
+        name: kept
+        catalogs: [lambda]
+        workloads:
+          - name: a
+            kind: training
+            memory: {{per_gpu: 20GiB}}
+            work: {{gpu_hours: 10, reference_gpu: A100-80GB}}
+            checkpoint: {{size: 1GiB, keep: {keep}}}
+        """
+    line = one_line(run("solve", scenario_file(body.format(keep=10_000_000_000))))
+    assert ":8 (workloads[0].checkpoint.keep)" in line and "less than or equal to 10000" in line
+    assert run("validate", scenario_file(body.format(keep=10_000))).exit_code == 0
+
+
+def test_a_priority_past_a_thousand_is_a_located_error(run, tmp_path):
+    """A priority of 1e14 made the batch objective leave 64-bit integers: MODEL_INVALID and 'raise
+    --time-limit'. Now the run's priority is refused at its line."""
+    text = (REPO / "scenarios" / "quarter-budget.yaml").read_text()
+    assert "    priority: 5\n" in text
+    path = tmp_path / "priority.yaml"
+    path.write_text(text.replace("    priority: 5\n", "    priority: 100000000000000\n"))
+    line = one_line(run("batch", path))
+    line_number = text.splitlines().index("    priority: 5") + 1
+    assert f"{path}:{line_number} (runs[3].priority)" in line and "less than or equal to 1000" in line
+    path.write_text(text.replace("    priority: 5\n", "    priority: 1000\n"))
+    assert run("validate", path).exit_code == 0
+
+
 def test_a_runaway_cost_is_a_reason_not_a_solver_failure(run, scenario_file):
     path = scenario_file("""\
         name: runaway

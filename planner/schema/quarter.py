@@ -11,7 +11,8 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from planner.schema.scenario import USD, Constraints, Defaults, Hours, Override, Scenario, Strict, Workload
+from planner.schema.scenario import (MAX_PRIORITY, USD, Constraints, Defaults, Hours, Override, Scenario, Strict,
+                                     Workload)
 
 
 def _datetime(value: object) -> object:
@@ -51,7 +52,8 @@ class Run(Workload):
     release: When | None = Field(None, description="earliest start (default: horizon start)")
     due: When | None = Field(None, description="latest end (default: horizon end)")
     after: tuple[str, ...] = Field((), description="runs that must finish first")
-    priority: Annotated[int, Field(ge=1)] = Field(1, description="weight of an optional run; higher first")
+    priority: Annotated[int, Field(ge=1, le=MAX_PRIORITY)] = Field(1, description="weight of an optional run; "
+                                                                                  "higher first")
     required: bool = True
 
     @model_validator(mode="after")

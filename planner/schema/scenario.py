@@ -15,8 +15,11 @@ from planner.schema.units import parse_count, parse_gib, parse_hours, parse_seco
 
 # Upper bounds far above any real job keep every number the user gives finite through the cost
 # model (1e308 as a multiplier or budget would overflow to inf): a century, an exabyte, a trillion
-# dollars, 1e18 tokens, a million-fold multiplier.
+# dollars, 1e18 tokens, a million-fold multiplier; ten thousand checkpoints kept (one an hour for
+# over a year: 1e10 of them made a 0.2 GiB LoRA's storage $50,000), and a run's priority up to a
+# thousand (the batch model weighs each unit of priority above every dollar, in 64-bit integers).
 MAX_HOURS, MAX_GIB, MAX_USD, MAX_COUNT, MAX_MULTIPLIER = 1e6, 1e9, 1e12, 1e18, 1e6
+MAX_CHECKPOINTS_KEPT, MAX_PRIORITY = 10_000, 1_000
 MAX_LAYERS, MAX_WIDTH = 100_000, 10_000_000
 """A model's layers, and its widths and counts (hidden, heads, FFN, vocabulary, experts, context): far above any
 published model (hundreds of layers, widths of tens of thousands), low enough that a per-layer loop stays quick."""
@@ -388,7 +391,7 @@ class Checkpointing(Strict):
     every: Hours | Literal["auto"] = "auto"
     write_time: HoursOrZero = Field(2 / 60, description="hours to write one checkpoint")
     size: GiBOrZero | None = Field(None, description="default: the model states' size")
-    keep: int = Field(2, ge=1, description="checkpoints kept in storage")
+    keep: int = Field(2, ge=1, le=MAX_CHECKPOINTS_KEPT, description="checkpoints kept in storage")
 
     @field_validator("every", mode="before")
     @classmethod
