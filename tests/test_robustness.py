@@ -155,6 +155,28 @@ def test_impossible_unquoted_dates_are_located(run, tmp_path, text, where, fragm
     assert fragment in line
 
 
+@pytest.mark.parametrize("step, steps, least", [("1s", "7,862,400", "30m"), ("15m", "8,736", "30m")])
+@pytest.mark.parametrize("command", ["validate", "batch", "simulate"])
+def test_a_calendar_of_too_many_steps_is_refused_at_its_step(run, tmp_path, step, steps, least, command):
+    """`step: 1s` over a quarter made the schedule's bound ask for terabytes (a column per start step of each
+    run a reservation may carry, as long as the run; 15-minute steps took 11 GB): refused at load, in a
+    second, naming the least step that fits."""
+    from planner.load.quarter import MAX_STEPS
+
+    text = (REPO / "scenarios" / "quarter-team.yaml").read_text()
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("  step: 6h"))
+    path = tmp_path / "fine.yaml"
+    path.write_text(text.replace(lines[at], f"  step: {step}"))
+    started = time.perf_counter()
+    line = one_line(run(command, path))
+    assert time.perf_counter() - started < 30
+    assert line.startswith(f"error: {path}:{at + 1} (horizon.step): a horizon of {steps} steps of {step}")
+    assert f"at most {MAX_STEPS:,} steps" in line and f"use a longer step, {least} or more" in line
+    path.write_text(text.replace(lines[at], f"  step: {least}"))
+    assert run("validate", path).exit_code == 0  # the step it names fits
+
+
 def test_a_missing_catalog_is_located_at_the_line_that_names_it(run, scenario_file):
     path = scenario_file("""\
         name: x

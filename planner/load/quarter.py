@@ -13,6 +13,7 @@ from planner.load.catalog import Catalog, load_catalog
 from planner.load.scenario import _check_duplicate_workloads, validate_model
 from planner.load.yaml import load_yaml, where
 from planner.schema.quarter import Quarter, Run, as_scenario
+from planner.schema.units import format_hours
 
 
 @dataclass
@@ -68,6 +69,7 @@ def load_quarter(path: str | Path) -> LoadedQuarter:
     if isinstance(raw.get("runs"), list):
         _check_duplicate_workloads(path, {"workloads": raw["runs"]})
     quarter = validate_model(Quarter, raw, path)
+    _check_calendar(quarter, path, raw)
     try:
         catalog = load_catalog(quarter.catalogs, base_dir=path.parent)
     except KeyError as exc:
@@ -84,6 +86,28 @@ def load_quarter(path: str | Path) -> LoadedQuarter:
     loaded = LoadedQuarter(path, quarter, catalog, raw, hf_configs)
     _check_quarter(loaded)
     return loaded
+
+
+MAX_STEPS = 4_400
+"""Steps of `horizon.step` a calendar may hold: 13 weeks of half-hour steps or 26 weeks of hourly ones
+(4,368). The batch model's bound has a column per start step of each run a reservation may carry and a
+row per reservation and step, each column as long as its run, so it grows with the steps squared: the
+shipped 42-run quarter takes 0.4 GB at 6-hour steps (364), 1.1 GB at hourly (2,184), 3.2 GB at half-hour
+(4,368) and 11 GB at 15 minutes; 1-second steps asked for terabytes."""
+
+
+def _check_calendar(quarter: Quarter, path: Path, raw: Any) -> None:
+    """A calendar of at most MAX_STEPS steps, else one line naming the step and the least that fits."""
+    horizon = quarter.horizon
+    hours = (horizon.end - horizon.start).total_seconds() / 3600
+    steps = math.floor(hours / horizon.step + 1e-9)
+    if steps <= MAX_STEPS:
+        return
+    least = hours / MAX_STEPS
+    suggest = f"{math.ceil(least * 60 - 1e-9)}m" if least < 1 else f"{math.ceil(least - 1e-9)}h"
+    raise PlannerError(f"a horizon of {steps:,} steps of {format_hours(horizon.step)} ({format_hours(hours)}); "
+                       f"at most {MAX_STEPS:,} steps (the schedule's bound grows with the steps squared): "
+                       f"use a longer step, {suggest} or more", where(path, raw, ("horizon", "step")))
 
 
 def _check_quarter(loaded: LoadedQuarter) -> None:
