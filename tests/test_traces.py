@@ -133,3 +133,48 @@ def test_own_traces_and_bad_ones(run, tmp_path):
     assert "bad.json" in result.stderr and "data[1]" in result.stderr and "Traceback" not in result.output
     result = run("simulate", SCENARIOS / "quarter-team.yaml", "--traces")
     assert result.exit_code == 2 and "quarter" in result.stderr
+
+
+def _folder_with(tmp_path, name: str):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "always.json").write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": [64] * 40}))
+    return folder
+
+
+def test_a_trace_that_is_a_pipe_folder_or_device_is_one_line_not_a_hang(tmp_path):
+    """Traces were read with Path.read_text: a pipe named *.json blocked `planner simulate --traces` for
+    ever and /dev/zero read until memory ran out. They go through the capped reader every input file uses."""
+    import os
+    import subprocess
+    import sys
+
+    from planner.errors import PlannerError
+
+    pipe = _folder_with(tmp_path, "pipe")
+    os.mkfifo(pipe / "waiting.json")
+    code = "from planner.load.traces import load_traces; import sys; load_traces(sys.argv[1])"
+    out = subprocess.run([sys.executable, "-c", code, str(pipe)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1 and "expected a regular file (trace file), found a device, pipe or socket" in out.stderr
+    device = _folder_with(tmp_path, "device")
+    (device / "zero.json").symlink_to("/dev/zero")
+    with pytest.raises(PlannerError, match="found a device, pipe or socket"):
+        load_traces(device)
+    folder = _folder_with(tmp_path, "folder")
+    (folder / "nested.json").mkdir()
+    with pytest.raises(PlannerError, match=r"expected a file \(trace file\), found a directory"):
+        load_traces(folder)
+
+
+def test_a_trace_above_the_input_cap_is_refused_before_it_is_read(run, tmp_path, monkeypatch):
+    from planner.load import yaml as yamlio
+
+    monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", yamlio.MAX_FILE_BYTES)  # the CLI's --max-input-size sets it
+    folder = _folder_with(tmp_path, "big")
+    (folder / "long.json").write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": [1] * (1 << 20)}))
+    result = run("--max-input-size", "1MiB", "simulate", SCENARIOS / "pretrain-deadline.yaml", "--traces", folder)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"{folder / 'long.json'}" in lines[0] and "refusing input above 1 MiB" in lines[0]
+    monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", 64 * 2**20)
+    assert [t.name for t in load_traces(folder)] == ["always", "long"]  # under the default cap it is read

@@ -12,6 +12,7 @@ import numpy as np
 
 from planner.errors import PlannerError
 from planner.load.catalog import CATALOG_DIR
+from planner.load.yaml import read_capped
 
 SHIPPED_TRACES = CATALOG_DIR / "spot_traces"
 
@@ -39,9 +40,10 @@ def load_traces(folder: Path | None = None) -> list[Trace]:
 
 
 def _trace(path: Path) -> Trace:
+    text = read_capped(path, "trace file")  # like every input: no folder, device or pipe, nothing above the cap
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raw = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PlannerError(f"not a trace file: {exc}", str(path)) from None
     if not isinstance(raw, dict) or not isinstance(raw.get("metadata"), dict) or not isinstance(raw.get("data"), list):
         raise PlannerError('expected {"metadata": {"gap_seconds": ...}, "data": [nodes up per tick, ...]}', str(path))
