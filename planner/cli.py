@@ -887,7 +887,7 @@ def catalog_refresh(provider, output, regions) -> None:
     import pandas as pd
 
     from planner.files import check_target
-    from planner.load.catalog import load_gpus, load_providers, read_offers
+    from planner.load.catalog import load_gpus
     from planner.load.offer_facts import load_shipped_offers
     from planner.load.refresh import (
         aws_offers,
@@ -920,8 +920,7 @@ def catalog_refresh(provider, output, regions) -> None:
             "; spot: kept the shipped prices (boto3 not installed or no AWS credentials)"
     if frame.empty:
         raise PlannerError(f"the {provider} price source returned no GPU offers the shipped catalog knows", provider)
-    write_offers_csv(frame, output, source, datetime.date.today().isoformat())
-    read_offers(output, gpus, load_providers())  # what we wrote must load
+    write_offers_csv(frame, output, source, datetime.date.today().isoformat())  # checked before it writes
     click.echo(f"wrote {len(frame)} offers to {output}{skipped}{spot}")
 
 

@@ -418,6 +418,33 @@ def test_catalog_refresh_aws_keeps_efa_for_p5(run, tmp_path, monkeypatch):
     assert p5["on_demand_usd_h"] == pytest.approx(54.321)
 
 
+def test_a_refresh_that_would_not_load_leaves_the_catalog_as_it_was(run, tmp_path, monkeypatch):
+    """`catalog refresh` wrote the file first and loaded it after: a price the catalog refuses (here $5M an hour,
+    above any offer's bound) replaced a good catalog with one no scenario can load. Now it is checked as
+    `catalog import` checks, before the atomic write."""
+    import planner.load.refresh as refresh
+
+    monkeypatch.setattr(refresh, "fetch_azure", lambda *a, **k: iter(azure_pages()))
+    out = tmp_path / "azure-today.csv"
+    assert run("catalog", "refresh", "azure", "-o", out).exit_code == 0
+    good = out.read_bytes()
+    pages = azure_pages()
+    nd = next(item for item in pages[0]["Items"] if item["armSkuName"] == "Standard_ND96asr_v4"
+              and item["armRegionName"] == "eastus" and not item["skuName"].endswith(" Spot"))
+    nd["retailPrice"] = nd["unitPrice"] = 5e6
+    monkeypatch.setattr(refresh, "fetch_azure", lambda *a, **k: iter(pages))
+    result = run("catalog", "refresh", "azure", "-o", out)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {out}: not written")
+    assert "on_demand_usd_h" in lines[0] and "(Standard_ND96asr_v4 in eastus)" in lines[0]
+    assert out.read_bytes() == good and [p.name for p in tmp_path.iterdir()] == [out.name]
+    fresh = tmp_path / "never.csv"
+    with pytest.raises(PlannerError, match="not written"):
+        write_offers_csv(refresh.azure_offers(pages), fresh, source="s", as_of="2025-06-01")
+    assert not fresh.exists()
+
+
 def test_catalog_import_cli_keeps_efa_for_p5(run, tmp_path):
     source = tmp_path / "vms.csv"
     source.write_text("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,"

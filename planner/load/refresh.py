@@ -25,7 +25,7 @@ import pandas as pd
 
 from planner.errors import PlannerError
 from planner.files import write_atomic
-from planner.load.catalog import OFFER_COLUMNS
+from planner.load.catalog import OFFER_COLUMNS, load_gpus, load_providers, read_offers
 from planner.load.offer_facts import (
     join_tags,
     keep_known_facts,
@@ -555,7 +555,8 @@ def _cell(value: Any) -> str:
 
 
 def write_offers_csv(frame: pd.DataFrame, path: Union[str, Path], source: str, as_of: str) -> None:
-    """Write offers in the shipped catalog format, atomically (temp file + os.replace).
+    """Write offers in the shipped catalog format, atomically (temp file + os.replace), once what
+    would be written loads as a catalog (`check_offers_csv`): a bad refresh never replaces a good file.
 
     ``as_of`` is the ISO date (YYYY-MM-DD) of the fetch; ``source`` names the API or file.
     Columns follow planner.load.catalog.OFFER_COLUMNS (missing ones blank), rows are sorted by
@@ -572,4 +573,26 @@ def write_offers_csv(frame: pd.DataFrame, path: Union[str, Path], source: str, a
         out = out.sort_values(["instance_type", "region"], kind="mergesort")
     body = out.astype(object).map(_cell).to_csv(index=False, lineterminator="\n")
     text = catalog_header(source=source, as_of=as_of, built_by="planner price refresh") + body
+    check_offers_csv(out, text, Path(path))
     write_atomic(Path(path), text)
+
+
+def check_offers_csv(out: pd.DataFrame, text: str, path: Path) -> None:
+    """`text` (the rows of `out`, in order) must load as an offers catalog, with the checks `catalog import`
+    runs before it writes (`read_offers`: every row's fields and bounds, known GPUs and providers); else one
+    line at `path`, which is left as it was, naming the offer the price source got wrong."""
+    with tempfile.TemporaryDirectory() as tmp:
+        trial = Path(tmp) / "refreshed.csv"
+        trial.write_text(text, encoding="utf-8")
+        try:
+            read_offers(trial, load_gpus(), load_providers())
+        except PlannerError as exc:
+            offer = ""
+            where = exc.where or ""
+            if where.startswith(f"{trial}:"):
+                first_line = text.count("\n", 0, text.index("\nprovider,")) + 3  # header comments, column names
+                index = int(where.rsplit(":", 1)[1]) - first_line
+                if 0 <= index < len(out):
+                    offer = f" ({out.iloc[index]['instance_type']} in {out.iloc[index]['region']})"
+            raise PlannerError(f"not written, the refreshed offers do not load as a catalog: {exc.message}{offer}",
+                               str(path)) from None
