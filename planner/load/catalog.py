@@ -246,6 +246,25 @@ def read_offers(path: Path, gpus: dict[str, Gpu], providers: dict[str, Provider]
     return typed, meta
 
 
+def offers_text_error(text: str) -> tuple[PlannerError, int | None] | None:
+    """What `read_offers` refuses in an offers CSV not yet written (`catalog import` and `catalog refresh` check
+    what they would write), with the index of the data row at fault (None: no one row); None when it loads."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trial = Path(tmp) / "offers.csv"
+        trial.write_text(text, encoding="utf-8")
+        try:
+            read_offers(trial, load_gpus(), load_providers())
+        except PlannerError as exc:
+            where = exc.where or ""
+            if not where.startswith(f"{trial}:"):
+                return exc, None
+            first_line = text.count("\n", 0, text.index("\nprovider,")) + 3  # header comments, column names
+            return exc, int(where.rsplit(":", 1)[1]) - first_line
+    return None
+
+
 def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
     """Load the GPU, model and provider tables plus the named offer catalogs (later ones win on duplicate keys)."""
     gpus, models, providers = load_gpus(), load_models(), load_providers()

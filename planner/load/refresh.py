@@ -25,7 +25,7 @@ import pandas as pd
 
 from planner.errors import PlannerError
 from planner.files import write_atomic
-from planner.load.catalog import OFFER_COLUMNS, load_gpus, load_providers, read_offers
+from planner.load.catalog import OFFER_COLUMNS, offers_text_error
 from planner.load.offer_facts import (
     join_tags,
     keep_known_facts,
@@ -581,18 +581,10 @@ def check_offers_csv(out: pd.DataFrame, text: str, path: Path) -> None:
     """`text` (the rows of `out`, in order) must load as an offers catalog, with the checks `catalog import`
     runs before it writes (`read_offers`: every row's fields and bounds, known GPUs and providers); else one
     line at `path`, which is left as it was, naming the offer the price source got wrong."""
-    with tempfile.TemporaryDirectory() as tmp:
-        trial = Path(tmp) / "refreshed.csv"
-        trial.write_text(text, encoding="utf-8")
-        try:
-            read_offers(trial, load_gpus(), load_providers())
-        except PlannerError as exc:
-            offer = ""
-            where = exc.where or ""
-            if where.startswith(f"{trial}:"):
-                first_line = text.count("\n", 0, text.index("\nprovider,")) + 3  # header comments, column names
-                index = int(where.rsplit(":", 1)[1]) - first_line
-                if 0 <= index < len(out):
-                    offer = f" ({out.iloc[index]['instance_type']} in {out.iloc[index]['region']})"
-            raise PlannerError(f"not written, the refreshed offers do not load as a catalog: {exc.message}{offer}",
-                               str(path)) from None
+    found = offers_text_error(text)
+    if found:
+        exc, index = found
+        offer = (f" ({out.iloc[index]['instance_type']} in {out.iloc[index]['region']})"
+                 if index is not None and 0 <= index < len(out) else "")
+        raise PlannerError(f"not written, the refreshed offers do not load as a catalog: {exc.message}{offer}",
+                           str(path))

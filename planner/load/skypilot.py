@@ -271,23 +271,17 @@ def import_skypilot_file(file: Path, provider: str) -> pd.DataFrame:
 def check_imported(converted: pd.DataFrame, text: str, file: Path) -> None:
     """What `catalog import` would write must load as a catalog; checked before anything is written, and a row
     that does not load is named at its first line in the input `file` (SkyPilot rows merge per region)."""
-    import tempfile
-
     from planner.errors import PlannerError
-    from planner.load.catalog import load_gpus, load_providers, read_offers
+    from planner.load.catalog import offers_text_error
 
-    with tempfile.TemporaryDirectory() as tmp:
-        trial = Path(tmp) / "imported.csv"
-        trial.write_text(text, encoding="utf-8")
-        try:
-            read_offers(trial, load_gpus(), load_providers())
-        except PlannerError as exc:
-            where = exc.where or ""
-            if not where.startswith(f"{trial}:"):
-                raise PlannerError(exc.message, str(file)) from None
-            first_line = text.count("\n", 0, text.index("\nprovider,")) + 3  # header comments, column names
-            row = converted.iloc[int(where.rsplit(":", 1)[1]) - first_line]
-            source = pd.read_csv(file, dtype=str)
-            match = source.index[(source["InstanceType"] == row["instance_type"]) & (source["Region"] == row["region"])]
-            line = f":{match[0] + 2}" if len(match) else ""
-            raise PlannerError(f"{exc.message} ({row['instance_type']} in {row['region']})", f"{file}{line}") from None
+    found = offers_text_error(text)
+    if not found:
+        return
+    exc, index = found
+    if index is None:
+        raise PlannerError(exc.message, str(file))
+    row = converted.iloc[index]
+    source = pd.read_csv(file, dtype=str)
+    match = source.index[(source["InstanceType"] == row["instance_type"]) & (source["Region"] == row["region"])]
+    line = f":{match[0] + 2}" if len(match) else ""
+    raise PlannerError(f"{exc.message} ({row['instance_type']} in {row['region']})", f"{file}{line}")
