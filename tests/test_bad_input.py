@@ -54,6 +54,23 @@ def test_gpu_count_neither_number_nor_range(run, scenario_file, value):
                           "expected a number of GPUs (gpus: 8) or a range (gpus: {min: 1, max: 8})")
 
 
+@pytest.mark.parametrize("text, key, fragment", [
+    ("    checkpoint: 5\n", "workloads[0].checkpoint", "expected a mapping of keys (every, write_time, size, keep), got 5"),
+    ("    data: 2GiB\n", "workloads[0].data", "expected a mapping of keys (size, location), got '2GiB'"),
+    ("constraints: [1]\n", "constraints", "expected a mapping of keys (budget, gpu_quotas"),
+])
+def test_a_section_given_as_a_value_names_its_keys(run, scenario_file, text, key, fragment):
+    """pydantic said 'input should be a valid dictionary or instance of Checkpointing'."""
+    path = scenario_file(MINIMAL + text)
+    line = assert_one_line_error(run("validate", path), f"{key})", fragment)
+    assert "instance of" not in line
+
+
+def test_workloads_given_as_a_value_expects_a_list(run, scenario_file):
+    path = scenario_file("name: x\ncatalogs: [aws]\nworkloads: 3\n")
+    assert_one_line_error(run("validate", path), f"{path}:3", "(workloads)", "expected a list, got 3")
+
+
 def test_wrong_literal_suggests(run, scenario_file):
     path = scenario_file(MINIMAL.replace("kind: training", "kind: trainig"))
     assert_one_line_error(run("validate", path), f"{path}:5", "'trainig'", "did you mean 'training'?")

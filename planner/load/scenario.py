@@ -185,6 +185,12 @@ def _describe(model: type[BaseModel], error: dict, loc: tuple) -> str:
         return f"got {value!r}; {message.lower()}{hint}"
     if kind in ("value_error", "assertion_error"):
         return message
+    if kind == "model_type":  # a section given as something other than a mapping of its keys
+        keys = _allowed_keys(model, loc)
+        listed = f" ({', '.join(keys)})" if keys else ""
+        return f"expected a mapping of keys{listed}, got {value!r}"
+    if kind in ("list_type", "tuple_type"):
+        return f"expected a list, got {value!r}"
     shown = f" (got {value!r})" if not isinstance(value, (dict, list)) else ""
     return f"{message[0].lower()}{message[1:]}{shown}"
 
