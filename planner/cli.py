@@ -131,6 +131,10 @@ def exit_for(status: str) -> None:
 
     if status == "INFEASIBLE":
         sys.exit(EXIT_INFEASIBLE)
+    if status == "MODEL_INVALID":  # not the time limit: more time would not help
+        click.echo("error: CP-SAT refused the model as invalid (its figures passed 64-bit integers, which only "
+                   "sizes far beyond real ones reach); please report it with the input", err=True)
+        sys.exit(EXIT_TIME_LIMIT)
     if status not in SOLVED:
         click.echo("error: the time limit was reached before any plan was found; raise --time-limit", err=True)
         sys.exit(EXIT_TIME_LIMIT)

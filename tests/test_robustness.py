@@ -451,3 +451,16 @@ def test_no_output_over_a_catalog_or_config_the_file_reads(run, tmp_path, monkey
     line = one_line(run(command, "s.yaml", *sweep, "-o", output))
     assert f"{output}: refusing to overwrite an input file" in line, line
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+@pytest.mark.parametrize("status, words", [("MODEL_INVALID", "refused the model as invalid"),
+                                           ("UNKNOWN", "raise --time-limit")])
+def test_no_plan_says_why_not_only_time(capsys, status, words):
+    """A model CP-SAT refuses (figures past 64-bit integers) was reported as 'raise --time-limit', which cannot help."""
+    from planner.cli import EXIT_TIME_LIMIT, exit_for
+
+    with pytest.raises(SystemExit) as ended:
+        exit_for(status)
+    assert ended.value.code == EXIT_TIME_LIMIT
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ") and words in line
