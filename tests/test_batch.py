@@ -30,6 +30,7 @@ from conftest import SCENARIOS
 
 from planner.batch import pipeline
 from planner.batch import search as batch_search
+from planner.batch import bound as batch_bound
 from planner.batch.bound import Relaxation, all_runs_lower_bound_usd, relax
 from planner.batch.checker import check_schedule
 from planner.batch.model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
@@ -792,6 +793,19 @@ def test_relaxation_says_which_pooled_candidates_and_starts_its_bound_uses():
     assert relaxation.bound_usd == pytest.approx(1.0, rel=1e-5)
     assert relaxation.bought == (1,)
     assert relaxation.starts == {0: (0, 0), 2: (2, 2)}  # rows of a and b on the pool
+
+
+def test_an_lp_past_its_capacity_terms_is_left_out(monkeypatch):
+    """Two runs of 2 steps, pooled at starts 0 and 1..2: 2 + 4 capacity terms. Past MAX_LP_TERMS no LP is built
+    (500 runs at hourly steps made one of 80 million terms, 7 GB, that did not solve in time): no bound, as
+    when the first LP does not finish."""
+    cands, runs, pools = _two_runs_one_node_apart()
+    assert batch_bound._capacity_terms(cands, runs, pools) == 6
+    monkeypatch.setattr(batch_bound, "MAX_LP_TERMS", 6)
+    assert relax(cands, runs, pools, 4).bound_usd == pytest.approx(1.0, rel=1e-5)
+    monkeypatch.setattr(batch_bound, "MAX_LP_TERMS", 5)
+    monkeypatch.setattr(batch_bound, "_TimeIndexedLP", None)  # never built
+    assert relax(cands, runs, pools, 4) == Relaxation(None)
 
 
 def test_core_is_packed_near_the_lp_only_inside_widened_starts():

@@ -40,6 +40,12 @@ _INTEGRAL = 1e-6
 
 Box = tuple[tuple[int, int], ...]  # (least, most) nodes bought, per pool
 
+MAX_LP_TERMS = 50_000_000
+"""Capacity terms (a pooled candidate's nodes at each step of each start) the LP is built with at most: about
+95 bytes each while it is built, so 4.7 GB here. Past it the bound is left out, as when its first LP does not
+finish in time (the 200-run benchmark quarter at hourly steps has 32 million and solves in about 30 s; at 500
+runs the LP took 7 GB and did not finish in 30 s)."""
+
 
 @dataclass(frozen=True)
 class Relaxation:
@@ -67,6 +73,14 @@ def _columns(cands: pd.DataFrame, runs, pools) -> tuple[np.ndarray, np.ndarray]:
     cand = np.repeat(np.arange(len(cands)), starts)
     offset = np.arange(len(cand)) - np.repeat(np.cumsum(starts) - starts, starts)
     return cand, np.repeat(first, starts) + offset
+
+
+def _capacity_terms(cands: pd.DataFrame, runs, pools) -> int:
+    """The LP's capacity terms: each pooled column's duration in steps."""
+    cands = cands.reset_index(drop=True)
+    cand, _ = _columns(cands, runs, pools)
+    pooled = cands["pool"].to_numpy(dtype=int)[cand] >= 0
+    return int(cands["duration_steps"].to_numpy(dtype=np.int64)[cand[pooled]].sum())
 
 
 class _TimeIndexedLP:
@@ -203,6 +217,8 @@ def relax(cands: pd.DataFrame, runs, pools, steps: int, seconds: float = math.in
     them all when `seconds` run out or `stop` is set (checked between LPs).
     """
     deadline = time.perf_counter() + seconds
+    if _capacity_terms(cands, runs, pools) > MAX_LP_TERMS:
+        return Relaxation(None)
     lp = _TimeIndexedLP(cands, runs, pools, steps)
     count = 0  # breaks ties in the heap in creation order
     heap: list = [(-math.inf, count, tuple((p.min_nodes, p.max_nodes) for p in pools), None)]
