@@ -45,20 +45,23 @@ def test_deep_nesting_is_refused_before_recursion(run, tmp_path, nested, command
     assert f"{path}:" in line and f"deeper than {MAX_DEPTH}" in line
 
 
+ONE_JOB = """\
+    name: one-job
+    catalogs: [lambda]
+    workloads:
+      - name: a
+        kind: training
+        memory: {{per_gpu: 20GiB}}
+        work: {{gpu_hours: 10, reference_gpu: A100-80GB}}
+    {more}
+    """
+
+
 @pytest.mark.parametrize("extreme", ["overrides: [{spot_price_multiplier: 1e308}]", "constraints: {budget: 1e308}",
                                      "overrides: [{on_demand_price_multiplier: .inf}]",
                                      "defaults: {hardware_failure_per_gpu_h: 1e300}"])
 def test_extreme_numbers_are_located_errors(run, scenario_file, extreme):
-    path = scenario_file(f"""\
-        name: extreme
-        catalogs: [lambda]
-        workloads:
-          - name: a
-            kind: training
-            memory: {{per_gpu: 20GiB}}
-            work: {{gpu_hours: 10, reference_gpu: A100-80GB}}
-        {extreme}
-        """)
+    path = scenario_file(ONE_JOB.format(more=extreme))
     line = one_line(run("solve", path))
     assert f"{path}:8" in line
 
@@ -66,19 +69,12 @@ def test_extreme_numbers_are_located_errors(run, scenario_file, extreme):
 def test_checkpoints_kept_past_ten_thousand_are_a_located_error(run, scenario_file):
     """`keep: 1e10` planned a LoRA whose storage alone cost $50,000 (and a $1.7M job with a full model's
     checkpoints); ten thousand is one an hour for over a year."""
-    body = """\
-        name: kept
-        catalogs: [lambda]
-        workloads:
-          - name: a
-            kind: training
-            memory: {{per_gpu: 20GiB}}
-            work: {{gpu_hours: 10, reference_gpu: A100-80GB}}
-            checkpoint: {{size: 1GiB, keep: {keep}}}
-        """
-    line = one_line(run("solve", scenario_file(body.format(keep=10_000_000_000))))
+    def kept(keep: int) -> str:
+        return ONE_JOB.format(more=f"    checkpoint: {{size: 1GiB, keep: {keep}}}")
+
+    line = one_line(run("solve", scenario_file(kept(10_000_000_000))))
     assert ":8 (workloads[0].checkpoint.keep)" in line and "less than or equal to 10000" in line
-    assert run("validate", scenario_file(body.format(keep=10_000))).exit_code == 0
+    assert run("validate", scenario_file(kept(10_000))).exit_code == 0
 
 
 def test_a_priority_past_a_thousand_is_a_located_error(run, tmp_path):

@@ -18,7 +18,6 @@ Every problem is one `PlannerError` at the file and the key path into it
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -203,7 +202,6 @@ def _validated(model: type[BaseModel], data: Any, path: Path, command: str):
         message, loc = validation_problem(model, exc, data)
         if message.startswith("missing required key"):
             message += f" (a file from this version of `{command}`)"
-        message = re.sub(r" or instance of \w+", "", message)  # the model's name means nothing in the file
         raise PlannerError(message, at(path, loc)) from None
 
 
