@@ -83,6 +83,8 @@ class PlannerGroup(click.Group):
             _usage_error(exc, ctx)
 
     def invoke(self, ctx: click.Context):
+        global _interrupted
+        _interrupted = False
         main_thread = threading.current_thread() is threading.main_thread()  # signals can be set only there
         previous = signal.getsignal(signal.SIGINT) if main_thread else None
         if main_thread:
@@ -91,6 +93,8 @@ class PlannerGroup(click.Group):
             with warnings.catch_warnings():  # library notices (numpy overflow in a discarded candidate, pandas
                 warnings.simplefilter("ignore")  # deprecations) would break the one-line promise on stderr
                 result = super().invoke(ctx)
+            if _interrupted:  # a Ctrl-C swallowed on its way up (a C extension's import can do that): still a stop
+                _stop_interrupted(ctx)
             if main_thread:  # the work is done and written: a Ctrl-C must not kill the command's shutdown (Python
                 # resets its own handlers there, an ignored signal stays ignored); a library caller gets its own back
                 signal.signal(signal.SIGINT, signal.SIG_IGN if _COMMAND else previous)
@@ -121,6 +125,8 @@ def _usage_error(exc: click.UsageError, ctx: click.Context) -> None:
 
 
 def _stop_interrupted(ctx: click.Context) -> None:
+    if _COMMAND and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopping already: a second Ctrl-C must not kill the shutdown
     click.echo("interrupted", err=True)
     ctx.exit(EXIT_INTERRUPTED)
 

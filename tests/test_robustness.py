@@ -305,6 +305,35 @@ def test_sigint_is_one_line_and_status_130(tmp_path, command, file, after_s):
     assert not list(tmp_path.glob(".out.json.*"))  # nothing half-written
 
 
+_SWALLOWED_INTERRUPT = """
+import os, signal, sys
+import planner.load.scenario as scenario
+from planner.cli import main
+
+load = scenario.load_scenario
+def load_swallowing_an_interrupt(*args, **kwargs):  # as numpy.random's compiled import once did under load
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        for _ in range(10**6):
+            pass
+    except KeyboardInterrupt:
+        pass
+    return load(*args, **kwargs)
+scenario.load_scenario = load_swallowing_an_interrupt
+sys.argv[0] = "planner"
+main()
+"""
+
+
+def test_an_interrupt_swallowed_on_its_way_up_still_stops_the_command():
+    """A Ctrl-C that lands in a compiled module's import can be swallowed there; the command then ran to the end
+    and exited 0 as if never interrupted. It must still stop with `interrupted` and status 130."""
+    done = subprocess.run([sys.executable, "-c", _SWALLOWED_INTERRUPT, "estimate",
+                           str(SCENARIOS / "team-quarter-mix.yaml")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
+    assert done.stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in done.stderr
+
+
 @pytest.mark.slow
 def test_twenty_thousand_workloads_solve_end_to_end_within_the_time_limit(tmp_path):
     """A generated scenario of 20,000 workloads (fine-tunes, generation and stated-memory training under
