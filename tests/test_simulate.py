@@ -102,3 +102,28 @@ def test_failure_loses_only_current_segment():
     lost = sim.wall_h - T0 - 10.0 * sim.failures
     assert np.all(lost >= -1e-9)
     assert np.all(lost < 0.1 * sim.failures + 1e-9)
+
+
+def test_trials_too_many_for_memory_run_in_chunks_that_still_agree_with_the_cost_model(monkeypatch):
+    """A plan of 2,500 nodes asked for a million trials allocated trials x nodes session starts at once (18.6 GiB,
+    a traceback). Past MAX_NODE_SESSIONS the trials run in chunks, each seeded apart: here 24 of 1,000 node
+    sessions for 24,000 trials of a 4-node job, spot alone and the fallback policy alike."""
+    from planner.economics import fallback, simulate as montecarlo
+
+    monkeypatch.setattr(montecarlo, "MAX_NODE_SESSIONS", 1000)  # 250 trials per chunk
+    job = spot_job(capacity_wait_h=0.5, time_budget_h=12.0)
+    seen = []
+    sim = simulate(job, trials=24_000, seed=5, progress=seen.append)
+    again = simulate(job, trials=24_000, seed=5)
+    assert sim.trials == 24_000 and np.array_equal(sim.cost_usd, again.cost_usd)
+    assert len(np.unique(sim.cost_usd[:250])) > 50 and not np.array_equal(sim.cost_usd[:250], sim.cost_usd[250:500])
+    assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
+    analytic = expected(job)
+    assert abs(sim.mean() - analytic.cost_usd) < 4 * sim.stderr(), (sim.mean(), analytic.cost_usd, sim.stderr())
+    assert abs(sim.p_deadline - analytic.p_deadline) < 0.01
+
+    on_demand = 3 * job.price_per_node_h
+    policy = montecarlo.simulate_fallback(job, on_demand, trials=24_000, seed=5)
+    priced = fallback.expected(job, on_demand)
+    assert policy.trials == 24_000
+    assert abs(policy.mean() / priced.cost_usd - 1) < 0.02 and abs(policy.p_deadline - priced.p_deadline) < 0.02

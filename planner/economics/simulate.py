@@ -8,7 +8,7 @@ working, §3), so the loop runs max-failures times, not trials × segments.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Callable
 
 import numpy as np
@@ -23,6 +23,9 @@ trials: a job expected to fail more often than this (a months-long job on a flak
 checkpoints) is refused rather than replayed for minutes to hours."""
 MAX_SEGMENTS = 2.0 ** 53
 """Checkpoints per job the replay can count exactly (segment numbers are whole floats and 64-bit integers)."""
+MAX_NODE_SESSIONS = 1 << 24
+"""Node sessions held at once (trials x nodes start times, 128 MiB): more trials than fit run in chunks, each
+with a seed of its own, so a plan of thousands of nodes replays a million trials in bounded memory."""
 
 _FIELDS = ("wall_h", "billed_node_h", "cost_usd", "failures")
 
@@ -120,6 +123,12 @@ def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
     Fixed `seed` gives identical results (PCG64).
     """
     p = segment_plan(inputs, tau)
+    return _in_chunks(lambda count, seed, progress: _simulate(inputs, p, count, seed, progress), trials, p.n, seed,
+                      progress)
+
+
+def _simulate(inputs: CandidateInputs, p, trials: int, seed: int,
+              progress: Callable[[float], None] | None) -> SimResult:
     lam, k, s, R, n = p.lam, p.k, p.s, p.R, p.n
     rho, wait = p.rho, p.wait
     S = p.S
@@ -174,9 +183,14 @@ def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: i
     the work left from checkpoint i runs on on-demand, with hardware failures only, at
     `on_demand_price`. Needs a finite time budget. A stateless job's nodes switch each on its own
     (§4): one stream is simulated and counted once per node."""
+    p = segment_plan(inputs, tau)
+    return _in_chunks(lambda count, seed, _: _simulate_fallback(inputs, on_demand_price, p, count, seed), trials,
+                      p.n, seed)
+
+
+def _simulate_fallback(inputs: CandidateInputs, on_demand_price: float, p, trials: int, seed: int) -> SimResult:
     from planner.economics.fallback import switch_at
 
-    p = segment_plan(inputs, tau)
     lam, k, s, s_k, R, n, rho, wait, S = p.lam, p.k, p.s, p.s_k, p.R, p.n, p.rho, p.wait, p.S
     gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
     L0 = switch_at(inputs, p.tau, 0)
@@ -245,6 +259,22 @@ def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: i
     met = T <= D + 1e-9 * max(1.0, abs(D))
     return SimResult(wall_h=T, billed_node_h=spot_billed + od_billed, cost_usd=cost, failures=F,
                      met_deadline=np.asarray(met, dtype=bool))
+
+
+def _in_chunks(run: Callable, trials: int, nodes: int, seed: int,
+               progress: Callable[[float], None] | None = None) -> SimResult:
+    """`run(count, seed, progress)` for all `trials` at once when their node sessions fit MAX_NODE_SESSIONS (the
+    same draws as ever), else chunk by chunk, each seeded from (`seed`, its number), joined in order."""
+    size = max(1, MAX_NODE_SESSIONS // max(1, nodes))
+    if trials <= size:
+        return run(trials, seed, progress)
+    chunks = []
+    for number, first in enumerate(range(0, trials, size)):
+        count = min(size, trials - first)
+        seen = None if progress is None else (
+            lambda done, first=first, count=count: progress((first + done * count) / trials))
+        chunks.append(run(count, int(np.random.SeedSequence((seed, number)).generate_state(1)[0]), seen))
+    return SimResult(*(np.concatenate([getattr(c, f.name) for c in chunks]) for f in fields(SimResult)))
 
 
 def replay_problem(inputs: CandidateInputs, market: str) -> tuple[str | None, str] | None:
