@@ -342,6 +342,47 @@ def test_a_tie_break_that_would_overflow_follows_the_cost():
     assert OBJECTIVE_LIMIT < 2**62
 
 
+
+def test_a_quarter_endpoint_of_ten_million_requests_a_second_beside_optional_runs_plans(tmp_path):
+    """The launch quarter's endpoint at 1e7 requests a second with two optional runs of priority 1,000: each
+    priority point outweighed the endpoints' cost with every option at the most nodes of all its endpoint's
+    options together ($5.4e13), 2,000 points passed 64-bit integers and CP-SAT refused the model (MODEL_INVALID).
+    Each option counted at its own most nodes the weight is 155 times smaller, and the quarter plans."""
+    from conftest import SCENARIOS
+
+    text = (SCENARIOS / "quarter-launch.yaml").read_text()
+    for old, new in [("requests_per_s: 100}", "requests_per_s: 10000000}"),
+                     ("requests_per_s: 60}", "requests_per_s: 5000000}"),
+                     ("    due: 2027-01-22\n", "    due: 2027-01-22\n    required: false\n    priority: 1000\n"),
+                     ("    due: 2027-02-26\n", "    due: 2027-02-26\n    required: false\n    priority: 1000\n"),
+                     ("allow: {gpus: [H100], regions: [us-east-1, us-east-2]}", "allow: {regions: [us-east-1, us-east-2]}"),
+                     ("  gpu_quotas: {aws/H100: 16}", "  gpu_quotas: {}")]:
+        assert old in text
+        text = text.replace(old, new)
+    (tmp_path / "launch.yaml").write_text(text)
+    out = subprocess.run([*PLANNER, "batch", "launch.yaml", "--format", "json", "--no-timings"], capture_output=True,
+                         text=True, cwd=tmp_path, timeout=300)
+    assert out.returncode == 0, out.stderr
+    plan = json.loads(out.stdout)
+    assert plan["status"] == "OPTIMAL" and plan["unscheduled"] == []
+    assert max(p["requests_per_s"] for p in plan["endpoints"][0]["periods"]) == 10_000_000
+
+
+def test_priorities_that_would_pass_64_bits_are_refused_saying_how_much_fits():
+    """Past the limit the quarter is refused in one line that says which sum of priorities fits; at that sum the
+    objective's terms (the costs below one weight, the priorities at a weight each) stay within OBJECTIVE_LIMIT."""
+    from planner.batch.model import PrioritiesTooHeavy, _check_priorities_fit
+    from planner.solve.model import OBJECTIVE_LIMIT
+
+    weight = 34_667_959_169_310  # the quarter above with 42 optional runs (its endpoint at the most nodes, in cents)
+    fits = OBJECTIVE_LIMIT // weight - 1
+    _check_priorities_fit(weight, fits)
+    assert weight * (fits + 1) < OBJECTIVE_LIMIT
+    with pytest.raises(PrioritiesTooHeavy, match=f"add up to {fits + 1:,} .* at most {fits:,} fit"):
+        _check_priorities_fit(weight, fits + 1)
+    with pytest.raises(PrioritiesTooHeavy, match="make the optional runs required"):
+        _check_priorities_fit(OBJECTIVE_LIMIT, 1)
+
 # ---------------------------------------------------------------- end to end
 
 

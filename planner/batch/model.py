@@ -20,7 +20,9 @@ from ortools.sat.python import cp_model
 
 from planner.candidates.endpoints import Endpoint
 from planner.candidates.limits import COST_RESOLUTION_USD, budget_cents, node_cap, quota_mask, to_cents
+from planner.errors import PlannerError
 from planner.solve import cpsat
+from planner.solve.model import OBJECTIVE_LIMIT
 from planner.solve.outcome import BatchResult
 from planner.solve.serving import SERVING_FAMILIES, ServingVars, serving_variables
 
@@ -364,12 +366,29 @@ def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool
     if endpoints is not None and len(endpoints.options):
         m.serving, m.endpoints = serving_variables(model, endpoints.options, endpoints.traffic), endpoints
         m.priority_weight += m.serving.most_cents
+    _check_priorities_fit(m.priority_weight, sum(r.priority for r in runs if not r.required))
     for family in CONSTRAINT_FAMILIES + SERVING_FAMILIES:  # the endpoints' families: tested with the solve model's
         family(m, limits)
     priority = sum(r.priority * m.scheduled[r.name] for r in runs if not r.required)
     model.minimize(total_cost_cents(m) - m.priority_weight * priority)
     m.build_seconds = time.perf_counter() - started
     return m
+
+
+class PrioritiesTooHeavy(PlannerError):
+    """The optional runs' priorities, each point weighed above every cost the plan could reach, pass what CP-SAT
+    counts in (the objective's sums must stay in 64-bit integers: OBJECTIVE_LIMIT)."""
+
+
+def _check_priorities_fit(weight: int, priorities: int) -> None:
+    if priorities and weight * (priorities + 1) >= OBJECTIVE_LIMIT:
+        fits = OBJECTIVE_LIMIT // weight - 1
+        room = (f"priorities adding up to at most {fits:,} fit, or make runs required" if fits > 0 else
+                "make the optional runs required")
+        raise PrioritiesTooHeavy(
+            f"the optional runs' priorities add up to {priorities:,} and each point must outweigh every cost the "
+            f"plan could reach (${weight * COST_RESOLUTION_USD:.3g}, the endpoints at their most nodes); together "
+            f"they pass the 64-bit integers CP-SAT counts in: {room}")
 
 
 def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, seed: int = 0,

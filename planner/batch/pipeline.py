@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from planner.batch.greedy import endpoint_occupancy, greedy
-from planner.batch.model import BatchLimits, Pool, QuarterEndpoints, RunInfo
+from planner.batch.model import BatchLimits, Pool, PrioritiesTooHeavy, QuarterEndpoints, RunInfo
 from planner.batch.search import solve_in_phases
 from planner.candidates.cache import CandidateCache
 from planner.candidates.endpoints import endpoint_options
@@ -34,6 +34,7 @@ from planner.candidates.generate import (
 from planner.candidates.limits import Limits, to_cents
 from planner.economics import costmodel, fallback
 from planner.economics.inputs import cost_inputs
+from planner.errors import PlannerError
 from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
 from planner.schema.scenario import Workload
@@ -364,8 +365,12 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     start = greedy(cands, placeable, pools, limits, loaded.steps, held)
     start["serving"] = placed
     hint = None if start["failed_required"] else start
-    result = solve_in_phases(cands, placeable, pools, limits, loaded.steps, time_limit_s, workers, seed, hint,
-                             endpoints, floor)
+    try:
+        result = solve_in_phases(cands, placeable, pools, limits, loaded.steps, time_limit_s, workers, seed, hint,
+                                 endpoints, floor)
+    except PrioritiesTooHeavy as exc:  # said at the first optional run's priority
+        first = next(i for i, r in enumerate(quarter.runs) if not r.required)
+        raise PlannerError(exc.message, loaded.where(("runs", first, "priority"))) from None
     result.candidates_seconds = candidates_seconds
     plan = BatchPlan(loaded, cands, pools, result, infeasible, endpoints)
     if result.status == "INFEASIBLE":

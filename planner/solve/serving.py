@@ -62,11 +62,10 @@ class ServingVars:
 
     @property
     def most_cents(self) -> int:
-        """The most the endpoints could cost (every variable at its upper bound)."""
-        most = dict(zip(self.options["workload"], [0] * len(self.options)))
-        for row, option in enumerate(self.options.itertuples(index=False)):
-            most[option.workload] += int(option.most_nodes)
-        return sum(max(c, 0) * most[name] for name, c, _ in self.cost_terms)
+        """The most the endpoints could cost (every variable at its upper bound, its option's most nodes)."""
+        most = {var.index: int(self.options["most_nodes"].iat[row]) for row, var in self.base.items()}
+        most.update((var.index, int(self.options["most_nodes"].iat[row])) for (row, _), var in self.nodes.items())
+        return sum(max(c, 0) * most[var.index] for _, c, var in self.cost_terms)
 
     def node_terms(self, mask: np.ndarray, column: str) -> dict[int, list]:
         """Per period, (coefficient, nodes) of the options in `mask`: GPUs (`gpus_per_node`) or nodes (1)."""
