@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 
 import pandas as pd
 import pytest
@@ -152,6 +153,39 @@ def test_bisection_finds_the_switch_to_the_stated_precision_with_any_solve_funct
     assert (switch["from"], switch["to"]) == ("p/r/i/spot/1", "p/r/i/on_demand/1")
     assert result.solves == 7 + 8  # an interval of 0.25 halved 8 times is below 0.001
 
+
+
+def test_bisection_splits_only_between_proven_points():
+    """Where the time limit leaves a scenario's point unproven, its placements are where the search stopped:
+    serving-chat at --rate 1,2 --preemption 0.1 --time-limit 2 kept splitting on such noise (48 solves, 136 s).
+    An unproven midpoint ends the bisection there, the switch said on the interval around it (`within`); an
+    unproven grid end is not split at all; proven points bisect to the precision as before."""
+    def unproven_near(low: float, high: float):
+        def solve(task: W.PointTask) -> W.PointResult:
+            found = fake_solve(task)
+            return replace(found, status="FEASIBLE", settled=False) \
+                if low < task.spot_price_multiplier < high else found
+        return solve
+
+    axis = {"spot_price_multiplier": W.parse_range("0.5:2.0:7", "--x")}  # the switch lies in the grid's 1..1.25
+    spec = W.SweepSpec("unused.yaml", axis, precision=0.001)
+    result = W.run_sweep(spec, solve=unproven_near(1.1, 1.2))  # the first midpoint, 1.125, is unproven
+    [switch] = result.switches
+    assert result.solves == 7 + 1 and (switch["at"], switch["within"]) == (1.125, 0.125)
+    assert (switch["from"], switch["to"]) == ("p/r/i/spot/1", "p/r/i/on_demand/1")
+    assert "within" in W.sweep_text(result, "table") and '"within": 0.125' in W.sweep_text(result, "json")
+
+    deeper = W.run_sweep(spec, solve=unproven_near(1.23, 1.24))  # 1.125, 1.1875, 1.21875 proven; 1.234375 not
+    [switch] = deeper.switches
+    assert switch["at"] - switch["within"] <= SWITCH_AT <= switch["at"] + switch["within"]
+    assert switch["within"] == 1 / 64 and deeper.solves == 7 + 4
+
+    at_the_grid = W.run_sweep(spec, solve=unproven_near(0.99, 1.01))  # the grid point 1.0 itself
+    [switch] = at_the_grid.switches
+    assert at_the_grid.solves == 7 and switch["within"] == 0.125
+
+    proven = W.run_sweep(spec, solve=fake_solve)
+    assert proven.switches[0]["within"] <= 0.0005 and "within" not in W.sweep_text(proven, "table")
 
 def test_two_ranges_sweep_the_grid_and_bisect_along_both(small):
     spec = W.SweepSpec(small, {"spot_price_multiplier": (0.5, 1.5), "preemption_multiplier": (0.5, 8.0)},

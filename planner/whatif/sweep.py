@@ -201,6 +201,7 @@ class PointResult:
     cids: dict[str, str] = field(default_factory=dict)  # workload -> candidate id (the next point's hint)
     spend_usd: dict[str, float] = field(default_factory=dict)  # market -> expected cost
     pools: dict[str, str] = field(default_factory=dict)  # endpoint -> its pools without node counts
+    settled: bool = True  # its placements are the answer, not where a time limit stopped the search (see `proven`)
 
     def held(self, name: str, parameter: str) -> str | None:
         """What a switch along `parameter` compares: the placement, or an endpoint's pools along the rate."""
@@ -261,9 +262,18 @@ def solve_point(task: PointTask) -> PointResult:
                      hint=dict(task.hint) or None, cache=cache, runner_ups=0)  # a point reports its placements only
     chosen = plan.chosen
     if plan.result is None or not plan.result.solved:
-        return PointResult(task.multipliers, plan.status, None, {})
-    return _point_result(task, plan.status, plan.result.objective_usd, chosen.rename(columns={"workload": "run"}),
-                         plan.result.serving, plan.candidates.endpoints)
+        return PointResult(task.multipliers, plan.status, None, {}, settled=proven(plan.status))
+    found = _point_result(task, plan.status, plan.result.objective_usd, chosen.rename(columns={"workload": "run"}),
+                          plan.result.serving, plan.candidates.endpoints)
+    return replace(found, settled=proven(plan.status))
+
+
+def proven(status: str) -> bool:
+    """Whether a scenario point's outcome is proven: where the time limit stops CP-SAT short of a proof, ties and
+    near-ties among plans fall where the search happened to be, so placements may differ between neighbouring
+    points with nothing changed between them. (A quarter point is the outcome of a search to a deterministic
+    work limit, the same on every run: settled either way.)"""
+    return status in ("OPTIMAL", "INFEASIBLE")
 
 
 def solve_quarter_point(task: PointTask) -> PointResult:
@@ -375,26 +385,29 @@ def changed(a: PointResult, b: PointResult, among: Iterable[str] | None = None, 
 def find_switches(job: BisectJob, solve: SolveFn = solve_point) -> tuple[list[dict], int]:
     """Bisect the interval until it is at most `precision` wide wherever a tracked workload's
     placement differs between its ends; each midpoint is hinted with its lower neighbour's plan.
+    Only settled points are split on (`PointResult.settled`): an interval with an unsettled end, or whose
+    midpoint is unsettled, is where the switch is said to be, as wide as it is (`within`: its half-width).
     Returns (the switches, each with `at` the midpoint of its final interval; solves made)."""
     out, stack, solves = [], [(job.low, job.high, list(job.workloads))], 0
     while stack:
         low, high, names = stack.pop()
         lo, hi = _value(low, job.parameter), _value(high, job.parameter)
-        if hi - lo <= job.precision * (1 + 1e-9):
-            at = round((lo + hi) / 2, 12)
-            fixed = {p: v for p, v in low.multipliers.items() if p != job.parameter}
-            for name in names:
-                out.append({"workload": name, "parameter": job.parameter, "at": at,
-                            "from": low.placements.get(name), "to": high.placements.get(name),
-                            "held_from": low.held(name, job.parameter), "held_to": high.held(name, job.parameter),
-                            **fixed, job.parameter: at})
-            continue
-        middle = solve(job.template.at(job.parameter, (lo + hi) / 2, low.cids))
-        solves += 1
-        for pair in ((middle, high), (low, middle)):
-            moved = changed(*pair, names, job.parameter)
-            if moved:
-                stack.append((*pair, moved))
+        if hi - lo > job.precision * (1 + 1e-9) and low.settled and high.settled:
+            middle = solve(job.template.at(job.parameter, (lo + hi) / 2, low.cids))
+            solves += 1
+            if middle.settled:
+                for pair in ((middle, high), (low, middle)):
+                    moved = changed(*pair, names, job.parameter)
+                    if moved:
+                        stack.append((*pair, moved))
+                continue
+        at = round((lo + hi) / 2, 12)
+        fixed = {p: v for p, v in low.multipliers.items() if p != job.parameter}
+        for name in names:
+            out.append({"workload": name, "parameter": job.parameter, "at": at, "within": round((hi - lo) / 2, 12),
+                        "from": low.placements.get(name), "to": high.placements.get(name),
+                        "held_from": low.held(name, job.parameter), "held_to": high.held(name, job.parameter),
+                        **fixed, job.parameter: at})
     return out, solves
 
 
@@ -427,7 +440,7 @@ class SweepResult:
         """The JSON contract: points and switches (plus what was swept and how finely)."""
         return {"scenario": self.spec.source, "swept": self.spec.swept, "where": dict(self.spec.where),
                 "precision": self.spec.precision, "points": [p.record() for p in self.points],
-                "switches": [{k: s[k] for k in ("workload", "parameter", "at", "from", "to")} |
+                "switches": [{k: s[k] for k in ("workload", "parameter", "at", "within", "from", "to")} |
                              {p: s[p] for p in PARAMETERS} for s in self.switches]}
 
 
@@ -697,13 +710,18 @@ def sweep_text(result: SweepResult, fmt: str) -> str:
     title = f"what-if sweep: {label}{'; ' + fixed if fixed else ''}; multipliers apply to {where}"
     parts = [title, render_table(pd.DataFrame(point_rows(result)), fold=("moved",))]
     if result.switches:
+        coarse = any(s["within"] > spec.precision / 2 * (1 + 1e-9) for s in result.switches)
         frame = pd.DataFrame([{"workload": s["workload"], "parameter": SHORT[s["parameter"]], "at": s["at"],
+                               **({"within": f"±{s['within']:g}"} if coarse else {}),
                                **{SHORT[p]: s[p] for p in spec.swept if p != s["parameter"]},
                                "from": s["from"] or "-", "to": s["to"] or "-"} for s in result.switches])
-        parts.append(render_table(frame, title=f"switch points (bisected to ±{spec.precision / 2:g})"))
+        title = (f"switch points (bisected to ±{spec.precision / 2:g} between proven points; no finer where the "
+                 f"time limit left a point unproven)" if coarse else f"switch points (bisected to ±{spec.precision / 2:g})")
+        parts.append(render_table(frame, title=title, fold=("from", "to")))  # endpoints' pools run long
     else:
         parts.append("no placement changes between grid points\n")
     if segments(result):
-        parts.append(render_table(pd.DataFrame(segments(result)), title="placements between switch points"))
+        parts.append(render_table(pd.DataFrame(segments(result)), title="placements between switch points",
+                                  fold=("placement",)))
     parts.append(f"{len(result.points)} points, {result.solves} solves (with bisection), {result.seconds:.1f} s\n")
     return "\n".join(p.rstrip("\n") + "\n" for p in parts)
