@@ -805,7 +805,8 @@ def test_an_lp_past_its_capacity_terms_is_left_out(monkeypatch):
     assert relax(cands, runs, pools, 4).bound_usd == pytest.approx(1.0, rel=1e-5)
     monkeypatch.setattr(batch_bound, "MAX_LP_TERMS", 5)
     monkeypatch.setattr(batch_bound, "_TimeIndexedLP", None)  # never built
-    assert relax(cands, runs, pools, 4) == Relaxation(None)
+    assert relax(cands, runs, pools, 4) == Relaxation(None, left_out="the LP bound is left out: 6 capacity terms, "
+                                                                    "past the 5 it builds")
 
 
 def test_core_is_packed_near_the_lp_only_inside_widened_starts():
@@ -1209,6 +1210,18 @@ def test_a_schedule_without_a_bound_says_so():
     assert data["bound_usd"] is None and data["objective_usd"] > 0
     json.loads(json.dumps(data, allow_nan=False))
     assert "feasible, no bound within the time limit" in batch_text(plan, "table")
+
+
+def test_a_bound_left_out_for_its_size_says_why(monkeypatch):
+    """Past MAX_LP_TERMS the LP is not built: the status line gives that reason, not the time limit."""
+    from planner.load.quarter import load_quarter
+    from planner.report.batch import batch_text
+
+    monkeypatch.setattr(batch_bound, "MAX_LP_TERMS", 0)
+    plan = make_batch_plan(load_quarter(SCENARIOS / "quarter-team.yaml"), time_limit_s=5.0)
+    assert plan.result.no_bound_why.startswith("the LP bound is left out: ")
+    plan = dataclasses.replace(plan, result=dataclasses.replace(plan.result, status="FEASIBLE", bound_usd=math.nan))
+    assert "feasible, no bound (the LP bound is left out: " in batch_text(plan, "table")
 
 
 def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_schedule(monkeypatch):

@@ -55,6 +55,7 @@ class Relaxation:
     bound_usd: float | None
     bought: tuple[int, ...] | None = None
     starts: dict[int, tuple[int, int]] = field(default_factory=dict)
+    left_out: str = ""  # why there is no LP at all (its size), for the status line
 
 
 def _columns(cands: pd.DataFrame, runs, pools) -> tuple[np.ndarray, np.ndarray]:
@@ -217,8 +218,9 @@ def relax(cands: pd.DataFrame, runs, pools, steps: int, seconds: float = math.in
     them all when `seconds` run out or `stop` is set (checked between LPs).
     """
     deadline = time.perf_counter() + seconds
-    if _capacity_terms(cands, runs, pools) > MAX_LP_TERMS:
-        return Relaxation(None)
+    if (terms := _capacity_terms(cands, runs, pools)) > MAX_LP_TERMS:
+        return Relaxation(None, left_out=f"the LP bound is left out: {terms:,} capacity terms, past the "
+                                         f"{MAX_LP_TERMS:,} it builds")
     lp = _TimeIndexedLP(cands, runs, pools, steps)
     count = 0  # breaks ties in the heap in creation order
     heap: list = [(-math.inf, count, tuple((p.min_nodes, p.max_nodes) for p in pools), None)]

@@ -142,8 +142,9 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
         if not _solved(best) and hint:  # the clock ran out before CP-SAT completed any schedule
             best = greedy_result(whole, hint)
             results.append(best)
-        lp = relaxation.bound_usd if relaxation else None  # None: stopped before its first LP
-        return _finish(best, results, whole, started, lp + endpoint_floor_usd if lp is not None else None)
+        lp = relaxation.bound_usd if relaxation else None  # None: stopped before its first LP, or left out
+        return _finish(best, results, whole, started, lp + endpoint_floor_usd if lp is not None else None,
+                       relaxation.left_out if relaxation else "")
 
 
 def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search, started: float,
@@ -252,9 +253,9 @@ def _key(result: BatchResult, whole) -> tuple:
 
 
 def _finish(best: BatchResult, searched: list[BatchResult], whole, started: float,
-            relaxed: float | None = None) -> BatchResult:
+            relaxed: float | None = None, lp_left_out: str = "") -> BatchResult:
     """`best` with the highest valid bound for its set of runs: from searches of the whole model
-    that ended with the same priority, and the LP when every run is scheduled."""
+    that ended with the same priority, and the LP when every run is scheduled (`lp_left_out`: why not)."""
     effort = {"solve_seconds": time.perf_counter() - started,
               "deterministic_seconds": sum(r.deterministic_seconds for r in searched if r is not None)}
     if not _solved(best):
@@ -266,4 +267,4 @@ def _finish(best: BatchResult, searched: list[BatchResult], whole, started: floa
     optimal = any(r.status == "OPTIMAL" for r in searched)
     bound = best.objective_usd if optimal else min(best.objective_usd, max(bounds)) if bounds else math.nan
     return dataclasses.replace(best, status="OPTIMAL" if optimal else "FEASIBLE", bound_usd=bound,
-                               proved_by="cp-sat" if optimal else "", **effort)
+                               proved_by="cp-sat" if optimal else "", no_bound_why=lp_left_out, **effort)

@@ -26,6 +26,7 @@ class SolveReport:
     proved_by: str = ""  # "cp-sat" | "lp" (the HiGHS relaxation) | "mip" (HiGHS's branch and bound) | ""
     lp_seconds: float = 0.0
     candidates_seconds: float = 0.0  # building candidates, before the model (set by the pipelines)
+    no_bound_why: str = ""  # when a bound was left out rather than not reached in time: why
 
     @property
     def solved(self) -> bool:
