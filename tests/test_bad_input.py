@@ -54,6 +54,17 @@ def test_gpu_count_neither_number_nor_range(run, scenario_file, value):
                           "expected a number of GPUs (gpus: 8) or a range (gpus: {min: 1, max: 8})")
 
 
+
+@pytest.mark.parametrize("text, key, line", [
+    ("    gpus: {min: true}\n", "workloads[0].gpus.min", 8),
+    ("    lora_rank: false\n", "workloads[0].lora_rank", 8),
+    ("    checkpoint: {keep: true}\n", "workloads[0].checkpoint.keep", 8),
+])
+def test_true_or_false_for_a_number_is_refused(run, scenario_file, text, key, line):
+    """pydantic's lax mode read true as 1 and false as 0: `lora_rank: false` planned a rank-0 adapter."""
+    path = scenario_file(MINIMAL + text)
+    assert_one_line_error(run("validate", path), f"{path}:{line}", f"({key})", "expected a number, got ")
+
 @pytest.mark.parametrize("text, key, fragment", [
     ("    checkpoint: 5\n", "workloads[0].checkpoint", "expected a mapping of keys (every, write_time, size, keep), got 5"),
     ("    data: 2GiB\n", "workloads[0].data", "expected a mapping of keys (size, location), got '2GiB'"),

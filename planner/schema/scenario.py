@@ -6,6 +6,8 @@ or docstring.
 """
 from __future__ import annotations
 
+import types
+import typing
 from typing import Annotated, Literal
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationInfo,
@@ -51,9 +53,24 @@ HARDWARE_FAILURE_PER_GPU_H = 2e-5
 
 
 class Strict(BaseModel):
-    """Unknown keys are errors (a typo must not be silently ignored)."""
+    """Unknown keys are errors (a typo must not be silently ignored), and so is true or false for a number
+    (pydantic's lax mode reads them as 1 and 0; `lora_rank: true` is a slip, not a rank)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_truth_for_a_number(cls, value, info: ValidationInfo):
+        if isinstance(value, bool) and _numeric(cls.model_fields[info.field_name].annotation):
+            raise ValueError(f"expected a number, got {str(value).lower()}")
+        return value
+
+
+def _numeric(annotation) -> bool:
+    """A number field (int or float, optional or not) that takes no bool."""
+    union = typing.get_origin(annotation) in (typing.Union, types.UnionType)
+    options = set(typing.get_args(annotation) if union else (annotation,))
+    return bool(options & {int, float}) and bool not in options
 
 
 # ---------------------------------------------------------------- catalog facts
