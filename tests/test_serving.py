@@ -323,6 +323,11 @@ def test_an_endpoint_of_a_million_requests_a_second_plans_in_bounded_memory(tmp_
     assert pool["market"] == "spot" and pool["nodes"] > 40_000
     assert pool["load_nodes"] <= pool["nodes_counted"] <= kept_nodes(pool["nodes"], pool["away_share"], 0.99)
     assert e["below_capacity_share"] <= 0.01
+    from planner.load.scenario import load_scenario
+    from planner.solve.checker import check_plan
+
+    assert check_plan(load_scenario(tmp_path / "million.yaml"), plan) == []  # its binomial tail summed term by
+    # term passed floats' range on a pool of 40,000 nodes
 
 
 def test_a_tie_break_that_would_overflow_follows_the_cost():

@@ -380,8 +380,11 @@ def check_endpoint(e: dict, workload: Workload) -> list[str]:
 
 def _kept_probability(nodes: int, away: float, counted: int, zone_away: float = 0.0) -> float:
     """P(at least `counted` of `nodes` are up), each away a share `away` independently and all of them a share
-    `zone_away` (a zone-wide preemption and the wait for capacity)."""
-    alone = math.fsum(math.comb(nodes, up) * (1 - away) ** up * away ** (nodes - up) for up in range(counted, nodes + 1))
+    `zone_away` (a zone-wide preemption and the wait for capacity). SciPy's binomial tail (an incomplete beta
+    function): summing the terms one by one passes floats' range past a thousand nodes or so."""
+    from scipy.stats import binom
+
+    alone = float(binom.sf(counted - 1, nodes, 1 - away))
     return (1 - zone_away) * alone + (zone_away if counted == 0 else 0.0)
 
 
