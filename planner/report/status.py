@@ -15,7 +15,7 @@ def status_line(r: SolveReport, candidates: str, prices_as_of: str | None) -> st
     elif r.gap == r.gap:
         proof = f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
     else:
-        proof = f"feasible, no bound ({r.no_bound_why})" if r.no_bound_why else "feasible, no bound within the time limit"
+        proof = "feasible, no bound " + (f"({r.no_bound_why})" if r.no_bound_why else "within the time limit")
     return (f"{r.status}: expected total ${r.objective_usd:,.2f}, {proof}; {candidates}; solved in "
             f"{r.solve_seconds:.2f} s ({r.deterministic_seconds:.2f} deterministic) on {r.workers} "
             f"worker{'s' if r.workers != 1 else ''}, seed {r.seed}; candidates built in {r.candidates_seconds:.2f} s"
