@@ -359,9 +359,9 @@ def _hat_trexp(lam: float, s: float, R: float, h: float, N: int) -> np.ndarray:
     # ∫ (u − u0) λe^(−λu) du over the cell, stable for small λd
     mom = e0 * (em - x * np.exp(-x)) / (lam * p)
     up = (mom + (a - left) * mass) / h  # share of the right-hand grid point
-    w[cells] += mass - up
-    tail = cells + 1 < N
-    w[cells[tail] + 1] += up[tail]
+    stop = i0 + cells.size  # the cells are consecutive: slices, not index arrays
+    w[i0:stop] += mass - up
+    w[i0 + 1:stop + 1] += up[:N - 1 - i0]  # a right-hand point past the grid is dropped
     return w
 
 
@@ -370,13 +370,18 @@ def _half_cdf(w: np.ndarray, h: float, offset: float, xs, weights=None):
 
     Cumulative sums of hat masses equal the CDF averaged over [x_i, x_i+h],
     i.e. the CDF at the half-grid points to second order; interpolate there.
+    Only the nodes up to the furthest of xs are summed: the sums run in order,
+    so that prefix is exactly what summing all of them would give there.
     """
-    v = w if weights is None else w * weights
+    reach = (np.max(xs) - offset) / h  # the furthest of xs, in cells
+    n = int(reach) + 3 if reach < w.size else w.size  # node n lies past it (NaN: all)
+    n = min(max(n, 1), w.size)
+    v = w[:n] if weights is None else w[:n] * weights[:n]
     cum = np.concatenate(([0.0], np.cumsum(v)))
     # no mass below `offset` (lengths start there), so the first node is
     # (offset, 0), not (offset − h/2, 0): a density that starts with a jump
     # at x = 0 would otherwise leak half a cell below it
-    xp = offset + np.concatenate(([0.0], (np.arange(w.size) + 0.5) * h))
+    xp = offset + np.concatenate(([0.0], (np.arange(n) + 0.5) * h))
     return np.interp(xs, xp, cum)
 
 
