@@ -713,10 +713,13 @@ def _evaluate(inputs: CandidateInputs, tau: float | None,
                       checkpoint_interval_h=p.tau)
 
 
+@lru_cache(maxsize=4096)
 def expected(inputs: CandidateInputs, tau: float | None = None) -> CostResult:
     """Expected wall time, failures, billing, P(T <= D) and cost (§4–§7).
 
     `tau` overrides `inputs.checkpoint_interval_h` (used by `best_interval`).
+    Kept by its arguments, all it depends on: candidate generation prices spot alone for a spot row and
+    again as the spot phase of its spot_fallback twin. The result is shared, so read it, never change it.
     """
     return _evaluate(inputs, tau, with_deadline=True)
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import numpy as np
 from scipy import fft as _fft
@@ -77,12 +76,6 @@ class FallbackResult:
     def parts(self, spot_price: float, on_demand_price: float) -> dict:
         """The priced breakdown parts in USD."""
         return {k: self.spot[k] * spot_price + self.on_demand[k] * on_demand_price for k in PRICED}
-
-
-@lru_cache(maxsize=4096)
-def _alone(inputs: CandidateInputs, tau: float) -> CostResult:
-    """The same job on spot with no fallback (`inputs` without a deadline): its session count and rounding."""
-    return costmodel.expected(inputs, tau)
 
 
 def _billed_share(lam: float, s: float, R: float, rho: float, m: float, cv: float) -> float:
@@ -214,7 +207,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     busy = virtual - lam * working * p.rho * p.wait - (over - over_tail) - over_tail * share
     # the failure whose lump the switch point cuts came before it; any after it did not happen
     failures = lam * working - (max(over_tail / lump - beyond, 0.0) if lump > 0 else 0.0)
-    alone = _alone(replace(inputs, time_budget_h=math.inf), p.tau)
+    alone = costmodel.expected(replace(inputs, time_budget_h=math.inf), tau)  # spot alone: its sessions and rounding
     beta, streams = 1 + p.rho * (n - 1), p.streams  # each stream of a stateless job switches on its own
     if math.isfinite(alone.rounding_waste_node_h):
         waste = alone.rounding_waste_node_h * (n + beta * failures) / (n + beta * alone.failures / streams)
