@@ -603,7 +603,8 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     if M < k:  # the very first session, never interrupted: L = T0
         amass = np.append(amass, (1 - pk) * (n + c) * math.exp((k - 1) * log1mp))
         apos = np.append(apos, p.T0)
-    waste_atoms = float(np.dot(amass, billed_hours(apos, gran, minimum) - apos))
+    # numpy's sum, not BLAS's dot: its threads change the last bits with the machine's cores
+    waste_atoms = float(np.sum(amass * (billed_hours(apos, gran, minimum) - apos)))
     # closed-form total mass of all atoms (§ derivation above, ω = 0)
     if k == 1:
         atom_total = (1 - pk) * (n + ck)
