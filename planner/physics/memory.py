@@ -25,6 +25,7 @@ deepspeed_zero2_gpu_bytes / _cpu_bytes, deepspeed_zero3_gpu_bytes / _cpu_bytes
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from math import ceil
 
 GIB = 2**30
@@ -519,6 +520,7 @@ def serving_need_gib(breakdown: MemoryBreakdown, headroom: float = DEFAULT_HEADR
     return (breakdown.total - breakdown.kv_cache) * (1.0 + headroom) + breakdown.kv_cache
 
 
+@lru_cache(maxsize=1 << 14)  # the same model on every shape of one VRAM size: a few dozen distinct per scenario
 def kv_batch_that_fits(shape: ModelShape, vram_gib: float, headroom: float = DEFAULT_HEADROOM, *,
                        weight_precision: str = "bf16", kv_precision: str = "bf16", context_tokens: int = 4096,
                        tensor_parallel: int = 1, prompt_tokens: int | None = None, most: int = 1 << 16) -> int:
