@@ -25,7 +25,8 @@ from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, quota_mask, to_
 from planner.economics import costmodel, fallback, screen
 from planner.economics.inputs import cost_inputs
 from planner.load.catalog import Catalog, offers_for
-from planner.physics.estimate import Estimate, Shape, checkpoint_size_gib, estimate, layout_text
+from planner.physics.estimate import (Estimate, Prepared, Shape, checkpoint_size_gib, estimate_prepared, layout_text,
+                                      prepare)
 from planner.schema.scenario import Override, Scenario, Workload
 
 HOURS_PER_MONTH = 730.0
@@ -163,12 +164,13 @@ SHAPE_COLUMNS = ["gpu", "gpus_per_node", "nodes", "gpu_vram_gib", "intra_node", 
 TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "wait_h", "wait_cv", "granularity_h", "minimum_h", "fallback"]
 _PHYSICS_IRRELEVANT = {"name", "description", "time_budget", "checkpoint", "restart_overhead",
                        "interruption_tolerance", "data", "allow", "forbid"}
-def _estimate(workload: Workload, physics: str, catalog: Catalog, shape: Shape, headroom: float,
+def _estimate(prepared: Prepared, physics: str, catalog: Catalog, shape: Shape, headroom: float,
               cache: CandidateCache) -> Estimate:
     """Physics shared by workloads that differ only in name, deadline, data or placement."""
     key = (physics, shape, headroom)
     found = cache.estimates.get(key)
-    return found if found is not None else cache.keep(cache.estimates, key, estimate(workload, catalog, shape, headroom))
+    return found if found is not None else cache.keep(cache.estimates, key,
+                                                      estimate_prepared(prepared, catalog, shape, headroom))
 
 
 def _physics(rows: "_Rows", workload: Workload, catalog: Catalog, headroom: float, cache: CandidateCache) -> "_Physics":
@@ -178,7 +180,8 @@ def _physics(rows: "_Rows", workload: Workload, catalog: Catalog, headroom: floa
     physics = workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT)
     key = (physics, headroom)
     if key not in rows.physics:
-        estimates = [_estimate(workload, physics, catalog, shape, headroom, cache) for shape in rows.shapes]
+        prepared = prepare(workload, catalog)
+        estimates = [_estimate(prepared, physics, catalog, shape, headroom, cache) for shape in rows.shapes]
         work_h = np.array([e.work_h for e in estimates], dtype=float)
         item_h = np.array([e.item_h or math.nan for e in estimates], dtype=float)
         rows.physics[key] = _Physics(key, estimates, work_h, item_h)

@@ -7,7 +7,7 @@ estimates are computed once per (workload, shape) and cached.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from planner.load.catalog import Catalog
@@ -138,21 +138,50 @@ def _vram_reason(breakdown: mem.MemoryBreakdown, shape: Shape, headroom: float, 
     return f"needs {need:.1f} GiB per GPU (with {headroom:.0%} headroom), {shape.gpu} has {shape.vram_gib:.1f} GiB"
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A workload with what its estimate on every shape shares, worked out once rather than per shape:
+    its model from the catalog (None: it states its memory), the layout fields it pins, and its
+    training job per memory precision (the GPU decides the precision, so there are few)."""
+
+    workload: Workload
+    arch: ModelArch | None
+    model: mem.ModelShape | None
+    pinned: parallelism.Pinned
+    jobs: dict = field(default_factory=dict, compare=False, repr=False)  # memory precision -> parallelism.Job
+
+    def job(self, precision: str) -> parallelism.Job:
+        found = self.jobs.get(precision)
+        if found is None:
+            found = self.jobs[precision] = training_job(self.workload, self.arch, precision)
+        return found
+
+
+def prepare(workload: Workload, catalog: Catalog) -> Prepared:
+    arch = resolve_model(workload, catalog)
+    return Prepared(workload, arch, model_shape(arch) if arch is not None else None, pinned(workload))
+
+
 def estimate(workload: Workload, catalog: Catalog, shape: Shape, headroom: float) -> Estimate:
     """Memory per GPU, fit, and W for `workload` on `shape`."""
-    gpu = catalog.gpus[shape.gpu]
-    perf = gpu_perf(gpu)
-    arch = resolve_model(workload, catalog)
+    return estimate_prepared(prepare(workload, catalog), catalog, shape, headroom)
+
+
+def estimate_prepared(prepared: Prepared, catalog: Catalog, shape: Shape, headroom: float) -> Estimate:
+    """`estimate` of a workload prepared once for the many shapes it is estimated on."""
+    workload = prepared.workload
+    perf = gpu_perf(catalog.gpus[shape.gpu])
     if shape.gpus < workload.gpus.min or shape.gpus > workload.gpus.max:
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
                           f"{shape.gpus} GPUs is outside the workload's range {workload.gpus.min}-{workload.gpus.max}")
     if workload.training_method == "inference":
-        return _estimate_inference(workload, catalog, arch, perf, shape, headroom)
-    return _estimate_training(workload, catalog, arch, perf, shape, headroom)
+        return _estimate_inference(prepared, catalog, perf, shape, headroom)
+    return _estimate_training(prepared, catalog, perf, shape, headroom)
 
 
-def _estimate_training(workload: Workload, catalog: Catalog, arch: ModelArch | None, perf: speed.GpuPerf, shape: Shape,
+def _estimate_training(prepared: Prepared, catalog: Catalog, perf: speed.GpuPerf, shape: Shape,
                        headroom: float) -> Estimate:
+    workload = prepared.workload
     precision = speed.effective_precision(perf, _train_precision(workload.precision), workload.fp8_fallback)
     if precision is None:
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
@@ -163,10 +192,10 @@ def _estimate_training(workload: Workload, catalog: Catalog, arch: ModelArch | N
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
                           f"tensor_parallel {tp} must divide the GPUs of one node (tensor parallelism stays inside a node)", precision, tp)
     if workload.memory is not None:
-        return _estimate_stated_training(workload, catalog, arch, perf, shape, headroom, precision, tp)
+        return _estimate_stated_training(prepared, catalog, perf, shape, headroom, precision, tp)
     memory_precision = "bf16" if precision == "fp16" and workload.precision == "bf16" else precision
-    job = training_job(workload, arch, memory_precision)
-    choice, reason = parallelism.best_layout(job, perf, shape.topology(), shape.vram_gib, headroom, pinned(workload))
+    job = prepared.job(memory_precision)
+    choice, reason = parallelism.best_layout(job, perf, shape.topology(), shape.vram_gib, headroom, prepared.pinned)
     if choice is None:
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0), reason, precision, tp)
     if reason:
@@ -215,9 +244,10 @@ def pinned(workload: Workload) -> parallelism.Pinned:
         sequence_parallel=pick(workload.sequence_parallel, False), cp=pick(workload.context_parallel, 1))
 
 
-def _estimate_stated_training(workload: Workload, catalog: Catalog, arch: ModelArch | None, perf: speed.GpuPerf,
+def _estimate_stated_training(prepared: Prepared, catalog: Catalog, perf: speed.GpuPerf,
                               shape: Shape, headroom: float, precision: str, tp: int) -> Estimate:
     """Memory stated by the workload: data parallelism over every GPU (the layout is the user's)."""
+    workload, arch = prepared.workload, prepared.arch
     breakdown = _stated(workload, shape)
     if not mem.fits(breakdown, shape.vram_gib, headroom):
         return _ruled_out(shape, breakdown, _vram_reason(breakdown, shape, headroom), precision, tp, by="vram")
@@ -230,7 +260,7 @@ def _estimate_stated_training(workload: Workload, catalog: Catalog, arch: ModelA
                   seq_len=workload.sequence_length, global_batch_tokens=workload.global_batch_tokens,
                   fallback_to_bf16=workload.fp8_fallback)
     if workload.work.tokens is not None:
-        result = speed.training_time(model_shape(arch), tokens=workload.work.tokens, method=workload.training_method,
+        result = speed.training_time(prepared.model, tokens=workload.work.tokens, method=workload.training_method,
                                      mfu=workload.mfu, recompute=layout.recompute, lora_rank=workload.lora_rank,
                                      **common)
         return Estimate(shape, breakdown, True, precision, result.work_h, result.tokens_per_s,
@@ -256,14 +286,14 @@ def _stated(workload: Workload, shape: Shape) -> mem.MemoryBreakdown:
                              shardable=stated.shardable, sharding_gpus=shards)
 
 
-def _estimate_inference(workload: Workload, catalog: Catalog, arch: ModelArch | None, perf: speed.GpuPerf, shape: Shape,
+def _estimate_inference(prepared: Prepared, catalog: Catalog, perf: speed.GpuPerf, shape: Shape,
                         headroom: float) -> Estimate:
     """Generation on one shape: per tensor-parallel degree the batch whose KV cache fits the engine's pool
     (at most `generation.batch`), and the degree that finishes soonest."""
-    if arch is None or workload.generation is None:
+    workload, model = prepared.workload, prepared.model
+    if model is None or workload.generation is None:
         return _estimate_stated_inference(workload, catalog, perf, shape, headroom)
     gen = workload.generation
-    model = model_shape(arch)
     choices = [workload.tensor_parallel] if workload.tensor_parallel else [
         t for t in (1, 2, 4, 8, 16) if t <= shape.gpus_per_node and shape.gpus_per_node % t == 0]
     if any(t > shape.gpus_per_node for t in choices):
