@@ -16,7 +16,7 @@ import itertools
 import math
 import re
 from dataclasses import asdict, dataclass
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -63,7 +63,7 @@ class Layout:
     def gpus(self) -> int:
         return self.tp * self.cp * self.pp * self.dp
 
-    @property
+    @cached_property  # a search compares labels of the same layouts shape after shape
     def label(self) -> str:
         """`TP8 CP16 PP16 DP8 zero1 SP full mb1`: the layout in one short, parseable string."""
         parts = [f"TP{self.tp}"] + ([f"CP{self.cp}"] if self.cp > 1 else []) + [f"PP{self.pp}"] + ([f"VPP{self.virtual_stages}"] if self.virtual_stages > 1 else []) \
@@ -204,16 +204,20 @@ def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
 class _Space:
     """The layouts of one (job, GPU count, node size, pins) with what does not depend on the GPU model:
     which group each layout is in, each group's lightest layout and its memory, and each layout's
-    pipeline-bubble factor and compute key, so a search on one GPU model is a few array operations."""
+    pipeline-bubble factor and compute key, so a search on one GPU model is a few array operations.
+    What a search works out that depends on no more than that is kept here for the next one."""
 
     layouts: tuple  # every layout, group by group
     light_of: np.ndarray  # per layout: the index of its group's lightest layout in `lights`
     lights: tuple  # the distinct lightest layouts, first seen first, with their memory (None: not buildable)
     reason: str  # the last reason a lightest layout could not be built
     lightest: tuple | None  # (total GiB, layout, memory) of the least memory among `lights`
-    compute_keys: tuple  # distinct (recompute, micro-batch, CP), each with the first layout that has it
+    compute_keys: tuple  # distinct (recompute, micro-batch, CP), each as its first layout on one stage (PP1, VPP1)
     key_of: np.ndarray  # per layout: the index of its compute key
     bubble: np.ndarray  # per layout: 1 + (p-1)/v/m, the pipeline's factor on the compute floor
+    families: tuple  # per layout: the layout but its micro-batch (one too big rules out the larger ones)
+    memories: list  # per layout: its memory once a search needed it (None: not yet; a ValueError: not buildable)
+    compute: dict  # (GPU, precision) -> per compute key its floor (these GPUs' count is the space's)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -223,7 +227,7 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
         return None
     index, lights, reason, lightest = {}, [], "", None
     base_batch = speed.PRETRAIN_GLOBAL_BATCH_TOKENS if job.kind == "pretrain" else speed.FINETUNE_GLOBAL_BATCH_TOKENS
-    layouts, light_of, key_index, firsts, key_of, bubble = [], [], {}, [], [], []
+    layouts, light_of, key_index, firsts, key_of, bubble, families = [], [], {}, [], [], [], []
     for group in groups:
         light = _lightest(group[0], pinned)
         if light not in index:
@@ -241,8 +245,10 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
             key = (layout.recompute, layout.micro_batch, layout.cp)
             if key not in key_index:  # the key's first layout stands for it (the floor depends on the key alone)
                 key_index[key] = len(firsts)
-                firsts.append(layout)
+                firsts.append(dataclasses.replace(layout, pp=1, virtual_stages=1))
             key_of.append(key_index[key])
+            families.append((layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.zero, layout.recompute,
+                             layout.sequence_parallel, layout.virtual_stages))
             if layout.pp == 1:
                 bubble.append(1.0)
             else:
@@ -250,7 +256,7 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
                 m = max(1, math.ceil((job.global_batch_tokens or max(base_batch, tokens)) / tokens - 1e-9))
                 bubble.append(1.0 + (layout.pp - 1) / layout.virtual_stages / m)
     return _Space(tuple(layouts), np.array(light_of), tuple(lights), reason, lightest, tuple(firsts),
-                  np.array(key_of), np.array(bubble))
+                  np.array(key_of), np.array(bubble), tuple(families), [None] * len(layouts), {})
 
 
 @lru_cache(maxsize=1 << 17)  # ~170 distinct jobs x ~600 shapes of a varied 10,000-workload scenario
@@ -276,22 +282,27 @@ def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib
             f"needs {total * (1 + headroom):.1f} GiB per GPU (with {headroom:.0%} headroom) even as {light.label}, "
             f"{gpu.name} has {vram_gib:.1f} GiB")
     precision = speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
-    compute = np.array([_floor(job, dataclasses.replace(layout, pp=1, virtual_stages=1), gpu, topology, precision)
-                        for layout in space.compute_keys])
+    compute = space.compute.get((gpu, precision))
+    if compute is None:
+        compute = space.compute[gpu, precision] = np.array(
+            [_floor(job, layout, gpu, topology, precision) for layout in space.compute_keys])
     floors = (compute[space.key_of] * space.bubble)[candidates]
     order = np.argsort(floors, kind="stable")  # ties in the layouts' order
     best, too_big = None, {}  # too_big: layout without its micro-batch -> the smallest micro-batch that did not fit
     for floor, number in zip(floors[order].tolist(), candidates[order].tolist()):
         if best is not None and floor > best[0][0]:
             break  # no layout left can be faster
-        layout = space.layouts[number]
-        family = (layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.zero, layout.recompute,
-                  layout.sequence_parallel, layout.virtual_stages)
+        layout, family = space.layouts[number], space.families[number]
         if too_big.get(family, math.inf) <= layout.micro_batch:
             continue  # a smaller micro-batch of the same layout did not fit
-        try:
-            memory = layout_memory(job, layout, topology.gpus_per_node)
-        except ValueError:
+        memory = space.memories[number]
+        if memory is None:
+            try:
+                memory = layout_memory(job, layout, topology.gpus_per_node)
+            except ValueError as exc:
+                memory = exc
+            space.memories[number] = memory
+        if isinstance(memory, ValueError):
             continue
         if not mem.fits(memory, vram_gib, headroom):
             too_big[family] = min(too_big.get(family, math.inf), layout.micro_batch)
