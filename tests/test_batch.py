@@ -1218,7 +1218,7 @@ def test_a_bound_left_out_for_its_size_says_why(monkeypatch):
     from planner.report.batch import batch_text
 
     monkeypatch.setattr(batch_bound, "MAX_LP_TERMS", 0)
-    plan = make_batch_plan(load_quarter(SCENARIOS / "quarter-team.yaml"), time_limit_s=5.0)
+    plan = make_batch_plan(load_quarter(SCENARIOS / "quarter-launch.yaml"), time_limit_s=2.0)
     assert plan.result.no_bound_why.startswith("the LP bound is left out: ")
     plan = dataclasses.replace(plan, result=dataclasses.replace(plan.result, status="FEASIBLE", bound_usd=math.nan))
     assert "feasible, no bound (the LP bound is left out: " in batch_text(plan, "table")
