@@ -381,6 +381,7 @@ class PrioritiesTooHeavy(PlannerError):
 
 
 def _check_priorities_fit(weight: int, priorities: int) -> None:
+    """Refuse optional runs' priorities whose weighted sum would pass OBJECTIVE_LIMIT, saying what sum fits."""
     if priorities and weight * (priorities + 1) >= OBJECTIVE_LIMIT:
         fits = OBJECTIVE_LIMIT // weight - 1
         room = (f"priorities adding up to at most {fits:,} fit, or make runs required" if fits > 0 else

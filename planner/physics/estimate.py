@@ -158,6 +158,7 @@ class Prepared:
 
 
 def prepare(workload: Workload, catalog: Catalog) -> Prepared:
+    """The workload ready to be estimated on shape after shape."""
     arch = resolve_model(workload, catalog)
     return Prepared(workload, arch, model_shape(arch) if arch is not None else None, pinned(workload))
 

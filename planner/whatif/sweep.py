@@ -715,9 +715,9 @@ def sweep_text(result: SweepResult, fmt: str) -> str:
                                **({"within": f"±{s['within']:g}"} if coarse else {}),
                                **{SHORT[p]: s[p] for p in spec.swept if p != s["parameter"]},
                                "from": s["from"] or "-", "to": s["to"] or "-"} for s in result.switches])
-        title = f"switch points (bisected to ±{spec.precision / 2:g}" + (
+        heading = f"switch points (bisected to ±{spec.precision / 2:g}" + (
             " between proven points; no finer where the time limit left a point unproven)" if coarse else ")")
-        parts.append(render_table(frame, title=title, fold=("from", "to")))  # endpoints' pools run long
+        parts.append(render_table(frame, title=heading, fold=("from", "to")))  # endpoints' pools run long
     else:
         parts.append("no placement changes between grid points\n")
     if segments(result):
