@@ -260,12 +260,10 @@ def solve_point(task: PointTask) -> PointResult:
     offers = _point_offers(task, loaded.catalog, loaded.scenario.overrides)
     plan = make_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
                      hint=dict(task.hint) or None, cache=cache, runner_ups=0)  # a point reports its placements only
-    chosen = plan.chosen
     if plan.result is None or not plan.result.solved:
         return PointResult(task.multipliers, plan.status, None, {}, settled=proven(plan.status))
-    found = _point_result(task, plan.status, plan.result.objective_usd, chosen.rename(columns={"workload": "run"}),
-                          plan.result.serving, plan.candidates.endpoints)
-    return replace(found, settled=proven(plan.status))
+    return _point_result(task, plan.status, plan.result.objective_usd, plan.chosen.rename(columns={"workload": "run"}),
+                         plan.result.serving, plan.candidates.endpoints, settled=proven(plan.status))
 
 
 def proven(status: str) -> bool:
@@ -312,7 +310,7 @@ def _point_offers(task: PointTask, catalog, overrides):
 
 
 def _point_result(task: PointTask, status: str, objective_usd: float, chosen, serving=None,
-                  options=None) -> PointResult:
+                  options=None, settled: bool = True) -> PointResult:
     """What a sweep keeps of a solved point's chosen rows (one per `run`) and endpoints' nodes (`serving`
     over `options`); reads only the few columns it needs (a named tuple of every candidate column costs
     ~10 ms, a point ~0.4 s)."""
@@ -329,7 +327,7 @@ def _point_result(task: PointTask, status: str, objective_usd: float, chosen, se
         kinds = endpoint_placements(pools, nodes=False)
     return PointResult(task.multipliers, status, float(objective_usd), placements,
                        {r.run: r.cid for r in picked}, {m: float(spend.get(m, 0.0)) for m in ("spot", "spot_fallback", "on_demand")},
-                       kinds)
+                       kinds, settled)
 
 
 def endpoint_placements(pools, nodes: bool = True) -> dict[str, str]:
