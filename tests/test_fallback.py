@@ -63,6 +63,26 @@ def test_price_agrees_with_the_replayed_policy(name):
     assert math.isclose(sum(priced.breakdown.values()), priced.cost_usd, rel_tol=1e-12)
 
 
+def test_the_price_does_not_follow_round_off():
+    """The overshoot past the switch level is read where the grid holds the law (its mass and mean exact, from the
+    lump's law), not summed over the grid's far end, whose round-off the damping's untilt amplifies up to e^18. A
+    processor's rounding is noise of about 1e-14: on this batch job (the worst of the shipped examples' fallbacks:
+    stateless items on 2 nodes, heavy-tailed waits) such noise moved the lost work's cost by 4e-3."""
+    inputs = CandidateInputs(work_h=9.412915046834819, restart_h=1 / 6, nodes=2, gpus_per_node=1,
+                             spot_rate_per_node_h=0.48, price_per_node_h=1.0, billing_granularity_h=1 / 3600,
+                             billing_minimum_h=1 / 60, interruption_tolerance="stateless",
+                             checkpoint_interval_h=0.0024092436772036904, time_budget_h=24.0, capacity_wait_h=1.24,
+                             capacity_wait_cv=5.56)
+    base = fallback.unit(inputs)
+    assert 0.01 < base.p_switch < 0.1 and base.spot["preemption_rework"] > 1  # the overshoot matters here
+    for eps in (1e-14, 3e-14, -2e-14):
+        moved = fallback.unit(replace(inputs, time_budget_h=inputs.time_budget_h * (1 + eps),
+                                      work_h=inputs.work_h * (1 - eps)))
+        for part in fallback.PRICED:
+            assert math.isclose(moved.spot[part], base.spot[part], rel_tol=1e-9), (part, eps)
+        assert math.isclose(moved.failures, base.failures, rel_tol=1e-9)
+
+
 def test_it_meets_deadlines_spot_alone_misses_for_less_than_on_demand():
     inputs = _inputs(CASES["4 nodes, loose deadline"])
     alone = costmodel.expected(inputs)
