@@ -38,7 +38,7 @@ from planner.batch.pipeline import make_batch_plan
 from planner.candidates.cache import CandidateCache
 from planner.candidates.generate import apply_overrides, limit_keys, limits_of
 from planner.load.quarter import load_quarter
-from planner.report.batch import batch_json
+from planner.report.batch import batch_json, batch_text
 from planner.schema.quarter import QuarterConstraints, as_scenario
 from planner.solve.outcome import BatchResult
 
@@ -735,7 +735,9 @@ def test_same_quarter_same_plan_when_work_ends_the_search(monkeypatch):
     monkeypatch.setattr(batch_search, "WHOLE_WORK_PER_SECOND", 0.0005)
     monkeypatch.setattr(batch_search, "CORE_WORK_PER_SECOND", 0.002)
     loaded = load_quarter(SCENARIOS / "quarter-team.yaml")
-    first = batch_json(make_batch_plan(loaded, time_limit_s=60.0))
+    plan = make_batch_plan(loaded, time_limit_s=60.0)
+    assert not plan.result.clocked  # unproven, but its work ended it: the same on every machine
+    first = batch_json(plan)
     spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])  # another process takes a core
     try:
         second = batch_json(make_batch_plan(loaded, time_limit_s=60.0))
@@ -745,6 +747,33 @@ def test_same_quarter_same_plan_when_work_ends_the_search(monkeypatch):
     assert first["status"] == "FEASIBLE"
     assert first["runs"] == second["runs"] and first["reservations"] == second["reservations"]
     assert first["objective_usd"] == second["objective_usd"]
+
+
+def test_the_plan_says_when_the_clock_cut_the_search(monkeypatch):
+    """A phase stops on deterministic work, the same on every run, unless the clock cuts it first: then the
+    schedule depends on the machine's speed and load, and the result says so (`clocked`), read by the status
+    line, the JSON report and a what-if sweep (which does not bisect on such a point). CP-SAT reports at least
+    the work limit when that stopped it, so the two are told apart (the slow test above: work-ended, unproven,
+    not clocked)."""
+    from planner.whatif import sweep as W
+
+    loaded, cache = load_quarter(SCENARIOS / "quarter-launch.yaml"), CandidateCache()
+    proven = make_batch_plan(loaded, time_limit_s=60.0, cache=cache)
+    assert proven.status == "OPTIMAL" and not proven.result.clocked
+    assert batch_json(proven)["solve_report"]["stopped_by_time_limit"] is False
+    assert "cut the search" not in batch_text(proven, "table")
+    original = batch_search.solve_batch
+
+    def hurried(model, time_limit_s, *args, **kwargs):  # a machine far too slow for the work each phase is set
+        return original(model, 0.001, *args, **kwargs)
+
+    monkeypatch.setattr(batch_search, "solve_batch", hurried)
+    cut = make_batch_plan(loaded, time_limit_s=60.0, cache=cache)
+    assert cut.status == "FEASIBLE" and cut.result.clocked
+    assert batch_json(cut)["solve_report"]["stopped_by_time_limit"] is True
+    assert "the time limit cut the search before its set work" in batch_text(cut, "table")
+    monkeypatch.setattr(W, "_loaded", lambda source, kind: (loaded, cache))
+    assert not W.solve_quarter_point(W.PointTask("quarter-launch.yaml", time_limit_s=60.0)).settled
 
 
 def test_time_indexed_bound_sees_overlap_that_energy_cuts_miss():

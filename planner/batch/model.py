@@ -426,9 +426,12 @@ def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, see
     code = cpsat.run(solver, m.model)
     elapsed = time.perf_counter() - started
     status = solver.status_name(code)
+    # stopped by neither a proof nor its work limit (CP-SAT reports at least the limit when that stops it)
+    clocked = code not in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and (
+        work_limit is None or solver.deterministic_time < work_limit)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return BatchResult(status, solve_seconds=elapsed, deterministic_seconds=solver.deterministic_time,
-                           workers=workers, seed=seed, chosen=m.cands.iloc[0:0])
+                           workers=workers, seed=seed, chosen=m.cands.iloc[0:0], clocked=clocked)
     chosen_mask = [bool(solver.boolean_value(v)) for v in m.pick]
     chosen = m.cands[np.asarray(chosen_mask, dtype=bool)].copy()  # an empty list would pick no columns
     chosen["start_step"] = [solver.value(m.start[r]) for r in chosen["run"]]
@@ -443,4 +446,4 @@ def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, see
     unscheduled = sorted(set(m.runs) - set(chosen["run"]))
     return BatchResult(status, objective, bound, elapsed, solver.deterministic_time, workers, seed,
                        "cp-sat" if code == cp_model.OPTIMAL else "", chosen=chosen.sort_values("run").reset_index(drop=True),
-                       bought=bought, unscheduled=unscheduled, serving=serving)
+                       bought=bought, unscheduled=unscheduled, serving=serving, clocked=clocked)

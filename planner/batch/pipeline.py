@@ -264,26 +264,28 @@ def quarter_endpoints(loaded: LoadedQuarter, scenario, prices: Market, infeasibl
 
 
 def endpoints_alone(endpoints: QuarterEndpoints, constraints, seconds: float, workers: int, seed: int
-                    ) -> tuple[pd.DataFrame, float]:
+                    ) -> tuple[pd.DataFrame, float, bool]:
     """Each endpoint placed alone under the quarter's quotas and node limits (reservation pools up to their
-    largest size, free): the nodes the schedule starts from, and the sum of their lower bounds (each alone
-    relaxes what the endpoint shares with the runs and the other endpoints)."""
+    largest size, free): the nodes the schedule starts from, the sum of their lower bounds (each alone
+    relaxes what the endpoint shares with the runs and the other endpoints), and whether the clock cut a
+    search short of its work limit and of a proof (`BatchResult.clocked`)."""
     limits = Limits(dict(constraints.gpu_quotas), dict(constraints.node_limits), constraints.node_limits_per_market)
-    found, floor = [], 0.0
+    found, floor, clocked = [], 0.0, False
     share = seconds / len(endpoints.traffic)
     for name in sorted(endpoints.traffic):
         mine = endpoints.options[endpoints.options["workload"] == name]
         alone = mine.assign(offer_key=np.where(mine["pool"] >= 0, mine["offer_key"] + "#" + mine["pool"].astype(str),
                                                mine["offer_key"]))
         plan = build_model(pd.DataFrame(), limits, serving=(alone, {name: endpoints.traffic[name]}))
+        work = share * ENDPOINT_WORK_PER_SECOND
         result = solve_model(plan, share, max(workers, 1), seed,
-                             parameters={"max_deterministic_time": share * ENDPOINT_WORK_PER_SECOND,
-                                         "interleave_search": True})
+                             parameters={"max_deterministic_time": work, "interleave_search": True})
+        clocked |= result.status not in ("OPTIMAL", "INFEASIBLE") and result.deterministic_seconds < work
         if not result.solved:
             continue
         floor += result.bound_usd
         found.append(result.serving.assign(option=mine.index[result.serving["option"].to_numpy()]))
-    return (pd.concat(found, ignore_index=True) if found else pd.DataFrame()), floor
+    return (pd.concat(found, ignore_index=True) if found else pd.DataFrame()), floor, clocked
 
 
 def _propagate_unplaceable(runs, infeasible: dict[str, str]) -> None:
@@ -359,8 +361,8 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
     limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools),
                          c.node_limits_per_market)
     candidates_seconds = time.perf_counter() - started
-    placed, floor = endpoints_alone(endpoints, c, ENDPOINTS_SHARE * time_limit_s, workers, seed) \
-        if endpoints is not None else (None, 0.0)
+    placed, floor, clocked = endpoints_alone(endpoints, c, ENDPOINTS_SHARE * time_limit_s, workers, seed) \
+        if endpoints is not None else (None, 0.0, False)
     held = endpoint_occupancy(endpoints.options, placed, endpoints.windows, limits) if endpoints is not None else []
     start = greedy(cands, placeable, pools, limits, loaded.steps, held)
     start["serving"] = placed
@@ -372,6 +374,7 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
         first = next(i for i, r in enumerate(quarter.runs) if not r.required)
         raise PlannerError(exc.message, loaded.where(("runs", first, "priority"))) from None
     result.candidates_seconds = candidates_seconds
+    result.clocked = result.clocked or clocked and result.status != "OPTIMAL"
     plan = BatchPlan(loaded, cands, pools, result, infeasible, endpoints)
     if result.status == "INFEASIBLE":
         for run in placeable:

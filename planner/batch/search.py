@@ -103,21 +103,29 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
     core = core_runs(whole.cands, runs)
     phased = bool(pools) and 0 < len(core) < len(runs)
 
+    ran: list[BatchResult] = []  # every phase, to tell whether the clock cut any (`BatchResult.clocked`)
+
     def search(model, share: float, start: dict | None, fix_hint: bool = False, last: bool = False) -> BatchResult:
         """One phase: its share of the work, capped by its share of the clock (the last phase: what is left)."""
         left = max(1.0, time_limit_s - (time.perf_counter() - started))
         rate = WHOLE_WORK_PER_SECOND if model is whole and not fix_hint else CORE_WORK_PER_SECOND
-        return solve_batch(model, left if last else min(left, share * time_limit_s), workers, seed, start, fix_hint,
-                           work_limit=share * time_limit_s * rate)
+        ran.append(solve_batch(model, left if last else min(left, share * time_limit_s), workers, seed, start,
+                               fix_hint, work_limit=share * time_limit_s * rate))
+        return ran[-1]
+
+    def finish(best: BatchResult, searched: list[BatchResult], *bound) -> BatchResult:
+        done = _finish(best, searched, whole, started, *bound)
+        clocked = any(r.clocked for r in ran) or relaxed.late
+        return dataclasses.replace(done, clocked=done.status != "OPTIMAL" and clocked)
 
     with _Background(relax if pools else None, whole.cands, runs, pools, steps,
                      time_limit_s - (time.perf_counter() - started)) as relaxed:
         first = _log("whole", search(whole, FIRST_SHARE if phased else 1.0, hint, last=not phased), started)
         if first.status == "UNKNOWN" and hint and (not pools or time.perf_counter() - started >= time_limit_s):
             fallback = greedy_result(whole, hint)
-            return _finish(fallback, [first, fallback], whole, started)
+            return finish(fallback, [first, fallback])
         if first.status not in ("FEASIBLE", "UNKNOWN") or not pools:
-            return _finish(first, [first], whole, started)
+            return finish(first, [first])
         results, best = [first], first
         if phased:
             around = _around_the_core(whole, core, limits, steps, search, started, relaxed,
@@ -143,7 +151,7 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
             best = greedy_result(whole, hint)
             results.append(best)
         lp = relaxation.bound_usd if relaxation else None  # None: stopped before its first LP, or left out
-        return _finish(best, results, whole, started, lp + endpoint_floor_usd if lp is not None else None,
+        return finish(best, results, lp + endpoint_floor_usd if lp is not None else None,
                        relaxation.left_out if relaxation else "")
 
 
@@ -216,6 +224,7 @@ class _Background:
 
     def __init__(self, bound, *args):
         self.stop, self.value, self.error = threading.Event(), None, None
+        self.late = False  # a `wait` ended before the value: what the caller did then depended on the clock
         self.thread = threading.Thread(target=self._run, args=(bound, args), daemon=True) if bound else None
 
     def _run(self, bound, args):
@@ -233,6 +242,7 @@ class _Background:
         """Its value if it ends within `seconds` (None if not, or on error: `finish` raises it)."""
         if self.thread:
             self.thread.join(seconds)
+            self.late |= self.thread.is_alive()
         return None if self.thread is None or self.thread.is_alive() else self.value
 
     def finish(self):

@@ -65,7 +65,7 @@ def batch_json(plan: BatchPlan, timings: bool = True) -> dict:
         data["schedule_confidence"] = _schedule_confidence(plan, data) if solved else {
             "target": plan.schedule_confidence, "per_run": loaded.quarter.defaults.deadline_confidence}
     if timings:
-        data["solve_report"] = solve_report_json(result)
+        data["solve_report"] = solve_report_json(result) | {"stopped_by_time_limit": bool(result and result.clocked)}
     return data
 
 

@@ -27,6 +27,8 @@ class SolveReport:
     lp_seconds: float = 0.0
     candidates_seconds: float = 0.0  # building candidates, before the model (set by the pipelines)
     no_bound_why: str = ""  # when a bound was left out rather than not reached in time: why
+    clocked: bool = False  # unproven, and the clock cut a search short of its work limit: the plan then depends on
+    # the machine's speed and load (`planner batch` sets it; its phases otherwise stop on deterministic work)
 
     @property
     def solved(self) -> bool:

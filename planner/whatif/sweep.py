@@ -269,8 +269,8 @@ def solve_point(task: PointTask) -> PointResult:
 def proven(status: str) -> bool:
     """Whether a scenario point's outcome is proven: where the time limit stops CP-SAT short of a proof, ties and
     near-ties among plans fall where the search happened to be, so placements may differ between neighbouring
-    points with nothing changed between them. (A quarter point is the outcome of a search to a deterministic
-    work limit, the same on every run: settled either way.)"""
+    points with nothing changed between them. (A quarter point's search stops on deterministic work, the same on
+    every run, unless the clock cut it first: `BatchResult.clocked`.)"""
     return status in ("OPTIMAL", "INFEASIBLE")
 
 
@@ -284,10 +284,11 @@ def solve_quarter_point(task: PointTask) -> PointResult:
     offers = _point_offers(task, loaded.catalog, loaded.quarter.overrides)
     plan = make_batch_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
                            cache=cache)
+    settled = plan.result is None or not plan.result.clocked
     if plan.status not in SOLVED:
-        return PointResult(task.multipliers, plan.status, None, {})
+        return PointResult(task.multipliers, plan.status, None, {}, settled=settled)
     return _point_result(task, plan.status, plan.result.objective_usd, plan.result.chosen, plan.result.serving,
-                         plan.endpoints.options if plan.endpoints is not None else None)
+                         plan.endpoints.options if plan.endpoints is not None else None, settled)
 
 
 def _at_rate(loaded, factor: float, file: str, items: str):
