@@ -127,6 +127,10 @@ def _usage_error(exc: click.UsageError, ctx: click.Context) -> None:
 def _stop_interrupted(ctx: click.Context) -> None:
     if _COMMAND and threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopping already: a second Ctrl-C must not kill the shutdown
+    # A KeyboardInterrupt raised in code run by exec() of a string (scipy's import runs `from numpy import *` so)
+    # marks the interrupt unhandled in CPython even once caught, and the process then kills itself with SIGINT
+    # at exit (status -2, not 130); each exec() of a string starts by clearing that mark.
+    exec("")
     click.echo("interrupted", err=True)
     ctx.exit(EXIT_INTERRUPTED)
 

@@ -227,7 +227,9 @@ def test_batch_time_limit_returns_at_least_the_greedy_schedule(run):
     result = run("batch", SCENARIOS / "quarter-team.yaml", "--time-limit", "2", "--format", "json", "--no-timings")
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["status"] in ("OPTIMAL", "FEASIBLE") and data["objective_usd"] >= data["bound_usd"] > 0
+    assert data["status"] in ("OPTIMAL", "FEASIBLE") and data["objective_usd"] > 0
+    # on a busy machine two seconds can end with no bound (bound_usd null: a schedule CP-SAT only checked lends none)
+    assert data["bound_usd"] is None or data["objective_usd"] >= data["bound_usd"] > 0
     assert all(r["scheduled"] for r in data["runs"] if r["run"] in {"atlas-pretrain", "coder-pretrain"})
 
 
@@ -330,6 +332,31 @@ def test_an_interrupt_swallowed_on_its_way_up_still_stops_the_command():
     and exited 0 as if never interrupted. It must still stop with `interrupted` and status 130."""
     done = subprocess.run([sys.executable, "-c", _SWALLOWED_INTERRUPT, "estimate",
                            str(SCENARIOS / "team-quarter-mix.yaml")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
+    assert done.stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in done.stderr
+
+
+_INTERRUPT_IN_EXEC = """
+import os, signal
+import planner.load.scenario as scenario
+
+load = scenario.load_scenario
+def load_interrupted_in_exec(*args, **kwargs):  # scipy's import runs `exec("from numpy import *")`
+    exec("import os, signal, time; os.kill(os.getpid(), signal.SIGINT); time.sleep(5)")
+    return load(*args, **kwargs)
+scenario.load_scenario = load_interrupted_in_exec
+import runpy
+runpy.run_module("planner.cli", run_name="__main__")
+"""
+
+
+def test_an_interrupt_inside_a_library_s_exec_still_exits_130(tmp_path):
+    """A Ctrl-C that lands in code a library runs through exec() of a string (scipy's import does) marks the
+    interrupt unhandled in CPython, caught or not, and `python -m planner.cli` then killed itself with SIGINT at
+    exit (status -2) after printing `interrupted`: 3 runs in 30 of `solve` interrupted near 2.8 s under load."""
+    (tmp_path / "interrupt_in_exec.py").write_text(_INTERRUPT_IN_EXEC)
+    done = subprocess.run([sys.executable, "-m", "interrupt_in_exec", "estimate", str(SCENARIOS / "lora-finetune.yaml")],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
     assert done.stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in done.stderr
 
