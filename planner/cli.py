@@ -161,11 +161,16 @@ def warn_old_prices(catalog) -> None:
 
 def check_outputs(inputs: tuple[Path, ...], *outputs: str | Path | None) -> None:
     """Every output path checked before any work is spent: not over an input, in a folder that takes it."""
-    from planner.files import check_target
+    from planner.files import check_target, same_target
 
+    given: list[Path] = []
     for output in outputs:
         if output:
             check_target(Path(output), inputs)
+            if any(same_target(Path(output), other) for other in given):
+                raise PlannerError("given for two outputs of this command, so one would replace the other; "
+                                   "give each output its own file", str(output))
+            given.append(Path(output))
 
 
 def emit(text: str, output: str | None, inputs: tuple[Path, ...] = ()) -> None:

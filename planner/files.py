@@ -42,6 +42,17 @@ def check_target(path: Path, protected: tuple[Path, ...] = ()) -> Path:
     return directory
 
 
+def same_target(path: Path, other: Path) -> bool:
+    """Whether two output paths name one regular file (or one yet to be made); a device or FIFO, which is
+    written into rather than replaced, may take several outputs."""
+    kind = _kind(path)
+    if kind is not None and not stat.S_ISREG(kind):
+        return False
+    if os.path.realpath(path) == os.path.realpath(other):
+        return True
+    return kind is not None and _kind(other) is not None and os.path.samefile(path, other)
+
+
 def write_atomic(path: Path, data: str | bytes, protected: tuple[Path, ...] = ()) -> None:
     """Write via a temporary file and rename, so a crash never leaves half a file.
 

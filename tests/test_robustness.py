@@ -486,6 +486,21 @@ def test_every_output_path_is_checked_before_any_is_written(run, tmp_path, args)
     assert "the output folder does not exist" in line and not out.exists()
 
 
+@pytest.mark.parametrize("args", [("batch", "quarter-budget.yaml", "--gantt"),
+                                  ("whatif", "lora-finetune.yaml", "--spot-price", "0.5:1:3", "--plot")])
+@pytest.mark.parametrize("second", ["out.html", "./sub/../out.html", "link.html"])
+def test_one_file_for_two_outputs_is_refused_before_any_work(run, tmp_path, monkeypatch, args, second):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "out.html").write_text("mine")
+    (tmp_path / "link.html").symlink_to("out.html")
+    command, file, *rest = args
+    line = one_line(run(command, SCENARIOS / file, *rest, second, "-o", "out.html"))
+    assert any(line.startswith(f"error: {name}: given for two outputs of this command")
+               for name in (second, Path(second))), line
+    assert (tmp_path / "out.html").read_text() == "mine"
+
+
 @pytest.mark.parametrize("command, file, output", [
     ("solve", "lora-finetune.yaml", "mine.csv"), ("solve", "lora-finetune.yaml", "config.json"),
     ("whatif", "lora-finetune.yaml", "config.json"), ("batch", "quarter-team.yaml", "mine.csv")])
