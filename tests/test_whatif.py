@@ -68,6 +68,8 @@ def test_ranges_parse_as_start_stop_points_or_a_list():
     (["--spot-price", "0.5:2:1"], "error: --spot-price: points must be between 2 and"),
     (["--spot-price", "2:1:3"], "error: --spot-price: stop must be greater than start"),
     (["--spot-price", "0.5:2:3.5"], "error: --spot-price: the number of points must be a whole number"),
+    (["--spot-price", "1e-13:2e-13:3"], "error: --spot-price: 3 points from 1e-13 to 2e-13 are not distinct"),
+    (["--preemption", "1:1.0000000000001:3"], "error: --preemption: 3 points from 1 to 1 are not distinct"),
     (["--spot-price", "1,2", "--where", "colour=red"], "error: --where: unknown key 'colour'"),
     (["--spot-price", "1,2", "--where", "provider=awz"], "error: --where: unknown provider 'awz'"),
     (["--spot-price", "1,2", "--where", "gpu"], "error: --where: expected key=value pairs"),

@@ -81,7 +81,11 @@ def parse_range(text: str, option: str) -> tuple[float, ...]:
         if not stop > start:
             raise PlannerError(f"stop must be greater than start, got {text!r}", option)
         step = (stop - start) / (points - 1)
-        return tuple(round(start + i * step, 12) for i in range(points))
+        values = tuple(round(start + i * step, 12) for i in range(points))
+        if values[0] <= 0 or len(set(values)) < points:  # the grid is kept to 12 decimals
+            raise PlannerError(f"{points} points from {start:g} to {stop:g} are not distinct at 12 decimals, "
+                               f"got {text!r}; give fewer points, a wider range or a comma list", option)
+        return values
     try:
         values = [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
