@@ -135,6 +135,32 @@ def test_own_traces_and_bad_ones(run, tmp_path):
     assert result.exit_code == 2 and "quarter" in result.stderr
 
 
+@pytest.mark.parametrize("trace, fragment", [
+    ('{"metadata": {"gap_seconds": 300}, "data": [' + "9" * 30 + ']}', "data[0]: expected a whole number of nodes up"),
+    ('{"metadata": {"gap_seconds": Infinity}, "data": [16, 0, 16]}', "metadata.gap_seconds: expected a number"),
+    ('{"metadata": {"gap_seconds": 1e300}, "data": [16, 0, 16]}', "metadata.gap_seconds: expected a number"),
+    ('{"metadata": {"gap_seconds": 1e-300}, "data": [16, 0, 16]}', "span less than the replay's 300 s step"),
+    ('{"metadata": {"gap_seconds": 32}, "data": [16]}', "1 tick(s) of 32 s span less than the replay's 300 s step"),
+    ('{"metadata": {"gap_seconds": 300, "nodes": ' + "9" * 30 + '}, "data": [16]}', "metadata.nodes"),
+])
+def test_a_trace_the_replay_cannot_step_through_is_one_located_line(run, tmp_path, trace, fragment):
+    """A node count past int64, an infinite gap, or a trace shorter than one replay step was a traceback."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    (folder / "odd.json").write_text(trace.replace("16", "64"))
+    result = run("simulate", SCENARIOS / "pretrain-deadline.yaml", "--traces", folder)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {folder / 'odd.json'}: ") and fragment in lines[0], lines
+
+
+def test_the_loader_knows_the_replay_step():
+    from planner.economics.trace_replay import STEP_H
+    from planner.load.traces import REPLAY_STEP_S
+
+    assert REPLAY_STEP_S == round(STEP_H * 3600)
+
+
 def _folder_with(tmp_path, name: str):
     folder = tmp_path / name
     folder.mkdir()

@@ -13,8 +13,12 @@ import numpy as np
 from planner.errors import PlannerError
 from planner.load.catalog import CATALOG_DIR
 from planner.load.yaml import read_capped
+from planner.schema.scenario import MAX_GPUS, MAX_HOURS
 
 SHIPPED_TRACES = CATALOG_DIR / "spot_traces"
+REPLAY_STEP_S = 300
+"""The replay resamples a trace to steps of five minutes (economics/trace_replay.py, STEP_H) or its own gap if
+coarser: a trace must span at least one."""
 
 
 @dataclass(frozen=True)
@@ -49,15 +53,22 @@ def _trace(path: Path) -> Trace:
         raise PlannerError('expected {"metadata": {"gap_seconds": ...}, "data": [nodes up per tick, ...]}', str(path))
     meta, data = raw["metadata"], raw["data"]
     gap = meta.get("gap_seconds")
-    if not isinstance(gap, (int, float)) or isinstance(gap, bool) or not gap > 0:
-        raise PlannerError(f"metadata.gap_seconds: expected a number of seconds > 0, got {gap!r}", str(path))
-    if not data or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in data):
-        where = next((i for i, n in enumerate(data) if not (isinstance(n, int) and not isinstance(n, bool) and n >= 0)),
-                     0)
-        raise PlannerError(f"data[{where}]: expected a whole number of nodes up >= 0", str(path))
+    if not isinstance(gap, (int, float)) or isinstance(gap, bool) or not 0 < gap <= MAX_HOURS * 3600:
+        raise PlannerError(f"metadata.gap_seconds: expected a number of seconds > 0 and at most {MAX_HOURS * 3600:g} "
+                           f"(a century), got {gap!r}", str(path))
+
+    def whole(n) -> bool:
+        return isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_GPUS
+
+    if not data or not all(whole(n) for n in data):
+        where = next((i for i, n in enumerate(data) if not whole(n)), 0)
+        raise PlannerError(f"data[{where}]: expected a whole number of nodes up, 0 to {MAX_GPUS:,}", str(path))
+    if len(data) * gap < REPLAY_STEP_S:
+        raise PlannerError(f"data: {len(data)} tick(s) of {gap:g} s span less than the replay's {REPLAY_STEP_S} s step; "
+                           "expected a longer trace", str(path))
     up = np.asarray(data, dtype=np.int64)
     nodes = meta.get("nodes", int(up.max()) or 1)
-    if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
-        raise PlannerError(f"metadata.nodes: expected a whole number >= 1, got {nodes!r}", str(path))
+    if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= MAX_GPUS:
+        raise PlannerError(f"metadata.nodes: expected a whole number from 1 to {MAX_GPUS:,}, got {nodes!r}", str(path))
     return Trace(path.stem, float(gap) / 3600, up, meta.get("cloud"), meta.get("instance_type"), nodes,
                  str(meta.get("source", "")))
