@@ -204,10 +204,16 @@ def main(max_input_size: str) -> None:
     from planner.load import yaml as yamlio
     from planner.schema.units import parse_gib
 
+    MAX_GIB = 1e9  # an exabyte, the bound on every size (planner.schema.scenario.MAX_GIB, not imported: pydantic)
+
     try:
-        yamlio.MAX_FILE_BYTES = int(parse_gib(max_input_size) * 2**30)
+        gib = parse_gib(max_input_size)
     except ValueError as exc:
         raise PlannerError(str(exc), "--max-input-size") from None
+    if not (1 <= gib * 2**30 and gib <= MAX_GIB):
+        raise PlannerError(f"expected a size of at least 1B and at most {MAX_GIB:g}GiB (an exabyte), "
+                           f"got {max_input_size!r}", "--max-input-size")
+    yamlio.MAX_FILE_BYTES = int(gib * 2**30)
 
 
 # ---------------------------------------------------------------- validate

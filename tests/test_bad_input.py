@@ -235,6 +235,13 @@ def test_huge_file_is_refused_before_parsing_and_the_limit_can_be_raised(run, tm
     assert_one_line_error(run("validate", path), str(path), "no YAML document")
 
 
+@pytest.mark.parametrize("size", ["0", "-1", "0.1B", "1e30TiB", "2e9GiB"])
+def test_a_max_input_size_of_nothing_or_past_an_exabyte_is_one_line(run, scenario_file, size):
+    """1e30TiB was an OverflowError when the file was read; 0 and -1 refused every file as above 0 or -1024 MiB."""
+    assert_one_line_error(run("--max-input-size", size, "validate", scenario_file(MINIMAL)), "--max-input-size: ",
+                          "expected a size of at least 1B and at most 1e+09GiB", repr(size))
+
+
 def test_alias_bomb_is_refused(run, scenario_file):
     bomb = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for i, name in enumerate("bcdefghi"):
