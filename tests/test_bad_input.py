@@ -235,6 +235,13 @@ def test_huge_file_is_refused_before_parsing_and_the_limit_can_be_raised(run, tm
     assert_one_line_error(run("validate", path), str(path), "no YAML document")
 
 
+@pytest.mark.parametrize("size", ["100GiB", "1PiB", "1e9GiB"])
+def test_a_large_max_input_size_reads_a_small_file(run, scenario_file, size):
+    """The file was read with read(limit + 1), which allocates the limit first: a MemoryError at 100GiB."""
+    result = run("--max-input-size", size, "validate", scenario_file(MINIMAL))
+    assert result.exit_code == 0 and "ok: scenario 'tiny'" in result.stdout, result.output
+
+
 @pytest.mark.parametrize("size", ["0", "-1", "0.1B", "1e30TiB", "2e9GiB"])
 def test_a_max_input_size_of_nothing_or_past_an_exabyte_is_one_line(run, scenario_file, size):
     """1e30TiB was an OverflowError when the file was read; 0 and -1 refused every file as above 0 or -1024 MiB."""

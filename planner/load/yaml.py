@@ -24,6 +24,9 @@ class YamlMapping(dict):
     lines: dict[tuple, int]
 
 
+READ_PIECE_BYTES = 1 << 24
+
+
 def read_capped(path: Path, what: str = "file") -> bytes:
     """A user file's bytes, refusing missing files, folders, devices and pipes, unreadable files and
     files above MAX_FILE_BYTES; reads at most the cap plus one byte, as a reported size can lie
@@ -40,8 +43,12 @@ def read_capped(path: Path, what: str = "file") -> bytes:
         raise PlannerError(f"expected a regular file ({what}), found a device, pipe or socket", str(path))
     _check_size(path, path.stat().st_size)  # before reading, when the size is known
     try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
+        with path.open("rb") as handle:  # in pieces: read(n) allocates n bytes first, and the cap may be 100GiB
+            pieces, left = [], MAX_FILE_BYTES + 1
+            while left > 0 and (piece := handle.read(min(left, READ_PIECE_BYTES))):
+                pieces.append(piece)
+                left -= len(piece)
+        raw = b"".join(pieces)
     except OSError as exc:
         raise PlannerError(f"cannot read {what}: {exc.strerror or exc}", str(path)) from None
     _check_size(path, len(raw))
