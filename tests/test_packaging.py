@@ -35,6 +35,18 @@ def test_examples_are_copied_and_never_overwritten(run, tmp_path):
     assert make_plan(load_scenario(target / "team-quarter-mix.yaml")).status == "OPTIMAL"
 
 
+@pytest.mark.parametrize("folder, blocked", [("afile/sub", "afile/sub"), ("mine", "mine/catalogs")])
+def test_examples_into_a_folder_that_cannot_be_made_is_one_line(run, tmp_path, folder, blocked):
+    """A file where a folder must go (the --dir's parent, or its catalogs/) was a FileExistsError traceback."""
+    (tmp_path / "afile").write_text("x")
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "catalogs").write_text("x")
+    result = run("examples", "--dir", tmp_path / folder)
+    assert result.exit_code == 2, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert lines == [lines[0]] and lines[0].startswith(f"error: {tmp_path / blocked}: cannot make the folder: "), lines
+
+
 def test_prices_carry_a_date_and_old_ones_warn():
     catalog = load_catalog(["aws", "lambda"])
     as_of = catalog.prices_as_of()

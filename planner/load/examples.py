@@ -33,14 +33,22 @@ def copy_examples(destination: Path, names: tuple[str, ...] = ()) -> tuple[list[
         raise PlannerError(f"no shipped example {unknown[0]!r}{did_you_mean(unknown[0], known)}", "NAMES")
     chosen = [n if n in known else f"{n}.yaml" for n in names] or list(known)
     files = [EXAMPLES_DIR / n for n in chosen] + sorted((EXAMPLES_DIR / "catalogs").glob("*.csv"))
-    destination.mkdir(parents=True, exist_ok=True)
+    _make_folder(destination)
     written, kept = [], []
     for source in files:
         target = destination / source.relative_to(EXAMPLES_DIR)
         if target.exists():
             kept.append(target)
             continue
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _make_folder(target.parent)
         write_atomic(target, source.read_bytes())
         written.append(target)
     return written, kept
+
+
+def _make_folder(folder: Path) -> None:
+    """Create `folder` (and its parents); one located line when it cannot be (no permission, /proc, a file there)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PlannerError(f"cannot make the folder: {exc.strerror or exc}", str(folder)) from None
