@@ -876,15 +876,23 @@ def catalog_import(source, file, provider, output) -> None:
     from planner.files import check_target, write_atomic
     from planner.load.skypilot import catalog_header, check_imported, import_skypilot_file
 
-    check_target(output, (file,))
+    protected = (file, *_shipped_tables(provider))
+    check_target(output, protected)
     converted = import_skypilot_file(file, provider)
     text = catalog_header(source=f"SkyPilot vms.csv imported from {file.name}", as_of=_today()) + converted.to_csv(
         index=False)
     check_imported(converted, text, file)  # what we write must load: checked before writing
-    write_atomic(output, text, protected=(file,))
+    write_atomic(output, text, protected=protected)
     kept = int(converted["notes"].fillna("").str.contains("facts_from_shipped_catalog").sum())
     click.echo(f"wrote {len(converted)} offers to {output} ({kept} keep interconnect, network and preemption "
                f"facts from the shipped catalog)")
+
+
+def _shipped_tables(provider: str) -> tuple[Path, ...]:
+    """The shipped tables `catalog import` and `catalog refresh` read (the facts they keep): never their output."""
+    from planner.load.catalog import CATALOG_DIR
+
+    return (CATALOG_DIR / "offers" / f"{provider}.csv", CATALOG_DIR / "gpus.csv", CATALOG_DIR / "providers.csv")
 
 
 @catalog.command("refresh")
@@ -923,7 +931,7 @@ def catalog_refresh(provider, output, regions) -> None:
         write_offers_csv,
     )
 
-    check_target(output)
+    check_target(output, _shipped_tables(provider))
     gpus = load_gpus()
     if provider == "azure":
         frame = azure_offers(fetch_azure(), gpus)

@@ -139,6 +139,22 @@ def test_catalog_import_never_overwrites_its_input(run, tmp_path):
     assert source.read_text() == SKYPILOT
 
 
+@pytest.mark.parametrize("args, table", [
+    (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "offers/aws.csv"),
+    (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "gpus.csv"),
+    (("refresh", "azure"), "offers/azure.csv")])
+def test_catalog_import_and_refresh_never_overwrite_the_shipped_tables_they_read(run, tmp_path, args, table):
+    """`-o catalogs/offers/aws.csv` replaced the shipped AWS catalog (600 offers, whose facts the import reads)
+    with the one imported row."""
+    source = tmp_path / "vms.csv"
+    source.write_text(SKYPILOT)
+    target = CATALOG_DIR / table
+    before = target.read_bytes()
+    line = assert_one_line_error(run("catalog", *(a.format(source=source) for a in args), "-o", target),
+                                 "refusing to overwrite an input file")
+    assert line.startswith(f"error: {target}: ") and target.read_bytes() == before
+
+
 VMS_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone\n"
 
 
