@@ -157,6 +157,19 @@ def test_bisection_finds_the_switch_to_the_stated_precision_with_any_solve_funct
 
 
 
+def test_a_single_point_shows_the_parameter_it_was_given():
+    """One point of another parameter than the spot price: its table column is that parameter at its value (it
+    was labelled `spot` and showed the spot multiplier, 1)."""
+    spec = W.SweepSpec("unused.yaml", {"rate_multiplier": (3.0,)})
+    result = W.run_sweep(spec, solve=fake_solve)
+    [row] = W.point_rows(result)
+    assert row["rate"] == 3.0 and "spot" not in row
+    both = W.run_sweep(W.SweepSpec("unused.yaml", {"on_demand_price_multiplier": (2.0,), "rate_multiplier": (3.0,)}),
+                       solve=fake_solve)
+    assert {k: v for k, v in W.point_rows(both)[0].items() if k in ("on_demand", "rate")} == {"on_demand": 2.0,
+                                                                                             "rate": 3.0}
+
+
 def test_bisection_splits_only_between_proven_points():
     """Where the time limit leaves a scenario's point unproven, its placements are where the search stopped:
     serving-chat at --rate 1,2 --preemption 0.1 --time-limit 2 kept splitting on such noise (48 solves, 136 s).

@@ -659,7 +659,8 @@ def _ignore_interrupts() -> None:
 
 def point_rows(result: SweepResult) -> list[dict]:
     """One row per grid point: the swept multipliers, status, objective and spot share of spending."""
-    swept = result.spec.swept or [PARAMETERS[0]]
+    # one point: the parameters given (a single --rate point was labelled and valued as the spot price)
+    swept = result.spec.swept or [p for p in PARAMETERS if p in result.spec.axes] or [PARAMETERS[0]]
     rows = []
     previous = None
     for point in result.points:
