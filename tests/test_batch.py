@@ -715,7 +715,8 @@ def _calendar_fronts(loaded, exhaustive: bool, monkeypatch) -> tuple[dict, int]:
     return fronts, sum(priced)
 
 
-@pytest.mark.parametrize("name", ["quarter-team.yaml", "quarter-budget.yaml", "quarter-launch.yaml"])
+@pytest.mark.parametrize("name", [pytest.param("quarter-team.yaml", marks=pytest.mark.slow),  # 33 s
+                                  "quarter-budget.yaml", "quarter-launch.yaml"])
 def test_screened_batch_candidates_keep_the_calendar_front_of_exhaustive_pricing(name, monkeypatch):
     """A run's candidates are screened: a row is dropped only when a cheaper candidate with the same limits
     is booked for no more calendar steps than the row could take. So every run keeps the whole Pareto front
@@ -1232,7 +1233,7 @@ def test_a_schedule_without_a_bound_says_so():
     from planner.load.quarter import load_quarter
     from planner.report.batch import batch_text
 
-    plan = make_batch_plan(load_quarter(SCENARIOS / "quarter-team.yaml"), time_limit_s=5.0)
+    plan = make_batch_plan(load_quarter(SCENARIOS / "quarter-budget.yaml"), time_limit_s=5.0)
     plan = dataclasses.replace(plan, result=dataclasses.replace(plan.result, status="FEASIBLE", bound_usd=math.nan))
     assert math.isnan(plan.result.gap)
     data = batch_json(plan)
@@ -1259,6 +1260,7 @@ def test_a_bound_left_out_for_its_size_says_why():
     assert f"feasible, no bound ({why})" in batch_text(plan, "table")
 
 
+@pytest.mark.slow  # 14 s
 def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_schedule(monkeypatch):
     """If every search phase leaves optional runs out that the greedy schedule placed (as CP-SAT did on a
     500-run quarter), the greedy schedule is checked by CP-SAT with its choices fixed and returned, as

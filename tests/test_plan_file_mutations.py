@@ -146,7 +146,8 @@ def written(tmp_path_factory):
     return write
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", [c if c == "schedule" else pytest.param(c, marks=pytest.mark.slow)  # 15 s each
+                                  for c in sorted(CASES)])
 def test_every_mutant_of_a_plan_file_replays_or_is_one_located_line(case, written, tmp_path, files_read_once):
     source, (_, _, time_limit, *_), lists, traces = CASES[case]
     data = written(case)

@@ -300,6 +300,7 @@ overrides:
 """
 
 
+@pytest.mark.slow  # 4 s: a scale test
 def test_an_endpoint_of_a_million_requests_a_second_plans_in_bounded_memory(tmp_path):
     """Pools of 40,000 spot or 140,000 on-demand nodes: the options held a table entry per node count and
     CP-SAT an element constraint as long, and the cost times the tie-break left 64-bit integers (MODEL_INVALID
@@ -348,6 +349,7 @@ def test_a_tie_break_that_would_overflow_follows_the_cost():
 
 
 
+@pytest.mark.slow  # 8 s: a scale test
 def test_a_quarter_endpoint_of_ten_million_requests_a_second_beside_optional_runs_plans(tmp_path):
     """The launch quarter's endpoint at 1e7 requests a second with two optional runs of priority 1,000: each
     priority point outweighed the endpoints' cost with every option at the most nodes of all its endpoint's

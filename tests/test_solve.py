@@ -278,7 +278,7 @@ def test_candidates_without_runner_ups_keep_the_optimum(seed):
     assert _cents(found) == _cents(run["reference"]), f"seed {seed}"
 
 
-@pytest.mark.parametrize("name", ["pretrain-deadline", "batch-generation"])
+@pytest.mark.parametrize("name", ["pretrain-deadline", pytest.param("batch-generation", marks=pytest.mark.slow)])
 def test_fallback_screening_drops_nothing_exhaustive_pricing_keeps(name):
     """spot_fallback rows are screened with a Wald bound (`generate._fallback_lo`), tight to a few per cent;
     on the shipped deadline scenarios over every catalog, the Pareto fronts and runner-ups match pricing all."""

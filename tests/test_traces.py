@@ -99,6 +99,7 @@ def test_simulate_traces_end_to_end(run):
           f"${progress['cost_usd']:,.0f} ({progress['regret']:+.1%}), on demand ${row['on_demand_cost_usd']:,.0f}")
 
 
+@pytest.mark.slow  # 10 s: a scale test
 def test_a_horizon_of_decades_is_cut_at_max_steps(run, scenario_file):
     """A deadline of a million hours asked for 40 x 12 million steps (about 20 GB) before the replay was cut."""
     assert windows(np.array([4] * 10), 1 / 60, nodes=1, starts=3, horizon_h=1e6)[0].shape == (3, MAX_STEPS)

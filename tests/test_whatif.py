@@ -237,6 +237,7 @@ def test_reusing_work_between_points_changes_no_candidate(monkeypatch):
         assert reused.infeasible == fresh.infeasible and reused.considered == fresh.considered
 
 
+@pytest.mark.slow  # 18 s; test_reusing_work_between_points_changes_no_candidate stays in the default run
 def test_kept_physics_and_screening_follow_preemption_and_scenario_defaults(monkeypatch):
     """The rows cache keeps physics per VRAM headroom and screening per (headroom, hardware
     failure rate, preemption state): going back and forth between preemption rates, and to a
