@@ -46,12 +46,19 @@ class FiniteFloatRange(click.FloatRange):
 
 
 class OutputPath(click.Path):
-    """A file to write: `out/` names a folder, so it is refused rather than written as a file `out`."""
+    """A file to write: `out/` names a folder, so it is refused rather than written as a file `out`; `-` is
+    standard output where the output can go there (`stdout_dash`: a report's `-o`), else refused, not written
+    as a file named `-`."""
 
-    def __init__(self, path_type=None):
+    def __init__(self, path_type=None, stdout_dash: bool = False):
         super().__init__(dir_okay=False, path_type=path_type)
+        self.stdout_dash = stdout_dash
 
     def convert(self, value, param, ctx):
+        if value == "-":
+            if self.stdout_dash:
+                return None  # what the option's absence means: print
+            self.fail("'-' (standard output) cannot take this output; expected a file name", param, ctx)
         if isinstance(value, str) and value.endswith(("/", os.sep)):
             self.fail(f"{value!r} names a folder; expected a file name", param, ctx)
         return super().convert(value, param, ctx)
@@ -258,7 +265,8 @@ def validate(files: tuple[Path, ...]) -> None:
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "csv", "markdown")), default="table",
               show_default=True)
-@click.option("-o", "--output", type=OutputPath(), help="Write to this file (atomically) instead of stdout.")
+@click.option("-o", "--output", type=OutputPath(stdout_dash=True),
+              help="Write to this file (atomically) instead of stdout (`-`: stdout).")
 @click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
               help="Seconds CP-SAT may search; the best plan so far is reported with its gap.")
 @click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
@@ -298,7 +306,8 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
 @main.command()
 @click.argument("quarter", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
-@click.option("-o", "--output", type=OutputPath(), help="Write to this file (atomically) instead of stdout.")
+@click.option("-o", "--output", type=OutputPath(stdout_dash=True),
+              help="Write to this file (atomically) instead of stdout (`-`: stdout).")
 @click.option("--gantt", type=OutputPath(), help="Draw the schedule to FILE.png or FILE.html.")
 @click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
               help="Seconds for the whole search (all its phases), which sets its amount of CP-SAT work; the "
@@ -513,7 +522,8 @@ def _stderr_console():
 @click.option("--where", "where", multiple=True, metavar="KEY=VALUE,...",
               help="Scale only these offers: provider=, gpu= (name or family), region=, instance_type=.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("-o", "--output", type=OutputPath(), help="Write to this file (atomically) instead of stdout.")
+@click.option("-o", "--output", type=OutputPath(stdout_dash=True),
+              help="Write to this file (atomically) instead of stdout (`-`: stdout).")
 @click.option("--plot", type=OutputPath(Path),
               help="Write a plot: FILE.png, or FILE.html (self-contained, inline SVG).")
 @click.option("--processes", type=click.IntRange(1, MAX_PROCESSES), default=None,

@@ -456,6 +456,17 @@ def test_unwritable_output_targets_are_one_line(run, tmp_path, monkeypatch, targ
     assert sorted(p.name for p in tmp_path.iterdir()) == ["folder"]
 
 
+def test_a_dash_is_standard_output_or_refused(run, tmp_path, monkeypatch):
+    """`-o -` prints the report, as `-` means in most commands (it wrote a file named `-`); an output that cannot go
+    to standard output (a chart, a catalog) refuses `-` in one line rather than write such a file."""
+    monkeypatch.chdir(tmp_path)
+    printed = run("solve", SCENARIOS / "lora-finetune.yaml", "--format", "json", "-o", "-")
+    assert printed.exit_code == 0 and json.loads(printed.stdout)["status"] == "OPTIMAL"
+    line = one_line(run("batch", SCENARIOS / "quarter-budget.yaml", "--gantt", "-"))
+    assert "'-' (standard output) cannot take this output" in line
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_output_through_a_symlink_keeps_the_link(run, tmp_path):
     real, link = tmp_path / "real.json", tmp_path / "link.json"
     real.write_text("old")
