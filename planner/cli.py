@@ -209,9 +209,7 @@ def main(max_input_size: str) -> None:
       planner --max-input-size 256MiB solve big-scenario.yaml
     """
     from planner.load import yaml as yamlio
-    from planner.schema.units import parse_gib
-
-    MAX_GIB = 1e9  # an exabyte, the bound on every size (planner.schema.scenario.MAX_GIB, not imported: pydantic)
+    from planner.schema.units import MAX_GIB, parse_gib
 
     try:
         gib = parse_gib(max_input_size)

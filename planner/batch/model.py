@@ -23,7 +23,7 @@ from planner.candidates.limits import COST_RESOLUTION_USD, budget_cents, node_ca
 from planner.errors import PlannerError
 from planner.solve import cpsat
 from planner.solve.model import OBJECTIVE_LIMIT
-from planner.solve.outcome import BatchResult
+from planner.solve.outcome import BatchResult, cut_by_clock
 from planner.solve.serving import SERVING_FAMILIES, ServingVars, serving_variables
 
 
@@ -426,9 +426,7 @@ def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, see
     code = cpsat.run(solver, m.model)
     elapsed = time.perf_counter() - started
     status = solver.status_name(code)
-    # stopped by neither a proof nor its work limit (CP-SAT reports at least the limit when that stops it)
-    clocked = code not in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and (
-        work_limit is None or solver.deterministic_time < work_limit)
+    clocked = cut_by_clock(status, solver.deterministic_time, work_limit)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return BatchResult(status, solve_seconds=elapsed, deterministic_seconds=solver.deterministic_time,
                            workers=workers, seed=seed, chosen=m.cands.iloc[0:0], clocked=clocked)

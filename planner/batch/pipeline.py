@@ -39,7 +39,7 @@ from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
 from planner.schema.scenario import Workload
 from planner.solve.model import build_model, solve_model
-from planner.solve.outcome import BatchResult
+from planner.solve.outcome import BatchResult, cut_by_clock
 
 DEADLINE_LEVELS = (1.0, 0.5, 0.25)
 """Candidates are generated for the run's whole window and for half and a quarter of it, so
@@ -280,7 +280,7 @@ def endpoints_alone(endpoints: QuarterEndpoints, constraints, seconds: float, wo
         work = share * ENDPOINT_WORK_PER_SECOND
         result = solve_model(plan, share, max(workers, 1), seed,
                              parameters={"max_deterministic_time": work, "interleave_search": True})
-        clocked |= result.status not in ("OPTIMAL", "INFEASIBLE") and result.deterministic_seconds < work
+        clocked |= cut_by_clock(result.status, result.deterministic_seconds, work)
         if not result.solved:
             continue
         floor += result.bound_usd

@@ -13,14 +13,14 @@ from typing import Annotated, Literal
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationInfo,
                       field_validator, model_validator)
 
-from planner.schema.units import parse_count, parse_gib, parse_hours, parse_seconds, parse_usd
+from planner.schema.units import MAX_GIB, parse_count, parse_gib, parse_hours, parse_seconds, parse_usd
 
 # Upper bounds far above any real job keep every number the user gives finite through the cost
-# model (1e308 as a multiplier or budget would overflow to inf): a century, an exabyte, a trillion
+# model (1e308 as a multiplier or budget would overflow to inf): a century, an exabyte (units.MAX_GIB), a trillion
 # dollars, 1e18 tokens, a million-fold multiplier; ten thousand checkpoints kept (one an hour for
 # over a year: 1e10 of them made a 0.2 GiB LoRA's storage $50,000), and a run's priority up to a
 # thousand (the batch model weighs each unit of priority above every dollar, in 64-bit integers).
-MAX_HOURS, MAX_GIB, MAX_USD, MAX_COUNT, MAX_MULTIPLIER = 1e6, 1e9, 1e12, 1e18, 1e6
+MAX_HOURS, MAX_USD, MAX_COUNT, MAX_MULTIPLIER = 1e6, 1e12, 1e18, 1e6
 MAX_CHECKPOINTS_KEPT, MAX_PRIORITY = 10_000, 1_000
 MAX_LAYERS, MAX_WIDTH = 100_000, 10_000_000
 """A model's layers, and its widths and counts (hidden, heads, FFN, vocabulary, experts, context): far above any

@@ -67,6 +67,10 @@ def parse_seconds(value: object) -> float:
                    "ms, s or m")
 
 
+MAX_GIB = 1e9
+"""An exabyte: the bound on every size a file or option gives."""
+
+
 def parse_gib(value: object) -> float:
     """'80GiB', '1.5TiB', '500GB' or a bare number of GiB -> GiB."""
     return _scaled(value, GIB_PER, "a size such as 80GiB, 1.5TiB or 500GB", "size", "GiB, TiB, GB, TB, MiB...")

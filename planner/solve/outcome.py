@@ -14,6 +14,12 @@ SOLVED = ("OPTIMAL", "FEASIBLE")
 """CP-SAT statuses that come with a plan."""
 
 
+def cut_by_clock(status: str, deterministic_seconds: float, work_limit: float | None) -> bool:
+    """Whether a CP-SAT search ended on the clock: neither proven nor at its work limit (CP-SAT reports at least
+    the limit when that stopped it), so what it found depends on the machine's speed and load."""
+    return status not in ("OPTIMAL", "INFEASIBLE") and (work_limit is None or deterministic_seconds < work_limit)
+
+
 @dataclass
 class SolveReport:
     status: str
