@@ -37,6 +37,11 @@ CASES = {
     "heavy-tailed waits": dict(work_h=30, checkpoint_write_h=0.1, restart_h=0.5, nodes=2, gpus_per_node=8,
                                spot_rate_per_node_h=0.2, capacity_wait_h=1.24, capacity_wait_cv=5.56, time_budget_h=45,
                                checkpoint_interval_h=1),
+    # the batch job of the shipped examples whose failure count was 31 % low: stateless items on 2 nodes, AWS's waits
+    "stateless items, heavy-tailed waits": dict(work_h=9.41, restart_h=1 / 6, nodes=2, gpus_per_node=1,
+                                                spot_rate_per_node_h=0.48, capacity_wait_h=1.24, capacity_wait_cv=5.56,
+                                                time_budget_h=24, interruption_tolerance="stateless",
+                                                checkpoint_interval_h=0.0024),
     "16 nodes": dict(work_h=200, checkpoint_write_h=0.1, restart_h=0.75, nodes=16, gpus_per_node=8,
                      spot_rate_per_node_h=0.02, capacity_wait_h=1.35, time_budget_h=260, checkpoint_interval_h=1.5),
     "hourly billing": dict(work_h=50, checkpoint_write_h=0.1, restart_h=0.5, nodes=2, gpus_per_node=8,
@@ -55,9 +60,13 @@ def test_price_agrees_with_the_replayed_policy(name):
     priced = fallback.expected(inputs, ON_DEMAND)
     replayed = simulate_fallback(inputs, ON_DEMAND, trials=8000, seed=3)
     ratio = priced.cost_usd / replayed.mean()
+    failures = priced.failures / replayed.mean("failures")
     print(f"{name}: analytic ${priced.cost_usd:,.2f} vs replay ${replayed.mean():,.2f} (ratio {ratio:.4f}); "
-          f"P(deadline) {priced.p_deadline:.3f} vs {replayed.p_deadline:.3f}")
+          f"P(deadline) {priced.p_deadline:.3f} vs {replayed.p_deadline:.3f}; failures ratio {failures:.4f}")
     assert abs(ratio - 1) < 0.02
+    # failures (preemption events and capacity waits in the report): the count before the switch was 8-31 % off
+    # while the failure the switch cuts was taken for one mean lump; a switch mostly cuts a long wait
+    assert abs(failures - 1) < 0.02
     assert abs(priced.p_deadline - replayed.p_deadline) < 0.02
     assert abs(priced.wall_h / replayed.mean("wall_h") - 1) < 0.02
     assert math.isclose(sum(priced.breakdown.values()), priced.cost_usd, rel_tol=1e-12)

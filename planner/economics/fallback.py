@@ -15,7 +15,8 @@ overhead transform (the same compound-geometric law as `costmodel.WallLaw`). The
 the checkpoint is fixed, so the time on spot follows. Billing on spot comes from Wald's identity
 (failures = λ x working time) on the run continued to the end of the segment it leaves, whose
 overshoot O past the switch point (the same sums, convolved once more) is then taken off: its
-last min(O, s) was work, the rest failures like any other. The on-demand phase is
+last min(O, s) was work, the rest failures like any other. The failures before the switch follow from
+the same identity at the switch, with what the failure it cuts still had to run taken from O. The on-demand phase is
 `costmodel.expected` of the work left at its mean. `planner.economics.simulate.simulate_fallback`
 replays the policy trial by trial (the tests hold the two within 2 % on cost and 2 points on
 P(deadline)).
@@ -218,8 +219,13 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     working = (virtual - R) / (1 + lam * (R + p.rho * p.wait))  # failures = λ · working time
     share = _billed_share(lam, s, R, p.rho, p.wait, p.wait_cv) if lump > 0 else 1.0
     busy = virtual - lam * working * p.rho * p.wait - (over - over_tail) - over_tail * share
-    # the failure whose lump the switch point cuts came before it; any after it did not happen
-    failures = lam * working - (max(over_tail / lump - beyond, 0.0) if lump > 0 else 0.0)
+    # failures before the switch: λ times the work done by then (Wald's identity again, the switch being a stopping
+    # time). Spot time is R, that work, and R + a wait per failure, less what the failure the switch cuts still had
+    # to run: O's failure part, but for the failures of finishing the segment it leaves, a lump each: e^(λs) − 1 when
+    # the switch cut a failure (P(O > s); the segment is redone), about half that when it came during work. (The
+    # remainder of the cut lump is not one mean lump: a switch mostly cuts a long wait, which had long to run.)
+    after = (beyond + switch) / 2 * math.expm1(lam * s)
+    failures = lam * (on_spot - R + max(over_tail - after * lump, 0.0)) / (1 + lam * (R + p.rho * p.wait))
     alone = costmodel.expected(replace(inputs, time_budget_h=math.inf), tau)  # spot alone: its sessions and rounding
     beta, streams = 1 + p.rho * (n - 1), p.streams  # each stream of a stateless job switches on its own
     if math.isfinite(alone.rounding_waste_node_h):
