@@ -188,8 +188,40 @@ def test_a_trace_that_is_a_pipe_folder_or_device_is_one_line_not_a_hang(tmp_path
     with pytest.raises(PlannerError, match="found a device, pipe or socket"):
         load_traces(device)
     folder = _folder_with(tmp_path, "folder")
-    (folder / "nested.json").mkdir()
-    with pytest.raises(PlannerError, match=r"expected a file \(trace file\), found a directory"):
+    (folder / "nested.json").mkdir()  # a subfolder whatever its name: read like any other
+    (folder / "nested.json" / "inner.json").write_text((folder / "always.json").read_text())
+    assert [t.name for t in load_traces(folder)] == ["always", "inner"]
+
+
+def test_traces_are_read_as_they_are_found(tmp_path, monkeypatch):
+    """`--traces /` (or a home folder) listed every *.json below it before reading the first: minutes of walking
+    to fail on a file that is not a trace. Now the first such file stops it, the folder's own files before its
+    subfolders'; a folder of traces is read in name order, subfolders included (Can't Be Late's repository nests
+    them), and more than MAX_TRACE_FILES of them is refused."""
+    import os
+
+    from planner.errors import PlannerError
+    from planner.load import traces
+
+    folder = _folder_with(tmp_path, "home")
+    for number in range(30):
+        _folder_with(folder, f"project{number:02d}")
+    (folder / "package.json").write_text('{"name": "not a trace"}')
+    walked, real_walk = [], os.walk
+
+    def walk(top):
+        for found in real_walk(top):
+            walked.append(found[0])
+            yield found
+
+    monkeypatch.setattr(os, "walk", walk)
+    with pytest.raises(PlannerError, match="not a trace|expected") as caught:
+        load_traces(folder)
+    assert "package.json" in str(caught.value) and walked == [str(folder)]
+    (folder / "package.json").unlink()
+    assert [t.name for t in load_traces(folder)] == ["always"] * 31
+    monkeypatch.setattr(traces, "MAX_TRACE_FILES", 30)
+    with pytest.raises(PlannerError, match="more than 30 \\*.json files below it"):
         load_traces(folder)
 
 

@@ -5,6 +5,7 @@ shipped ones are in catalogs/spot_traces/ (tools/import_traces.py, sources there
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,8 @@ SHIPPED_TRACES = CATALOG_DIR / "spot_traces"
 REPLAY_STEP_S = 300
 """The replay resamples a trace to steps of five minutes (economics/trace_replay.py, STEP_H) or its own gap if
 coarser: a trace must span at least one."""
+MAX_TRACE_FILES = 10_000
+"""Trace files one folder may hold (the shipped folder has 23; Can't Be Late's repository 34, in subfolders)."""
 
 
 @dataclass(frozen=True)
@@ -37,10 +40,24 @@ def load_traces(folder: Path | None = None) -> list[Trace]:
     folder = SHIPPED_TRACES if folder is None else Path(folder)
     if not folder.is_dir():
         raise PlannerError("no such folder of spot traces", str(folder))
-    files = sorted(folder.rglob("*.json"))
-    if not files:
+    traces = []
+    for path in _trace_files(folder):
+        if len(traces) == MAX_TRACE_FILES:
+            raise PlannerError(f"more than {MAX_TRACE_FILES:,} *.json files below it; expected a folder of spot "
+                               "traces", str(folder))
+        traces.append(_trace(path))
+    if not traces:
         raise PlannerError("no trace files (*.json in Can't Be Late's format) in it", str(folder))
-    return [_trace(path) for path in files]
+    return traces
+
+
+def _trace_files(folder: Path):
+    """The *.json files in `folder` and its subfolders (Can't Be Late's repository nests them), in name order, a
+    folder's own before its subfolders', found as they are read: given a folder that holds other things (a home,
+    `/`), the first file that is not a trace stops the reading, not a walk of everything below it first."""
+    for root, subfolders, names in os.walk(folder):
+        subfolders.sort()
+        yield from (Path(root) / name for name in sorted(names) if name.endswith(".json"))
 
 
 def _trace(path: Path) -> Trace:
