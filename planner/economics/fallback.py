@@ -12,12 +12,12 @@ on spot through segment i only if Z_(i+1) <= D − margin − 2R − S − s_i. 
 
 and Σ_i P(Z_i <= B) is one inverse FFT of Σ ψ^i = ψ(1 − ψ^(k−1))/(1 − ψ), ψ a segment's
 overhead transform (the same compound-geometric law as `costmodel.WallLaw`). The switch time given
-the checkpoint is fixed, so the time on spot follows. Billing on spot comes from Wald's identity
-(failures = λ x working time) on the run continued to the end of the segment it leaves, whose
-overshoot O past the switch point (the same sums, convolved once more) is then taken off: its
-last min(O, s) was work, the rest failures like any other. The failures before the switch follow from
-the same identity at the switch, with what the failure it cuts still had to run taken from O. The on-demand phase is
-`costmodel.expected` of the work left at its mean. `planner.economics.simulate.simulate_fallback`
+the checkpoint is fixed, so the time on spot follows. The failures before the switch follow from
+Wald's identity at the switch (failures = λ x work done), and the node-hours billed from the time on
+spot less the waits done by then; both need what the failure the switch cuts still had to run, read
+from the overshoot O past the switch point of the run continued to the end of its segment (the same
+sums, convolved once more). The on-demand phase is `costmodel.expected` of the segments left, at the
+two checkpoints around the mean one at the switch. `planner.economics.simulate.simulate_fallback`
 replays the policy trial by trial (the tests hold the two within 2 % on cost and 2 points on
 P(deadline)).
 """
@@ -79,19 +79,6 @@ class FallbackResult:
         return {k: self.spot[k] * spot_price + self.on_demand[k] * on_demand_price for k in PRICED}
 
 
-def _billed_share(lam: float, s: float, R: float, rho: float, m: float, cv: float) -> float:
-    """Of the failure time past a level that falls inside a failure's lump L = X + W + R (lost work, the wait
-    for capacity, the restart, in that order in time), the billed share: the level lands in a lump with
-    probability ∝ its length (the inspection paradox), so what is left of the lump beyond it is
-    E[L²]/(2E[L]) on average, of which E[X·W] + E[W²]/2 is waiting; a long wait is where a switch happens."""
-    if lam <= 0:
-        return 1.0
-    ex, ex2 = costmodel._trexp_mean(lam, s), costmodel._trexp_second_moment(lam, s)
-    ew, ew2 = rho * m, rho * m * m * (1 + cv * cv)  # the wait comes after a share ρ of failures
-    residual = ex2 / 2 + ew2 / 2 + R * R / 2 + ex * ew + ex * R + ew * R  # E[L²]/2
-    return 1 - (ex * ew + ew2 / 2) / residual if residual > 0 else 1.0
-
-
 def _rarely_switches(p, B: float, min_switch: float, law: costmodel.WallLaw) -> bool:
     """P(spot alone's overhead passes B) < min_switch, by spot alone's law or Chernoff's bound on it (either
     settles it): the law first when its grid is computed (microseconds), else the bound, which settles nine
@@ -146,7 +133,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     lost = costmodel._trexp_mean(lam, s) if lam > 0 else 0.0  # work lost per failure, on average
     lump = lost + R + p.rho * p.wait  # what a failure adds: lost work, a restart, maybe a capacity wait
     if lam == 0:
-        stay, z_stay, below, cut = 1.0, 0.0, float(k - 1), np.zeros(3)
+        stay, z_stay, below, cut = 1.0, 0.0, float(k - 1), np.zeros(2)
     else:
         feat = s if k > 1 else s_k
         longest = max(mean for _, mean in costmodel.wait_phases(p.wait, p.wait_cv))  # a heavy-tailed wait's
@@ -165,7 +152,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             return _fft.irfft(transform, N) * untilt
 
         def overshoot(masses: np.ndarray, level: float, length: float, before: np.ndarray, tail: float) -> np.ndarray:
-            """E[O], E[(O − length)^+] and P(O > length) of `masses`, O = Z − level: the law of Z = Z' + Y, Z' the
+            """E[(O − length)^+] and P(O > length) of `masses`, O = Z − level: the law of Z = Z' + Y, Z' the
             measure `before` and Y one segment's overhead, of mean `tail`. Read from the masses up to level + length
             only, by Σ_(z>a) m·(z − a) = E[Z] − a·mass − Σ_(z<=a) m·(z − a) with the mass and E[Z] exact (before's
             own, plus its mass times E[Y]): past there the grid holds round-off its untilt amplifies up to e^18,
@@ -175,12 +162,10 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             mean = np.sum(before * x) + mass * tail
             near = x <= level + length
             m, z = masses[near], x[near]
-            inside = z <= level
             # numpy's own sums, not BLAS's dot: that splits long vectors across threads, so its last bits
             # followed the machine's cores (and on a busy machine its threads took 2 s of 2.4)
-            over = mean - level * mass - np.sum(m[inside] * (z[inside] - level))
             past = mean - (level + length) * mass - np.sum(m * (z - level - length))
-            return np.maximum(np.array([over, past, mass - np.sum(m)]), 0.0)  # cancellation can leave −1e-16
+            return np.maximum(np.array([past, mass - np.sum(m)]), 0.0)  # cancellation can leave −1e-16
 
         def mean_overhead(length: float) -> float:  # E[Y] of one segment's overhead: failures times a lump
             return math.expm1(lam * length) * (costmodel._trexp_mean(lam, length) + R + p.rho * p.wait)
@@ -189,7 +174,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
         if k == 1:
             start = np.zeros(N)
             start[0] = 1.0  # Z_0 = 0
-            below, cut = 0.0, np.zeros(3)
+            below, cut = 0.0, np.zeros(2)
         else:
             full = overhead(s)
             gap = 1 - full
@@ -212,20 +197,19 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     at_switch = min(max(below - (k - 1) * stay, 0.0), (k - 1) * switch)  # E[checkpoint at the switch; switch]
     # time on spot: the run's end when it stays, the switch point L_J when it moves
     on_spot = (R + S) * stay + z_stay + switch * (D - margin - R - S) + s * at_switch
-    # Wald's identity holds where segments end: the virtual run to the end of the segment it left, O beyond
-    # the switch point, whose last min(O, s_J) is work and the rest failures like any other
-    over, over_tail, beyond = cut
-    virtual = on_spot + over
-    working = (virtual - R) / (1 + lam * (R + p.rho * p.wait))  # failures = λ · working time
-    share = _billed_share(lam, s, R, p.rho, p.wait, p.wait_cv) if lump > 0 else 1.0
-    busy = virtual - lam * working * p.rho * p.wait - (over - over_tail) - over_tail * share
-    # failures before the switch: λ times the work done by then (Wald's identity again, the switch being a stopping
-    # time). Spot time is R, that work, and R + a wait per failure, less what the failure the switch cuts still had
-    # to run: O's failure part, but for the failures of finishing the segment it leaves, a lump each: e^(λs) − 1 when
-    # the switch cut a failure (P(O > s); the segment is redone), about half that when it came during work. (The
-    # remainder of the cut lump is not one mean lump: a switch mostly cuts a long wait, which had long to run.)
-    after = (beyond + switch) / 2 * math.expm1(lam * s)
-    failures = lam * (on_spot - R + max(over_tail - after * lump, 0.0)) / (1 + lam * (R + p.rho * p.wait))
+    # The run continued to the end of the segment it leaves runs O past the switch point: its last min(O, s) work,
+    # the rest, (O − s)^+, the failure the switch cut still running (when it cut one: P(O > s)) and the failures of
+    # finishing the segment, a lump each: e^(λs) − 1 when the switch cut a failure (the segment is redone), about
+    # half that when it came during work. What the cut failure still had to run is what is left; it is not one mean
+    # lump: a switch mostly cuts a long wait, which had long to run.
+    over_tail, beyond = cut
+    cut_left = max(over_tail - (beyond + switch) / 2 * math.expm1(lam * s) * lump, 0.0)
+    # failures before the switch: λ times the work done by then (Wald's identity, the switch being a stopping time);
+    # spot time is R, that work and a restart and a wait per failure, less what the cut one still had to run
+    failures = lam * (on_spot - R + cut_left) / (1 + lam * (R + p.rho * p.wait))
+    # billed: spot time less the waits done by the switch (Wald again: ρ·m per failure), of which the cut failure's
+    # was not all done; its restart, which follows the wait, not at all (a session open at the switch is billed)
+    busy = on_spot - failures * p.rho * p.wait + max(cut_left - beyond * R, 0.0)
     alone = costmodel.expected(replace(inputs, time_budget_h=math.inf), tau)  # spot alone: its sessions and rounding
     beta, streams = 1 + p.rho * (n - 1), p.streams  # each stream of a stateless job switches on its own
     if math.isfinite(alone.rounding_waste_node_h):
@@ -238,19 +222,34 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     spot["preemption_rework"] = max(0.0, nodes * busy - spot["compute"] - spot["checkpointing"] - spot["startup"])
     on_demand = dict.fromkeys(PRICED, 0.0)
     wall, p_deadline, total_failures = on_spot, stay, failures
-    left = inputs.work_h * switch - p.tau * at_switch
-    if switch > 1e-12 and left > 1e-12:
-        work = left / switch  # the work left at the switch, on average
-        k_left = costmodel._split(work, p.tau)[0]
-        od_inputs = replace(inputs, work_h=work, spot_rate_per_node_h=0.0, capacity_wait_h=0.0, price_per_node_h=1.0,
-                            storage_usd_per_h=0.0, egress_usd=0.0,
-                            time_budget_h=margin + R + work + k_left * p.C)
-        od = costmodel.expected(od_inputs, p.tau)
-        on_demand = {key: switch * od.breakdown[key] for key in PRICED}
-        wall += switch * od.wall_h
-        p_deadline += switch * od.p_deadline
-        total_failures += switch * od.failures
+    if switch > 1e-12 and inputs.work_h * switch - p.tau * at_switch > 1e-12:
+        # on-demand runs the segments left after checkpoint J: its time, failures, work and checkpoints grow by a
+        # segment's worth per segment, so the two checkpoints around E[J | switch] weighted to it give their mean
+        # exactly (the mean work left would round its checkpoint count)
+        j_mean = at_switch / switch
+        j_low = min(int(j_mean), k - 1)
+        weights = {j_low: 1.0 - (j_mean - j_low)}
+        if j_low + 1 < k and j_mean > j_low:
+            weights[j_low + 1] = j_mean - j_low
+        for j, weight in weights.items():
+            od = _on_demand(inputs, p, j)
+            for key in PRICED:
+                on_demand[key] += switch * weight * od.breakdown[key]
+            wall += switch * weight * od.wall_h
+            p_deadline += switch * weight * od.p_deadline
+            total_failures += switch * weight * od.failures
     return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline), switch, k, p.tau, failures)
+
+
+def _on_demand(inputs: CandidateInputs, p, checkpoint: int) -> CostResult:
+    """The on-demand phase after a switch at `checkpoint`, at unit price: the segments left, hardware failures only,
+    and the deadline it must meet (the margin past its failure-free time). Kept by `costmodel.expected`: the
+    deadlines a timing key meets switch at the same few checkpoints."""
+    work = inputs.work_h - checkpoint * p.tau
+    k_left = costmodel._split(work, p.tau)[0]
+    return costmodel.expected(replace(inputs, work_h=work, spot_rate_per_node_h=0.0, capacity_wait_h=0.0,
+                                      price_per_node_h=1.0, storage_usd_per_h=0.0, egress_usd=0.0,
+                                      time_budget_h=margin_h(p.R, p.tau) + p.R + work + k_left * p.C), p.tau)
 
 
 def completion_quantile(inputs: CandidateInputs, q: float, spot_quantile: float, tau: float | None = None) -> float:
