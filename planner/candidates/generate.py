@@ -470,20 +470,22 @@ def _resource_columns(frame: pd.DataFrame, limits: Limits, offer_column: str) ->
 def limit_keys(table, limits: Limits, offer_column: str) -> tuple[list[str], list[str], list[int]]:
     """Per row of `table` (a DataFrame, or columns as lists): the quotas that cover it (`key;key;`), its capped
     offer (and market, when node limits are per market; "" when uncapped), and the GPUs it draws from them
-    (on lists: `planner batch` asks this of every run's few candidates)."""
-    def column(name: str) -> list:
-        values = table[name]
-        return values.tolist() if isinstance(values, pd.Series) else list(values)
-
+    (on lists: `planner batch` asks this of every run's few candidates). Worked out per distinct hardware, then
+    mapped onto the rows: a workload has some 30,000 rows of a few hundred."""
+    frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
+    if frame.empty:
+        return [], [], []
+    hardware = ["provider", "gpu", "gpu_family"]
     quotas = tuple(sorted(limits.gpu_quotas))
-    keys = [_covering(quotas, *hardware) for hardware in zip(column("provider"), column("gpu"), column("gpu_family"))]
-    offers = column(offer_column)
-    markets = column("market") if limits.node_limits_per_market else [None] * len(offers)
-    capped = [not pd.isna(most) or offer in limits.node_limits for most, offer in zip(column("max_nodes"), offers)]
-    capped_offer = [(offer + (f"|{market}" if market else "")) if cap else ""
-                    for offer, market, cap in zip(offers, markets, capped)]
-    units = [gpus if key or cap else 0 for gpus, key, cap in zip(column("gpus"), keys, capped)]
-    return keys, capped_offer, units
+    distinct = frame[hardware].drop_duplicates()
+    covering = np.array([_covering(quotas, *h) for h in distinct.itertuples(index=False, name=None)], dtype=object)
+    keys = covering[frame.groupby(hardware, sort=False, dropna=False).ngroup().to_numpy()]
+    offers = frame[offer_column].to_numpy(dtype=object)
+    capped = (frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))).to_numpy()
+    named = offers + "|" + frame["market"].to_numpy(dtype=object) if limits.node_limits_per_market else offers
+    capped_offer = np.where(capped, named, "")
+    units = np.where((keys != "") | capped, frame["gpus"].to_numpy(), 0)
+    return keys.tolist(), capped_offer.tolist(), units.tolist()
 
 
 @functools.lru_cache(maxsize=4096)
