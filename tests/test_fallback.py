@@ -241,3 +241,22 @@ def test_batch_books_a_fallback_run_at_its_quantile_and_the_replay_uses_the_poli
     assert replay.exit_code == 0, replay.output
     data = json.loads(replay.stdout[replay.stdout.index("{"):replay.stdout.rindex("}") + 1])
     assert data["holds"] >= 0.9
+
+
+def test_a_hopeless_spot_market_is_no_fallback_not_a_traceback(run, tmp_path):
+    """A spot market whose preemptions outrun a long checkpoint interval (e^600 failures a segment and more) made
+    Chernoff's bound take log(0) and the overhead's mean overflow: `planner solve` died with a math domain error.
+    Such a fallback is none (on-demand alone does better), as the cost model's spot alone costs inf."""
+    hopeless = CandidateInputs(work_h=200, checkpoint_interval_h=80, nodes=64, gpus_per_node=8, price_per_node_h=1.0,
+                               spot_rate_per_node_h=0.85, capacity_wait_h=0.01, time_budget_h=480)
+    assert fallback.unit(hopeless) is None and fallback.unit(hopeless, min_switch=1e-3) is None
+    plan = costmodel.segment_plan(replace(hopeless, spot_rate_per_node_h=0.01))  # ~37 failures a segment
+    assert costmodel.overhead_tail_bound(replace(plan, lam=40.0), 10.0) == 1.0
+    text = (SCENARIOS / "pretrain-deadline.yaml").read_text().replace("every: auto", "every: 20h")
+    path = tmp_path / "hopeless.yaml"
+    path.write_text(text.replace("time_budget: 84h", "time_budget: 400h")
+                    + "overrides:\n  - {preemption_rate_multiplier: 50}\n")
+    result = run("solve", path, "--format", "json")
+    assert result.exit_code == 0, result.output
+    [assignment] = json.loads(result.stdout)["assignments"]
+    assert assignment["market"] == "on_demand"

@@ -527,7 +527,7 @@ def overhead_tail_bound(p: _Plan, level: float) -> float:
             lost = np.where(near, lam * s, lam * -np.expm1(-d * s) / np.where(near, 1.0, d)) / fail  # E[e^(θX)]
             phi = np.exp(theta * R) * lost * wait
             ok &= fail * phi < 1
-            log_mgf += count * (math.log1p(-fail) - np.log(1 - fail * phi))
+            log_mgf += count * (-lam * s - np.log(1 - fail * phi))  # log(1 − fail) = −λs, finite however long s is
     bound = np.where(ok, log_mgf - theta * level, np.inf)
     return float(min(1.0, np.exp(bound.min())))
 

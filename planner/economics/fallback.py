@@ -114,8 +114,9 @@ def leaves_room(inputs: CandidateInputs, tau: float | None = None) -> bool:
 def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 0.0,
          law: costmodel.WallLaw | None = None) -> FallbackResult | None:
     """The policy's expected outcome at unit prices; None when the deadline leaves no room for spot
-    (not even one failure-free segment before the switch point), when there is no deadline, or when
-    it would switch in fewer than `min_switch` of runs (then it is spot alone): spot alone ending by
+    (not even one failure-free segment before the switch point), when there is no deadline, when spot is
+    hopeless (the cost model's inf: more than e^600 failures a segment), or when it would switch in fewer
+    than `min_switch` of runs (then it is spot alone): spot alone ending by
     R + S + B, which its law (`law`, if the caller keeps it) tells, never switches, so that bounds the
     switching cheaply first."""
     p = law.plan if law is not None else segment_plan(inputs, tau)  # a deadline is not part of the plan
@@ -123,8 +124,8 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     if not math.isfinite(D):
         return None
     levels = _levels(p, D)
-    if levels is None:
-        return None
+    if levels is None or p.lam * max(p.s, p.s_k) > costmodel._MAX_EXP:
+        return None  # no room for spot, or spot hopeless: e^600 failures a segment, on-demand alone does better
     B, B_k = levels
     k, s, s_k, R, S, lam, n = p.k, p.s, p.s_k, p.R, p.S, p.lam, p.n
     margin = margin_h(R, p.tau)
