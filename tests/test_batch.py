@@ -318,7 +318,8 @@ def step_of(loaded, moment: dt.datetime, up: bool) -> int:
 def brute_force(loaded, cands) -> dict | None:
     """The best schedule by enumerating every candidate x start step (x reserved nodes bought).
 
-    Best = most priority of optional runs scheduled, then cheapest. None when nothing is
+    Best = most priority of optional runs scheduled, then cheapest, then (of equal cost to the bit, as on the
+    same candidates) the least sum of start steps (`starts`). None when nothing is
     feasible. Candidates (with their `duration_steps`) are the plan's own; everything else is
     read from the quarter: windows, precedence, quotas by GPU name or family, node limits from the
     quarter and the catalog, reservation terms and capacity, the budget and the monthly budget
@@ -420,9 +421,10 @@ def brute_force(loaded, cands) -> dict | None:
                 if c.monthly_budget is not None and any(m > c.monthly_budget + 1e-9 for m in month_cost):
                     return
                 key = (-priority, cost)
-                if best is None or key < best["key"]:
+                starts = sum(s for _, s in chosen.values())
+                if best is None or key < best["key"] or key == best["key"] and starts < best["starts"]:
                     best = {"key": key, "cost_usd": cost, "bought": list(bought), "priority": priority,
-                            "chosen": {n: (row.cid, s) for n, (row, s) in chosen.items()}}
+                            "chosen": {n: (row.cid, s) for n, (row, s) in chosen.items()}, "starts": starts}
                 return
             name = order[i]
             run = runs[name]
@@ -560,6 +562,21 @@ def test_cp_sat_matches_brute_force(seed, random_dir):
     assert priority == reference["priority"], context
     items = len(scheduled) + len(data["reservations"])
     assert abs(data["objective_usd"] - reference["cost_usd"]) <= HALF_CENT * (items + 1), (context, reference)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_runs_start_as_soon_as_the_same_cost_allows(seed, random_dir):
+    """Of the schedules on the plan's own candidates (any reservations bought), none is cheaper, and none as
+    cheap starts its runs sooner in all (the least sum of start steps, by brute force)."""
+    case = random_case(seed, random_dir)
+    plan = case["plan"]
+    if case["reference"] is None:
+        return  # infeasible: test_cp_sat_matches_brute_force checks that
+    chosen = plan.result.chosen
+    reference = brute_force(case["loaded"], plan.cands[plan.cands["cid"].isin(set(chosen["cid"]))])
+    items = len(chosen) + len(case["json"]["reservations"])
+    assert abs(plan.result.objective_usd - reference["cost_usd"]) <= HALF_CENT * (items + 1), case["spec"]
+    assert int(chosen["start_step"].sum()) == reference["starts"], (case["spec"], reference["chosen"])
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -775,6 +792,34 @@ def test_the_plan_says_when_the_clock_cut_the_search(monkeypatch):
     assert "the time limit cut the search before its set work" in batch_text(cut, "table")
     monkeypatch.setattr(W, "_loaded", lambda source, kind: (loaded, cache))
     assert not W.solve_quarter_point(W.PointTask("quarter-launch.yaml", time_limit_s=60.0)).settled
+
+
+def test_a_tie_break_the_clock_cuts_leaves_the_search_schedule(monkeypatch):
+    """The tie-break on start times is dropped when the clock cuts it (it would make the plan depend on the
+    machine): the schedule is then the search's own, start for start, and not marked as cut."""
+    loaded, cache = load_quarter(SCENARIOS / "quarter-team.yaml"), CandidateCache()  # its search stops at a schedule
+    original_soonest, original_solve, cut = batch_search.soonest, batch_search.solve_batch, []
+
+    def hurried(*args):
+        def solve(model, time_limit_s, *rest, **kwargs):  # a machine far too slow for the tie-break's work
+            found = original_solve(model, 0.001, *rest, **kwargs)
+            cut.append(found.clocked)
+            return found
+        monkeypatch.setattr(batch_search, "solve_batch", solve)
+        try:
+            return original_soonest(*args)
+        finally:
+            monkeypatch.setattr(batch_search, "solve_batch", original_solve)
+
+    monkeypatch.setattr(batch_search, "soonest", hurried)
+    dropped = batch_json(make_batch_plan(loaded, time_limit_s=60.0, cache=cache))  # that starts later than it could
+    assert cut == [True]
+    monkeypatch.setattr(batch_search, "soonest", lambda best, *args: (best, 0.0))
+    searched = batch_json(make_batch_plan(loaded, time_limit_s=60.0, cache=cache))
+    monkeypatch.setattr(batch_search, "soonest", original_soonest)
+    tied = batch_json(make_batch_plan(loaded, time_limit_s=60.0, cache=cache))
+    assert dropped["runs"] == searched["runs"] and dropped["solve_report"]["stopped_by_time_limit"] is False
+    assert tied["objective_usd"] == searched["objective_usd"] and tied["runs"] != searched["runs"]
 
 
 def test_time_indexed_bound_sees_overlap_that_energy_cuts_miss():

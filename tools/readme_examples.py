@@ -1,9 +1,10 @@
 """Re-run every `$ planner ...` example in README.md and put its real output back in place.
 
-    python tools/readme_examples.py [--check]
+    python tools/readme_examples.py [--check] [--only TEXT ...]
 
 A block that was trimmed (it holds a `…` line) keeps only the table rows whose first cell the
-old block showed, with the `…` lines where they were. `--check` only reports which blocks differ.
+old block showed, with the `…` lines where they were. `--check` only reports which blocks differ;
+`--only` re-runs only the blocks whose command contains one of the texts.
 Run it from the repository root after a change that moves a figure; the README must stay true.
 """
 from __future__ import annotations
@@ -47,6 +48,7 @@ def trimmed(new: str, old: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--only", action="append", default=[], metavar="TEXT")
     args = parser.parse_args(argv)
     readme = ROOT / "README.md"
     text = readme.read_text()
@@ -55,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
     def replace(match: re.Match) -> str:
         command, old = match.group(1), match.group(2)
         files = [a for a in shlex.split(command) if a.endswith(".yaml")]
-        if not all((ROOT / f).exists() for f in files):
-            return match.group(0)  # an illustration of an error (broken.yaml): kept as written
+        if not all((ROOT / f).exists() for f in files) or args.only and not any(t in command for t in args.only):
+            return match.group(0)  # an illustration of an error (broken.yaml), or not asked for: kept as written
         new = run(command)
         if "…" in old:
             new = trimmed(new, old)

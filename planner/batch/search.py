@@ -17,7 +17,9 @@ proves optimality, the search runs in phases over the one time limit:
 2. the whole model with the better core's candidates, starts and bought nodes fixed;
 3. the whole model, free, from phase 2's schedule (even if it left optional runs out).
 
-Only phases 0 and 3 search the whole model, so only their bounds are reported.
+Only phases 0 and 3 search the whole model, so only their bounds are reported. Last, the best
+schedule's runs start as soon as its cost allows (`soonest`): a search stops at any of the
+schedules of equal cost, and they differ only in when runs start.
 """
 from __future__ import annotations
 
@@ -31,14 +33,17 @@ import pandas as pd
 
 from planner.batch.bound import Relaxation, relax
 from planner.batch.greedy import endpoint_occupancy, greedy
-from planner.batch.model import BatchLimits, Pool, QuarterEndpoints, RunInfo, build_batch_model, solve_batch
+from planner.batch.model import (BatchLimits, Pool, QuarterEndpoints, RunInfo, build_batch_model, solve_batch,
+                                 total_cost_cents)
 from planner.candidates.limits import COST_RESOLUTION_USD
+from planner.solve.model import OBJECTIVE_LIMIT
 from planner.solve.outcome import BatchResult
 
 log = logging.getLogger(__name__)
 
 # Shares of the time limit: the first attempt, the core (each way), the core fixed; phase 3 gets the rest.
 FIRST_SHARE, CORE_SHARE, NEIGHBOURHOOD_SHARE, FIXED_SHARE = 0.05, 0.35, 0.15, 0.10
+SOONEST_SHARE = 0.05  # the tie-break on start times (`soonest`), after the search
 # The LP's starts are widened by this fraction of each candidate's duration each side.
 NEIGHBOURHOOD_WIDTH = 0.4
 # The phases are limited by CP-SAT's deterministic work, not by the clock, so a quarter gets
@@ -107,16 +112,22 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
 
     def search(model, share: float, start: dict | None, fix_hint: bool = False, last: bool = False) -> BatchResult:
         """One phase: its share of the work, capped by its share of the clock (the last phase: what is left)."""
-        left = max(1.0, time_limit_s - (time.perf_counter() - started))
+        left = max(1.0, (1 - SOONEST_SHARE) * time_limit_s - (time.perf_counter() - started))  # `soonest` last
         rate = WHOLE_WORK_PER_SECOND if model is whole and not fix_hint else CORE_WORK_PER_SECOND
         ran.append(solve_batch(model, left if last else min(left, share * time_limit_s), workers, seed, start,
                                fix_hint, work_limit=share * time_limit_s * rate))
         return ran[-1]
 
     def finish(best: BatchResult, searched: list[BatchResult], *bound) -> BatchResult:
+        work = 0.0  # the tie-break's
+        if _solved(best):
+            best, work = soonest(best, whole.cands, runs, pools, limits, steps, endpoints, workers, seed,
+                                 SOONEST_SHARE * time_limit_s, started + time_limit_s)
+            _log("soonest", best, started)
         done = _finish(best, searched, whole, started, *bound)
         clocked = any(r.clocked for r in ran) or relaxed.late
-        return dataclasses.replace(done, clocked=done.status != "OPTIMAL" and clocked)
+        return dataclasses.replace(done, clocked=done.status != "OPTIMAL" and clocked,
+                                   deterministic_seconds=done.deterministic_seconds + work)
 
     with _Background(relax if pools else None, whole.cands, runs, pools, steps,
                      time_limit_s - (time.perf_counter() - started)) as relaxed:
@@ -153,6 +164,34 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
         lp = relaxation.bound_usd if relaxation else None  # None: stopped before its first LP, or left out
         return finish(best, results, lp + endpoint_floor_usd if lp is not None else None,
                        relaxation.left_out if relaxation else "")
+
+
+def soonest(best: BatchResult, cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool], limits: BatchLimits,
+            steps: int, endpoints: QuarterEndpoints | None, workers: int, seed: int, share_s: float,
+            until: float) -> tuple[BatchResult, float]:
+    """`best`'s runs on `best`'s candidates at no more cost, each starting as soon as it can (the least sum of
+    start steps). The search stops at one of the schedules of equal cost, which differ only in when runs start;
+    the sooner a run starts the more room it keeps before its due date (a replay starts no run before its slot),
+    so ties go to that. A small model: each run has its one candidate, and the cost weighs more than every start.
+    Its work is `share_s` of the search's rate, and it must end by `until` (`time.perf_counter()`); cut by the
+    clock first, it is dropped, so the plan depends on timing no more than the search did. Returns the schedule
+    and CP-SAT's deterministic work spent on it."""
+    kept = [r for r in runs if r.name in set(best.chosen["run"])]
+    m = build_batch_model(cands[cands["cid"].isin(set(best.chosen["cid"]))], kept, pools, limits, steps, endpoints)
+    weight = max(1, steps) * len(kept) + 1  # one cent outweighs every start step together
+    if weight * m.priority_weight >= OBJECTIVE_LIMIT:  # what the cost can reach, with the endpoints at their most
+        return best, 0.0
+    for run in kept:
+        m.model.add(m.scheduled[run.name] == 1)
+    m.model.minimize(weight * total_cost_cents(m) + sum(m.start[r.name] for r in kept))
+    left = until - time.perf_counter()
+    if left < 0.1:
+        return best, 0.0
+    found = solve_batch(m, left, workers, seed, _as_hint(best), work_limit=share_s * CORE_WORK_PER_SECOND)
+    if not _solved(found) or found.clocked or found.objective_usd > best.objective_usd + COST_RESOLUTION_USD / 2:
+        return best, found.deterministic_seconds  # cut by the clock it would make the plan depend on timing
+    return dataclasses.replace(best, chosen=found.chosen, bought=found.bought, serving=found.serving,
+                               objective_usd=found.objective_usd), found.deterministic_seconds
 
 
 def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search, started: float,
