@@ -346,3 +346,71 @@ def test_a_placement_group_names_two_workloads_or_more(run, scenario_file, key, 
     path = scenario_file(MINIMAL + f"constraints: {{{key}: [{group}]}}\n")
     assert_one_line_error(run("validate", path), f"{path}:8 (constraints.{key}[0])",
                           f"a group keeps two or more workloads together; this one names {count}")
+
+
+QUARTER_OF = """\
+name: q
+catalogs: [lambda]
+horizon: {{start: {start}, end: {end}, step: {step}}}
+runs:
+  - name: a
+    kind: training
+    memory: {{per_gpu: 20GiB}}
+    work: {{gpu_hours: 10, reference_gpu: A100-80GB}}
+{rest}"""
+
+
+@pytest.mark.parametrize("start, end, step, rest, where, fragment", [
+    # a calendar in December 9999 made `batch` compute the month after it (the year 10000)
+    ("9999-12-01", "9999-12-31", "6h", "", "3 (horizon.start)", "expected a date from 1970 to 9000"),
+    # an offset that moves a date before the year 1 overflowed Python's dates
+    ("'0001-01-01T00:00+14:00'", "0001-01-15", "6h", "", "3 (horizon.start)", "expected a date from 1970 to 9000"),
+    # an endpoint serves for its window; a horizon of two centuries passed every duration's bound unchecked
+    ("2000-01-01", "2199-01-01", "4w", "", "3 (horizon)", "at most 1,000,000 h (114 years)"),
+    # a placement group naming no run reached the scenario's own check unlocated (a traceback)
+    ("2027-01-01", "2027-01-15", "6h", "constraints: {same_region: [[a, nope]]}\n",
+     "9 (constraints.same_region[0][1])", "unknown run 'nope'"),
+    # a reservation whose price x nodes x term passes a trillion dollars made CP-SAT refuse the model, unlocated
+    ("2027-01-01", "2027-03-15", "6h", "reservations: [{name: r, offer: lambda/us-east-1/gpu_8x_h100_sxm5, start: "
+     "2027-01-01, end: 2027-03-15, price_per_node_h: 1e12, max_nodes: 30}]\n", "9 (reservations[0])",
+     "at most $1,000,000,000,000"),
+    # a step of 1e-300 h printed a step count of 300 digits
+    ("2027-01-01", "2027-01-15", "1e-300h", "", "3 (horizon.step)", "a horizon of 3.36e+302 steps"),
+])
+@pytest.mark.parametrize("command", ["validate", "batch"])
+def test_quarter_calendars_past_their_bounds_are_one_located_line(run, scenario_file, command, start, end, step,
+                                                                   rest, where, fragment):
+    path = scenario_file(QUARTER_OF.format(start=start, end=end, step=step, rest=rest), "q.yaml")
+    assert_one_line_error(run(command, path), f"{path}:{where}", fragment)
+
+
+def test_a_scenario_group_naming_no_workload_is_located(run, scenario_file):
+    path = scenario_file(MINIMAL + "constraints: {same_region: [[job, nope]]}\n")
+    assert_one_line_error(run("validate", path), "(constraints.same_region[0][1])", "unknown workload 'nope'")
+
+
+def test_a_rule_of_the_scenario_a_quarter_breaks_is_one_located_line(run, scenario_file, monkeypatch):
+    """A quarter's runs are checked again as a scenario's workloads; a rule only the scenario holds is still one
+    located line, at the run (here the scenario refuses every run: a stand-in for a rule the quarter lacks)."""
+    import planner.load.quarter as quarter_loading
+    from planner.schema.scenario import Scenario
+
+    def strict(quarter):
+        Scenario(name="q", workloads=[{"name": "a", "kind": "training", "memory": {"per_gpu": 20}, "duration": 2e6,
+                                       "work": {"gpu_hours": 10, "reference_gpu": "A100-80GB"}}])
+
+    monkeypatch.setattr(quarter_loading, "as_scenario", strict)
+    path = scenario_file(QUARTER_OF.format(start="2027-01-01", end="2027-01-15", step="6h", rest=""), "q.yaml")
+    assert_one_line_error(run("validate", path), f"{path}:5 (runs[0])", "less than or equal to 1000000")
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("[" * 100_000 + "]" * 100_000, "nested deeper than 64 levels"),
+    ('{"a": [1' + "0" * 5000 + "]}", "an integer of thousands of digits"),
+    ('{"model_type": "llama",', "not valid JSON"),
+])
+def test_an_hf_config_the_json_reader_refuses_is_one_located_line(run, scenario_file, text, fragment):
+    config = scenario_file(text, "config.json")
+    path = scenario_file(MINIMAL.replace("    memory:", f"    model: {{hf_config: {config.name}}}\n    memory:")
+                         .split("    memory:")[0] + "    work: {tokens: 1B}\n")
+    assert_one_line_error(run("validate", path), "(workloads[0].model)", f"HF config file {config}", fragment)

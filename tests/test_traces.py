@@ -143,6 +143,10 @@ def test_own_traces_and_bad_ones(run, tmp_path):
     ('{"metadata": {"gap_seconds": 1e-300}, "data": [16, 0, 16]}', "span less than the replay's 300 s step"),
     ('{"metadata": {"gap_seconds": 32}, "data": [16]}', "1 tick(s) of 32 s span less than the replay's 300 s step"),
     ('{"metadata": {"gap_seconds": 300, "nodes": ' + "9" * 30 + '}, "data": [16]}', "metadata.nodes"),
+    # what Python's JSON reader itself refuses: nesting past the recursion limit, integers of thousands of digits
+    ('{"metadata": {"gap_seconds": 300}, "data": [16], "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+     "nested deeper than 64 levels"),
+    ('{"metadata": {"gap_seconds": 300}, "data": [1' + "0" * 5000 + "]}", "an integer of thousands of digits"),
 ])
 def test_a_trace_the_replay_cannot_step_through_is_one_located_line(run, tmp_path, trace, fragment):
     """A node count past int64, an infinite gap, or a trace shorter than one replay step was a traceback."""

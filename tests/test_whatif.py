@@ -63,8 +63,10 @@ def test_ranges_parse_as_start_stop_points_or_a_list():
 @pytest.mark.parametrize("args, message", [
     (["--spot-price", "0.5:2.0"], "error: --spot-price: expected start:stop:points (e.g. 0.5:2.0:16)"),
     (["--spot-price", "a:b:c"], "error: --spot-price: expected start:stop:points"),
-    (["--spot-price", "0:2:3"], "error: --spot-price: multipliers must be finite and greater than 0, got 0"),
-    (["--preemption", "-1,1"], "error: --preemption: multipliers must be finite and greater than 0, got -1"),
+    (["--spot-price", "0:2:3"], "error: --spot-price: multipliers must be finite, greater than 0 and at most 1,000,000, got 0"),
+    (["--preemption", "-1,1"], "error: --preemption: multipliers must be finite, greater than 0 and at most 1,000,000, got -1"),
+    (["--spot-price", "1:1e9:3"], "error: --spot-price: multipliers must be finite, greater than 0 and at most 1,000,000, got 1e+09"),
+    (["--preemption", "1,inf"], "error: --preemption: multipliers must be finite, greater than 0 and at most 1,000,000, got inf"),
     (["--spot-price", "0.5:2:1"], "error: --spot-price: points must be between 2 and"),
     (["--spot-price", "2:1:3"], "error: --spot-price: stop must be greater than start"),
     (["--spot-price", "0.5:2:3.5"], "error: --spot-price: the number of points must be a whole number"),

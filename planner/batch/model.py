@@ -366,7 +366,7 @@ def build_batch_model(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool
     if endpoints is not None and len(endpoints.options):
         m.serving, m.endpoints = serving_variables(model, endpoints.options, endpoints.traffic), endpoints
         m.priority_weight += m.serving.most_cents
-    _check_priorities_fit(m.priority_weight, sum(r.priority for r in runs if not r.required))
+    _check_priorities_fit(m.priority_weight, sum(r.priority for r in runs if not r.required), m.serving is not None)
     for family in CONSTRAINT_FAMILIES + SERVING_FAMILIES:  # the endpoints' families: tested with the solve model's
         family(m, limits)
     priority = sum(r.priority * m.scheduled[r.name] for r in runs if not r.required)
@@ -380,7 +380,7 @@ class PrioritiesTooHeavy(PlannerError):
     counts in (the objective's sums must stay in 64-bit integers: OBJECTIVE_LIMIT)."""
 
 
-def _check_priorities_fit(weight: int, priorities: int) -> None:
+def _check_priorities_fit(weight: int, priorities: int, endpoints: bool = False) -> None:
     """Refuse optional runs' priorities whose weighted sum would pass OBJECTIVE_LIMIT, saying what sum fits."""
     if priorities and weight * (priorities + 1) >= OBJECTIVE_LIMIT:
         fits = OBJECTIVE_LIMIT // weight - 1
@@ -388,8 +388,8 @@ def _check_priorities_fit(weight: int, priorities: int) -> None:
                 "make the optional runs required")
         raise PrioritiesTooHeavy(
             f"the optional runs' priorities add up to {priorities:,} and each point must outweigh every cost the "
-            f"plan could reach (${weight * COST_RESOLUTION_USD:.3g}, the endpoints at their most nodes); together "
-            f"they pass the 64-bit integers CP-SAT counts in: {room}")
+            f"plan could reach (${weight * COST_RESOLUTION_USD:.3g}{', the endpoints at their most nodes' if endpoints else ''}"
+            f"); together they pass the 64-bit integers CP-SAT counts in: {room}")
 
 
 def solve_batch(m: BatchModel, time_limit_s: float = 60.0, workers: int = 2, seed: int = 0,

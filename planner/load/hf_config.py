@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from planner.errors import PlannerError
-from planner.load.yaml import read_capped
+from planner.load.yaml import parse_json, read_capped
 from planner.schema.scenario import MAX_WIDTH, ModelArch
 
 SUPPORTED = ("deepseek_v3", "falcon", "gemma2", "gemma3", "gemma3_text", "gpt2", "llama", "mistral",
@@ -416,10 +416,9 @@ def load_config_file(path: Path) -> dict:
     except UnicodeDecodeError:
         raise ValueError(f"HF config file {p} is not UTF-8 text (is it a config.json?)") from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"HF config file {p} is not valid JSON: {exc.msg} at line {exc.lineno} "
-                         f"column {exc.colno}") from None
+        data = parse_json(text, p, "config.json")
+    except PlannerError as exc:
+        raise ValueError(f"HF config file {exc.where}: {exc.message}") from None
     if not isinstance(data, dict):
         raise ValueError(f"HF config file {p} holds a JSON {type(data).__name__}, not an object") from None
     return data

@@ -17,7 +17,6 @@ Every problem is one `PlannerError` at the file and the key path into it
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -25,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 
 from planner.errors import PlannerError
 from planner.load.scenario import validation_problem
-from planner.load.yaml import MAX_DEPTH, key_path, read_text
+from planner.load.yaml import key_path, parse_json, read_text
 from planner.schema.quarter import When
 from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_REQUESTS_PER_S, MAX_USD, MAX_WAIT_CV, PricePerHour, Rate,
                                      Tolerance)
@@ -176,23 +175,7 @@ def at(path: Path, loc: tuple) -> str:
 
 
 def _read_json(path: Path, what: str):
-    deep = f"nested deeper than {MAX_DEPTH} levels; a {what} from `planner` nests six"
-    try:
-        data = json.loads(read_text(path, what))
-    except json.JSONDecodeError as exc:
-        raise PlannerError(f"not valid JSON: {exc.msg}", f"{path}:{exc.lineno}") from None
-    except RecursionError:
-        raise PlannerError(deep, str(path)) from None
-    except ValueError:  # Python reads integers of at most 4,300 digits
-        raise PlannerError("not valid JSON for planner: an integer of thousands of digits", str(path)) from None
-    level, depth = [data], 0  # refused before anything recurses into it
-    while level:
-        depth += 1
-        if depth > MAX_DEPTH:
-            raise PlannerError(deep, str(path))
-        level = [child for node in level if isinstance(node, (dict, list))
-                 for child in (node.values() if isinstance(node, dict) else node)]
-    return data
+    return parse_json(read_text(path, what), path, what)
 
 
 def _validated(model: type[BaseModel], data: Any, path: Path, command: str):

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from planner.errors import PlannerError, did_you_mean
 from planner.load.catalog import Catalog, load_catalog
 from planner.load.scenario import _check_duplicate_workloads, validate_model
@@ -105,7 +107,8 @@ def _check_calendar(quarter: Quarter, path: Path, raw: Any) -> None:
         return
     least = hours / MAX_STEPS
     suggest = f"{math.ceil(least * 60 - 1e-9)}m" if least < 1 else f"{math.ceil(least - 1e-9)}h"
-    raise PlannerError(f"a horizon of {steps:,} steps of {format_hours(horizon.step)} ({format_hours(hours)}); "
+    count = f"{steps:,}" if steps < 1e12 else f"{steps:.3g}"  # a step of 1e-300 h: not 300 digits
+    raise PlannerError(f"a horizon of {count} steps of {format_hours(horizon.step)} ({format_hours(hours)}); "
                        f"at most {MAX_STEPS:,} steps (the schedule's bound grows with the steps squared): "
                        f"use a longer step, {suggest} or more", where(path, raw, ("horizon", "step")))
 
@@ -140,7 +143,12 @@ def _check_quarter(loaded: LoadedQuarter) -> None:
             fail("the run's window (release to due) holds no whole time step", ("runs", i))
     # Names the catalog must know: reuse the scenario checks on the runs as workloads (after the
     # windows, which give each endpoint its duration).
-    runs_as_scenario = as_scenario(quarter)
+    try:
+        runs_as_scenario = as_scenario(quarter)
+    except ValidationError as exc:  # a rule of the scenario's the quarter's own schema does not repeat
+        error = exc.errors()[0]
+        loc = tuple("runs" if part == "workloads" else part for part in error["loc"])
+        fail(error["msg"].removeprefix("Value error, "), loc[:2] if loc[:1] == ("runs",) else ())
     check_references(LoadedScenario(loaded.path, runs_as_scenario, loaded.catalog, loaded.raw), collection="runs")
     cycle = _find_cycle({r.name: r.after for r in quarter.runs})
     if cycle:

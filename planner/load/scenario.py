@@ -244,7 +244,8 @@ def _check_duplicate_workloads(path: Path, raw: dict) -> None:
 
 
 def check_references(loaded: LoadedScenario, collection: str = "workloads") -> None:
-    """Names that must exist in the catalog: models, GPUs, providers, offers.
+    """Names that must exist: in the catalog (models, GPUs, providers, offers) and in the file (the workloads a
+    placement group names).
 
     `collection` is the key the workloads sit under in the file (`runs` in a quarter file).
     """
@@ -280,6 +281,13 @@ def check_references(loaded: LoadedScenario, collection: str = "workloads") -> N
                 check_provider(provider, base + (placement, "providers", j))
         if workload.data.location:
             check_provider(workload.data.location.split("/")[0], base + ("data", "location"))
+    names = {w.name for w in scenario.workloads}
+    for kind in ("same_region", "same_provider"):
+        for g, group in enumerate(getattr(scenario.constraints, kind)):
+            for k, name in enumerate(group):
+                if name not in names:
+                    what = "run" if collection == "runs" else "workload"
+                    fail(f"unknown {what} {name!r}{did_you_mean(name, names)}", ("constraints", kind, g, k))
     for key in scenario.constraints.gpu_quotas:
         provider, _, gpu = key.partition("/")
         check_provider(provider, ("constraints", "gpu_quotas", key))

@@ -4,7 +4,6 @@ optional metadata the replay matches on (cloud, instance_type, nodes, zone, kind
 shipped ones are in catalogs/spot_traces/ (tools/import_traces.py, sources there)."""
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,7 +12,7 @@ import numpy as np
 
 from planner.errors import PlannerError
 from planner.load.catalog import CATALOG_DIR
-from planner.load.yaml import read_capped
+from planner.load.yaml import parse_json, read_capped
 from planner.schema.scenario import MAX_GPUS, MAX_HOURS
 
 SHIPPED_TRACES = CATALOG_DIR / "spot_traces"
@@ -63,8 +62,8 @@ def _trace_files(folder: Path):
 def _trace(path: Path) -> Trace:
     text = read_capped(path, "trace file")  # like every input: no folder, device or pipe, nothing above the cap
     try:
-        raw = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raw = parse_json(text.decode("utf-8"), path, "trace file")
+    except UnicodeDecodeError as exc:
         raise PlannerError(f"not a trace file: {exc}", str(path)) from None
     if not isinstance(raw, dict) or not isinstance(raw.get("metadata"), dict) or not isinstance(raw.get("data"), list):
         raise PlannerError('expected {"metadata": {"gap_seconds": ...}, "data": [nodes up per tick, ...]}', str(path))

@@ -1,6 +1,8 @@
-"""Safe YAML loading that keeps line numbers, refuses hostile input, and maps key paths to lines."""
+"""Safe reading of user files: YAML that keeps line numbers, refuses hostile input and maps key paths to lines,
+and JSON (traces, plans, HF configs) that cannot crash the reader."""
 from __future__ import annotations
 
+import json
 import math
 import stat
 import warnings
@@ -74,6 +76,30 @@ def read_text(path: Path, what: str = "file") -> str:
     if not text.strip():
         raise PlannerError(f"the file is empty; expected a YAML {what}", str(path))
     return text
+
+
+def parse_json(text: str, path: Path, what: str) -> Any:
+    """JSON from a user file, or one located line: a syntax error (file:line), nesting deeper than MAX_DEPTH (the
+    parser would recurse until Python stops it) and integers of thousands of digits (which Python refuses to
+    read) alike. The nesting is checked before anything recurses into the result."""
+    deep = f"nested deeper than {MAX_DEPTH} levels; expected a {what}"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PlannerError(f"not valid JSON: {exc.msg} (column {exc.colno}); expected a {what}",
+                           f"{path}:{exc.lineno}") from None
+    except RecursionError:
+        raise PlannerError(deep, str(path)) from None
+    except ValueError:  # Python reads integers of at most 4,300 digits
+        raise PlannerError(f"an integer of thousands of digits; expected a {what}", str(path)) from None
+    level, depth = [data], 0
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise PlannerError(deep, str(path))
+        level = [child for node in level if isinstance(node, (dict, list))
+                 for child in (node.values() if isinstance(node, dict) else node)]
+    return data
 
 
 def load_yaml(path: Path, what: str = "scenario file") -> Any:

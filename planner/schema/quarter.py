@@ -11,12 +11,17 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from planner.schema.scenario import (MAX_PRIORITY, USD, Constraints, Defaults, Hours, Override, Scenario, Strict,
-                                     Workload)
+from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MAX_USD, USD, Constraints, Defaults, Hours,
+                                     Override, Scenario, Strict, Workload)
+
+
+EARLIEST, LATEST = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(9000, 1, 1, tzinfo=dt.timezone.utc)
+"""The dates a calendar may use: far from the years 1 and 9999 that Python's dates end at, so that a calendar's
+arithmetic (the month after its end, a step past it) stays in range."""
 
 
 def _datetime(value: object) -> object:
-    """YAML dates/date-times or ISO strings -> aware UTC datetimes."""
+    """YAML dates/date-times or ISO strings -> aware UTC datetimes, from EARLIEST to LATEST."""
     if isinstance(value, dt.datetime):
         parsed = value
     elif isinstance(value, dt.date):
@@ -30,7 +35,13 @@ def _datetime(value: object) -> object:
         raise ValueError(f"expected an ISO 8601 date or date-time, got {value!r}")
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=dt.timezone.utc)
-    return parsed.astimezone(dt.timezone.utc)
+    try:
+        parsed = parsed.astimezone(dt.timezone.utc)
+    except OverflowError:  # 0001-01-01T00:00+14:00 is in the year 0
+        parsed = None
+    if parsed is None or not EARLIEST <= parsed <= LATEST:
+        raise ValueError(f"expected a date from {EARLIEST.year} to {LATEST.year}, got {value!r}")
+    return parsed
 
 
 When = Annotated[dt.datetime, BeforeValidator(_datetime)]
@@ -45,6 +56,9 @@ class Horizon(Strict):
     def _ordered(self) -> "Horizon":
         if self.end <= self.start:
             raise ValueError(f"end ({self.end.isoformat()}) is not after start ({self.start.isoformat()})")
+        hours = (self.end - self.start).total_seconds() / 3600
+        if hours > MAX_HOURS:  # as every duration: an endpoint serves for its window
+            raise ValueError(f"the horizon spans {hours:,.0f} h; at most {MAX_HOURS:,.0f} h (114 years)")
         return self
 
 
@@ -78,8 +92,8 @@ class Reservation(Strict):
     start: When
     end: When
     price_per_node_h: USD
-    min_nodes: Annotated[int, Field(ge=0)] = 0
-    max_nodes: Annotated[int, Field(gt=0)]
+    min_nodes: Annotated[int, Field(ge=0, le=MAX_GPUS)] = 0
+    max_nodes: Annotated[int, Field(gt=0, le=MAX_GPUS)]
 
     @model_validator(mode="after")
     def _ordered(self) -> "Reservation":
@@ -87,6 +101,9 @@ class Reservation(Strict):
             raise ValueError(f"end ({self.end.isoformat()}) is not after start ({self.start.isoformat()})")
         if self.min_nodes > self.max_nodes:
             raise ValueError(f"min_nodes ({self.min_nodes}) is above max_nodes ({self.max_nodes})")
+        most = self.price_per_node_h * (self.end - self.start).total_seconds() / 3600 * self.max_nodes
+        if most > MAX_USD:  # as every amount of money (and the schedule's sums stay in 64-bit integers)
+            raise ValueError(f"max_nodes for the whole term cost ${most:,.4g}; at most ${MAX_USD:,.0f}")
         return self
 
     @property

@@ -624,12 +624,4 @@ class Scenario(Strict):
             seen.add(workload.name)
         return workloads
 
-    @model_validator(mode="after")
-    def _groups_name_workloads(self) -> "Scenario":
-        names = {w.name for w in self.workloads}
-        for group in (*self.constraints.same_region, *self.constraints.same_provider):
-            unknown = [n for n in group if n not in names]
-            if unknown:
-                raise ValueError(f"constraint group names unknown workload(s) {', '.join(unknown)}")
-        return self
 

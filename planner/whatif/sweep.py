@@ -30,6 +30,7 @@ from typing import Callable, Iterable
 
 from planner.candidates.cache import CandidateCache
 from planner.errors import PlannerError
+from planner.schema.scenario import MAX_MULTIPLIER
 from planner.solve.outcome import SOLVED
 
 PARAMETERS = ("spot_price_multiplier", "preemption_multiplier", "on_demand_price_multiplier", "rate_multiplier")
@@ -99,9 +100,13 @@ def parse_range(text: str, option: str) -> tuple[float, ...]:
 
 
 def _check_positive(values: Iterable[float], text: str, option: str) -> None:
+    """Multipliers above 0; of prices and preemption rates at most MAX_MULTIPLIER, as the file's own overrides
+    (`--rate` is held to the traffic it gives: `check_rate`)."""
+    most = math.inf if option == OPTIONS[RATE] else MAX_MULTIPLIER
     for v in values:
-        if not (v > 0 and math.isfinite(v)):
-            raise PlannerError(f"multipliers must be finite and greater than 0, got {v:g} in {text!r}", option)
+        if not (0 < v <= most and math.isfinite(v)):
+            bound = f" and at most {most:,.0f}" if math.isfinite(most) else ""
+            raise PlannerError(f"multipliers must be finite, greater than 0{bound}, got {v:g} in {text!r}", option)
 
 
 def check_rate(values: Iterable[float], workloads) -> None:
