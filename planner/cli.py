@@ -157,6 +157,13 @@ def exit_for(status: str) -> None:
         sys.exit(EXIT_TIME_LIMIT)
 
 
+def nothing_to_simulate(message: str, status: str) -> None:
+    """`simulate` found no plan to replay: one line, and the status `solve` or `batch` gives the same file (1 when
+    infeasible, 3 when the time limit or CP-SAT ended the search before any plan)."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_INFEASIBLE if status == "INFEASIBLE" else EXIT_TIME_LIMIT)
+
+
 def warn_old_prices(catalog) -> None:
     """One line on stderr when the prices used are old (never an error: old prices still plan)."""
     from planner.load.catalog import price_age_warning
@@ -429,7 +436,7 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit, traces_dir) -> 
         plan = make_plan(loaded, time_limit_s=time_limit)
         if plan.result is None or not plan.result.solved:
             reasons = "; ".join(f"{i['workload']}: {i['reason']}" for i in plan.infeasible) or plan.status
-            raise PlannerError(f"no plan to simulate ({reasons})", str(scenario))
+            nothing_to_simulate(f"{scenario}: no plan to simulate ({reasons})", plan.status)
         chosen = assignments(plan, alternatives=0)
         endpoints = endpoint_reports(plan)
     if traces_dir is not None:
@@ -473,7 +480,7 @@ def _simulate_quarter(quarter: Path, plan_file: Path | None, trials: int, seed: 
         plan = make_batch_plan(loaded, time_limit_s=time_limit)
         if plan.result is None or not plan.result.solved:
             reasons = "; ".join(f"{r}: {why}" for r, why in plan.infeasible.items()) or plan.status
-            raise PlannerError(f"no schedule to simulate ({reasons})", str(quarter))
+            nothing_to_simulate(f"{quarter}: no schedule to simulate ({reasons})", plan.status)
         data = batch_json(plan, timings=False)
     click.echo(schedule_replay_text(schedule_replay(loaded, data, trials, seed), fmt), nl=False)
     warn_old_prices(loaded.catalog)

@@ -1315,7 +1315,7 @@ def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_sc
 
     def leaves_optional_runs_out(model, *args, **kwargs):
         result = solve_batch(model, *args, **kwargs)
-        start, fixed = args[3], args[4]
+        start, fixed = args[3], args[4] if len(args) > 4 else kwargs.get("fix_hint", False)
         if (fixed and "failed_required" in start) or result.status not in ("OPTIMAL", "FEASIBLE"):
             return result  # only the check of the greedy schedule (the greedy's own dict) is left whole
         optional = [r.name for r in model.runs.values() if not r.required]

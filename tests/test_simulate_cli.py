@@ -81,7 +81,11 @@ workloads:
     memory: {per_gpu: 500GiB}
     work: {gpu_hours: 10, reference_gpu: A100-80GB}
 """)
-    assert_one_line_error(run("simulate", path), "no plan to simulate", "no GPU has enough VRAM")
+    result = run("simulate", path)  # infeasible, as `planner solve` says of it: exit 1, one line saying why
+    assert result.exit_code == 1 and run("solve", path).exit_code == 1, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: {path}: no plan to simulate"), lines
+    assert "no GPU has enough VRAM" in lines[0]
 
 
 import pytest  # noqa: E402

@@ -188,7 +188,8 @@ def soonest(best: BatchResult, cands: pd.DataFrame, runs: list[RunInfo], pools: 
     if left < 0.1:
         return best, 0.0
     found = solve_batch(m, left, workers, seed, _as_hint(best), work_limit=share_s * CORE_WORK_PER_SECOND)
-    if not _solved(found) or found.clocked or found.objective_usd > best.objective_usd + COST_RESOLUTION_USD / 2:
+    if (not _solved(found) or found.clocked or found.objective_usd > best.objective_usd + COST_RESOLUTION_USD / 2
+            or set(found.chosen["run"]) != set(best.chosen["run"])):
         return best, found.deterministic_seconds  # cut by the clock it would make the plan depend on timing
     return dataclasses.replace(best, chosen=found.chosen, bought=found.bought, serving=found.serving,
                                objective_usd=found.objective_usd), found.deterministic_seconds
