@@ -176,7 +176,8 @@ def soonest(best: BatchResult, cands: pd.DataFrame, runs: list[RunInfo], pools: 
     Its work is `share_s` of the search's rate, and it must end by `until` (`time.perf_counter()`); cut by the
     clock first, it is dropped, so the plan depends on timing no more than the search did. Returns the schedule
     and CP-SAT's deterministic work spent on it."""
-    kept = [r for r in runs if r.name in set(best.chosen["run"])]
+    chosen = set(best.chosen["run"])
+    kept = [r for r in runs if r.name in chosen]
     m = build_batch_model(cands[cands["cid"].isin(set(best.chosen["cid"]))], kept, pools, limits, steps, endpoints)
     weight = max(1, steps) * len(kept) + 1  # one cent outweighs every start step together
     if weight * m.priority_weight >= OBJECTIVE_LIMIT:  # what the cost can reach, with the endpoints at their most
@@ -189,7 +190,7 @@ def soonest(best: BatchResult, cands: pd.DataFrame, runs: list[RunInfo], pools: 
         return best, 0.0
     found = solve_batch(m, left, workers, seed, _as_hint(best), work_limit=share_s * CORE_WORK_PER_SECOND)
     if (not _solved(found) or found.clocked or found.objective_usd > best.objective_usd + COST_RESOLUTION_USD / 2
-            or set(found.chosen["run"]) != set(best.chosen["run"])):
+            or set(found.chosen["run"]) != chosen):
         return best, found.deterministic_seconds  # cut by the clock it would make the plan depend on timing
     return dataclasses.replace(best, chosen=found.chosen, bought=found.bought, serving=found.serving,
                                objective_usd=found.objective_usd), found.deterministic_seconds

@@ -14,7 +14,6 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MAX_USD, USD, Constraints, Defaults, Hours,
                                      Override, Scenario, Strict, Workload)
 
-
 EARLIEST, LATEST = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(9000, 1, 1, tzinfo=dt.timezone.utc)
 """The dates a calendar may use: far from the years 1 and 9999 that Python's dates end at, so that a calendar's
 arithmetic (the month after its end, a step past it) stays in range."""
