@@ -344,8 +344,8 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
     from planner.load.quarter import load_quarter
     from planner.report.batch import batch_json, batch_text
 
-    if gantt and not gantt.lower().endswith((".png", ".html")):
-        raise PlannerError("expected a .png or .html file name", "--gantt")
+    if gantt is not None and not gantt.lower().endswith((".png", ".html")):  # '' too: not "no chart"
+        raise PlannerError(f"expected a .png or .html file name, got {gantt!r}", "--gantt")
     loaded = load_quarter(quarter)
     check_outputs(loaded.inputs, output, gantt)
     if schedule_confidence is not None:
@@ -905,9 +905,9 @@ def catalog_import(source, file, provider, output) -> None:
 
 def _shipped_tables(provider: str) -> tuple[Path, ...]:
     """The shipped tables `catalog import` and `catalog refresh` read (the facts they keep): never their output."""
-    from planner.load.catalog import CATALOG_DIR
+    from planner.load.catalog import CATALOG_DIR, catalog_tables
 
-    return (CATALOG_DIR / "offers" / f"{provider}.csv", CATALOG_DIR / "gpus.csv", CATALOG_DIR / "providers.csv")
+    return (CATALOG_DIR / "offers" / f"{provider}.csv", *catalog_tables())
 
 
 @catalog.command("refresh")

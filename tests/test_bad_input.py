@@ -414,3 +414,57 @@ def test_an_hf_config_the_json_reader_refuses_is_one_located_line(run, scenario_
     path = scenario_file(MINIMAL.replace("    memory:", f"    model: {{hf_config: {config.name}}}\n    memory:")
                          .split("    memory:")[0] + "    work: {tokens: 1B}\n")
     assert_one_line_error(run("validate", path), "(workloads[0].model)", f"HF config file {config}", fragment)
+
+
+def test_a_reservation_term_with_no_whole_step_is_located(run, scenario_file):
+    """Found by fuzzing: a term inside one 6-hour step was reported as ending before it began, and with
+    min_nodes 1 the quarter was called infeasible, blaming a run."""
+    rest = ("reservations: [{name: r, offer: lambda/us-east-1/gpu_8x_h100_sxm5, start: '2027-01-10T01:00', "
+            "end: '2027-01-10T02:00', price_per_node_h: 10, max_nodes: 1}]\n")
+    path = scenario_file(QUARTER_OF.format(start="2027-01-01", end="2027-01-15", step="6h", rest=rest), "q.yaml")
+    assert_one_line_error(run("validate", path), f"{path}:9 (reservations[0])", "holds no whole step of 6.0h")
+
+
+def test_a_duplicate_run_name_is_located_under_runs(run, scenario_file):
+    text = QUARTER_OF.format(start="2027-01-01", end="2027-01-15", step="6h", rest="")
+    path = scenario_file(text + text[text.index("  - name: a"):], "q.yaml")
+    assert_one_line_error(run("validate", path), f"{path}:9 (runs[1].name)", "duplicate run name 'a'")
+
+
+@pytest.mark.parametrize("step", ["1e-310h", "5e-324h", "0.0000001s"])
+def test_a_billing_step_below_a_millisecond_is_refused(run, scenario_file, tmp_path, step):
+    """Found by fuzzing: a granule of 1e-310 h took the rounding waste's grid past floating point (NaN in the
+    JSON, or an overflow)."""
+    header = OFFERS_HEADER.replace(",defaults,notes", ",billing_granularity_h,billing_minimum_h,defaults,notes")
+    (tmp_path / "mine.csv").write_text(f"{header}\n{A10G_ROW.replace(',,,,,', f',,,,{step},0,,')}\n")
+    path = scenario_file(MINIMAL.replace("catalogs: [aws]", "catalogs: [mine.csv]"))
+    assert_one_line_error(run("validate", path), "mine.csv:2", "expected a billing step from 1 ms")
+
+
+def test_an_empty_gantt_name_is_refused(run):
+    """`--gantt ''` drew nothing and said nothing (`whatif --plot ''` is refused)."""
+    assert_one_line_error(run("batch", SCENARIOS / "quarter-budget.yaml", "--gantt", ""), "--gantt",
+                          "expected a .png or .html file name, got ''")
+
+
+ZERO_TRAFFIC_QUARTER = """\
+name: zero-traffic
+catalogs: [aws]
+horizon: {start: 2027-01-04, end: 2027-02-01, step: 6h}
+runs:
+  - name: ep
+    kind: serving
+    model: llama-3.1-8b
+    traffic:
+      profile: [{hours: "0-24", requests_per_s: 0}]
+      buckets: [{prompt_tokens: 1024, output_tokens: 256}]
+    slo: {ttft: 800ms, tpot: 40ms}
+"""
+
+
+def test_a_quarter_endpoint_without_traffic_runs_no_nodes(run, scenario_file):
+    """Found by fuzzing: an endpoint whose profile is zero all day made `batch` fail on an empty table of nodes
+    (KeyError 'option'); as in a scenario, it serves nothing and costs nothing."""
+    path = scenario_file(ZERO_TRAFFIC_QUARTER, "q.yaml")
+    result = run("batch", path, "--time-limit", "5")
+    assert result.exit_code == 0 and "expected total $0.00" in result.stdout, result.output

@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import MINIMAL
+from conftest import MINIMAL, SCENARIOS
 from test_bad_input import assert_one_line_error
 
 from planner.load.catalog import CATALOG_DIR, _header_comments, load_catalog, shipped_catalog_names
@@ -142,7 +142,9 @@ def test_catalog_import_never_overwrites_its_input(run, tmp_path):
 @pytest.mark.parametrize("args, table", [
     (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "offers/aws.csv"),
     (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "gpus.csv"),
-    (("refresh", "azure"), "offers/azure.csv")])
+    (("refresh", "azure"), "offers/azure.csv"),
+    (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "models.csv"),
+    (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "spot_trace_rates.csv")])
 def test_catalog_import_and_refresh_never_overwrite_the_shipped_tables_they_read(run, tmp_path, args, table):
     """`-o catalogs/offers/aws.csv` replaced the shipped AWS catalog (600 offers, whose facts the import reads)
     with the one imported row."""
@@ -253,3 +255,27 @@ def test_catalogs_without_offers_are_refused(run, tmp_path, catalogs, command):
     path = tmp_path / "s.yaml"
     path.write_text(MINIMAL.replace("catalogs: [aws]", f"catalogs: {catalogs}"))
     assert_one_line_error(run(command, path), f"{path}:2 (catalogs): the catalogs hold no offers; name one that does")
+
+
+@pytest.mark.parametrize("command", [("solve", "{scenarios}/lora-finetune.yaml", "-o"),
+                                     ("batch", "{scenarios}/quarter-budget.yaml", "-o"),
+                                     ("whatif", "{scenarios}/lora-finetune.yaml", "--spot-price", "1,2", "-o")])
+@pytest.mark.parametrize("table", ["gpus.csv", "providers.csv", "models.csv", "spot_trace_rates.csv"])
+def test_no_command_writes_over_the_catalog_tables_it_reads(run, command, table):
+    """Found by fuzzing: `solve -o catalogs/gpus.csv` replaced the GPU table every later command reads (only the
+    offer CSVs a scenario names were protected)."""
+    target = CATALOG_DIR / table
+    before = target.read_bytes()
+    args = [a.format(scenarios=SCENARIOS) for a in command]
+    line = assert_one_line_error(run(*args, target), "refusing to overwrite an input file")
+    assert line.startswith(f"error: {target}: ") and target.read_bytes() == before
+
+
+def test_a_blank_instance_type_in_a_skypilot_file_is_named_at_its_line(run, tmp_path):
+    """Found by fuzzing: the row at fault was looked up by its instance type, which is blank there (NaN), so the
+    error said `(nan in us-east-1)` and no line."""
+    source = tmp_path / "vms.csv"
+    source.write_text(VMS_HEADER + "g5.xlarge,A10G,1,4,16,,1.006,0.45,us-east-1,us-east-1a\n"
+                      ",A10G,1,4,16,,1.0,,us-east-1,us-east-1a\n")
+    assert_one_line_error(run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o",
+                              tmp_path / "out.csv"), f"{source}:3: ", "(no InstanceType in us-east-1)")

@@ -133,3 +133,47 @@ def test_replay_matches_the_cost_models_completion_distribution():
     result = replay_schedule([run], {"x": simulate(inputs, 20_000, 7).wall_h}, [])
     print(f"P(on time at the 0.9 quantile {q90:.2f} h): {result.on_time['x']:.4f}")
     assert result.on_time["x"] == pytest.approx(0.9, abs=3 * math.sqrt(0.09 / 20_000) + 0.005)
+
+
+POOLED_RUN = """\
+  - name: {name}
+    kind: training
+    memory: {{per_gpu: 40GiB}}
+    work: {{gpu_hours: 100, reference_gpu: H100-SXM}}
+    gpus: 8
+    interruption_tolerance: none
+    allow: {{providers: [aws], regions: [us-east-1], gpus: [H100]}}
+"""
+POOLED = ("name: pooled\ncatalogs: [aws]\nhorizon: {start: 2027-01-04, end: 2027-02-01, step: 6h}\nruns:\n"
+          + POOLED_RUN.format(name="a") + POOLED_RUN.format(name="b") + "    after: [a]\n"
+          "reservations:\n  - {name: p5, offer: aws/us-east-1/p5.48xlarge, start: 2027-01-04, end: 2027-02-01, "
+          "price_per_node_h: 1, min_nodes: 1, max_nodes: 1}\n")
+
+
+def test_a_schedule_the_replay_cannot_run_is_one_located_line(tmp_path):
+    """Found by fuzzing: a run on more reserved nodes than the schedule buys could never start (the replay drew NaN
+    for its end, a traceback), and a run held up for millennia ended past the year 9999 (a date overflow)."""
+    path = tmp_path / "pooled.yaml"
+    path.write_text(POOLED, encoding="utf-8")
+    data = batch_json(path, tmp_path=tmp_path)
+    assert [r["pool"] for r in data["runs"]] == [0, 0] and data["reservations"][0]["nodes"] == 1
+    unbought = json.loads(json.dumps(data))
+    unbought["reservations"][0]["nodes"] = 0
+    bad = tmp_path / "unbought.json"
+    bad.write_text(json.dumps(unbought), encoding="utf-8")
+    result = CliRunner().invoke(main, ["simulate", str(path), "--plan", str(bad), "--trials", "100"])
+    lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("warning")]
+    assert result.exit_code == 2 and len(lines) == 1, result.output
+    assert lines[0].startswith(f"error: {bad}: runs[0].nodes: 1 nodes on reservation 0, which buys 0"), lines
+    late = json.loads(json.dumps(data))
+    run = late["runs"][0]
+    run.update(start="8999-12-01T00:00:00+00:00", end="8999-12-02T00:00:00+00:00", checkpoint_interval_h=0.5)
+    run["inputs"].update(failure_rate_per_h=1.0, preemption_events_per_h=1.0, capacity_wait_h=1e6,
+                         interruption_tolerance="checkpointed")
+    slow = tmp_path / "late.json"
+    slow.write_text(json.dumps(late), encoding="utf-8")
+    result = CliRunner().invoke(main, ["simulate", str(path), "--plan", str(slow), "--trials", "100", "--format",
+                                       "json"])
+    assert result.exit_code == 0, result.output
+    replay = json.loads(result.output[result.output.index("{"):result.output.rindex("}") + 1])
+    assert replay["runs"][0]["p90_end"] is None and replay["holds"] == 0.0  # past the year 9999: no date

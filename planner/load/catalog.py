@@ -142,7 +142,7 @@ class Catalog:
     models: dict[str, ModelArch]
     offers: pd.DataFrame
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
-    files: tuple[Path, ...] = ()  # the offer CSVs read, so no output is written over one
+    files: tuple[Path, ...] = ()  # the tables and offer CSVs read, so no output is written over one
 
     def gpu(self, name: str) -> Gpu:
         """A GPU by canonical name, or by family (`H100` -> its fastest member, H100-SXM)."""
@@ -294,7 +294,14 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
                          ("spot_capacity_wait_cv", 1.0)):  # the provider's trace fit (cost model §3)
         value = offers["provider"].map({p.name: getattr(p, column) for p in providers.values()}).astype(float)
         offers[column] = value.where(spot).fillna(none)
-    return Catalog(gpus=gpus, providers=providers, models=models, offers=offers, sources=sources, files=tuple(files))
+    return Catalog(gpus=gpus, providers=providers, models=models, offers=offers, sources=sources,
+                   files=(*catalog_tables(), *files))
+
+
+def catalog_tables() -> tuple[Path, ...]:
+    """The catalog folder's own tables (GPUs, models, providers, the spot trace fits): facts every command reads,
+    so no output may be written over one."""
+    return tuple(sorted(CATALOG_DIR.glob("*.csv")))
 
 
 def gpu_summary(catalog: Catalog, queries: tuple[str, ...] = ()) -> pd.DataFrame:

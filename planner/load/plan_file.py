@@ -26,8 +26,8 @@ from planner.errors import PlannerError
 from planner.load.scenario import validation_problem
 from planner.load.yaml import key_path, parse_json, read_text
 from planner.schema.quarter import When
-from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_REQUESTS_PER_S, MAX_USD, MAX_WAIT_CV, PricePerHour, Rate,
-                                     Tolerance)
+from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_REQUESTS_PER_S, MAX_USD, MAX_WAIT_CV, BillingStep,
+                                     PricePerHour, Rate, Tolerance)
 
 Hours = Annotated[float, Field(gt=0, le=MAX_HOURS)]
 HoursOrZero = Annotated[float, Field(ge=0, le=MAX_HOURS)]
@@ -64,7 +64,7 @@ class Process(Read):
 
 class AssignmentInputs(Process):
     price_per_node_h: PricePerHour
-    billing_granularity_h: Hours
+    billing_granularity_h: BillingStep
     billing_minimum_h: HoursOrZero
     time_budget_h: Hours | None  # null: no deadline
     fallback_price_per_node_h: PricePerHour = 0.0  # spot_fallback only: the on-demand price it falls back to
@@ -286,9 +286,11 @@ def _check_endpoint(e: Endpoint, serving: dict, path: Path, loc: tuple) -> None:
                            at(path, loc + ("workload",)))
     traffic = serving[e.workload].traffic
     wanted = [(p.hours, p.days) for p in traffic.periods]
-    if [(p.hours, p.days) for p in e.periods] != wanted:
-        raise PlannerError(f"periods {[p.hours for p in e.periods]} are not the traffic's "
-                           f"{[h if d == 'daily' else f'{d} {h}' for h, d in wanted]}", at(path, loc + ("periods",)))
+    given = [(p.hours, p.days) for p in e.periods]
+    if given != wanted:
+        def label(periods):  # the days too: periods of the same hours on other days differ only there
+            return [h if d == "daily" else f"{d} {h}" for h, d in periods]
+        raise PlannerError(f"periods {label(given)} are not the traffic's {label(wanted)}", at(path, loc + ("periods",)))
     buckets = len(traffic.buckets)
     for j, period in enumerate(e.periods):
         here = loc + ("periods", j)

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from planner.errors import PlannerError, did_you_mean
 from planner.load.catalog import Catalog, load_catalog
-from planner.load.scenario import _check_duplicate_workloads, validate_model
+from planner.load.scenario import check_duplicate_names, validate_model
 from planner.load.yaml import load_yaml, where
 from planner.schema.quarter import Quarter, Run, as_scenario
 from planner.schema.units import format_hours
@@ -68,8 +68,7 @@ def load_quarter(path: str | Path) -> LoadedQuarter:
     if "workloads" in raw and "horizon" not in raw:
         raise PlannerError("this is a scenario (workloads, no horizon): plan it with `planner solve`",
                            where(path, raw, ("workloads",)))
-    if isinstance(raw.get("runs"), list):
-        _check_duplicate_workloads(path, {"workloads": raw["runs"]})
+    check_duplicate_names(path, raw, "runs")
     quarter = validate_model(Quarter, raw, path)
     _check_calendar(quarter, path, raw)
     try:
@@ -161,6 +160,9 @@ def _check_quarter(loaded: LoadedQuarter) -> None:
                  "expected provider/region/instance_type", ("reservations", i, "offer"))
         if reservation.start < horizon.start or reservation.end > horizon.end:
             fail("the reservation term must lie inside the horizon", ("reservations", i))
+        if loaded.to_step(reservation.end) <= loaded.to_step(reservation.start, up=True):
+            fail(f"the reservation term holds no whole step of {format_hours(horizon.step)}: runs could never use it "
+                 "(it is paid for all the same)", ("reservations", i))
 
 
 def _find_cycle(graph: dict[str, tuple[str, ...]]) -> list[str] | None:

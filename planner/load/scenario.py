@@ -45,7 +45,7 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     if "horizon" in raw:  # the commands that take both kinds tell them apart by it; the others name the right one
         raise PlannerError("this is a quarter file (it has a horizon): plan it with `planner batch`",
                            where(path, raw, ("horizon",)))
-    _check_duplicate_workloads(path, raw)
+    check_duplicate_names(path, raw)
     scenario = validate_model(Scenario, raw, path)
     try:
         catalog = load_catalog(scenario.catalogs, base_dir=path.parent)
@@ -229,17 +229,19 @@ def _unwrap(annotation: Any) -> Any:
     return annotation
 
 
-def _check_duplicate_workloads(path: Path, raw: dict) -> None:
-    workloads = raw.get("workloads")
-    if not isinstance(workloads, list):
+def check_duplicate_names(path: Path, raw: dict, collection: str = "workloads") -> None:
+    """Two items of `collection` (`runs` in a quarter file) with one name: at the second's line."""
+    items = raw.get(collection)
+    if not isinstance(items, list):
         return
+    what = "run" if collection == "runs" else "workload"
     first: dict[str, int] = {}
-    for index, item in enumerate(workloads):
+    for index, item in enumerate(items):
         name = item.get("name") if isinstance(item, dict) else None
         if isinstance(name, str):
             if name in first:
-                raise PlannerError(f"duplicate workload name {name!r} (first used at workloads[{first[name]}])",
-                                   where(path, raw, ("workloads", index, "name")))
+                raise PlannerError(f"duplicate {what} name {name!r} (first used at {collection}[{first[name]}])",
+                                   where(path, raw, (collection, index, "name")))
             first[name] = index
 
 

@@ -282,6 +282,12 @@ def check_imported(converted: pd.DataFrame, text: str, file: Path) -> None:
         raise PlannerError(exc.message, str(file))
     row = converted.iloc[index]
     source = pd.read_csv(file, dtype=str)
-    match = source.index[(source["InstanceType"] == row["instance_type"]) & (source["Region"] == row["region"])]
+
+    def same(column: str, value) -> pd.Series:  # a blank cell is NaN on both sides: match it as ""
+        return source[column].fillna("") == ("" if pd.isna(value) else str(value))
+
+    match = source.index[same("InstanceType", row["instance_type"]) & same("Region", row["region"])]
     line = f":{match[0] + 2}" if len(match) else ""
-    raise PlannerError(f"{exc.message} ({row['instance_type']} in {row['region']})", f"{file}{line}")
+    name = "no InstanceType" if pd.isna(row["instance_type"]) else row["instance_type"]
+    region = "no Region" if pd.isna(row["region"]) else row["region"]
+    raise PlannerError(f"{exc.message} ({name} in {region})", f"{file}{line}")

@@ -203,8 +203,16 @@ def schedule_unreplayable(data: dict) -> tuple[int, str, str] | None:
     under it, why); None when every one can be."""
     from planner.economics.simulate import replay_problem
 
+    bought = [int(e["nodes"]) for e in data.get("reservations") or []]
     for number, r in enumerate(data["runs"]):
-        if r.get("scheduled") and (found := replay_problem(_run_inputs(r), r["market"])):
+        if not r.get("scheduled"):
+            continue
+        pool = int(r.get("pool", -1))
+        if pool >= 0 and (pool >= len(bought) or int(r["nodes"]) > bought[pool]):
+            held = bought[pool] if pool < len(bought) else 0
+            return number, "nodes", (f"{r['nodes']} nodes on reservation {pool}, which buys {held}: the run could "
+                                     f"never start on it")
+        if found := replay_problem(_run_inputs(r), r["market"]):
             field, why = found
             return number, f"inputs.{field}" if field else "inputs", why
     return None
@@ -241,9 +249,16 @@ def schedule_replay(loaded, data: dict, trials: int, seed: int) -> dict:
             "runs": [{"run": p.name, "p_on_time": result.on_time[p.name], "delay_h": result.delay_h[p.name],
                       "late_h": result.late_h[p.name],
                       "planned_end": data_end, "due": (by_name[p.name].due or horizon.end).isoformat(),
-                      "p90_end": (horizon.start + dt.timedelta(hours=float(np.quantile(result.end_h[p.name], 0.9)))
-                                  ).isoformat()}
+                      "p90_end": _moment(horizon.start, float(np.quantile(result.end_h[p.name], 0.9)))}
                      for p, data_end in zip(runs, [r["end"] for r in scheduled])]}
+
+
+def _moment(start: dt.datetime, hours: float) -> str | None:
+    """`start` plus `hours` as ISO 8601; None past the year 9999, where dates end (a run that waits millennia)."""
+    try:
+        return (start + dt.timedelta(hours=hours)).isoformat()
+    except OverflowError:
+        return None
 
 
 def schedule_replay_text(replay: dict, fmt: str) -> str:
@@ -251,7 +266,8 @@ def schedule_replay_text(replay: dict, fmt: str) -> str:
         return to_json(replay)
     frame = pd.DataFrame([{"run": r["run"], "p_on_time": round(r["p_on_time"], 4), "delay_h": round(r["delay_h"], 2),
                            "late_h": round(r["late_h"], 2), "planned_end": r["planned_end"][:16],
-                           "p90_end": r["p90_end"][:16], "due": r["due"][:16]} for r in replay["runs"]])
+                           "p90_end": (r["p90_end"] or "after 9999")[:16], "due": r["due"][:16]}
+                          for r in replay["runs"]])
     return render_table(frame, title="the schedule replayed: each run's wall time drawn from its process, "
                                      "after chains and reserved nodes pushing later runs",
                         footer=[f"the whole quarter holds (every run by its due date) in {replay['holds']:.2%} of "

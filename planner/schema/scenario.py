@@ -28,6 +28,18 @@ published model (hundreds of layers, widths of tens of thousands), low enough th
 Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
 Hours = Annotated[float, BeforeValidator(parse_hours), Field(gt=0, le=MAX_HOURS)]
 HoursOrZero = Annotated[float, BeforeValidator(parse_hours), Field(ge=0, le=MAX_HOURS)]
+MIN_BILLING_H = 1 / 3.6e6
+"""The finest billing step: a millisecond (clouds bill by the second at the finest); a step of 1e-310 h took the
+rounding waste's grid past floating point (NaN, or an overflow)."""
+
+
+def _billing_step(hours: float) -> float:
+    if not MIN_BILLING_H <= hours <= MAX_HOURS:
+        raise ValueError(f"expected a billing step from 1 ms to {MAX_HOURS:,.0f} h, got {hours:g} h")
+    return hours
+
+
+BillingStep = Annotated[float, BeforeValidator(parse_hours), AfterValidator(_billing_step)]
 GiB = Annotated[float, BeforeValidator(parse_gib), Field(gt=0, le=MAX_GIB)]
 GiBOrZero = Annotated[float, BeforeValidator(parse_gib), Field(ge=0, le=MAX_GIB)]
 USD = Annotated[float, BeforeValidator(parse_usd), Field(gt=0, le=MAX_USD)]
@@ -100,8 +112,8 @@ class Gpu(Strict):
 
 class Provider(Strict):
     name: str
-    billing_granularity_h: float = Field(gt=0)
-    billing_minimum_h: float = Field(ge=0)
+    billing_granularity_h: Annotated[float, AfterValidator(_billing_step)]
+    billing_minimum_h: float = Field(ge=0, le=MAX_HOURS)
     storage_usd_per_gib_month: float = Field(ge=0)
     egress_usd_per_gib: float = Field(ge=0)
     spot_preemption_per_node_h: float | None = Field(None, ge=0)
@@ -134,7 +146,7 @@ class Offer(Strict):
     spot_usd_h: PricePerHour | None = Field(None, description="USD per node-hour")
     spot_preemption_per_h: Rate | None = Field(None, description="per node-hour")
     max_nodes: int | None = Field(None, gt=0)
-    billing_granularity_h: Hours | None = Field(None, description="blank: the provider's rule (e.g. `1h`, `60s`)")
+    billing_granularity_h: BillingStep | None = Field(None, description="blank: the provider's rule (e.g. `1h`, `60s`)")
     billing_minimum_h: HoursOrZero | None = Field(None, description="blank: the provider's rule")
     defaults: tuple[str, ...] = ()
     notes: str = ""

@@ -113,7 +113,10 @@ class ServingVars:
                 rows.append({"workload": option.workload, "oid": option.oid, "option": row, "period": period,
                              "nodes": nodes, "kept": value(self.kept[row, period]), "base": base,
                              "slices": slices, "cost_usd": cost})
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows, columns=CHOSEN_COLUMNS)  # the columns even when nothing runs (no traffic at all)
+
+
+CHOSEN_COLUMNS = ["workload", "oid", "option", "period", "nodes", "kept", "base", "slices", "cost_usd"]
 
 
 def add_endpoint_routing(m, limits) -> None:
