@@ -781,7 +781,7 @@ def catalog() -> None:
 @click.option("--spot", is_flag=True, help="Only offers with a spot price.")
 @click.option("--catalog", "catalogs", multiple=True, help="Catalog names or CSV paths (default: every shipped one).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--limit", type=int, default=None, help="Show at most this many rows.")
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Show at most this many rows.")
 def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit) -> None:
     """List offers, cheapest per GPU-hour first.
 

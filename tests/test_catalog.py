@@ -279,3 +279,9 @@ def test_a_blank_instance_type_in_a_skypilot_file_is_named_at_its_line(run, tmp_
                       ",A10G,1,4,16,,1.0,,us-east-1,us-east-1a\n")
     assert_one_line_error(run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o",
                               tmp_path / "out.csv"), f"{source}:3: ", "(no InstanceType in us-east-1)")
+
+
+@pytest.mark.parametrize("args, fragment", [(("--limit", "-1"), "'--limit': -1 is not in the range x>=0"),
+                                            (("--min-vram", "-5GiB"), "--min-vram: expected a size of 0 or more")])
+def test_catalog_list_refuses_negative_limits_and_sizes(run, args, fragment):
+    assert_one_line_error(run("catalog", "list", *args), fragment)

@@ -165,6 +165,12 @@ def test_a_schedule_the_replay_cannot_run_is_one_located_line(tmp_path):
     lines = [line for line in result.output.splitlines() if line.strip() and not line.startswith("warning")]
     assert result.exit_code == 2 and len(lines) == 1, result.output
     assert lines[0].startswith(f"error: {bad}: runs[0].nodes: 1 nodes on reservation 0, which buys 0"), lines
+    for market, pool in (("spot", 0), ("reserved", -1)):  # the replay reads the pool; the market must agree
+        mixed = json.loads(json.dumps(data))
+        mixed["runs"][0].update(market=market, pool=pool)
+        bad.write_text(json.dumps(mixed), encoding="utf-8")
+        result = CliRunner().invoke(main, ["simulate", str(path), "--plan", str(bad), "--trials", "100"])
+        assert result.exit_code == 2 and f"runs[0].pool: market '{market}' with pool {pool}" in result.output
     late = json.loads(json.dumps(data))
     run = late["runs"][0]
     run.update(start="8999-12-01T00:00:00+00:00", end="8999-12-02T00:00:00+00:00", checkpoint_interval_h=0.5)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import os
 from dataclasses import dataclass, field
 from datetime import date
@@ -398,6 +399,8 @@ def filter_offers(catalog: Catalog, providers=(), gpus=(), regions=(), min_vram:
             floor = parse_gib(min_vram)
         except ValueError as exc:
             raise PlannerError(str(exc), "--min-vram") from None
+        if not 0 <= floor < math.inf:
+            raise PlannerError(f"expected a size of 0 or more such as 48GiB, got {min_vram!r}", "--min-vram")
         offers = offers[offers["gpu_vram_gib"] >= floor - 1e-9]
     if spot:
         offers = offers[offers["spot_usd_h"].notna()]

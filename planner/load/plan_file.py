@@ -248,6 +248,9 @@ def load_schedule(path: Path, loaded) -> dict:
             entries = len(schedule.reservations)
             choices = f"or the index of a reservation entry, 0 to {entries - 1}" if entries else "(no reservations)"
             raise PlannerError(f"expected -1 for no reservation {choices}; got {r.pool}", at(path, loc + ("pool",)))
+        if (r.market == "reserved") != (r.pool >= 0):
+            raise PlannerError(f"market {r.market!r} with pool {r.pool}: a run on a reservation is market 'reserved' "
+                               "with the reservation's index, any other run pool -1", at(path, loc + ("pool",)))
         _check_job(r, runs[r.run], path, loc, fallback_price=False)
     return schedule.model_dump(exclude_unset=True)
 
