@@ -251,6 +251,10 @@ def load_schedule(path: Path, loaded) -> dict:
         if (r.market == "reserved") != (r.pool >= 0):
             raise PlannerError(f"market {r.market!r} with pool {r.pool}: a run on a reservation is market 'reserved' "
                                "with the reservation's index, any other run pool -1", at(path, loc + ("pool",)))
+        if r.pool >= 0 and r.nodes > schedule.reservations[r.pool].nodes:
+            raise PlannerError(f"{r.nodes} nodes on reservation {r.pool}, which buys "
+                               f"{schedule.reservations[r.pool].nodes}: the run could never start on it",
+                               at(path, loc + ("nodes",)))
         _check_job(r, runs[r.run], path, loc, fallback_price=False)
     return schedule.model_dump(exclude_unset=True)
 

@@ -203,16 +203,8 @@ def schedule_unreplayable(data: dict) -> tuple[int, str, str] | None:
     under it, why); None when every one can be."""
     from planner.economics.simulate import replay_problem
 
-    bought = [int(e["nodes"]) for e in data.get("reservations") or []]
     for number, r in enumerate(data["runs"]):
-        if not r.get("scheduled"):
-            continue
-        pool = int(r.get("pool", -1))
-        if pool >= 0 and (pool >= len(bought) or int(r["nodes"]) > bought[pool]):
-            held = bought[pool] if pool < len(bought) else 0
-            return number, "nodes", (f"{r['nodes']} nodes on reservation {pool}, which buys {held}: the run could "
-                                     f"never start on it")
-        if found := replay_problem(_run_inputs(r), r["market"]):
+        if r.get("scheduled") and (found := replay_problem(_run_inputs(r), r["market"])):
             field, why = found
             return number, f"inputs.{field}" if field else "inputs", why
     return None
