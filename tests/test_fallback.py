@@ -76,6 +76,28 @@ def test_price_agrees_with_the_replayed_policy(name):
     assert math.isclose(sum(priced.breakdown.values()), priced.cost_usd, rel_tol=1e-12)
 
 
+def test_what_it_costs_beyond_spot_alone_holds_in_the_replay():
+    """`excess_over_spot` proves how much more than spot alone the policy costs at least, so that screening can
+    leave a spot_fallback row unpriced beside its spot twin. Both replays (`simulate`, `simulate_fallback`) must
+    show at least that much, and so must the numeric price; the bound must say something on most cases."""
+    proven = {}
+    for name, case in sorted(CASES.items()):
+        inputs = _inputs(case)
+        alone = costmodel.expected(replace(inputs, time_budget_h=math.inf))
+        law = costmodel.WallLaw(costmodel.segment_plan(inputs))
+        excess = fallback.excess_over_spot(law, inputs.time_budget_h, alone, inputs.price_per_node_h, ON_DEMAND,
+                                           inputs.storage_usd_per_h)
+        spot, policy = simulate(inputs, trials=4000, seed=5), simulate_fallback(inputs, ON_DEMAND, trials=4000, seed=5)
+        replayed = policy.mean() - spot.mean()
+        noise = 3 * math.hypot(policy.stderr(), spot.stderr())
+        priced = fallback.expected(inputs, ON_DEMAND).cost_usd - alone.cost_usd
+        print(f"{name}: proven ${excess:,.2f}, priced ${priced:,.2f}, replayed ${replayed:,.2f} ± {noise:,.2f}")
+        assert replayed >= excess - noise, name
+        assert priced >= excess, name
+        proven[name] = excess
+    assert sum(excess > 0 for excess in proven.values()) >= 4, proven
+
+
 @pytest.mark.parametrize("name, within", [("hourly billing", 0.01), ("an hourly-billed gang that mostly switches", 0.025)])
 def test_the_on_demand_phase_agrees_with_the_replay(name, within):
     """The phase after the switch was priced at the mean work left, which rounded its checkpoint count and its

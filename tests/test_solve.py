@@ -292,6 +292,49 @@ def test_fallback_screening_drops_nothing_exhaustive_pricing_keeps(name):
     assert runner_ups(plan, RUNNER_UPS) == runner_ups(dataclasses.replace(plan, candidates=full), RUNNER_UPS)
 
 
+TWINS = """\
+name: twins
+catalogs: [aws, gcp, lambda, runpod]
+workloads:
+  - name: lora
+    kind: fine_tuning
+    model: llama-3.1-8b
+    method: lora
+    activation_checkpointing: full
+    work: {tokens: 400M}
+    gpus: {min: 1, max: 8}
+    time_budget: 24h
+  - name: stated
+    kind: training
+    memory: {model_states: 64GiB, activations: 12GiB}
+    work: {gpu_hours: 80, reference_gpu: A100-80GB}
+    gpus: {min: 2, max: 16}
+    time_budget: 48h
+constraints:
+  gpu_quotas: {aws: 32, gcp: 16, lambda: 16, runpod: 8}
+"""
+
+
+def test_a_fallback_row_its_spot_twin_beats_for_sure_is_left_unpriced(tmp_path, monkeypatch):
+    """A spot_fallback row whose spot twin is a candidate and costs less for sure (`fallback.excess_over_spot`) is
+    not priced; the Pareto fronts and runner-ups still match pricing every row."""
+    import planner.candidates.generate as generation
+
+    beaten = []
+    dearer = generation._dearer_than_twin
+    monkeypatch.setattr(generation, "_dearer_than_twin", lambda *a: beaten.append(dearer(*a)) or beaten[-1])
+    path = tmp_path / "twins.yaml"
+    path.write_text(TWINS)
+    loaded = load_scenario(path)
+    full = generate(loaded.scenario, loaded.catalog, exhaustive=True)
+    for runner_ups_kept in (RUNNER_UPS, 0):
+        screened = generate(loaded.scenario, loaded.catalog, runner_ups=runner_ups_kept)
+        pd.testing.assert_frame_equal(screened.pruned.reset_index(drop=True), full.pruned.reset_index(drop=True))
+    assert sum(beaten) >= 3, beaten
+    plan = make_plan(loaded, time_limit_s=20.0, workers=1)
+    assert runner_ups(plan, RUNNER_UPS) == runner_ups(dataclasses.replace(plan, candidates=full), RUNNER_UPS)
+
+
 @pytest.mark.parametrize("seed", SEEDS)
 def test_random_plans_pass_the_checker(seed):
     run = random_run(seed)

@@ -121,8 +121,8 @@ def _node_counts(low_gpus: int, high_gpus: int, g: int, multi_node: bool, cap: f
     return sorted({low, high} | {n for n in NODE_LADDER if low <= n <= high})
 
 
-def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataFrame:
-    """One row per (offer, market, node count) the workload could use, before any physics."""
+def _markets(offers: pd.DataFrame, workload: Workload) -> pd.DataFrame:
+    """One row per (offer, market) the workload may use: on-demand, spot and spot_fallback."""
     on_demand = offers[offers["on_demand_usd_h"].notna()]
     markets = [on_demand.assign(market="on_demand", price=on_demand["on_demand_usd_h"], lam_spot=0.0, correlation=0.0,
                                 wait_h=0.0, wait_cv=1.0)]
@@ -138,20 +138,28 @@ def expand(offers: pd.DataFrame, workload: Workload, limits: Limits) -> pd.DataF
     rows = pd.concat(markets, ignore_index=True)
     rows = rows[rows["market"].map(workload.allows_market).astype(bool)].reset_index(drop=True)
     rows["fallback"] = rows["market"] == "spot_fallback"
-    if rows.empty:
-        return rows.assign(nodes=pd.Series(dtype=int))
-    caps = rows["max_nodes"].astype(float).fillna(math.inf)
-    scenario_caps = rows["key"].map(limits.node_limits).astype(float).fillna(math.inf)
+    return rows
+
+
+def _node_ladders(markets: pd.DataFrame, workload: Workload, limits: Limits) -> list[list[int]]:
+    """Per (offer, market) row, the node counts the workload could run on."""
+    caps = markets["max_nodes"].astype(float).fillna(math.inf)
+    scenario_caps = markets["key"].map(limits.node_limits).astype(float).fillna(math.inf)
     caps = np.minimum(caps, scenario_caps)
-    combos = pd.DataFrame({"g": rows["gpus_per_node"].astype(int), "multi": rows["inter_node"] != "none", "cap": caps})
+    combos = pd.DataFrame({"g": markets["gpus_per_node"].astype(int), "multi": markets["inter_node"] != "none",
+                           "cap": caps})
     ladder = {c: _node_counts(workload.gpus.min, workload.gpus.max, c[0], c[1], c[2])
               for c in combos.drop_duplicates().itertuples(index=False, name=None)}
-    counts = [ladder[c] for c in combos.itertuples(index=False, name=None)]
-    repeat = np.array([len(c) for c in counts])
-    expanded = rows.loc[rows.index.repeat(repeat)].reset_index(drop=True)
+    return [ladder[c] for c in combos.itertuples(index=False, name=None)]
+
+
+def _by_nodes(markets: pd.DataFrame, counts: list[list[int]]) -> pd.DataFrame:
+    """The (offer, market) rows repeated once per node count, with `nodes` and `gpus`."""
+    repeat = np.array([len(c) for c in counts], dtype=np.int64)
+    expanded = markets.take(np.repeat(np.arange(len(markets)), repeat))
     expanded["nodes"] = np.concatenate([np.array(c, dtype=int) for c in counts]) if repeat.sum() else []
     expanded["gpus"] = expanded["nodes"] * expanded["gpus_per_node"]
-    return expanded
+    return expanded  # indexed by the (offer, market) row each repeats
 
 
 # ---------------------------------------------------------------- evaluation
@@ -459,14 +467,6 @@ def _signature_columns(workload: Workload, limits: Limits) -> list[str]:
     return columns
 
 
-def _resource_columns(frame: pd.DataFrame, limits: Limits, offer_column: str) -> pd.DataFrame:
-    """Signature columns plus `units`: the GPUs a candidate draws from quotas or a capped offer
-    (0 when nothing limits it, so only cost then matters)."""
-    quota_keys, capped_offer, units = limit_keys(frame, limits, offer_column)
-    return frame.assign(provider_region=frame["provider"] + "/" + frame["region"], quota_keys=quota_keys,
-                        capped_offer=capped_offer, units=units)
-
-
 def limit_keys(table, limits: Limits, offer_column: str) -> tuple[list[str], list[str], list[int]]:
     """Per row of `table` (a DataFrame, or columns as lists): the quotas that cover it (`key;key;`), its capped
     offer (and market, when node limits are per market; "" when uncapped), and the GPUs it draws from them
@@ -521,31 +521,38 @@ _TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "wait_h", "wait_cv", "gra
 def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits
                    ) -> tuple[pd.DataFrame | None, str, int]:
     """The price-independent start of `candidate_records`: (rows with billing, storage,
-    egress and limit columns, reason if none, rows considered)."""
+    egress and limit columns, reason if none, rows considered). What depends on the offer and
+    market alone is worked out before the rows are repeated per node count."""
     allowed = offers_for(catalog, workload.allow, workload.forbid, offers)
     if allowed.empty:
         return None, "no offer in the scenario's catalogs matches its allow/forbid rules", 0
-    rows = expand(allowed, workload, limits)
-    if rows.empty:
+    markets = _markets(allowed, workload)
+    counts = _node_ladders(markets, workload, limits) if not markets.empty else []
+    considered = sum(map(len, counts))
+    if not considered:
         why = ("no offer can host its GPU count range "
                f"{workload.gpus.min}-{workload.gpus.max} (node sizes, multi-node networking, node limits)")
         if workload.interruption_tolerance == "none" and allowed["on_demand_usd_h"].isna().all():
             why = "interruption_tolerance none rules out spot, and no allowed offer has an on-demand price"
         return None, why, 0
-    considered = len(rows)
     providers = catalog.providers
     stored_gib = _stored_gib(workload, catalog)
     # billing: the offer's own rule where its catalog row gives one (hourly GPU clouds, committed
     # contracts), else the provider's (cost-model §5)
-    rows["granularity_h"] = rows["billing_granularity_h"].astype(float).fillna(
-        rows["provider"].map({p: v.billing_granularity_h for p, v in providers.items()}))
-    rows["minimum_h"] = rows["billing_minimum_h"].astype(float).fillna(
-        rows["provider"].map({p: v.billing_minimum_h for p, v in providers.items()}))
-    rows["storage_h"] = rows["provider"].map({p: stored_gib * v.storage_usd_per_gib_month / HOURS_PER_MONTH
-                                              for p, v in providers.items()})
-    rows["egress"] = _egress_usd(workload, catalog, rows["provider"], rows["region"])
-    rows["gpu_family"] = rows["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
-    return _resource_columns(rows, limits, "key"), "", considered
+    markets["granularity_h"] = markets["billing_granularity_h"].astype(float).fillna(
+        markets["provider"].map({p: v.billing_granularity_h for p, v in providers.items()}))
+    markets["minimum_h"] = markets["billing_minimum_h"].astype(float).fillna(
+        markets["provider"].map({p: v.billing_minimum_h for p, v in providers.items()}))
+    markets["storage_h"] = markets["provider"].map({p: stored_gib * v.storage_usd_per_gib_month / HOURS_PER_MONTH
+                                                    for p, v in providers.items()})
+    markets["egress"] = _egress_usd(workload, catalog, markets["provider"], markets["region"])
+    markets["gpu_family"] = markets["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
+    quota_keys, capped_offer, limited = limit_keys(markets.assign(gpus=1), limits, "key")
+    markets = markets.assign(provider_region=markets["provider"] + "/" + markets["region"], quota_keys=quota_keys,
+                             capped_offer=capped_offer, limited=np.array(limited, dtype=bool))
+    rows = _by_nodes(markets[[c for c in markets.columns if c in _BASE_COLUMNS]], counts)
+    rows["units"] = np.where(rows.pop("limited"), rows["gpus"], 0)  # the GPUs drawn from quotas or a capped offer
+    return rows, "", considered
 
 
 # what-if reuse (planner/whatif/sweep.py): the expanded rows depend on prices only through the
@@ -562,6 +569,9 @@ _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egre
                                 "correlation", "fallback"]
 """What `_exact` and `_candidate_row` read of a row, besides the point's price, λ and physics."""
 _Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"])
+_BASE_COLUMNS = set(_ROW_COLUMNS + TIMING_COLUMNS + _TWIN_COLUMNS + [
+    "quota_keys", "capped_offer", "provider_region", "limited", _OFFER_ROW]) - {"lam_spot", "nodes", "gpus", "units"}
+"""The columns the expanded rows keep (`_Rows.base`): no prices or λ, which each call maps in (`_prices`)."""
 
 
 def offers_token(offers: pd.DataFrame) -> str:
@@ -646,11 +656,31 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limi
                                               limits)
     if base is None:
         return _Rows(catalog, None, reason, considered)
-    base = base.drop(columns=[*PRICE_COLUMNS, "price", "lam_spot"])  # each call maps its own in (`_prices`)
     signature = _signature_columns(workload, limits)
+    starts = np.flatnonzero(np.r_[True, np.diff(base.index.to_numpy()) != 0])  # each (offer, market)'s first row
+    runs = np.diff(np.r_[starts, len(base)])
+    base.index = pd.RangeIndex(len(base))
+    codes: dict[str, np.ndarray] = {}
+
+    def code(column: str) -> np.ndarray:
+        """The column's values as codes, worked out once per (offer, market) where no node count enters."""
+        if column not in codes:
+            values = base[column].to_numpy()
+            codes[column] = (pd.factorize(values)[0] if column in ("nodes", "gpus", "units") else
+                             np.repeat(pd.factorize(values[starts], use_na_sentinel=False)[0], runs))
+        return codes[column]
 
     def number(columns: list[str]) -> np.ndarray:
-        return base.groupby(columns, dropna=False, sort=False).ngroup().to_numpy(np.int64)
+        """Rows numbered by their values in `columns` in order of first appearance (a groupby's `ngroup`),
+        from the columns' codes rather than their strings."""
+        number, size = np.zeros(len(base), dtype=np.int64), 1
+        for column in columns:
+            values = int(code(column).max()) + 1
+            if size * values >= 2**62:  # renumber before the mixed radix overflows
+                number = pd.factorize(number)[0]
+                size = int(number.max()) + 1
+            number, size = number * values + code(column), size * values
+        return pd.factorize(number)[0]
 
     shape = number(SHAPE_COLUMNS)
     first = np.unique(shape, return_index=True)[1]
@@ -751,6 +781,29 @@ def _fallback_lo(spot: np.ndarray, on_demand: np.ndarray, nodes: np.ndarray, sto
     failure_free = np.minimum(spot, on_demand) * nodes * bound["t0"]
     node_cost = np.where(np.isnan(node_h), failure_free, FALLBACK_BOUND_SLACK * nodes * node_h)
     return node_cost + storage * bound["t0"] + egress
+
+
+def _spot_twins(rows: _Rows, at: np.ndarray) -> np.ndarray:
+    """Per row of `at`: for a spot_fallback row, the position in `at` of its spot twin (the same offer and node
+    count on spot alone), else -1."""
+    nodes = rows.columns["nodes"][at].astype(np.int64)
+    code = rows.offer_row[at].astype(np.int64) * (int(nodes.max(initial=0)) + 1) + nodes
+    spot = np.flatnonzero(rows.spot[at] & ~rows.fallback[at])
+    spot = spot[np.argsort(code[spot], kind="stable")]
+    falls = np.flatnonzero(rows.fallback[at])
+    found = np.minimum(np.searchsorted(code[spot], code[falls]), max(len(spot) - 1, 0))
+    twin = np.full(len(at), -1, dtype=np.int64)
+    if len(spot):
+        hit = code[spot][found] == code[falls]
+        twin[falls[hit]] = spot[found[hit]]
+    return twin
+
+
+def _dearer_than_twin(twin: _Exact, row, budget: float, cache: CandidateCache) -> bool:
+    """Whether the spot_fallback `row` costs at least a cent more than its spot twin for sure
+    (`fallback.excess_over_spot`), so that the twin, a candidate with the same limits, leaves it off the front."""
+    law = _law_of(twin.plan, cache)
+    return fallback.excess_over_spot(law, budget, twin.unit, row.price, row.fallback_price, row.storage_h) >= 0.01
 
 
 class _Kinds:
@@ -859,14 +912,23 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         if not runner_ups:  # nothing beaten is priced
             at, key, lo, nodes, signature, units, fastest, front = (
                 a[front] for a in (at, key, lo, nodes, signature, units, fastest, front))
-    order = np.lexsort((at, nodes, rows.market_rank[at], rows.key_rank[at], lo))
-    at, key, lo, signature, units, fastest, front = (a[order] for a in (at, key, lo, signature, units, fastest,
-                                                                         front))
+    twin = _spot_twins(rows, at)
+    after_twin = np.where(twin >= 0, np.maximum(lo, lo[twin]), lo)  # a fallback row comes after its spot twin
+    order = np.lexsort((at, nodes, rows.market_rank[at], rows.key_rank[at], after_twin))
+    at, key, lo, signature, units, fastest, front, twin = (a[order] for a in (at, key, lo, signature, units, fastest,
+                                                                               front, twin))
+    twin = np.where(twin >= 0, np.argsort(order)[twin], -1)  # positions in the new order
+    by_bound = np.argsort(np.lexsort((at, rows.columns["nodes"][at], rows.market_rank[at], rows.key_rank[at], lo)))
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
     out, missed, chosen, runaway = [], [], [], []
     kinds = _Kinds(runner_ups, rows.kind[at])
+    spot_priced: dict[int, int] = {}  # position of a spot candidate -> the calendar steps it is booked for
     for i, row in enumerate(map(_Row._make, zip(*columns))):
+        if front[i] and not exhaustive and twin[i] in spot_priced:
+            t = twin[i]
+            if signature[t] == signature[i] and units[t] <= units[i] and spot_priced[t] <= fastest[i]:
+                front[i] = not _dearer_than_twin(screen.exact[key[t]], row, budget, cache)
         if not (front[i] or kinds.needed(i, lo[i])):
             continue
         exact = screen.exact.get(key[i])
@@ -890,15 +952,20 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
                 rest, me = slice(i + 1, None), slice(i, i + 1)
                 beaten = _dominated(signature[rest], units[rest], lo[rest], signature[me], units[me],
                                     np.array([candidate["cost_usd"]]))
+                steps = calendar.steps(calendar.booked_h(candidate)) if calendar else 0
                 if calendar:  # only by a candidate booked for no more steps
-                    beaten &= fastest[rest] >= calendar.steps(calendar.booked_h(candidate))
+                    beaten &= fastest[rest] >= steps
                 front[rest] &= ~beaten
+                if row.market == "spot":
+                    spot_priced[i] = steps
     if not out:
         if runaway and not missed:
             return none, (f"every candidate's expected cost is above ${MAX_CANDIDATE_USD:,.0f}: failures restart "
                           f"the work so often that it practically never finishes (checkpoint it, or give it fewer "
                           f"GPUs or hours)"), rows.considered, None
         return none, _deadline_reason(workload, missed, q), rows.considered, None
+    in_bound_order = np.argsort(by_bound[chosen])  # the table lists candidates by bound, twins or not
+    out, chosen = [out[j] for j in in_bound_order], np.array(chosen)[in_bound_order]
     return out, "", rows.considered, (signature[chosen], units[chosen])
 
 

@@ -32,7 +32,8 @@ from scipy import fft as _fft
 from planner.economics import costmodel
 from planner.economics.costmodel import CandidateInputs, CostResult, segment_plan
 
-__all__ = ["FallbackResult", "margin_h", "switch_at", "leaves_room", "unit", "completion_quantile", "expected"]
+__all__ = ["FallbackResult", "margin_h", "switch_at", "leaves_room", "unit", "excess_over_spot", "completion_quantile",
+           "expected"]
 
 PRICED = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste")
 """The breakdown parts paid at a node-hour price (storage and egress are not)."""
@@ -240,6 +241,33 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             p_deadline += switch * weight * od.p_deadline
             total_failures += switch * weight * od.failures
     return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline), switch, k, p.tau, failures)
+
+
+def excess_over_spot(law: costmodel.WallLaw, deadline_h: float, alone: CostResult, spot_price: float,
+                     on_demand_price: float, storage_usd_per_h: float) -> float:
+    """What the policy costs at least beyond spot alone on the same offer, in USD (0 when nothing is proven;
+    docs/cost-model.md §10). `law` is spot alone's wall-time law and `alone` its cost-model result at unit price.
+
+    Run both on the same spot run: they pay alike up to the switch. After it spot alone has at most a restart
+    and the segments left to run on spot, each costing at most its E[T_i] (one begun has no more left than a fresh
+    one), while the policy pays on-demand for a restart and at least each of those segments' failure-free time.
+    Where on-demand costs more for the restart and for every segment, every switch costs more, by at least the
+    restart and the last segment, which every switch leaves; and it switches whenever spot alone's overhead ends
+    past B_k. Against that it can save at most spot alone's rounding waste and its storage past the failure-free
+    time."""
+    p = law.plan
+    levels = _levels(p, deadline_h)
+    if levels is None or not math.isfinite(deadline_h):
+        return 0.0
+    full, last = costmodel._seg_time(p.lam, p.s, p.R), costmodel._seg_time(p.lam, p.s_k, p.R)
+    if (on_demand_price < spot_price or on_demand_price * p.s_k < spot_price * last
+            or p.k > 1 and on_demand_price * p.s < spot_price * full):
+        return 0.0
+    switch = 1.0 - law.p_le(p.R + p.S + levels[1])
+    extra = switch * p.n * p.streams * ((on_demand_price - spot_price) * p.R + on_demand_price * p.s_k
+                                         - spot_price * last)
+    saved = spot_price * alone.rounding_waste_node_h + storage_usd_per_h * max(alone.wall_h - p.T0, 0.0)
+    return max(extra - saved, 0.0)
 
 
 def _on_demand(inputs: CandidateInputs, p, checkpoint: int) -> CostResult:
