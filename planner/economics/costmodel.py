@@ -385,6 +385,13 @@ def _half_cdf(w: np.ndarray, h: float, offset: float, xs, weights=None):
     return np.interp(xs, xp, cum)
 
 
+def lump_scale(p: _Plan) -> float:
+    """The scale a grid over the overhead Z must resolve: a failure's lump X + R, of width s (X's support),
+    or where a segment is shorter than the restart (a stateless job's items of seconds), its place R: the
+    item's shape within it moves P(Z <= z) by at most the mass within one item of z."""
+    return max(p.s if p.k > 1 else p.s_k, p.R)
+
+
 @lru_cache(maxsize=64)
 def _grid(N: int, damping: float = 18.0):
     """Tilt, untilt, per-grid-step exponents z1 and e^(−z1) for a damped DFT on N points (read-only arrays).
@@ -480,11 +487,10 @@ class WallLaw:
     @property
     def cdf(self) -> tuple[float, np.ndarray]:
         """(h, P(T − T0 ≤ z) at the nodes z = 0, h/2, 3h/2, ...), `_half_cdf`'s nodes, from one inverse FFT,
-        kept. The grid resolves the lumps X + R of width s (stateless items) and ends at z_max."""
+        kept. The grid resolves the lumps X + R (`lump_scale`) and ends at z_max."""
         if self._cdf is None:
             p, lam = self.plan, self.plan.lam
-            feat = p.s if p.k > 1 else p.s_k
-            N = max(8192, _fft.next_fast_len(int(min(4 * self.z_max / feat, 65534)) + 2, real=True))
+            N = max(8192, _fft.next_fast_len(int(min(4 * self.z_max / lump_scale(p), 65534)) + 2, real=True))
             h = self.z_max / (N - 2)
             tilt, untilt, z1, _ = _grid(N)
             pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)

@@ -137,10 +137,9 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     if lam == 0:
         stay, z_stay, below, cut = 1.0, 0.0, float(k - 1), np.zeros(2)
     else:
-        feat = s if k > 1 else s_k
         longest = max(mean for _, mean in costmodel.wait_phases(p.wait, p.wait_cv))  # a heavy-tailed wait's
         span = B_k + 12 * (lump + p.rho * (longest - p.wait)) + 4 * s  # room for the overshoot past the switch level
-        N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * span / feat) + 2, real=True))))
+        N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * span / costmodel.lump_scale(p)) + 2, real=True))))
         h = span / (N - 2)
         tilt, untilt, z1, _ = costmodel._grid(N)
         waits = costmodel._wait_factor(p, h, N)
