@@ -246,12 +246,12 @@ def _egress_usd(workload: Workload, catalog: Catalog, providers: pd.Series, regi
 # ---------------------------------------------------------------- screening
 
 
-def _screen_timings(rows: pd.DataFrame, workload: Workload, hw_rate: float) -> pd.DataFrame:
-    """Per timing key, closed forms only (no FFT), vectorised over keys: the quick τ with E[T] and
-    E[F] there, the smallest E[T] the final τ can have (`et_lo`), the smallest and largest
+def _screen_timings(keys: pd.DataFrame, workload: Workload, hw_rate: float) -> pd.DataFrame:
+    """Per timing key (`keys`: one row each), closed forms only (no FFT), vectorised over keys: the quick τ
+    with E[T] and E[F] there, the smallest E[T] the final τ can have (`et_lo`), the smallest and largest
     failure-free time (`t0`, `t0_hi`) and a lower bound on P(no failure) (`p0`), of one stream
     (the job, or one node of a stateless job)."""
-    keys = rows[TIMING_COLUMNS + ["work_h", "item_h"]].drop_duplicates(TIMING_COLUMNS).reset_index(drop=True)
+    keys = keys[TIMING_COLUMNS + ["work_h", "item_h"]].reset_index(drop=True)
     W = keys["work_h"].to_numpy(float)
     tolerance = workload.interruption_tolerance
     # one stream of the job (costmodel.segment_plan): all n nodes, or one node of a stateless job
@@ -478,8 +478,7 @@ def limit_keys(table, limits: Limits, offer_column: str) -> tuple[list[str], lis
     hardware = ["provider", "gpu", "gpu_family"]
     quotas = tuple(sorted(limits.gpu_quotas))
     distinct = frame[hardware].drop_duplicates()
-    covering = np.array([_covering(quotas, *h) for h in distinct.itertuples(index=False, name=None)], dtype=object)
-    keys = covering[frame.groupby(hardware, sort=False, dropna=False).ngroup().to_numpy()]
+    keys = _covering(quotas, distinct)[frame.groupby(hardware, sort=False, dropna=False).ngroup().to_numpy()]
     offers = frame[offer_column].to_numpy(dtype=object)
     capped = (frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))).to_numpy()
     named = offers + "|" + frame["market"].to_numpy(dtype=object) if limits.node_limits_per_market else offers
@@ -488,11 +487,23 @@ def limit_keys(table, limits: Limits, offer_column: str) -> tuple[list[str], lis
     return keys.tolist(), capped_offer.tolist(), units.tolist()
 
 
-@functools.lru_cache(maxsize=4096)
-def _covering(quotas: tuple[str, ...], provider: str, gpu: str, family: str) -> str:
-    """Which of `quotas` cover this provider's GPU, as `key;key;` (the rule is `quota_mask`'s)."""
-    one = pd.DataFrame({"provider": [provider], "gpu": [gpu], "gpu_family": [family]})
-    return "".join(key + ";" for key in quotas if quota_mask(one, key).iloc[0])
+_COVERING: dict[tuple, str] = {}
+"""(quotas, provider, GPU, family) -> the quotas that cover it, as `_covering` found them (at most 4,096 kept)."""
+
+
+def _covering(quotas: tuple[str, ...], hardware: pd.DataFrame) -> np.ndarray:
+    """Per row of `hardware` (provider, gpu, gpu_family), which of `quotas` cover it, as `key;key;` (the rule is
+    `quota_mask`'s), for every row not seen before at once."""
+    rows = [(quotas, *h) for h in hardware.itertuples(index=False, name=None)]
+    new = [i for i, row in enumerate(rows) if row not in _COVERING]
+    if len(_COVERING) + len(new) > 4096:
+        _COVERING.clear()
+        new = list(range(len(rows)))
+    if new:
+        masks = [quota_mask(hardware.iloc[new], key).to_numpy() for key in quotas]
+        for j, i in enumerate(new):
+            _COVERING[rows[i]] = "".join(key + ";" for key, mask in zip(quotas, masks) if mask[j])
+    return np.array([_COVERING[row] for row in rows], dtype=object)
 
 
 def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd.DataFrame:
