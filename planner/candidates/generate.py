@@ -558,7 +558,7 @@ def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, l
                                                     for p, v in providers.items()})
     markets["egress"] = _egress_usd(workload, catalog, markets["provider"], markets["region"])
     markets["gpu_family"] = markets["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
-    quota_keys, capped_offer, limited = limit_keys(markets.assign(gpus=1), limits, "key")
+    quota_keys, capped_offer, limited = limit_keys(markets.assign(gpus=1), limits, "key")  # 1 GPU: limited or not
     markets = markets.assign(provider_region=markets["provider"] + "/" + markets["region"], quota_keys=quota_keys,
                              capped_offer=capped_offer, limited=np.array(limited, dtype=bool))
     rows = _by_nodes(markets[[c for c in markets.columns if c in _BASE_COLUMNS]], counts)

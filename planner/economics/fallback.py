@@ -255,8 +255,8 @@ def excess_over_spot(law: costmodel.WallLaw, deadline_h: float, alone: CostResul
     past B_k. Against that it can save at most spot alone's rounding waste and its storage past the failure-free
     time."""
     p = law.plan
-    levels = _levels(p, deadline_h)
-    if levels is None or not math.isfinite(deadline_h):
+    levels = _levels(p, deadline_h) if math.isfinite(deadline_h) else None
+    if levels is None:
         return 0.0
     full, last = costmodel._seg_time(p.lam, p.s, p.R), costmodel._seg_time(p.lam, p.s_k, p.R)
     if (on_demand_price < spot_price or on_demand_price * p.s_k < spot_price * last
