@@ -153,6 +153,10 @@ def _node_ladders(markets: pd.DataFrame, workload: Workload, limits: Limits) -> 
     return [ladder[c] for c in combos.itertuples(index=False, name=None)]
 
 
+_PER_NODE_COUNT = ("nodes", "gpus", "units")
+"""The expanded rows' columns that differ between the node counts of one (offer, market)."""
+
+
 def _by_nodes(markets: pd.DataFrame, counts: list[list[int]]) -> pd.DataFrame:
     """The (offer, market) rows repeated once per node count, with `nodes` and `gpus`."""
     repeat = np.array([len(c) for c in counts], dtype=np.int64)
@@ -581,7 +585,7 @@ _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egre
 """What `_exact` and `_candidate_row` read of a row, besides the point's price, λ and physics."""
 _Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"])
 _BASE_COLUMNS = set(_ROW_COLUMNS + TIMING_COLUMNS + _TWIN_COLUMNS + [
-    "quota_keys", "capped_offer", "provider_region", "limited", _OFFER_ROW]) - {"lam_spot", "nodes", "gpus", "units"}
+    "quota_keys", "capped_offer", "provider_region", "limited", _OFFER_ROW]) - {"lam_spot", *_PER_NODE_COUNT}
 """The columns the expanded rows keep (`_Rows.base`): no prices or λ, which each call maps in (`_prices`)."""
 
 
@@ -677,7 +681,7 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limi
         """The column's values as codes, worked out once per (offer, market) where no node count enters."""
         if column not in codes:
             values = base[column].to_numpy()
-            codes[column] = (pd.factorize(values)[0] if column in ("nodes", "gpus", "units") else
+            codes[column] = (pd.factorize(values)[0] if column in _PER_NODE_COUNT else
                              np.repeat(pd.factorize(values[starts], use_na_sentinel=False)[0], runs))
         return codes[column]
 
@@ -924,19 +928,19 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             at, key, lo, nodes, signature, units, fastest, front = (
                 a[front] for a in (at, key, lo, nodes, signature, units, fastest, front))
     twin = _spot_twins(rows, at)
-    after_twin = np.where(twin >= 0, np.maximum(lo, lo[twin]), lo)  # a fallback row comes after its spot twin
-    order = np.lexsort((at, nodes, rows.market_rank[at], rows.key_rank[at], after_twin))
-    at, key, lo, signature, units, fastest, front, twin = (a[order] for a in (at, key, lo, signature, units, fastest,
-                                                                               front, twin))
+    ties = (at, nodes, rows.market_rank[at], rows.key_rank[at])
+    by_bound = np.argsort(np.lexsort((*ties, lo)))  # each row's place cheapest bound first, as the table lists them
+    order = np.lexsort((*ties, np.where(twin >= 0, np.maximum(lo, lo[twin]), lo)))  # a fallback row after its twin
+    at, key, lo, signature, units, fastest, front, twin, by_bound = (
+        a[order] for a in (at, key, lo, signature, units, fastest, front, twin, by_bound))
     twin = np.where(twin >= 0, np.argsort(order)[twin], -1)  # positions in the new order
-    by_bound = np.argsort(np.lexsort((at, rows.columns["nodes"][at], rows.market_rank[at], rows.key_rank[at], lo)))
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
     out, missed, chosen, runaway = [], [], [], []
     kinds = _Kinds(runner_ups, rows.kind[at])
     spot_priced: dict[int, int] = {}  # position of a spot candidate -> the calendar steps it is booked for
     for i, row in enumerate(map(_Row._make, zip(*columns))):
-        if front[i] and not exhaustive and twin[i] in spot_priced:
+        if front[i] and twin[i] in spot_priced:  # only screening keeps them
             t = twin[i]
             if signature[t] == signature[i] and units[t] <= units[i] and spot_priced[t] <= fastest[i]:
                 front[i] = not _dearer_than_twin(screen.exact[key[t]], row, budget, cache)
