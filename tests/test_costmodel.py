@@ -65,6 +65,38 @@ def test_per_second_job_of_20s_with_minute_minimum_is_billed_60s():
     assert float(billed_hours(20 * SEC, SEC, MIN)) == pytest.approx(MIN)
 
 
+@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.filter_too_much])
+@given(n=st.sampled_from([1, 2, 3, 8, 16]), gran=st.sampled_from([SEC, MIN, 0.1, 1 / 6]),
+       restart=st.sampled_from([0.0, 0.05, 0.1667, 0.5]), short_minimum=st.booleans(),
+       log_w=st.floats(math.log(0.2), math.log(200)), k=st.sampled_from([1, 2, 5, 20, 100]),
+       C=st.sampled_from([0.0, 0.01, 0.05]), log_rate=st.floats(math.log(1e-4), math.log(2)),
+       market=st.sampled_from(["spot", "hardware", "both"]))
+def test_half_a_granule_per_session_is_within_its_bound_of_the_grid(n, gran, restart, short_minimum, log_w, k,
+                                                                    C, log_rate, market):
+    """The continuous sessions' waste taken as γ/2 each (`_waste` without its grid) is never further from the
+    grid's than `_half_granule_error` says: the bound the planner relies on to skip the grid."""
+    from planner.economics import costmodel as cm
+
+    W, rate = math.exp(log_w), math.exp(log_rate)
+    R = max(restart, gran)  # a minimum of up to the restart never binds the sessions that fail or pass
+    inputs = CandidateInputs(work_h=W, checkpoint_write_h=C, restart_h=R, nodes=n, gpus_per_node=8,
+                             spot_rate_per_node_h=rate if market != "hardware" else 0.0,
+                             hw_failure_per_gpu_h=rate / 8 if market != "spot" else 0.0,
+                             billing_granularity_h=gran, billing_minimum_h=min(R, MIN) if short_minimum else 0.0,
+                             interruption_tolerance="checkpointed" if k > 1 else "none", checkpoint_interval_h=W / k)
+    p = segment_plan(inputs)
+    ET, EF, sd = _moments(p)
+    assume(math.isfinite(ET) and EF < 50)
+    waste = {}
+    for name, rel in (("grid", -1.0), ("half", math.inf)):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(cm, "SMOOTH_WASTE_REL", rel)
+            waste[name] = cm._waste(p, gran, inputs.billing_minimum_h, ET, EF, sd)
+    bound = cm._half_granule_error(p, gran, EF)
+    event("bound within 1 % of the gap" if abs(waste["grid"] - waste["half"]) > 0.99 * bound else "looser")
+    assert abs(waste["grid"] - waste["half"]) <= 1.001 * bound + 1e-12 * n * ET, (waste, bound)
+
+
 def test_billed_hours_is_not_fooled_by_float_noise():
     assert float(billed_hours(0.1 + 0.2 + 2.7, 1.0, 0.0)) == 3.0  # 3.0000000000000004
     assert float(billed_hours(3.01, 1.0, 0.0)) == 4.0
