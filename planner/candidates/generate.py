@@ -250,18 +250,18 @@ def _egress_usd(workload: Workload, catalog: Catalog, providers: pd.Series, regi
 # ---------------------------------------------------------------- screening
 
 
-def _screen_timings(keys: pd.DataFrame, workload: Workload, hw_rate: float) -> pd.DataFrame:
-    """Per timing key (`keys`: one row each), closed forms only (no FFT), vectorised over keys: the quick τ
-    with E[T] and E[F] there, the smallest E[T] the final τ can have (`et_lo`), the smallest and largest
-    failure-free time (`t0`, `t0_hi`) and a lower bound on P(no failure) (`p0`), of one stream
-    (the job, or one node of a stateless job)."""
-    keys = keys[TIMING_COLUMNS + ["work_h", "item_h"]].reset_index(drop=True)
-    W = keys["work_h"].to_numpy(float)
+def _screen_timings(keys: dict[str, np.ndarray], workload: Workload, hw_rate: float) -> dict[str, np.ndarray]:
+    """Per timing key (`keys`: its nodes, gpus_per_node, lam_spot, granularity_h, minimum_h, work_h and item_h, as
+    arrays), closed forms only (no FFT), vectorised over
+    keys: the quick τ with E[T] and E[F] there, the smallest E[T] the final τ can have (`et_lo`), the smallest and
+    largest failure-free time (`t0`, `t0_hi`) and a lower bound on P(no failure) (`p0`), of one stream (the job,
+    or one node of a stateless job)."""
+    W = keys["work_h"].astype(float)
     tolerance = workload.interruption_tolerance
     # one stream of the job (costmodel.segment_plan): all n nodes, or one node of a stateless job
-    n = keys["nodes"].to_numpy(float) if tolerance != "stateless" else np.ones(len(keys))
-    lam = n * keys["lam_spot"].to_numpy(float) + n * keys["gpus_per_node"].to_numpy(float) * hw_rate
-    gran = keys["granularity_h"].to_numpy(float)
+    n = keys["nodes"].astype(float) if tolerance != "stateless" else np.ones(len(W))
+    lam = n * keys["lam_spot"].astype(float) + n * keys["gpus_per_node"].astype(float) * hw_rate
+    gran = keys["granularity_h"].astype(float)
     R = workload.restart_overhead
     C = 0.0 if tolerance != "checkpointed" else workload.checkpoint.write_time
     if _auto(workload):
@@ -275,7 +275,7 @@ def _screen_timings(keys: pd.DataFrame, workload: Workload, hw_rate: float) -> p
         p0 = np.exp(-lam * (W + ks.max(axis=1) * C))
         full = last = W / k  # each segment's work; the fallback's bound reads them
         # coarse billing: the exact search may settle on any k, so bound over all of them
-        coarse = np.maximum(gran, keys["minimum_h"].to_numpy(float)) > costmodel.FINE_BILLING_H
+        coarse = np.maximum(gran, keys["minimum_h"].astype(float)) > costmodel.FINE_BILLING_H
         if coarse.any():
             k_max = np.minimum(100_000, np.maximum(1, np.ceil(W[coarse] / 1e-3)))
             et_lo[coarse] = screen.min_expected_time(W[coarse], C, R, lam[coarse])
@@ -287,7 +287,7 @@ def _screen_timings(keys: pd.DataFrame, workload: Workload, hw_rate: float) -> p
         if tolerance == "none":
             tau = W
         elif tolerance == "stateless":
-            item = keys["item_h"].to_numpy(float)
+            item = keys["item_h"].astype(float)
             tau = np.minimum(np.where(np.isnan(item), W, item), W)
         else:
             tau = np.minimum(float(workload.checkpoint.every), W)
@@ -298,12 +298,10 @@ def _screen_timings(keys: pd.DataFrame, workload: Workload, hw_rate: float) -> p
         ef = (k - 1) * np.expm1(lam * (tau + C)) + np.expm1(lam * (last + C))
         et_lo, t0 = et, R + W + k * C
         t0_hi, p0 = t0, np.exp(-lam * (W + k * C))
-    out = keys[TIMING_COLUMNS].copy()
-    out["tau"], out["et"], out["ef"], out["et_lo"], out["t0"], out["t0_hi"], out["p0"] = (
-        tau, et, ef, et_lo, t0, t0_hi, p0)
-    out["full"], out["last"], out["full_count"] = full, last, k - 1  # work per segment (the last may be shorter)
-    out["full_busy"], out["last_busy"] = screen.segment_time(lam, full + C, R), screen.segment_time(lam, last + C, R)
-    return out
+    # full, last: each segment's work (the last may be shorter)
+    return {"tau": tau, "et": et, "ef": ef, "et_lo": et_lo,
+            "t0": t0, "t0_hi": t0_hi, "p0": p0, "full": full, "last": last, "full_count": k - 1,
+            "full_busy": screen.segment_time(lam, full + C, R), "last_busy": screen.segment_time(lam, last + C, R)}
 
 
 def _dominated(signature: np.ndarray, units: np.ndarray, lo: np.ndarray, dom_signature: np.ndarray,
@@ -774,10 +772,10 @@ def _screen(rows: _Rows, workload: Workload, physics: _Physics, work_h: np.ndarr
         code = np.full(len(lam), -1, dtype=np.int64)
         code[fits] = pd.factorize(rows.timing[fits] * (lam_code.max() + 1) + lam_code[fits])[0]
         first = fits[np.unique(code[fits], return_index=True)[1]]
-        keys = rows.base.iloc[first].assign(lam_spot=lam[first], work_h=work_h[first], item_h=item_h[first])
-        bounds = _screen_timings(keys, workload, hw_rate)
-        assert len(bounds) == len(first)  # one row per timing key number, in number order
-        screens[key] = _Screen(code, {c: bounds[c].to_numpy(float) for c in _BOUNDS})
+        keys = {c: rows.columns[c][first] for c in ("nodes", "gpus_per_node", "granularity_h", "minimum_h")}
+        bounds = _screen_timings(keys | {"lam_spot": lam[first], "work_h": work_h[first], "item_h": item_h[first]},
+                                 workload, hw_rate)  # one entry per timing key number, in number order
+        screens[key] = _Screen(code, {c: bounds[c].astype(float) for c in _BOUNDS})
     return screens[key]
 
 
