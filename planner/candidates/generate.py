@@ -24,7 +24,7 @@ from planner.candidates.endpoints import endpoint_options
 from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, quota_mask, to_cents
 from planner.economics import costmodel, fallback, screen
 from planner.economics.inputs import cost_inputs
-from planner.load.catalog import Catalog, offers_for
+from planner.load.catalog import Catalog, offer_mask
 from planner.physics.estimate import (Estimate, Prepared, Shape, checkpoint_size_gib, estimate_prepared, layout_text,
                                       prepare)
 from planner.schema.scenario import Override, Scenario, Workload
@@ -121,53 +121,62 @@ def _node_counts(low_gpus: int, high_gpus: int, g: int, multi_node: bool, cap: f
     return sorted({low, high} | {n for n in NODE_LADDER if low <= n <= high})
 
 
-def _markets(offers: pd.DataFrame, workload: Workload) -> pd.DataFrame:
-    """One row per (offer, market) the workload may use: on-demand, spot and spot_fallback."""
+_MARKETS = ("on_demand", "spot", "spot_fallback")
+
+
+@dataclass
+class _Markets:
+    """Every (offer, market) row of one offers table under one scenario's limits, with what no workload changes
+    (billing, GPU family, the quotas covering it, its node cap), market by market (`_MARKETS`) and offer by offer
+    within each: built once and shared by every workload's rows, which pick and repeat them (`_build_rows`)."""
+
+    columns: dict[str, np.ndarray]  # `_OFFER_ROW`: the offer's position
+    ladder: np.ndarray  # per row: its number in `ladders`
+    ladders: list[tuple[int, bool, float]]  # (GPUs per node, multi-node, node cap): what its node counts depend on
+    codes: dict = field(default_factory=dict)  # (column, sorted) -> `code`
+
+    def code(self, column: str, sort: bool = False) -> np.ndarray:
+        """The column's values numbered (NaN too), in order of first appearance or, `sort`, of value."""
+        if (column, sort) not in self.codes:
+            self.codes[column, sort] = pd.factorize(self.columns[column], sort=sort, use_na_sentinel=False)[0]
+        return self.codes[column, sort]
+
+
+def _all_markets(offers: pd.DataFrame, catalog: Catalog, limits: Limits) -> _Markets:
+    """`_Markets` of `offers`: on-demand where it has an on-demand price, spot where a spot price, and
+    spot_fallback (§10) where both."""
+    offers = offers.assign(**{_OFFER_ROW: np.arange(len(offers))})
     on_demand = offers[offers["on_demand_usd_h"].notna()]
-    markets = [on_demand.assign(market="on_demand", price=on_demand["on_demand_usd_h"], lam_spot=0.0, correlation=0.0,
-                                wait_h=0.0, wait_cv=1.0)]
-    if workload.interruption_tolerance != "none":  # cost-model §4: `none` cannot resume, so never spot
-        spot = offers[offers["spot_usd_h"].notna()]
-        markets.append(spot.assign(market="spot", price=spot["spot_usd_h"],
-                                   lam_spot=spot["spot_preemption_per_h"].fillna(0.0),
-                                   correlation=spot["spot_correlation"], wait_h=spot["spot_capacity_wait_h"],
-                                   wait_cv=spot["spot_capacity_wait_cv"]))
-        if workload.time_budget:  # §10: the fallback acts on the slack before the deadline
-            both = spot[spot["on_demand_usd_h"].notna()]
-            markets.append(markets[-1].loc[both.index].assign(market="spot_fallback"))
-    rows = pd.concat(markets, ignore_index=True)
-    rows = rows[rows["market"].map(workload.allows_market).astype(bool)].reset_index(drop=True)
-    rows["fallback"] = rows["market"] == "spot_fallback"
-    return rows
-
-
-def _node_ladders(markets: pd.DataFrame, workload: Workload, limits: Limits) -> list[list[int]]:
-    """Per (offer, market) row, the node counts the workload could run on."""
-    caps = markets["max_nodes"].astype(float).fillna(math.inf)
-    scenario_caps = markets["key"].map(limits.node_limits).astype(float).fillna(math.inf)
-    caps = np.minimum(caps, scenario_caps)
+    spot = offers[offers["spot_usd_h"].notna()].assign(
+        market="spot", correlation=lambda o: o["spot_correlation"], wait_h=lambda o: o["spot_capacity_wait_h"],
+        wait_cv=lambda o: o["spot_capacity_wait_cv"])
+    markets = pd.concat([on_demand.assign(market="on_demand", correlation=0.0, wait_h=0.0, wait_cv=1.0), spot,
+                         spot[spot["on_demand_usd_h"].notna()].assign(market="spot_fallback")], ignore_index=True)
+    markets["fallback"] = markets["market"] == "spot_fallback"
+    providers = catalog.providers
+    # billing: the offer's own rule where its catalog row gives one (hourly GPU clouds, committed
+    # contracts), else the provider's (cost-model §5)
+    markets["granularity_h"] = markets["billing_granularity_h"].astype(float).fillna(
+        markets["provider"].map({p: v.billing_granularity_h for p, v in providers.items()}))
+    markets["minimum_h"] = markets["billing_minimum_h"].astype(float).fillna(
+        markets["provider"].map({p: v.billing_minimum_h for p, v in providers.items()}))
+    markets["gpu_family"] = markets["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
+    markets["provider_region"] = markets["provider"] + "/" + markets["region"]
+    markets["quota_keys"], markets["capped_offer"], limited = limit_keys(markets.assign(gpus=1), limits, "key")
+    markets["limited"] = np.array(limited, dtype=bool)  # 1 GPU: limited or not
+    caps = np.minimum(markets["max_nodes"].astype(float).fillna(math.inf),
+                      markets["key"].map(limits.node_limits).astype(float).fillna(math.inf))
     combos = pd.DataFrame({"g": markets["gpus_per_node"].astype(int), "multi": markets["inter_node"] != "none",
                            "cap": caps})
-    ladder = {c: _node_counts(workload.gpus.min, workload.gpus.max, c[0], c[1], c[2])
-              for c in combos.drop_duplicates().itertuples(index=False, name=None)}
-    return [ladder[c] for c in combos.itertuples(index=False, name=None)]
+    return _Markets({c: markets[c].to_numpy() for c in markets.columns if c in _BASE_COLUMNS},
+                    combos.groupby(list(combos.columns), sort=False).ngroup().to_numpy(),
+                    list(combos.drop_duplicates().itertuples(index=False, name=None)))
 
 
+_PER_WORKLOAD = ("nodes", "gpus", "units", "storage_h", "egress")
+"""The expanded rows' columns that are not the (offer, market) row's: its node count's, and the workload's."""
 _PER_NODE_COUNT = ("nodes", "gpus", "units")
 """The expanded rows' columns that differ between the node counts of one (offer, market)."""
-
-
-def _by_nodes(markets: pd.DataFrame, counts: list[list[int]]) -> pd.DataFrame:
-    """The (offer, market) rows repeated once per node count, with `nodes` and `gpus`."""
-    repeat = np.array([len(c) for c in counts], dtype=np.int64)
-    expanded = markets.take(np.repeat(np.arange(len(markets)), repeat))
-    expanded["nodes"] = np.concatenate([np.array(c, dtype=int) for c in counts]) if repeat.sum() else []
-    expanded["gpus"] = expanded["nodes"] * expanded["gpus_per_node"]
-    return expanded  # indexed by the (offer, market) row each repeats
-
-
-# ---------------------------------------------------------------- evaluation
-
 
 
 # ---------------------------------------------------------------- physics per shape
@@ -236,13 +245,13 @@ def _stored_gib(workload: Workload, catalog: Catalog) -> float:
     return kept + workload.data.size
 
 
-def _egress_usd(workload: Workload, catalog: Catalog, providers: pd.Series, regions: pd.Series) -> np.ndarray:
+def _egress_usd(workload: Workload, catalog: Catalog, providers: np.ndarray, regions: np.ndarray) -> np.ndarray:
     """Moving the data set from where it lives to each candidate (charged by the source provider)."""
     if not workload.data.location or workload.data.size == 0:
         return np.zeros(len(providers))
     home, _, home_region = workload.data.location.partition("/")
-    elsewhere = (providers != home).to_numpy()
-    other_region = ((providers == home) & (regions != home_region)).to_numpy() if home_region else False
+    elsewhere = np.asarray(providers != home, dtype=bool)
+    other_region = np.asarray((providers == home) & (regions != home_region), dtype=bool) if home_region else False
     return np.where(elsewhere, workload.data.size * catalog.providers[home].egress_usd_per_gib,
                     np.where(other_region, workload.data.size * INTER_REGION_USD_PER_GIB, 0.0))
 
@@ -531,43 +540,6 @@ _TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "wait_h", "wait_cv", "gra
                                  "egress", "units"]
 
 
-def _expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits
-                   ) -> tuple[pd.DataFrame | None, str, int]:
-    """The price-independent start of `candidate_records`: (rows with billing, storage,
-    egress and limit columns, reason if none, rows considered). What depends on the offer and
-    market alone is worked out before the rows are repeated per node count."""
-    allowed = offers_for(catalog, workload.allow, workload.forbid, offers)
-    if allowed.empty:
-        return None, "no offer in the scenario's catalogs matches its allow/forbid rules", 0
-    markets = _markets(allowed, workload)
-    counts = _node_ladders(markets, workload, limits) if not markets.empty else []
-    considered = sum(map(len, counts))
-    if not considered:
-        why = ("no offer can host its GPU count range "
-               f"{workload.gpus.min}-{workload.gpus.max} (node sizes, multi-node networking, node limits)")
-        if workload.interruption_tolerance == "none" and allowed["on_demand_usd_h"].isna().all():
-            why = "interruption_tolerance none rules out spot, and no allowed offer has an on-demand price"
-        return None, why, 0
-    providers = catalog.providers
-    stored_gib = _stored_gib(workload, catalog)
-    # billing: the offer's own rule where its catalog row gives one (hourly GPU clouds, committed
-    # contracts), else the provider's (cost-model §5)
-    markets["granularity_h"] = markets["billing_granularity_h"].astype(float).fillna(
-        markets["provider"].map({p: v.billing_granularity_h for p, v in providers.items()}))
-    markets["minimum_h"] = markets["billing_minimum_h"].astype(float).fillna(
-        markets["provider"].map({p: v.billing_minimum_h for p, v in providers.items()}))
-    markets["storage_h"] = markets["provider"].map({p: stored_gib * v.storage_usd_per_gib_month / HOURS_PER_MONTH
-                                                    for p, v in providers.items()})
-    markets["egress"] = _egress_usd(workload, catalog, markets["provider"], markets["region"])
-    markets["gpu_family"] = markets["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
-    quota_keys, capped_offer, limited = limit_keys(markets.assign(gpus=1), limits, "key")  # 1 GPU: limited or not
-    markets = markets.assign(provider_region=markets["provider"] + "/" + markets["region"], quota_keys=quota_keys,
-                             capped_offer=capped_offer, limited=np.array(limited, dtype=bool))
-    rows = _by_nodes(markets[[c for c in markets.columns if c in _BASE_COLUMNS]], counts)
-    rows["units"] = np.where(rows.pop("limited"), rows["gpus"], 0)  # the GPUs drawn from quotas or a capped offer
-    return rows, "", considered
-
-
 # what-if reuse (planner/whatif/sweep.py): the expanded rows depend on prices only through the
 # `price`/`lam_spot` columns and the three price columns copied from the offer, so `generate`
 # keeps them per (expansion inputs, limits, offers-without-prices), shared by every
@@ -603,11 +575,10 @@ class _Rows:
     """One workload's expanded rows and what is derived from them without prices."""
 
     catalog: Catalog
-    base: pd.DataFrame | None  # `_expanded_rows` without prices and λ; `_OFFER_ROW`: the offer's position
-    reason: str
+    reason: str  # why there are none ('' when there are)
     considered: int
-    columns: dict = field(default_factory=dict)  # base[_ROW_COLUMNS] as arrays (strings as Python objects)
-    offer_row: np.ndarray | None = None
+    columns: dict = field(default_factory=dict)  # _ROW_COLUMNS as arrays (strings as Python objects)
+    offer_row: np.ndarray | None = None  # the offer's position in the offers table (None: no rows)
     spot: np.ndarray | None = None  # priced at spot: spot and spot_fallback rows
     fallback: np.ndarray | None = None  # spot_fallback rows, which also carry the on-demand price
     twin: np.ndarray | None = None  # twin group, before splitting by λ
@@ -623,6 +594,10 @@ class _Rows:
     physics: dict = field(default_factory=dict)  # `_Physics.key` -> _Physics
     screens: dict = field(default_factory=dict)  # λ digest -> {(physics, cost settings, hw_rate) -> _Screen}
 
+    @property
+    def size(self) -> int:
+        return 0 if self.offer_row is None else len(self.offer_row)
+
 
 @dataclass
 class _Screen:
@@ -637,7 +612,7 @@ _BOUNDS = ("et", "ef", "et_lo", "t0", "t0_hi", "p0", "full", "last", "full_count
 
 
 _EXPANSION_FIELDS = {"allow", "forbid", "gpus", "data"}
-"""The Workload fields `_expanded_rows` reads, besides its market rule and the GiB it stores."""
+"""The Workload fields `_build_rows` reads, besides its market rule and the GiB it stores."""
 
 
 def _rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits, token: str | None,
@@ -646,13 +621,16 @@ def _rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Li
     by every workload with the same expansion inputs: offers allowed, GPU range, markets, storage, data,
     placement groups."""
     if token is None:
-        return _build_rows(workload, catalog, offers, limits)
+        return _build_rows(workload, catalog, offers, _all_markets(offers, catalog, limits), limits)
+    every = cache.markets.get((token, repr(limits)))
+    if every is None:
+        every = cache.keep(cache.markets, (token, repr(limits)), _all_markets(offers, catalog, limits))
     key = (token, repr(limits), _grouped(workload, limits), workload.model_dump_json(include=_EXPANSION_FIELDS),
            workload.interruption_tolerance == "none", bool(workload.time_budget), _stored_gib(workload, catalog))
     if key not in cache.rows:
-        if sum(len(r.base) for r in cache.rows.values() if r.base is not None) >= cache.max_rows:
+        if sum(r.size for r in cache.rows.values()) >= cache.max_rows:
             cache.rows.clear()
-        cache.rows[key] = _build_rows(workload, catalog, offers, limits)
+        cache.rows[key] = _build_rows(workload, catalog, offers, every, limits)
     return cache.rows[key]
 
 
@@ -662,50 +640,76 @@ def _grouped(workload: Workload, limits: Limits) -> tuple[bool, bool]:
             any(workload.name in g for g in limits.same_region))
 
 
-def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits) -> _Rows:
-    """`_expanded_rows` plus the group numbers every call needs, computed once from strings so a
-    call works on arrays."""
-    base, reason, considered = _expanded_rows(workload, catalog, offers.assign(**{_OFFER_ROW: np.arange(len(offers))}),
-                                              limits)
-    if base is None:
-        return _Rows(catalog, None, reason, considered)
-    signature = _signature_columns(workload, limits)
-    starts = np.flatnonzero(np.r_[True, np.diff(base.index.to_numpy()) != 0])  # each (offer, market)'s first row
-    runs = np.diff(np.r_[starts, len(base)])
-    base.index = pd.RangeIndex(len(base))
-    codes: dict[str, np.ndarray] = {}
+def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, every: _Markets, limits: Limits) -> _Rows:
+    """The workload's (offer, market) rows of `every`, repeated once per node count it could run on, with
+    storage, egress and the group numbers every call needs, worked out from the rows' codes so a call works
+    on arrays."""
+    allowed = offer_mask(catalog, workload.allow, workload.forbid, offers).to_numpy()
+    if not allowed.any():
+        return _Rows(catalog, "no offer in the scenario's catalogs matches its allow/forbid rules", 0)
+    resumes = workload.interruption_tolerance != "none"  # cost-model §4: `none` cannot resume, so never spot
+    open_market = {"on_demand": True, "spot": resumes,
+                   "spot_fallback": resumes and bool(workload.time_budget)}  # §10: it acts on the slack before it
+    markets = every.columns["market"]
+    wanted = [m for m in _MARKETS if open_market[m] and workload.allows_market(m)]
+    pick = np.flatnonzero(allowed[every.columns[_OFFER_ROW]] & np.isin(markets, wanted))
+    ladders = [np.array(_node_counts(workload.gpus.min, workload.gpus.max, *combo), dtype=int)
+               for combo in every.ladders]
+    sizes = np.array([len(ladder) for ladder in ladders], dtype=np.int64)[every.ladder[pick]]
+    considered = int(sizes.sum())
+    if not considered:
+        why = ("no offer can host its GPU count range "
+               f"{workload.gpus.min}-{workload.gpus.max} (node sizes, multi-node networking, node limits)")
+        if workload.interruption_tolerance == "none" and offers["on_demand_usd_h"][allowed].isna().all():
+            why = "interruption_tolerance none rules out spot, and no allowed offer has an on-demand price"
+        return _Rows(catalog, why, 0)
+    pick, sizes = pick[sizes > 0], sizes[sizes > 0]
+    repeat = np.repeat(pick, sizes)  # each row's (offer, market) row in `every`
+    firsts = np.cumsum(sizes) - sizes  # each (offer, market)'s first row
+    starts = np.cumsum([0] + [len(ladder) for ladder in ladders])[every.ladder[pick]]
+    nodes = np.concatenate(ladders)[np.repeat(starts - firsts, sizes) + np.arange(considered)]
+    columns = {c: every.columns[c][repeat] for c in _ROW_COLUMNS if c not in _PER_WORKLOAD}
+    columns["nodes"], columns["gpus"] = nodes, nodes * columns["gpus_per_node"]
+    provider = every.columns["provider"][pick]
+    stored_gib = _stored_gib(workload, catalog)
+    per_offer = {  # what depends on the (offer, market) and the workload
+        "storage_h": pd.Series(provider).map({p: stored_gib * v.storage_usd_per_gib_month / HOURS_PER_MONTH
+                                              for p, v in catalog.providers.items()}).to_numpy(float),
+        "egress": _egress_usd(workload, catalog, provider, every.columns["region"][pick])}
+    columns |= {c: np.repeat(v, sizes) for c, v in per_offer.items()}
+    units = np.where(every.columns["limited"][repeat], columns["gpus"], 0)  # the GPUs drawn from quotas or a capped offer
+    codes: dict[str, np.ndarray] = {"units": pd.factorize(units)[0]}
 
     def code(column: str) -> np.ndarray:
-        """The column's values as codes, worked out once per (offer, market) where no node count enters."""
+        """The column's values as codes, worked out per (offer, market) where no node count enters."""
         if column not in codes:
-            values = base[column].to_numpy()
-            codes[column] = (pd.factorize(values)[0] if column in _PER_NODE_COUNT else
-                             np.repeat(pd.factorize(values[starts], use_na_sentinel=False)[0], runs))
+            codes[column] = (pd.factorize(columns[column])[0] if column in _PER_NODE_COUNT else
+                             np.repeat(pd.factorize(per_offer[column], use_na_sentinel=False)[0], sizes)
+                             if column in per_offer else every.code(column)[repeat])
         return codes[column]
 
-    def number(columns: list[str]) -> np.ndarray:
-        """Rows numbered by their values in `columns` in order of first appearance (a groupby's `ngroup`),
+    def number(names: list[str]) -> np.ndarray:
+        """Rows numbered by their values in `names` in order of first appearance (a groupby's `ngroup`),
         from the columns' codes rather than their strings."""
-        number, size = np.zeros(len(base), dtype=np.int64), 1
-        for column in columns:
-            values = int(code(column).max()) + 1
+        number, size = np.zeros(considered, dtype=np.int64), 1
+        for name in names:
+            values = int(code(name).max()) + 1
             if size * values >= 2**62:  # renumber before the mixed radix overflows
                 number = pd.factorize(number)[0]
                 size = int(number.max()) + 1
-            number, size = number * values + code(column), size * values
+            number, size = number * values + code(name), size * values
         return pd.factorize(number)[0]
 
+    signature = _signature_columns(workload, limits)
     shape = number(SHAPE_COLUMNS)
     first = np.unique(shape, return_index=True)[1]
-    return _Rows(catalog, base, reason, considered, columns={c: base[c].to_numpy() for c in _ROW_COLUMNS},
-                 offer_row=base[_OFFER_ROW].to_numpy(), spot=(base["market"] != "on_demand").to_numpy(),
-                 fallback=base["fallback"].to_numpy(bool),
+    return _Rows(catalog, "", considered, columns=columns, offer_row=every.columns[_OFFER_ROW][repeat],
+                 spot=markets[repeat] != "on_demand", fallback=every.columns["fallback"][repeat].astype(bool),
                  twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
                  timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]), signature=number(signature),
-                 kind=number(["instance_type", "market"]),
-                 units=base["units"].to_numpy(float), key_rank=pd.factorize(base["key"], sort=True)[0],
-                 market_rank=pd.factorize(base["market"], sort=True)[0], shape=shape,
-                 shapes=[Shape(*s) for s in base[SHAPE_COLUMNS].iloc[first].itertuples(index=False, name=None)])
+                 kind=number(["instance_type", "market"]), units=units.astype(float),
+                 key_rank=every.code("key", sort=True)[repeat], market_rank=every.code("market", sort=True)[repeat],
+                 shape=shape, shapes=[Shape(*s) for s in zip(*(columns[c][first].tolist() for c in SHAPE_COLUMNS))])
 
 
 def offer_prices(offers: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -874,7 +878,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     shorter): a dearer but faster row can still be what fits a schedule."""
     rows = _rows(workload, catalog, offers, limits, offers_key, cache)
     none: list[dict] = []
-    if rows.base is None:
+    if not rows.size:
         return none, rows.reason, rows.considered, None
     headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
     q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf

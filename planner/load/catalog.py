@@ -351,6 +351,11 @@ def split_accelerator(query: str) -> tuple[str, int | None]:
 def offers_for(catalog: Catalog, allow, forbid, offers: pd.DataFrame | None = None) -> pd.DataFrame:
     """The offers a workload's `allow`/`forbid` placement rules leave (GPU filters match families)."""
     offers = catalog.offers if offers is None else offers
+    return offers[offer_mask(catalog, allow, forbid, offers)]
+
+
+def offer_mask(catalog: Catalog, allow, forbid, offers: pd.DataFrame) -> pd.Series:
+    """`offers_for` as a mask over `offers`."""
     mask = pd.Series(True, index=offers.index)
 
     def gpu_mask(queries) -> pd.Series:
@@ -372,7 +377,7 @@ def offers_for(catalog: Catalog, allow, forbid, offers: pd.DataFrame | None = No
             mask &= ~offers[column].isin(values)
     if forbid.gpus:
         mask &= ~gpu_mask(forbid.gpus)
-    return offers[mask]
+    return mask
 
 
 def filter_offers(catalog: Catalog, providers=(), gpus=(), regions=(), min_vram: str | None = None,
