@@ -79,6 +79,15 @@ def _on_sigint(signum, frame) -> None:
     raise KeyboardInterrupt
 
 
+def _unraisable(hook):
+    """`sys.unraisablehook` that keeps quiet about our own KeyboardInterrupt raised where Python cannot pass it on
+    (a weak reference's callback in the import machinery): the command still stops with one line `interrupted`."""
+    def quiet(unraisable) -> None:
+        if not (_interrupted and isinstance(unraisable.exc_value, KeyboardInterrupt)):
+            hook(unraisable)
+    return quiet
+
+
 class PlannerGroup(click.Group):
     """Turns every PlannerError into one line on stderr and exit status 2, an interrupt into one line
     `interrupted` and status 130 (no traceback; outputs are written atomically, so nothing is half-written)."""
@@ -94,8 +103,10 @@ class PlannerGroup(click.Group):
         _interrupted = False
         main_thread = threading.current_thread() is threading.main_thread()  # signals can be set only there
         previous = signal.getsignal(signal.SIGINT) if main_thread else None
+        previous_hook = sys.unraisablehook
         if main_thread:
             signal.signal(signal.SIGINT, _on_sigint)
+            sys.unraisablehook = _unraisable(previous_hook)
         try:
             with warnings.catch_warnings():  # library notices (numpy overflow in a discarded candidate, pandas
                 warnings.simplefilter("ignore")  # deprecations) would break the one-line promise on stderr
@@ -119,6 +130,8 @@ class PlannerGroup(click.Group):
             if _interrupted:
                 _stop_interrupted(ctx)
             raise
+        finally:
+            sys.unraisablehook = previous_hook
 
 
 def _usage_error(exc: click.UsageError, ctx: click.Context) -> None:

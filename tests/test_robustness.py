@@ -288,6 +288,26 @@ def test_cp_sat_leaves_ctrl_c_to_the_command():
     assert seconds < 10, done.stdout
 
 
+def test_an_interrupt_python_cannot_pass_on_is_not_printed(monkeypatch):
+    """A Ctrl-C that lands in a weak reference's callback inside an import is one Python can only report as
+    "Exception ignored ... Traceback"; the command reports it as `interrupted` instead, and keeps every other
+    such report."""
+    from types import SimpleNamespace
+
+    from planner import cli
+
+    seen = []
+    quiet = cli._unraisable(seen.append)
+    monkeypatch.setattr(cli, "_interrupted", True)
+    ours, other = SimpleNamespace(exc_value=KeyboardInterrupt()), SimpleNamespace(exc_value=ValueError("x"))
+    quiet(ours)
+    quiet(other)
+    assert seen == [other]
+    monkeypatch.setattr(cli, "_interrupted", False)  # not ours: a KeyboardInterrupt nobody sent is reported
+    quiet(ours)
+    assert seen == [other, ours]
+
+
 @pytest.mark.parametrize("command, file, after_s", [
     ("solve", "team-quarter-mix.yaml", 0.3),   # during start-up and the lazy imports
     ("solve", "team-quarter-mix.yaml", 2.5),   # while building candidates
