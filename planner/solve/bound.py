@@ -12,10 +12,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+import highspy
 import numpy as np
 import pandas as pd
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
 from planner.candidates.limits import Limits
 from planner.solve.rows import budget_rows, group_members, node_limit_rows, quota_rows
@@ -59,12 +59,13 @@ def lp_bound(cands: pd.DataFrame, limits: Limits, objective: np.ndarray,
     """
     started = time.perf_counter()
     m = _matrices(cands, limits, objective, extra)
-    result = linprog(m.cost, A_ub=m.a_ub, b_ub=m.b_ub, A_eq=m.a_eq, b_eq=m.b_eq, bounds=(0.0, 1.0), method="highs")
-    if result.status != 0:
+    highs = _run(m, integer=False, options={"simplex_strategy": 1})  # dual simplex
+    if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
-    reduced = getattr(getattr(result, "lower", None), "marginals", None)
-    return LpBound(float(result.fun), result.x[:m.n], time.perf_counter() - started,
-                   None if reduced is None else np.asarray(reduced[:m.n], dtype=float))
+    solution, at_lower = highs.getSolution(), np.array(highs.getBasis().col_status) == highspy.HighsBasisStatus.kLower
+    reduced = np.where(at_lower, np.array(solution.col_dual), 0.0)  # what raising x from 0 costs at least
+    return LpBound(float(highs.getInfo().objective_function_value), np.array(solution.col_value)[:m.n],
+                   time.perf_counter() - started, reduced[:m.n])
 
 
 def mip_optimum(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, time_limit_s: float,
@@ -76,16 +77,39 @@ def mip_optimum(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, time
     if time_limit_s <= 0:
         return None
     m = _matrices(cands, limits, objective, extra)
-    result = milp(m.cost, integrality=np.ones(len(m.cost)), bounds=Bounds(0.0, 1.0),
-                  constraints=[LinearConstraint(m.a_eq, m.b_eq, m.b_eq)]
-                  + ([LinearConstraint(m.a_ub, -np.inf, m.b_ub)] if m.a_ub is not None else []),
-                  options={"time_limit": time_limit_s, "mip_rel_gap": 0.0, "presolve": True})
-    if result.status != 0 or result.x is None:
+    highs = _run(m, integer=True, options={"time_limit": float(time_limit_s), "mip_rel_gap": 0.0})
+    if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
-    z = np.round(result.x)
+    z = np.round(np.array(highs.getSolution().col_value))
     if not (np.array_equal(m.a_eq @ z, m.b_eq) and (m.a_ub is None or np.all(m.a_ub @ z <= m.b_ub))):
         return None  # HiGHS's tolerances let a row slip: leave it to CP-SAT
     return z[:m.n] > 0.5
+
+
+def _run(m: _Matrices, integer: bool, options: dict) -> highspy._Highs:
+    """HiGHS run on the relaxation (x in [0, 1]; whole numbers when `integer`), silent and presolved."""
+    if m.a_ub is None:
+        rows, lower, upper = m.a_eq, m.b_eq, m.b_eq
+    else:
+        rows = sparse.vstack([m.a_ub, m.a_eq])
+        lower, upper = np.concatenate([np.full(len(m.b_ub), -highspy.kHighsInf), m.b_eq]), np.concatenate([m.b_ub, m.b_eq])
+    rows = rows.tocsc()
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = rows.shape[1], rows.shape[0]
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = m.cost, np.zeros(rows.shape[1]), np.ones(rows.shape[1])
+    lp.row_lower_, lp.row_upper_ = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = rows.indptr, rows.indices, rows.data
+    if integer:
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * rows.shape[1]
+    highs = highspy._Highs()  # the bare binding: highspy.Highs prints a banner to standard output
+    highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("presolve", "on")
+    for name, value in options.items():
+        highs.setOptionValue(name, value)
+    highs.passModel(lp)
+    highs.run()
+    return highs
 
 
 def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra: list | None) -> _Matrices:
