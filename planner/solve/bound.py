@@ -104,6 +104,7 @@ def _run(m: _Matrices, integer: bool, options: dict) -> highspy._Highs:
         lp.integrality_ = [highspy.HighsVarType.kInteger] * rows.shape[1]
     highs = highspy._Highs()  # the bare binding: highspy.Highs prints a banner to standard output
     highs.setOptionValue("output_flag", False)
+    highs.setOptionValue("threads", 1)  # a worker process per core already (what-if points)
     highs.setOptionValue("presolve", "on")
     for name, value in options.items():
         highs.setOptionValue(name, value)
