@@ -556,7 +556,7 @@ _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egre
 _Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"])
 _BASE_COLUMNS = set(_ROW_COLUMNS + TIMING_COLUMNS + _TWIN_COLUMNS + [
     "quota_keys", "capped_offer", "provider_region", "limited", _OFFER_ROW]) - {"lam_spot", *_PER_NODE_COUNT}
-"""The columns the expanded rows keep (`_Rows.base`): no prices or λ, which each call maps in (`_prices`)."""
+"""The columns `_Markets` keeps of every (offer, market) row: no prices or λ, which each call maps in (`_prices`)."""
 
 
 def offers_token(offers: pd.DataFrame) -> str:
