@@ -173,10 +173,10 @@ def _all_markets(offers: pd.DataFrame, catalog: Catalog, limits: Limits) -> _Mar
                     list(combos.drop_duplicates().itertuples(index=False, name=None)))
 
 
-_PER_WORKLOAD = ("nodes", "gpus", "units", "storage_h", "egress")
-"""The expanded rows' columns that are not the (offer, market) row's: its node count's, and the workload's."""
 _PER_NODE_COUNT = ("nodes", "gpus", "units")
 """The expanded rows' columns that differ between the node counts of one (offer, market)."""
+_PER_WORKLOAD = _PER_NODE_COUNT + ("storage_h", "egress")
+"""The expanded rows' columns that are not the (offer, market) row's: its node count's, and the workload's."""
 
 
 # ---------------------------------------------------------------- physics per shape
@@ -261,10 +261,9 @@ def _egress_usd(workload: Workload, catalog: Catalog, providers: np.ndarray, reg
 
 def _screen_timings(keys: dict[str, np.ndarray], workload: Workload, hw_rate: float) -> dict[str, np.ndarray]:
     """Per timing key (`keys`: its nodes, gpus_per_node, lam_spot, granularity_h, minimum_h, work_h and item_h, as
-    arrays), closed forms only (no FFT), vectorised over
-    keys: the quick τ with E[T] and E[F] there, the smallest E[T] the final τ can have (`et_lo`), the smallest and
-    largest failure-free time (`t0`, `t0_hi`) and a lower bound on P(no failure) (`p0`), of one stream (the job,
-    or one node of a stateless job)."""
+    arrays), closed forms only (no FFT), vectorised over keys: the quick τ with E[T] and E[F] there, the smallest
+    E[T] the final τ can have (`et_lo`), the smallest and largest failure-free time (`t0`, `t0_hi`) and a lower
+    bound on P(no failure) (`p0`), of one stream (the job, or one node of a stateless job)."""
     W = keys["work_h"].astype(float)
     tolerance = workload.interruption_tolerance
     # one stream of the job (costmodel.segment_plan): all n nodes, or one node of a stateless job
@@ -555,7 +554,7 @@ _ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egre
 """What `_exact` and `_candidate_row` read of a row, besides the point's price, λ and physics."""
 _Row = namedtuple("_Row", _ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"])
 _BASE_COLUMNS = set(_ROW_COLUMNS + TIMING_COLUMNS + _TWIN_COLUMNS + [
-    "quota_keys", "capped_offer", "provider_region", "limited", _OFFER_ROW]) - {"lam_spot", *_PER_NODE_COUNT}
+    "quota_keys", "capped_offer", "provider_region", "limited", _OFFER_ROW]) - {"lam_spot", *_PER_WORKLOAD}
 """The columns `_Markets` keeps of every (offer, market) row: no prices or λ, which each call maps in (`_prices`)."""
 
 
@@ -622,10 +621,11 @@ def _rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Li
     placement groups."""
     if token is None:
         return _build_rows(workload, catalog, offers, _all_markets(offers, catalog, limits), limits)
-    every = cache.markets.get((token, repr(limits)))
+    scope = (token, repr(limits))
+    every = cache.markets.get(scope)
     if every is None:
-        every = cache.keep(cache.markets, (token, repr(limits)), _all_markets(offers, catalog, limits))
-    key = (token, repr(limits), _grouped(workload, limits), workload.model_dump_json(include=_EXPANSION_FIELDS),
+        every = cache.keep(cache.markets, scope, _all_markets(offers, catalog, limits))
+    key = (*scope, _grouped(workload, limits), workload.model_dump_json(include=_EXPANSION_FIELDS),
            workload.interruption_tolerance == "none", bool(workload.time_budget), _stored_gib(workload, catalog))
     if key not in cache.rows:
         if sum(r.size for r in cache.rows.values()) >= cache.max_rows:
@@ -655,7 +655,8 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, ever
     pick = np.flatnonzero(allowed[every.columns[_OFFER_ROW]] & np.isin(markets, wanted))
     ladders = [np.array(_node_counts(workload.gpus.min, workload.gpus.max, *combo), dtype=int)
                for combo in every.ladders]
-    sizes = np.array([len(ladder) for ladder in ladders], dtype=np.int64)[every.ladder[pick]]
+    lengths = np.array([len(ladder) for ladder in ladders], dtype=np.int64)
+    sizes = lengths[every.ladder[pick]]
     considered = int(sizes.sum())
     if not considered:
         why = ("no offer can host its GPU count range "
@@ -666,7 +667,7 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, ever
     pick, sizes = pick[sizes > 0], sizes[sizes > 0]
     repeat = np.repeat(pick, sizes)  # each row's (offer, market) row in `every`
     firsts = np.cumsum(sizes) - sizes  # each (offer, market)'s first row
-    starts = np.cumsum([0] + [len(ladder) for ladder in ladders])[every.ladder[pick]]
+    starts = (np.cumsum(lengths) - lengths)[every.ladder[pick]]  # each ladder's place in their concatenation
     nodes = np.concatenate(ladders)[np.repeat(starts - firsts, sizes) + np.arange(considered)]
     columns = {c: every.columns[c][repeat] for c in _ROW_COLUMNS if c not in _PER_WORKLOAD}
     columns["nodes"], columns["gpus"] = nodes, nodes * columns["gpus_per_node"]
@@ -677,7 +678,7 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, ever
                                               for p, v in catalog.providers.items()}).to_numpy(float),
         "egress": _egress_usd(workload, catalog, provider, every.columns["region"][pick])}
     columns |= {c: np.repeat(v, sizes) for c, v in per_offer.items()}
-    units = np.where(every.columns["limited"][repeat], columns["gpus"], 0)  # the GPUs drawn from quotas or a capped offer
+    units = np.where(every.columns["limited"][repeat], columns["gpus"], 0)  # GPUs drawn from quotas or a capped offer
     codes: dict[str, np.ndarray] = {"units": pd.factorize(units)[0]}
 
     def code(column: str) -> np.ndarray:

@@ -92,7 +92,8 @@ def _run(m: _Matrices, integer: bool, options: dict) -> highspy._Highs:
         rows, lower, upper = m.a_eq, m.b_eq, m.b_eq
     else:
         rows = sparse.vstack([m.a_ub, m.a_eq])
-        lower, upper = np.concatenate([np.full(len(m.b_ub), -highspy.kHighsInf), m.b_eq]), np.concatenate([m.b_ub, m.b_eq])
+        lower = np.concatenate([np.full(len(m.b_ub), -highspy.kHighsInf), m.b_eq])
+        upper = np.concatenate([m.b_ub, m.b_eq])
     rows = rows.tocsc()
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = rows.shape[1], rows.shape[0]
