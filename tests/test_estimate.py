@@ -3,9 +3,13 @@ import json
 
 import pytest
 from conftest import SCENARIOS, scenario_files
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 
+from planner.load.catalog import load_catalog
 from planner.load.scenario import load_scenario
-from planner.physics.estimate import Shape, estimate
+from planner.physics.estimate import Shape, estimate, estimate_prepared, prepare, shapes_for, work_floor_h
+from planner.schema.scenario import Workload
 
 
 @pytest.fixture(scope="module")
@@ -126,3 +130,65 @@ def test_estimate_rejects_unknown_workload_and_gpu(run):
     assert_one_line_error(run("estimate", SCENARIOS / "lora-finetune.yaml", "--workload", "suport-lora"),
                           "unknown workload 'suport-lora'", "did you mean 'support-lora'?")
     assert_one_line_error(run("estimate", SCENARIOS / "lora-finetune.yaml", "--gpu", "Z100"), "unknown GPU 'Z100'")
+
+
+# ---------------------------------------------------------------- the floor on W that spares full estimates
+
+_FLOOR_MODELS = ["llama-3.2-1b", "llama-3-8b", "mistral-7b", "qwen2.5-32b", "llama-3.1-70b", "mixtral-8x7b",
+                 "qwen3-30b-a3b", "gpt2"]
+
+
+@pytest.fixture(scope="module")
+def every_shape():
+    """Every hardware shape six providers' offers host at 1-64 GPUs, with their catalog."""
+    catalog = load_catalog(["aws", "azure", "gcp", "lambda", "runpod", "vast"])
+    shapes = sorted({s for gpus in (1, 2, 4, 8, 16, 32, 64) for s in shapes_for(catalog.offers, gpus)}, key=repr)
+    return catalog, shapes
+
+
+def _floor_workload(data) -> Workload:
+    """A training, fine-tuning or generation workload drawn with hypothesis, with its fields pinned or searched."""
+    kind = data.draw(st.sampled_from(["pretrain", "finetune", "generate", "stated", "reference"]))
+    common = {"name": "w", "gpus": {"min": 1, "max": 64}}
+    if kind == "stated":
+        return Workload(**common, kind="training", memory={"per_gpu": f"{data.draw(st.integers(4, 90))}GiB"},
+                        work={"gpu_hours": 100, "reference_gpu": "A100-80GB"},
+                        precision=data.draw(st.sampled_from(["bf16", "fp8", "fp16"])),
+                        fp8_fallback=data.draw(st.booleans()))
+    model = data.draw(st.sampled_from(_FLOOR_MODELS))
+    if kind == "generate":
+        return Workload(**common, kind="batch_inference", model=model, interruption_tolerance="stateless",
+                        precision=data.draw(st.sampled_from(["bf16", "fp8", "int8", "int4"])),
+                        generation={"sequences": data.draw(st.integers(1, 10**6)),
+                                    "prompt_tokens": data.draw(st.integers(1, 8192)),
+                                    "output_tokens": data.draw(st.integers(1, 4096)),
+                                    "batch": data.draw(st.integers(1, 256)),
+                                    "kv_precision": data.draw(st.sampled_from(["bf16", "fp8"]))})
+    pins = {name: data.draw(st.one_of(st.none(), values)) for name, values in (
+        ("tensor_parallel", st.sampled_from([1, 2, 4, 8])), ("pipeline_parallel", st.sampled_from([1, 2, 4])),
+        ("micro_batch", st.sampled_from([1, 2, 4])), ("sharding", st.sampled_from(["zero1", "zero3"])),
+        ("activation_checkpointing", st.sampled_from(["none", "selective", "full"])))}
+    work = ({"gpu_hours": 200, "reference_gpu": "H100-SXM"} if kind == "reference"
+            else {"tokens": f"{data.draw(st.integers(1, 2000))}M"})
+    return Workload(**common, kind="training" if kind == "pretrain" else "fine_tuning", model=model, work=work,
+                    method="full" if kind == "pretrain" else data.draw(st.sampled_from(["full", "lora", "qlora"])),
+                    sequence_length=data.draw(st.sampled_from([2048, 4096, 32768])),
+                    precision=data.draw(st.sampled_from(["bf16", "fp8"])), fp8_fallback=data.draw(st.booleans()),
+                    mfu=data.draw(st.one_of(st.none(), st.floats(0.2, 0.6))),
+                    **{k: v for k, v in pins.items() if v is not None})
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_floor_on_w_never_exceeds_the_estimate(every_shape, data):
+    """Candidate generation estimates a shape in full only when `work_floor_h` leaves a row of it in the running,
+    so the floor must be below W on every shape (and inf only where the estimate rules the shape out)."""
+    catalog, shapes = every_shape
+    workload = _floor_workload(data)
+    prepared = prepare(workload, catalog)
+    below = 0
+    for shape in data.draw(st.lists(st.sampled_from(shapes), min_size=8, max_size=8, unique=True)):
+        floor, est = work_floor_h(prepared, catalog, shape), estimate_prepared(prepared, catalog, shape, 0.1)
+        assert floor <= est.work_h, (shape, floor, est.work_h)
+        below += 0 < floor < est.work_h
+    event(f"floors strictly below a finite W: {below} of 8")

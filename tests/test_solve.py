@@ -11,6 +11,7 @@ import dataclasses
 import json
 import math
 import random
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -276,6 +277,46 @@ def test_candidates_without_runner_ups_keep_the_optimum(seed):
     assert len(lean.all) <= len(run["plan"].candidates.all)
     found = brute_force(lean.pruned, run["loaded"].scenario, run["loaded"].catalog) if not lean.infeasible else None
     assert _cents(found) == _cents(run["reference"]), f"seed {seed}"
+
+
+@pytest.mark.parametrize("name", ["batch-generation", "lora-finetune", "full-finetune-70b", "team-quarter-mix",
+                                  "bench_solve-16"])
+def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candidate(name, monkeypatch, tmp_path):
+    """Without runner-ups (a what-if point, `planner batch`) a shape is estimated in full only while a row of it
+    may still be on the front (`generate._unbeaten`), cheapest floor first. The candidates are those of
+    estimating every shape up front, to the bit, at prices and preemption rates a sweep moves, and far fewer
+    shapes are estimated."""
+    from planner.candidates import generate as generation
+    from planner.candidates.cache import CandidateCache
+
+    if name.startswith("bench_solve"):  # the benchmark's mix of workloads under binding quotas, every catalog
+        sys.path.insert(0, str(SCENARIOS.parent / "benchmarks"))
+        from bench_solve import scenario_yaml
+
+        (tmp_path / "bench.yaml").write_text(scenario_yaml(int(name.split("-")[1]), quotas=True))
+        loaded = load_scenario(tmp_path / "bench.yaml")
+    else:
+        loaded = load_scenario(SCENARIOS / f"{name}.yaml")
+
+    def tables(first_estimates: int) -> tuple[list, int]:
+        monkeypatch.setattr(generation, "FIRST_ESTIMATES", first_estimates)
+        cache, out = CandidateCache(), []
+        for spot, preemption in ((1.0, 1.0), (0.5, 1.0), (1.0, 3.0)):
+            offers = loaded.catalog.offers.assign(spot_usd_h=loaded.catalog.offers["spot_usd_h"] * spot,
+                                                  spot_preemption_per_h=loaded.catalog.offers["spot_preemption_per_h"]
+                                                  * preemption)
+            found = generate(loaded.scenario, loaded.catalog, offers, cache=cache, runner_ups=0)
+            out += [found.all, found.pruned, found.infeasible]
+        return out, len(cache.estimates)
+
+    lazy, estimated = tables(generation.FIRST_ESTIMATES)
+    every, all_shapes = tables(10**9)
+    for mine, theirs in zip(lazy, every):
+        if isinstance(mine, pd.DataFrame):
+            pd.testing.assert_frame_equal(mine, theirs, check_exact=True)
+        else:
+            assert mine == theirs
+    assert estimated < all_shapes, (estimated, all_shapes)
 
 
 @pytest.mark.parametrize("name", ["pretrain-deadline", pytest.param("batch-generation", marks=pytest.mark.slow)])

@@ -4,7 +4,9 @@ workload, with its expected cost from the cost model, then pruning of dominated 
 The output is a pandas table the CP-SAT model reads (`planner/solve/model.py`); nothing here imports
 OR-Tools. Work is shared where the physics is shared: W is computed once per hardware
 shape, and the cost model once per *timing key* (shape, nodes, market, preemption rate,
-billing rules); offers in twenty regions at twenty prices reuse it.
+billing rules); offers in twenty regions at twenty prices reuse it. Work is skipped where a
+bound settles it: a shape is estimated only if a floor on its W leaves a row of it unbeaten,
+and a row is priced only if its screening bounds do.
 """
 from __future__ import annotations
 
@@ -25,8 +27,8 @@ from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, quota_mask, to_
 from planner.economics import costmodel, fallback, screen
 from planner.economics.inputs import cost_inputs
 from planner.load.catalog import Catalog, offer_mask
-from planner.physics.estimate import (Estimate, Prepared, Shape, checkpoint_size_gib, estimate_prepared, layout_text,
-                                      prepare)
+from planner.physics.estimate import (FLOOR_MARGIN, Estimate, Prepared, Shape, checkpoint_size_gib, estimate_prepared,
+                                      layout_text, prepare, work_floor_h)
 from planner.schema.scenario import Override, Scenario, Workload
 
 HOURS_PER_MONTH = 730.0
@@ -47,6 +49,8 @@ FALLBACK_BOUND_SLACK = 0.99
 of the shipped and benchmark scenarios it never came below the bound `_fallback_lo` proves for the policy itself
 (0.011 % above it at the closest; 0.11 % below before its node-hours followed the replay), and the bound is taken
 1 % lower: screening never drops what exhaustive pricing would keep."""
+FIRST_ESTIMATES = 16
+"""Shapes estimated in full in the first batch of `_unbeaten` (each next batch is twice as large)."""
 RUNNER_UPS = 3
 """Runner-ups a plan reports per workload: the cheapest candidate of each of the cheapest kinds (instance
 type, market) other than the winner's, the JSON's `alternatives`. Generation prices enough to find them
@@ -195,29 +199,41 @@ def _estimate(prepared: Prepared, physics: str, catalog: Catalog, shape: Shape, 
                                                       estimate_prepared(prepared, catalog, shape, headroom))
 
 
-def _physics(rows: "_Rows", workload: Workload, catalog: Catalog, headroom: float, cache: CandidateCache) -> "_Physics":
-    """W and item time per expanded row, computed once per distinct hardware shape and kept with
-    the rows for every workload of the same physics: shapes never depend on prices, so what-if
-    points reuse them."""
+def _physics(rows: "_Rows", workload: Workload, catalog: Catalog, headroom: float) -> "_Physics":
+    """The workload's physics on its rows' shapes, kept with the rows for every workload of the same physics:
+    shapes never depend on prices, so what-if points reuse them. Only the cheap floor on W is worked out here;
+    a shape is estimated in full when a row of it is still in the running (`_Physics.estimated`)."""
     physics = workload.model_dump_json(exclude=_PHYSICS_IRRELEVANT)
     key = (physics, headroom)
     if key not in rows.physics:
         prepared = prepare(workload, catalog)
-        estimates = [_estimate(prepared, physics, catalog, shape, headroom, cache) for shape in rows.shapes]
-        work_h = np.array([e.work_h for e in estimates], dtype=float)
-        item_h = np.array([e.item_h or math.nan for e in estimates], dtype=float)
-        rows.physics[key] = _Physics(key, estimates, work_h, item_h)
+        floor_h = np.array([work_floor_h(prepared, catalog, shape) for shape in rows.shapes], dtype=float)
+        count = len(rows.shapes)
+        rows.physics[key] = _Physics(key, prepared, floor_h, np.full(count, math.inf), np.full(count, math.nan),
+                                     np.zeros(count, dtype=bool), [None] * count)
     return rows.physics[key]
 
 
 @dataclass
 class _Physics:
-    """Physics of one workload on each of its rows' shapes (`_Rows.shapes`) at one VRAM headroom."""
+    """Physics of one workload on each of its rows' shapes (`_Rows.shapes`) at one VRAM headroom: a floor on W
+    for every shape, the full estimate for those a row needed."""
 
     key: tuple  # (the workload's physics fields, headroom): what the screening depends on besides λ
-    estimates: list[Estimate]
-    work_h: np.ndarray  # per shape
+    prepared: Prepared
+    floor_h: np.ndarray  # per shape: a lower bound on W (`work_floor_h`)
+    work_h: np.ndarray  # per shape (inf: does not fit, or not estimated yet)
     item_h: np.ndarray  # per shape (NaN: no item time)
+    done: np.ndarray  # per shape: estimated
+    estimates: list  # per shape: its Estimate once estimated
+
+    def estimated(self, shapes: np.ndarray, rows: "_Rows", catalog: Catalog, cache: CandidateCache) -> None:
+        """Estimate the shapes numbered `shapes` that are not yet."""
+        physics, headroom = self.key
+        for number in np.unique(shapes[~self.done[shapes]]).tolist():
+            estimate = _estimate(self.prepared, physics, catalog, rows.shapes[number], headroom, cache)
+            self.estimates[number], self.done[number] = estimate, True
+            self.work_h[number], self.item_h[number] = estimate.work_h, estimate.item_h or math.nan
 
 
 # ---------------------------------------------------------------- cost-model inputs
@@ -602,8 +618,10 @@ class _Rows:
 class _Screen:
     """Screening of one workload's rows at one preemption state (see `_screen`)."""
 
-    code: np.ndarray  # row -> timing key number (-1 where the physics does not fit)
-    bounds: dict[str, np.ndarray]  # `_screen_timings`' `_BOUNDS`, by timing key number
+    code: np.ndarray  # row -> timing key number
+    first: np.ndarray  # timing key number -> its first row
+    bounds: dict[str, np.ndarray]  # `_screen_timings`' `_BOUNDS`, by timing key number (NaN: not yet screened)
+    done: np.ndarray  # timing key number -> screened
     exact: dict = field(default_factory=dict)  # timing key number -> `_exact`
 
 
@@ -761,27 +779,41 @@ def _cheapest_twins(rows: _Rows, price: np.ndarray, lam: np.ndarray, fallback_pr
     return np.sort(order[hits[np.r_[True, group[1:] != group[:-1]]]])
 
 
-def _screen(rows: _Rows, workload: Workload, physics: _Physics, work_h: np.ndarray, item_h: np.ndarray,
-            lam: np.ndarray, state: bytes, hw_rate: float, fingerprint: tuple) -> _Screen:
+def _screen(rows: _Rows, workload: Workload, physics: _Physics, lam: np.ndarray, state: bytes, fingerprint: tuple
+            ) -> _Screen:
     """The closed-form bounds per timing key, kept per preemption state for every workload of the same
     physics and cost settings: a price multiplier never changes them, a preemption multiplier changes
-    every spot key's λ. Deadlines do not enter them (each workload compares with its own)."""
+    every spot key's λ. Deadlines do not enter them (each workload compares with its own). Keys are
+    screened once a row needs them (`_screened`)."""
     if state not in rows.screens:
         if len(rows.screens) >= _SCREENS_KEPT:
             rows.screens.pop(next(iter(rows.screens)))
         rows.screens[state] = {}
     screens, key = rows.screens[state], (physics.key, fingerprint)
     if key not in screens:
-        fits = np.flatnonzero(work_h < math.inf)
         lam_code = pd.factorize(lam)[0]
-        code = np.full(len(lam), -1, dtype=np.int64)
-        code[fits] = pd.factorize(rows.timing[fits] * (lam_code.max() + 1) + lam_code[fits])[0]
-        first = fits[np.unique(code[fits], return_index=True)[1]]
-        keys = {c: rows.columns[c][first] for c in ("nodes", "gpus_per_node", "granularity_h", "minimum_h")}
-        bounds = _screen_timings(keys | {"lam_spot": lam[first], "work_h": work_h[first], "item_h": item_h[first]},
-                                 workload, hw_rate)  # one entry per timing key number, in number order
-        screens[key] = _Screen(code, {c: bounds[c].astype(float) for c in _BOUNDS})
+        code = pd.factorize(rows.timing * (lam_code.max() + 1) + lam_code)[0]
+        first = np.unique(code, return_index=True)[1]
+        screens[key] = _Screen(code, first, {c: np.full(len(first), math.nan) for c in _BOUNDS},
+                               np.zeros(len(first), dtype=bool))
     return screens[key]
+
+
+def _screened(screen: _Screen, at: np.ndarray, rows: _Rows, workload: Workload, physics: _Physics, lam: np.ndarray,
+              hw_rate: float) -> dict[str, np.ndarray]:
+    """The screen's bounds of the rows `at`, whose shapes are estimated and fit, screening the keys not yet."""
+    codes = screen.code[at]
+    todo = np.unique(codes[~screen.done[codes]])
+    if len(todo):
+        first = screen.first[todo]
+        keys = {c: rows.columns[c][first] for c in ("nodes", "gpus_per_node", "granularity_h", "minimum_h")}
+        shape = rows.shape[first]
+        bounds = _screen_timings(keys | {"lam_spot": lam[first], "work_h": physics.work_h[shape],
+                                         "item_h": physics.item_h[shape]}, workload, hw_rate)
+        for c in _BOUNDS:
+            screen.bounds[c][todo] = bounds[c]
+        screen.done[todo] = True
+    return {c: v[codes] for c, v in screen.bounds.items()}
 
 
 def _fallback_lo(spot: np.ndarray, on_demand: np.ndarray, nodes: np.ndarray, storage: np.ndarray,
@@ -799,6 +831,80 @@ def _fallback_lo(spot: np.ndarray, on_demand: np.ndarray, nodes: np.ndarray, sto
     failure_free = np.minimum(spot, on_demand) * nodes * bound["t0"]
     node_cost = np.where(np.isnan(node_h), failure_free, FALLBACK_BOUND_SLACK * nodes * node_h)
     return node_cost + storage * bound["t0"] + egress
+
+
+def _cost_bounds(rows: _Rows, at: np.ndarray, bound: dict, price: np.ndarray, lam: np.ndarray,
+                 fallback_price: np.ndarray, workload: Workload, hw_rate: float) -> tuple[np.ndarray, np.ndarray]:
+    """Closed-form bounds lo <= exact cost <= hi of the rows `at`, from their screen's `bound`."""
+    column = rows.columns
+    p, nodes = price[at], column["nodes"][at]
+    storage, egress = column["storage_h"][at].astype(float), column["egress"][at].astype(float)
+    events = lam[at] * nodes  # preemption events per hour; the rest of the failures are hardware
+    failures = events + column["gpus"][at] * hw_rate
+    rho = np.divide(events, failures, out=np.zeros(len(at)), where=failures > 0)
+    streams = nodes if workload.interruption_tolerance == "stateless" else np.ones(len(at))  # ef is one stream's
+    gang = nodes / streams
+    sessions = streams * (gang + (1 + rho * (gang - 1)) * bound["ef"])  # an event restarts every node, a failure one
+    waste_hi = sessions * np.maximum(column["granularity_h"][at].astype(float), column["minimum_h"][at].astype(float))
+    waits = bound["ef"] * rho * column["wait_h"][at].astype(float)  # capacity waits: wall time, storage only
+    lo = (p * nodes + storage) * bound["et_lo"] + egress
+    hi = (p * nodes + storage) * bound["et"] + p * waste_hi + storage * waits + egress
+    falls_back = rows.fallback[at]
+    if falls_back.any():
+        lo[falls_back] = _fallback_lo(p, fallback_price[at], nodes, storage, egress, bound,
+                                      workload.restart_overhead)[falls_back]
+    return lo, hi
+
+
+def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, workload: Workload,
+              price: np.ndarray, lam: np.ndarray, fallback_price: np.ndarray, hw_rate: float, budget: float, q: float,
+              calendar: Calendar | None, catalog: Catalog, cache: CandidateCache) -> np.ndarray:
+    """Which rows of `at` the screen keeps, estimating as few shapes as it takes to tell. A row's cost is at
+    least its floor: its shape's floor on W run once with no failure, at the cheaper of its prices. A row whose
+    floor is above what a sure row with the same limits costs at most, or whose floor misses the deadline, is
+    beaten whatever its physics; the others' shapes are estimated cheapest floor first, in doubling batches,
+    until no row is left unestimated. The rows kept are those the screen keeps with every shape estimated: a row
+    beaten there by a row left unestimated is beaten by what beat that row's floor (lo <= hi, so it is
+    transitive)."""
+    shape, column = rows.shape[at], rows.columns
+    t0 = workload.restart_overhead + physics.floor_h[shape]  # a floor on the failure-free time
+    open_ = (physics.floor_h[shape] < math.inf) & (t0 <= budget)
+    falls_back = rows.fallback[at]
+    node_price = np.where(falls_back, np.fmin(price[at], fallback_price[at]) * min(1.0, FALLBACK_BOUND_SLACK),
+                          price[at])
+    lo = (((node_price * column["nodes"][at] + column["storage_h"][at].astype(float)) * t0
+           + column["egress"][at].astype(float)) * FLOOR_MARGIN)
+    fastest = calendar.steps(t0) if calendar else t0
+    signature, units = rows.signature[at], rows.units[at]
+    known = np.zeros(len(at), dtype=bool)  # lo and fastest are the screen's
+    sure = np.zeros(len(at), dtype=bool)  # known, and certain to end on time: what beats others (`_dominated`)
+    hi, booked = np.full(len(at), math.inf), np.full(len(at), math.inf)  # the sure rows' hi and steps booked
+    batch = FIRST_ESTIMATES
+    while True:
+        new = np.flatnonzero(open_ & ~known & physics.done[shape])
+        if len(new):
+            fits = physics.work_h[shape[new]] < math.inf
+            open_[new[~fits]] = False
+            new = new[fits]
+            bound = _screened(screen, at[new], rows, workload, physics, lam, hw_rate)
+            on_time = bound["t0"] <= budget
+            open_[new[~on_time]] = False
+            new, bound = new[on_time], {c: v[on_time] for c, v in bound.items()}
+            lo[new], hi[new] = _cost_bounds(rows, at[new], bound, price, lam, fallback_price, workload, hw_rate)
+            fastest[new] = calendar.steps(bound["t0"]) if calendar else bound["t0"]
+            known[new] = True
+            sure[new] = (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~falls_back[new]
+            if calendar:
+                booked[new] = calendar.steps(bound["t0_hi"])
+            rest, by = np.flatnonzero(open_), np.flatnonzero(sure)
+            open_[rest[_dominated(signature[rest], units[rest], lo[rest], signature[by], units[by], hi[by],
+                                  *((fastest[rest], booked[by]) if calendar else ()))]] = False
+        pending = np.flatnonzero(open_ & ~physics.done[shape])
+        if not len(pending):
+            return open_
+        physics.estimated(pd.unique(shape[pending[np.argsort(lo[pending], kind="stable")]])[:batch], rows, catalog,
+                          cache)
+        batch *= 2
 
 
 def _spot_twins(rows: _Rows, at: np.ndarray) -> np.ndarray:
@@ -886,39 +992,30 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     price, lam, fallback_price = _prices(rows, prices, workload.interruption_tolerance == "stateless")
     state = hashlib.sha1(lam.tobytes()).digest()  # the preemption state: what screening depends on
     at = np.arange(len(price)) if exhaustive else _cheapest_twins(rows, price, lam, fallback_price)
-    physics = _physics(rows, workload, catalog, headroom, cache)
+    physics = _physics(rows, workload, catalog, headroom)
+    fingerprint = _cost_fingerprint(workload, hw_rate)
+    screen = _screen(rows, workload, physics, lam, state, fingerprint)
+    if not exhaustive and not runner_ups:  # estimate only what may be on the front (all when nothing is)
+        unbeaten = _unbeaten(rows, at, physics, screen, workload, price, lam, fallback_price, hw_rate, budget, q,
+                             calendar, catalog, cache)
+        at = at[unbeaten] if unbeaten.any() else at
+    physics.estimated(rows.shape[at], rows, catalog, cache)
     work_h, item_h = physics.work_h[rows.shape], physics.item_h[rows.shape]
     fits = work_h[at] < math.inf
     if not fits.any():
         estimates = [physics.estimates[i] for i in pd.unique(rows.shape[at])]
         return none, _physics_reason(workload, estimates, budget), rows.considered, None
     at = at[fits]
-    fingerprint = _cost_fingerprint(workload, hw_rate)
-    screen = _screen(rows, workload, physics, work_h, item_h, lam, state, hw_rate, fingerprint)
     key = screen.code[at]
-    bound = {c: v[key] for c, v in screen.bounds.items()}
+    bound = _screened(screen, at, rows, workload, physics, lam, hw_rate)
     column = rows.columns
     on_time = bound["t0"] <= budget
     if not on_time.any():
         slow = pd.DataFrame({"t0": bound["t0"], "nodes": column["nodes"][at], "key": column["key"][at]})
         return none, _too_slow_reason(workload, slow, budget), rows.considered, None
     at, key, bound = at[on_time], key[on_time], {c: v[on_time] for c, v in bound.items()}
-    p, nodes = price[at], column["nodes"][at]
-    storage, egress = column["storage_h"][at].astype(float), column["egress"][at].astype(float)
-    events = lam[at] * nodes  # preemption events per hour; the rest of the failures are hardware
-    failures = events + column["gpus"][at] * hw_rate
-    rho = np.divide(events, failures, out=np.zeros(len(at)), where=failures > 0)
-    streams = nodes if workload.interruption_tolerance == "stateless" else np.ones(len(at))  # ef is one stream's
-    gang = nodes / streams
-    sessions = streams * (gang + (1 + rho * (gang - 1)) * bound["ef"])  # an event restarts every node, a failure one
-    waste_hi = sessions * np.maximum(column["granularity_h"][at].astype(float), column["minimum_h"][at].astype(float))
-    waits = bound["ef"] * rho * column["wait_h"][at].astype(float)  # capacity waits: wall time, storage only
-    lo = (p * nodes + storage) * bound["et_lo"] + egress
-    hi = (p * nodes + storage) * bound["et"] + p * waste_hi + storage * waits + egress
-    falls_back = rows.fallback[at]
-    if falls_back.any():
-        lo[falls_back] = _fallback_lo(p, fallback_price[at], nodes, storage, egress, bound,
-                                      workload.restart_overhead)[falls_back]
+    nodes, falls_back = column["nodes"][at], rows.fallback[at]
+    lo, hi = _cost_bounds(rows, at, bound, price, lam, fallback_price, workload, hw_rate)
     signature, units = rows.signature[at], rows.units[at]
     fastest = calendar.steps(bound["t0"]) if calendar else bound["t0"]  # the fewest steps it can be booked for
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front

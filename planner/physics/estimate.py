@@ -180,6 +180,55 @@ def estimate_prepared(prepared: Prepared, catalog: Catalog, shape: Shape, headro
     return _estimate_training(prepared, catalog, perf, shape, headroom)
 
 
+FLOOR_MARGIN = 1 - 1e-9
+"""`work_floor_h` is shaded by this, so that rounding never lifts it above the W it bounds."""
+
+
+def work_floor_h(prepared: Prepared, catalog: Catalog, shape: Shape) -> float:
+    """A lower bound on `estimate_prepared(...).work_h` (inf where the shape cannot run the workload at all),
+    for a small part of its cost: compute (and, generating, weight streaming) at the best rate any layout or
+    batch could reach. A planner estimates a shape in full only where this bound does not already rule it out.
+    0 where no cheap bound is worked out (work stated in tokens over stated memory)."""
+    workload = prepared.workload
+    if shape.gpus < workload.gpus.min or shape.gpus > workload.gpus.max:
+        return math.inf
+    perf = gpu_perf(catalog.gpus[shape.gpu])
+    try:
+        if workload.training_method == "inference":
+            if prepared.model is not None and workload.generation is not None:
+                gen = workload.generation
+                floor = speed.generation_floor_h(
+                    prepared.model, gpu=perf, n_gpus=shape.gpus, weight_precision=workload.precision, batch=gen.batch,
+                    prompt_tokens=gen.prompt_tokens, output_tokens=gen.output_tokens, sequences=gen.sequences)
+            else:
+                precision = "bf16" if workload.precision in ("int8", "int4") else workload.precision
+                floor = _reference_floor_h(workload, catalog, perf, shape, precision, "inference", True)
+            return floor * FLOOR_MARGIN
+        precision = speed.effective_precision(perf, _train_precision(workload.precision), workload.fp8_fallback)
+        tp = workload.tensor_parallel or 1
+        if precision is None or tp > shape.gpus_per_node or shape.gpus_per_node % tp:
+            return math.inf
+        if workload.work.tokens is None:
+            floor = _reference_floor_h(workload, catalog, perf, shape, precision, _mfu_kind(workload),
+                                       workload.fp8_fallback)
+        elif workload.memory is not None:
+            return 0.0
+        else:
+            memory_precision = "bf16" if precision == "fp16" and workload.precision == "bf16" else precision
+            floor = workload.work.tokens * parallelism.work_floor_seconds_per_token(
+                prepared.job(memory_precision), perf, shape.gpus, prepared.pinned) / 3600
+        return floor * FLOOR_MARGIN
+    except ValueError:  # the estimate says why
+        return 0.0
+
+
+def _reference_floor_h(workload: Workload, catalog: Catalog, perf: speed.GpuPerf, shape: Shape, precision: str,
+                       kind: str, fallback_to_bf16: bool) -> float:
+    """W of reference GPU-hours at perfect scaling (scaling efficiency only lengthens it)."""
+    return speed.reference_scaled_hours(workload.work.gpu_hours, gpu_perf(catalog.gpu(workload.work.reference_gpu)),
+                                        perf, shape.gpus, precision, 1.0, kind, fallback_to_bf16)
+
+
 def _estimate_training(prepared: Prepared, catalog: Catalog, perf: speed.GpuPerf, shape: Shape,
                        headroom: float) -> Estimate:
     workload = prepared.workload

@@ -320,6 +320,18 @@ def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib
     return best[1], ""
 
 
+def work_floor_seconds_per_token(job: Job, gpu: speed.GpuPerf, gpus: int, pinned: Pinned = Pinned()) -> float:
+    """Seconds per token that no layout `best_layout` can choose on `gpus` GPUs beats: the compute floor at the
+    least work (selective recomputation), the best MFU (the largest micro-batch, no context parallelism) and no
+    pipeline bubble, within the pins. Far cheaper than the search, so a planner runs the search only on shapes
+    this does not already rule out."""
+    precision = speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
+    return speed.compute_floor_seconds_per_token(
+        job.shape, gpu=gpu, n_gpus=gpus, precision=precision, method=job.method,
+        recompute=pinned.recompute or "selective", seq_len=job.seq_len, micro_batch=pinned.micro_batch or max(MICRO_BATCHES),
+        kind=job.kind, micro_batches=1, mfu=job.mfu, context_parallel=pinned.cp or 1)
+
+
 @lru_cache(maxsize=1 << 12)
 def _layout_groups(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> tuple:
     return tuple(tuple(g) for g in layouts(job, gpus, gpus_per_node, pinned) if g)

@@ -641,6 +641,16 @@ def decode_tokens_per_s_bound(weight_bytes: float, kv_bytes: float, bandwidth_gb
     return bandwidth_gbs * 1e9 / (weight_bytes + kv_bytes)
 
 
+def prefill_flops(shape: ModelShape, prompt_tokens: int) -> float:
+    """FLOPs of one sequence's prefill: 2·P_active per prompt token and the attention's 2·L·s²·h."""
+    return 2.0 * shape.active_params * prompt_tokens + 2.0 * shape.layers * prompt_tokens**2 * shape.hidden
+
+
+def decode_flops(shape: ModelShape, context_tokens: float) -> float:
+    """FLOPs of one sequence's decode step at a context length: 2·P_active and the attention's 4·L·h·ctx."""
+    return 2.0 * shape.active_params + 4.0 * shape.layers * shape.hidden * context_tokens
+
+
 def generation_time(shape: ModelShape, *, gpu: GpuPerf, topology: Topology,
                     weight_precision: str = "bf16", kv_precision: str = "bf16",
                     batch: int = 1, prompt_tokens: int = 512, output_tokens: int = 256,
@@ -688,7 +698,7 @@ def generation_time(shape: ModelShape, *, gpu: GpuPerf, topology: Topology,
     kv_step = kv_bytes_per_token(shape, kv_precision, t) * batch * avg_ctx
     bw = gpu.mem_bandwidth_gbs * 1e9 * bw_efficiency
     t_mem = w_streamed / bw + kv_step / (bw * kv_read_efficiency(avg_ctx))
-    dec_flops = (2.0 * shape.active_params + 4.0 * shape.layers * shape.hidden * avg_ctx) * batch
+    dec_flops = decode_flops(shape, avg_ctx) * batch
     t_comp = dec_flops / t / (peak * decode_mfu)
     t_comm = 0.0
     if t > 1:
@@ -700,8 +710,7 @@ def generation_time(shape: ModelShape, *, gpu: GpuPerf, topology: Topology,
     if t_comm > max(t_mem, t_comp):
         bound = "communication"
 
-    pre_flops = batch * (2.0 * shape.active_params * prompt_tokens
-                         + 2.0 * shape.layers * prompt_tokens**2 * shape.hidden)
+    pre_flops = batch * prefill_flops(shape, prompt_tokens)
     t_prefill = pre_flops / (t * peak * prefill_mfu)
     batch_s = t_prefill + output_tokens * step
     waves = sequences / (replicas * batch)        # continuous batching: fractional waves
@@ -716,6 +725,25 @@ def generation_time(shape: ModelShape, *, gpu: GpuPerf, topology: Topology,
                        decode_step_s=step, prefill_s=t_prefill,
                        time_per_output_token_s=((batch - 1) / batch * t_prefill + output_tokens * step)
                        / output_tokens)
+
+
+def generation_floor_h(shape: ModelShape, *, gpu: GpuPerf, n_gpus: int, weight_precision: str = "bf16",
+                       batch: int = 1, prompt_tokens: int = 512, output_tokens: int = 256, sequences: float = 1.0,
+                       bw_efficiency: float = DECODE_BW_EFFICIENCY, fallback_to_bf16: bool = True) -> float:
+    """A lower bound on generation_time's work_h on `n_gpus` GPUs at any tensor-parallel degree and any batch up
+    to `batch`, for a fraction of its cost: each sequence's prefill at the compute rate, and each decode step
+    at the compute rate or streaming its share of the weights, whichever is slower (no KV reads, no TP
+    communication). A planner prices a shape's physics only when this does not already rule it out."""
+    want = "fp8" if weight_precision == "fp8" else ("fp32" if weight_precision == "fp32" else "bf16")
+    prec = effective_precision(gpu, want, fallback_to_bf16)
+    if prec is None:
+        raise UnsupportedPrecision(f"{gpu.name} has no {want} support (set fallback_to_bf16)")
+    rate = gpu.peak(prec) * default_mfu(gpu.generation, prec, "inference", gpu.memory_type)
+    shared = min(1.0 / batch, shape.active_params / shape.params) if shape.params else 1.0 / batch  # weights/sequence
+    bw = gpu.mem_bandwidth_gbs * 1e9 * bw_efficiency
+    step = max(decode_flops(shape, prompt_tokens + output_tokens / 2.0) / rate,
+               weight_bytes(shape, weight_precision) * shared / bw)
+    return sequences * (prefill_flops(shape, prompt_tokens) / rate + output_tokens * step) / n_gpus / 3600.0
 
 
 def kv_read_efficiency(context_tokens: float) -> float:
