@@ -25,10 +25,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_solve import scenario_yaml  # noqa: E402
-
+import planner.cli  # noqa: E402,F401  (what `planner whatif` holds when it starts its workers, and no more)
 from planner.whatif import sweep as whatif  # noqa: E402
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
@@ -47,9 +45,17 @@ def independent(folder: Path, text: str, values: list[float]) -> tuple[float, di
     return time.perf_counter() - started, objectives
 
 
+def scenario_yaml(workloads: int) -> str:
+    """bench_solve's scenario, written by a child process: importing bench_solve here would load the solver into
+    this process, and the workers forked from it would skip the imports a `planner whatif` worker makes."""
+    code = f"from bench_solve import scenario_yaml; print(scenario_yaml({workloads}, quotas=True), end='')"
+    return subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent, capture_output=True,
+                          text=True, check=True).stdout
+
+
 def first_and_warm(source: str, values: list[float]) -> tuple[float, float]:
-    """Seconds of a sweep's first point in a fresh worker (everything built) and of the next point in the
-    same worker (candidate rows, physics, screening and exact costs reused; only prices mapped in)."""
+    """Seconds of a sweep's first point in a fresh worker (the solver's imports, everything built) and of the
+    next point in the same worker (candidate rows, physics, screening and exact costs reused; prices mapped in)."""
     task = whatif.PointTask(source, time_limit_s=60.0)
     times = []
     for value in values[:2]:
@@ -69,7 +75,7 @@ def main() -> None:
     values = whatif.parse_range(f"0.5:2.0:{args.points}", "--spot-price")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        text = scenario_yaml(args.workloads, quotas=True)
+        text = scenario_yaml(args.workloads)
         scenario = folder / "bench.yaml"
         scenario.write_text(text)
         spec = whatif.SweepSpec(str(scenario), {"spot_price_multiplier": values})

@@ -400,3 +400,15 @@ def test_least_expected_time_is_the_minimum_over_every_segment_count():
         k_max = int(min(100_000, max(1, math.ceil(W[i] / 1e-3))))
         brute = cm.expected_time(W[i], C, R, lam[i], np.arange(1, k_max + 1))[0].min()
         assert least[i] == pytest.approx(brute, rel=1e-12)
+
+
+def test_grid_lengths_are_scipys_fast_lengths():
+    """The FFT grids are numpy's pocketfft at the lengths SciPy's `next_fast_len` picks (5-smooth), so the
+    transforms are the ones `scipy.fft` made, to the bit, without importing SciPy on the solve path."""
+    from scipy.fft import irfft, next_fast_len, rfft
+
+    from planner.economics.costmodel import fast_len
+
+    assert [fast_len(n) for n in range(1, 70_000)] == [next_fast_len(n, real=True) for n in range(1, 70_000)]
+    x = np.random.default_rng(3).standard_normal(fast_len(9_001))
+    assert np.array_equal(np.fft.rfft(x), rfft(x)) and np.array_equal(np.fft.irfft(rfft(x), len(x)), irfft(rfft(x), len(x)))

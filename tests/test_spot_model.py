@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 from conftest import MINIMAL
 
-from planner.economics.costmodel import (CandidateInputs, WallLaw, event_sizes, expected, segment_plan,
+from planner.economics.costmodel import (CandidateInputs, WallLaw, event_sizes, events_per_loss, expected, segment_plan,
                                           spot_event_rate, wait_phases)
 from planner.economics.simulate import simulate
 from planner.load.catalog import load_catalog
@@ -398,3 +398,22 @@ def test_a_scenario_sets_the_waits_spread_and_the_checker_restates_it(run, tmp_p
     result = run("solve", bad)
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert result.exit_code == 2 and len(lines) == 1 and "spot_capacity_wait_cv" in lines[0], result.output
+
+
+def test_events_per_loss_is_the_digamma_closed_form_and_sizes_the_beta_binomial():
+    """g(n) is summed term by term (exactly rounded), so the solve path needs no SciPy; it is the closed form
+    b·(ψ(b + n) − ψ(b)) (b = (1 − c)/c), and `event_sizes` is the beta-binomial with log-gamma weights."""
+    from scipy.special import digamma, gammaln
+
+    nodes = np.array([1, 2, 3, 4, 8, 16, 64, 512], dtype=float)
+    for c in (1e-6, 1e-3, 0.05, 0.42, 0.9, 0.999999):
+        b = (1 - c) / c
+        assert events_per_loss(nodes, np.full(len(nodes), c)) == pytest.approx(
+            b * (digamma(b + nodes) - digamma(b)), rel=1e-9 if c < 1e-4 else 1e-13)
+        for n in (2, 16, 300):
+            k = np.arange(1, n + 1)
+            log_w = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1) + gammaln(k) + gammaln(b + n - k)
+            w = np.exp(log_w - log_w.max())
+            # both take differences of log-gammas near b·log(b) (1.4e7 at c = 1e-6), which cancel to ~1e-9
+            assert event_sizes(n, c) == pytest.approx(w / w.sum(), rel=1e-7 if c < 1e-4 else 1e-10, abs=1e-300)
+            assert (event_sizes(n, c) * k).sum() == pytest.approx(n / events_per_loss(n, c), rel=1e-9)

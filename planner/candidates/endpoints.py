@@ -29,7 +29,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import special
 
 from planner.economics.costmodel import billed_hours
 from planner.load.catalog import Catalog, offers_for
@@ -147,6 +146,8 @@ def kept_counts(n: np.ndarray, away: float, availability: float, zone_away: floa
     """`kept_nodes` for every pool size in `n` at once: the binomial's quantile by bisection on its CDF (scipy's
     incomplete beta, which stays exact where summing the terms one by one drifts or underflows: pools of
     hundreds of nodes)."""
+    from scipy import special  # here, not at the top: a solve without endpoints never imports SciPy (0.2 s)
+
     n = np.asarray(n, dtype=np.int64)
     if away <= 0 and zone_away <= 0:
         return n
@@ -165,6 +166,8 @@ def _quantile_bracket(n: np.ndarray, away: float, target: float) -> tuple[np.nda
     """Absent counts below and at the binomial's `target` quantile: a few standard deviations either side of
     the normal approximation where the CDF confirms them (a dozen bisection steps fewer for large pools),
     else -1 and n, which always hold."""
+    from scipy import special
+
     sd = np.sqrt(n * away * (1 - away))
     guess = n * away + special.ndtri(min(target, 1 - 1e-16)) * sd
     margin = 3 * sd + 10
@@ -180,6 +183,8 @@ def below_capacity(nodes: int, away: float, need: float, zone_away: float = 0.0)
     a share `zone_away`."""
     if away <= 0 and zone_away <= 0 or need <= 0:
         return 0.0
+    from scipy import special
+
     up_needed = math.ceil(need - 1e-9)
     alone = float(special.bdtr(min(up_needed - 1, nodes), nodes, 1 - away)) if up_needed > 0 else 0.0
     return float(zone_away + (1 - zone_away) * alone)

@@ -601,6 +601,7 @@ class _Rows:
     signature: np.ndarray | None = None
     units: np.ndarray | None = None
     kind: np.ndarray | None = None  # (instance type, market) number: what runner-ups differ in (`_Kinds`)
+    events_per_loss: np.ndarray | None = None  # spot events that touch the job per node loss (§3)
     key_rank: np.ndarray | None = None
     market_rank: np.ndarray | None = None
     shape: np.ndarray | None = None  # row -> its hardware shape's number
@@ -727,6 +728,7 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, ever
                  twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
                  timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]), signature=number(signature),
                  kind=number(["instance_type", "market"]), units=units.astype(float),
+                 events_per_loss=costmodel.events_per_loss(nodes, columns["correlation"].astype(float)),
                  key_rank=every.code("key", sort=True)[repeat], market_rank=every.code("market", sort=True)[repeat],
                  shape=shape, shapes=[Shape(*s) for s in zip(*(columns[c][first].tolist() for c in SHAPE_COLUMNS))])
 
@@ -745,8 +747,7 @@ def _prices(rows: _Rows, prices: dict[str, np.ndarray], stateless: bool) -> tupl
     price = np.where(rows.spot, column("spot_usd_h"), column("on_demand_usd_h"))
     nodes = rows.columns["nodes"].astype(float)
     lam_node = np.nan_to_num(column("spot_preemption_per_h"), nan=0.0)
-    events = lam_node * nodes if stateless else costmodel.spot_event_rate(lam_node, nodes,
-                                                                          rows.columns["correlation"].astype(float))
+    events = lam_node * (nodes if stateless else rows.events_per_loss)  # costmodel.spot_event_rate
     lam = np.where(rows.spot, events / nodes, 0.0)  # preemption events per node-hour as the job sees them (§3, §4)
     return price, lam, np.where(rows.fallback, column("on_demand_usd_h"), np.nan)
 

@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-from scipy import fft as _fft
-from scipy.special import digamma, gammaln
+from numpy import fft as _fft  # pocketfft, as scipy.fft's (the same transforms to the bit), without SciPy's import
 
 __all__ = [
     "CandidateInputs",
@@ -31,6 +30,7 @@ __all__ = [
     "TOLERANCES",
     "billed_hours",
     "spot_event_rate",
+    "events_per_loss",
     "event_sizes",
     "wait_phases",
     "segments",
@@ -136,23 +136,33 @@ class CostResult:
 
 
 def spot_event_rate(lam_node, nodes, correlation):
-    """Preemption events that touch a job on n spot nodes, per hour: λ·g(n), with
-    g(n) = Σ_{i<n} (1 − c)/(1 − c + i·c) (§3). Each node is lost at λ; an event takes each node of the zone
-    with a probability U that varies from event to event (a Beta(0, b) mixing law, b = (1 − c)/c), so a share
-    c of the events that take one given node also take any other given node. g(1) = 1; c = 0 gives n
-    (independent), c = 1 gives 1 (every event takes every node). Vectorised over nodes and c: the sum is
-    b·(ψ(b + n) − ψ(b)), ψ the digamma function, and n − c·n(n − 1)/2 to first order where c is tiny."""
-    n, c = np.broadcast_arrays(np.asarray(nodes, dtype=float), np.asarray(correlation, dtype=float))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        b = (1 - c) / c
-        exact = b * (digamma(b + n) - digamma(b))
-    factor = np.where(c >= 1, 1.0, np.where(c < 1e-6, n - c * n * (n - 1) / 2, exact))
-    out = np.asarray(lam_node, dtype=float) * factor
+    """Preemption events that touch a job on n spot nodes, per hour: λ·g(n) (`events_per_loss`)."""
+    out = np.asarray(lam_node, dtype=float) * events_per_loss(nodes, correlation)
     return float(out) if out.ndim == 0 else out
 
 
+def events_per_loss(nodes, correlation):
+    """g(n) = Σ_{i<n} (1 − c)/(1 − c + i·c): the events that touch a job on n spot nodes per one node's losses
+    (§3). Each node is lost at λ; an event takes each node of the zone with a probability U that varies from
+    event to event (a Beta(0, b) mixing law, b = (1 − c)/c), so a share c of the events that take one given
+    node also take any other given node. g(1) = 1; c = 0 gives n (independent), c = 1 gives 1 (every event
+    takes every node). Vectorised over whole node counts and c: the sum itself, exactly rounded, per distinct
+    (c, n), and n − c·n(n − 1)/2 to first order where c is tiny."""
+    n, c = np.broadcast_arrays(np.asarray(nodes, dtype=float), np.asarray(correlation, dtype=float))
+    factor = np.where(c >= 1, 1.0, n - c * n * (n - 1) / 2)
+    exact = (c >= 1e-6) & (c < 1)
+    if exact.any():
+        pairs, inverse = np.unique(c[exact] + 1j * n[exact], return_inverse=True)
+        factor[exact] = np.array([_events_per_loss(pair.real, round(pair.imag)) for pair in pairs])[inverse]
+    return float(factor) if factor.ndim == 0 else factor
+
+
+def _events_per_loss(c: float, n: int) -> float:
+    return math.fsum((1 - c) / (1 - c + i * c) for i in range(n))
+
+
 def event_sizes(nodes: int, correlation: float) -> np.ndarray:
-    """P(an event takes k of a job's n nodes | it takes at least one), k = 1..n, under `spot_event_rate`'s law:
+    """P(an event takes k of a job's n nodes | it takes at least one), k = 1..n, under `events_per_loss`'s law:
     ∝ C(n, k)·Γ(k)·Γ(b + n − k) (beta-binomial with a → 0). Its mean is n/g(n): node losses per event."""
     k = np.arange(1, nodes + 1)
     if correlation >= 1:
@@ -160,9 +170,24 @@ def event_sizes(nodes: int, correlation: float) -> np.ndarray:
     if correlation <= 0:
         return (k == 1).astype(float)
     b = (1 - correlation) / correlation
-    log_w = gammaln(nodes + 1) - gammaln(k + 1) - gammaln(nodes - k + 1) + gammaln(k) + gammaln(b + nodes - k)
+    log_w = np.array([math.lgamma(nodes + 1) - math.lgamma(i + 1) - math.lgamma(nodes - i + 1) + math.lgamma(i)
+                      + math.lgamma(b + nodes - i) for i in k.tolist()])
     w = np.exp(log_w - log_w.max())
     return w / w.sum()
+
+
+@lru_cache(maxsize=1024)
+def fast_len(n: int) -> int:
+    """The least 2^a·3^b·5^c >= n: a length pocketfft transforms fast (`scipy.fft.next_fast_len(n, real=True)`)."""
+    best = 1 << max(0, n - 1).bit_length()
+    odd = 1
+    while odd < best:  # odd = 3^b·5^c; then the least power of two that lifts it to n
+        part = odd
+        while part < best:
+            best = min(best, part << max(0, -(-n // part) - 1).bit_length())
+            part *= 3
+        odd *= 5
+    return best
 
 
 def billed_hours(length_h, granularity_h: float, minimum_h: float):
@@ -490,7 +515,7 @@ class WallLaw:
         kept. The grid resolves the lumps X + R (`lump_scale`) and ends at z_max."""
         if self._cdf is None:
             p, lam = self.plan, self.plan.lam
-            N = max(8192, _fft.next_fast_len(int(min(4 * self.z_max / lump_scale(p), 65534)) + 2, real=True))
+            N = max(8192, fast_len(int(min(4 * self.z_max / lump_scale(p), 65534)) + 2))
             h = self.z_max / (N - 2)
             tilt, untilt, z1, _ = _grid(N)
             pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
@@ -637,7 +662,7 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     else:
         h = h_t
         ms, frac = int(s // h), (s / h) % 1.0
-    N = _fft.next_fast_len(int(math.ceil(range_x / h)) + 4, real=True)
+    N = fast_len(int(math.ceil(range_x / h)) + 4)
     tilt, untilt, z1, _ = _grid(N)
     shift = np.exp(-ms * z1)
     if frac:  # s not on the grid: hat-split the shift too (mean exact)

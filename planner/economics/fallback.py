@@ -27,7 +27,7 @@ import math
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy import fft as _fft
+from numpy import fft as _fft
 
 from planner.economics import costmodel
 from planner.economics.costmodel import CandidateInputs, CostResult, segment_plan
@@ -139,7 +139,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     else:
         longest = max(mean for _, mean in costmodel.wait_phases(p.wait, p.wait_cv))  # a heavy-tailed wait's
         span = B_k + 12 * (lump + p.rho * (longest - p.wait)) + 4 * s  # room for the overshoot past the switch level
-        N = int(min(65536, max(8192, _fft.next_fast_len(int(4 * span / costmodel.lump_scale(p)) + 2, real=True))))
+        N = int(min(65536, max(8192, costmodel.fast_len(int(4 * span / costmodel.lump_scale(p)) + 2))))
         h = span / (N - 2)
         tilt, untilt, z1, _ = costmodel._grid(N)
         waits = costmodel._wait_factor(p, h, N)

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 import pandas as pd
-from scipy import sparse
 
 from planner.candidates.limits import Limits
 from planner.solve.rows import budget_rows, group_members, node_limit_rows, quota_rows
@@ -40,13 +39,44 @@ class LpBound:
 
 
 @dataclass(frozen=True)
+class _Sparse:
+    """A sparse matrix as its entries (row, column, value), each (row, column) once, sorted by row then column
+    (SciPy's canonical CSR order, so products sum each row as it did)."""
+
+    row: np.ndarray
+    col: np.ndarray
+    val: np.ndarray
+    rows: int
+
+    @classmethod
+    def of(cls, row, col, val, rows: int) -> "_Sparse":
+        row, col, val = np.asarray(row, dtype=np.int64), np.asarray(col, dtype=np.int64), np.asarray(val, dtype=float)
+        order = np.lexsort((col, row))
+        return cls(row[order], col[order], val[order], rows)
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        return np.bincount(self.row, weights=self.val * x[self.col], minlength=self.rows)
+
+    def below(self, other: "_Sparse") -> "_Sparse":
+        """This matrix with `other`'s rows under it."""
+        return _Sparse(np.concatenate([self.row, other.row + self.rows]), np.concatenate([self.col, other.col]),
+                       np.concatenate([self.val, other.val]), self.rows + other.rows)
+
+    def by_column(self, columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(start, index, value) column by column, rows ascending in each: HiGHS's column-wise matrix."""
+        order = np.lexsort((self.row, self.col))
+        start = np.concatenate([[0], np.cumsum(np.bincount(self.col, minlength=columns))]).astype(np.int32)
+        return start, self.row[order].astype(np.int32), self.val[order]
+
+
+@dataclass(frozen=True)
 class _Matrices:
     """The relaxation as HiGHS takes it: x per candidate, then one y per (group, value)."""
 
     cost: np.ndarray
-    a_ub: sparse.csr_matrix | None
+    a_ub: _Sparse | None
     b_ub: np.ndarray | None
-    a_eq: sparse.csr_matrix
+    a_eq: _Sparse
     b_eq: np.ndarray
     n: int
 
@@ -91,18 +121,18 @@ def _run(m: _Matrices, integer: bool, options: dict) -> highspy._Highs:
     if m.a_ub is None:
         rows, lower, upper = m.a_eq, m.b_eq, m.b_eq
     else:
-        rows = sparse.vstack([m.a_ub, m.a_eq])
+        rows = m.a_ub.below(m.a_eq)
         lower = np.concatenate([np.full(len(m.b_ub), -highspy.kHighsInf), m.b_eq])
         upper = np.concatenate([m.b_ub, m.b_eq])
-    rows = rows.tocsc()
+    width = len(m.cost)
     lp = highspy.HighsLp()
-    lp.num_col_, lp.num_row_ = rows.shape[1], rows.shape[0]
-    lp.col_cost_, lp.col_lower_, lp.col_upper_ = m.cost, np.zeros(rows.shape[1]), np.ones(rows.shape[1])
+    lp.num_col_, lp.num_row_ = width, rows.rows
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = m.cost, np.zeros(width), np.ones(width)
     lp.row_lower_, lp.row_upper_ = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = rows.indptr, rows.indices, rows.data
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = rows.by_column(width)
     if integer:
-        lp.integrality_ = [highspy.HighsVarType.kInteger] * rows.shape[1]
+        lp.integrality_ = [highspy.HighsVarType.kInteger] * width
     highs = highspy._Highs()  # the bare binding: highspy.Highs prints a banner to standard output
     highs.setOptionValue("output_flag", False)
     highs.setOptionValue("threads", 1)  # a worker process per core already (what-if points)
@@ -120,11 +150,11 @@ def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra:
     groups = (group_members(cands, limits.same_region, "provider_region")
               + group_members(cands, limits.same_provider, "provider"))
     values = [v for _, by_value in groups for v in by_value]  # one y per (group, value), after the x's
-    width = n + len(values)
 
     workload_codes = pd.factorize(cands["workload"])[0]
-    eq = [sparse.csr_matrix((np.ones(n), (workload_codes, np.arange(n))), shape=(workload_codes.max() + 1, width))]
-    eq_rhs = [np.ones(workload_codes.max() + 1)]
+    eq_rows, eq_cols = [workload_codes], [np.arange(n)]  # each workload picks one candidate
+    equalities = workload_codes.max() + 1
+    eq_rhs = [np.ones(equalities)]
     ub_rows, ub_cols, ub_vals, ub_rhs = [], [], [], []
     for r, row in enumerate(rows):
         ub_rows += [r] * len(row.index)
@@ -134,9 +164,10 @@ def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra:
     r = len(rows)
     y = n
     for g, (members, by_value) in enumerate(groups):
-        eq.append(sparse.csr_matrix((np.ones(len(by_value)), ([0] * len(by_value), range(y, y + len(by_value)))),
-                                    shape=(1, width)))
+        eq_rows.append(np.full(len(by_value), equalities))  # each group takes one value
+        eq_cols.append(np.arange(y, y + len(by_value)))
         eq_rhs.append(np.ones(1))
+        equalities += 1
         workloads = cands["workload"].to_numpy()
         for k, (_, picks) in enumerate(by_value.items()):
             for workload in sorted(set(workloads[picks])):  # Σ_{c of w with value v} x_c - y_v <= 0
@@ -147,7 +178,8 @@ def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra:
                 ub_rhs.append(0.0)
                 r += 1
         y += len(by_value)
-    a_ub = sparse.csr_matrix((ub_vals, (ub_rows, ub_cols)), shape=(r, width)) if r else None
+    a_ub = _Sparse.of(ub_rows, ub_cols, ub_vals, r) if r else None
+    eq_rows, eq_cols = np.concatenate(eq_rows), np.concatenate(eq_cols)
+    a_eq = _Sparse.of(eq_rows, eq_cols, np.ones(len(eq_rows)), equalities)
     cost = np.concatenate([np.asarray(objective, dtype=float), np.zeros(len(values))])
-    return _Matrices(cost, a_ub, np.array(ub_rhs) if r else None, sparse.vstack(eq).tocsr(), np.concatenate(eq_rhs),
-                     n)
+    return _Matrices(cost, a_ub, np.array(ub_rhs) if r else None, a_eq, np.concatenate(eq_rhs), n)
