@@ -996,7 +996,8 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     physics = _physics(rows, workload, catalog, headroom)
     fingerprint = _cost_fingerprint(workload, hw_rate)
     screen = _screen(rows, workload, physics, lam, state, fingerprint)
-    if not exhaustive and not runner_ups:  # estimate only what may be on the front (all when nothing is)
+    # estimate only the shapes of rows that may be on the front (all when none may: the reasons read them)
+    if not (exhaustive or runner_ups or physics.done[rows.shape[at]].all()):
         unbeaten = _unbeaten(rows, at, physics, screen, workload, price, lam, fallback_price, hw_rate, budget, q,
                              calendar, catalog, cache)
         at = at[unbeaten] if unbeaten.any() else at
