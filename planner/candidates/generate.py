@@ -1066,9 +1066,9 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             chosen.append(i)
             kinds.priced(i, candidate["cost_usd"])
             if not exhaustive:  # what it beats for sure is not on the front
-                rest, me = slice(i + 1, None), slice(i, i + 1)
-                beaten = _dominated(signature[rest], units[rest], lo[rest], signature[me], units[me],
-                                    np.array([candidate["cost_usd"]]))
+                rest = slice(i + 1, None)  # `_dominated` by this one candidate, written out: it runs per candidate
+                beaten = ((signature[rest] == signature[i]) & (units[rest] >= units[i])
+                          & (lo[rest] > candidate["cost_usd"]))
                 steps = calendar.steps(calendar.booked_h(candidate)) if calendar else 0
                 if calendar:  # only by a candidate booked for no more steps
                     beaten &= fastest[rest] >= steps
