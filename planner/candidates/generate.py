@@ -997,10 +997,12 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     fingerprint = _cost_fingerprint(workload, hw_rate)
     screen = _screen(rows, workload, physics, lam, state, fingerprint)
     # estimate only the shapes of rows that may be on the front (all when none may: the reasons read them)
+    screened = False  # `at` is what the screen below keeps
     if not (exhaustive or runner_ups or physics.done[rows.shape[at]].all()):
         unbeaten = _unbeaten(rows, at, physics, screen, workload, price, lam, fallback_price, hw_rate, budget, q,
                              calendar, catalog, cache)
-        at = at[unbeaten] if unbeaten.any() else at
+        if unbeaten.any():
+            at, screened = at[unbeaten], True
     physics.estimated(rows.shape[at], rows, catalog, cache)
     work_h, item_h = physics.work_h[rows.shape], physics.item_h[rows.shape]
     fits = work_h[at] < math.inf
@@ -1021,7 +1023,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     signature, units = rows.signature[at], rows.units[at]
     fastest = calendar.steps(bound["t0"]) if calendar else bound["t0"]  # the fewest steps it can be booked for
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
-    if not exhaustive:
+    if not (exhaustive or screened):
         certain = (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~falls_back
         # a calendar books a certain row (no failure with probability q at least) for its failure-free time
         front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain],
