@@ -411,4 +411,5 @@ def test_grid_lengths_are_scipys_fast_lengths():
 
     assert [fast_len(n) for n in range(1, 70_000)] == [next_fast_len(n, real=True) for n in range(1, 70_000)]
     x = np.random.default_rng(3).standard_normal(fast_len(9_001))
-    assert np.array_equal(np.fft.rfft(x), rfft(x)) and np.array_equal(np.fft.irfft(rfft(x), len(x)), irfft(rfft(x), len(x)))
+    assert np.array_equal(np.fft.rfft(x), rfft(x))
+    assert np.array_equal(np.fft.irfft(rfft(x), len(x)), irfft(rfft(x), len(x)))

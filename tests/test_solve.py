@@ -837,7 +837,8 @@ def test_solving_imports_no_scipy():
     """SciPy's import costs a process 0.2 s (its array-API layer loads much of numpy), and every `planner solve`
     and what-if worker would pay it: the solve path uses numpy's FFT and HiGHS directly; only endpoints and
     `planner batch`'s bound import SciPy."""
-    code = ("import sys; from planner.load.scenario import load_scenario; from planner.solve.pipeline import make_plan; "
+    code = ("import sys; from planner.load.scenario import load_scenario; "
+            "from planner.solve.pipeline import make_plan; "
             f"plan = make_plan(load_scenario({str(SCENARIOS / 'pretrain-deadline.yaml')!r}), time_limit_s=10.0); "
             "print(plan.status, sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

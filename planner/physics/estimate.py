@@ -181,7 +181,8 @@ def estimate_prepared(prepared: Prepared, catalog: Catalog, shape: Shape, headro
 
 
 FLOOR_MARGIN = 1 - 1e-9
-"""`work_floor_h` is shaded by this, so that rounding never lifts it above the W it bounds."""
+"""`work_floor_h` (and the cost floors candidate generation builds on it) are shaded by this, so that rounding
+never lifts a floor above what it bounds."""
 
 
 def work_floor_h(prepared: Prepared, catalog: Catalog, shape: Shape) -> float:

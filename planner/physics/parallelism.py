@@ -328,8 +328,9 @@ def work_floor_seconds_per_token(job: Job, gpu: speed.GpuPerf, gpus: int, pinned
     precision = speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
     return speed.compute_floor_seconds_per_token(
         job.shape, gpu=gpu, n_gpus=gpus, precision=precision, method=job.method,
-        recompute=pinned.recompute or "selective", seq_len=job.seq_len, micro_batch=pinned.micro_batch or max(MICRO_BATCHES),
-        kind=job.kind, micro_batches=1, mfu=job.mfu, context_parallel=pinned.cp or 1)
+        recompute=pinned.recompute or "selective", seq_len=job.seq_len,
+        micro_batch=pinned.micro_batch or max(MICRO_BATCHES), kind=job.kind, micro_batches=1, mfu=job.mfu,
+        context_parallel=pinned.cp or 1)
 
 
 @lru_cache(maxsize=1 << 12)
