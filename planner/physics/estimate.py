@@ -202,12 +202,12 @@ def work_floor_h(prepared: Prepared, catalog: Catalog, shape: Shape) -> float:
                     prepared.model, gpu=perf, n_gpus=shape.gpus, weight_precision=workload.precision, batch=gen.batch,
                     prompt_tokens=gen.prompt_tokens, output_tokens=gen.output_tokens, sequences=gen.sequences)
             else:
-                precision = "bf16" if workload.precision in ("int8", "int4") else workload.precision
-                floor = _reference_floor_h(workload, catalog, perf, shape, precision, "inference", True)
+                floor = _reference_floor_h(workload, catalog, perf, shape, _stated_inference_precision(workload),
+                                           "inference", True)
             return floor * FLOOR_MARGIN
         precision = speed.effective_precision(perf, _train_precision(workload.precision), workload.fp8_fallback)
         tp = workload.tensor_parallel or 1
-        if precision is None or tp > shape.gpus_per_node or shape.gpus_per_node % tp:
+        if precision is None or not _tp_fits(tp, shape):
             return math.inf
         if workload.work.tokens is None:
             floor = _reference_floor_h(workload, catalog, perf, shape, precision, _mfu_kind(workload),
@@ -215,12 +215,27 @@ def work_floor_h(prepared: Prepared, catalog: Catalog, shape: Shape) -> float:
         elif workload.memory is not None:
             return 0.0
         else:
-            memory_precision = "bf16" if precision == "fp16" and workload.precision == "bf16" else precision
             floor = workload.work.tokens * parallelism.work_floor_seconds_per_token(
-                prepared.job(memory_precision), perf, shape.gpus, prepared.pinned) / 3600
+                prepared.job(_memory_precision(workload, precision)), perf, shape.gpus, prepared.pinned) / 3600
         return floor * FLOOR_MARGIN
     except ValueError:  # the estimate says why
         return 0.0
+
+
+def _tp_fits(tp: int, shape: Shape) -> bool:
+    """Tensor parallelism stays inside a node: `tp` must divide its GPUs."""
+    return tp <= shape.gpus_per_node and shape.gpus_per_node % tp == 0
+
+
+def _memory_precision(workload: Workload, precision: str) -> str:
+    """The precision a training job's states are kept in, given the one it computes in (bf16 states on fp16
+    compute, where the GPU lacks bf16)."""
+    return "bf16" if precision == "fp16" and workload.precision == "bf16" else precision
+
+
+def _stated_inference_precision(workload: Workload) -> str:
+    """Inference stated in reference GPU-hours runs weight-only int8/int4 at bf16 speed."""
+    return "bf16" if workload.precision in ("int8", "int4") else workload.precision
 
 
 def _reference_floor_h(workload: Workload, catalog: Catalog, perf: speed.GpuPerf, shape: Shape, precision: str,
@@ -239,13 +254,12 @@ def _estimate_training(prepared: Prepared, catalog: Catalog, perf: speed.GpuPerf
                           f"{shape.gpu} has no {workload.precision} support (set fp8_fallback: true to run bf16)",
                           by="precision")
     tp = workload.tensor_parallel or 1
-    if tp > shape.gpus_per_node or shape.gpus_per_node % tp:  # tensor parallelism stays inside a node
+    if not _tp_fits(tp, shape):
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
                           f"tensor_parallel {tp} must divide the GPUs of one node (tensor parallelism stays inside a node)", precision, tp)
     if workload.memory is not None:
         return _estimate_stated_training(prepared, catalog, perf, shape, headroom, precision, tp)
-    memory_precision = "bf16" if precision == "fp16" and workload.precision == "bf16" else precision
-    job = prepared.job(memory_precision)
+    job = prepared.job(_memory_precision(workload, precision))
     choice, reason = parallelism.best_layout(job, perf, shape.topology(), shape.vram_gib, headroom, prepared.pinned)
     if choice is None:
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0), reason, precision, tp)
@@ -390,7 +404,7 @@ def _estimate_stated_inference(workload: Workload, catalog: Catalog, perf: speed
     breakdown = _stated(workload, shape)
     if not mem.fits(breakdown, shape.vram_gib, headroom):
         return _ruled_out(shape, breakdown, _vram_reason(breakdown, shape, headroom), by="vram")
-    precision = "bf16" if workload.precision in ("int8", "int4") else workload.precision
+    precision = _stated_inference_precision(workload)
     ref = gpu_perf(catalog.gpu(workload.work.reference_gpu))
     try:
         hours = speed.reference_scaled_hours(workload.work.gpu_hours, ref, perf, shape.gpus, precision, 1.0,

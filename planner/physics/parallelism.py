@@ -281,7 +281,7 @@ def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib
         return Choice(light, memory, math.inf, 0.0, 0.0, job.precision), (
             f"needs {total * (1 + headroom):.1f} GiB per GPU (with {headroom:.0%} headroom) even as {light.label}, "
             f"{gpu.name} has {vram_gib:.1f} GiB")
-    precision = speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
+    precision = _compute_precision(job, gpu)
     compute = space.compute.get((gpu, precision))
     if compute is None:
         compute = space.compute[gpu, precision] = np.array(
@@ -325,12 +325,17 @@ def work_floor_seconds_per_token(job: Job, gpu: speed.GpuPerf, gpus: int, pinned
     least work (selective recomputation), the best MFU (the largest micro-batch, no context parallelism) and no
     pipeline bubble, within the pins. Far cheaper than the search, so a planner runs the search only on shapes
     this does not already rule out."""
-    precision = speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
+    precision = _compute_precision(job, gpu)
     return speed.compute_floor_seconds_per_token(
         job.shape, gpu=gpu, n_gpus=gpus, precision=precision, method=job.method,
         recompute=pinned.recompute or "selective", seq_len=job.seq_len,
         micro_batch=pinned.micro_batch or max(MICRO_BATCHES), kind=job.kind, micro_batches=1, mfu=job.mfu,
         context_parallel=pinned.cp or 1)
+
+
+def _compute_precision(job: Job, gpu: speed.GpuPerf) -> str:
+    """The precision the job's GEMMs run in on `gpu` (its memory precision where the GPU lacks a faster path)."""
+    return speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
 
 
 @lru_cache(maxsize=1 << 12)

@@ -641,6 +641,16 @@ def decode_tokens_per_s_bound(weight_bytes: float, kv_bytes: float, bandwidth_gb
     return bandwidth_gbs * 1e9 / (weight_bytes + kv_bytes)
 
 
+def generation_precision(gpu: GpuPerf, weight_precision: str, fallback_to_bf16: bool = True) -> str:
+    """The precision generation computes in: fp8 weights on fp8 tensor cores where present, fp32 weights in
+    fp32, the rest in bf16 (weight-only int4/int8, and fp8 without support, when `fallback_to_bf16`)."""
+    want = "fp8" if weight_precision == "fp8" else ("fp32" if weight_precision == "fp32" else "bf16")
+    prec = effective_precision(gpu, want, fallback_to_bf16)
+    if prec is None:
+        raise UnsupportedPrecision(f"{gpu.name} has no {want} support (set fallback_to_bf16)")
+    return prec
+
+
 def prefill_flops(shape: ModelShape, prompt_tokens: int) -> float:
     """FLOPs of one sequence's prefill: 2·P_active per prompt token and the attention's 2·L·s²·h."""
     return 2.0 * shape.active_params * prompt_tokens + 2.0 * shape.layers * prompt_tokens**2 * shape.hidden
@@ -680,10 +690,7 @@ def generation_time(shape: ModelShape, *, gpu: GpuPerf, topology: Topology,
     if weight_precision not in WEIGHT_BYTES_PER_PARAM:
         raise ValueError(f"weight_precision={weight_precision!r}: expected one of "
                          f"{', '.join(WEIGHT_BYTES_PER_PARAM)}")
-    want = "fp8" if weight_precision == "fp8" else ("fp32" if weight_precision == "fp32" else "bf16")
-    prec = effective_precision(gpu, want, fallback_to_bf16)
-    if prec is None:
-        raise UnsupportedPrecision(f"{gpu.name} has no {want} support (set fallback_to_bf16)")
+    prec = generation_precision(gpu, weight_precision, fallback_to_bf16)
     peak = gpu.peak(prec)
     if prefill_mfu is None:
         prefill_mfu = default_mfu(gpu.generation, prec, "inference", gpu.memory_type)
@@ -734,10 +741,7 @@ def generation_floor_h(shape: ModelShape, *, gpu: GpuPerf, n_gpus: int, weight_p
     to `batch`, for a fraction of its cost: each sequence's prefill at the compute rate, and each decode step
     at the compute rate or streaming its share of the weights, whichever is slower (no KV reads, no TP
     communication). A planner prices a shape's physics only when this does not already rule it out."""
-    want = "fp8" if weight_precision == "fp8" else ("fp32" if weight_precision == "fp32" else "bf16")
-    prec = effective_precision(gpu, want, fallback_to_bf16)
-    if prec is None:
-        raise UnsupportedPrecision(f"{gpu.name} has no {want} support (set fallback_to_bf16)")
+    prec = generation_precision(gpu, weight_precision, fallback_to_bf16)
     rate = gpu.peak(prec) * default_mfu(gpu.generation, prec, "inference", gpu.memory_type)
     shared = min(1.0 / batch, shape.active_params / shape.params) if shape.params else 1.0 / batch  # weights/sequence
     bw = gpu.mem_bandwidth_gbs * 1e9 * bw_efficiency
