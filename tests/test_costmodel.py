@@ -413,3 +413,40 @@ def test_grid_lengths_are_scipys_fast_lengths():
     x = np.random.default_rng(3).standard_normal(fast_len(9_001))
     assert np.array_equal(np.fft.rfft(x), rfft(x))
     assert np.array_equal(np.fft.irfft(rfft(x), len(x)), irfft(rfft(x), len(x)))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(work=st.floats(0.5, 300), per_segment=st.floats(1e-4, 1.5), interval=st.floats(0.002, 4.0),
+       restart=st.floats(0.0, 0.5), n=st.integers(1, 16), wait=st.sampled_from([0.0, 0.3, 1.35, 4.0]),
+       cv=st.sampled_from([1.0, 2.31, 5.56]), tolerance=st.sampled_from(["checkpointed", "stateless"]))
+def test_the_sized_grid_holds_p_deadline_within_its_error(work, per_segment, interval, restart, n, wait, cv,
+                                                          tolerance):
+    """`law_points` sizes each law's grid for P(T <= D) within LAW_ERROR: held against a grid of 2^18 points at
+    the law's 1 %-99.9 % quantiles, on laws from a failure in ten thousand segments to dozens with long,
+    heavy-tailed capacity waits (the traces' cv of 2.3 and 5.6), and stateless items shorter than the restart,
+    read at the edges of their lumps too."""
+    from planner.economics import costmodel
+
+    inp = CandidateInputs(work_h=work, checkpoint_write_h=0.01 if tolerance == "checkpointed" else 0.0,
+                          restart_h=restart, nodes=n, hw_failure_per_gpu_h=0.0, checkpoint_interval_h=interval,
+                          interruption_tolerance=tolerance, capacity_wait_h=wait, capacity_wait_cv=cv)
+    p = segment_plan(inp)
+    inp = CandidateInputs(**{**inp.__dict__, "spot_rate_per_node_h": per_segment / max(p.s, p.s_k) / n})
+    p = segment_plan(inp)
+    law = costmodel.WallLaw(p)
+    assume(law.finite and law.z_max < 1e4)
+    points = costmodel.law_points(law)
+    assume(points < 65536)  # the most it takes: beyond, the error is what those give
+    # where the kinks would need more than KINK_POINTS, the grid stops there, as fine as before (not checked here)
+    assume(law.z_max / costmodel.kink_step(law) < costmodel.KINK_POINTS - 2)
+    # items narrower than the restart with failures to spare make a comb of near-atoms at multiples of R, read
+    # within the mass of an item near z (§6), not within LAW_ERROR; with few, only the first atom (a kink the
+    # bound resolves) weighs more than the second's E[F]²/2
+    assume(p.s >= p.R or law.failures ** 2 / 2 <= 2 * costmodel.LAW_ERROR)
+    fine = costmodel.WallLaw(p)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(costmodel, "law_points", lambda law: 2 ** 18)
+        fine.compute()
+    edges = [p.T0 + j * p.R + i * p.s for j in (1, 2) for i in (0, 1, 2)]  # where an item's lump starts and ends
+    for D in [fine.quantile(q) for q in (0.01, 0.1, 0.5, 0.9, 0.99, 0.999)] + edges:
+        assert abs(law.p_le(D) - fine.p_le(D)) <= costmodel.LAW_ERROR, (D, points, law.p_le(D), fine.p_le(D))

@@ -417,6 +417,53 @@ def lump_scale(p: _Plan) -> float:
     return max(p.s if p.k > 1 else p.s_k, p.R)
 
 
+LAW_ERROR = 5e-5
+"""What the grid may move P(T <= D) by, at most (§6)."""
+HAT_SPREAD = 2.5
+"""κ in the hat split's error on P(Z <= z), κ·E[F]·(h/σ)², σ the larger of Z's sd and a lump's width: splitting
+each failure's lump onto the grid adds about h²/6 of variance, which moves the law by its slope, 1/σ² at most
+(a lump's own, with a failure or two; Z's, with many); κ is the largest ratio of error to E[F]·(h/σ)² measured
+over the 505 laws of the what-if benchmark's first point (2.4; most lie near 0.2)."""
+
+
+KINK_POINTS = 8192
+"""The finest grid the kinks' bound asks for (what every law had before the grid was sized per law)."""
+
+
+def law_points(law: "WallLaw") -> int:
+    """Points of a grid over Z in [0, z_max] for P(Z <= z) within LAW_ERROR, at least 256, at most 65,536. Three
+    bounds on the step h:
+    - four points per lump X + R (`lump_scale`);
+    - HAT_SPREAD·E[F]·(h/σ)² <= LAW_ERROR for the hat split;
+    - the kinks (`kink_step`), as far as KINK_POINTS.
+    So a law with few failures (on-demand's hardware failures) takes a few hundred points, one with dozens of
+    long waits tens of thousands. Items narrower than the restart, with failures to spare, make a comb of
+    near-atoms at multiples of R, which no grid of four points per R resolves: there P(Z <= z) is within the
+    mass of an item near z (§6), as it always was."""
+    p = law.plan
+    lump = lump_scale(p)
+    h = lump / 4
+    if law.failures > 0:
+        h = min(h, max(law.sd, lump) * math.sqrt(LAW_ERROR / (HAT_SPREAD * law.failures)),
+                max(kink_step(law), law.z_max / (KINK_POINTS - 2)))
+    return max(256, fast_len(int(min(law.z_max / h, 65534)) + 2))
+
+
+def kink_step(law: "WallLaw") -> float:
+    """The step that reads the CDF's kinks within LAW_ERROR (inf when none matters): where the lump of a run's
+    only failure starts (and, with no wait, ends) the density jumps, by P(F = 1) over the item's width s, or
+    times the wait's density at 0 after a preemption event, and reading the CDF between nodes misses it by
+    about the jump times h/4; a jump whose mass is within 2·LAW_ERROR is read within it anyway. A wait's kink
+    can ask for millions of points, and lies within a few steps of D − T0 = R only."""
+    p = law.plan
+    one = law.P0 * ((p.k - 1) * -math.expm1(-p.lam * p.s) + -math.expm1(-p.lam * p.s_k))  # P(F = 1)
+    waits = p.rho if p.wait else 0.0  # the share of failures a capacity wait follows
+    if max(one * (1 - waits), one * waits) <= 2 * LAW_ERROR:
+        return math.inf
+    at_zero = sum(share / mean for share, mean in wait_phases(p.wait, p.wait_cv)) if waits else 0.0
+    return LAW_ERROR / (one * ((1 - waits) / (p.s if p.k > 1 else p.s_k) + waits * at_zero))
+
+
 @lru_cache(maxsize=64)
 def _grid(N: int, damping: float = 18.0):
     """Tilt, untilt, per-grid-step exponents z1 and e^(−z1) for a damped DFT on N points (read-only arrays).
@@ -443,14 +490,15 @@ class WallLaw:
     """The law of a candidate's wall time T = T0 + Z (§6), Z = Σ_i Σ_{j<F_i} (X_ij + R [+ W]): a compound
     geometric law per segment, (1−p)/(1−p·φ_Y), identical full segments by a power, inverted by one FFT
     on a grid over the whole support (T0 to T0 + E[Z] + 14 sd). P(T ≤ D) for any D and its quantiles then
-    read the same cumulative sums, so one timing key's law serves every deadline it meets."""
+    read the same cumulative sums, so one timing key's law serves every deadline it meets (`law_points` sizes
+    the grid)."""
 
     def __init__(self, p: _Plan, moments: tuple[float, float, float] | None = None):
         self.plan = p
         ET, EF, sd = moments if moments is not None else _moments(p)
         self.finite = math.isfinite(ET)
         ET, sd = _wall_moments(p, ET, EF, sd)
-        self.mean, self.sd = ET, sd
+        self.mean, self.sd, self.failures = ET, sd, EF
         self.P0 = math.exp(-p.lam * p.S) if p.lam else 1.0  # no failure at all: T = T0 exactly
         self.z_max = (ET - p.T0) + 14.0 * sd + 2.0 * (p.R + p.s) if self.finite else math.inf
         self._cdf: tuple[float, np.ndarray] | None = None
@@ -515,7 +563,7 @@ class WallLaw:
         kept. The grid resolves the lumps X + R (`lump_scale`) and ends at z_max."""
         if self._cdf is None:
             p, lam = self.plan, self.plan.lam
-            N = max(8192, fast_len(int(min(4 * self.z_max / lump_scale(p), 65534)) + 2))
+            N = law_points(self)
             h = self.z_max / (N - 2)
             tilt, untilt, z1, _ = _grid(N)
             pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
