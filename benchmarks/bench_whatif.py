@@ -14,7 +14,6 @@ their objectives must equal the sweep's.
 from __future__ import annotations
 
 import argparse
-import compileall
 import dataclasses
 import json
 import os
@@ -66,14 +65,6 @@ def first_and_warm(source: str, values: list[float]) -> tuple[float, float]:
     return times[0], times[1]
 
 
-def with_bytecode(folder: Path) -> None:
-    """Compile the planner's modules into `folder` and have this process, its workers and the baseline's `planner`
-    processes read them there: an installed planner has its bytecode (pip compiles a wheel's modules), so its
-    first point does not compile them, even where PYTHONDONTWRITEBYTECODE keeps a checkout from writing any."""
-    sys.pycache_prefix = os.environ["PYTHONPYCACHEPREFIX"] = str(folder)
-    compileall.compile_dir(Path(whatif.__file__).resolve().parents[1], quiet=1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=50)
@@ -84,7 +75,6 @@ def main() -> None:
     values = whatif.parse_range(f"0.5:2.0:{args.points}", "--spot-price")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        with_bytecode(folder / "bytecode")
         text = scenario_yaml(args.workloads)
         scenario = folder / "bench.yaml"
         scenario.write_text(text)
