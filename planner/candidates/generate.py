@@ -857,6 +857,12 @@ def _cost_bounds(rows: _Rows, at: np.ndarray, bound: dict, price: np.ndarray, la
     return lo, hi
 
 
+def _sure(bound: dict, budget: float, q: float, falls_back: np.ndarray) -> np.ndarray:
+    """Rows certain to end on time, what beats others (`_dominated`): no failure with probability q at least,
+    and their failure-free time within the budget (a calendar books them for it); a fallback row is never."""
+    return (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~falls_back
+
+
 def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, workload: Workload,
               price: np.ndarray, lam: np.ndarray, fallback_price: np.ndarray, hw_rate: float, budget: float, q: float,
               calendar: Calendar | None, catalog: Catalog, cache: CandidateCache) -> np.ndarray:
@@ -894,7 +900,7 @@ def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, w
             lo[new], hi[new] = _cost_bounds(rows, at[new], bound, price, lam, fallback_price, workload, hw_rate)
             fastest[new] = calendar.steps(bound["t0"]) if calendar else bound["t0"]
             known[new] = True
-            sure[new] = (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~falls_back[new]
+            sure[new] = _sure(bound, budget, q, falls_back[new])
             if calendar:
                 booked[new] = calendar.steps(bound["t0_hi"])
             rest, by = np.flatnonzero(open_), np.flatnonzero(sure)
@@ -1024,8 +1030,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     fastest = calendar.steps(bound["t0"]) if calendar else bound["t0"]  # the fewest steps it can be booked for
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
     if not (exhaustive or screened):
-        certain = (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~falls_back
-        # a calendar books a certain row (no failure with probability q at least) for its failure-free time
+        certain = _sure(bound, budget, q, falls_back)
         front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain],
                              *((fastest, calendar.steps(bound["t0_hi"][certain])) if calendar else ()))
         if not runner_ups:  # nothing beaten is priced

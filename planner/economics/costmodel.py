@@ -247,6 +247,11 @@ class _Plan:
     def T0(self) -> float:
         return self.R + self.S
 
+    @property
+    def width(self) -> float:
+        """A full segment's length (the last one's when it is the only one): the support of X, a failure's loss."""
+        return self.s if self.k > 1 else self.s_k
+
 
 def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> _Plan:
     """Resolve τ and C from the interruption tolerance (§4). A stateless job on n nodes is n streams of one
@@ -414,7 +419,7 @@ def lump_scale(p: _Plan) -> float:
     """The scale a grid over the overhead Z must resolve: a failure's lump X + R, of width s (X's support),
     or where a segment is shorter than the restart (a stateless job's items of seconds), its place R: the
     item's shape within it moves P(Z <= z) by at most the mass within one item of z."""
-    return max(p.s if p.k > 1 else p.s_k, p.R)
+    return max(p.width, p.R)
 
 
 LAW_ERROR = 5e-5
@@ -461,7 +466,7 @@ def kink_step(law: "WallLaw") -> float:
     if max(one * (1 - waits), one * waits) <= 2 * LAW_ERROR:
         return math.inf
     at_zero = sum(share / mean for share, mean in wait_phases(p.wait, p.wait_cv)) if waits else 0.0
-    return LAW_ERROR / (one * ((1 - waits) / (p.s if p.k > 1 else p.s_k) + waits * at_zero))
+    return LAW_ERROR / (one * ((1 - waits) / p.width + waits * at_zero))
 
 
 @lru_cache(maxsize=64)
@@ -701,7 +706,7 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
         return waste_atoms + cont_total * gran / 2
     # resolve the billing step, the segment (X's support) and 1/λ; the
     # session law is lumpy at those scales (many lengths ≈ m·R + small)
-    feat = s if k > 1 else s_k
+    feat = p.width
     h_t = min(gran / 8.0, range_x / 4096.0, feat / 8.0, 1.0 / (8.0 * lam))
     h_t = max(h_t, range_x / 60000.0)
     if k > 1 and s >= h_t:

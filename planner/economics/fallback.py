@@ -285,7 +285,7 @@ def completion_quantile(inputs: CandidateInputs, q: float, spot_quantile: float,
     the switch level (a run that ends by then never switched, so the two laws agree there), else the
     deadline, by which a switched run ends with the margin to spare."""
     p = segment_plan(inputs, tau)
-    level = inputs.time_budget_h - margin_h(p.R, p.tau) - p.R - (p.s if p.k > 1 else p.s_k)
+    level = inputs.time_budget_h - margin_h(p.R, p.tau) - p.R - p.width
     return spot_quantile if spot_quantile <= level else inputs.time_budget_h
 
 
