@@ -37,6 +37,10 @@ class LpBound:
             return np.ones(len(self.x), dtype=bool)
         return self.reduced <= upper - self.value + 1e-6
 
+    def narrowed(self, keep: np.ndarray) -> "LpBound":
+        """The same bound over the candidates `keep` marks (still a bound: a plan among them is a plan of all)."""
+        return LpBound(self.value, self.x[keep], self.seconds, None if self.reduced is None else self.reduced[keep])
+
 
 @dataclass(frozen=True)
 class _Sparse:

@@ -23,21 +23,30 @@ from planner.candidates.limits import COST_RESOLUTION_USD, Limits, budget_cents,
 from planner.solve import cpsat
 from planner.solve.bound import lp_bound, mip_optimum
 from planner.solve.outcome import SolveResult
-from planner.solve.rows import LinearRow, budget_rows, group_members, node_limit_rows, quota_rows
+from planner.solve.rows import LinearRow, admits, budget_rows, group_members, node_limit_rows, quota_rows
 from planner.solve.serving import SERVING_FAMILIES, ServingVars, serving_ties, serving_variables
 
 
 @dataclass
 class PlanModel:
-    model: cp_model.CpModel
+    model: cp_model.CpModel | None  # None until a search needs it (`constrained`)
     candidates: pd.DataFrame
-    pick: list  # one BoolVar per candidate row, same order
+    pick: list | None  # one BoolVar per candidate row, same order
     tie_scale: int = 1  # objective = cents x tie_scale + tie-break rank
     later_ties: list = dataclasses.field(default_factory=list)  # (rank, variable): a tie-break after the cost
     build_seconds: float = 0.0
     limits: Limits = Limits()
     ranks: np.ndarray = None  # tie-break rank per candidate (0 = best within its workload)
     serving: "ServingVars | None" = None  # the endpoints' replicas, when the scenario has any
+
+    def constrained(self) -> "PlanModel":
+        """This plan with its CP-SAT model built. Most plans are proven by the LP or HiGHS alone, and the
+        model of 100,000 candidates takes seconds to build, so `build_model` can leave it to the first search."""
+        if self.model is None:
+            started = time.perf_counter()
+            _constrain(self, None)
+            self.build_seconds += time.perf_counter() - started
+        return self
 
 
 def tie_ranks(candidates: pd.DataFrame) -> pd.Series:
@@ -178,25 +187,39 @@ JOB_COLUMNS = ("cid", "workload", "provider", "region", "gpu", "gpu_family", "of
 
 
 def build_model(candidates: pd.DataFrame, limits: Limits, ranks: np.ndarray | None = None,
-                serving: tuple[pd.DataFrame, dict[str, Endpoint]] | None = None) -> PlanModel:
-    """Decision variables, the constraint families in order, and the objective (`ranks`: the tie-break
-    ranks to keep, when `candidates` are a subset of a larger table; `serving`: the endpoints' options
-    and traffic, when the scenario has endpoints)."""
+                serving: tuple[pd.DataFrame, dict[str, Endpoint]] | None = None, constrain: bool = True) -> PlanModel:
+    """The candidates under the limits with their tie-break ranks; with `constrain`, also the CP-SAT model
+    (decision variables, the constraint families in order, the objective), else it waits for the first
+    search (`PlanModel.constrained`). `ranks`: the tie-break ranks to keep, when `candidates` are a subset
+    of a larger table; `serving`: the endpoints' options and traffic, when the scenario has endpoints
+    (always constrained: only CP-SAT plans endpoints)."""
     started = time.perf_counter()
     cands = candidates.reset_index(drop=True).copy() if len(candidates) else pd.DataFrame(
         {c: pd.Series(dtype=object) for c in JOB_COLUMNS})
     cands["provider_region"] = cands["provider"] + "/" + cands["region"]
+    ranks = tie_ranks(cands).to_numpy(dtype=int) if ranks is None else np.asarray(ranks, dtype=int)
+    m = PlanModel(None, cands, None, limits=limits, ranks=ranks)
+    serving = serving if serving is not None and len(serving[0]) else None
+    if constrain or serving is not None:
+        _constrain(m, serving)
+    m.build_seconds = time.perf_counter() - started
+    return m
+
+
+def _constrain(m: PlanModel, serving: tuple[pd.DataFrame, dict[str, Endpoint]] | None) -> None:
+    """The CP-SAT model of `m`: decision variables, the constraint families in order, and the objective."""
+    cands, limits = m.candidates, m.limits
     model = cp_model.CpModel()
     model.name = "planner-solve"
-    pick = [model.new_bool_var(f"pick[{cid}]") for cid in cands["cid"]]
-    m = PlanModel(model, cands, pick, limits=limits)
-    if serving is not None and len(serving[0]):
+    m.model, m.pick = model, [model.new_bool_var(f"pick[{cid}]") for cid in cands["cid"]]
+    pick = m.pick
+    if serving is not None:
         m.serving = serving_variables(model, *serving)
     for family in CONSTRAINT_FAMILIES:
         family(m, limits)
-    ranks = tie_ranks(cands).astype(int) if ranks is None else pd.Series(np.asarray(ranks, dtype=int))
+    ranks = pd.Series(m.ranks, dtype=int)
     ties = serving_ties(m.serving) if m.serving is not None else []
-    m.tie_scale = int(ranks.groupby(cands["workload"]).max().sum() if len(cands) else 0) + 1 + sum(
+    m.tie_scale = int(ranks.groupby(cands["workload"].to_numpy()).max().sum() if len(cands) else 0) + 1 + sum(
         r * hi for r, _, hi in ties)
     if m.serving is not None and _most_cents(model, cands, m.serving) * m.tie_scale >= OBJECTIVE_LIMIT:
         # Endpoints of hundreds of thousands of nodes: cents x tie_scale would leave 64-bit integers (CP-SAT
@@ -210,8 +233,6 @@ def build_model(candidates: pd.DataFrame, limits: Limits, ranks: np.ndarray | No
         objective += [(c * m.tie_scale, v) for c, v in m.serving.unit_cents]
         objective += [(r, v) for r, v, _ in ties]
     model.minimize(sum(coef * var for coef, var in objective))
-    m.ranks, m.build_seconds = ranks.to_numpy(), time.perf_counter() - started
-    return m
 
 
 OBJECTIVE_LIMIT = 2**60
@@ -234,9 +255,12 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
     Two stages, each proven by the larger of CP-SAT's bound and the LP relaxation's (`bound.py`):
     first the cost in cents, stopped as soon as a plan's cost meets the LP bound; then, among plans
     of that cost, the tie-break (shorter wall time, then name), so the plan is unique and the same
-    input gives the same plan. `hint` maps workload -> cid of a previous plan (what-if sweeps start
-    from the neighbour); `lp_hint` starts CP-SAT from the LP's rounded solution instead. `parameters`
-    are CP-SAT's own (for measurements: `linearization_level`, `optimize_with_lb_tree_search`, ...).
+    input gives the same plan. When the LP's rounded solution keeps every limit, it is a plan: what the
+    LP prices above it is dropped before any search, and it stands if no search finds a plan in time
+    (a table of 185,021 candidates had none from CP-SAT in 30 s). `hint` maps workload -> cid of a
+    previous plan (what-if sweeps start from the neighbour); `lp_hint` starts CP-SAT from the LP's rounded
+    solution instead. `parameters` are CP-SAT's own (for measurements: `linearization_level`,
+    `optimize_with_lb_tree_search`, ...).
     """
     started = time.perf_counter()
     cands = plan.candidates
@@ -252,7 +276,14 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
         picked = relaxed.x > 0.5
         return _finish(plan, cands, cents, picked, int(cents[picked].sum()), True, "lp", cents_floor, started,
                        time_limit_s, workers, seed, 0.0, 0, parameters, lp_seconds)
-    if relaxed is not None and not hint:  # a few workloads fractional: HiGHS's branch and bound closes it
+    incumbent = None  # a plan known to meet every limit, while CP-SAT has found none
+    if relaxed is not None and not hint:  # a few workloads fractional
+        rounded = _rounded(cands, relaxed.x, plan.ranks)
+        if admits(cands, plan.limits, rounded):  # a plan: what the LP prices above it is in no cheaper one
+            keep = relaxed.can_beat(float(cents[rounded].sum()))
+            plan, cents, relaxed, incumbent = _narrowed(plan, keep), cents[keep], relaxed.narrowed(keep), rounded[keep]
+            cands = plan.candidates
+        # HiGHS's branch and bound closes the few fractional workloads
         exact = mip_optimum(cands, plan.limits, cents, min(MIP_LOOK_S, time_limit_s - (time.perf_counter() - started)))
         if exact is not None:
             return _finish(plan, cands, cents, exact, int(cents[exact].sum()), True, "mip", cents_floor, started,
@@ -260,26 +291,32 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
     if hint:
         wanted = set(hint.values())
         start = [cid in wanted for cid in cands["cid"]]
+    elif incumbent is not None:
+        start = list(incumbent)
     else:  # the LP's rounded solution: most workloads are whole in it, so it is nearly the plan
-        start = _rounded(cands, relaxed.x, plan.ranks) if relaxed and lp_hint else None
+        start = list(_rounded(cands, relaxed.x, plan.ranks)) if relaxed and lp_hint else None
+
     def stop_at(model_plan: PlanModel) -> int | None:
         return None if cents_floor is None else cents_floor * model_plan.tie_scale + model_plan.tie_scale - 1
 
     left = time_limit_s - (time.perf_counter() - started)
+    plan.constrained()
     first = _search(plan.model, plan.pick, start, min(left, FIRST_LOOK_S) if relaxed else left, workers, seed,
                     stop_at=stop_at(plan), parameters=parameters)
     left = time_limit_s - (time.perf_counter() - started)
     if first.values is None and relaxed and left > 0.5:  # no plan in the first look: search on, to the time limit
         again = _search(plan.model, plan.pick, start, left, workers, seed, stop_at=stop_at(plan), parameters=parameters)
         first = dataclasses.replace(again, deterministic=again.deterministic + first.deterministic)
+    if first.values is None and incumbent is not None:  # CP-SAT found none in time: the rounded LP stands
+        first = dataclasses.replace(first, status="FEASIBLE", values=incumbent, bound=0)
+    left = time_limit_s - (time.perf_counter() - started)
     if relaxed and first.values is not None and first.status != "OPTIMAL" and \
-            int(cents[first.values].sum()) > cents_floor:
+            int(cents[first.values].sum()) > cents_floor and left > 0.5:
         # Reduced-cost fixing: no plan as cheap as this one picks a candidate the LP prices above it.
         keep = relaxed.can_beat(float(cents[first.values].sum()))
-        reduced = build_model(cands[keep], plan.limits, ranks=plan.ranks[keep]) if not keep.all() else plan
-        again = _search(reduced.model, reduced.pick, list(first.values[keep]),
-                        time_limit_s - (time.perf_counter() - started), workers, seed, stop_at=stop_at(reduced),
-                        parameters=parameters)
+        reduced = _narrowed(plan, keep).constrained()
+        again = _search(reduced.model, reduced.pick, list(first.values[keep]), left, workers, seed,
+                        stop_at=stop_at(reduced), parameters=parameters)
         if again.values is not None:  # else keep the first plan and the full model
             plan, cands, cents = reduced, reduced.candidates, cents[keep]
             first = dataclasses.replace(again, deterministic=again.deterministic + first.deterministic)
@@ -409,13 +446,20 @@ def _search(model: cp_model.CpModel, pick: list, start: list | None, time_limit_
                    int(solver.parameters.num_workers), serving.chosen(solver.value) if serving is not None else None)
 
 
-def _rounded(cands: pd.DataFrame, x: np.ndarray, ranks: np.ndarray) -> list[bool]:
+def _narrowed(plan: PlanModel, keep: np.ndarray) -> PlanModel:
+    """The plan over the candidates `keep` marks, with their tie-break ranks; its CP-SAT model waits for a search."""
+    if keep.all():
+        return plan
+    return build_model(plan.candidates[keep], plan.limits, ranks=plan.ranks[keep], constrain=False)
+
+
+def _rounded(cands: pd.DataFrame, x: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     """The LP's solution rounded: each workload's candidate with the largest x (ties: the better rank)."""
     frame = pd.DataFrame({"workload": cands["workload"].to_numpy(), "x": -x, "rank": ranks})
     best = frame.sort_values(["workload", "x", "rank"], kind="stable").groupby("workload", sort=False).head(1).index
     mask = np.zeros(len(cands), dtype=bool)
     mask[best] = True
-    return list(mask)
+    return mask
 
 
 def _tie_break(plan: PlanModel, cents: np.ndarray, best_cents: int, picked: np.ndarray, time_limit_s: float,
@@ -426,7 +470,7 @@ def _tie_break(plan: PlanModel, cents: np.ndarray, best_cents: int, picked: np.n
                         extra=[ceiling])
     if exact is not None:
         return exact, True, 0.0
-    model = plan.model.clone()
+    model = plan.constrained().model.clone()
     pick = [model.get_bool_var_from_proto_index(v.index) for v in plan.pick]
     model.add(sum(int(c) * p for c, p in zip(cents, pick)) <= best_cents).with_name("cost_is_optimal")
     model.minimize(sum(int(r) * p for r, p in zip(plan.ranks, pick)))

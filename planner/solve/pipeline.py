@@ -58,7 +58,7 @@ def make_plan(loaded: LoadedScenario, time_limit_s: float = DEFAULT_TIME_LIMIT_S
         return Plan(loaded, candidates, None, reasons)
     limits = limits_of(scenario)
     serving = (candidates.endpoints, candidates.traffic) if len(candidates.endpoints) else None
-    model = build_model(candidates.pruned, limits, serving=serving)
+    model = build_model(candidates.pruned, limits, serving=serving, constrain=False)
     result = solve_model(model, time_limit_s, workers, seed, hint)
     result.candidates_seconds = candidates_seconds
     plan = Plan(loaded, candidates, result)
@@ -78,7 +78,7 @@ def _feasible(cands: pd.DataFrame, limits: Limits, workloads: list[str], serving
     if serving is not None:
         options, traffic = serving
         serving = (options[options["workload"].isin(workloads)], {w: t for w, t in traffic.items() if w in workloads})
-    result = solve_model(build_model(subset, limits, serving=serving), time_limit_s=10.0, workers=1)
+    result = solve_model(build_model(subset, limits, serving=serving, constrain=False), time_limit_s=10.0, workers=1)
     return result.solved
 
 

@@ -78,3 +78,13 @@ def group_members(cands: pd.DataFrame, groups, column: str) -> list[tuple[list[i
         values = cands[column].to_numpy()[members]
         out.append((list(members), {v: list(members[values == v]) for v in sorted(set(values))}))
     return out
+
+
+def admits(cands: pd.DataFrame, limits: Limits, picks: np.ndarray) -> bool:
+    """Whether these picks (one per workload, a mask over the table) keep every limit, in whole numbers."""
+    rows = quota_rows(cands, limits) + node_limit_rows(cands, limits) + budget_rows(cands, limits)
+    if any(int(row.coef[picks[row.index]].sum()) > row.upper for row in rows):
+        return False
+    groups = (group_members(cands, limits.same_region, "provider_region")
+              + group_members(cands, limits.same_provider, "provider"))
+    return all(sum(bool(picks[members].any()) for members in by_value.values()) <= 1 for _, by_value in groups)
