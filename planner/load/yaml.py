@@ -2,6 +2,7 @@
 and JSON (traces, plans, HF configs) that cannot crash the reader."""
 from __future__ import annotations
 
+import functools
 import json
 import math
 import stat
@@ -105,9 +106,10 @@ def parse_json(text: str, path: Path, what: str) -> Any:
 def load_yaml(path: Path, what: str = "scenario file") -> Any:
     """Parse YAML 1.2 safely and fast, keeping the line of every key path for error messages.
 
-    Two passes over the text with the C parser (ruamel.yaml.clib): the events first, which bound
-    nesting depth and alias expansion and refuse tags before anything is built or recursed
-    (`_scan`), then the safe loader, which builds plain Python data only.
+    One pass over the C parser's events (ruamel.yaml.clib) bounds nesting depth and alias expansion,
+    refuses tags and notes lines (`_scan`), and builds the plain data as it goes (`_Builder`). A document
+    the builder leaves to the library (merge keys, a duplicate key, ...) is built, or refused, by its
+    safe loader.
     """
     from ruamel.yaml import YAML
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
@@ -119,8 +121,9 @@ def load_yaml(path: Path, what: str = "scenario file") -> Any:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # YAML library notices: the errors below say what matters
-            lines = _scan(yaml.parse(text), path, line_at)
-            data = yaml.load(text)
+            builder = _Builder(yaml)
+            lines = _scan(yaml.parse(text), path, line_at, builder)
+            data = yaml.load(text) if builder.deferred else builder.root
     except MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{line_at(mark)}" if mark is not None else ""
@@ -163,13 +166,101 @@ class _Lines:
         return self.line
 
 
-def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
+class _Builder:
+    """Plain Python data from the parser's events, as the library's safe loader builds it, in the common case:
+    YAML 1.2 core scalars (the library's own resolver table and constructors), sequences, mappings with
+    distinct keys, aliases. Anything else sets `deferred` and is left to the safe loader, which is exact
+    but builds a node tree first and resolves each scalar through several layers: 12.9 s against 2.1 s
+    for a 20,000-workload scenario. Deferred: merge keys (`<<`), a duplicate or unhashable key, a reused
+    anchor name, an undefined alias, a scalar the core schema does not construct, a `%YAML` directive, a
+    second document."""
+
+    CONSTRUCTED = tuple(f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "timestamp"))
+    STR = "tag:yaml.org,2002:str"
+
+    def __init__(self, yaml):
+        from ruamel.yaml.events import AliasEvent, CollectionStartEvent, MappingStartEvent, ScalarEvent
+        from ruamel.yaml.nodes import ScalarNode
+
+        self.events = AliasEvent, CollectionStartEvent, MappingStartEvent, ScalarEvent, ScalarNode
+        self.table = yaml.resolver.versioned_resolver  # first character -> [(tag, regexp)], YAML 1.2
+        self.constructor = yaml.constructor
+        self.makers = {tag: yaml.constructor.yaml_constructors[tag] for tag in self.CONSTRUCTED}
+        self.stack: list[list] = []  # per open collection: [container, key read (mappings; _NO_KEY if none)]
+        self.anchors: dict[str, Any] = {}
+        self.root, self.roots, self.deferred = None, 0, False
+
+    def node(self, event) -> None:
+        """A scalar, an alias or the start of a collection: build it and put it in its place."""
+        AliasEvent, CollectionStartEvent, MappingStartEvent, ScalarEvent, ScalarNode = self.events
+        if self.deferred or isinstance(event, AliasEvent) and event.anchor not in self.anchors:
+            self.deferred = True
+            if isinstance(event, CollectionStartEvent):
+                self.stack.append([None, None])  # kept for its end
+            return
+        if isinstance(event, AliasEvent):
+            value = self.anchors[event.anchor]
+        elif isinstance(event, ScalarEvent):
+            tag = event.tag
+            if tag is None or tag == "!":
+                tag = self.STR
+                if event.implicit[0]:
+                    tag = next((t for t, regexp in self.table.get(event.value[:1], ()) if regexp.match(event.value)),
+                               self.STR)
+            if tag == self.STR:
+                value = event.value
+            elif tag in self.makers:
+                value = self.makers[tag](self.constructor, ScalarNode(tag, event.value))
+            else:
+                self.deferred = True
+                return
+        else:
+            value = {} if isinstance(event, MappingStartEvent) else []
+        if getattr(event, "anchor", None) and not isinstance(event, AliasEvent):
+            self.deferred |= event.anchor in self.anchors  # the library refuses a second anchor of one name
+            self.anchors[event.anchor] = value
+        self._place(value)
+        if not isinstance(event, (AliasEvent, ScalarEvent)):
+            self.stack.append([value, _NO_KEY] if isinstance(value, dict) else [value, None])
+
+    def _place(self, value) -> None:
+        if not self.stack:
+            self.root, self.roots = value, self.roots + 1
+            self.deferred |= self.roots > 1
+            return
+        frame = self.stack[-1]
+        container, key = frame
+        if isinstance(container, list):
+            container.append(value)
+        elif key is _NO_KEY:
+            frame[1] = value
+        else:
+            frame[1] = _NO_KEY
+            try:
+                clash = key in container
+            except TypeError:  # an unhashable key (an alias of a list)
+                clash = True
+            if clash:
+                self.deferred = True
+            else:
+                container[key] = value
+
+    def end(self) -> None:
+        self.stack.pop()
+
+
+_NO_KEY = object()
+
+
+def _scan(events, path: Path, line_at: _Lines, builder: _Builder) -> dict[tuple, int]:
     """Walk the parser's events once: refuse deep nesting, alias bombs, recursive aliases and tags;
-    return the 1-based line of each key path (a mapping key's line, a sequence item's first line)."""
+    return the 1-based line of each key path (a mapping key's line, a sequence item's first line);
+    hand each node to `builder` once it passes."""
     from ruamel.yaml.events import (
         AliasEvent,
         CollectionEndEvent,
         CollectionStartEvent,
+        DocumentStartEvent,
         MappingStartEvent,
         NodeEvent,
         ScalarEvent,
@@ -198,6 +289,7 @@ def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
 
     for event in events:
         if not isinstance(event, (NodeEvent, CollectionEndEvent)):
+            builder.deferred |= isinstance(event, DocumentStartEvent) and event.version is not None
             continue
         line = line_at(event.start_mark)
         tag = getattr(event, "tag", None)
@@ -205,6 +297,7 @@ def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
             raise PlannerError(f"YAML tags such as {tag!r} are not allowed", f"{path}:{line}")
         if isinstance(event, CollectionEndEvent):
             stack.pop()
+            builder.end()
             anchor, before = open_anchors.pop()
             if anchor:
                 sizes[anchor] = nodes - before
@@ -220,6 +313,7 @@ def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
             stack[-1][2], stack[-1][3] = _key(key), True
             lines.setdefault(stack[-1][1] + (stack[-1][2],), line)
             nodes += 1
+            builder.node(event)
             continue
         if isinstance(event, AliasEvent):
             if event.anchor in (a for a, _ in open_anchors):
@@ -231,6 +325,7 @@ def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
             if expanded > MAX_ALIAS_NODES:
                 raise PlannerError(f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (alias bomb?); "
                                    "refusing it", f"{path}:{line}")
+            builder.node(event)
             continue
         nodes += 1
         if isinstance(event, CollectionStartEvent):
@@ -240,6 +335,7 @@ def _scan(events, path: Path, line_at: _Lines) -> dict[tuple, int]:
             open_anchors.append((event.anchor, nodes - 1))
         elif event.anchor:
             sizes[event.anchor] = 1
+        builder.node(event)
     return lines
 
 
@@ -251,15 +347,20 @@ def _check_timestamp(value: str, path: Path, line: int, loc: tuple) -> None:
     """An unquoted date YAML reads as a timestamp must be a real one: the loader's own error
     (`day is out of range for month`) comes with no place, so check here where the line is known."""
     from ruamel.yaml.constructor import SafeConstructor, create_timestamp
-    from ruamel.yaml.resolver import implicit_resolvers
 
-    if not any(tag == "tag:yaml.org,2002:timestamp" and regexp.match(value)
-               for _, tag, regexp, _ in implicit_resolvers):
+    if not any(regexp.match(value) for regexp in _timestamp_patterns()):
         return
     try:
         create_timestamp(**SafeConstructor.timestamp_regexp.match(value).groupdict())
     except ValueError as exc:
         raise PlannerError(f"{value!r} is not a valid date or date-time ({exc})", _place(path, line, loc)) from None
+
+
+@functools.cache
+def _timestamp_patterns() -> tuple:
+    from ruamel.yaml.resolver import implicit_resolvers
+
+    return tuple(regexp for _, tag, regexp, _ in implicit_resolvers if tag == "tag:yaml.org,2002:timestamp")
 
 
 def _key(value: str):
