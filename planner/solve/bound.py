@@ -9,6 +9,7 @@ and each member's picks with value v at most y_v.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -29,6 +30,11 @@ class LpBound:
     x: np.ndarray
     seconds: float
     reduced: np.ndarray | None = None
+
+    @property
+    def least_whole(self) -> int:
+        """The least whole value a plan can have (the objective is in whole cents or ranks)."""
+        return math.ceil(self.value - 1e-6)
 
     def can_beat(self, upper: float) -> np.ndarray:
         """Candidates some plan of cost <= `upper` may use: a pick raises the LP value by its reduced

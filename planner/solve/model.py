@@ -21,7 +21,7 @@ from ortools.sat.python import cp_model
 from planner.candidates.endpoints import Endpoint
 from planner.candidates.limits import COST_RESOLUTION_USD, Limits, budget_cents, node_cap, quota_mask
 from planner.solve import cpsat
-from planner.solve.bound import lp_bound, mip_optimum
+from planner.solve.bound import LpBound, lp_bound, mip_optimum
 from planner.solve.outcome import SolveResult
 from planner.solve.rows import LinearRow, admits, budget_rows, group_members, node_limit_rows, quota_rows
 from planner.solve.serving import SERVING_FAMILIES, ServingVars, serving_ties, serving_variables
@@ -268,14 +268,14 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
     if plan.serving is not None:  # the LP relaxation and HiGHS's MIP know only the jobs' candidates
         return _solve_with_endpoints(plan, time_limit_s, workers, seed, hint, parameters, started)
     relaxed = lp_bound(cands, plan.limits, cents) if use_lp else None
-    cents_floor = math.ceil(relaxed.value - 1e-6) if relaxed else None
+    cents_floor = relaxed.least_whole if relaxed else None
     lp_seconds = relaxed.seconds if relaxed else 0.0
     if relaxed is not None and not hint and np.all((relaxed.x < 1e-9) | (relaxed.x > 1 - 1e-9)):
         # The relaxation's optimum is a plan (every workload whole): optimal in cents with nothing to search.
         # (Its picks meet every row; for the groups, two members on different values would need Σ y = 2.)
         picked = relaxed.x > 0.5
-        return _finish(plan, cands, cents, picked, int(cents[picked].sum()), True, "lp", cents_floor, started,
-                       time_limit_s, workers, seed, 0.0, 0, parameters, lp_seconds)
+        return _finish(plan, cents, picked, int(cents[picked].sum()), True, "lp", relaxed, started, time_limit_s,
+                       workers, seed, 0.0, 0)
     incumbent = None  # a plan known to meet every limit, while CP-SAT has found none
     if relaxed is not None and not hint:  # a few workloads fractional
         rounded = _rounded(cands, relaxed.x, plan.ranks)
@@ -286,8 +286,8 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
         # HiGHS's branch and bound closes the few fractional workloads
         exact = mip_optimum(cands, plan.limits, cents, min(MIP_LOOK_S, time_limit_s - (time.perf_counter() - started)))
         if exact is not None:
-            return _finish(plan, cands, cents, exact, int(cents[exact].sum()), True, "mip", cents_floor, started,
-                           time_limit_s, workers, seed, 0.0, 0, parameters, lp_seconds)
+            return _finish(plan, cents, exact, int(cents[exact].sum()), True, "mip", relaxed, started, time_limit_s,
+                           workers, seed, 0.0, 0)
     if hint:
         wanted = set(hint.values())
         start = [cid in wanted for cid in cands["cid"]]
@@ -318,7 +318,7 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
         again = _search(reduced.model, reduced.pick, list(first.values[keep]), left, workers, seed,
                         stop_at=stop_at(reduced), parameters=parameters)
         if again.values is not None:  # else keep the first plan and the full model
-            plan, cands, cents = reduced, reduced.candidates, cents[keep]
+            plan, cands, cents, relaxed = reduced, reduced.candidates, cents[keep], relaxed.narrowed(keep)
             first = dataclasses.replace(again, deterministic=again.deterministic + first.deterministic)
     if first.values is None:
         return SolveResult(first.status, solve_seconds=time.perf_counter() - started,
@@ -328,9 +328,8 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
     best_cents = int(cents[picked].sum())
     cents_proven = first.status == "OPTIMAL" or (cents_floor is not None and best_cents <= cents_floor)
     proved_by = "cp-sat" if first.status == "OPTIMAL" else ("lp" if cents_proven else "")
-    return _finish(plan, cands, cents, picked, best_cents, cents_proven, proved_by, cents_floor, started,
-                   time_limit_s, workers, seed, first.deterministic, first.workers, parameters, lp_seconds,
-                   cp_floor=first.bound // plan.tie_scale, status=first.status)
+    return _finish(plan, cents, picked, best_cents, cents_proven, proved_by, relaxed, started, time_limit_s, workers,
+                   seed, first.deterministic, first.workers, cp_floor=first.bound // plan.tie_scale, status=first.status)
 
 
 def _solve_with_endpoints(plan: PlanModel, time_limit_s: float, workers: int, seed: int, hint, parameters,
@@ -374,22 +373,25 @@ def _endpoint_tie_break(plan: PlanModel, found: "_Search", time_limit_s: float, 
                                deterministic=found.deterministic + again.deterministic)
 
 
-def _finish(plan: PlanModel, cands: pd.DataFrame, cents: np.ndarray, picked: np.ndarray, best_cents: int,
-            cents_proven: bool, proved_by: str, cents_floor: int | None, started: float, time_limit_s: float,
-            workers: int, seed: int, deterministic: float, used_workers: int, parameters, lp_seconds: float,
-            cp_floor: int = 0, status: str = "FEASIBLE") -> SolveResult:
+def _finish(plan: PlanModel, cents: np.ndarray, picked: np.ndarray, best_cents: int, cents_proven: bool,
+            proved_by: str, relaxed: LpBound | None, started: float, time_limit_s: float, workers: int, seed: int,
+            deterministic: float, used_workers: int, cp_floor: int = 0, status: str = "FEASIBLE") -> SolveResult:
     """The tie-break stage when the cost is proven but not by CP-SAT itself, then the result in dollars."""
     if cents_proven and status != "OPTIMAL":  # the tie-break among plans of that cost
+        if relaxed is not None:  # a plan of that cost holds only candidates the LP prices within it
+            keep = relaxed.can_beat(float(best_cents))
+            plan, cents, picked = _narrowed(plan, keep), cents[keep], picked[keep]
         picked, _, seconds = _tie_break(plan, cents, best_cents, picked, time_limit_s - (
             time.perf_counter() - started), workers, seed)
         deterministic += seconds
-    chosen = cands[picked].sort_values("workload", kind="stable").reset_index(drop=True)
+    chosen = plan.candidates[picked].sort_values("workload", kind="stable").reset_index(drop=True)
     objective = float(chosen["cost_usd"].sum())
+    cents_floor = relaxed.least_whole if relaxed else None
     bound_cents = best_cents if cents_proven else max(cp_floor, cents_floor if cents_floor is not None else cp_floor)
     bound = objective if cents_proven else min(objective, bound_cents * COST_RESOLUTION_USD)
     return SolveResult("OPTIMAL" if cents_proven else status, objective, bound, time.perf_counter() - started,
-                       deterministic, used_workers or (workers if workers > 0 else 2), seed, proved_by, lp_seconds,
-                       chosen=chosen)
+                       deterministic, used_workers or (workers if workers > 0 else 2), seed, proved_by,
+                       relaxed.seconds if relaxed else 0.0, chosen=chosen)
 
 
 MIP_LOOK_S = 10.0
@@ -475,7 +477,7 @@ def _tie_break(plan: PlanModel, cents: np.ndarray, best_cents: int, picked: np.n
     model.add(sum(int(c) * p for c, p in zip(cents, pick)) <= best_cents).with_name("cost_is_optimal")
     model.minimize(sum(int(r) * p for r, p in zip(plan.ranks, pick)))
     relaxed = lp_bound(plan.candidates, plan.limits, plan.ranks.astype(float), extra=[ceiling])
-    floor = math.ceil(relaxed.value - 1e-6) if relaxed else None
+    floor = relaxed.least_whole if relaxed else None
     result = _search(model, pick, list(picked), time_limit_s, workers, seed, stop_at=floor)
     if result.values is None:
         return picked, False, result.deterministic
