@@ -645,7 +645,7 @@ _trees = st.recursive(_raw, lambda kids: st.lists(kids, max_size=4)
                       max_leaves=16)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(tree=st.lists(st.tuples(_key, _trees), max_size=5, unique_by=lambda pair: pair[0]), flow=st.booleans())
 def test_the_yaml_reader_builds_what_the_library_builds(tmp_path_factory, tree, flow):
     """The reader builds documents from the parser's events itself (the library's constructor took 12.9 s of a
