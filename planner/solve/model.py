@@ -254,8 +254,8 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
 
     Two stages, each proven by the larger of CP-SAT's bound and the LP relaxation's (`bound.py`):
     first the cost in cents, stopped as soon as a plan's cost meets the LP bound; then, among plans
-    of that cost, the tie-break (shorter wall time, then name), so the plan is unique and the same
-    input gives the same plan. When the LP's rounded solution keeps every limit, it is a plan: what the
+    of that cost, the tie-break (shorter wall time, then name; a sum of ranks, which two plans can share),
+    so the same input gives the same plan. When the LP's rounded solution keeps every limit, it is a plan: what the
     LP prices above it is dropped before any search, and it stands if no search finds a plan in time
     (a table of 185,021 candidates had none from CP-SAT in 30 s). `hint` maps workload -> cid of a
     previous plan (what-if sweeps start from the neighbour); `lp_hint` starts CP-SAT from the LP's rounded
