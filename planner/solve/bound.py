@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from planner.candidates.limits import Limits
-from planner.solve.rows import budget_rows, group_members, node_limit_rows, quota_rows
+from planner.solve.rows import coupling_groups, coupling_rows
 
 
 @dataclass(frozen=True)
@@ -156,9 +156,8 @@ def _run(m: _Matrices, integer: bool, options: dict) -> highspy._Highs:
 
 def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra: list | None) -> _Matrices:
     n = len(cands)
-    rows = quota_rows(cands, limits) + node_limit_rows(cands, limits) + budget_rows(cands, limits) + (extra or [])
-    groups = (group_members(cands, limits.same_region, "provider_region")
-              + group_members(cands, limits.same_provider, "provider"))
+    rows = coupling_rows(cands, limits) + (extra or [])
+    groups = coupling_groups(cands, limits)
     values = [v for _, by_value in groups for v in by_value]  # one y per (group, value), after the x's
 
     workload_codes = pd.factorize(cands["workload"])[0]

@@ -269,7 +269,6 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
         return _solve_with_endpoints(plan, time_limit_s, workers, seed, hint, parameters, started)
     relaxed = lp_bound(cands, plan.limits, cents) if use_lp else None
     cents_floor = relaxed.least_whole if relaxed else None
-    lp_seconds = relaxed.seconds if relaxed else 0.0
     if relaxed is not None and not hint and np.all((relaxed.x < 1e-9) | (relaxed.x > 1 - 1e-9)):
         # The relaxation's optimum is a plan (every workload whole): optimal in cents with nothing to search.
         # (Its picks meet every row; for the groups, two members on different values would need Σ y = 2.)
@@ -323,7 +322,7 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
     if first.values is None:
         return SolveResult(first.status, solve_seconds=time.perf_counter() - started,
                            deterministic_seconds=first.deterministic, workers=first.workers, seed=seed,
-                           lp_seconds=lp_seconds, chosen=cands.iloc[0:0])
+                           lp_seconds=relaxed.seconds if relaxed else 0.0, chosen=cands.iloc[0:0])
     picked = first.values
     best_cents = int(cents[picked].sum())
     cents_proven = first.status == "OPTIMAL" or (cents_floor is not None and best_cents <= cents_floor)

@@ -80,11 +80,20 @@ def group_members(cands: pd.DataFrame, groups, column: str) -> list[tuple[list[i
     return out
 
 
+def coupling_rows(cands: pd.DataFrame, limits: Limits) -> list[LinearRow]:
+    """Every row that can bind, quotas then node limits then the budget (the LP's, and a plan's check)."""
+    return quota_rows(cands, limits) + node_limit_rows(cands, limits) + budget_rows(cands, limits)
+
+
+def coupling_groups(cands: pd.DataFrame, limits: Limits) -> list[tuple[list[int], dict[str, list[int]]]]:
+    """The same-region groups, then the same-provider ones (`group_members`)."""
+    return (group_members(cands, limits.same_region, "provider_region")
+            + group_members(cands, limits.same_provider, "provider"))
+
+
 def admits(cands: pd.DataFrame, limits: Limits, picks: np.ndarray) -> bool:
     """Whether these picks (one per workload, a mask over the table) keep every limit, in whole numbers."""
-    rows = quota_rows(cands, limits) + node_limit_rows(cands, limits) + budget_rows(cands, limits)
-    if any(int(row.coef[picks[row.index]].sum()) > row.upper for row in rows):
+    if any(int(row.coef[picks[row.index]].sum()) > row.upper for row in coupling_rows(cands, limits)):
         return False
-    groups = (group_members(cands, limits.same_region, "provider_region")
-              + group_members(cands, limits.same_provider, "provider"))
-    return all(sum(bool(picks[members].any()) for members in by_value.values()) <= 1 for _, by_value in groups)
+    return all(sum(bool(picks[members].any()) for members in by_value.values()) <= 1
+               for _, by_value in coupling_groups(cands, limits))
