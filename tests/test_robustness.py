@@ -6,6 +6,7 @@ mutates the shipped examples (hypothesis, a fixed budget of examples so the suit
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
@@ -14,12 +15,17 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import REPO, SCENARIOS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from planner.load.scenario import load_scenario
 from planner.load.yaml import MAX_DEPTH, load_yaml
+from planner.report.render import _json_default, to_json
+from planner.report.solve import plan_json
+from planner.solve.pipeline import make_plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from fuzz_inputs import MUTATIONS, mutate  # noqa: E402
@@ -669,3 +675,40 @@ def test_the_yaml_reader_builds_what_the_library_builds(tmp_path_factory, tree, 
 ])
 def test_odd_yaml_documents_read_as_the_library_reads_them(tmp_path, text):
     assert_reads_as_the_library(tmp_path, text)
+
+
+# ---------------------------------------------------------------- JSON reports are what the standard library writes
+
+_Pair = collections.namedtuple("_Pair", "first second")
+
+
+def _library_json(data) -> str:
+    return json.dumps(data, indent=2, default=_json_default) + "\n"
+
+
+_leaves = st.one_of(
+    st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.text(max_size=8),
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([1e-05, 1e16, 5e-324, -0.0, 0.1, 1 / 3]),
+    st.floats(allow_nan=False, allow_infinity=False).map(np.float64), st.floats(width=32).map(np.float32),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1).map(np.int64), st.booleans().map(np.bool_))
+_keys = st.one_of(st.text(max_size=6), st.integers(min_value=-99, max_value=99), st.booleans(), st.none(),
+                  st.sampled_from([0.5, 2.0, -1e-05]))
+_trees = st.recursive(_leaves, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.lists(inner, max_size=3).map(tuple), st.tuples(inner, inner).map(lambda t: _Pair(*t)),
+    st.dictionaries(_keys, inner, max_size=4)), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_trees)
+def test_json_reports_are_what_the_standard_library_writes(data):
+    """`to_json` (simplejson's C encoder) writes `json.dumps(indent=2)`'s text to the byte, on trees of what
+    reports hold: numpy scalars, NaN and infinities, tuples and namedtuples (arrays), non-ASCII text, keys that
+    are numbers, booleans or None."""
+    assert to_json(data) == _library_json(data)
+
+
+@pytest.mark.parametrize("example", ["serving-team.yaml", "team-quarter-mix.yaml"])
+def test_a_plans_json_is_what_the_standard_library_writes(example):
+    """The real thing: `planner solve --format json`'s report of a shipped example, endpoints included."""
+    data = plan_json(make_plan(load_scenario(SCENARIOS / example), time_limit_s=30.0))
+    assert to_json(data) == _library_json(data)
