@@ -5,6 +5,7 @@ answers instantly.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import signal
@@ -152,6 +153,14 @@ def _stop_interrupted(ctx: click.Context) -> None:
     # at exit (status -2, not 130); each exec() of a string starts by clearing that mark.
     exec("")
     click.echo("interrupted", err=True)
+    if _COMMAND and threading.current_thread() is threading.main_thread():
+        # End without Python's shutdown: a thread beside the search may still be inside a native call (HiGHS's LP
+        # bound beside `planner batch`'s), and Python ends such a thread where it takes the GIL back, which aborts
+        # the C++ frames under it (std::terminate: status 134, not 130). What the command opened is closed by now.
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(EXIT_INTERRUPTED)
     ctx.exit(EXIT_INTERRUPTED)
 
 

@@ -294,6 +294,63 @@ def test_cp_sat_leaves_ctrl_c_to_the_command():
     assert seconds < 10, done.stdout
 
 
+_INTERRUPT_BESIDE_A_NATIVE_BOUND = """
+import os, signal, sys, threading
+sys.argv = ["planner", "batch", sys.argv[1], "--format", "json", "-o", sys.argv[2]]  # the command, as a user runs it
+import highspy
+import numpy as np
+from highspy._core import cb
+import planner.batch.search as search
+
+def model(rows=2000, columns=3000):
+    rng = np.random.default_rng(0)
+    dense = rng.random((rows, columns)) * (rng.random((rows, columns)) < 0.05)
+    lp = highspy.HighsLp()
+    lp.num_col_, lp.num_row_ = columns, rows
+    lp.col_cost_, lp.col_lower_, lp.col_upper_ = -rng.random(columns), np.zeros(columns), np.full(columns, 10.0)
+    lp.row_lower_, lp.row_upper_ = np.full(rows, -highspy.kHighsInf), rng.random(rows) * 10
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = np.r_[0, np.cumsum((dense != 0).sum(axis=0))]
+    lp.a_matrix_.index_ = np.concatenate([np.flatnonzero(dense[:, j]) for j in range(columns)])
+    lp.a_matrix_.value_ = dense.T[dense.T != 0]
+    return lp
+
+def native_bound(*args, stop=None):
+    # the LP bound beside the search, in HiGHS for good, calling back into Python as it iterates; the first
+    # call back sends the Ctrl-C
+    highs = highspy._Highs()
+    highs.setOptionValue("output_flag", False)
+    sent = []
+    def back(kind, message, data_out, data_in, user_data):
+        if not sent:
+            sent.append(os.kill(os.getpid(), signal.SIGINT))
+    highs.setCallback(back, None)
+    highs.startCallback(cb.HighsCallbackType.kCallbackSimplexInterrupt)
+    highs.passModel(model())
+    while True:
+        highs.clearSolver()
+        highs.run()
+
+search.relax = native_bound
+from planner.cli import main
+main()
+"""
+
+
+def test_a_ctrl_c_beside_the_lp_bound_stops_at_once_with_status_130(tmp_path):
+    """A Ctrl-C while `planner batch`'s LP bound is inside HiGHS: the command neither waits out the LP nor aborts
+    in Python's shutdown (which ends a thread where it takes the GIL back, under HiGHS's C++ frames:
+    "terminate called without an active exception", status 134 instead of 130)."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _INTERRUPT_BESIDE_A_NATIVE_BOUND, str(SCENARIOS / "quarter-team.yaml"),
+                           str(tmp_path / "out.json")], capture_output=True, text=True, timeout=90)
+    assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
+    assert done.stderr.strip().splitlines()[-1] == "interrupted", done.stderr[-2000:]
+    assert "terminate" not in done.stderr and "Traceback" not in done.stderr
+    assert time.perf_counter() - started < 45  # the LP never ends by itself: nothing waited for it
+    assert not list(tmp_path.iterdir())  # no output, nothing half-written
+
+
 def test_an_interrupt_python_cannot_pass_on_is_not_printed(monkeypatch):
     """A Ctrl-C that lands in a weak reference's callback inside an import is one Python can only report as
     "Exception ignored ... Traceback"; the command reports it as `interrupted` instead, and keeps every other

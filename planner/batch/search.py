@@ -294,8 +294,11 @@ class _Background:
             raise self.error
         return self.value
 
-    def __exit__(self, *exc):
-        self.finish()
+    def __exit__(self, kind, error, trace):
+        if kind is None:
+            self.finish()
+        else:  # an interrupt or an error: stop the LP but do not wait out the one it is in (it checks between LPs)
+            self.stop.set()
 
 
 def _key(result: BatchResult, whole) -> tuple:
