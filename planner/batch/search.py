@@ -261,7 +261,7 @@ def _near_the_relaxation(cands: pd.DataFrame, relaxation: Relaxation) -> pd.Data
 class _Background:
     """Runs `bound(*args, stop=...)` in a thread beside the search. `finish()` stops it between
     LPs (the least open box is still a valid bound) and returns its value or raises its error;
-    leaving the block does the same."""
+    leaving the block does the same, but for a Ctrl-C, which only tells it to stop."""
 
     def __init__(self, bound, *args):
         self.stop, self.value, self.error = threading.Event(), None, None
@@ -295,10 +295,10 @@ class _Background:
         return self.value
 
     def __exit__(self, kind, error, trace):
-        if kind is None:
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            self.stop.set()  # Ctrl-C ends the command at once: do not wait out the LP (it checks between LPs)
+        else:
             self.finish()
-        else:  # an interrupt or an error: stop the LP but do not wait out the one it is in (it checks between LPs)
-            self.stop.set()
 
 
 def _key(result: BatchResult, whole) -> tuple:
