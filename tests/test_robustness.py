@@ -299,7 +299,7 @@ import os, signal, sys, threading
 sys.argv = ["planner", "batch", sys.argv[1], "--format", "json", "-o", sys.argv[2]]  # the command, as a user runs it
 import highspy
 import numpy as np
-from highspy._core import cb
+from highspy import cb
 import planner.batch.search as search
 
 def model(rows=2000, columns=3000):
@@ -349,6 +349,35 @@ def test_a_ctrl_c_beside_the_lp_bound_stops_at_once_with_status_130(tmp_path):
     assert "terminate" not in done.stderr and "Traceback" not in done.stderr
     assert time.perf_counter() - started < 45  # the LP never ends by itself: nothing waited for it
     assert not list(tmp_path.iterdir())  # no output, nothing half-written
+
+
+_HIGHS_THEN_INTERRUPT = """
+import os, signal, threading, time
+import numpy as np
+from planner.solve import bound
+
+rng = np.random.default_rng(0)  # a knapsack of 20 rows over 200 binaries: HiGHS's branch and bound takes minutes
+weights = rng.random((20, 200))
+row, col = np.nonzero(weights)
+hard = bound._Matrices(-rng.random(200), bound._Sparse.of(row, col, weights[row, col], 20), weights.sum(axis=1) / 4,
+                       bound._Sparse.of([], [], [], 0), np.array([]), 200)
+threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+started = time.perf_counter()
+try:
+    bound._run(hard, integer=True, options={"time_limit": 120.0})
+except KeyboardInterrupt:
+    print(f"interrupted after {time.perf_counter() - started:.1f} s, threads left {threading.active_count()}")
+"""
+
+
+def test_a_ctrl_c_stops_highs_at_once():
+    """HiGHS (the LP bound, the branch and bound) never returns to Python while it searches, so a Ctrl-C during
+    `planner solve`'s HiGHS phases waited for them (up to 10 s for the branch and bound); it stops them at once,
+    and no HiGHS thread is left running."""
+    done = subprocess.run([sys.executable, "-c", _HIGHS_THEN_INTERRUPT], capture_output=True, text=True, timeout=150)
+    assert done.returncode == 0 and not done.stderr, (done.returncode, done.stderr[-2000:])
+    words = done.stdout.split()
+    assert words[:2] == ["interrupted", "after"] and float(words[2]) < 10 and words[-1] == "1", done.stdout
 
 
 def test_an_interrupt_python_cannot_pass_on_is_not_printed(monkeypatch):

@@ -10,14 +10,17 @@ and each member's picks with value v at most y_v.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass
 
 import highspy
 import numpy as np
 import pandas as pd
+from highspy import cb
 
 from planner.candidates.limits import Limits
+from planner.solve import interruptible
 from planner.solve.rows import coupling_groups, coupling_rows
 
 
@@ -150,8 +153,22 @@ def _run(m: _Matrices, integer: bool, options: dict) -> highspy._Highs:
     for name, value in options.items():
         highs.setOptionValue(name, value)
     highs.passModel(lp)
-    highs.run()
+    stop = threading.Event()
+
+    def interrupt(kind, message, data_out, data_in, user_data) -> None:  # HiGHS asks at each iteration and node
+        if stop.is_set():
+            data_in.user_interrupt = True
+
+    highs.setCallback(interrupt, None)
+    for kind in _INTERRUPTS:
+        highs.startCallback(kind)
+    interruptible.call(highs.run, stop.set)
     return highs
+
+
+_INTERRUPTS = (cb.HighsCallbackType.kCallbackSimplexInterrupt, cb.HighsCallbackType.kCallbackIpmInterrupt,
+               cb.HighsCallbackType.kCallbackMipInterrupt)
+"""Where HiGHS asks whether to stop: simplex iterations, interior-point iterations, branch-and-bound nodes."""
 
 
 def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra: list | None) -> _Matrices:
