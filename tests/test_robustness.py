@@ -309,10 +309,10 @@ def model(rows=2000, columns=3000):
     lp.num_col_, lp.num_row_ = columns, rows
     lp.col_cost_, lp.col_lower_, lp.col_upper_ = -rng.random(columns), np.zeros(columns), np.full(columns, 10.0)
     lp.row_lower_, lp.row_upper_ = np.full(rows, -highspy.kHighsInf), rng.random(rows) * 10
+    column, row = np.nonzero(dense.T)  # column by column
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_ = np.r_[0, np.cumsum((dense != 0).sum(axis=0))]
-    lp.a_matrix_.index_ = np.concatenate([np.flatnonzero(dense[:, j]) for j in range(columns)])
-    lp.a_matrix_.value_ = dense.T[dense.T != 0]
+    lp.a_matrix_.start_ = np.searchsorted(column, np.arange(columns + 1))
+    lp.a_matrix_.index_, lp.a_matrix_.value_ = row, dense[row, column]
     return lp
 
 def native_bound(*args, stop=None):

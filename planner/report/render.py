@@ -12,7 +12,7 @@ def to_json(data: Any) -> str:
     library's indents in Python: 2 s of a 20,000-workload plan's 12 s). The options pin the standard library's
     behaviour where simplejson's own defaults differ (namedtuples, Decimal, NaN)."""
     return simplejson.dumps(data, indent=2, default=_json_default, namedtuple_as_object=False, use_decimal=False,
-                            allow_nan=True, iterable_as_array=False, for_json=False) + "\n"
+                            allow_nan=True) + "\n"
 
 
 def _json_default(value: Any) -> Any:
