@@ -8,6 +8,7 @@ was assumed where the source is silent), computes the same quantity with the pla
 `planner solve` use), and prints published, planner and their ratio per case, then a summary.
 
 Every ratio is planner time over published time (> 1: the planner is slower than the real run).
+A case the planner misses says why in its `miss` field, printed beside it.
 Training cases that publish throughput (TFLOP/s or MFU per GPU) compare time per token at that
 throughput; fit cases compare the verdict; inference cases compare output tokens/s, time per
 output token and time to first token.  Targets (issue #13): median ratio within 1.2x, every
@@ -93,10 +94,12 @@ def _job(case: dict, shape: mem.ModelShape) -> parallelism.Job:
     method = case.get("method", "full")
     precision = case.get("precision", "bf16")
     precision = "bf16" if precision in ("int4", "int8", "fp16") else precision
-    return parallelism.Job(shape=shape, method=method, precision=precision, optimizer="adamw",
+    return parallelism.Job(shape=shape, method=method, precision=precision, optimizer=case.get("optimizer", "adamw"),
+                           lora_rank=int(case.get("lora_rank", 16)),
                            seq_len=int(case.get("sequence_length", 2048)),
                            global_batch_tokens=case.get("global_batch_tokens"),
-                           kind="pretrain" if method == "full" else method)
+                           kind=case.get("job_kind", "pretrain" if method == "full" else method),
+                           recipe=case.get("recipe", "auto"), paged_optimizer=case.get("paged_optimizer"))
 
 
 def training(case: dict, gpus_table: dict, models: dict) -> list[Outcome]:
@@ -111,15 +114,15 @@ def training(case: dict, gpus_table: dict, models: dict) -> list[Outcome]:
                         f"ruled out: {reason}")]
     spt = choice.seconds_per_token
     note = choice.layout.label
-    hw_per_token = 6.0 * shape.active_params + 12.0 * shape.layers * shape.hidden * job.seq_len
-    if choice.layout.recompute == "full":
-        hw_per_token = 8.0 * shape.active_params + 16.0 * shape.layers * shape.hidden * job.seq_len
+    # Hardware FLOPs as such sources count them: the forward recomputed (Narayanan et al. 2021 eq. 3), whatever
+    # the planner's own layout recomputes, so the figure is turned into time on the source's own convention.
+    hw_per_token = 8.0 * shape.active_params + 16.0 * shape.layers * shape.hidden * job.seq_len
     model_per_token = 6.0 * shape.active_params + 12.0 * shape.layers * shape.hidden * job.seq_len
     out = []
     tokens = case.get("tokens")
-    # Megatron's papers count the recomputed forward in their TFLOP/s (Narayanan et al. 2021 eq. 3):
-    # compare those as hardware FLOPs; otherwise MFU (model FLOPs) when given.
-    hardware = "tflops_per_gpu" in published and choice.layout.recompute == "full"
+    # TFLOP/s per GPU as the source counts them: model FLOPs unless the case says the source counts the
+    # recomputed forward too (Megatron's papers, Narayanan et al. 2021 eq. 3: `flops: hardware`).
+    hardware = "tflops_per_gpu" in published and case.get("flops") == "hardware"
     for metric, value in sorted(published.items(), key=lambda kv: kv[0] != "tflops_per_gpu" or not hardware):
         if metric == "gpu_hours" and tokens:
             planner = tokens * spt / 3600 * n
@@ -127,11 +130,14 @@ def training(case: dict, gpus_table: dict, models: dict) -> list[Outcome]:
         elif metric == "wall_h" and tokens:
             planner = tokens * spt / 3600
             out.append(Outcome(case["id"], "training", metric, value, planner, planner / value, note))
+        elif metric in ("tokens_per_s", "tokens_per_s_per_gpu"):  # training tokens per second, job or GPU
+            planner = 1 / spt / (n if metric == "tokens_per_s_per_gpu" else 1)
+            out.append(Outcome(case["id"], "training", metric, value, planner, value / planner, note))
         elif metric == "mfu":
             planner = model_per_token / spt / (n * perf.peak(choice.precision))
             out.append(Outcome(case["id"], "training", metric, value, planner, value / planner, note))
         elif metric == "tflops_per_gpu" and (hardware or "mfu" not in published):
-            planner = hw_per_token / spt / n / 1e12
+            planner = (hw_per_token if hardware else model_per_token) / spt / n / 1e12
             out.append(Outcome(case["id"], "training", metric, value, planner, value / planner, note))
     if not out:
         out.append(Outcome(case["id"], "training", next(iter(published)), next(iter(published.values())), None, None,
@@ -195,8 +201,16 @@ def evaluate(cases: list[dict] | None = None) -> list[Outcome]:
     gpus_table, models = load_gpus(), load_models()
     outcomes = []
     for case in cases if cases is not None else load_cases():
-        outcomes += RUNNERS[case["kind"]](case, gpus_table, models)
+        for outcome in RUNNERS[case["kind"]](case, gpus_table, models):
+            if case.get("miss") and missed(outcome):  # the reason stays beside the figure
+                outcome = replace(outcome, note=f"{outcome.note}; miss: {case['miss']}")
+            outcomes.append(outcome)
     return outcomes
+
+
+def missed(outcome: Outcome) -> bool:
+    """Outside the target, or a figure the planner could not compute because it rules the case out."""
+    return outcome.reproduced is False or (outcome.kind != "fit" and outcome.note.startswith("ruled out"))
 
 
 def summary(outcomes: list[Outcome]) -> dict:

@@ -202,16 +202,14 @@ def work_floor_h(prepared: Prepared, catalog: Catalog, shape: Shape) -> float:
                     prepared.model, gpu=perf, n_gpus=shape.gpus, weight_precision=workload.precision, batch=gen.batch,
                     prompt_tokens=gen.prompt_tokens, output_tokens=gen.output_tokens, sequences=gen.sequences)
             else:
-                floor = _reference_floor_h(workload, catalog, perf, shape, _stated_inference_precision(workload),
-                                           "inference", True)
+                floor = _reference_floor_h(workload, catalog, perf, shape, _stated_inference_precision(workload), True)
             return floor * FLOOR_MARGIN
         precision = speed.effective_precision(perf, _train_precision(workload.precision), workload.fp8_fallback)
         tp = workload.tensor_parallel or 1
         if precision is None or not _tp_fits(tp, shape):
             return math.inf
         if workload.work.tokens is None:
-            floor = _reference_floor_h(workload, catalog, perf, shape, precision, _mfu_kind(workload),
-                                       workload.fp8_fallback)
+            floor = _reference_floor_h(workload, catalog, perf, shape, precision, workload.fp8_fallback)
         elif workload.memory is not None:
             return 0.0
         else:
@@ -239,10 +237,10 @@ def _stated_inference_precision(workload: Workload) -> str:
 
 
 def _reference_floor_h(workload: Workload, catalog: Catalog, perf: speed.GpuPerf, shape: Shape, precision: str,
-                       kind: str, fallback_to_bf16: bool) -> float:
+                       fallback_to_bf16: bool) -> float:
     """W of reference GPU-hours at perfect scaling (scaling efficiency only lengthens it)."""
     return speed.reference_scaled_hours(workload.work.gpu_hours, gpu_perf(catalog.gpu(workload.work.reference_gpu)),
-                                        perf, shape.gpus, precision, 1.0, kind, fallback_to_bf16)
+                                        perf, shape.gpus, precision, 1.0, fallback_to_bf16)
 
 
 def _estimate_training(prepared: Prepared, catalog: Catalog, perf: speed.GpuPerf, shape: Shape,
@@ -280,7 +278,7 @@ def _from_reference_hours(workload: Workload, catalog: Catalog, perf: speed.GpuP
     ref = gpu_perf(catalog.gpu(workload.work.reference_gpu))
     try:
         hours = speed.reference_scaled_hours(workload.work.gpu_hours, ref, perf, shape.gpus, precision, scaling,
-                                             _mfu_kind(workload), workload.fp8_fallback)
+                                             workload.fp8_fallback)
     except ValueError as exc:
         return _failed(shape, breakdown, exc, precision, layout.tp, layout)
     return Estimate(shape, breakdown, True, precision, hours, 0.0, scaling, layout.tp, layout=layout)
@@ -292,7 +290,7 @@ def training_job(workload: Workload, arch: ModelArch, precision: str) -> paralle
         shape=model_shape(arch), method=workload.training_method, precision=precision, optimizer=workload.optimizer,
         seq_len=workload.sequence_length, global_batch_tokens=workload.global_batch_tokens, kind=_mfu_kind(workload),
         mfu=workload.mfu, overlap=workload.comm_overlap, lora_rank=workload.lora_rank,
-        paged_optimizer=workload.paged_optimizer, fallback_to_bf16=workload.fp8_fallback)
+        paged_optimizer=workload.paged_optimizer, fallback_to_bf16=workload.fp8_fallback, recipe=workload.recipe)
 
 
 def pinned(workload: Workload) -> parallelism.Pinned:
@@ -319,7 +317,8 @@ def _estimate_stated_training(prepared: Prepared, catalog: Catalog, perf: speed.
     sharding = workload.sharding or ("zero3" if workload.memory.shardable else "none")
     layout = parallelism.Layout(tp=tp, dp=shape.gpus // tp, zero=sharding,
                                 recompute=workload.activation_checkpointing or "selective",
-                                micro_batch=workload.micro_batch or 1)
+                                micro_batch=workload.micro_batch or 1,
+                                recipe="" if workload.recipe == "auto" else workload.recipe)
     common = dict(gpu=perf, topology=shape.topology(), precision=precision, kind=_mfu_kind(workload),
                   sharding=sharding, overlap=workload.comm_overlap, tensor_parallel=tp, micro_batch=layout.micro_batch,
                   seq_len=workload.sequence_length, global_batch_tokens=workload.global_batch_tokens,
@@ -407,8 +406,7 @@ def _estimate_stated_inference(workload: Workload, catalog: Catalog, perf: speed
     precision = _stated_inference_precision(workload)
     ref = gpu_perf(catalog.gpu(workload.work.reference_gpu))
     try:
-        hours = speed.reference_scaled_hours(workload.work.gpu_hours, ref, perf, shape.gpus, precision, 1.0,
-                                             "inference", True)
+        hours = speed.reference_scaled_hours(workload.work.gpu_hours, ref, perf, shape.gpus, precision, 1.0, True)
     except ValueError as exc:
         return _failed(shape, breakdown, exc)
     item = workload.checkpoint.every if isinstance(workload.checkpoint.every, float) else STATELESS_ITEM_H

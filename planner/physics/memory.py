@@ -76,14 +76,21 @@ WEIGHT_BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0,
 INT4_SCALE_BYTES_PER_PARAM = 0.25 / 8
 KV_BYTES_PER_ELEM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
 
-# Bytes per logit (one token, one vocabulary entry) at the loss.  Megatron's fused, vocab-parallel
-# cross-entropy keeps the fp32 logits (4, Korthikanti §4.3).  Hugging Face Transformers, which
-# fine-tuning stacks (PEFT, TRL) run, keeps the 16-bit LM-head output (2), its fp32 upcast held by
-# the model output (4), the log-softmax saved for backward (4) and the loss gradient (4): 14.  This
-# is what makes long-context fine-tunes run out of memory (Unsloth's chunked cross-entropy exists to
-# avoid it): with it, Unsloth's published Hugging Face maximum contexts are reproduced.
+# Bytes per logit (one token, one vocabulary entry) at the loss, by how the recipe computes it
+# (physics/recipes.py says which recipe does which).  Megatron's fused, vocab-parallel cross-entropy keeps
+# the fp32 logits (4, Korthikanti §4.3).  Hugging Face Transformers (PEFT, TRL, axolotl's default) keeps
+# the 16-bit LM-head output (2), its fp32 upcast held by the model output (4), the log-softmax saved for
+# backward (4) and the loss gradient (4): 14; this is what makes long-context fine-tunes run out of memory,
+# and with it Unsloth's published Hugging Face maximum contexts are reproduced.  torchtune's
+# CEWithChunkedOutputLoss keeps the bf16 LM-head output in 8 chunks (2) and upcasts one chunk at a time
+# for the loss, its log-softmax and gradient (3 x 4 / 8): 3.5.  A fused cross-entropy kernel (Liger)
+# writes the gradient in place into the bf16 logits, never holding an fp32 copy: 2.  Cut Cross-Entropy
+# (Wijmans et al. 2024, which Unsloth runs) computes the loss block by block from the hidden states and
+# never holds the logits at all: 0.
 FUSED_LOGIT_BYTES = 4.0
 UNFUSED_LOGIT_BYTES = 14.0
+CHUNKED_LOGIT_BYTES = 2.0 + 3 * 4.0 / 8
+CUT_LOGIT_BYTES = 0.0
 
 # Inference activation working set: tokens processed in one forward pass are
 # capped by the scheduler's token budget (vLLM chunked prefill,
@@ -333,7 +340,7 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
                     pipeline_parallel: int = 1, expert_parallel: int = 1,
                     sequence_parallel: bool = False, context_parallel: int = 1, in_flight: int | None = None,
                     paged_optimizer: bool | None = None, logit_bytes: float = FUSED_LOGIT_BYTES,
-                    lora_rank: int = 16, lora_targets_fraction: float = 1.0,
+                    activation_offload: bool = False, lora_dropout: bool = True, lora_rank: int = 16, lora_targets_fraction: float = 1.0,
                     flash_attention: bool = True,
                     overhead_gib: float = FRAMEWORK_OVERHEAD_GIB) -> MemoryBreakdown:
     """Per-GPU training memory (GiB) of the busiest GPU of one candidate.
@@ -354,11 +361,15 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
       context_parallel c splits every sequence over c GPUs (Megatron's CP: each holds the
       activations of s/c tokens and the same parameters, so ZeRO shards over DP x c).
     in_flight: micro-batches whose activations the first stage holds (default p).
-    logit_bytes: bytes per logit at the loss (FUSED_LOGIT_BYTES or UNFUSED_LOGIT_BYTES).
-    paged_optimizer: optimizer state in paged (unified) memory, on the GPU only for
-      the step, when activations are freed: the peak is weights + grads +
-      max(activations, optimizer), so only the excess over the activations is
-      counted under optimizer.  Default: True for qlora (paged AdamW), else False.
+    logit_bytes: bytes per logit at the loss (the *_LOGIT_BYTES above, by recipe).
+    paged_optimizer: optimizer state in paged (unified) memory, which the driver keeps in host memory
+      when the GPU is full and pages in for the step (bitsandbytes' paged optimizers, the QLoRA recipe):
+      off the GPU for the fit, so 0 here.  Default: True for qlora (paged AdamW), else False.
+    activation_offload: with full recomputation, the checkpointed layer inputs go to host memory
+      (Unsloth's offloaded gradient checkpointing): the GPU holds two layers' inputs (one in flight to
+      or from the host) and one layer's working set, not every layer's input.
+    lora_dropout: the recipe applies dropout to the adapters' inputs (lora_dropout_bytes); recipes whose
+      default dropout is 0 keep no copy.
     """
     _check("method", method, _METHODS)
     _check("precision", precision, _PRECISIONS)
@@ -423,11 +434,16 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
                            recompute=activation_checkpointing, tensor_parallel=t,
                            flash_attention=flash_attention, pipeline_parallel=p, in_flight=in_flight,
                            sequence_parallel=sequence_parallel, logit_bytes=logit_bytes)
-    if method != "full" and activation_checkpointing != "full":
+    if activation_offload and activation_checkpointing == "full":
+        kept = ceil(shape.layers / p) * max(in_flight, 1)  # layer inputs activation_bytes counted on the GPU
+        act -= (kept - 2) * activation_bytes_per_layer(
+            seq_len=seq_len, micro_batch=micro_batch, hidden=shape.hidden, heads=shape.heads, ffn=shape.mlp_width,
+            tensor_parallel=t, recompute="full", sequence_parallel=sequence_parallel) if kept > 2 else 0.0
+    if method != "full" and activation_checkpointing != "full" and lora_dropout:
         act += lora_dropout_bytes(shape, seq_len=seq_len, micro_batch=micro_batch, tensor_parallel=t,
                                   pipeline_parallel=p, in_flight=in_flight)
     if paged_optimizer if paged_optimizer is not None else method == "qlora":
-        o = max(0.0, o - act)
+        o = 0.0
     return MemoryBreakdown(weights=w / GIB, gradients=g / GIB, optimizer=o / GIB,
                            activations=act / GIB, kv_cache=0.0, overhead=overhead_gib)
 

@@ -21,7 +21,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from planner.physics import memory as mem
-from planner.physics import speed
+from planner.physics import recipes, speed
 
 ZERO_STAGES = ("none", "zero1", "zero2", "zero3")
 RECOMPUTE = ("selective", "full")  # 'none' stores what 'selective' does under FlashAttention, so it is never faster
@@ -58,6 +58,8 @@ class Layout:
     """interleaved pipeline chunks per GPU"""
     cp: int = 1
     """context parallelism: GPUs each sequence is split over"""
+    recipe: str = ""
+    """the framework that runs it (recipes.RECIPES); '' where the workload states its own memory"""
 
     @property
     def gpus(self) -> int:
@@ -65,8 +67,8 @@ class Layout:
 
     @cached_property  # a search compares labels of the same layouts shape after shape
     def label(self) -> str:
-        """`TP8 CP16 PP16 DP8 zero1 SP full mb1`: the layout in one short, parseable string."""
-        parts = [f"TP{self.tp}"] + ([f"CP{self.cp}"] if self.cp > 1 else []) + [f"PP{self.pp}"] + ([f"VPP{self.virtual_stages}"] if self.virtual_stages > 1 else []) \
+        """`megatron TP8 CP16 PP16 DP8 zero1 SP full mb1`: the layout in one short, parseable string."""
+        parts = ([self.recipe] if self.recipe else []) + [f"TP{self.tp}"] + ([f"CP{self.cp}"] if self.cp > 1 else []) + [f"PP{self.pp}"] + ([f"VPP{self.virtual_stages}"] if self.virtual_stages > 1 else []) \
             + [f"DP{self.dp}"]
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
@@ -86,7 +88,8 @@ class Layout:
         words = label.split()
         return cls(tp=num.get("TP", 1), pp=num.get("PP", 1), dp=num.get("DP", 1), ep=num.get("EP", 1),
                    zero=next(w for w in words if w in ZERO_STAGES), recompute=words[-2], micro_batch=num.get("mb", 1), sequence_parallel="SP" in words,
-                   virtual_stages=num.get("VPP", 1), cp=num.get("CP", 1))
+                   virtual_stages=num.get("VPP", 1), cp=num.get("CP", 1),
+                   recipe=words[0] if words[0] in recipes.RECIPES else "")
 
 
 @dataclass(frozen=True)
@@ -107,8 +110,8 @@ class Pinned:
 class Job:
     """A training job's physics inputs apart from its token count and the hardware.
 
-    kind 'pretrain' is taken to run on Megatron-style stacks (fused cross-entropy), the
-    fine-tuning kinds on Hugging Face ones (unfused logits; see memory.UNFUSED_LOGIT_BYTES)."""
+    recipe: the framework that runs it (recipes.RECIPES) or 'auto' (recipes.AUTO: the fastest that fits);
+    it decides the layout axes, the ZeRO stages, the loss memory and activation offloading."""
 
     shape: mem.ModelShape
     method: str = "full"
@@ -122,6 +125,11 @@ class Job:
     lora_rank: int = 16
     paged_optimizer: bool | None = None
     fallback_to_bf16: bool = False
+    recipe: str = "auto"
+
+    @property
+    def candidate_recipes(self) -> tuple[recipes.Recipe, ...]:
+        return recipes.candidates(self.recipe, self.method, pretrain=self.kind == "pretrain")
 
 
 @dataclass(frozen=True)
@@ -148,19 +156,27 @@ def in_flight(job: Job, layout: Layout) -> int:
     """Micro-batches whose activations the first stage holds: p under 1F1B, ceil(p + (p-1)/v)
     interleaved (Megatron's theoretical_memory_usage), never more than the step has."""
     p, v = layout.pp, layout.virtual_stages
+    if p > 1 and _naive(layout):
+        return 1  # one micro-batch passes through the stages at a time
     return min(micro_batches(job, layout), p if v == 1 else math.ceil(p + (p - 1) / v))
+
+
+def _naive(layout: Layout) -> bool:
+    """Stages run one after another (Accelerate's device_map), not as a pipeline."""
+    return bool(layout.recipe) and recipes.recipe(layout.recipe).pipeline == "naive"
 
 
 @lru_cache(maxsize=1 << 16)
 def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBreakdown:
     """Memory of the busiest GPU; the same for every GPU model and network of that node size (so cached)."""
+    recipe = recipes.recipe(layout.recipe or "megatron")
     return mem.training_memory(
         job.shape, method=job.method, precision=job.precision, optimizer=job.optimizer, sharding=layout.zero,
         gpus=layout.gpus, gpus_per_node=gpus_per_node, seq_len=job.seq_len, micro_batch=layout.micro_batch,
         activation_checkpointing=layout.recompute, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
         expert_parallel=layout.ep, sequence_parallel=layout.sequence_parallel, context_parallel=layout.cp,
         in_flight=in_flight(job, layout), paged_optimizer=job.paged_optimizer,
-        logit_bytes=mem.FUSED_LOGIT_BYTES if job.kind == "pretrain" else mem.UNFUSED_LOGIT_BYTES,
+        logit_bytes=recipe.logit_bytes, activation_offload=recipe.activation_offload, lora_dropout=recipe.lora_dropout,
         lora_rank=job.lora_rank)
 
 
@@ -171,32 +187,51 @@ def layout_speed(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.T
         kind=job.kind, recompute=layout.recompute, sharding=layout.zero, overlap=job.overlap,
         global_batch_tokens=job.global_batch_tokens, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
         expert_parallel=layout.ep, micro_batch=layout.micro_batch, seq_len=job.seq_len, lora_rank=job.lora_rank,
-        virtual_stages=layout.virtual_stages, context_parallel=layout.cp, fallback_to_bf16=job.fallback_to_bf16)
+        virtual_stages=layout.virtual_stages, context_parallel=layout.cp, fallback_to_bf16=job.fallback_to_bf16,
+        moe_overlap=bool(layout.recipe) and recipes.recipe(layout.recipe).moe_overlap, naive_pipeline=_naive(layout))
 
 
 def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
-    """Every layout of `gpus` GPUs the pinned fields allow, lightest memory last within each group."""
+    """Every layout of `gpus` GPUs the recipes and the pinned fields allow, lightest memory last within each
+    group. Recipes without Megatron's axes run whole layers on every GPU (TP, PP and CP 1) and shard only as
+    their framework does (recipes.Recipe.shardings)."""
+    for recipe in job.candidate_recipes:
+        if job.method in recipe.methods:
+            yield from _recipe_layouts(job, recipe, gpus, gpus_per_node, pinned)
+
+
+def _recipe_layouts(job: Job, recipe: recipes.Recipe, gpus: int, gpus_per_node: int, pinned: Pinned):
     shape = job.shape
+    axes = recipe.megatron_axes
     tps = [pinned.tp] if pinned.tp else [t for t in TENSOR_PARALLEL if t <= gpus_per_node and gpus_per_node % t == 0
-                                         and shape.heads % t == 0]
-    cps = [pinned.cp] if pinned.cp else [1] + [c for c in CONTEXT_PARALLEL if job.seq_len >= CONTEXT_PARALLEL_FROM_TOKENS
+                                         and shape.heads % t == 0 and (axes or t == 1)]
+    cps = [pinned.cp] if pinned.cp else [1] + [c for c in CONTEXT_PARALLEL if axes and
+                                                job.seq_len >= CONTEXT_PARALLEL_FROM_TOKENS
                                                 and job.seq_len % (2 * c) == 0]
-    pps = [pinned.pp] if pinned.pp else [p for p in PIPELINE_PARALLEL if p <= shape.layers]
+    staged = recipe.pipeline != "none"
+    pps = [pinned.pp] if pinned.pp else [p for p in PIPELINE_PARALLEL if p <= shape.layers and (staged or p == 1)
+                                         and (recipe.pipeline != "naive" or p <= gpus_per_node)]
+    if not axes and (max(tps) > 1 or max(cps) > 1 or pinned.sequence_parallel) or not staged and max(pps) > 1:
+        return  # a pinned axis this framework does not have
+    stages = recipe.zero_stages(job.method)
     for tp, pp, cp in itertools.product(tps, pps, cps):
         if gpus % (tp * pp * cp) or (pp > 1 and pinned.zero == "zero3"):
             continue
         dp = gpus // (tp * pp * cp)
+        if pp > 1 and recipe.pipeline == "naive" and dp > 1:
+            continue  # device_map splits one replica over the GPUs
         eps = [pinned.ep] if pinned.ep else [1] + [e for e in (2, 4, 8, 16, 32, 64, 128, 256)
                                                   if shape.moe and e <= dp and dp % e == 0
                                                   and shape.experts % e == 0]
         for ep in eps:
             zeros = [pinned.zero] if pinned.zero else [z for z in ZERO_STAGES if (dp * cp > 1 or z == "none")
                                                        and (pp == 1 or z in ("none", "zero1"))]
-            vs = [1] + [v for v in VIRTUAL_STAGES if pp > 1 and pp * v <= shape.layers]
+            zeros = [z for z in zeros if z in stages or (dp * cp == 1 and z == "none")]
+            vs = [1] + [v for v in VIRTUAL_STAGES if pp > 1 and pp * v <= shape.layers and recipe.pipeline == "1f1b"]
             for zero, recompute, v in itertools.product(
                     zeros, [pinned.recompute] if pinned.recompute else RECOMPUTE, vs):
                 sp = pinned.sequence_parallel if pinned.sequence_parallel is not None else tp > 1
-                yield [Layout(tp, pp, dp, ep, zero, recompute, mb, sp, v, cp)
+                yield [Layout(tp, pp, dp, ep, zero, recompute, mb, sp, v, cp, recipe.name)
                        for mb in ([pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES)]
 
 
@@ -229,7 +264,7 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
     base_batch = speed.PRETRAIN_GLOBAL_BATCH_TOKENS if job.kind == "pretrain" else speed.FINETUNE_GLOBAL_BATCH_TOKENS
     layouts, light_of, key_index, firsts, key_of, bubble, families = [], [], {}, [], [], [], []
     for group in groups:
-        light = _lightest(group[0], pinned)
+        light = _lightest(group[0], pinned, job.method)
         if light not in index:
             index[light] = len(lights)
             try:
@@ -248,13 +283,13 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
                 firsts.append(dataclasses.replace(layout, pp=1, virtual_stages=1))
             key_of.append(key_index[key])
             families.append((layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.zero, layout.recompute,
-                             layout.sequence_parallel, layout.virtual_stages))
+                             layout.sequence_parallel, layout.virtual_stages, layout.recipe))
             if layout.pp == 1:
                 bubble.append(1.0)
             else:
                 tokens = layout.dp * layout.micro_batch * job.seq_len  # micro_batches(), inlined
                 m = max(1, math.ceil((job.global_batch_tokens or max(base_batch, tokens)) / tokens - 1e-9))
-                bubble.append(1.0 + (layout.pp - 1) / layout.virtual_stages / m)
+                bubble.append(float(layout.pp) if _naive(layout) else 1.0 + (layout.pp - 1) / layout.virtual_stages / m)
     return _Space(tuple(layouts), np.array(light_of), tuple(lights), reason, lightest, tuple(firsts),
                   np.array(key_of), np.array(bubble), tuple(families), [None] * len(layouts), {})
 
@@ -344,10 +379,14 @@ def _layout_groups(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> t
 
 
 @lru_cache(maxsize=1 << 16)
-def _lightest(layout: Layout, pinned: Pinned) -> Layout:
-    """The layout of the same TP, PP, DP and EP that needs the least memory (within the pins)."""
+def _lightest(layout: Layout, pinned: Pinned, method: str) -> Layout:
+    """The layout of the same recipe, TP, PP, DP and EP that needs the least memory (within the pins and the
+    ZeRO stages its recipe offers)."""
     replicas = layout.dp * layout.cp  # GPUs holding the same parameters
-    zero = pinned.zero or ("zero3" if layout.pp == 1 and replicas > 1 else "zero1" if replicas > 1 else "none")
+    stages = recipes.recipe(layout.recipe).zero_stages(method) if layout.recipe else ZERO_STAGES
+    want = ("zero3", "zero2", "zero1", "none") if layout.pp == 1 and replicas > 1 else \
+        ("zero1", "none") if replicas > 1 else ("none",)
+    zero = pinned.zero or next(z for z in want if z in stages or z == "none")
     return dataclasses.replace(layout, zero=zero, recompute=pinned.recompute or "full",
                                micro_batch=pinned.micro_batch or 1, virtual_stages=1)
 
@@ -359,4 +398,4 @@ def _floor(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.Topolog
         job.shape, gpu=gpu, n_gpus=topology.n_gpus, precision=precision, method=job.method,
         recompute=layout.recompute, seq_len=job.seq_len, micro_batch=layout.micro_batch, kind=job.kind,
         micro_batches=micro_batches(job, layout), pipeline_parallel=layout.pp, virtual_stages=layout.virtual_stages,
-        mfu=job.mfu, context_parallel=layout.cp) * 1e9 / 3600
+        mfu=job.mfu, context_parallel=layout.cp, naive_pipeline=_naive(layout)) * 1e9 / 3600

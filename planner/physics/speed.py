@@ -11,7 +11,7 @@ in hours; token rates in tokens/s.
 Public API
 ----------
 GpuPerf, Topology, SpeedResult
-default_mfu(generation, precision, kind) -> float
+default_mfu(generation, precision, micro_batch_tokens, hidden) -> float
 effective_precision(gpu, precision, fallback_to_bf16=False) -> str | None
 bus_bandwidth_gbs(topology) -> float
 allreduce_seconds(nbytes, topology, sharding='none') -> float
@@ -57,17 +57,17 @@ MFU_TABLE: Mapping[str, float] = MappingProxyType({
     # 8-16K H100 (arXiv:2407.21783 Table 4), with their layouts' bubble and communication on top;
     # llm.c GPT-2 1.5B on 8 H100 (24 h for 32B tokens) about 50 %; OLMo and Llama 3 70B GPU-hours
     # pull the other way (the figure that fits the set best, not any one run).
-    "hopper": 0.5,
+    "hopper": 0.53,
     # Megatron 1T / 530B on A100 52 % hardware FLOPs with TP8 and deep pipelines (Narayanan et al.
     # 2021 Table 1; Korthikanti et al. 54 %); llm.c GPT-2 124M about 60 % on one node; Llama 2 7B
     # 39 % end to end (arXiv:2307.09288 Table 2), Pythia and BLOOM lower: 0.50 fits the set best.
-    "ampere": 0.5,
+    "ampere": 0.62,
     # Blackwell: stas00 MAMF 1745/2250 = 78 % ceiling (vs 80 % H100) but young software stacks;
     # judgement: hopper's figure scaled by the earlier 0.35/0.40.
-    "blackwell": 0.44,
+    "blackwell": 0.47,
     # The rest keep their earlier ratio to hopper (judgement, no published runs in the table):
-    # Ada (L4, L40S, RTX 4090/6000 Ada) are GDDR parts, so GDDR_MFU_FACTOR applies on top.
-    "ada": 0.5,
+    # Ada (L4, L40S, RTX 4090/6000 Ada): see calibration in docs/recipes.md.
+    "ada": 0.75,
     # V100: Megatron-LM (Shoeybi et al. 2019) sustained 39 TFLOP/s on one V100 = 31 % of 125
     # end to end.
     "volta": 0.37,
@@ -83,33 +83,22 @@ MFU_TABLE: Mapping[str, float] = MappingProxyType({
 # (judgement: a 4K-token micro-batch runs at 94 % of the large-GEMM rate, 512 tokens at 67 %).
 MICRO_BATCH_HALF_TOKENS = 256.0
 
-# Multiplier on MFU_TABLE by job kind (judgement; §5.2 "25-40 % for
-# fine-tuning small models").  'inference' applies to prefill / compute-bound
-# decode, whose GEMMs are large and need no backward pass.
-KIND_FACTOR: Mapping[str, float] = MappingProxyType({
-    "pretrain": 1.00,
-    "finetune": 0.85,   # full fine-tune: shorter sequences, HF/FSDP stacks
-    "lora": 0.75,       # small adapter GEMMs and frozen-base bookkeeping
-    "qlora": 0.75,      # plus the dequantisation factor below (applied to FLOPs)
-    "inference": 1.00,
-})
+# Model width at which the GEMMs of a layer run at half the wide-model rate: narrow models have small
+# matrices, more of their time in norms, activations and launches.  Fitted to LLM Foundry's A100-80GB rows
+# at 2,048 tokens on 8 GPUs (MFU 45 % at d_model 768, 52 % at 1,024, 57 % at 1,536, 60 % at 2,048, 64 % at
+# 4,096: h / (h + 440) within 0.03 of each), scripts/train/benchmarking/README.md, commit 4952183.
+WIDTH_HALF = 440.0
+
+# Extra time of QLoRA over LoRA on the same base: bitsandbytes de-quantises each NF4 weight to bf16 in
+# every forward, recomputed forward and backward.  torchtune's README measured Llama 3.1 8B on one RTX
+# 4090 (batch 2 x 2,048 tokens, the same recipe): LoRA 3,083 tokens/s, QLoRA 2,413: 1.28x.
+QLORA_DEQUANT_FACTOR = 3083 / 2413
 
 # MFU against the *fp8* (or int8) peak is lower than bf16 MFU against the bf16
 # peak: end-to-end fp8 training speedups over bf16 are ~1.3-1.5x, not 2x
 # (Transformer Engine / NeMo reports; judgement).  0.7 * 2 = 1.4x.
 PRECISION_FACTOR: Mapping[str, float] = MappingProxyType({
     "bf16": 1.0, "fp16": 1.0, "fp32": 1.0, "fp8": 0.70, "int8": 0.70})
-
-# GDDR (workstation/consumer-class: A10G, L4, L40S, RTX) parts: lower
-# sustained clocks and memory bandwidth per FLOP keep MFU below the HBM
-# flagships (judgement, §5.2 "25-40 % for consumer/PCIe").
-GDDR_MFU_FACTOR = 0.80
-
-# QLoRA: bitsandbytes de-quantises each NF4 weight to bf16 in every forward and
-# backward, making steps ~30-50 % slower than LoRA on a bf16 base (commonly
-# reported, e.g. S. Raschka, "Practical Tips for Finetuning LLMs Using LoRA",
-# 2023: ~39 % longer; not verified against a stored source).  Judgement: 1.4.
-QLORA_DEQUANT_FACTOR = 1.4
 
 # Fraction of gradient communication hidden behind the backward pass
 # (DDP bucketing / FSDP prefetch).  Backward is 2/3 of a step, so at most
@@ -187,7 +176,7 @@ class GpuPerf:
     mem_bandwidth_gbs: memory bandwidth, GB/s.  tflops: dense peak TFLOP/s
     (TOP/s for int8) by precision, keys from PRECISIONS; a missing key means
     the GPU has no fast path for that precision.  memory_type: 'hbm' | 'gddr'
-    (gpus.csv memory_type HBM*/GDDR*); GDDR parts get GDDR_MFU_FACTOR.
+    (gpus.csv memory_type HBM*/GDDR*).
     """
 
     name: str
@@ -279,24 +268,24 @@ class SpeedResult:
 # Precision and MFU
 # ---------------------------------------------------------------------------
 
-def default_mfu(generation: str, precision: str = "bf16", kind: str = "pretrain",
-                memory_type: str = "hbm", micro_batch_tokens: float | None = None) -> float:
-    """Default kernel MFU = MFU_TABLE[generation] * KIND_FACTOR[kind] * PRECISION_FACTOR[precision]
-    (* GDDR_MFU_FACTOR when memory_type == 'gddr') * x / (x + MICRO_BATCH_HALF_TOKENS) for
-    x = tokens per micro-batch (GEMMs with few rows run below the large-GEMM rate).
+def default_mfu(generation: str, precision: str = "bf16", micro_batch_tokens: float | None = None,
+                hidden: int | None = None) -> float:
+    """Default kernel MFU = MFU_TABLE[generation] * PRECISION_FACTOR[precision] * x / (x + MICRO_BATCH_HALF_TOKENS)
+    for x = tokens per micro-batch (GEMMs with few rows run below the large-GEMM rate) * h / (h + WIDTH_HALF)
+    for a model of width h (narrow GEMMs likewise).
 
-    This is the efficiency of the compute alone: the pipeline bubble and exposed
-    communication of training_time come on top, so a large run's end-to-end MFU is lower.
+    This is the efficiency of the compute alone: the pipeline bubble and exposed communication of
+    training_time come on top, so a large run's end-to-end MFU is lower.  It is the same for pre-training,
+    full fine-tuning, LoRA and QLoRA (their FLOPs differ: flops_per_token) and on GDDR cards: the published
+    fine-tuning runs of docs/recipes.md show no lower efficiency for any of them.
     """
     if generation not in MFU_TABLE:
         raise ValueError(f"generation={generation!r}: expected one of {', '.join(MFU_TABLE)}")
-    if kind not in KIND_FACTOR:
-        raise ValueError(f"kind={kind!r}: expected one of {', '.join(KIND_FACTOR)}")
     if precision not in PRECISION_FACTOR:
         raise ValueError(f"precision={precision!r}: expected one of {', '.join(PRECISION_FACTOR)}")
-    mem = GDDR_MFU_FACTOR if memory_type == "gddr" else 1.0
     rows = 1.0 if micro_batch_tokens is None else micro_batch_tokens / (micro_batch_tokens + MICRO_BATCH_HALF_TOKENS)
-    return MFU_TABLE[generation] * KIND_FACTOR[kind] * PRECISION_FACTOR[precision] * mem * rows
+    width = 1.0 if hidden is None else hidden / (hidden + WIDTH_HALF)
+    return MFU_TABLE[generation] * PRECISION_FACTOR[precision] * rows * width
 
 
 def effective_precision(gpu: GpuPerf, precision: str,
@@ -431,31 +420,34 @@ def default_global_batch_tokens(kind: str, dp: int, micro_batch: int, seq_len: i
 
 
 def flops_per_token(model: ModelShape | float, method: str, recompute: str, seq_len: int | None) -> float:
-    """Hardware FLOPs per trained token: 6·P_active (8· with full recompute); LoRA 4·P (+2P with full
-    recompute), QLoRA times QLORA_DEQUANT_FACTOR; with a shape and `seq_len`, PaLM's attention 12·L·h·s."""
+    """Hardware FLOPs per trained token: 6·N (8· with full recompute) for N the parameters a token multiplies
+    (the active ones less an untied input embedding, a lookup); LoRA 4·N (no weight gradients for the frozen
+    base; +2N with full recompute), QLoRA times QLORA_DEQUANT_FACTOR; with a shape and `seq_len`, PaLM's
+    attention 12·L·h·s."""
     shape = model if isinstance(model, ModelShape) else None
-    p_active = float(shape.active_params if shape else model)
+    n = float(shape.active_params - (0 if shape.tied_embeddings else shape.vocab * shape.hidden) if shape else model)
     if method == "full":
-        per_token = (8.0 if recompute == "full" else 6.0) * p_active
+        per_token = (8.0 if recompute == "full" else 6.0) * n
     else:
-        per_token = (6.0 if recompute == "full" else 4.0) * p_active
-        if method == "qlora":
-            per_token *= QLORA_DEQUANT_FACTOR
+        per_token = (6.0 if recompute == "full" else 4.0) * n
     if shape is not None and seq_len:
         per_token += 12.0 * shape.layers * shape.hidden * seq_len * (4 / 3 if recompute == "full" else 1)
+    if method == "qlora":
+        per_token *= QLORA_DEQUANT_FACTOR
     return per_token
 
 
 def compute_floor_seconds_per_token(model: ModelShape | float, *, gpu: GpuPerf, n_gpus: int, precision: str,
                                     method: str, recompute: str, seq_len: int, micro_batch: int, kind: str,
                                     micro_batches: int, pipeline_parallel: int = 1, virtual_stages: int = 1,
-                                    mfu: float | None = None, context_parallel: int = 1) -> float:
+                                    mfu: float | None = None, context_parallel: int = 1,
+                                    naive_pipeline: bool = False) -> float:
     """A lower bound on training_time's seconds per token for a layout: its compute and pipeline bubble
     alone, with no communication (which only adds). Lets the layout search skip layouts that cannot win."""
     if mfu is None:
-        mfu = default_mfu(gpu.generation, precision, kind, gpu.memory_type,
-                          micro_batch_tokens=micro_batch * seq_len / context_parallel)
-    bubble = 1.0 + (pipeline_parallel - 1) / virtual_stages / micro_batches
+        mfu = default_mfu(gpu.generation, precision, micro_batch_tokens=micro_batch * seq_len / context_parallel,
+                          hidden=model.hidden if isinstance(model, ModelShape) else None)
+    bubble = float(pipeline_parallel) if naive_pipeline else 1.0 + (pipeline_parallel - 1) / virtual_stages / micro_batches
     return flops_per_token(model, method, recompute, seq_len) / (n_gpus * gpu.peak(precision) * mfu) * bubble
 
 
@@ -467,7 +459,7 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
                   tensor_parallel: int = 1, pipeline_parallel: int = 1, expert_parallel: int = 1,
                   micro_batch: int = 1, seq_len: int | None = None, virtual_stages: int = 1,
                   context_parallel: int = 1, lora_rank: int = 16, lora_targets_fraction: float = 1.0,
-                  trainable_params: float | None = None,
+                  trainable_params: float | None = None, moe_overlap: bool = False, naive_pipeline: bool = False,
                   fallback_to_bf16: bool = False) -> SpeedResult:
     """Productive hours to train on ``tokens`` tokens with every GPU of ``topology``.
 
@@ -477,14 +469,16 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
       micro-batch on one stage: FLOPs(b*s tokens) / (t*p) / (peak * MFU)
         + tensor-parallel all-reduces (4 per layer, 6 with full recompute, of b*s*h
         16-bit values; sequence parallelism moves the same volume)
-        + MoE all-to-alls (dispatch and combine, forward and backward, per MoE layer)
+        + MoE all-to-alls (dispatch and combine, forward and backward, per MoE layer); with
+        ``moe_overlap`` (DualPipe, Megatron-core's 1F1B A2A overlap) only what outlasts the compute
         + the pipeline send of b*s*h values between stages;
       context parallelism c (Megatron's CP, for long sequences): each sequence split over c
         GPUs that hold the same parameters, so DP = n / (t*c*p); each runs s/c of its tokens
         and passes its K and V chunk around the ring (c-1 times forward, twice that
         backward), hidden behind the attention compute it feeds; gradients reduce over
         DP x c;
-      pipeline (1F1B): (m + p - 1) micro-batches, the bubble being (p-1)/(m+p-1); with v
+      pipeline (1F1B): (m + p - 1) micro-batches, the bubble being (p-1)/(m+p-1) (``naive_pipeline``,
+        Accelerate's device_map: m * p, one stage working at a time); with v
         interleaved virtual stages per GPU (Narayanan et al. 2021) (m + (p-1)/v), the
         pipeline sends happening v times as often;
       gradients: none/zero1 reduce once per step, overlapped with the backward of the
@@ -537,7 +531,8 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     per_token = flops_per_token(shape if shape is not None else p_active, method, recompute, seq_len)
     flops = per_token * tokens
     if mfu is None:
-        mfu = default_mfu(gpu.generation, prec, kind, gpu.memory_type, micro_batch_tokens=b * s / c)
+        mfu = default_mfu(gpu.generation, prec, micro_batch_tokens=b * s / c,
+                          hidden=shape.hidden if shape is not None else None)
     peak = gpu.peak(prec)
 
     G = global_batch_tokens or default_global_batch_tokens(kind, dp, b, s)
@@ -561,13 +556,14 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
             local_ep = max(1, min(e, topology.gpus_per_node // t))
             moe_layers = math.ceil(shape.moe_layers / p)
             msgs = 6 if recompute == "full" else 4
-            micro += msgs * moe_layers * all_to_all_seconds(
-                act_bytes * shape.experts_per_token / t, e, local_ep, topology)
+            a2a = msgs * moe_layers * all_to_all_seconds(act_bytes * shape.experts_per_token / t, e, local_ep,
+                                                         topology)
+            micro += max(0.0, a2a - compute) if moe_overlap else a2a
         if p > 1:
             cross = t * p > topology.gpus_per_node
             bw = (_inter_bus_gbs(topology) if cross else _intra_bus_gbs(topology)) * 1e9
             micro += 2 * v * act_bytes / t / bw
-    pipeline = (m + (p - 1) / v) * micro
+    pipeline = m * p * micro if naive_pipeline else (m + (p - 1) / v) * micro
 
     # Gradient reduction over the data-parallel replicas (experts among their own replicas).
     if method == "full":
@@ -693,7 +689,7 @@ def generation_time(shape: ModelShape, *, gpu: GpuPerf, topology: Topology,
     prec = generation_precision(gpu, weight_precision, fallback_to_bf16)
     peak = gpu.peak(prec)
     if prefill_mfu is None:
-        prefill_mfu = default_mfu(gpu.generation, prec, "inference", gpu.memory_type)
+        prefill_mfu = default_mfu(gpu.generation, prec, hidden=shape.hidden)
     if decode_mfu is None:
         decode_mfu = prefill_mfu
     replicas = topology.n_gpus // t
@@ -742,7 +738,7 @@ def generation_floor_h(shape: ModelShape, *, gpu: GpuPerf, n_gpus: int, weight_p
     at the compute rate or streaming its share of the weights, whichever is slower (no KV reads, no TP
     communication). A planner prices a shape's physics only when this does not already rule it out."""
     prec = generation_precision(gpu, weight_precision, fallback_to_bf16)
-    rate = gpu.peak(prec) * default_mfu(gpu.generation, prec, "inference", gpu.memory_type)
+    rate = gpu.peak(prec) * default_mfu(gpu.generation, prec, hidden=shape.hidden)
     shared = min(1.0 / batch, shape.active_params / shape.params) if shape.params else 1.0 / batch  # weights/sequence
     bw = gpu.mem_bandwidth_gbs * 1e9 * bw_efficiency
     step = max(decode_flops(shape, prompt_tokens + output_tokens / 2.0) / rate,
@@ -766,18 +762,18 @@ def kv_read_efficiency(context_tokens: float) -> float:
 
 def reference_scaled_hours(gpu_hours: float, ref_gpu: GpuPerf, gpu: GpuPerf, n_gpus: int,
                            precision: str = "bf16", scaling_eff: float = 1.0,
-                           kind: str = "finetune", fallback_to_bf16: bool = False) -> float:
+                           fallback_to_bf16: bool = False) -> float:
     """Wall-clock hours on ``n_gpus`` x ``gpu`` for a job measured as ``gpu_hours`` on ``ref_gpu``.
 
     hours = gpu_hours * (peak_ref * MFU_ref) / (peak * MFU) / n_gpus / scaling_eff,
-    each side at its effective precision with default_mfu(generation, prec, kind).
+    each side at its effective precision with default_mfu(generation, prec).
     """
     thr = []
     for g in (ref_gpu, gpu):
         p = effective_precision(g, precision, fallback_to_bf16)
         if p is None:
             raise UnsupportedPrecision(f"{g.name} has no {precision} support")
-        thr.append(g.peak(p) * default_mfu(g.generation, p, kind, g.memory_type))
+        thr.append(g.peak(p) * default_mfu(g.generation, p))
     if n_gpus < 1 or scaling_eff <= 0:
         raise ValueError(f"n_gpus={n_gpus}, scaling_eff={scaling_eff}: must be positive")
     return gpu_hours * thr[0] / thr[1] / n_gpus / scaling_eff

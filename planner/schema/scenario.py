@@ -57,6 +57,15 @@ IntraNode = Literal["nvlink", "pcie"]
 InterNode = Literal["infiniband", "efa", "roce", "ethernet", "none"]
 Market = Literal["on_demand", "spot"]
 Tolerance = Literal["none", "checkpointed", "stateless"]
+Recipe = Literal["auto", "hf", "axolotl", "fsdp-qlora", "torchtune", "unsloth", "deepspeed", "megatron", "nemo"]
+RECIPE_METHODS: dict[str, tuple[str, ...]] = {
+    # the training methods each framework runs (physics/recipes.py has what else each decides)
+    "hf": ("full", "lora", "qlora"), "axolotl": ("full", "lora", "qlora"), "fsdp-qlora": ("lora", "qlora"),
+    "torchtune": ("full", "lora", "qlora"), "unsloth": ("full", "lora", "qlora"), "deepspeed": ("full", "lora"),
+    "megatron": ("full", "lora"), "nemo": ("full", "lora"),
+}
+MEGATRON_RECIPES = ("megatron", "nemo")
+"""The recipes with tensor, pipeline, sequence and context parallelism."""
 
 Seconds = Annotated[float, BeforeValidator(parse_seconds), Field(gt=0, le=3600)]
 
@@ -462,6 +471,8 @@ class Workload(Strict):
     precision: WeightPrecision = "bf16"
     fp8_fallback: bool = Field(False, description="fp8 on a GPU without it: run at bf16 instead of ruling it out")
     optimizer: Literal["adamw", "adamw_8bit", "sgd"] = "adamw"
+    recipe: Recipe = Field("auto", description="the framework that runs the training (docs/recipes.md); auto: the "
+                                               "fastest that fits on each shape")
     parallelism: Literal["auto", "fixed"] = Field(
         "auto", description="auto: the planner picks every layout field not given; fixed: unset fields take "
                             "tensor_parallel 1, pipeline_parallel 1, zero3, selective, micro_batch 1")
@@ -525,6 +536,7 @@ class Workload(Strict):
         if missing_work:
             need = "`generation`" if self.kind == "batch_inference" else "`work: {gpu_hours, reference_gpu}` or `work: {tokens}`"
             raise ValueError(f"work is missing: give {need}")
+        self._recipe_runs_it()
         if self.precision in ("int8", "int4") and self.training_method != "inference":
             raise ValueError(f"precision {self.precision} is for inference weights; "
                              "training runs at fp32, fp16, bf16 or fp8")
@@ -533,6 +545,23 @@ class Workload(Strict):
         if self.generation is not None and self.model is None and self.work is None:
             raise ValueError("generation needs a `model` (or state `work` directly)")
         return self
+
+    def _recipe_runs_it(self) -> None:
+        """A recipe that cannot run the method or the pinned axes is a slip to catch here, not a plan with no rows."""
+        if self.recipe == "auto" or self.training_method == "inference":
+            return
+        methods = RECIPE_METHODS[self.recipe]
+        if self.training_method not in methods:
+            raise ValueError(f"recipe {self.recipe} runs {', '.join(methods)}, not {self.training_method}")
+        pinned = [f"{key} {value}" for key, value in (("tensor_parallel", self.tensor_parallel),
+                                                      ("pipeline_parallel", self.pipeline_parallel),
+                                                      ("context_parallel", self.context_parallel))
+                  if value is not None and value > 1]
+        if self.sequence_parallel:
+            pinned.append("sequence_parallel")
+        if pinned and self.recipe not in MEGATRON_RECIPES:
+            raise ValueError(f"recipe {self.recipe} has data parallelism only: {', '.join(pinned)} needs recipe "
+                             f"{' or '.join(MEGATRON_RECIPES)}")
 
     def _serving_fields(self) -> "Workload":
         if self.traffic is None or self.slo is None:
