@@ -473,7 +473,8 @@ def _row(workload: str, est: Estimate) -> dict:
         "memory_gib": parts, "vram_gib": round(est.shape.vram_gib, 2), "fits": est.fits,
         "precision": est.precision, "work_h": None if math.isinf(est.work_h) else round(est.work_h, 3),
         "tokens_per_s": round(est.tokens_per_s, 1), "scaling_efficiency": round(est.scaling_efficiency, 3),
-        "tensor_parallel": est.tensor_parallel, "parallelism": layout_text(est), "batch": est.batch,
+        "tensor_parallel": est.tensor_parallel, "parallelism": layout_text(est),
+        "recipe": est.layout.recipe or None if est.layout is not None else None, "batch": est.batch,
         "reason": est.reason,
     }
 
