@@ -158,3 +158,22 @@ workloads:
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and str(path) in lines[0] and message in lines[0], lines
+
+
+def test_fsdp_qlora_gathers_the_frozen_nf4_base_for_every_pass():
+    # 4 PCIe cards, one short sequence per micro-batch: the NF4 base (0.52 byte per parameter) crosses PCIe
+    # twice per micro-batch (three times with full recomputation) and outlasts the compute it hides behind
+    pcie = speed.Topology(gpus_per_node=4, intra_node="pcie", intra_node_gbs=64)
+    kw = dict(tokens=1e8, gpu=RTX4090, topology=pcie, method="qlora", kind="qlora", seq_len=256, micro_batch=1)
+    replicated = speed.training_time(LLAMA_70B, sharding="none", **kw)
+    sharded = speed.training_time(LLAMA_70B, sharding="zero3", **kw)
+    recomputed = speed.training_time(LLAMA_70B, sharding="zero3", recompute="full", **kw)
+    gather_s = speed.collective_seconds(mem.NF4_DQ_BYTES_PER_PARAM * LLAMA_70B.params, 4, 4, pcie, 1.0,
+                                        speed.BUCKET_BYTES)
+    micro_batches = 1e8 / 256 / 4
+    compute_s = 256 * speed.compute_floor_seconds_per_token(LLAMA_70B, gpu=RTX4090, n_gpus=1, precision="bf16",
+                                                            method="qlora", recompute="selective", seq_len=256,
+                                                            micro_batch=1, kind="qlora", micro_batches=1)
+    exposed_s = (sharded.work_h - replicated.work_h) * 3600 / micro_batches
+    assert 2 * gather_s - compute_s <= exposed_s <= 2 * gather_s  # only what outlasts the compute shows
+    assert recomputed.work_h > sharded.work_h

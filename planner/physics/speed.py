@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Mapping
 
 from planner.physics.memory import (
+    NF4_DQ_BYTES_PER_PARAM,
     WEIGHT_BYTES_PER_PARAM,
     ModelShape,
     check_expert_parallel,
@@ -47,26 +48,25 @@ PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8")
 # Constants (sources in comments)
 # ---------------------------------------------------------------------------
 
-# Base MFU for large dense bf16/fp16 pre-training with a good interconnect,
-# model FLOPs 6*P*D against dense peak (§5.2).
+# Kernel efficiency of wide models by GPU generation: the share of the dense bf16 peak the model FLOPs
+# reach with large micro-batches, before the pipeline bubble and exposed communication that
+# training_time adds, and before default_mfu's width and micro-batch factors.  Each is the figure that
+# fits its generation's throughput runs in benchmarks/published_cases.yaml best (docs/recipes.md has
+# the table with every source and ratio), not any one run.
 MFU_TABLE: Mapping[str, float] = MappingProxyType({
-    # Kernel efficiency: the share of dense peak the model FLOPs reach with large micro-batches,
-    # before the pipeline bubble and exposed communication that training_time adds (so these sit
-    # above the end-to-end MFU of large runs).  Calibrated on benchmarks/published.py:
-    # Megatron-LM GPT-3 175B on H100 47 % end to end at 96 GPUs and Llama 3.1 405B 38-43 % at
-    # 8-16K H100 (arXiv:2407.21783 Table 4), with their layouts' bubble and communication on top;
-    # llm.c GPT-2 1.5B on 8 H100 (24 h for 32B tokens) about 50 %; OLMo and Llama 3 70B GPU-hours
-    # pull the other way (the figure that fits the set best, not any one run).
+    # LLM Foundry MPT 760M-70B on 8-512 H100 (35-46 % MFU), fms-fsdp Llama 2 7B/70B on 96 H100 (46 %,
+    # 38 %), Megatron-core GPT-3 175B (47 % at 96 GPUs), NeMo AutoModel LoRA on H100, llm.c GPT-2 1.5B.
     "hopper": 0.53,
-    # Megatron 1T / 530B on A100 52 % hardware FLOPs with TP8 and deep pipelines (Narayanan et al.
-    # 2021 Table 1; Korthikanti et al. 54 %); llm.c GPT-2 124M about 60 % on one node; Llama 2 7B
-    # 39 % end to end (arXiv:2307.09288 Table 2), Pythia and BLOOM lower: 0.50 fits the set best.
+    # The same Foundry configurations on A100 reach 45-64 % (MPT-7B: 64 % against 46 % on H100), fms-fsdp
+    # 68 % and 55 %, Megatron's A100 papers 52-54 % hardware FLOPs; Answer.AI's FSDP-QLoRA on A5000s and
+    # A100-40GB and torchtune's 70B LoRA agree.  Model-card GPU-hours (Llama 2, Pythia, BLOOM) sit lower:
+    # they hold failures, restarts and evaluations that the cost model adds on its own.
     "ampere": 0.62,
-    # Blackwell: stas00 MAMF 1745/2250 = 78 % ceiling (vs 80 % H100) but young software stacks;
-    # judgement: hopper's figure scaled by the earlier 0.35/0.40.
+    # Blackwell: no published training run in the set; stas00's MAMF 1745/2250 = 78 % matmul ceiling (H100
+    # 80 %) and young software stacks: hopper's figure times the earlier 0.88 (judgement).
     "blackwell": 0.47,
-    # The rest keep their earlier ratio to hopper (judgement, no published runs in the table):
-    # Ada (L4, L40S, RTX 4090/6000 Ada): see calibration in docs/recipes.md.
+    # Ada: torchtune's Llama 3.1 8B LoRA and QLoRA on one RTX 4090, Answer.AI's Yi-34B FSDP-QLoRA on two,
+    # TensorRT-LLM's 20K-token prefills on L40S.  No published L4 or L40S training run is in the set.
     "ada": 0.75,
     # V100: Megatron-LM (Shoeybi et al. 2019) sustained 39 TFLOP/s on one V100 = 31 % of 125
     # end to end.
@@ -484,7 +484,8 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
       gradients: none/zero1 reduce once per step, overlapped with the backward of the
         last micro-batch; zero2 reduce-scatters each micro-step (overlapped with its
         backward) and all-gathers once per step; zero3 also all-gathers parameters
-        twice per micro-step, prefetched behind its compute.  Only the part that
+        twice per micro-step, prefetched behind its compute (LoRA/QLoRA: the frozen
+        base as stored, NF4 for QLoRA, once more with full recompute).  Only the part that
         outlasts the compute it hides behind (and at least the last bucket) counts.
         ``overlap`` (0..1), when given, replaces that with a flat hidden fraction.
     FLOPs per token: full 6*P_active (8* with recompute='full'); lora 4*P_active (no
@@ -600,8 +601,14 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     elif sharding == "zero2":
         per_micro = exposed(collective(1.0), backward)
         per_step = collective(1.0) * (1.0 - overlap if overlap is not None else 1.0)
-    else:  # zero3 / hybrid: gather parameters for forward and backward, reduce-scatter grads
+    elif method == "full":  # zero3 / hybrid: gather parameters for forward and backward, reduce-scatter grads
         per_micro = exposed(3.0 * collective(1.0), micro)
+    else:  # zero3 LoRA/QLoRA (FSDP-QLoRA): the frozen base is gathered as stored for every pass over it
+        base_bytes = (NF4_DQ_BYTES_PER_PARAM if method == "qlora" else (4.0 if prec == "fp32" else 2.0)) \
+            * p_total / (t * p)
+        passes = 3 if recompute == "full" else 2
+        gather = passes * collective_seconds(base_bytes, dp * c, local_dp, topology, 1.0, BUCKET_BYTES)
+        per_micro = exposed(gather + collective(1.0), micro)
     step = pipeline + m * per_micro + per_step
     seconds = flops / per_token / step_tokens * step if step_tokens else 0.0
     eff = m * compute / step if step > 0 else 1.0

@@ -487,7 +487,7 @@ class Workload(Strict):
     micro_batch: int | None = Field(None, gt=0, description="sequences per GPU per micro-step")
     global_batch_tokens: Count | None = Field(None, description="tokens per optimizer step; default by kind")
     activation_checkpointing: Literal["none", "selective", "full"] | None = None
-    paged_optimizer: bool | None = Field(None, description="optimizer state paged off the GPU between steps "
+    paged_optimizer: bool | None = Field(None, description="optimizer state in paged memory, off the card "
                                                            "(default: true for qlora)")
     lora_rank: int = Field(16, gt=0)
     mfu: Fraction | None = Field(None, description="model FLOPs utilisation; default by GPU generation")
