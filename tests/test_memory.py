@@ -2,6 +2,12 @@
 
 import pytest
 
+from planner.physics.deepspeed_estimate import (
+    deepspeed_zero2_cpu_bytes,
+    deepspeed_zero2_gpu_bytes,
+    deepspeed_zero3_cpu_bytes,
+    deepspeed_zero3_gpu_bytes,
+)
 from planner.physics.memory import (
     FRAMEWORK_OVERHEAD_GIB,
     GIB,
@@ -11,10 +17,6 @@ from planner.physics.memory import (
     ModelShape,
     activation_bytes,
     activation_bytes_per_layer,
-    deepspeed_zero2_cpu_bytes,
-    deepspeed_zero2_gpu_bytes,
-    deepspeed_zero3_cpu_bytes,
-    deepspeed_zero3_gpu_bytes,
     fits,
     inference_memory,
     kv_bytes_per_token,

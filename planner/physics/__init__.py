@@ -3,5 +3,7 @@
 memory       weights, gradients, optimizer state, activations, KV cache per GPU
 speed        the training step, generation, collectives over NVLink and the network
 parallelism  layouts (TP, CP, PP, DP, EP, ZeRO, recomputation, micro-batch) and the search for the fastest
-estimate     the adapter from a workload and a hardware shape to the three above
+recipes      what each training framework allows and keeps (layout axes, ZeRO stages, loss memory)
+deepspeed_estimate  DeepSpeed's own ZeRO memory estimators, reproduced to check memory against
+estimate     the adapter from a workload and a hardware shape to the above
 """

@@ -19,7 +19,6 @@ model_state_bytes(params, ...)     -> (weights, gradients, optimizer) bytes
 activation_bytes_per_layer(...), activation_bytes(...)
 kv_bytes_per_token(shape, kv_precision, tensor_parallel=1)
 weight_bytes(shape, precision), lora_params(shape, rank, targets_fraction)
-deepspeed_zero2_gpu_bytes / _cpu_bytes, deepspeed_zero3_gpu_bytes / _cpu_bytes
 """
 
 from __future__ import annotations
@@ -567,66 +566,3 @@ def fits(breakdown: MemoryBreakdown, vram_gib: float, headroom: float = DEFAULT_
     fragmentation and estimate error (1e-9 GiB tolerance for float noise).
     """
     return breakdown.total * (1.0 + headroom) <= vram_gib + 1e-9
-
-
-# ---------------------------------------------------------------------------
-# DeepSpeed estimator reproductions (§1.3; DeepSpeed commit 38327e07)
-# ---------------------------------------------------------------------------
-
-def deepspeed_zero2_gpu_bytes(P: int, gpus_per_node: int = 1, nodes: int = 1,
-                              cpu_offload: bool = True, legacy: bool = False) -> int:
-    """GPU bytes of estimate_zero2_model_states_mem_needs (stage_1_and_2.py).
-
-    offload: 2P.  No offload: 2P + int(18P/total_gpus) (code since PR #5099),
-    or 4P + int(16P/total_gpus) with legacy=True (memory.rst docs).
-    """
-    total = gpus_per_node * nodes
-    if cpu_offload:
-        return 2 * P
-    if legacy:
-        return 4 * P + int(16 * P / total)
-    return 2 * P + int(18 * P / total)
-
-
-def deepspeed_zero2_cpu_bytes(P: int, gpus_per_node: int = 1, nodes: int = 1,
-                              cpu_offload: bool = True,
-                              additional_buffer_factor: float = 1.5) -> float:
-    """CPU bytes of estimate_zero2_model_states_mem_needs."""
-    total = gpus_per_node * nodes
-    if cpu_offload:
-        return P * max(4 * total, 16) * additional_buffer_factor
-    return P * 4 * gpus_per_node * additional_buffer_factor
-
-
-def deepspeed_zero3_gpu_bytes(P: int, largest_layer_params: int, gpus_per_node: int = 1,
-                              nodes: int = 1, offload_optimizer: bool = True,
-                              offload_param: bool = True) -> int:
-    """GPU bytes of estimate_zero3_model_states_mem_needs (stage3.py).
-
-    LLM = 4*largest_layer_params; both offloaded: LLM; optimizer only:
-    LLM + int(2P/total_gpus); none: LLM + int(18P/total_gpus).
-    """
-    total = gpus_per_node * nodes
-    llm = 4 * largest_layer_params
-    if offload_optimizer and offload_param:
-        return llm
-    if offload_optimizer:
-        return llm + int(2 * P / total)
-    if offload_param:
-        raise ValueError("offload_param without offload_optimizer is not estimated by DeepSpeed")
-    return llm + int(18 * P / total)
-
-
-def deepspeed_zero3_cpu_bytes(P: int, largest_layer_params: int, gpus_per_node: int = 1,
-                              nodes: int = 1, offload_optimizer: bool = True,
-                              offload_param: bool = True, zero_init: bool = True,
-                              additional_buffer_factor: float = 1.5) -> float:
-    """CPU bytes of estimate_zero3_model_states_mem_needs."""
-    n, f, buf = gpus_per_node, 1.0 / nodes, additional_buffer_factor
-    if offload_optimizer and offload_param:
-        return P * 18 * f * buf if zero_init else P * max(4 * n, 18 * f) * buf
-    if offload_optimizer:
-        return P * 16 * f * buf if zero_init else P * max(4 * n, 16 * f) * buf
-    if offload_param:
-        raise ValueError("offload_param without offload_optimizer is not estimated by DeepSpeed")
-    return largest_layer_params * 4 * n * buf if zero_init else P * 4 * n * buf

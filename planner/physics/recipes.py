@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Mapping
 
-from planner.physics.memory import (CHUNKED_LOGIT_BYTES, FUSED_LOGIT_BYTES, CUT_LOGIT_BYTES,
+from planner.physics.memory import (CHUNKED_LOGIT_BYTES, CUT_LOGIT_BYTES, FUSED_LOGIT_BYTES,
                                     UNFUSED_LOGIT_BYTES)
 from planner.schema.scenario import MEGATRON_RECIPES, RECIPE_METHODS
 
@@ -95,9 +95,10 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({r.name: r for r in (
 
 RECIPE_NAMES = tuple(RECIPES)
 
-# What `recipe: auto` tries, by method: the recipes no other one beats on every shape (the rest need as
-# much memory or more with no axis more: hf and axolotl against torchtune, deepspeed and nemo against
-# megatron, fsdp-qlora against torchtune's FSDP2 QLoRA).  Pre-training runs on Megatron's axes.
+# What `recipe: auto` tries, by method: the recipes the others do not beat.  hf, axolotl and deepspeed
+# need more memory at the loss than megatron with fewer axes (full, LoRA) or than torchtune (QLoRA, where
+# FSDP sharding beats device_map stages run one at a time); nemo has megatron's axes and memory;
+# fsdp-qlora is torchtune's FSDP2 QLoRA with the Hugging Face loss.  Pre-training runs on Megatron's axes.
 AUTO: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "pretrain": ("megatron",),
     "full": ("megatron", "torchtune", "unsloth"),
