@@ -177,3 +177,20 @@ def test_fsdp_qlora_gathers_the_frozen_nf4_base_for_every_pass():
     exposed_s = (sharded.work_h - replicated.work_h) * 3600 / micro_batches
     assert 2 * gather_s - compute_s <= exposed_s <= 2 * gather_s  # only what outlasts the compute shows
     assert recomputed.work_h > sharded.work_h
+
+
+def test_torchtune_full_fine_tune_trains_in_bf16_and_steps_in_the_backward_on_one_gpu():
+    # torchtune's Llama 3.1 8B full fine-tune on one RTX 4090 (PagedAdamW8bit, optimizer_in_bwd): 18.9 GiB
+    job = parallelism.Job(LLAMA_8B, method="full", seq_len=2048, kind="finetune", optimizer="adamw_8bit",
+                          paged_optimizer=True, recipe="torchtune")
+    choice, reason = parallelism.best_layout(job, RTX4090, speed.Topology(1, intra_node="none"), 24.0, 0.10,
+                                             parallelism.Pinned(micro_batch=2))
+    assert not reason, reason
+    assert choice.memory.gradients < 1.0  # one layer's gradients, not 15 GiB of them
+    kw = dict(method="full", sharding="zero3", gpus=8, gpus_per_node=8, seq_len=2048)
+    mixed = mem.training_memory(LLAMA_70B, **kw)
+    pure = mem.training_memory(LLAMA_70B, master_weights=False, **kw)
+    assert pure.optimizer == pytest.approx(mixed.optimizer * 4 / 12)  # bf16 m and v, no fp32 master copy
+    held = mem.training_memory(LLAMA_70B, optimizer_in_backward=True, **{**kw, "sharding": "none", "gpus": 1,
+                                                                        "gpus_per_node": 1})
+    assert held.gradients * mem.GIB < 2.1 * LLAMA_70B.vocab * LLAMA_70B.hidden  # the largest unit's, in bf16

@@ -54,6 +54,9 @@ _OPT_BYTES_MIXED = {"adamw": 12.0,       # 4 master + 4 m + 4 v (ZeRO K = 12)
                     "adamw_8bit": 6.0,   # 4 master + 1 + 1 (bitsandbytes)
                     "sgd": 8.0}          # 4 master + 4 momentum
 _OPT_BYTES_FP32 = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0}
+# Pure 16-bit training (torchtune's dtype: bf16): no master copy, and the optimizer's states take the
+# parameters' dtype (PyTorch's AdamW: m and v in bf16; bitsandbytes' 8-bit states stay 1 byte each).
+_OPT_BYTES_PURE16 = {"adamw": 4.0, "adamw_8bit": 2.0, "sgd": 2.0}
 
 # LoRA adapters are kept in fp32 (PEFT's autocast_adapter_dtype=True default),
 # so each adapter parameter costs 4 (weight) + 4 (grad) + optimizer state with
@@ -339,7 +342,8 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
                     pipeline_parallel: int = 1, expert_parallel: int = 1,
                     sequence_parallel: bool = False, context_parallel: int = 1, in_flight: int | None = None,
                     paged_optimizer: bool | None = None, logit_bytes: float = FUSED_LOGIT_BYTES,
-                    activation_offload: bool = False, lora_dropout: bool = True, lora_rank: int = 16, lora_targets_fraction: float = 1.0,
+                    activation_offload: bool = False, lora_dropout: bool = True, master_weights: bool = True,
+                    optimizer_in_backward: bool = False, lora_rank: int = 16, lora_targets_fraction: float = 1.0,
                     flash_attention: bool = True,
                     overhead_gib: float = FRAMEWORK_OVERHEAD_GIB) -> MemoryBreakdown:
     """Per-GPU training memory (GiB) of the busiest GPU of one candidate.
@@ -369,6 +373,10 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
       or from the host) and one layer's working set, not every layer's input.
     lora_dropout: the recipe applies dropout to the adapters' inputs (lora_dropout_bytes); recipes whose
       default dropout is 0 keep no copy.
+    master_weights: full training in mixed precision keeps an fp32 master copy (False: pure 16-bit
+      training, optimizer states in the parameters' dtype: _OPT_BYTES_PURE16).
+    optimizer_in_backward: each parameter is stepped in its backward hook and its gradient freed, so
+      only the largest unit's gradients are held at once (torchtune's optimizer_in_bwd).
     """
     _check("method", method, _METHODS)
     _check("precision", precision, _PRECISIONS)
@@ -397,9 +405,11 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
 
     if method == "full":
         wb, gb = _TRAIN_WEIGHT_BYTES[precision], _TRAIN_GRAD_BYTES[precision]
-        ob = (_OPT_BYTES_FP32 if precision == "fp32" else _OPT_BYTES_MIXED)[optimizer]
+        ob = (_OPT_BYTES_FP32 if precision == "fp32" else
+              _OPT_BYTES_MIXED if master_weights else _OPT_BYTES_PURE16)[optimizer]
         w = sharded(dense * wb, expert * wb, zero3)
-        g = sharded(dense * gb, expert * gb, sharding in ("zero2", "zero3", "hybrid"))
+        g = unit * gb if optimizer_in_backward else \
+            sharded(dense * gb, expert * gb, sharding in ("zero2", "zero3", "hybrid"))
         o = sharded(dense * ob, expert * ob, sharding != "none")
         if zero3 and n > 1:
             w += 2.0 * unit

@@ -177,7 +177,8 @@ def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBre
         expert_parallel=layout.ep, sequence_parallel=layout.sequence_parallel, context_parallel=layout.cp,
         in_flight=in_flight(job, layout), paged_optimizer=job.paged_optimizer,
         logit_bytes=recipe.logit_bytes, activation_offload=recipe.activation_offload, lora_dropout=recipe.lora_dropout,
-        lora_rank=job.lora_rank)
+        master_weights=recipe.master_weights,
+        optimizer_in_backward=recipe.optimizer_in_backward and layout.gpus == 1, lora_rank=job.lora_rank)
 
 
 def layout_speed(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.Topology) -> speed.SpeedResult:

@@ -30,6 +30,9 @@ class Recipe:
     full recomputation the checkpointed layer inputs live in host memory (Unsloth's offloaded gradient
     checkpointing), so the GPU holds one layer's working set.  moe_overlap: MoE all-to-alls hidden behind
     the compute of other micro-batches (DualPipe, Megatron-core's 1F1B A2A overlap) rather than exposed.
+    master_weights: mixed-precision full training with an fp32 master copy (False: pure bf16 training,
+    optimizer states in bf16).  optimizer_in_backward: on one GPU, each parameter is stepped and its
+    gradient freed in the backward pass.
     lora_dropout: LoRA adapters take a dropout of their inputs by default (PEFT-based recipes as their
     published configs run: QLoRA's qlora.py 0.05-0.1, fsdp_qlora 0.1, litgpt 0.05), so each keeps a copy.
     pipeline: 'none'; 'naive' (Accelerate's device_map: consecutive layers on consecutive GPUs of one node,
@@ -44,6 +47,8 @@ class Recipe:
     moe_overlap: bool = False
     pipeline: str = "none"
     lora_dropout: bool = False
+    master_weights: bool = True
+    optimizer_in_backward: bool = False
     source: str = ""
 
     @property
@@ -77,8 +82,9 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType({r.name: r for r in (
     Recipe("fsdp-qlora", _shardings(lora=("zero3",), qlora=("zero3",)), UNFUSED_LOGIT_BYTES, lora_dropout=True,
            source="Answer.AI fsdp_qlora train.py: FSDP FULL_SHARD of the NF4 base (bnb quant_storage), HF loss"),
     Recipe("torchtune", _shardings(full=("none", "zero3"), lora=("none", "zero3"), qlora=("none", "zero3")),
-           CHUNKED_LOGIT_BYTES,
-           source="torchtune single-device and FSDP2 distributed recipes; CEWithChunkedOutputLoss; lora_dropout 0.0"),
+           CHUNKED_LOGIT_BYTES, master_weights=False, optimizer_in_backward=True,
+           source="torchtune single-device and FSDP2 distributed recipes; CEWithChunkedOutputLoss; lora_dropout "
+                  "0.0; dtype bf16 (no fp32 master copy); optimizer_in_bwd in its single-device full fine-tunes"),
     Recipe("unsloth", _shardings(full=_DDP, lora=_DDP, qlora=_DDP), CUT_LOGIT_BYTES, activation_offload=True,
            source="Unsloth: Cut Cross-Entropy, use_gradient_checkpointing='unsloth' offloads layer inputs to "
                   "host memory, LoRA dropout 0; multi-GPU as DDP"),
