@@ -192,8 +192,8 @@ def runner_ups(plan: Plan, count: int) -> dict[str, list[dict]]:
 
 
 def parallelism_json(label: str) -> dict | None:
-    """How the workload runs on its GPUs: a training layout (tp, pp, dp, ep, zero, recompute, micro_batch,
-    sequence_parallel, virtual_stages, label), or a generation job's replicas; None for stated memory."""
+    """How the workload runs on its GPUs: a training layout (recipe, tp, pp, dp, ep, cp, zero, recompute,
+    micro_batch, sequence_parallel, virtual_stages, label), or a generation job's replicas; None for stated memory."""
     if not label:
         return None
     if label.startswith("TP") and " batch " in label:
