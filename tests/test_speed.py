@@ -253,3 +253,9 @@ def test_topology_validation():
         allreduce_seconds(1e9, Topology(8, 2, "nvlink", 900))   # no inter-node link given
     with pytest.raises(ValueError):
         GpuPerf("X", "kepler", 100, {})
+
+
+def test_a_gpu_with_its_own_published_runs_keeps_its_own_efficiency():
+    # the RTX 4090 sustains GeForce's half-rate peak (torchtune, Answer.AI); L4 and L40S keep Ada's figure
+    assert default_mfu("ada", gpu_name="RTX4090") == pytest.approx(0.75)
+    assert default_mfu("ada", gpu_name="L40S") == default_mfu("ada") == pytest.approx(0.5)

@@ -11,7 +11,7 @@ in hours; token rates in tokens/s.
 Public API
 ----------
 GpuPerf, Topology, SpeedResult
-default_mfu(generation, precision, micro_batch_tokens, hidden) -> float
+default_mfu(generation, precision, micro_batch_tokens, hidden, gpu_name) -> float
 effective_precision(gpu, precision, fallback_to_bf16=False) -> str | None
 bus_bandwidth_gbs(topology) -> float
 allreduce_seconds(nbytes, topology, sharding='none') -> float
@@ -65,9 +65,9 @@ MFU_TABLE: Mapping[str, float] = MappingProxyType({
     # Blackwell: no published training run in the set; stas00's MAMF 1745/2250 = 78 % matmul ceiling (H100
     # 80 %) and young software stacks: hopper's figure times the earlier 0.88 (judgement).
     "blackwell": 0.47,
-    # Ada: torchtune's Llama 3.1 8B LoRA and QLoRA on one RTX 4090, Answer.AI's Yi-34B FSDP-QLoRA on two,
-    # TensorRT-LLM's 20K-token prefills on L40S.  No published L4 or L40S training run is in the set.
-    "ada": 0.75,
+    # Ada's datacenter parts (L4, L40S, RTX 6000 Ada): no published training run in the set; the earlier
+    # ratio to hopper (judgement).  TensorRT-LLM's 20K-token prefills on L40S sit within 1.4x with it.
+    "ada": 0.5,
     # V100: Megatron-LM (Shoeybi et al. 2019) sustained 39 TFLOP/s on one V100 = 31 % of 125
     # end to end.
     "volta": 0.37,
@@ -82,6 +82,13 @@ MFU_TABLE: Mapping[str, float] = MappingProxyType({
 # Tokens per micro-batch at which the GEMMs run at half their large-batch rate
 # (judgement: a 4K-token micro-batch runs at 94 % of the large-GEMM rate, 512 tokens at 67 %).
 MICRO_BATCH_HALF_TOKENS = 256.0
+
+# GPUs whose own published runs set their efficiency apart from their generation's.  The RTX 4090's
+# whitepaper peak (165 TFLOP/s bf16 with fp32 accumulate) is GeForce's half-rate path, which the card
+# sustains at its 450 W where the full-rate datacenter Ada parts are power-bound: torchtune's Llama 3.1 8B
+# LoRA and QLoRA on one (3,083 and 2,413 tokens/s) and Answer.AI's Yi-34B FSDP-QLoRA on two (2,072 s for
+# 2.1M tokens) need 0.75 of it (docs/recipes.md).
+MFU_BY_GPU: Mapping[str, float] = MappingProxyType({"RTX4090": 0.75})
 
 # Model width at which the GEMMs of a layer run at half the wide-model rate: narrow models have small
 # matrices, more of their time in norms, activations and launches.  Fitted to LLM Foundry's A100-80GB rows
@@ -269,8 +276,8 @@ class SpeedResult:
 # ---------------------------------------------------------------------------
 
 def default_mfu(generation: str, precision: str = "bf16", micro_batch_tokens: float | None = None,
-                hidden: int | None = None) -> float:
-    """Default kernel MFU = MFU_TABLE[generation] * PRECISION_FACTOR[precision] * x / (x + MICRO_BATCH_HALF_TOKENS)
+                hidden: int | None = None, gpu_name: str = "") -> float:
+    """Default kernel MFU = MFU_TABLE[generation] (MFU_BY_GPU[gpu_name] where a GPU has its own) * PRECISION_FACTOR[precision] * x / (x + MICRO_BATCH_HALF_TOKENS)
     for x = tokens per micro-batch (GEMMs with few rows run below the large-GEMM rate) * h / (h + WIDTH_HALF)
     for a model of width h (narrow GEMMs likewise).
 
@@ -285,7 +292,7 @@ def default_mfu(generation: str, precision: str = "bf16", micro_batch_tokens: fl
         raise ValueError(f"precision={precision!r}: expected one of {', '.join(PRECISION_FACTOR)}")
     rows = 1.0 if micro_batch_tokens is None else micro_batch_tokens / (micro_batch_tokens + MICRO_BATCH_HALF_TOKENS)
     width = 1.0 if hidden is None else hidden / (hidden + WIDTH_HALF)
-    return MFU_TABLE[generation] * PRECISION_FACTOR[precision] * rows * width
+    return MFU_BY_GPU.get(gpu_name, MFU_TABLE[generation]) * PRECISION_FACTOR[precision] * rows * width
 
 
 def effective_precision(gpu: GpuPerf, precision: str,
@@ -445,7 +452,8 @@ def compute_floor_seconds_per_token(model: ModelShape | float, *, gpu: GpuPerf, 
     """A lower bound on training_time's seconds per token for a layout: its compute and pipeline bubble
     alone, with no communication (which only adds). Lets the layout search skip layouts that cannot win."""
     if mfu is None:
-        mfu = default_mfu(gpu.generation, precision, micro_batch_tokens=micro_batch * seq_len / context_parallel,
+        mfu = default_mfu(gpu.generation, precision, gpu_name=gpu.name,
+                          micro_batch_tokens=micro_batch * seq_len / context_parallel,
                           hidden=model.hidden if isinstance(model, ModelShape) else None)
     bubble = float(pipeline_parallel) if naive_pipeline else 1.0 + (pipeline_parallel - 1) / virtual_stages / micro_batches
     return flops_per_token(model, method, recompute, seq_len) / (n_gpus * gpu.peak(precision) * mfu) * bubble
@@ -532,7 +540,7 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     per_token = flops_per_token(shape if shape is not None else p_active, method, recompute, seq_len)
     flops = per_token * tokens
     if mfu is None:
-        mfu = default_mfu(gpu.generation, prec, micro_batch_tokens=b * s / c,
+        mfu = default_mfu(gpu.generation, prec, gpu_name=gpu.name, micro_batch_tokens=b * s / c,
                           hidden=shape.hidden if shape is not None else None)
     peak = gpu.peak(prec)
 
@@ -696,7 +704,7 @@ def generation_time(shape: ModelShape, *, gpu: GpuPerf, topology: Topology,
     prec = generation_precision(gpu, weight_precision, fallback_to_bf16)
     peak = gpu.peak(prec)
     if prefill_mfu is None:
-        prefill_mfu = default_mfu(gpu.generation, prec, hidden=shape.hidden)
+        prefill_mfu = default_mfu(gpu.generation, prec, hidden=shape.hidden, gpu_name=gpu.name)
     if decode_mfu is None:
         decode_mfu = prefill_mfu
     replicas = topology.n_gpus // t
@@ -745,7 +753,7 @@ def generation_floor_h(shape: ModelShape, *, gpu: GpuPerf, n_gpus: int, weight_p
     at the compute rate or streaming its share of the weights, whichever is slower (no KV reads, no TP
     communication). A planner prices a shape's physics only when this does not already rule it out."""
     prec = generation_precision(gpu, weight_precision, fallback_to_bf16)
-    rate = gpu.peak(prec) * default_mfu(gpu.generation, prec, hidden=shape.hidden)
+    rate = gpu.peak(prec) * default_mfu(gpu.generation, prec, hidden=shape.hidden, gpu_name=gpu.name)
     shared = min(1.0 / batch, shape.active_params / shape.params) if shape.params else 1.0 / batch  # weights/sequence
     bw = gpu.mem_bandwidth_gbs * 1e9 * bw_efficiency
     step = max(decode_flops(shape, prompt_tokens + output_tokens / 2.0) / rate,
@@ -780,7 +788,7 @@ def reference_scaled_hours(gpu_hours: float, ref_gpu: GpuPerf, gpu: GpuPerf, n_g
         p = effective_precision(g, precision, fallback_to_bf16)
         if p is None:
             raise UnsupportedPrecision(f"{g.name} has no {precision} support")
-        thr.append(g.peak(p) * default_mfu(g.generation, p))
+        thr.append(g.peak(p) * default_mfu(g.generation, p, gpu_name=g.name))
     if n_gpus < 1 or scaling_eff <= 0:
         raise ValueError(f"n_gpus={n_gpus}, scaling_eff={scaling_eff}: must be positive")
     return gpu_hours * thr[0] / thr[1] / n_gpus / scaling_eff
