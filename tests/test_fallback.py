@@ -282,3 +282,35 @@ def test_a_hopeless_spot_market_is_no_fallback_not_a_traceback(run, tmp_path):
     assert result.exit_code == 0, result.output
     [assignment] = json.loads(result.stdout)["assignments"]
     assert assignment["market"] == "on_demand"
+
+
+def _fallback_job(scenario_file, budget: str, forbid: str) -> dict:
+    from planner.load.scenario import load_scenario
+    from planner.solve.pipeline import make_plan
+
+    plan = make_plan(load_scenario(scenario_file(f"""\
+        name: fallback-only
+        catalogs: [aws]
+        workloads:
+          - name: job
+            kind: training
+            memory: {{per_gpu: 30GiB}}
+            work: {{gpu_hours: 16, reference_gpu: A100-80GB}}
+            gpus: {{min: 1, max: 1}}
+            time_budget: {budget}
+            forbid: {{markets: [{forbid}]}}
+        """)))
+    assert plan.status in ("OPTIMAL", "FEASIBLE"), plan.infeasible
+    row = plan.chosen.iloc[0]
+    return {"market": row.market, "cost": float(row.cost_usd), "key": row.instance_type}
+
+
+@pytest.mark.parametrize("forbid", ["spot", "spot, on_demand"])
+def test_a_looser_deadline_never_loses_the_fallback_where_spot_alone_is_forbidden(scenario_file, forbid):
+    # A fallback that practically never switches is priced as spot alone when spot alone may not be bought:
+    # before, it vanished (on-demand at 2.7x the cost, or a ValueError when on-demand was forbidden too)
+    costs = [_fallback_job(scenario_file, budget, forbid) for budget in ("40h", "60h", "100h", "200h", "400h")]
+    assert all(c["market"] == "spot_fallback" for c in costs), costs
+    assert all(later["cost"] <= earlier["cost"] + 0.01 for earlier, later in zip(costs, costs[1:])), costs
+    spot_alone = _fallback_job(scenario_file, "400h", "on_demand")
+    assert spot_alone["market"] == "spot" and costs[-1]["cost"] == pytest.approx(spot_alone["cost"], abs=0.02)

@@ -42,8 +42,9 @@ LAW_AFTER = 8
 """A spot_fallback key met at this many deadlines gets spot alone's law on its grid (one FFT, ~2 ms) to tell
 whether it rarely switches; before that Chernoff's bound (~0.2 ms) usually settles it (both give the same answer)."""
 FALLBACK_MIN_SWITCH = 1e-3
-"""A spot_fallback candidate that would switch in fewer runs than this is its spot twin (and one with no room
-for spot before its switch point is none): neither is offered."""
+"""A spot_fallback candidate that would switch in fewer runs than this is its spot twin, and is not offered
+where the twin is; where spot alone is not allowed (`forbid: {markets: [spot]}`) it is priced as the twin
+(`fallback.as_spot`). One with no room for spot before its switch point is none."""
 FALLBACK_BOUND_SLACK = 0.99
 """The fallback's numeric method (`fallback.unit`) approximates the policy: over 85,547 spot_fallback candidates
 of the shipped and benchmark scenarios it never came below the bound `_fallback_lo` proves for the policy itself
@@ -385,9 +386,13 @@ class _Exact:
             law = _law_of(self.plan, cache)  # spot alone's, for a fallback
             if self.unit is None and len(self.by_deadline) >= LAW_AFTER:
                 law.compute()
-            self.by_deadline[budget] = (
-                fallback.unit(replace(self.inputs, time_budget_h=budget), self.tau, FALLBACK_MIN_SWITCH, law)
-                if self.unit is None else replace(self.unit, p_deadline=law.p_le(budget)))
+            if self.unit is not None:
+                self.by_deadline[budget] = replace(self.unit, p_deadline=law.p_le(budget))
+            else:
+                inputs = replace(self.inputs, time_budget_h=budget)
+                self.by_deadline[budget] = fallback.unit(inputs, self.tau, FALLBACK_MIN_SWITCH, law) or (
+                    fallback.as_spot(costmodel.expected(self.inputs, self.tau), law.p_le(budget))
+                    if fallback.leaves_room(inputs, self.tau) else None)
         return self.by_deadline[budget]
 
 
@@ -1059,8 +1064,8 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         if exact is None:
             exact = screen.exact[key[i]] = _exact(workload, row, hw_rate, fingerprint, cache)
         unit = exact.at(budget, cache)
-        if unit is None or row.fallback and unit.p_switch < FALLBACK_MIN_SWITCH:
-            continue
+        if unit is None or row.fallback and unit.p_switch < FALLBACK_MIN_SWITCH and twin[i] >= 0:
+            continue  # a fallback that practically never switches is its spot twin, where that is allowed
         if unit.p_deadline < q:
             missed.append((row, unit))
         elif not unit.billed_node_h * np.fmax(row.price, row.fallback_price) <= MAX_CANDIDATE_USD:  # inf, NaN

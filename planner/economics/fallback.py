@@ -93,6 +93,15 @@ def _rarely_switches(p, B: float, min_switch: float, law: costmodel.WallLaw) -> 
     return by_law() or by_bound() if law.ready else by_bound() or by_law()
 
 
+def as_spot(spot: CostResult, p_deadline: float) -> FallbackResult:
+    """The policy where it practically never switches (fewer than `unit`'s `min_switch` of runs): spot alone's
+    outcome, every node-hour at the spot price, P(T <= D) spot alone's."""
+    return FallbackResult(spot={k: spot.breakdown[k] for k in PRICED}, on_demand={k: 0.0 for k in PRICED},
+                          wall_h=spot.wall_h, failures=spot.failures, p_deadline=p_deadline, p_switch=0.0,
+                          segments=spot.segments, checkpoint_interval_h=spot.checkpoint_interval_h,
+                          spot_failures=spot.failures)
+
+
 def _levels(p, D: float) -> tuple[float, float] | None:
     """The switch levels of the plan `p` under the deadline D: (B, B_k), the failure overhead any segment but
     the last, and the last, may end with and stay on spot (Z_(i+1) <= D − margin − 2R − S − s_i); None when
