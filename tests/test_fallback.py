@@ -314,3 +314,15 @@ def test_a_looser_deadline_never_loses_the_fallback_where_spot_alone_is_forbidde
     assert all(later["cost"] <= earlier["cost"] + 0.01 for earlier, later in zip(costs, costs[1:])), costs
     spot_alone = _fallback_job(scenario_file, "400h", "on_demand")
     assert spot_alone["market"] == "spot" and costs[-1]["cost"] == pytest.approx(spot_alone["cost"], abs=0.02)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_waiting_for_capacity_is_what_the_replay_waits_with_the_switch_cutting_waits_short(name):
+    # expected.waiting_h of a fallback was events x mean wait, as if every wait ran to its end: 1.8x the
+    # replayed waiting under heavy-tailed waits, where a switch mostly cuts a long wait
+    inputs = _inputs(CASES[name])
+    tau = CASES[name].get("checkpoint_interval_h")
+    priced = fallback.unit(inputs, tau)
+    replayed = simulate_fallback(inputs, ON_DEMAND, trials=20000, seed=1, tau=tau).mean("waiting_h")
+    assert priced.waiting_h == pytest.approx(replayed, rel=0.05, abs=0.05), (priced.waiting_h, replayed)
+    assert priced.waiting_h <= priced.spot_failures * inputs.spot_share * inputs.capacity_wait_h + 1e-9

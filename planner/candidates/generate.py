@@ -391,7 +391,7 @@ class _Exact:
             else:
                 inputs = replace(self.inputs, time_budget_h=budget)
                 self.by_deadline[budget] = fallback.unit(inputs, self.tau, FALLBACK_MIN_SWITCH, law) or (
-                    fallback.as_spot(costmodel.expected(self.inputs, self.tau), law.p_le(budget))
+                    fallback.as_spot(self.inputs, costmodel.expected(self.inputs, self.tau), law.p_le(budget))
                     if fallback.leaves_room(inputs, self.tau) else None)
         return self.by_deadline[budget]
 
@@ -460,7 +460,7 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
         "fallback_price_per_node_h": float(row.fallback_price), "p_fallback": unit.p_switch if row.fallback else 0.0,
         "checkpoint_interval_h": unit.checkpoint_interval_h, "segments": unit.segments,
         "work_h": row.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
-        "preemption_events": events, "waiting_h": events * float(row.wait_h),
+        "preemption_events": events, "waiting_h": unit.waiting_h if row.fallback else events * float(row.wait_h),
         "rounding_waste_node_h": unit.rounding_waste_node_h, "p_deadline": unit.p_deadline,
         "cost_usd": cost, "cost_cents": to_cents(cost),
         **{f"usd_{k}": v for k, v in parts.items()},

@@ -66,6 +66,7 @@ class FallbackResult:
     segments: int
     checkpoint_interval_h: float
     spot_failures: float = 0.0  # of `failures`, those on spot (the rest: hardware failures after the switch)
+    waiting_h: float = 0.0  # hours waiting for spot capacity: the events' waits, less what the switch cut short
 
     @property
     def billed_node_h(self) -> float:
@@ -93,13 +94,15 @@ def _rarely_switches(p, B: float, min_switch: float, law: costmodel.WallLaw) -> 
     return by_law() or by_bound() if law.ready else by_bound() or by_law()
 
 
-def as_spot(spot: CostResult, p_deadline: float) -> FallbackResult:
+def as_spot(inputs: CandidateInputs, spot: CostResult, p_deadline: float) -> FallbackResult:
     """The policy where it practically never switches (fewer than `unit`'s `min_switch` of runs): spot alone's
-    outcome, every node-hour at the spot price, P(T <= D) spot alone's."""
+    outcome `spot` for `inputs`, every node-hour at the spot price, P(T <= D) spot alone's, every event's wait
+    done."""
     return FallbackResult(spot={k: spot.breakdown[k] for k in PRICED}, on_demand={k: 0.0 for k in PRICED},
                           wall_h=spot.wall_h, failures=spot.failures, p_deadline=p_deadline, p_switch=0.0,
                           segments=spot.segments, checkpoint_interval_h=spot.checkpoint_interval_h,
-                          spot_failures=spot.failures)
+                          spot_failures=spot.failures,
+                          waiting_h=spot.failures * inputs.spot_share * inputs.capacity_wait_h)
 
 
 def _levels(p, D: float) -> tuple[float, float] | None:
@@ -219,7 +222,8 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     failures = lam * (on_spot - R + cut_left) / (1 + lam * (R + p.rho * p.wait))
     # billed: spot time less the waits done by the switch (Wald again: ρ·m per failure), of which the cut failure's
     # was not all done; its restart, which follows the wait, not at all (a session open at the switch is billed)
-    busy = on_spot - failures * p.rho * p.wait + max(cut_left - beyond * R, 0.0)
+    waiting = failures * p.rho * p.wait - max(cut_left - beyond * R, 0.0)  # E[waits done by the switch]
+    busy = on_spot - waiting
     alone = costmodel.expected(replace(inputs, time_budget_h=math.inf), tau)  # spot alone: its sessions and rounding
     beta, streams = 1 + p.rho * (n - 1), p.streams  # each stream of a stateless job switches on its own
     if math.isfinite(alone.rounding_waste_node_h):
@@ -248,7 +252,8 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             wall += switch * weight * od.wall_h
             p_deadline += switch * weight * od.p_deadline
             total_failures += switch * weight * od.failures
-    return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline), switch, k, p.tau, failures)
+    return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline), switch, k, p.tau, failures,
+                          max(waiting, 0.0) * streams)
 
 
 def excess_over_spot(law: costmodel.WallLaw, deadline_h: float, alone: CostResult, spot_price: float,

@@ -39,6 +39,7 @@ class SimResult:
     cost_usd: np.ndarray
     failures: np.ndarray
     met_deadline: np.ndarray  # bool
+    waiting_h: np.ndarray  # hours waiting for spot capacity (every stream's)
 
     @property
     def trials(self) -> int:
@@ -139,6 +140,7 @@ def _simulate(inputs: CandidateInputs, p, trials: int, seed: int,
     seg = np.zeros(trials, dtype=np.int64)  # segment restarted from
     F = np.zeros(trials, dtype=np.int64)
     billed = np.zeros(trials)
+    waiting = np.zeros(trials)
     starts = np.zeros((trials, n))  # start of each node slot's session
     active = np.arange(trials)
     if lam == 0:
@@ -156,6 +158,7 @@ def _simulate(inputs: CandidateInputs, p, trials: int, seed: int,
         if fi.size:
             tf = T[fi] + gf
             _, back = _fail(rng, fi, tf, rho, wait, starts, billed, gran, minimum, p.wait_cv)
+            waiting[fi] += back - tf
             T[fi] = back + R
             j = np.floor((pos0[fail] + gf) / s).astype(np.int64)
             seg[fi] = np.clip(j, seg[fi], k - 1)  # never back past a checkpoint
@@ -172,7 +175,7 @@ def _simulate(inputs: CandidateInputs, p, trials: int, seed: int,
     if progress is not None and lam == 0:
         progress(1.0)
     return SimResult(wall_h=T, billed_node_h=billed, cost_usd=cost,
-                     failures=F, met_deadline=np.asarray(met, dtype=bool))
+                     failures=F, met_deadline=np.asarray(met, dtype=bool), waiting_h=waiting * p.streams)
 
 
 def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: int = 10000, seed: int = 0,
@@ -199,6 +202,7 @@ def _simulate_fallback(inputs: CandidateInputs, on_demand_price: float, p, trial
     seg = np.zeros(trials, dtype=np.int64)
     F = np.zeros(trials, dtype=np.int64)
     billed = np.zeros(trials)
+    waiting = np.zeros(trials)
     starts = np.zeros((trials, n))
     switched = np.full(trials, -1, dtype=np.int64)  # checkpoint at the switch, -1 if it finished on spot
     active = np.arange(trials)
@@ -232,6 +236,7 @@ def _simulate_fallback(inputs: CandidateInputs, on_demand_price: float, p, trial
             F[fi] += 1
             resume = back + R
             limit_now = L0 + seg[fi] * s
+            waiting[fi] += np.clip(limit_now, tf, back) - tf  # a wait the switch comes in ends there
             gone = limit_now < resume  # the switch point passes while restarting or waiting
             # sessions are open at the switch unless it comes during a capacity wait (all released at the event)
             open_sessions = ~(event[gone] & (limit_now[gone] < back[gone]))
@@ -258,7 +263,7 @@ def _simulate_fallback(inputs: CandidateInputs, on_demand_price: float, p, trial
     D = inputs.time_budget_h
     met = T <= D + 1e-9 * max(1.0, abs(D))
     return SimResult(wall_h=T, billed_node_h=spot_billed + od_billed, cost_usd=cost, failures=F,
-                     met_deadline=np.asarray(met, dtype=bool))
+                     met_deadline=np.asarray(met, dtype=bool), waiting_h=waiting * p.streams)
 
 
 def _in_chunks(run: Callable, trials: int, nodes: int, seed: int,
