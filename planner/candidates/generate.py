@@ -1051,6 +1051,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
     out, missed, chosen, runaway = [], [], [], []
+    spot_allowed = workload.allows_market("spot")  # then every fallback row's spot twin is a row too
     kinds = _Kinds(runner_ups, rows.kind[at])
     spot_priced: dict[int, int] = {}  # position of a spot candidate -> the calendar steps it is booked for
     for i, row in enumerate(map(_Row._make, zip(*columns))):
@@ -1064,8 +1065,8 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         if exact is None:
             exact = screen.exact[key[i]] = _exact(workload, row, hw_rate, fingerprint, cache)
         unit = exact.at(budget, cache)
-        if unit is None or row.fallback and unit.p_switch < FALLBACK_MIN_SWITCH and twin[i] >= 0:
-            continue  # a fallback that practically never switches is its spot twin, where that is allowed
+        if unit is None or row.fallback and unit.p_switch < FALLBACK_MIN_SWITCH and spot_allowed:
+            continue  # a fallback that practically never switches is its spot twin, where that may be bought
         if unit.p_deadline < q:
             missed.append((row, unit))
         elif not unit.billed_node_h * np.fmax(row.price, row.fallback_price) <= MAX_CANDIDATE_USD:  # inf, NaN
