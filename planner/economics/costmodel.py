@@ -136,16 +136,16 @@ class CostResult:
 
 
 def spot_event_rate(lam_node, nodes, correlation):
-    """Preemption events that touch a job on n spot nodes, per hour: λ·g(n) (`events_per_loss`)."""
+    """Preemption events that touch a job on n spot nodes, per hour: λ·η(n) (`events_per_loss`)."""
     out = np.asarray(lam_node, dtype=float) * events_per_loss(nodes, correlation)
     return float(out) if out.ndim == 0 else out
 
 
 def events_per_loss(nodes, correlation):
-    """g(n) = Σ_{i<n} (1 − c)/(1 − c + i·c): the events that touch a job on n spot nodes per one node's losses
+    """η(n) = Σ_{i<n} (1 − c)/(1 − c + i·c): the events that touch a job on n spot nodes per one node's losses
     (§3). Each node is lost at λ; an event takes each node of the zone with a probability U that varies from
     event to event (a Beta(0, b) mixing law, b = (1 − c)/c), so a share c of the events that take one given
-    node also take any other given node. g(1) = 1; c = 0 gives n (independent), c = 1 gives 1 (every event
+    node also take any other given node. η(1) = 1; c = 0 gives n (independent), c = 1 gives 1 (every event
     takes every node). Vectorised over whole node counts and c: the sum itself, exactly rounded, per distinct
     (c, n), and n − c·n(n − 1)/2 to first order where c is tiny."""
     n, c = np.broadcast_arrays(np.asarray(nodes, dtype=float), np.asarray(correlation, dtype=float))
@@ -163,7 +163,7 @@ def _events_per_loss(c: float, n: int) -> float:
 
 def event_sizes(nodes: int, correlation: float) -> np.ndarray:
     """P(an event takes k of a job's n nodes | it takes at least one), k = 1..n, under `events_per_loss`'s law:
-    ∝ C(n, k)·Γ(k)·Γ(b + n − k) (beta-binomial with a → 0). Its mean is n/g(n): node losses per event."""
+    ∝ C(n, k)·Γ(k)·Γ(b + n − k) (beta-binomial with a → 0). Its mean is n/η(n): node losses per event."""
     k = np.arange(1, nodes + 1)
     if correlation >= 1:
         return (k == nodes).astype(float)

@@ -117,7 +117,7 @@ def simulate(inputs: CandidateInputs, trials: int = 10000, seed: int = 0,
     restarting); one loses the progress since the last completed checkpoint.
     A hardware failure ends the session of a uniformly chosen node and starts
     its replacement's session; a preemption event (a share ρ of failures) ends
-    every node's session, and all start again after the capacity wait W (mean
+    every node's session, and all start again after the capacity wait V (mean
     m, `wait_phases`), which is wall time, not billed. Every restart (and the first
     start) takes R. A stateless job's nodes are streams of their own (§4):
     one is simulated and its node-hours and failures counted once per node.
