@@ -140,7 +140,9 @@ def test_the_recipe_shows_in_estimate_and_solve(run, scenario_file):
     ("method: qlora\n    recipe: megatron", "recipe megatron runs full, lora, not qlora"),
     ("method: full\n    recipe: fsdp-qlora", "recipe fsdp-qlora runs lora, qlora, not full"),
     ("method: lora\n    recipe: torchtune\n    tensor_parallel: 2",
-     "recipe torchtune has data parallelism only: tensor_parallel 2 needs recipe megatron or nemo"),
+     "recipe torchtune has no tensor, sequence or context parallelism: tensor_parallel 2 needs recipe megatron or nemo"),
+    ("method: qlora\n    recipe: unsloth\n    pipeline_parallel: 2",
+     "recipe unsloth has no pipeline stages: pipeline_parallel 2 needs recipe megatron, nemo, hf, axolotl"),
     ("method: lora\n    recipe: pytorch", "recipe"),
 ])
 def test_a_recipe_that_cannot_run_the_job_is_one_line_and_exit_2(run, scenario_file, fields, message):
@@ -194,3 +196,13 @@ def test_torchtune_full_fine_tune_trains_in_bf16_and_steps_in_the_backward_on_on
     held = mem.training_memory(LLAMA_70B, optimizer_in_backward=True, **{**kw, "sharding": "none", "gpus": 1,
                                                                         "gpus_per_node": 1})
     assert held.gradients * mem.GIB < 2.1 * LLAMA_70B.vocab * LLAMA_70B.hidden  # the largest unit's, in bf16
+
+
+def test_the_schema_and_the_physics_agree_on_what_each_recipe_runs():
+    from planner.schema.scenario import MEGATRON_RECIPES, RECIPE_METHODS, STAGED_RECIPES
+
+    assert set(RECIPE_METHODS) == set(recipes.RECIPES)
+    assert {r.name for r in recipes.RECIPES.values() if r.megatron_axes} == set(MEGATRON_RECIPES)
+    assert {r.name for r in recipes.RECIPES.values() if r.pipeline != "none"} == set(STAGED_RECIPES)
+    assert all(set(r.shardings) == set(r.methods) for r in recipes.RECIPES.values())
+

@@ -65,7 +65,9 @@ RECIPE_METHODS: dict[str, tuple[str, ...]] = {
     "megatron": ("full", "lora"), "nemo": ("full", "lora"),
 }
 MEGATRON_RECIPES = ("megatron", "nemo")
-"""The recipes with tensor, pipeline, sequence and context parallelism."""
+"""The recipes with tensor, sequence and context parallelism."""
+STAGED_RECIPES = MEGATRON_RECIPES + ("hf", "axolotl")
+"""The recipes with pipeline stages: Megatron's schedules, or Accelerate's device_map run one stage at a time."""
 
 Seconds = Annotated[float, BeforeValidator(parse_seconds), Field(gt=0, le=3600)]
 
@@ -554,14 +556,14 @@ class Workload(Strict):
         if self.training_method not in methods:
             raise ValueError(f"recipe {self.recipe} runs {', '.join(methods)}, not {self.training_method}")
         pinned = [f"{key} {value}" for key, value in (("tensor_parallel", self.tensor_parallel),
-                                                      ("pipeline_parallel", self.pipeline_parallel),
                                                       ("context_parallel", self.context_parallel))
-                  if value is not None and value > 1]
-        if self.sequence_parallel:
-            pinned.append("sequence_parallel")
+                  if value is not None and value > 1] + (["sequence_parallel"] if self.sequence_parallel else [])
         if pinned and self.recipe not in MEGATRON_RECIPES:
-            raise ValueError(f"recipe {self.recipe} has data parallelism only: {', '.join(pinned)} needs recipe "
-                             f"{' or '.join(MEGATRON_RECIPES)}")
+            raise ValueError(f"recipe {self.recipe} has no tensor, sequence or context parallelism: "
+                             f"{', '.join(pinned)} needs recipe {' or '.join(MEGATRON_RECIPES)}")
+        if (self.pipeline_parallel or 1) > 1 and self.recipe not in STAGED_RECIPES:
+            raise ValueError(f"recipe {self.recipe} has no pipeline stages: pipeline_parallel "
+                             f"{self.pipeline_parallel} needs recipe {', '.join(STAGED_RECIPES)}")
 
     def _serving_fields(self) -> "Workload":
         if self.traffic is None or self.slo is None:
