@@ -381,6 +381,11 @@ class _Exact:
         """segment_plan(inputs, tau): what its law is kept under."""
         return costmodel.segment_plan(self.inputs, self.tau)
 
+    @functools.cached_property
+    def spot_alone(self) -> costmodel.CostResult:
+        """A fallback's spot twin at price 1, whatever the deadline (what `fallback.as_spot` prices it as)."""
+        return costmodel.expected(self.inputs, self.tau)
+
     def at(self, budget: float, cache: CandidateCache) -> costmodel.CostResult | fallback.FallbackResult | None:
         if budget not in self.by_deadline:
             law = _law_of(self.plan, cache)  # spot alone's, for a fallback
@@ -391,7 +396,7 @@ class _Exact:
             else:
                 inputs = replace(self.inputs, time_budget_h=budget)
                 self.by_deadline[budget] = fallback.unit(inputs, self.tau, FALLBACK_MIN_SWITCH, law) or (
-                    fallback.as_spot(self.inputs, costmodel.expected(self.inputs, self.tau), law.p_le(budget))
+                    fallback.as_spot(self.inputs, self.spot_alone, law.p_le(budget))
                     if fallback.leaves_room(inputs, self.tau) else None)
         return self.by_deadline[budget]
 

@@ -474,7 +474,7 @@ def _row(workload: str, est: Estimate) -> dict:
         "precision": est.precision, "work_h": None if math.isinf(est.work_h) else round(est.work_h, 3),
         "tokens_per_s": round(est.tokens_per_s, 1), "scaling_efficiency": round(est.scaling_efficiency, 3),
         "tensor_parallel": est.tensor_parallel, "parallelism": layout_text(est),
-        "recipe": est.layout.recipe or None if est.layout is not None else None, "batch": est.batch,
+        "recipe": (est.layout.recipe if est.layout is not None else "") or None, "batch": est.batch,
         "reason": est.reason,
     }
 
