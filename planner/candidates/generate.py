@@ -24,7 +24,7 @@ import pandas as pd
 from planner.candidates.cache import CandidateCache
 from planner.candidates.endpoints import endpoint_options
 from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, quota_mask, to_cents
-from planner.economics import costmodel, fallback, screen
+from planner.economics import costmodel, fallback, screen, spot_evidence
 from planner.economics.inputs import cost_inputs
 from planner.load.catalog import Catalog, offer_mask
 from planner.physics.estimate import (FLOOR_MARGIN, Estimate, Prepared, Shape, checkpoint_size_gib, estimate_prepared,
@@ -401,6 +401,34 @@ class _Exact:
         return self.by_deadline[budget]
 
 
+def _evidence(exact: _Exact, row, budget: float, traces: tuple, cache: CandidateCache
+              ) -> spot_evidence.Replayed | str:
+    """A spot or spot_fallback row replayed on the traces that speak for its offer, or why no offer of that many
+    nodes is: no trace shows so many held at once. Kept on what a replay reads (the job's segments, restarts,
+    deadline and policy, not its prices or fitted rates), so offers that differ only there replay once."""
+    found, stand_in = spot_evidence.covering(traces, row.provider, row.instance_type, int(row.nodes))
+    if not found:
+        return (f"is a larger spot gang than any measured: no availability trace of {row.provider} shows "
+                f"{int(row.nodes)} nodes held at once (the most: {spot_evidence.largest_gang(traces, row.provider)})")
+    inputs = replace(exact.inputs, checkpoint_interval_h=exact.tau, time_budget_h=budget, spot_rate_per_node_h=0.0,
+                     hw_failure_per_gpu_h=0.0, capacity_wait_h=0.0, capacity_wait_cv=1.0)
+    key = (inputs, row.market, tuple(t.name for t in found), stand_in)
+    found_before = cache.replays.get(key)
+    return found_before if found_before is not None else cache.keep(
+        cache.replays, key, spot_evidence.replayed(inputs, row.market, found, stand_in))
+
+
+def _unheld(evidence: spot_evidence.Replayed | str, row, unit, q: float) -> str:
+    """Why a priced spot or spot_fallback row is not offered on its measured record ('' when it is)."""
+    if isinstance(evidence, str):
+        return evidence
+    if row.fallback:
+        fitted = math.fsum(v for k, v in unit.parts(row.price, row.fallback_price).items() if k in fallback.PRICED)
+    else:
+        fitted = math.fsum(unit.breakdown[k] for k in fallback.PRICED) * row.price
+    return spot_evidence.verdict(evidence, q, fitted, row.price, row.fallback_price)
+
+
 def wall_law(inputs: costmodel.CandidateInputs, tau: float | None, cache: CandidateCache) -> costmodel.WallLaw:
     """The law of T for these inputs, kept per segment plan (what it depends on): one grid answers every
     deadline a timing key meets (a quarter's runs each bring their own) and every quantile batch books."""
@@ -444,8 +472,10 @@ def _auto_interval(inputs: costmodel.CandidateInputs) -> float:
 
 
 def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.CostResult | fallback.FallbackResult,
-                   memory_gib: float, precision: str | None, parallelism: str = "", spot_share: float = 0.0) -> dict:
-    """One candidate's table row; `spot_share` is ρ, the share of its spot failures that are preemption events."""
+                   memory_gib: float, precision: str | None, parallelism: str = "", spot_share: float = 0.0,
+                   evidence: spot_evidence.Replayed | None = None) -> dict:
+    """One candidate's table row; `spot_share` is ρ, the share of its spot failures that are preemption events;
+    `evidence` its replays on measured availability, where it was held to them."""
     if row.fallback:
         parts = unit.parts(row.price, row.fallback_price)
     else:
@@ -468,6 +498,10 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
         "preemption_events": events, "waiting_h": unit.waiting_h if row.fallback else events * float(row.wait_h),
         "rounding_waste_node_h": unit.rounding_waste_node_h, "p_deadline": unit.p_deadline,
         "cost_usd": cost, "cost_cents": to_cents(cost),
+        "replayed_p_deadline": evidence.p_deadline if evidence else math.nan,
+        "replayed_compute_usd": evidence.compute_usd(row.price, row.fallback_price) if evidence else math.nan,
+        "replayed_traces": len(evidence.traces) if evidence else 0,
+        "replayed_stand_in": bool(evidence and evidence.stand_in),
         **{f"usd_{k}": v for k, v in parts.items()},
         "storage_usd_per_h": row.storage_h, "memory_gib": memory_gib, "vram_gib": float(row.gpu_vram_gib),
         "billing_granularity_h": row.granularity_h, "billing_minimum_h": row.minimum_h,
@@ -867,10 +901,18 @@ def _cost_bounds(rows: _Rows, at: np.ndarray, bound: dict, price: np.ndarray, la
     return lo, hi
 
 
-def _sure(bound: dict, budget: float, q: float, falls_back: np.ndarray) -> np.ndarray:
+def _sure(bound: dict, budget: float, q: float, uncertain: np.ndarray) -> np.ndarray:
     """Rows certain to end on time, what beats others (`_dominated`): no failure with probability q at least,
-    and their failure-free time within the budget (a calendar books them for it); a fallback row is never."""
-    return (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~falls_back
+    and their failure-free time within the budget (a calendar books them for it); an `uncertain` row is never
+    (a fallback, or a row its measured record may still rule out: `_held_to_traces`)."""
+    return (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~uncertain
+
+
+def _held_to_traces(rows: "_Rows", at: np.ndarray, workload: Workload) -> np.ndarray:
+    """Which rows of `at` are offered only if their replays on measured availability keep their promise
+    (`spot_evidence`): spot and spot_fallback rows, but for a stateless job, whose nodes are lost one by one
+    where the replay can only treat them as one gang."""
+    return rows.spot[at] & (workload.interruption_tolerance != "stateless")
 
 
 def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, workload: Workload,
@@ -887,6 +929,7 @@ def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, w
     t0 = workload.restart_overhead + physics.floor_h[shape]  # a floor on the failure-free time
     open_ = (physics.floor_h[shape] < math.inf) & (t0 <= budget)
     falls_back = rows.fallback[at]
+    uncertain = falls_back | _held_to_traces(rows, at, workload)
     node_price = np.where(falls_back, np.fmin(price[at], fallback_price[at]) * min(1.0, FALLBACK_BOUND_SLACK),
                           price[at])
     lo = (((node_price * column["nodes"][at] + column["storage_h"][at].astype(float)) * t0
@@ -910,7 +953,7 @@ def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, w
             lo[new], hi[new] = _cost_bounds(rows, at[new], bound, price, lam, fallback_price, workload, hw_rate)
             fastest[new] = calendar.steps(bound["t0"]) if calendar else bound["t0"]
             known[new] = True
-            sure[new] = _sure(bound, budget, q, falls_back[new])
+            sure[new] = _sure(bound, budget, q, uncertain[new])
             if calendar:
                 booked[new] = calendar.steps(bound["t0_hi"])
             rest, by = np.flatnonzero(open_), np.flatnonzero(sure)
@@ -1040,7 +1083,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     fastest = calendar.steps(bound["t0"]) if calendar else bound["t0"]  # the fewest steps it can be booked for
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
     if not (exhaustive or screened):
-        certain = _sure(bound, budget, q, falls_back)
+        certain = _sure(bound, budget, q, falls_back | _held_to_traces(rows, at, workload))
         front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain],
                              *((fastest, calendar.steps(bound["t0_hi"][certain])) if calendar else ()))
         if not runner_ups:  # nothing beaten is priced
@@ -1055,8 +1098,10 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     twin = np.where(twin >= 0, np.argsort(order)[twin], -1)  # positions in the new order
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
-    out, missed, chosen, runaway = [], [], [], []
+    out, missed, chosen, runaway, unheld = [], [], [], [], []
     spot_allowed = workload.allows_market("spot")  # then every fallback row's spot twin is a row too
+    traces = spot_evidence.catalog_traces(catalog)
+    held = _held_to_traces(rows, at, workload)
     kinds = _Kinds(runner_ups, rows.kind[at])
     spot_priced: dict[int, int] = {}  # position of a spot candidate -> the calendar steps it is booked for
     for i, row in enumerate(map(_Row._make, zip(*columns))):
@@ -1072,14 +1117,17 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         unit = exact.at(budget, cache)
         if unit is None or row.fallback and unit.p_switch < FALLBACK_MIN_SWITCH and spot_allowed:
             continue  # a fallback that practically never switches is its spot twin, where that may be bought
+        evidence = _evidence(exact, row, budget, traces, cache) if held[i] and unit.p_deadline >= q else None
         if unit.p_deadline < q:
             missed.append((row, unit))
         elif not unit.billed_node_h * np.fmax(row.price, row.fallback_price) <= MAX_CANDIDATE_USD:  # inf, NaN
             runaway.append(row)
+        elif evidence is not None and (why := _unheld(evidence, row, unit, q)):
+            unheld.append((row, why))
         else:
             est = physics.estimates[rows.shape[at[i]]]
             candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision, layout_text(est),
-                                       exact.inputs.spot_share)
+                                       exact.inputs.spot_share, evidence)
             out.append(candidate)
             chosen.append(i)
             kinds.priced(i, candidate["cost_usd"])
@@ -1094,6 +1142,10 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
                 if row.market == "spot":
                     spot_priced[i] = steps
     if not out:
+        if unheld and not missed:
+            row, why = unheld[0]
+            return none, (f"no candidate keeps its promise on measured spot availability: the cheapest, "
+                          f"{int(row.nodes)} x {row.key} ({row.market}), {why}"), rows.considered, None
         if runaway and not missed:
             return none, (f"every candidate's expected cost is above ${MAX_CANDIDATE_USD:,.0f}: failures restart "
                           f"the work so often that it practically never finishes (checkpoint it, or give it fewer "

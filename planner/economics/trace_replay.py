@@ -84,7 +84,48 @@ def windows(up_counts: np.ndarray, gap_h: float, nodes: int, starts: int, horizo
 
 
 def replay(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcomes:
-    """Replay `job` under `policy` on each row of `up` (samples x steps)."""
+    """Replay `job` under `policy` on each row of `up` (samples x steps): spot alone window by window
+    (`_replay_windows`, what the planner runs for every spot candidate), the others step by step."""
+    return _replay_windows(job, up, step_h) if policy == "spot" else _replay_steps(job, up, step_h, policy)
+
+
+def _replay_windows(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
+    """Spot alone, exactly as `_replay_steps` runs it, one up-window at a time: each window spends R restarting,
+    then works at the checkpointed pace; the job ends inside one, or keeps what its last checkpoint saved."""
+    p = segment_plan(job.inputs)
+    W, tau, R, n = job.inputs.work_h, p.tau, p.R, job.inputs.nodes
+    pace = tau / (tau + p.C)
+    samples, steps = up.shape
+    padded = np.zeros((samples, steps + 2), dtype=np.int8)
+    padded[:, 1:-1] = up
+    edge = np.diff(padded, axis=1)
+    rows, begin = np.nonzero(edge == 1)  # row-major: each row's windows in time order
+    _, end = np.nonzero(edge == -1)
+    counts = np.bincount(rows, minlength=samples)
+    number = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]  # the window's place in its row
+    most = int(counts.max(initial=0))
+    starts = np.zeros((samples, most))
+    lengths = np.zeros((samples, most))
+    starts[rows, number] = begin * step_h
+    lengths[rows, number] = (end - begin) * step_h
+    progress, wall, spot_h = np.zeros(samples), np.full(samples, np.nan), np.zeros(samples)
+    for k in range(most):
+        active = np.isnan(wall) & (k < counts)
+        if not active.any():
+            break
+        length = lengths[:, k]
+        need = R + (W - progress) / pace  # from the window's start to the end of the work
+        finishing = active & (need <= length + 1e-12 * (1 + length)) & (length > R)
+        wall = np.where(finishing, starts[:, k] + need, wall)
+        spot_h += np.where(finishing, need, np.where(active, length, 0.0))
+        gained = progress + np.maximum(length - R, 0.0) * pace
+        progress = np.where(active & ~finishing, np.floor(gained / tau + 1e-9) * tau, progress)
+    cost = n * job.inputs.price_per_node_h * spot_h
+    return Outcomes(wall, n * spot_h, np.zeros(samples), cost)
+
+
+def _replay_steps(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcomes:
+    """Replay `job` under `policy` step by step (module doc)."""
     p = segment_plan(job.inputs)
     W, tau, C, R, n = job.inputs.work_h, p.tau, p.C, p.R, job.inputs.nodes  # a stateless job too, as a gang
     D = job.deadline_h
@@ -130,7 +171,7 @@ def replay(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcome
         saved = np.where(running, np.floor(progress / tau + 1e-9) * tau, saved)
         spot_h += np.where(running & (mode == 1), used, 0.0)
         od_h += np.where(running & (mode == 2), used, 0.0)
-    cost = n * (job.inputs.price_per_node_h * spot_h + job.on_demand_price * od_h)
+    cost = n * (job.inputs.price_per_node_h * spot_h + np.where(od_h > 0, job.on_demand_price * od_h, 0.0))
     return Outcomes(wall, n * spot_h, n * od_h, cost)
 
 

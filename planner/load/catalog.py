@@ -144,6 +144,7 @@ class Catalog:
     offers: pd.DataFrame
     sources: dict[str, dict[str, str]] = field(default_factory=dict)
     files: tuple[Path, ...] = ()  # the tables and offer CSVs read, so no output is written over one
+    spot_traces: tuple | None = None  # measured availability spot offers are held to; None: the shipped ones
 
     def gpu(self, name: str) -> Gpu:
         """A GPU by canonical name, or by family (`H100` -> its fastest member, H100-SXM)."""

@@ -149,6 +149,13 @@ def explanations(plan: Plan) -> list[str]:
         lines.append(f"{row.workload}: {row.nodes} x {row.instance_type} ({row.provider}/{row.region}, {row.market}), "
                      f"${row.cost_usd:,.2f} over {row.wall_h:.1f} h expected"
                      + (f", run as {row.parallelism}" if row.parallelism else ""))
+        replayed = placed[row.workload]["replayed"]
+        if replayed:
+            fitted = row.cost_usd - row.usd_storage - row.usd_egress
+            lines.append(f"  replayed on {replayed['traces']} measured {'stand-in ' if replayed['stand_in'] else ''}"
+                         f"availability trace{'s' if replayed['traces'] != 1 else ''}: deadline met in "
+                         f"{replayed['p_deadline']:.1%} (fitted {row.p_deadline:.1%}), compute "
+                         f"${replayed['compute_usd']:,.2f} (fitted ${fitted:,.2f})")
         others = every[(every["workload"] == row.workload) & (every["cid"] != row.cid)]
         risk = _risk(row, others[others["market"] == "on_demand"], placed[row.workload])
         if risk:

@@ -164,11 +164,21 @@ def assignments(plan: Plan, alternatives: int = RUNNER_UPS) -> list[dict]:
             "breakdown_usd": {k: getattr(row, f"usd_{k}") for k in
                               ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage",
                                "egress")},
+            "replayed": replayed_json(row),
             "memory": {"per_gpu_gib": row.memory_gib, "vram_gib": row.vram_gib},
             "parallelism": parallelism_json(row.parallelism),
             "alternatives": others.get(row.workload, []),
         })
     return out
+
+
+def replayed_json(row) -> dict | None:
+    """A spot or spot_fallback candidate's replays on measured availability (docs/cost-model.md §11), beside the
+    fitted figures in `expected`; None where it was not held to traces (on-demand, a stateless job)."""
+    if not getattr(row, "replayed_traces", 0):
+        return None
+    return {"p_deadline": row.replayed_p_deadline, "compute_usd": row.replayed_compute_usd,
+            "traces": int(row.replayed_traces), "stand_in": bool(row.replayed_stand_in)}
 
 
 def runner_ups(plan: Plan, count: int) -> dict[str, list[dict]]:

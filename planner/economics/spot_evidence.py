@@ -1,0 +1,109 @@
+"""Spot promises held to measured availability (docs/cost-model.md §11): a spot or spot_fallback
+candidate's figures come from the fitted process (§3), and before one is offered it is replayed on the
+measured traces that speak for its offer (economics/trace_replay.py). It is kept only if it meets its
+deadline in at least the asked share of those replays and its compute there costs at most
+`COST_SLACK` above the fitted figure; a gang larger than any measured one is not offered at all.
+
+Which traces speak for an offer (`covering`): its own instance type's where one holds enough nodes, else
+any of its provider's; a provider with no traces of its own is held to every trace (a stand-in, said so).
+The fitted process and the traces disagree most where availability differs from zone to zone and where
+a gang needs many nodes at once (the fit pools zones and has one capacity wait for every gang size), so
+this is where the measured record decides.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.economics import trace_replay
+from planner.economics.costmodel import CandidateInputs
+from planner.load.traces import Trace, load_traces
+
+__all__ = ["COST_SLACK", "STARTS_PER_TRACE", "Replayed", "covering", "largest_gang", "replayed", "verdict", "catalog_traces"]
+
+COST_SLACK = 0.10
+"""How far a candidate's compute on replay may run above its fitted compute and still be offered: a plan's
+replayed cost then stays within 10 % of what it promised, and of any alternative priced at least as high."""
+STARTS_PER_TRACE = 40
+"""Start offsets spread over each trace (Can't Be Late replays each policy from many starts)."""
+
+
+@dataclass(frozen=True)
+class Replayed:
+    """A job's replays on the traces that speak for its offer, from `STARTS_PER_TRACE` starts each."""
+
+    p_deadline: float  # the share of replays done by the deadline
+    spot_node_h: float  # mean node-hours on spot (a fallback's on-demand ones below)
+    on_demand_node_h: float
+    wall_h: float | None  # mean over the replays that finished; None: none did
+    traces: tuple[str, ...]
+    stand_in: bool  # no trace of the offer's provider: every trace stands in
+
+    def compute_usd(self, spot_price: float, on_demand_price: float = 0.0) -> float:
+        """Node-hours at their prices: what `planner simulate --traces` reports as realised."""
+        return spot_price * self.spot_node_h + (on_demand_price * self.on_demand_node_h if self.on_demand_node_h
+                                                else 0.0)
+
+
+def covering(traces: tuple[Trace, ...], provider: str, instance_type: str, nodes: int) -> tuple[list[Trace], bool]:
+    """The traces that speak for `nodes` nodes of an offer, and whether they stand in for a provider without
+    traces of its own (module doc); empty when the provider's traces hold fewer nodes than that."""
+    own = [t for t in traces if t.cloud in (None, provider)]
+    stand_in = not any(t.cloud == provider for t in traces)
+    fits = [t for t in (traces if stand_in else own) if t.nodes >= nodes]
+    same_type = [t for t in fits if t.instance_type == instance_type]
+    return same_type or fits, stand_in
+
+
+def largest_gang(traces: tuple[Trace, ...], provider: str) -> int:
+    """The most nodes any trace that speaks for `provider` held at once (0: none)."""
+    own = [t for t in traces if t.cloud in (None, provider)] or list(traces)
+    return max((int(t.up.max()) for t in own), default=0)
+
+
+def replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_in: bool = False) -> Replayed:
+    """`inputs` (its time budget the deadline) replayed under `market`'s policy on each of `traces`, read from
+    `STARTS_PER_TRACE` starts over twice the deadline (four times the failure-free time without one)."""
+    deadline = inputs.time_budget_h
+    horizon = 2 * deadline if math.isfinite(deadline) else 4 * (inputs.work_h + inputs.restart_h)
+    job = trace_replay.TraceJob(inputs, 1.0)  # node-hours are what it keeps
+    groups: dict[float, list[np.ndarray]] = {}  # traces of one step replay together
+    for trace in traces:
+        up, step = trace_replay.windows(trace.up, trace.gap_h, inputs.nodes, STARTS_PER_TRACE, horizon)
+        groups.setdefault(step, []).append(up)
+    out = [trace_replay.replay(job, np.vstack(ups), step, market) for step, ups in sorted(groups.items())]
+    wall = np.concatenate([o.wall_h for o in out])
+    done = np.isfinite(wall)
+    return Replayed(
+        p_deadline=float(np.mean(np.where(done, wall, math.inf) <= deadline + 1e-9)),
+        spot_node_h=float(np.mean(np.concatenate([o.spot_node_h for o in out]))),
+        on_demand_node_h=float(np.mean(np.concatenate([o.on_demand_node_h for o in out]))),
+        wall_h=float(np.mean(wall[done])) if done.any() else None,
+        traces=tuple(t.name for t in traces), stand_in=stand_in)
+
+
+def verdict(evidence: Replayed, confidence: float, fitted_compute_usd: float, spot_price: float,
+            on_demand_price: float) -> str:
+    """Why a candidate with this replay is not offered ('' when it is)."""
+    where = f"{len(evidence.traces)} measured {'stand-in ' if evidence.stand_in else ''}availability trace" + (
+        "s" if len(evidence.traces) != 1 else "")
+    if evidence.p_deadline < confidence:
+        return f"met its deadline in {evidence.p_deadline:.0%} of replays on {where}, below the {confidence:.0%} asked"
+    replay_usd = evidence.compute_usd(spot_price, on_demand_price)
+    if replay_usd > (1 + COST_SLACK) * fitted_compute_usd:
+        return (f"its compute cost {replay_usd / fitted_compute_usd:.2f}x the fitted figure on replays on {where} "
+                f"(at most {1 + COST_SLACK:.2f}x is offered)")
+    return ""
+
+
+@functools.cache
+def shipped_traces() -> tuple[Trace, ...]:
+    return tuple(load_traces())
+
+
+def catalog_traces(catalog) -> tuple[Trace, ...]:
+    """The traces a catalog's spot offers are held to: its own (`Catalog.spot_traces`), else the shipped ones."""
+    return shipped_traces() if catalog.spot_traces is None else catalog.spot_traces
