@@ -69,10 +69,9 @@ def run(path: Path, count: int) -> list[dict]:
             if a["market"] not in ("spot", "spot_fallback") or a["inputs"].get("interruption_tolerance") == "stateless":
                 continue
             found, stand_in = spot_evidence.covering(held_out, a["provider"], a["instance_type"], a["nodes"])
-            job = jobs.setdefault(a["workload"], {"market": set(), "nodes": set(), "p": [], "fitted": [], "hits": [],
-                                                  "replayed": [], "samples": 0, "confidence":
-                                                  a["inputs"]["deadline_confidence"]})
-            job["market"].add(a["market"])
+            job = jobs.setdefault((a["workload"], a["market"]), {
+                "nodes": set(), "p": [], "fitted": [], "hits": [], "replayed": [], "samples": 0,
+                "confidence": a["inputs"]["deadline_confidence"]})
             job["nodes"].add(a["nodes"])
             job["p"].append(a["expected"]["p_deadline"])
             fitted = a["expected"]["cost_usd"] - a["breakdown_usd"]["storage"] - a["breakdown_usd"]["egress"]
@@ -86,7 +85,7 @@ def run(path: Path, count: int) -> list[dict]:
             job["replayed"].append((evidence.compute_usd(a["inputs"]["price_per_node_h"], on_demand_price), samples))
             job["samples"] += samples
     rows = []
-    for name, job in jobs.items():
+    for (name, market), job in jobs.items():
         if not job["samples"]:
             rows.append({"scenario": path.name, "workload": name, "skipped": "no held-out trace covers it"})
             continue
@@ -96,10 +95,10 @@ def run(path: Path, count: int) -> list[dict]:
 
         fitted, replayed, hit = mean(job["fitted"]), mean(job["replayed"]), mean(job["hits"])
         alternative = on_demand.get(name, math.nan)
-        fallback = "spot_fallback" in job["market"]
+        fallback = market == "spot_fallback"
         ok = (hit >= job["confidence"] - HIT_SLACK and (not fallback or abs(replayed / fitted - 1) <= FALLBACK_COST)
               and not replayed > (1 + ALTERNATIVE_COST) * alternative)
-        rows.append({"scenario": path.name, "workload": name, "market": "/".join(sorted(job["market"])),
+        rows.append({"scenario": path.name, "workload": name, "market": market,
                      "nodes": "/".join(map(str, sorted(job["nodes"]))), "confidence": job["confidence"],
                      "p_fitted": min(job["p"]), "hit_held_out": hit, "fitted_usd": fitted, "replayed_usd": replayed,
                      "on_demand_usd": alternative, "samples": job["samples"], "ok": ok})
@@ -116,6 +115,14 @@ def shipped_examples() -> list[Path]:
     return [p for p in paths if not (isinstance(raw := load_yaml(p), dict) and "horizon" in raw)]
 
 
+def _usd(value: float) -> str:
+    return "-" if math.isnan(value) else f"{value:,.0f}"
+
+
+def _ratio(a: float, b: float) -> str:
+    return "-" if math.isnan(b) else f"{a / b:.2f}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--folds", type=int, default=3)
@@ -130,8 +137,8 @@ def main() -> None:
             continue
         print(f"{r['scenario']:26} {r['workload']:18} {r['market']:13} {r['nodes']:>5} {r['confidence']:5.2f} "
               f"{r['p_fitted']:6.3f} {r['hit_held_out']:8.3f} {r['fitted_usd']:10,.0f} {r['replayed_usd']:10,.0f} "
-              f"{r['replayed_usd'] / r['fitted_usd']:6.2f} {r['on_demand_usd']:11,.0f} "
-              f"{r['replayed_usd'] / r['on_demand_usd']:6.2f}  {'yes' if r['ok'] else 'NO'}")
+              f"{r['replayed_usd'] / r['fitted_usd']:6.2f} {_usd(r['on_demand_usd']):>11} "
+              f"{_ratio(r['replayed_usd'], r['on_demand_usd']):>6}  {'yes' if r['ok'] else 'NO'}")
     checked = [r for r in rows if "ok" in r]
     print(f"\n{sum(r['ok'] for r in checked)} of {len(checked)} spot and spot_fallback jobs keep their promise on "
           f"held-out zones ({args.folds} folds); hit rates pooled over folds, weighted by replays")

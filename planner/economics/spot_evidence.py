@@ -36,6 +36,7 @@ class Replayed:
     """A job's replays on the traces that speak for its offer, from `STARTS_PER_TRACE` starts each."""
 
     p_deadline: float  # the share of replays done by the deadline
+    p_deadline_low: float  # less one standard error of that mean over traces (`replayed`): what is held to
     spot_node_h: float  # mean node-hours on spot (a fallback's on-demand ones below)
     on_demand_node_h: float
     wall_h: float | None  # mean over the replays that finished; None: none did
@@ -77,12 +78,24 @@ def replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_in
     out = [trace_replay.replay(job, np.vstack(ups), step, market) for step, ups in sorted(groups.items())]
     wall = np.concatenate([o.wall_h for o in out])
     done = np.isfinite(wall)
+    on_time = np.where(done, wall, math.inf) <= deadline + 1e-9
+    per_trace = on_time.reshape(len(traces), STARTS_PER_TRACE).mean(axis=1)  # each trace's starts lie together
     return Replayed(
-        p_deadline=float(np.mean(np.where(done, wall, math.inf) <= deadline + 1e-9)),
+        p_deadline=float(np.mean(on_time)), p_deadline_low=float(np.mean(on_time) - _standard_error(per_trace)),
         spot_node_h=float(np.mean(np.concatenate([o.spot_node_h for o in out]))),
         on_demand_node_h=float(np.mean(np.concatenate([o.on_demand_node_h for o in out]))),
         wall_h=float(np.mean(wall[done])) if done.any() else None,
         traces=tuple(t.name for t in traces), stand_in=stand_in)
+
+
+def _standard_error(per_trace: np.ndarray) -> float:
+    """Of the mean hit rate over traces, each trace a zone and period of its own: what the promise to a job that
+    lands in a zone not measured must allow for (the zones differ far more than one trace's starts do). One
+    trace alone gives its starts' binomial error."""
+    if len(per_trace) > 1:
+        return float(np.std(per_trace, ddof=1) / math.sqrt(len(per_trace)))
+    p = float(per_trace[0])
+    return math.sqrt(p * (1 - p) / STARTS_PER_TRACE)
 
 
 def verdict(evidence: Replayed, confidence: float, fitted_compute_usd: float, spot_price: float,
@@ -90,8 +103,9 @@ def verdict(evidence: Replayed, confidence: float, fitted_compute_usd: float, sp
     """Why a candidate with this replay is not offered ('' when it is)."""
     where = f"{len(evidence.traces)} measured {'stand-in ' if evidence.stand_in else ''}availability trace" + (
         "s" if len(evidence.traces) != 1 else "")
-    if evidence.p_deadline < confidence:
-        return f"met its deadline in {evidence.p_deadline:.0%} of replays on {where}, below the {confidence:.0%} asked"
+    if evidence.p_deadline_low < confidence:
+        return (f"met its deadline in {evidence.p_deadline:.0%} of replays on {where} ({evidence.p_deadline_low:.0%} "
+                f"less one standard error over traces), below the {confidence:.0%} asked")
     replay_usd = evidence.compute_usd(spot_price, on_demand_price)
     if replay_usd > (1 + COST_SLACK) * fitted_compute_usd:
         return (f"its compute cost {replay_usd / fitted_compute_usd:.2f}x the fitted figure on replays on {where} "
