@@ -16,7 +16,6 @@ class CandidateCache:
     estimates: dict = field(default_factory=dict)  # (workload physics, shape, headroom) -> Estimate
     exact: dict = field(default_factory=dict)  # (cost settings, timing key, W, item time) -> exact cost at price 1
     laws: dict = field(default_factory=dict)  # segment plan -> costmodel.WallLaw (P(T <= D) at any D, quantiles)
-    replays: dict = field(default_factory=dict)  # (job, market, deadline, traces) -> spot_evidence.Replayed
     max_rows: int = 2_000_000  # expanded rows kept (~1 GB); past it a sweep rebuilds rows per point
     max_entries: int = 500_000  # estimates and exact costs, each
     max_laws: int = 2048  # a law holds its CDF on the grid (64-512 KB)
@@ -26,7 +25,7 @@ class CandidateCache:
     def bind(self, catalog) -> "CandidateCache":
         """This cache for `catalog`: emptied first when it was filled for another one."""
         if self.catalog is not catalog:
-            for part in (self.markets, self.rows, self.estimates, self.exact, self.laws, self.replays):
+            for part in (self.markets, self.rows, self.estimates, self.exact, self.laws):
                 part.clear()
             self.catalog = catalog
         return self

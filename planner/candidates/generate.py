@@ -401,21 +401,18 @@ class _Exact:
         return self.by_deadline[budget]
 
 
-def _evidence(exact: _Exact, row, budget: float, traces: tuple, cache: CandidateCache
-              ) -> spot_evidence.Replayed | str:
+def _evidence(exact: _Exact, row, budget: float, traces: tuple) -> spot_evidence.Replayed | str:
     """A spot or spot_fallback row replayed on the traces that speak for its offer, or why no offer of that many
-    nodes is: no trace shows so many held at once. Kept on what a replay reads (the job's segments, restarts,
+    nodes is: no trace shows so many held at once. Asked of what a replay reads (the job's segments, restarts,
     deadline and policy, not its prices or fitted rates), so offers that differ only there replay once."""
     found, stand_in = spot_evidence.covering(traces, row.provider, row.instance_type, int(row.nodes))
     if not found:
         return (f"is a larger spot gang than any measured: no availability trace of {row.provider} shows "
                 f"{int(row.nodes)} nodes held at once (the most: {spot_evidence.largest_gang(traces, row.provider)})")
     inputs = replace(exact.inputs, checkpoint_interval_h=exact.tau, time_budget_h=budget, spot_rate_per_node_h=0.0,
-                     hw_failure_per_gpu_h=0.0, capacity_wait_h=0.0, capacity_wait_cv=1.0)
-    key = (inputs, row.market, tuple(t.name for t in found), stand_in)
-    found_before = cache.replays.get(key)
-    return found_before if found_before is not None else cache.keep(
-        cache.replays, key, spot_evidence.replayed(inputs, row.market, found, stand_in))
+                     hw_failure_per_gpu_h=0.0, capacity_wait_h=0.0, capacity_wait_cv=1.0, gpus_per_node=1,
+                     billing_granularity_h=1.0, billing_minimum_h=0.0)
+    return spot_evidence.replayed(inputs, row.market, found, stand_in)
 
 
 def _unheld(evidence: spot_evidence.Replayed | str, row, unit, q: float) -> str:
@@ -1117,7 +1114,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         unit = exact.at(budget, cache)
         if unit is None or row.fallback and unit.p_switch < FALLBACK_MIN_SWITCH and spot_allowed:
             continue  # a fallback that practically never switches is its spot twin, where that may be bought
-        evidence = _evidence(exact, row, budget, traces, cache) if held[i] and unit.p_deadline >= q else None
+        evidence = _evidence(exact, row, budget, traces) if held[i] and unit.p_deadline >= q else None
         if unit.p_deadline < q:
             missed.append((row, unit))
         elif not unit.billed_node_h * np.fmax(row.price, row.fallback_price) <= MAX_CANDIDATE_USD:  # inf, NaN

@@ -65,9 +65,25 @@ def largest_gang(traces: tuple[Trace, ...], provider: str) -> int:
     return max((int(t.up.max()) for t in own), default=0)
 
 
+MEMO_ENTRIES = 20_000
+"""Replays kept per process (a few hundred bytes each): a replay is a pure function of the job, the policy and
+the traces, and every solve, sweep point and test of the same examples asks for the same ones again."""
+_memo: dict = {}
+
+
 def replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_in: bool = False) -> Replayed:
     """`inputs` (its time budget the deadline) replayed under `market`'s policy on each of `traces`, read from
     `STARTS_PER_TRACE` starts over twice the deadline (four times the failure-free time without one)."""
+    key = (inputs, market, tuple((t.name, t.gap_h, t.up.tobytes()) for t in traces), stand_in)
+    found = _memo.get(key)
+    if found is None:
+        if len(_memo) >= MEMO_ENTRIES:
+            _memo.clear()
+        found = _memo[key] = _replayed(inputs, market, traces, stand_in)
+    return found
+
+
+def _replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_in: bool) -> Replayed:
     deadline = inputs.time_budget_h
     horizon = 2 * deadline if math.isfinite(deadline) else 4 * (inputs.work_h + inputs.restart_h)
     job = trace_replay.TraceJob(inputs, 1.0)  # node-hours are what it keeps
