@@ -61,12 +61,12 @@ def test_which_traces_speak_for_an_offer():
 def test_verdict_names_what_failed():
     evidence = spot_evidence.Replayed(0.8, 0.75, 10.0, 0.0, 20.0, ("a", "b"), False)
     assert "met its deadline in 80% of replays on 2 measured availability traces (75% less one standard error over " \
-           "traces), below the 90% asked" in spot_evidence.verdict(evidence, 0.9, 100.0, 10.0, 30.0)
+           "traces), below the 90% asked" in spot_evidence.verdict(evidence, 0.9, 10.0)
     ok = replace(evidence, p_deadline=0.97, p_deadline_low=0.95)
-    assert spot_evidence.verdict(ok, 0.9, 100.0, 10.0, 30.0) == ""  # $100 replayed against $100 fitted
-    assert "1.25x the fitted figure" in spot_evidence.verdict(ok, 0.9, 80.0, 10.0, 30.0)
-    assert spot_evidence.verdict(ok, 0.9, 100 / (1 + spot_evidence.COST_SLACK) + 1e-6, 10.0, 30.0) == ""
-    assert "below the 96% asked" in spot_evidence.verdict(ok, 0.96, 100.0, 10.0, 30.0)  # held to the lower figure
+    assert spot_evidence.verdict(ok, 0.9, 10.0) == ""  # 10 node-hours replayed against 10 fitted
+    assert "are 1.25x the fitted figure" in spot_evidence.verdict(ok, 0.9, 8.0)
+    assert spot_evidence.verdict(ok, 0.9, 10 / (1 + spot_evidence.COST_SLACK) + 1e-9) == ""
+    assert "below the 96% asked" in spot_evidence.verdict(ok, 0.96, 10.0)  # held to the lower figure
 
 
 def test_the_error_over_traces_is_what_a_new_zone_must_allow_for():
@@ -151,9 +151,8 @@ def test_every_shipped_spot_plan_keeps_its_promise_on_its_traces():
         found, stand_in = spot_evidence.covering(traces, a["provider"], a["instance_type"], a["nodes"])
         evidence = spot_evidence.replayed(inputs_from_assignment(a), a["market"], found, stand_in)
         assert evidence.p_deadline >= evidence.p_deadline_low >= a["inputs"]["deadline_confidence"]
-        fitted = a["expected"]["cost_usd"] - a["breakdown_usd"]["storage"] - a["breakdown_usd"]["egress"]
-        replayed = evidence.compute_usd(a["inputs"]["price_per_node_h"], a["inputs"].get("fallback_price_per_node_h", 0))
-        assert replayed <= (1 + spot_evidence.COST_SLACK) * fitted
+        replayed = evidence.spot_node_h + evidence.on_demand_node_h
+        assert replayed <= (1 + spot_evidence.COST_SLACK) * a["expected"]["billed_node_h"]
         assert a["replayed"]["traces"] == len(found)
 
 

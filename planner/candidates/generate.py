@@ -415,15 +415,9 @@ def _evidence(exact: _Exact, row, budget: float, traces: tuple) -> spot_evidence
     return spot_evidence.replayed(inputs, row.market, found, stand_in)
 
 
-def _unheld(evidence: spot_evidence.Replayed | str, row, unit, q: float) -> str:
+def _unheld(evidence: spot_evidence.Replayed | str, unit, q: float) -> str:
     """Why a priced spot or spot_fallback row is not offered on its measured record ('' when it is)."""
-    if isinstance(evidence, str):
-        return evidence
-    if row.fallback:
-        fitted = math.fsum(v for k, v in unit.parts(row.price, row.fallback_price).items() if k in fallback.PRICED)
-    else:
-        fitted = math.fsum(unit.breakdown[k] for k in fallback.PRICED) * row.price
-    return spot_evidence.verdict(evidence, q, fitted, row.price, row.fallback_price)
+    return evidence if isinstance(evidence, str) else spot_evidence.verdict(evidence, q, unit.billed_node_h)
 
 
 def wall_law(inputs: costmodel.CandidateInputs, tau: float | None, cache: CandidateCache) -> costmodel.WallLaw:
@@ -1119,7 +1113,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             missed.append((row, unit))
         elif not unit.billed_node_h * np.fmax(row.price, row.fallback_price) <= MAX_CANDIDATE_USD:  # inf, NaN
             runaway.append(row)
-        elif evidence is not None and (why := _unheld(evidence, row, unit, q)):
+        elif evidence is not None and (why := _unheld(evidence, unit, q)):
             unheld.append((row, why))
         else:
             est = physics.estimates[rows.shape[at[i]]]

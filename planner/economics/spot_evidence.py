@@ -1,7 +1,7 @@
 """Spot promises held to measured availability (docs/cost-model.md §11): a spot or spot_fallback
 candidate's figures come from the fitted process (§3), and before one is offered it is replayed on the
 measured traces that speak for its offer (economics/trace_replay.py). It is kept only if it meets its
-deadline in at least the asked share of those replays and its compute there costs at most
+deadline in at least the asked share of those replays and its node-hours there are at most
 `COST_SLACK` above the fitted figure; a gang larger than any measured one is not offered at all.
 
 Which traces speak for an offer (`covering`): its own instance type's where one holds enough nodes, else
@@ -25,8 +25,7 @@ from planner.load.traces import Trace, load_traces
 __all__ = ["COST_SLACK", "STARTS_PER_TRACE", "Replayed", "covering", "largest_gang", "replayed", "verdict", "catalog_traces"]
 
 COST_SLACK = 0.10
-"""How far a candidate's compute on replay may run above its fitted compute and still be offered: a plan's
-replayed cost then stays within 10 % of what it promised, and of any alternative priced at least as high."""
+"""How far a candidate's node-hours on replay may run above its fitted node-hours and still be offered."""
 STARTS_PER_TRACE = 40
 """Start offsets spread over each trace (Can't Be Late replays each policy from many starts)."""
 
@@ -114,18 +113,19 @@ def _standard_error(per_trace: np.ndarray) -> float:
     return math.sqrt(p * (1 - p) / STARTS_PER_TRACE)
 
 
-def verdict(evidence: Replayed, confidence: float, fitted_compute_usd: float, spot_price: float,
-            on_demand_price: float) -> str:
-    """Why a candidate with this replay is not offered ('' when it is)."""
+def verdict(evidence: Replayed, confidence: float, fitted_node_h: float) -> str:
+    """Why a candidate with this replay is not offered ('' when it is). Node-hours, not dollars: the verdict
+    must not depend on prices, or offers alike but for their prices (screening prices only the cheapest of
+    them) would be judged apart."""
     where = f"{len(evidence.traces)} measured {'stand-in ' if evidence.stand_in else ''}availability trace" + (
         "s" if len(evidence.traces) != 1 else "")
     if evidence.p_deadline_low < confidence:
         return (f"met its deadline in {evidence.p_deadline:.0%} of replays on {where} ({evidence.p_deadline_low:.0%} "
                 f"less one standard error over traces), below the {confidence:.0%} asked")
-    replay_usd = evidence.compute_usd(spot_price, on_demand_price)
-    if replay_usd > (1 + COST_SLACK) * fitted_compute_usd:
-        return (f"its compute cost {replay_usd / fitted_compute_usd:.2f}x the fitted figure on replays on {where} "
-                f"(at most {1 + COST_SLACK:.2f}x is offered)")
+    node_h = evidence.spot_node_h + evidence.on_demand_node_h
+    if node_h > (1 + COST_SLACK) * fitted_node_h:
+        return (f"its node-hours on replays on {where} are {node_h / fitted_node_h:.2f}x the fitted figure (at most "
+                f"{1 + COST_SLACK:.2f}x is offered)")
     return ""
 
 
