@@ -1108,12 +1108,12 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         unit = exact.at(budget, cache)
         if unit is None or row.fallback and unit.p_switch < FALLBACK_MIN_SWITCH and spot_allowed:
             continue  # a fallback that practically never switches is its spot twin, where that may be bought
-        evidence = _evidence(exact, row, budget, traces) if held[i] and unit.p_deadline >= q else None
+        evidence = None  # its replays, where it is held to them and passes
         if unit.p_deadline < q:
             missed.append((row, unit))
         elif not unit.billed_node_h * np.fmax(row.price, row.fallback_price) <= MAX_CANDIDATE_USD:  # inf, NaN
             runaway.append(row)
-        elif evidence is not None and (why := _unheld(evidence, unit, q)):
+        elif held[i] and (why := _unheld(evidence := _evidence(exact, row, budget, traces), unit, q)):
             unheld.append((row, why))
         else:
             est = physics.estimates[rows.shape[at[i]]]

@@ -73,7 +73,7 @@ _memo: dict = {}
 def replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_in: bool = False) -> Replayed:
     """`inputs` (its time budget the deadline) replayed under `market`'s policy on each of `traces`, read from
     `STARTS_PER_TRACE` starts over twice the deadline (four times the failure-free time without one)."""
-    key = (inputs, market, tuple((t.name, t.gap_h, t.up.tobytes()) for t in traces), stand_in)
+    key = (inputs, market, tuple(t.key for t in traces), stand_in)
     found = _memo.get(key)
     if found is None:
         if len(_memo) >= MEMO_ENTRIES:

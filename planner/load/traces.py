@@ -4,6 +4,8 @@ optional metadata the replay matches on (cloud, instance_type, nodes, zone, kind
 shipped ones are in catalogs/spot_traces/ (tools/import_traces.py, sources there)."""
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +34,11 @@ class Trace:
     instance_type: str | None = None
     nodes: int = 1  # the most nodes the collector asked for
     source: str = ""
+
+    @functools.cached_property
+    def key(self) -> tuple:
+        """What a replay on it depends on, hashed once: replays are kept per trace (`spot_evidence.replayed`)."""
+        return self.name, self.gap_h, hashlib.sha1(self.up.tobytes()).hexdigest()
 
 
 def load_traces(folder: Path | None = None) -> list[Trace]:
