@@ -417,7 +417,11 @@ def _evidence(exact: _Exact, row, budget: float, traces: tuple) -> spot_evidence
 
 def _unheld(evidence: spot_evidence.Replayed | str, unit, q: float) -> str:
     """Why a priced spot or spot_fallback row is not offered on its measured record ('' when it is)."""
-    return evidence if isinstance(evidence, str) else spot_evidence.verdict(evidence, q, unit.billed_node_h)
+    if isinstance(evidence, str):
+        return evidence
+    if isinstance(unit, fallback.FallbackResult):
+        return spot_evidence.verdict(evidence, q, sum(unit.spot.values()), sum(unit.on_demand.values()))
+    return spot_evidence.verdict(evidence, q, unit.billed_node_h)
 
 
 def wall_law(inputs: costmodel.CandidateInputs, tau: float | None, cache: CandidateCache) -> costmodel.WallLaw:

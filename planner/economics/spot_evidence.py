@@ -25,7 +25,8 @@ from planner.load.traces import Trace, load_traces
 __all__ = ["COST_SLACK", "STARTS_PER_TRACE", "Replayed", "covering", "largest_gang", "replayed", "verdict", "catalog_traces"]
 
 COST_SLACK = 0.10
-"""How far a candidate's node-hours on replay may run above its fitted node-hours and still be offered."""
+"""How far a candidate's node-hours on replay, market by market, may run above its fitted ones and still be
+offered: its replayed cost then stays within 10 % of its fitted cost at any prices."""
 STARTS_PER_TRACE = 40
 """Start offsets spread over each trace (Can't Be Late replays each policy from many starts)."""
 
@@ -113,19 +114,23 @@ def _standard_error(per_trace: np.ndarray) -> float:
     return math.sqrt(p * (1 - p) / STARTS_PER_TRACE)
 
 
-def verdict(evidence: Replayed, confidence: float, fitted_node_h: float) -> str:
-    """Why a candidate with this replay is not offered ('' when it is). Node-hours, not dollars: the verdict
-    must not depend on prices, or offers alike but for their prices (screening prices only the cheapest of
-    them) would be judged apart."""
+def verdict(evidence: Replayed, confidence: float, fitted_spot_node_h: float, fitted_on_demand_node_h: float = 0.0
+            ) -> str:
+    """Why a candidate with this replay is not offered ('' when it is). Node-hours of each market, not dollars:
+    the verdict must not depend on prices, or offers alike but for their prices (screening prices only the
+    cheapest of them) would be judged apart; and with each market's node-hours within `COST_SLACK` of the
+    fitted ones, so is the cost at any prices."""
     where = f"{len(evidence.traces)} measured {'stand-in ' if evidence.stand_in else ''}availability trace" + (
         "s" if len(evidence.traces) != 1 else "")
     if evidence.p_deadline_low < confidence:
         return (f"met its deadline in {evidence.p_deadline:.0%} of replays on {where} ({evidence.p_deadline_low:.0%} "
                 f"less one standard error over traces), below the {confidence:.0%} asked")
-    node_h = evidence.spot_node_h + evidence.on_demand_node_h
-    if node_h > (1 + COST_SLACK) * fitted_node_h:
-        return (f"its node-hours on replays on {where} are {node_h / fitted_node_h:.2f}x the fitted figure (at most "
-                f"{1 + COST_SLACK:.2f}x is offered)")
+    for market, replayed, fitted in (("spot", evidence.spot_node_h, fitted_spot_node_h),
+                                     ("on-demand", evidence.on_demand_node_h, fitted_on_demand_node_h)):
+        if replayed > (1 + COST_SLACK) * fitted + 1e-9:
+            ratio = f"{replayed / fitted:.2f}x the fitted figure" if fitted > 0 else "none fitted"
+            return (f"its {market} node-hours on replays on {where} are {replayed:,.1f} ({ratio}; at most "
+                    f"{1 + COST_SLACK:.2f}x is offered)")
     return ""
 
 
