@@ -226,6 +226,7 @@ def test_markets_can_be_ruled_in_and_out(run, tmp_path):
 QUARTER = """\
 name: deadline-quarter
 catalogs: [aws]
+defaults: {spot_evidence: fitted}  # the booking rule of the fitted policy, whatever the traces say of it
 horizon: {start: 2027-01-04, end: 2027-01-20, step: 6h}
 runs:
   - name: sft
@@ -291,6 +292,7 @@ def _fallback_job(scenario_file, budget: str, forbid: str) -> dict:
     plan = make_plan(load_scenario(scenario_file(f"""\
         name: fallback-only
         catalogs: [aws]
+        defaults: {{spot_evidence: fitted}}  # the pricing rule of the fitted process
         workloads:
           - name: job
             kind: training

@@ -337,6 +337,7 @@ def test_fallback_screening_drops_nothing_exhaustive_pricing_keeps(name):
 TWINS = """\
 name: twins
 catalogs: [aws, gcp, lambda, runpod]
+defaults: {spot_evidence: fitted}  # the fitted process's own screening: spot twins priced as it prices them
 workloads:
   - name: lora
     kind: fine_tuning
@@ -724,8 +725,8 @@ def test_solve_explain_prints_runner_ups(run):
     assert len(runner_ups) >= 5
     assert any(line.startswith("eval-harness:") for line in lines)
     assert not any("-" in word and word.endswith("%") for line in runner_ups for word in line.split())
-    # the AWS quota (12 GPUs) holds ranker-train off the cheaper p6-b200 spot node: say so
-    passed_over = [line for line in runner_ups if "p6-b200.48xlarge spot" in line and "dearer alone" in line]
+    # the AWS quota (12 GPUs) holds ranker-train off the cheaper p5 spot_fallback node: say so
+    passed_over = [line for line in runner_ups if "p5.48xlarge spot-fallback" in line and "dearer alone" in line]
     assert passed_over and all("gpu_quotas aws" in line for line in passed_over), runner_ups
 
 

@@ -903,16 +903,17 @@ def _sure(bound: dict, budget: float, q: float, uncertain: np.ndarray) -> np.nda
     return (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~uncertain
 
 
-def _held_to_traces(rows: "_Rows", at: np.ndarray, workload: Workload) -> np.ndarray:
+def _held_to_traces(rows: "_Rows", at: np.ndarray, workload: Workload, scenario: Scenario) -> np.ndarray:
     """Which rows of `at` are offered only if their replays on measured availability keep their promise
     (`spot_evidence`): spot and spot_fallback rows, but for a stateless job, whose nodes are lost one by one
-    where the replay can only treat them as one gang."""
-    return rows.spot[at] & (workload.interruption_tolerance != "stateless")
+    where the replay can only treat them as one gang, and none under `defaults.spot_evidence: fitted`."""
+    held = scenario.defaults.spot_evidence == "traces" and workload.interruption_tolerance != "stateless"
+    return rows.spot[at] & held
 
 
 def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, workload: Workload,
               price: np.ndarray, lam: np.ndarray, fallback_price: np.ndarray, hw_rate: float, budget: float, q: float,
-              calendar: Calendar | None, catalog: Catalog, cache: CandidateCache) -> np.ndarray:
+              calendar: Calendar | None, catalog: Catalog, cache: CandidateCache, scenario: Scenario) -> np.ndarray:
     """Which rows of `at` the screen keeps, estimating as few shapes as it takes to tell. A row's cost is at
     least its floor: its shape's floor on W run once with no failure, at the cheaper of its prices. A row whose
     floor is above what a sure row with the same limits costs at most, or whose floor misses the deadline, is
@@ -924,7 +925,7 @@ def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, w
     t0 = workload.restart_overhead + physics.floor_h[shape]  # a floor on the failure-free time
     open_ = (physics.floor_h[shape] < math.inf) & (t0 <= budget)
     falls_back = rows.fallback[at]
-    uncertain = falls_back | _held_to_traces(rows, at, workload)
+    uncertain = falls_back | _held_to_traces(rows, at, workload, scenario)
     node_price = np.where(falls_back, np.fmin(price[at], fallback_price[at]) * min(1.0, FALLBACK_BOUND_SLACK),
                           price[at])
     lo = (((node_price * column["nodes"][at] + column["storage_h"][at].astype(float)) * t0
@@ -1054,7 +1055,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     screened = False  # `at` is what the screen below keeps
     if not (exhaustive or runner_ups or physics.done[rows.shape[at]].all()):
         unbeaten = _unbeaten(rows, at, physics, screen, workload, price, lam, fallback_price, hw_rate, budget, q,
-                             calendar, catalog, cache)
+                             calendar, catalog, cache, scenario)
         if unbeaten.any():
             at, screened = at[unbeaten], True
     physics.estimated(rows.shape[at], rows, catalog, cache)
@@ -1078,7 +1079,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     fastest = calendar.steps(bound["t0"]) if calendar else bound["t0"]  # the fewest steps it can be booked for
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
     if not (exhaustive or screened):
-        certain = _sure(bound, budget, q, falls_back | _held_to_traces(rows, at, workload))
+        certain = _sure(bound, budget, q, falls_back | _held_to_traces(rows, at, workload, scenario))
         front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain],
                              *((fastest, calendar.steps(bound["t0_hi"][certain])) if calendar else ()))
         if not runner_ups:  # nothing beaten is priced
@@ -1096,7 +1097,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     out, missed, chosen, runaway, unheld = [], [], [], [], []
     spot_allowed = workload.allows_market("spot")  # then every fallback row's spot twin is a row too
     traces = spot_evidence.catalog_traces(catalog)
-    held = _held_to_traces(rows, at, workload)
+    held = _held_to_traces(rows, at, workload, scenario)
     kinds = _Kinds(runner_ups, rows.kind[at])
     spot_priced: dict[int, int] = {}  # position of a spot candidate -> the calendar steps it is booked for
     for i, row in enumerate(map(_Row._make, zip(*columns))):

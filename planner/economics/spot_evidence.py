@@ -29,6 +29,9 @@ COST_SLACK = 0.10
 offered: its replayed cost then stays within 10 % of its fitted cost at any prices."""
 STARTS_PER_TRACE = 40
 """Start offsets spread over each trace (Can't Be Late replays each policy from many starts)."""
+STEPS = 2000
+"""Steps a replay takes over its horizon at most: five minutes up to a horizon of a week, coarser beyond (a step
+is up only if the trace is up throughout it, so a coarser step errs towards less spot, never more)."""
 
 
 @dataclass(frozen=True)
@@ -89,7 +92,7 @@ def _replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_i
     job = trace_replay.TraceJob(inputs, 1.0)  # node-hours are what it keeps
     groups: dict[float, list[np.ndarray]] = {}  # traces of one step replay together
     for trace in traces:
-        up, step = trace_replay.windows(trace.up, trace.gap_h, inputs.nodes, STARTS_PER_TRACE, horizon)
+        up, step = _windows(trace, inputs.nodes, horizon)
         groups.setdefault(step, []).append(up)
     out = [trace_replay.replay(job, np.vstack(ups), step, market) for step, ups in sorted(groups.items())]
     wall = np.concatenate([o.wall_h for o in out])
@@ -112,6 +115,23 @@ def _standard_error(per_trace: np.ndarray) -> float:
         return float(np.std(per_trace, ddof=1) / math.sqrt(len(per_trace)))
     p = float(per_trace[0])
     return math.sqrt(p * (1 - p) / STARTS_PER_TRACE)
+
+
+_windows_memo: dict = {}
+WINDOW_ENTRIES = 256
+"""Window arrays kept per process (starts x steps booleans, a few hundred KB each): candidates of one job differ
+in their segments far more often than in their node count and deadline, which is all the windows depend on."""
+
+
+def _windows(trace: Trace, nodes: int, horizon: float) -> tuple[np.ndarray, float]:
+    key = (trace.key, nodes, horizon)
+    found = _windows_memo.get(key)
+    if found is None:
+        if len(_windows_memo) >= WINDOW_ENTRIES:
+            _windows_memo.clear()
+        found = _windows_memo[key] = trace_replay.windows(trace.up, trace.gap_h, nodes, STARTS_PER_TRACE, horizon,
+                                                          max(trace_replay.STEP_H, horizon / STEPS))
+    return found
 
 
 def verdict(evidence: Replayed, confidence: float, fitted_spot_node_h: float, fitted_on_demand_node_h: float = 0.0

@@ -67,11 +67,12 @@ class Outcomes:
         return float(np.mean(np.nan_to_num(self.wall_h, nan=math.inf) <= deadline_h + 1e-9))
 
 
-def windows(up_counts: np.ndarray, gap_h: float, nodes: int, starts: int, horizon_h: float
-            ) -> tuple[np.ndarray, float]:
+def windows(up_counts: np.ndarray, gap_h: float, nodes: int, starts: int, horizon_h: float,
+            min_step_h: float = STEP_H) -> tuple[np.ndarray, float]:
     """(samples x steps) of whether a gang of `nodes` can run on spot, from `starts` offsets spread over
-    the trace (read cyclically), over `horizon_h` (at most MAX_STEPS); and the step in hours."""
-    step = max(gap_h, STEP_H)
+    the trace (read cyclically), over `horizon_h` (at most MAX_STEPS); and the step in hours (`min_step_h` or
+    the trace's gap if coarser; a step is up only if it is up throughout)."""
+    step = max(gap_h, min_step_h)
     per = max(1, round(step / gap_h))
     usable = (up_counts >= nodes)
     usable = usable[: len(usable) // per * per].reshape(-1, per).all(axis=1) if per > 1 else usable

@@ -604,6 +604,9 @@ class Defaults(Strict):
     vram_headroom: Annotated[float, Field(ge=0, lt=1)] = 0.10
     deadline_confidence: Fraction = 0.9
     hardware_failure_per_gpu_h: Annotated[float, Field(ge=0, le=10)] = HARDWARE_FAILURE_PER_GPU_H
+    spot_evidence: Literal["traces", "fitted"] = Field(
+        "traces", description="traces: a spot candidate is offered only if it keeps its promise replayed on measured "
+                              "availability (cost model §11); fitted: on the fitted process alone")
 
 
 def _group(names: tuple[str, ...]) -> tuple[str, ...]:
