@@ -30,8 +30,9 @@ offered: its replayed cost then stays within 10 % of its fitted cost at any pric
 STARTS_PER_TRACE = 40
 """Start offsets spread over each trace (Can't Be Late replays each policy from many starts)."""
 STEPS = 2000
-"""Steps a replay takes over its horizon at most: five minutes up to a horizon of a week, coarser beyond (a step
-is up only if the trace is up throughout it, so a coarser step errs towards less spot, never more)."""
+"""Steps a replay takes over its horizon at most, each no longer than a fiftieth of the job's work: five minutes
+up to a horizon of about a week, coarser beyond (a step is up only if the trace is up throughout it, so a coarser
+step errs towards less spot, never more)."""
 
 
 @dataclass(frozen=True)
@@ -91,9 +92,10 @@ def _replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_i
     horizon = 2 * deadline if math.isfinite(deadline) else 4 * (inputs.work_h + inputs.restart_h)
     job = trace_replay.TraceJob(inputs, 1.0)  # node-hours are what it keeps
     groups: dict[float, list[np.ndarray]] = {}  # traces of one step replay together
+    step = min(horizon / STEPS, (inputs.work_h + inputs.restart_h) / 50)
     for trace in traces:
-        up, step = _windows(trace, inputs.nodes, horizon)
-        groups.setdefault(step, []).append(up)
+        up, step_h = _windows(trace, inputs.nodes, horizon, step)
+        groups.setdefault(step_h, []).append(up)
     out = [trace_replay.replay(job, np.vstack(ups), step, market) for step, ups in sorted(groups.items())]
     wall = np.concatenate([o.wall_h for o in out])
     done = np.isfinite(wall)
@@ -123,14 +125,15 @@ WINDOW_ENTRIES = 256
 in their segments far more often than in their node count and deadline, which is all the windows depend on."""
 
 
-def _windows(trace: Trace, nodes: int, horizon: float) -> tuple[np.ndarray, float]:
-    key = (trace.key, nodes, horizon)
+def _windows(trace: Trace, nodes: int, horizon: float, step: float) -> tuple[np.ndarray, float]:
+    """`trace_replay.windows` over `horizon` in steps of `step` (five minutes at least)."""
+    key = (trace.key, nodes, horizon, step)
     found = _windows_memo.get(key)
     if found is None:
         if len(_windows_memo) >= WINDOW_ENTRIES:
             _windows_memo.clear()
         found = _windows_memo[key] = trace_replay.windows(trace.up, trace.gap_h, nodes, STARTS_PER_TRACE, horizon,
-                                                          max(trace_replay.STEP_H, horizon / STEPS))
+                                                          max(trace_replay.STEP_H, step))
     return found
 
 

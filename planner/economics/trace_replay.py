@@ -73,7 +73,7 @@ def windows(up_counts: np.ndarray, gap_h: float, nodes: int, starts: int, horizo
     the trace (read cyclically), over `horizon_h` (at most MAX_STEPS); and the step in hours (`min_step_h` or
     the trace's gap if coarser; a step is up only if it is up throughout)."""
     step = max(gap_h, min_step_h)
-    per = max(1, round(step / gap_h))
+    per = max(1, min(round(step / gap_h), len(up_counts)))  # a step no longer than the trace
     usable = (up_counts >= nodes)
     usable = usable[: len(usable) // per * per].reshape(-1, per).all(axis=1) if per > 1 else usable
     step = gap_h * per
