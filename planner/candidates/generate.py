@@ -29,7 +29,7 @@ from planner.economics.inputs import cost_inputs
 from planner.load.catalog import Catalog, offer_mask
 from planner.physics.estimate import (FLOOR_MARGIN, Estimate, Prepared, Shape, checkpoint_size_gib, estimate_prepared,
                                       layout_text, prepare, work_floor_h)
-from planner.schema.scenario import Override, Scenario, Workload
+from planner.schema.scenario import Override, Risk, Scenario, Workload
 
 HOURS_PER_MONTH = 730.0
 INTER_REGION_USD_PER_GIB = 0.02
@@ -911,6 +911,41 @@ def _held_to_traces(rows: "_Rows", at: np.ndarray, workload: Workload, scenario:
     return rows.spot[at] & held
 
 
+def _uncertain(rows: "_Rows", at: np.ndarray, workload: Workload, scenario: Scenario) -> np.ndarray:
+    """Which rows of `at` may not beat others before they are priced (`_sure`): fallbacks, rows held to their
+    measured record (`_held_to_traces`), and spot rows under a risk preference, which may still drop them."""
+    limited = _risk(workload, scenario) != Risk()
+    return rows.fallback[at] | _held_to_traces(rows, at, workload, scenario) | (rows.spot[at] & limited)
+
+
+def _risk(workload: Workload, scenario: Scenario) -> Risk:
+    """The workload's risk preferences over the scenario's defaults."""
+    return workload.risk.over(scenario.defaults.risk)
+
+
+SAFETY = {"spot": 0, "spot_fallback": 1, "on_demand": 2}
+"""How safe a market is from preemptions: a candidate's spot saving is measured against safer ones."""
+
+
+def _too_risky(candidate: dict, risk: Risk) -> str:
+    """Why a priced spot or spot_fallback candidate expects too many preemption events ('' when it does not)."""
+    cap, events = risk.max_expected_preemptions, candidate["preemption_events"]
+    if candidate["market"] == "on_demand" or cap is None or events <= cap:
+        return ""
+    return f"expects {events:,.1f} preemption events, over risk.max_expected_preemptions ({cap:g})"
+
+
+def _saving_kept(out: list[dict], risk: Risk) -> list[int]:
+    """The candidates kept under `risk.min_spot_saving`: those that cost at least that share less than the
+    cheapest candidate of a safer market (`SAFETY`), or have none safer; all without it."""
+    m = risk.min_spot_saving
+    if not m:
+        return list(range(len(out)))
+    cheapest = {level: min((c["cost_usd"] for c in out if SAFETY[c["market"]] > level), default=math.inf)
+                for level in set(SAFETY.values())}
+    return [j for j, c in enumerate(out) if c["cost_usd"] <= (1 - m) * cheapest[SAFETY[c["market"]]]]
+
+
 def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, workload: Workload,
               price: np.ndarray, lam: np.ndarray, fallback_price: np.ndarray, hw_rate: float, budget: float, q: float,
               calendar: Calendar | None, catalog: Catalog, cache: CandidateCache, scenario: Scenario) -> np.ndarray:
@@ -925,7 +960,7 @@ def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, w
     t0 = workload.restart_overhead + physics.floor_h[shape]  # a floor on the failure-free time
     open_ = (physics.floor_h[shape] < math.inf) & (t0 <= budget)
     falls_back = rows.fallback[at]
-    uncertain = falls_back | _held_to_traces(rows, at, workload, scenario)
+    uncertain = _uncertain(rows, at, workload, scenario)
     node_price = np.where(falls_back, np.fmin(price[at], fallback_price[at]) * min(1.0, FALLBACK_BOUND_SLACK),
                           price[at])
     lo = (((node_price * column["nodes"][at] + column["storage_h"][at].astype(float)) * t0
@@ -1079,7 +1114,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     fastest = calendar.steps(bound["t0"]) if calendar else bound["t0"]  # the fewest steps it can be booked for
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
     if not (exhaustive or screened):
-        certain = _sure(bound, budget, q, falls_back | _held_to_traces(rows, at, workload, scenario))
+        certain = _sure(bound, budget, q, _uncertain(rows, at, workload, scenario))
         front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain],
                              *((fastest, calendar.steps(bound["t0_hi"][certain])) if calendar else ()))
         if not runner_ups:  # nothing beaten is priced
@@ -1094,14 +1129,17 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     twin = np.where(twin >= 0, np.argsort(order)[twin], -1)  # positions in the new order
     columns = [rows.columns[c][at].tolist() for c in _ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
-    out, missed, chosen, runaway, unheld = [], [], [], [], []
+    out, missed, chosen, runaway, unheld, risky = [], [], [], [], [], []
     spot_allowed = workload.allows_market("spot")  # then every fallback row's spot twin is a row too
     traces = spot_evidence.catalog_traces(catalog)
     held = _held_to_traces(rows, at, workload, scenario)
+    risk = _risk(workload, scenario)
+    # under a minimum saving a candidate beats only rows as risky as it, which its saving is no test of
+    safety = np.array([SAFETY[m] for m in rows.columns["market"][at]]) if risk.min_spot_saving else None
     kinds = _Kinds(runner_ups, rows.kind[at])
     spot_priced: dict[int, int] = {}  # position of a spot candidate -> the calendar steps it is booked for
     for i, row in enumerate(map(_Row._make, zip(*columns))):
-        if front[i] and twin[i] in spot_priced:  # only screening keeps them
+        if front[i] and twin[i] in spot_priced and safety is None:  # only screening keeps them
             t = twin[i]
             if signature[t] == signature[i] and units[t] <= units[i] and spot_priced[t] <= fastest[i]:
                 front[i] = not _dearer_than_twin(screen.exact[key[t]], row, budget, cache)
@@ -1124,6 +1162,9 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             est = physics.estimates[rows.shape[at[i]]]
             candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision, layout_text(est),
                                        exact.inputs.spot_share, evidence)
+            if why := _too_risky(candidate, risk):
+                risky.append((row, why))
+                continue
             out.append(candidate)
             chosen.append(i)
             kinds.priced(i, candidate["cost_usd"])
@@ -1134,10 +1175,18 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
                 steps = calendar.steps(calendar.booked_h(candidate)) if calendar else 0
                 if calendar:  # only by a candidate booked for no more steps
                     beaten &= fastest[rest] >= steps
+                if safety is not None:
+                    beaten &= safety[rest] <= safety[i]
                 front[rest] &= ~beaten
                 if row.market == "spot":
                     spot_priced[i] = steps
+    kept = _saving_kept(out, risk)
+    out, chosen = [out[j] for j in kept], [chosen[j] for j in kept]
     if not out:
+        if risky and not missed:
+            row, why = risky[0]
+            return none, (f"every candidate takes more risk than the workload's risk: allows: the cheapest, {int(row.nodes)} x {row.key} "
+                          f"({row.market}), {why}"), rows.considered, None
         if unheld and not missed:
             row, why = unheld[0]
             return none, (f"no candidate keeps its promise on measured spot availability: the cheapest, "

@@ -5,7 +5,7 @@ import math
 
 import pandas as pd
 
-from planner.candidates.generate import limits_of
+from planner.candidates.generate import SAFETY, limits_of
 from planner.candidates.limits import Limits, quota_mask
 from planner.report.render import render_markdown, render_table, to_json
 from planner.report.serving import endpoint_footer, endpoint_frame, endpoint_reports
@@ -16,8 +16,9 @@ from planner.solve.pipeline import Plan, assignments
 
 BREAKDOWN = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage", "egress")
 RISK_MARGIN = 0.15
-"""A spot plan that beats on-demand by less than this is explained with its risk: the preemption events it
-expects, the hours waiting for capacity, and its chance of missing the deadline if capacity is slow to return."""
+"""A spot plan that beats the cheapest safer plan (spot_fallback, on-demand) by less than this is explained with its
+risk: the preemption events it expects, the hours waiting for capacity, and its chance of missing the deadline if
+capacity is slow to return."""
 SLOW_CAPACITY = 2.0
 """'Slow to return': every wait for spot capacity this many times its fitted mean."""
 
@@ -157,7 +158,7 @@ def explanations(plan: Plan) -> list[str]:
                          f"{replayed['p_deadline']:.1%} (fitted {row.p_deadline:.1%}), compute "
                          f"${replayed['compute_usd']:,.2f} (fitted ${fitted:,.2f})")
         others = every[(every["workload"] == row.workload) & (every["cid"] != row.cid)]
-        risk = _risk(row, others[others["market"] == "on_demand"], placed[row.workload])
+        risk = _risk(row, others, placed[row.workload])
         if risk:
             lines.append("  " + risk)
         other_market = others[others["market"] != row.market].nsmallest(1, "cost_usd")
@@ -173,17 +174,19 @@ def explanations(plan: Plan) -> list[str]:
     return lines
 
 
-def _risk(win, on_demand: pd.DataFrame, assignment: dict) -> str:
-    """For a spot plan that wins by a small margin: what it risks for the saving."""
-    if win.market == "on_demand" or on_demand.empty:
+def _risk(win, others: pd.DataFrame, assignment: dict) -> str:
+    """For a spot or spot_fallback plan that wins by a small margin over the cheapest safer candidate (`SAFETY`:
+    spot_fallback over spot, on-demand over both): what it risks for the saving."""
+    safer = others[others["market"].map(SAFETY) > SAFETY[win.market]]
+    if safer.empty:
         return ""
-    best = on_demand.nsmallest(1, "cost_usd").iloc[0]
+    best = safer.nsmallest(1, "cost_usd").iloc[0]
     saving = (best["cost_usd"] - win.cost_usd) / best["cost_usd"] if best["cost_usd"] > 0 else 0.0
     if not 0 <= saving < RISK_MARGIN:
         return ""
-    text = (f"risk: {saving:.1%} cheaper than on-demand ({int(best['nodes'])} x {best['instance_type']}, "
-            f"${best['cost_usd']:,.2f}) for {win.preemption_events:,.1f} expected preemption events and "
-            f"{win.waiting_h:,.1f} h waiting for spot capacity")
+    text = (f"risk: {saving:.1%} cheaper than {best['market'].replace('_', '-')} ({int(best['nodes'])} x "
+            f"{best['instance_type']}, ${best['cost_usd']:,.2f}) for {win.preemption_events:,.1f} expected preemption "
+            f"events and {win.waiting_h:,.1f} h waiting for spot capacity")
     slow = slow_capacity_p_deadline(assignment)
     if slow is not None:
         text += (f"; misses its deadline in {_share(1 - win.p_deadline)} of runs as fitted, {_share(1 - slow)} if "

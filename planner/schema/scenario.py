@@ -13,7 +13,8 @@ from typing import Annotated, Literal
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Discriminator, Field, Tag, ValidationInfo,
                       field_validator, model_validator)
 
-from planner.schema.units import MAX_GIB, parse_count, parse_gib, parse_hours, parse_seconds, parse_usd
+from planner.schema.units import (MAX_GIB, parse_count, parse_gib, parse_hours, parse_seconds, parse_share,
+                                  parse_usd)
 
 # Upper bounds far above any real job keep every number the user gives finite through the cost
 # model (1e308 as a multiplier or budget would overflow to inf): a century, an exabyte (units.MAX_GIB), a trillion
@@ -462,6 +463,26 @@ class Placement(Strict):
         return gpus
 
 
+Share = Annotated[float, BeforeValidator(parse_share), Field(ge=0, lt=1)]
+
+
+class Risk(Strict):
+    """How much spot risk a workload takes for a saving (unset: any). A workload's own fields win over
+    `defaults.risk`'s."""
+
+    min_spot_saving: Share | None = Field(
+        None, description="keep a spot candidate only if it costs this share less than the workload's cheapest safer "
+                          "one (spot_fallback or on-demand; a spot_fallback against on-demand), e.g. 10%")
+    max_expected_preemptions: Annotated[float, Field(ge=0, le=1e9)] | None = Field(
+        None, description="keep a spot or spot_fallback candidate only if it expects at most this many preemption "
+                          "events")
+
+    def over(self, fallback: "Risk") -> "Risk":
+        """These preferences, each unset one taken from `fallback`."""
+        return Risk(**{name: getattr(self, name) if getattr(self, name) is not None else getattr(fallback, name)
+                       for name in type(self).model_fields})
+
+
 class Workload(Strict):
     name: str = Field(min_length=1)
     kind: Literal["training", "fine_tuning", "batch_inference", "serving"]
@@ -507,6 +528,7 @@ class Workload(Strict):
     measured: tuple[MeasuredCapacity, ...] = Field((), description="serving: profiled capacity per replica")
     gpus: Annotated[GpuCount, BeforeValidator(_gpu_count)] = GpuCount()
     time_budget: Hours | None = Field(None, description="hours; none = no deadline")
+    risk: Risk = Field(Risk(), description="spot risk it takes for a saving (over defaults.risk)")
     checkpoint: Checkpointing = Checkpointing()
     restart_overhead: HoursOrZero = Field(10 / 60, description="hours per (re)start")
     interruption_tolerance: Tolerance = "checkpointed"
@@ -607,6 +629,7 @@ class Defaults(Strict):
     spot_evidence: Literal["traces", "fitted"] = Field(
         "traces", description="traces: a spot candidate is offered only if it keeps its promise replayed on measured "
                               "availability (cost model §11); fitted: on the fitted process alone")
+    risk: Risk = Field(Risk(), description="spot risk a workload takes for a saving, unless it says otherwise")
 
 
 def _group(names: tuple[str, ...]) -> tuple[str, ...]:

@@ -99,6 +99,17 @@ def parse_usd(value: object) -> float:
     return _finite(number * MONEY_PER[unit], value, what)
 
 
+def parse_share(value: object) -> float:
+    """'10%' or a bare fraction such as 0.1 -> 0.1 (a bare number above 1 is not read as a percentage: ask)."""
+    what = "a share such as 10% or 0.1"
+    number, unit = _split(value, what)
+    if unit not in ("", "%"):
+        raise ValueError(f"unknown unit {unit!r} in {value!r} (write a share as 10% or 0.1)")
+    if unit == "" and number > 1:
+        raise ValueError(f"expected {what}, got {value!r} (a percentage needs its % sign)")
+    return _finite(number / 100 if unit else number, value, what)
+
+
 def parse_count(value: object) -> float:
     """'7B', '70e9', '2T', '1.5M', '300k' -> a plain number (parameters, tokens, sequences)."""
     what = "a count such as 7B, 2T, 1.5M or 300k"
