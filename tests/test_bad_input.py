@@ -181,7 +181,7 @@ def test_unknown_catalog_option(run, command):
 
 
 @pytest.mark.parametrize("command, name, fragments", [
-    ("solve", "quarter-team.yaml", ("quarter-team.yaml:18 (horizon)", "plan it with `planner batch`")),
+    ("solve", "quarter-team.yaml", ("quarter-team.yaml:19 (horizon)", "plan it with `planner batch`")),
     ("estimate", "quarter-budget.yaml", ("(horizon)", "this is a quarter file")),
     ("batch", "team-quarter-mix.yaml", ("team-quarter-mix.yaml:16 (workloads)", "plan it with `planner solve`")),
 ])

@@ -226,7 +226,7 @@ def test_markets_can_be_ruled_in_and_out(run, tmp_path):
 QUARTER = """\
 name: deadline-quarter
 catalogs: [aws]
-defaults: {spot_evidence: fitted}  # the booking rule of the fitted policy, whatever the traces say of it
+defaults: {spot_evidence: fitted, estimate_error: 0}  # the booking rule of the fitted policy, on the estimate
 horizon: {start: 2027-01-04, end: 2027-01-20, step: 6h}
 runs:
   - name: sft

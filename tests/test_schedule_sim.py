@@ -61,7 +61,8 @@ def test_a_lone_run_is_on_time_as_often_as_its_slot_promises():
 
 def tight_quarter(tmp_path: Path) -> Path:
     """Spot single-GPU fine-tunes in a chain with due dates at their slots: a schedule that can slip (the fitted
-    process's, which the schedule replay checks; on the measured traces no spot offer keeps these promises)."""
+    process's on the estimate as given, which the schedule replay checks; on the measured traces no spot offer keeps
+    these promises, and with the estimate's error the chain no longer fits its due dates)."""
     runs = []
     for k in range(4):
         runs.append(f"""\
@@ -75,7 +76,7 @@ def tight_quarter(tmp_path: Path) -> Path:
     due: {(dt.datetime(2027, 1, 4) + dt.timedelta(hours=24 * (k + 1))).isoformat(timespec="minutes")}
 """ + (f"    after: [tune-{k - 1}]\n" if k else ""))
     path = tmp_path / "tight.yaml"
-    path.write_text("name: tight\ncatalogs: [aws]\ndefaults: {deadline_confidence: 0.9, spot_evidence: fitted}\n"
+    path.write_text("name: tight\ncatalogs: [aws]\ndefaults: {deadline_confidence: 0.9, spot_evidence: fitted, estimate_error: 0}\n"
                     "horizon: {start: 2027-01-04, end: 2027-01-14, step: 1h}\nruns:\n" + "".join(runs), encoding="utf-8")
     return path
 

@@ -217,7 +217,7 @@ aws,test-1,eight-a100,A100-80GB,8,96,1152,80,nvlink,600,none,0,30.0,{spot},0.3,,
 NARROW = """\
 name: narrow
 catalogs: [one.csv]
-defaults: {spot_evidence: fitted}  # the risk line of the fitted process on a made-up offer
+defaults: {spot_evidence: fitted, estimate_error: 0}  # the risk line of the fitted process on a made-up offer
 workloads:
   - name: tune
     kind: fine_tuning

@@ -33,7 +33,8 @@ from planner.candidates.generate import (
 )
 from planner.candidates.limits import Limits, to_cents
 from planner.economics import costmodel, fallback
-from planner.economics.inputs import cost_inputs
+from planner.economics.estimate_error import EstimateError
+from planner.economics.inputs import cost_inputs, estimate_error
 from planner.errors import PlannerError
 from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
@@ -64,7 +65,7 @@ class BatchPlan:
         return self.result.status
 
 
-def _inputs(row: dict, run: Workload, hw_rate: float) -> costmodel.CandidateInputs:
+def _inputs(row: dict, run: Workload, hw_rate: float, error: EstimateError) -> costmodel.CandidateInputs:
     spot = row["market"] not in ("on_demand", "reserved")
     return cost_inputs(run, work_h=row["work_h"], nodes=int(row["nodes"]), gpus_per_node=int(row["gpus_per_node"]),
                        lam_spot=float(row["lam_spot"]) if spot else 0.0,
@@ -72,7 +73,7 @@ def _inputs(row: dict, run: Workload, hw_rate: float) -> costmodel.CandidateInpu
                        capacity_wait_cv=float(row["capacity_wait_cv"]) if spot else 1.0,
                        price=float(row["price_per_node_h"]), granularity_h=row["billing_granularity_h"],
                        minimum_h=row["billing_minimum_h"], hw_rate=hw_rate,
-                       checkpoint_interval_h=row["checkpoint_interval_h"])
+                       checkpoint_interval_h=row["checkpoint_interval_h"], error=error)
 
 
 def _pools(loaded: LoadedQuarter) -> list[Pool]:
@@ -108,11 +109,12 @@ def market(offers: pd.DataFrame, pools: list[Pool]) -> Market:
                   [(frame, token(frame), offer_prices(frame)) for frame in reserved])
 
 
-def _wall_quantile(row: dict, workload: Workload, hw_rate: float, q: float, cache: CandidateCache) -> float:
-    """The hours a candidate books on the calendar: its completion time's q-quantile (cost-model §6, §10), from
-    the law candidate generation kept for its timing key."""
-    inputs = _inputs(row, workload, hw_rate)
-    spot = wall_law(inputs, None, cache).quantile(q)
+def _wall_quantile(row: dict, workload: Workload, hw_rate: float, q: float, cache: CandidateCache,
+                   error: EstimateError) -> float:
+    """The hours a candidate books on the calendar: its completion time's q-quantile (cost-model §6, §10, §12),
+    from the law candidate generation kept for its timing key."""
+    inputs = _inputs(row, workload, hw_rate, error)
+    spot = wall_law(inputs, None, cache).quantile_met(q, error)
     if row["market"] != "spot_fallback":
         return spot
     return fallback.completion_quantile(dataclasses.replace(inputs, time_budget_h=float(row["budget_h"])), q, spot)
@@ -138,6 +140,7 @@ def run_records(loaded: LoadedQuarter, run, workload: Workload, prices: Market, 
     cache = (cache or CandidateCache()).bind(loaded.catalog)
     catalog, q = loaded.catalog, loaded.quarter.defaults.deadline_confidence
     hw_rate = loaded.quarter.defaults.hardware_failure_per_gpu_h
+    error = estimate_error(workload, loaded.quarter.defaults)
     release, due = loaded.window(run)
     window_h = (due - release) * loaded.step_h
     limits = limits_of(scenario)
@@ -146,7 +149,7 @@ def run_records(loaded: LoadedQuarter, run, workload: Workload, prices: Market, 
     def booking(budget_h: float) -> Calendar:
         """How the calendar books a candidate priced for this time budget."""
         return Calendar(loaded.step_h,
-                        lambda r: _wall_quantile(r | {"budget_h": budget_h}, workload, hw_rate, q, cache))
+                        lambda r: _wall_quantile(r | {"budget_h": budget_h}, workload, hw_rate, q, cache, error))
 
     for level in DEADLINE_LEVELS:
         budgeted = workload.model_copy(update={"time_budget": window_h * level})

@@ -25,7 +25,8 @@ from planner.candidates.cache import CandidateCache
 from planner.candidates.endpoints import endpoint_options
 from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, quota_mask, to_cents
 from planner.economics import costmodel, fallback, screen, spot_evidence
-from planner.economics.inputs import cost_inputs
+from planner.economics.estimate_error import EstimateError
+from planner.economics.inputs import cost_inputs, estimate_error
 from planner.load.catalog import Catalog, offer_mask
 from planner.physics.estimate import (FLOOR_MARGIN, Estimate, Prepared, Shape, checkpoint_size_gib, estimate_prepared,
                                       layout_text, prepare, work_floor_h)
@@ -392,11 +393,11 @@ class _Exact:
             if self.unit is None and len(self.by_deadline) >= LAW_AFTER:
                 law.compute()
             if self.unit is not None:
-                self.by_deadline[budget] = replace(self.unit, p_deadline=law.p_le(budget))
+                self.by_deadline[budget] = replace(self.unit, p_deadline=law.p_met(budget, self.inputs.estimate_error))
             else:
                 inputs = replace(self.inputs, time_budget_h=budget)
                 self.by_deadline[budget] = fallback.unit(inputs, self.tau, FALLBACK_MIN_SWITCH, law) or (
-                    fallback.as_spot(self.inputs, self.spot_alone, law.p_le(budget))
+                    fallback.as_spot(self.inputs, self.spot_alone, law.p_met(budget, self.inputs.estimate_error))
                     if fallback.leaves_room(inputs, self.tau) else None)
         return self.by_deadline[budget]
 
@@ -435,12 +436,13 @@ def _law_of(plan, cache: CandidateCache) -> costmodel.WallLaw:
     return found if found is not None else cache.keep(cache.laws, plan, costmodel.WallLaw(plan))
 
 
-def _cost_fingerprint(workload: Workload, hw_rate: float) -> tuple:
-    return workload.model_dump_json(include=_COST_SETTINGS), hw_rate
+def _cost_fingerprint(workload: Workload, hw_rate: float, error: EstimateError) -> tuple:
+    return workload.model_dump_json(include=_COST_SETTINGS), hw_rate, error
 
 
 def _exact(workload: Workload, row, hw_rate: float, fingerprint: tuple, cache: CandidateCache) -> _Exact:
-    """The cost model at price 1 without storage/egress (both added per row) or deadline, per timing key."""
+    """The cost model at price 1 without storage/egress (both added per row) or deadline, per timing key
+    (`fingerprint`, `_cost_fingerprint`: the workload's cost settings, hardware failure rate, estimate error)."""
     shared = fingerprint + tuple(None if v != v else v for v in  # NaN never equals itself
                                  tuple(getattr(row, c) for c in TIMING_COLUMNS) + (row.work_h, row.item_h))
     if shared not in cache.exact:
@@ -448,7 +450,8 @@ def _exact(workload: Workload, row, hw_rate: float, fingerprint: tuple, cache: C
                                      gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
                                      granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate,
                                      checkpoint_interval_h=_fixed_interval(workload, row.work_h, row.item_h),
-                                     capacity_wait_h=float(row.wait_h), capacity_wait_cv=float(row.wait_cv)),
+                                     capacity_wait_h=float(row.wait_h), capacity_wait_cv=float(row.wait_cv),
+                                     error=fingerprint[2]),
                          time_budget_h=math.inf)
         tau = _auto_interval(inputs) if _auto(workload) else inputs.checkpoint_interval_h  # spot's own, for a fallback
         unit = None if row.fallback else costmodel.expected(inputs, tau)
@@ -896,11 +899,30 @@ def _cost_bounds(rows: _Rows, at: np.ndarray, bound: dict, price: np.ndarray, la
     return lo, hi
 
 
-def _sure(bound: dict, budget: float, q: float, uncertain: np.ndarray) -> np.ndarray:
-    """Rows certain to end on time, what beats others (`_dominated`): no failure with probability q at least,
-    and their failure-free time within the budget (a calendar books them for it); an `uncertain` row is never
-    (a fallback, or a row its measured record may still rule out: `_held_to_traces`)."""
-    return (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~uncertain
+def _sure(bound: dict, budget: float, q: float, uncertain: np.ndarray, error: EstimateError) -> np.ndarray:
+    """Rows certain to end on time, what beats others (`_dominated`): no failure with probability p0 and a
+    failure-free time within the budget, whatever the estimate's error, with probability p0·P(ε·t0 <= D) >= q
+    (`_booked_at_most` is what a calendar books them for); an `uncertain` row is never (a fallback, or a row its
+    measured record or a risk preference may still rule out: `_uncertain`)."""
+    if error.exact:
+        return (bound["t0_hi"] <= budget) & (bound["p0"] >= q) & ~uncertain
+    with np.errstate(divide="ignore", invalid="ignore"):
+        met = bound["p0"] * error.cdf(budget / bound["t0_hi"])
+    return (met >= q) & ~uncertain
+
+
+def _booked_at_most(bound: dict, q: float, error: EstimateError) -> np.ndarray:
+    """The hours a `_sure` row books at most: the D with p0·P(ε·t0_hi <= D) = q, which its law meets."""
+    if error.exact:
+        return bound["t0_hi"]
+    share = np.minimum(q / np.maximum(bound["p0"], q), 1.0)
+    return bound["t0_hi"] * np.array([error.factor(x) if x < 1 else math.inf for x in share])
+
+
+def _reach(budget: float, q: float, error: EstimateError) -> float:
+    """The longest failure-free time that can meet `budget` with probability q: budget over ε's q-quantile
+    (a row's P(ε·T <= D) is at most P(ε·t0 <= D))."""
+    return budget / error.factor(q)
 
 
 def _held_to_traces(rows: "_Rows", at: np.ndarray, workload: Workload, scenario: Scenario) -> np.ndarray:
@@ -958,14 +980,16 @@ def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, w
     transitive)."""
     shape, column = rows.shape[at], rows.columns
     t0 = workload.restart_overhead + physics.floor_h[shape]  # a floor on the failure-free time
-    open_ = (physics.floor_h[shape] < math.inf) & (t0 <= budget)
+    error = estimate_error(workload, scenario.defaults)
+    slowest = min(1.0, error.factor(q))  # a booking is at least t0 times this (`_reach`)
+    open_ = (physics.floor_h[shape] < math.inf) & (t0 <= _reach(budget, q, error))
     falls_back = rows.fallback[at]
     uncertain = _uncertain(rows, at, workload, scenario)
     node_price = np.where(falls_back, np.fmin(price[at], fallback_price[at]) * min(1.0, FALLBACK_BOUND_SLACK),
                           price[at])
     lo = (((node_price * column["nodes"][at] + column["storage_h"][at].astype(float)) * t0
            + column["egress"][at].astype(float)) * FLOOR_MARGIN)
-    fastest = calendar.steps(t0) if calendar else t0
+    fastest = calendar.steps(t0 * slowest) if calendar else t0
     signature, units = rows.signature[at], rows.units[at]
     known = np.zeros(len(at), dtype=bool)  # lo and fastest are the screen's
     sure = np.zeros(len(at), dtype=bool)  # known, and certain to end on time: what beats others (`_dominated`)
@@ -978,15 +1002,15 @@ def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, w
             open_[new[~fits]] = False
             new = new[fits]
             bound = _screened(screen, at[new], rows, workload, physics, lam, hw_rate)
-            on_time = bound["t0"] <= budget
+            on_time = bound["t0"] <= _reach(budget, q, error)
             open_[new[~on_time]] = False
             new, bound = new[on_time], {c: v[on_time] for c, v in bound.items()}
             lo[new], hi[new] = _cost_bounds(rows, at[new], bound, price, lam, fallback_price, workload, hw_rate)
-            fastest[new] = calendar.steps(bound["t0"]) if calendar else bound["t0"]
+            fastest[new] = calendar.steps(bound["t0"] * slowest) if calendar else bound["t0"]
             known[new] = True
-            sure[new] = _sure(bound, budget, q, uncertain[new])
+            sure[new] = _sure(bound, budget, q, uncertain[new], error)
             if calendar:
-                booked[new] = calendar.steps(bound["t0_hi"])
+                booked[new] = calendar.steps(_booked_at_most(bound, q, error))
             rest, by = np.flatnonzero(open_), np.flatnonzero(sure)
             open_[rest[_dominated(signature[rest], units[rest], lo[rest], signature[by], units[by], hi[by],
                                   *((fastest[rest], booked[by]) if calendar else ()))]] = False
@@ -1080,11 +1104,12 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
         return none, rows.reason, rows.considered, None
     headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
     q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
+    error = estimate_error(workload, scenario.defaults)
     price, lam, fallback_price = _prices(rows, prices, workload.interruption_tolerance == "stateless")
     state = hashlib.sha1(lam.tobytes()).digest()  # the preemption state: what screening depends on
     at = np.arange(len(price)) if exhaustive else _cheapest_twins(rows, price, lam, fallback_price)
     physics = _physics(rows, workload, catalog, headroom)
-    fingerprint = _cost_fingerprint(workload, hw_rate)
+    fingerprint = _cost_fingerprint(workload, hw_rate, error)
     screen = _screen(rows, workload, physics, lam, state, fingerprint)
     # estimate only the shapes of rows that may be on the front (all when none may: the reasons read them)
     screened = False  # `at` is what the screen below keeps
@@ -1103,20 +1128,23 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     key = screen.code[at]
     bound = _screened(screen, at, rows, workload, physics, lam, hw_rate)
     column = rows.columns
-    on_time = bound["t0"] <= budget
+    on_time = bound["t0"] <= _reach(budget, q, error)
     if not on_time.any():
         slow = pd.DataFrame({"t0": bound["t0"], "nodes": column["nodes"][at], "key": column["key"][at]})
-        return none, _too_slow_reason(workload, slow, budget), rows.considered, None
+        return none, _too_slow_reason(workload, slow, budget, q, error), rows.considered, None
     at, key, bound = at[on_time], key[on_time], {c: v[on_time] for c, v in bound.items()}
     nodes, falls_back = column["nodes"][at], rows.fallback[at]
     lo, hi = _cost_bounds(rows, at, bound, price, lam, fallback_price, workload, hw_rate)
     signature, units = rows.signature[at], rows.units[at]
-    fastest = calendar.steps(bound["t0"]) if calendar else bound["t0"]  # the fewest steps it can be booked for
+    slowest = min(1.0, error.factor(q))  # the fewest steps it can be booked for: t0 times this (`_reach`)
+    fastest = calendar.steps(bound["t0"] * slowest) if calendar else bound["t0"]
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
     if not (exhaustive or screened):
-        certain = _sure(bound, budget, q, _uncertain(rows, at, workload, scenario))
+        certain = _sure(bound, budget, q, _uncertain(rows, at, workload, scenario), error)
+        booked = calendar.steps(_booked_at_most({c: v[certain] for c, v in bound.items()}, q, error)) if calendar \
+            else None
         front &= ~_dominated(signature, units, lo, signature[certain], units[certain], hi[certain],
-                             *((fastest, calendar.steps(bound["t0_hi"][certain])) if calendar else ()))
+                             *((fastest, booked) if calendar else ()))
         if not runner_ups:  # nothing beaten is priced
             at, key, lo, nodes, signature, units, fastest, front = (
                 a[front] for a in (at, key, lo, nodes, signature, units, fastest, front))
@@ -1219,11 +1247,15 @@ def _physics_reason(workload: Workload, estimates: list[Estimate], budget: float
     return sorted({e.reason for e in estimates if e.reason})[0]
 
 
-def _too_slow_reason(workload: Workload, rows: pd.DataFrame, budget: float) -> str:
+def _too_slow_reason(workload: Workload, rows: pd.DataFrame, budget: float, q: float, error: EstimateError) -> str:
     fastest = rows.loc[rows["t0"].idxmin()]
-    return (f"every fitting candidate misses the time budget: the fastest, {int(fastest['nodes'])} x "
-            f"{fastest['key']}, needs {fastest['t0']:.1f} h without any failure against a budget of "
-            f"{budget:.1f} h (short by {fastest['t0'] - budget:.1f} h)")
+    head = (f"every fitting candidate misses the time budget: the fastest, {int(fastest['nodes'])} x "
+            f"{fastest['key']}, needs {fastest['t0']:.1f} h without any failure")
+    if fastest["t0"] > budget:
+        return f"{head} against a budget of {budget:.1f} h (short by {fastest['t0'] - budget:.1f} h)"
+    return (f"{head}, and real runs take up to {error.factor(q):.2f}x the estimate at confidence {q:.0%} "
+            f"(estimate_error, docs/cost-model.md §12), so it can promise {budget:.1f} h only if it needs at most "
+            f"{_reach(budget, q, error):.1f} h")
 
 
 def _deadline_reason(workload: Workload, missed, q: float) -> str:

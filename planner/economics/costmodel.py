@@ -23,6 +23,8 @@ from functools import lru_cache
 import numpy as np
 from numpy import fft as _fft  # pocketfft, as scipy.fft's (the same transforms to the bit), without SciPy's import
 
+from planner.economics.estimate_error import EXACT, EstimateError
+
 __all__ = [
     "CandidateInputs",
     "CostResult",
@@ -76,6 +78,7 @@ class CandidateInputs:
     egress_usd: float = 0.0  # one-off
     capacity_wait_h: float = 0.0  # m: mean hours until spot capacity returns after a preemption event
     capacity_wait_cv: float = 1.0  # its coefficient of variation (1: exponential; the traces' are 2-6)
+    estimate_error: EstimateError = EXACT  # of the throughput estimate W came from: in P(T <= D) only (§12)
 
     def __post_init__(self) -> None:
         if not self.work_h > 0:
@@ -542,6 +545,50 @@ class WallLaw:
             value = cdf[i] + (cdf[i + 1] - cdf[i]) * (at - i)
         return min(1.0, max(0.0, float(value)))
 
+    def p_met(self, D: float, error: EstimateError) -> float:
+        """P(ε·T ≤ D), ε the throughput estimate's error, independent of the run (§12): the atom at T0 exactly,
+        the rest of the law over ε's nodes."""
+        if error.exact or not math.isfinite(D):
+            return self.p_le(D)
+        p = self.plan
+        atom = self.P0 * float(error.cdf(D / p.T0))
+        if p.lam == 0 or not self.finite:
+            return atom
+        e, w = error.nodes()
+        z = D / e - p.T0  # where each ε puts the deadline on the overhead's axis
+        return min(1.0, atom + float(np.sum(w * self._continuous(z))))
+
+    def _continuous(self, z: np.ndarray) -> np.ndarray:
+        """P(0 < T − T0 ≤ z) at each z: the law less its atom, read off the grid as `p_le` reads it."""
+        h, cdf = self.cdf
+        zc = np.clip(z, 0.0, self.z_max)
+        at = zc / h + 0.5
+        i = np.minimum(at.astype(np.int64), cdf.size - 2)
+        first = cdf[0] + (cdf[1] - cdf[0]) * zc / (0.5 * h)
+        value = np.where(i == 0, first, cdf[i] + (cdf[i + 1] - cdf[i]) * (at - i))
+        value = np.where(z >= self.z_max, 1.0, np.clip(value, 0.0, 1.0))
+        return np.where(z > 0, np.maximum(value - self.P0, 0.0), 0.0)
+
+    def quantile_met(self, q: float, error: EstimateError) -> float:
+        """The smallest D with P(ε·T ≤ D) ≥ q (`p_met`), by bisection from ε's q-quantile times T0, which no
+        smaller D reaches."""
+        if error.exact:
+            return self.quantile(q)
+        lo = self.plan.T0 * error.factor(q)
+        if self.p_met(lo, error) >= q:
+            return lo
+        hi = lo * 1.25
+        while self.p_met(hi, error) < q:
+            lo, hi = hi, hi * 2
+            if hi > 1e6:
+                return math.inf
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (lo, mid) if self.p_met(mid, error) >= q else (mid, hi)
+            if hi - lo <= 1e-9 * hi:
+                break
+        return hi
+
     def quantile(self, q: float) -> float:
         """The smallest D with P(T ≤ D) ≥ q (inf beyond a century: never on a calendar)."""
         p = self.plan
@@ -583,15 +630,11 @@ class WallLaw:
         return self._cdf
 
 
-def _p_le(p: _Plan, D: float, moments=None) -> float:
-    return WallLaw(p, moments).p_le(D)
-
-
 def overhead_tail_bound(p: _Plan, level: float) -> float:
     """Chernoff's bound on P(Z > level), Z = T − T0, from Z's moment generating function in closed form:
     per segment (1 − p)/(1 − p·M_Y(θ)), a failure's Y = R + X (X ~ Exp(λ) truncated to [0, s)) plus, with
     probability ρ, the capacity wait W (`wait_phases`); minimised over θ on a grid. Microseconds, where
-    `_p_le` takes an FFT: enough to tell that a tail is negligible."""
+    `WallLaw.p_le` takes an FFT: enough to tell that a tail is negligible."""
     lam, R, rho, m = p.lam, p.R, p.rho, p.wait
     if lam == 0 or level <= 0:
         return 0.0 if lam == 0 else 1.0
@@ -617,17 +660,17 @@ def overhead_tail_bound(p: _Plan, level: float) -> float:
 
 
 def completion_quantile(inputs: CandidateInputs, q: float, tau: float | None = None) -> float:
-    """Smallest D with P(T ≤ D) ≥ q: the same law as `p_deadline`, inverted (what `planner batch` books
+    """Smallest D with P(ε·T ≤ D) ≥ q: the same law as `p_deadline`, inverted (what `planner batch` books
     on the calendar)."""
-    return WallLaw(segment_plan(inputs, tau)).quantile(q)
+    return WallLaw(segment_plan(inputs, tau)).quantile_met(q, inputs.estimate_error)
 
 
 def p_deadline(inputs: CandidateInputs, tau: float | None = None) -> float:
-    """P(T <= D), exact up to a fine grid (§6); 1 when D is infinite."""
+    """P(ε·T <= D), exact up to a fine grid (§6, §12); 1 when D is infinite."""
     D = inputs.time_budget_h
     if not math.isfinite(D):
         return 1.0
-    return _p_le(segment_plan(inputs, tau), D)
+    return WallLaw(segment_plan(inputs, tau)).p_met(D, inputs.estimate_error)
 
 
 # ------------------------------------------------------ rounding waste (§5)
@@ -811,7 +854,7 @@ def _evaluate(inputs: CandidateInputs, tau: float | None,
     cost = math.fsum(breakdown.values())
     pd = 1.0
     if with_deadline and math.isfinite(inputs.time_budget_h):
-        pd = _p_le(p, inputs.time_budget_h, (ET, EF, sd))
+        pd = WallLaw(p, (ET, EF, sd)).p_met(inputs.time_budget_h, inputs.estimate_error)
     return CostResult(wall_h=wall, failures=p.streams * EF, billed_node_h=billed,
                       rounding_waste_node_h=waste, p_deadline=pd,
                       cost_usd=cost, breakdown=breakdown, segments=p.k,

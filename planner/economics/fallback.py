@@ -31,6 +31,7 @@ from numpy import fft as _fft
 
 from planner.economics import costmodel
 from planner.economics.costmodel import CandidateInputs, CostResult, segment_plan
+from planner.economics.estimate_error import EXACT
 
 __all__ = ["FallbackResult", "margin_h", "switch_at", "leaves_room", "unit", "excess_over_spot", "completion_quantile",
            "expected"]
@@ -252,8 +253,14 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             wall += switch * weight * od.wall_h
             p_deadline += switch * weight * od.p_deadline
             total_failures += switch * weight * od.failures
-    return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline), switch, k, p.tau, failures,
-                          max(waiting, 0.0) * streams)
+    return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline) * met_if_slower(inputs, p),
+                          switch, k, p.tau, failures, max(waiting, 0.0) * streams)
+
+
+def met_if_slower(inputs: CandidateInputs, p) -> float:
+    """P(ε·T0 <= D), ε the throughput estimate's error (§12): a run slower than estimated still ends in time
+    exactly when on-demand alone could (the switch reads the work left as measured, so it comes earlier)."""
+    return float(inputs.estimate_error.cdf(inputs.time_budget_h / p.T0))
 
 
 def excess_over_spot(law: costmodel.WallLaw, deadline_h: float, alone: CostResult, spot_price: float,
@@ -290,7 +297,7 @@ def _on_demand(inputs: CandidateInputs, p, checkpoint: int) -> CostResult:
     work = inputs.work_h - checkpoint * p.tau
     k_left = costmodel._split(work, p.tau)[0]
     return costmodel.expected(replace(inputs, work_h=work, spot_rate_per_node_h=0.0, capacity_wait_h=0.0,
-                                      price_per_node_h=1.0, storage_usd_per_h=0.0, egress_usd=0.0,
+                                      price_per_node_h=1.0, storage_usd_per_h=0.0, egress_usd=0.0, estimate_error=EXACT,
                                       time_budget_h=margin_h(p.R, p.tau) + p.R + work + k_left * p.C), p.tau)
 
 

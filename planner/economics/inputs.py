@@ -8,7 +8,15 @@ from __future__ import annotations
 import math
 
 from planner.economics.costmodel import CandidateInputs
-from planner.schema.scenario import Workload
+from planner.economics.estimate_error import EXACT, PUBLISHED, EstimateError
+from planner.schema.scenario import Defaults, Workload
+
+
+def estimate_error(workload: Workload, defaults: Defaults) -> EstimateError:
+    """The error of `workload`'s throughput estimate (its own setting over the defaults'): `published`, the
+    physics' fit to published runs (§12), or a spread the user states, centred on the estimate."""
+    chosen = workload.estimate_error if workload.estimate_error is not None else defaults.estimate_error
+    return PUBLISHED if chosen == "published" else EstimateError(0.0, float(chosen))
 
 
 def checkpoint_write_h(workload: Workload) -> float:
@@ -19,7 +27,7 @@ def checkpoint_write_h(workload: Workload) -> float:
 def cost_inputs(workload: Workload, *, work_h: float, nodes: int, gpus_per_node: int, lam_spot: float, price: float,
                 granularity_h: float, minimum_h: float, hw_rate: float, checkpoint_interval_h: float,
                 storage_usd_per_h: float = 0.0, egress_usd: float = 0.0, capacity_wait_h: float = 0.0,
-                capacity_wait_cv: float = 1.0) -> CandidateInputs:
+                capacity_wait_cv: float = 1.0, error: EstimateError = EXACT) -> CandidateInputs:
     """The cost model's inputs for one candidate of `workload` (`lam_spot`: preemption events per node-hour as
     the job sees them, `spot_event_rate(...) / nodes`, 0 on demand; `hw_rate`: hardware failures per GPU-hour;
     `capacity_wait_h`, `capacity_wait_cv`: mean wait for spot capacity after an event and its coefficient of
@@ -30,11 +38,11 @@ def cost_inputs(workload: Workload, *, work_h: float, nodes: int, gpus_per_node:
         price_per_node_h=price, billing_granularity_h=granularity_h, billing_minimum_h=minimum_h,
         interruption_tolerance=workload.interruption_tolerance, checkpoint_interval_h=checkpoint_interval_h,
         time_budget_h=workload.time_budget or math.inf, storage_usd_per_h=storage_usd_per_h, egress_usd=egress_usd,
-        capacity_wait_h=capacity_wait_h, capacity_wait_cv=capacity_wait_cv)
+        capacity_wait_h=capacity_wait_h, capacity_wait_cv=capacity_wait_cv, estimate_error=error)
 
 
 def process_json(workload: Workload, *, work_h: float, nodes: int, gpus: int, lam_spot: float, hw_rate: float,
-                 capacity_wait_h: float, capacity_wait_cv: float = 1.0) -> dict:
+                 capacity_wait_h: float, capacity_wait_cv: float = 1.0, error: EstimateError = EXACT) -> dict:
     """The failure process of a placed job as the JSON contracts carry it (`planner solve`'s assignments,
     `planner batch`'s runs): total failures per hour, the preemption events among them, the wait after each."""
     events = nodes * lam_spot
@@ -42,19 +50,23 @@ def process_json(workload: Workload, *, work_h: float, nodes: int, gpus: int, la
             "restart_h": workload.restart_overhead, "failure_rate_per_h": events + gpus * hw_rate,
             "preemption_events_per_h": events, "capacity_wait_h": capacity_wait_h,
             "capacity_wait_cv": capacity_wait_cv,
-            "interruption_tolerance": workload.interruption_tolerance}
+            "interruption_tolerance": workload.interruption_tolerance,
+            "estimate_error": {"median": error.median, "sigma": error.sigma}}
 
 
 def inputs_from_process(process: dict, *, nodes: int, gpus_per_node: int, checkpoint_interval_h: float | None,
                         **rest) -> CandidateInputs:
     """The cost model's inputs back from a `process_json` block (`rest`: prices, billing, budget, storage);
     a plan written before preemption events were counted apart treats every failure as one, and one written
-    before the waits' spread was fitted has exponential waits."""
+    before the waits' spread was fitted has exponential waits, and one written before the estimate's error
+    entered P(deadline) an exact estimate."""
     events = process.get("preemption_events_per_h", process["failure_rate_per_h"])
+    error = process.get("estimate_error")
     return CandidateInputs(
         work_h=process["work_h"], checkpoint_write_h=process["checkpoint_write_h"], restart_h=process["restart_h"],
         nodes=nodes, gpus_per_node=gpus_per_node, spot_rate_per_node_h=events / nodes,
         hw_failure_per_gpu_h=max(0.0, process["failure_rate_per_h"] - events) / (nodes * gpus_per_node),
         capacity_wait_h=process.get("capacity_wait_h", 0.0), capacity_wait_cv=process.get("capacity_wait_cv", 1.0),
         interruption_tolerance=process["interruption_tolerance"],
-        checkpoint_interval_h=checkpoint_interval_h or process["work_h"], **rest)
+        checkpoint_interval_h=checkpoint_interval_h or process["work_h"],
+        estimate_error=EstimateError(error["median"], error["sigma"]) if error else EXACT, **rest)

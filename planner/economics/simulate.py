@@ -38,8 +38,9 @@ class SimResult:
     billed_node_h: np.ndarray
     cost_usd: np.ndarray
     failures: np.ndarray
-    met_deadline: np.ndarray  # bool
+    met_deadline: np.ndarray  # bool: `actual_h` within the deadline
     waiting_h: np.ndarray  # hours waiting for spot capacity (every stream's)
+    actual_h: np.ndarray  # the run's time had the estimate been off by ε, drawn per trial (cost model §12)
 
     @property
     def trials(self) -> int:
@@ -171,11 +172,12 @@ def _simulate(inputs: CandidateInputs, p, trials: int, seed: int,
     cost = (inputs.price_per_node_h * billed + inputs.storage_usd_per_h * T
             + inputs.egress_usd)
     D = inputs.time_budget_h
-    met = T <= D + 1e-9 * max(1.0, abs(D)) if math.isfinite(D) else np.ones(trials, bool)
+    actual = T * inputs.estimate_error.draws(trials, seed)
+    met = actual <= D + 1e-9 * max(1.0, abs(D)) if math.isfinite(D) else np.ones(trials, bool)
     if progress is not None and lam == 0:
         progress(1.0)
-    return SimResult(wall_h=T, billed_node_h=billed, cost_usd=cost,
-                     failures=F, met_deadline=np.asarray(met, dtype=bool), waiting_h=waiting * p.streams)
+    return SimResult(wall_h=T, billed_node_h=billed, cost_usd=cost, failures=F,
+                     met_deadline=np.asarray(met, dtype=bool), waiting_h=waiting * p.streams, actual_h=actual)
 
 
 def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: int = 10000, seed: int = 0,
@@ -261,9 +263,10 @@ def _simulate_fallback(inputs: CandidateInputs, on_demand_price: float, p, trial
     cost = (inputs.price_per_node_h * spot_billed + on_demand_price * od_billed + inputs.storage_usd_per_h * T
             + inputs.egress_usd)
     D = inputs.time_budget_h
-    met = T <= D + 1e-9 * max(1.0, abs(D))
+    actual = np.maximum(T, p.T0 * inputs.estimate_error.draws(trials, seed))  # the switch reads the work left
+    met = actual <= D + 1e-9 * max(1.0, abs(D))
     return SimResult(wall_h=T, billed_node_h=spot_billed + od_billed, cost_usd=cost, failures=F,
-                     met_deadline=np.asarray(met, dtype=bool), waiting_h=waiting * p.streams)
+                     met_deadline=np.asarray(met, dtype=bool), waiting_h=waiting * p.streams, actual_h=actual)
 
 
 def _in_chunks(run: Callable, trials: int, nodes: int, seed: int,

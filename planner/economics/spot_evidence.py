@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.economics import trace_replay
-from planner.economics.costmodel import CandidateInputs
+from planner.economics.costmodel import CandidateInputs, segment_plan
 from planner.load.traces import Trace, load_traces
 
 __all__ = ["COST_SLACK", "STARTS_PER_TRACE", "Replayed", "covering", "largest_gang", "replayed", "verdict", "catalog_traces"]
@@ -99,7 +99,7 @@ def _replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_i
     out = [trace_replay.replay(job, np.vstack(ups), step, market) for step, ups in sorted(groups.items())]
     wall = np.concatenate([o.wall_h for o in out])
     done = np.isfinite(wall)
-    on_time = np.where(done, wall, math.inf) <= deadline + 1e-9
+    on_time = inputs.estimate_error.met(wall, deadline, segment_plan(inputs).T0, market == "spot_fallback")
     per_trace = on_time.reshape(len(traces), STARTS_PER_TRACE).mean(axis=1)  # each trace's starts lie together
     return Replayed(
         p_deadline=float(np.mean(on_time)), p_deadline_low=float(np.mean(on_time) - _standard_error(per_trace)),

@@ -48,6 +48,13 @@ class Read(BaseModel):
 # ---------------------------------------------------------------- a plan's jobs
 
 
+class EstimateErrorFile(Read):
+    """ln(true time / estimated time) ~ Normal(median, sigma) (`economics/estimate_error.py`)."""
+
+    median: Annotated[float, Field(ge=-5, le=5)]
+    sigma: Annotated[float, Field(ge=0, le=5)]
+
+
 class Process(Read):
     """A placed job's failure process (`economics/inputs.py` `process_json`), read back by `inputs_from_process`."""
 
@@ -60,6 +67,7 @@ class Process(Read):
     capacity_wait_cv: Annotated[float, Field(ge=1, le=MAX_WAIT_CV)] = 1.0
     interruption_tolerance: Tolerance
     time_budget_h: Hours | None = None  # a schedule's spot_fallback run: the slack it switches against
+    estimate_error: EstimateErrorFile | None = None  # absent in older plans: an exact estimate
 
 
 class AssignmentInputs(Process):

@@ -8,7 +8,7 @@ import datetime as dt
 import pandas as pd
 
 from planner.batch.pipeline import BatchPlan, month_spans
-from planner.economics.inputs import process_json
+from planner.economics.inputs import estimate_error, process_json
 from planner.report.render import render_table, to_json
 from planner.report.serving import endpoint_footer, endpoint_frame, serving_reports
 from planner.report.status import solve_report_json, status_line
@@ -92,7 +92,8 @@ def _process(loaded, run, row) -> dict:
                            lam_spot=float(row["lam_spot"]) if spot else 0.0,
                            hw_rate=loaded.quarter.defaults.hardware_failure_per_gpu_h,
                            capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0,
-                           capacity_wait_cv=float(row["capacity_wait_cv"]) if spot else 1.0)
+                           capacity_wait_cv=float(row["capacity_wait_cv"]) if spot else 1.0,
+                           error=estimate_error(run, loaded.quarter.defaults))
     if row["market"] == "spot_fallback":  # the slack it switches against, from its start (cost-model §10)
         process["time_budget_h"] = float(row["budget_h"])
     return {"gpus_per_node": int(row["gpus_per_node"]), "pool": int(row["pool"]),
@@ -228,9 +229,9 @@ def schedule_replay(loaded, data: dict, trials: int, seed: int) -> dict:
     for number, r in enumerate(scheduled):
         run, inputs = by_name[r["run"]], _run_inputs(r)
         if r["market"] == "spot_fallback":  # wall time only: the on-demand price does not move it
-            walls[run.name] = simulate_fallback(inputs, 1.0, trials, seed + number).wall_h
+            walls[run.name] = simulate_fallback(inputs, 1.0, trials, seed + number).actual_h
         else:
-            walls[run.name] = simulate(inputs, trials, seed + number).wall_h
+            walls[run.name] = simulate(inputs, trials, seed + number).actual_h
         start, end = (dt.datetime.fromisoformat(r[k]) for k in ("start", "end"))
         due = run.due or horizon.end
         runs.append(PlannedRun(run.name, hours(start), hours(end), hours(due), tuple(run.after), int(r["pool"]),

@@ -59,7 +59,8 @@ def trace_rows(loaded, assignment_list: list[dict], traces: list[Trace]) -> list
             cost = np.concatenate([o.cost_usd for o in out])
             row[policy] = {"cost_usd": float(np.mean(cost)), "wall_h": float(np.nanmean(wall)) if
                            np.isfinite(wall).any() else None,
-                           "deadline_hit_rate": float(np.mean(np.nan_to_num(wall, nan=math.inf) <= deadline + 1e-9)),
+                           "deadline_hit_rate": float(np.mean(inputs.estimate_error.met(
+                               wall, deadline, segment_plan(inputs).T0, policy != "spot"))),
                            "unfinished": float(np.mean(np.isnan(wall)))}
         row["samples"] = sum(up.shape[0] for up, _ in parts)
         replayed = min(up.shape[1] * step for up, step in parts)

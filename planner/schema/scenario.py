@@ -483,6 +483,24 @@ class Risk(Strict):
                        for name in type(self).model_fields})
 
 
+def _estimate_error(value: object) -> object:
+    """`published`, or a spread read as a share (a bare 10 is not 10 %)."""
+    if value == "published":
+        return value
+    try:
+        share = parse_share(value)
+    except ValueError as e:
+        raise ValueError(f"expected published or a spread such as 5% ({e})") from None
+    if not 0 <= share < 1:
+        raise ValueError(f"expected published or a spread from 0% to under 100%, got {value!r}")
+    return share
+
+
+EstimateErrorSetting = Annotated[Literal["published"] | float, BeforeValidator(_estimate_error)]
+"""`published`: the physics' measured error against published runs; or the spread (one standard deviation of the
+log) of a throughput the user measured, such as 5%, centred on it; 0: taken as exact."""
+
+
 class Workload(Strict):
     name: str = Field(min_length=1)
     kind: Literal["training", "fine_tuning", "batch_inference", "serving"]
@@ -529,6 +547,9 @@ class Workload(Strict):
     gpus: Annotated[GpuCount, BeforeValidator(_gpu_count)] = GpuCount()
     time_budget: Hours | None = Field(None, description="hours; none = no deadline")
     risk: Risk = Field(Risk(), description="spot risk it takes for a saving (over defaults.risk)")
+    estimate_error: EstimateErrorSetting | None = Field(
+        None, description="how far its real throughput may be from the estimate, in P(deadline) (default: "
+                          "defaults.estimate_error)")
     checkpoint: Checkpointing = Checkpointing()
     restart_overhead: HoursOrZero = Field(10 / 60, description="hours per (re)start")
     interruption_tolerance: Tolerance = "checkpointed"
@@ -630,6 +651,9 @@ class Defaults(Strict):
         "traces", description="traces: a spot candidate is offered only if it keeps its promise replayed on measured "
                               "availability (cost model §11); fitted: on the fitted process alone")
     risk: Risk = Field(Risk(), description="spot risk a workload takes for a saving, unless it says otherwise")
+    estimate_error: EstimateErrorSetting = Field(
+        "published", description="how far real throughput may be from the estimate, in P(deadline): published (the "
+                                 "physics' error against published runs, cost model §12) or a spread such as 5%")
 
 
 def _group(names: tuple[str, ...]) -> tuple[str, ...]:

@@ -242,6 +242,7 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     expected = a["expected"]
     if workload.time_budget is not None and expected["p_deadline"] < scenario.defaults.deadline_confidence:
         bad(f"p_deadline {expected['p_deadline']:.4f} below deadline_confidence {scenario.defaults.deadline_confidence}")
+    _check_estimate_error(workload, scenario, inputs, expected, bad)
     parts = a["breakdown_usd"]
     if set(parts) != set(BREAKDOWN_PARTS):
         bad(f"breakdown parts {sorted(parts)}, expected {sorted(BREAKDOWN_PARTS)}")
@@ -254,6 +255,25 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
         bad(f"cost {expected['cost_usd']} / wall time {expected['wall_h']} out of range")
     _check_risk(expected, inputs, a["market"], bad)
     return out
+
+
+def _check_estimate_error(workload: Workload, scenario, inputs: dict, expected: dict, bad) -> None:
+    """The estimate's error the job carries is the scenario's (`published`: some spread about a median within a
+    factor e; a stated share: that spread about the estimate), and P(deadline) is at most the chance that ε times
+    the failure-free time, restart and work, is within the budget."""
+    setting = workload.estimate_error if workload.estimate_error is not None else scenario.defaults.estimate_error
+    error = inputs.get("estimate_error") or {"median": 0.0, "sigma": 0.0}
+    median, sigma = error["median"], error["sigma"]
+    if setting == "published" and not (sigma > 0 and abs(median) < 1):
+        bad(f"inputs.estimate_error {error} is not a fit to published runs")
+    elif setting != "published" and not (median == 0 and _close(sigma, float(setting))):
+        bad(f"inputs.estimate_error {error}, the scenario says a spread of {setting}")
+    if workload.time_budget is None or sigma == 0:
+        return
+    floor = inputs["restart_h"] + inputs["work_h"]  # no run is faster
+    z = (math.log(workload.time_budget / floor) - median) / sigma
+    if expected["p_deadline"] > 0.5 * math.erfc(-z / math.sqrt(2)) + 1e-6:
+        bad(f"p_deadline {expected['p_deadline']:.4f} above P(ε x {floor:.3f} h <= {workload.time_budget} h)")
 
 
 def _check_risk(expected: dict, inputs: dict, market: str, bad) -> None:

@@ -14,7 +14,7 @@ import pandas as pd
 from planner.candidates.cache import CandidateCache
 from planner.candidates.generate import RUNNER_UPS, CandidateSet, generate, limits_of
 from planner.candidates.limits import Limits, quota_mask
-from planner.economics.inputs import process_json
+from planner.economics.inputs import estimate_error, process_json
 from planner.load.scenario import LoadedScenario
 from planner.solve.model import JOB_COLUMNS, build_model, solve_model
 from planner.solve.outcome import SOLVED, SolveResult
@@ -150,7 +150,8 @@ def assignments(plan: Plan, alternatives: int = RUNNER_UPS) -> list[dict]:
             "inputs": {
                 **process_json(workload, work_h=row.work_h, nodes=row.nodes, gpus=row.gpus, lam_spot=row.lam_spot,
                                hw_rate=scenario.defaults.hardware_failure_per_gpu_h,
-                               capacity_wait_h=row.capacity_wait_h, capacity_wait_cv=row.capacity_wait_cv),
+                               capacity_wait_h=row.capacity_wait_h, capacity_wait_cv=row.capacity_wait_cv,
+                               error=estimate_error(workload, scenario.defaults)),
                 "price_per_node_h": row.price_per_node_h, "billing_granularity_h": row.billing_granularity_h,
                 "billing_minimum_h": row.billing_minimum_h, "time_budget_h": _finite(workload.time_budget or math.inf),
                 "deadline_confidence": scenario.defaults.deadline_confidence,
