@@ -981,7 +981,7 @@ def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, w
     shape, column = rows.shape[at], rows.columns
     t0 = workload.restart_overhead + physics.floor_h[shape]  # a floor on the failure-free time
     error = estimate_error(workload, scenario.defaults)
-    slowest = min(1.0, error.factor(q))  # a booking is at least t0 times this (`_reach`)
+    stretch = error.factor(q)  # a booking is at least t0 times this: ε's q-quantile (`_reach`)
     open_ = (physics.floor_h[shape] < math.inf) & (t0 <= _reach(budget, q, error))
     falls_back = rows.fallback[at]
     uncertain = _uncertain(rows, at, workload, scenario)
@@ -989,7 +989,7 @@ def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, w
                           price[at])
     lo = (((node_price * column["nodes"][at] + column["storage_h"][at].astype(float)) * t0
            + column["egress"][at].astype(float)) * FLOOR_MARGIN)
-    fastest = calendar.steps(t0 * slowest) if calendar else t0
+    fastest = calendar.steps(t0 * stretch) if calendar else t0
     signature, units = rows.signature[at], rows.units[at]
     known = np.zeros(len(at), dtype=bool)  # lo and fastest are the screen's
     sure = np.zeros(len(at), dtype=bool)  # known, and certain to end on time: what beats others (`_dominated`)
@@ -1006,7 +1006,7 @@ def _unbeaten(rows: _Rows, at: np.ndarray, physics: _Physics, screen: _Screen, w
             open_[new[~on_time]] = False
             new, bound = new[on_time], {c: v[on_time] for c, v in bound.items()}
             lo[new], hi[new] = _cost_bounds(rows, at[new], bound, price, lam, fallback_price, workload, hw_rate)
-            fastest[new] = calendar.steps(bound["t0"] * slowest) if calendar else bound["t0"]
+            fastest[new] = calendar.steps(bound["t0"] * stretch) if calendar else bound["t0"]
             known[new] = True
             sure[new] = _sure(bound, budget, q, uncertain[new], error)
             if calendar:
@@ -1136,8 +1136,8 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     nodes, falls_back = column["nodes"][at], rows.fallback[at]
     lo, hi = _cost_bounds(rows, at, bound, price, lam, fallback_price, workload, hw_rate)
     signature, units = rows.signature[at], rows.units[at]
-    slowest = min(1.0, error.factor(q))  # the fewest steps it can be booked for: t0 times this (`_reach`)
-    fastest = calendar.steps(bound["t0"] * slowest) if calendar else bound["t0"]
+    stretch = error.factor(q)  # the fewest steps it can be booked for: t0 times this (`_reach`)
+    fastest = calendar.steps(bound["t0"] * stretch) if calendar else bound["t0"]
     front = np.ones(len(at), dtype=bool)  # not yet known to be beaten, so it may be on the Pareto front
     if not (exhaustive or screened):
         certain = _sure(bound, budget, q, _uncertain(rows, at, workload, scenario), error)
