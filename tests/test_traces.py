@@ -241,3 +241,21 @@ def test_a_trace_above_the_input_cap_is_refused_before_it_is_read(run, tmp_path,
     assert len(lines) == 1 and f"{folder / 'long.json'}" in lines[0] and "refusing input above 1 MiB" in lines[0]
     monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", 64 * 2**20)
     assert [t.name for t in load_traces(folder)] == ["always", "long"]  # under the default cap it is read
+
+
+def test_a_provider_without_traces_is_replayed_on_every_trace_as_the_planner_holds_it(run, tmp_path):
+    """`simulate --traces` reads the traces the planner held the plan to (`spot_evidence.covering`): an Azure
+    spot plan, where no Azure trace is shipped, on every provider's, said under the table."""
+    text = (SCENARIOS / "lora-finetune.yaml").read_text()
+    assert "defaults:" not in text
+    path = tmp_path / "lora.yaml"
+    path.write_text(text + "defaults: {spot_evidence: fitted}  # keep the fitted process's Azure spot plan\n")
+    plan = tmp_path / "plan.json"
+    assert run("solve", path, "--format", "json", "-o", plan).exit_code == 0
+    (a,) = json.loads(plan.read_text())["assignments"]
+    assert a["provider"] == "azure" and a["market"] == "spot"
+    rows = json.loads(run("simulate", path, "--plan", plan, "--traces", "--format", "json").stdout)
+    (row,) = rows
+    assert len(row["traces"]) == len(load_traces()) and row["other_providers"] and "skipped" not in row
+    text = run("simulate", path, "--plan", plan, "--traces").stdout
+    assert "no trace of their provider: support-lora replayed on every provider's traces as a stand-in" in text

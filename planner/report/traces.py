@@ -11,20 +11,9 @@ import pandas as pd
 from planner.candidates.generate import apply_overrides
 from planner.economics import trace_replay
 from planner.economics.costmodel import segment_plan
+from planner.economics.spot_evidence import STARTS_PER_TRACE, covering
 from planner.load.traces import Trace
 from planner.report.render import render_table, to_json
-
-STARTS_PER_TRACE = 40
-"""Start offsets spread over each trace (Can't Be Late replays each policy from many starts)."""
-
-
-def covering(traces: list[Trace], provider: str, instance_type: str, nodes: int) -> list[Trace]:
-    """The traces that speak for an assignment: its own instance type's if any hold enough nodes, else any
-    of its provider's (or a provider-less trace) with at least as many nodes: a stand-in, said so."""
-    fits = [t for t in traces if t.cloud in (None, provider) and t.nodes >= nodes]
-    own = [t for t in fits if t.instance_type == instance_type]
-    return own or fits
-
 
 def trace_rows(loaded, assignment_list: list[dict], traces: list[Trace]) -> list[dict]:
     """One row per spot or spot_fallback assignment."""
@@ -38,14 +27,15 @@ def trace_rows(loaded, assignment_list: list[dict], traces: list[Trace]) -> list
         key = f"{a['provider']}/{a['region']}/{a['instance_type']}"
         inputs = inputs_from_assignment(a)
         on_demand = a["inputs"].get("fallback_price_per_node_h", offers["on_demand_usd_h"].get(key, math.nan))
-        found = covering(traces, a["provider"], a["instance_type"], int(a["nodes"]))
+        found, no_provider_trace = covering(tuple(traces), a["provider"], a["instance_type"], int(a["nodes"]))
         row = {"workload": a["workload"], "market": a["market"], "nodes": int(a["nodes"]),
                "traces": [t.name for t in found], "stand_in": bool(found) and found[0].instance_type != a[
-                   "instance_type"],
+                   "instance_type"], "other_providers": bool(found) and no_provider_trace,
                "planned": {"cost_usd": _compute(a), "wall_h": a["expected"]["wall_h"],
                            "p_deadline": a["expected"]["p_deadline"]}}
         if not found:
-            row["skipped"] = f"no trace of {a['provider']} holds {a['nodes']} nodes"
+            whose = "any provider" if no_provider_trace else a["provider"]
+            row["skipped"] = f"no trace of {whose} holds {a['nodes']} nodes"
             rows.append(row)
             continue
         deadline = inputs.time_budget_h
@@ -106,10 +96,14 @@ def trace_text(rows: list[dict], fmt: str) -> str:
             "on_demand_usd": round(r["on_demand_cost_usd"], 2) if "on_demand_cost_usd" in r else None,
         })
     footer = ["compute only (node-hours x price); traces read cyclically from many starts; hardware failures left out"]
-    stand_ins = sorted({r["workload"] for r in rows if r.get("stand_in")})
+    stand_ins = sorted({r["workload"] for r in rows if r.get("stand_in") and not r.get("other_providers")})
     if stand_ins:
         footer.append(f"no trace of their own instance type: {', '.join(stand_ins)} replayed on their provider's "
                       f"traces as a stand-in")
+    others = sorted({r["workload"] for r in rows if r.get("other_providers")})
+    if others:
+        footer.append(f"no trace of their provider: {', '.join(others)} replayed on every provider's traces as a "
+                      f"stand-in, as the planner holds them (docs/cost-model.md §11)")
     cut = [f"{r['workload']}: replayed for its first {r['replayed_h']:,.0f} h only ({trace_replay.MAX_STEPS:,} steps); "
            f"samples not done by then count as unfinished" for r in rows if "replayed_h" in r]
     footer += cut
