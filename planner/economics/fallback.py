@@ -17,7 +17,8 @@ Wald's identity at the switch (failures = λ x work done), and the node-hours bi
 spot less the waits done by then; both need what the failure the switch cuts still had to run, read
 from the overshoot O past the switch point of the run continued to the end of its segment (the same
 sums, convolved once more). The on-demand phase is `costmodel.expected` of the segments left, at the
-two checkpoints around the mean one at the switch. `planner.economics.simulate.simulate_fallback`
+two checkpoints around the mean one at the switch, its first session's bill over the law of that
+checkpoint where billing is coarse (`_switch_law`). `planner.economics.simulate.simulate_fallback`
 replays the policy trial by trial (the tests hold the two within 2 % on cost and 2 points on
 P(deadline)).
 """
@@ -147,6 +148,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
         return None
     lost = costmodel._trexp_mean(lam, s) if lam > 0 else 0.0  # work lost per failure, on average
     lump = lost + R + p.rho * p.wait  # what a failure adds: lost work, a restart, maybe a capacity wait
+    reached = None  # P(Z_i <= B) for i < k, where the on-demand phase's bill needs J's law (`_switch_law`)
     if lam == 0:
         stay, z_stay, below, cut = 1.0, 0.0, float(k - 1), np.zeros(2)
     else:
@@ -202,6 +204,11 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             earlier[0] += 1.0  # and Z_0 = 0: the segments that may end in a switch before the last
             earlier[x > B] = 0.0
             cut = overshoot(law(_fft.rfft(earlier * tilt) * full), B, s, earlier, mean_overhead(s))
+            if _coarse(inputs) and p.streams == 1 and k <= MAX_SWITCH_LAW:
+                reached, power_i = np.ones(k), np.ones_like(full)
+                for i in range(1, k):
+                    power_i = power_i * full
+                    reached[i] = costmodel._half_cdf(law(power_i), h, 0.0, B)
         start[x > B] = 0.0  # still on spot when the last segment begins
         ends = law(_fft.rfft(start * tilt) * last)
         stay = min(1.0, max(0.0, float(costmodel._half_cdf(ends, h, 0.0, B_k))))
@@ -237,6 +244,9 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     spot["preemption_rework"] = max(0.0, nodes * busy - spot["compute"] - spot["checkpointing"] - spot["startup"])
     on_demand = dict.fromkeys(PRICED, 0.0)
     wall, p_deadline, total_failures = on_spot, stay, failures
+    switch_law = None
+    if switch > 1e-12 and _coarse(inputs) and p.streams == 1 and k <= MAX_SWITCH_LAW:
+        switch_law = _switch_law(np.ones(1) if reached is None else reached, stay)
     if switch > 1e-12 and inputs.work_h * switch - p.tau * at_switch > 1e-12:
         # on-demand runs the segments left after checkpoint J: its time, failures, work and checkpoints grow by a
         # segment's worth per segment, so the two checkpoints around E[J | switch] weighted to it give their mean
@@ -253,6 +263,10 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             wall += switch * weight * od.wall_h
             p_deadline += switch * weight * od.p_deadline
             total_failures += switch * weight * od.failures
+        if switch_law is not None:  # the bill is not linear in J where a minimum or a coarse step binds
+            waste = _first_session_waste(inputs, p)
+            on_demand["rounding_waste"] += n * (float(np.sum(switch_law * waste))
+                                               - switch * sum(w * waste[j] for j, w in weights.items()))
     return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline) * met_if_slower(inputs, p),
                           switch, k, p.tau, failures, max(waiting, 0.0) * streams)
 
@@ -288,6 +302,35 @@ def excess_over_spot(law: costmodel.WallLaw, deadline_h: float, alone: CostResul
                                          - spot_price * last)
     saved = spot_price * alone.rounding_waste_node_h + storage_usd_per_h * max(alone.wall_h - p.T0, 0.0)
     return max(extra - saved, 0.0)
+
+
+MAX_SWITCH_LAW = 4096
+"""Segments up to which a fallback on coarse billing reads the law of the checkpoint J it switches at (one
+inverse FFT per segment); beyond, the on-demand phase is priced at the two checkpoints around E[J] alone."""
+
+
+def _coarse(inputs: CandidateInputs) -> bool:
+    """Billing coarse enough (a minimum or a step above `costmodel.FINE_BILLING_H`) that a session's bill is
+    not its length plus half a step."""
+    return max(inputs.billing_granularity_h, inputs.billing_minimum_h) > costmodel.FINE_BILLING_H
+
+
+def _switch_law(reached: np.ndarray, stay: float) -> np.ndarray:
+    """P(J = i; switch) for i < k from `reached`[i] = P(Z_i <= B): the run leaves spot in segment i when it
+    reached checkpoint i within the level and not checkpoint i + 1 (Z grows with i), or in the last segment
+    when it does not stay."""
+    after = np.append(reached[1:], stay)
+    return np.maximum(reached - after, 0.0)
+
+
+def _first_session_waste(inputs: CandidateInputs, p) -> np.ndarray:
+    """Per checkpoint j, billed(L_j) − L_j of an on-demand phase from it that no failure cuts: L_j its restart,
+    the work left and the checkpoints on it. Hardware failures on on-demand are rare, so this is the phase's
+    waste to first order, and what differs between checkpoints."""
+    j = np.arange(p.k)
+    work = np.maximum(inputs.work_h - j * p.tau, 0.0)
+    length = p.R + work + np.ceil(work / p.tau - 1e-9) * p.C
+    return costmodel.billed_hours(length, inputs.billing_granularity_h, inputs.billing_minimum_h) - length
 
 
 def _on_demand(inputs: CandidateInputs, p, checkpoint: int) -> CostResult:

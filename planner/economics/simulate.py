@@ -41,6 +41,7 @@ class SimResult:
     met_deadline: np.ndarray  # bool: `actual_h` within the deadline
     waiting_h: np.ndarray  # hours waiting for spot capacity (every stream's)
     actual_h: np.ndarray  # the run's time had the estimate been off by ε, drawn per trial (cost model §12)
+    on_demand_node_h: np.ndarray  # of `billed_node_h`, those billed on-demand after a spot_fallback's switch
 
     @property
     def trials(self) -> int:
@@ -177,7 +178,8 @@ def _simulate(inputs: CandidateInputs, p, trials: int, seed: int,
     if progress is not None and lam == 0:
         progress(1.0)
     return SimResult(wall_h=T, billed_node_h=billed, cost_usd=cost, failures=F,
-                     met_deadline=np.asarray(met, dtype=bool), waiting_h=waiting * p.streams, actual_h=actual)
+                     met_deadline=np.asarray(met, dtype=bool), waiting_h=waiting * p.streams, actual_h=actual,
+                     on_demand_node_h=np.zeros(trials))
 
 
 def simulate_fallback(inputs: CandidateInputs, on_demand_price: float, trials: int = 10000, seed: int = 0,
@@ -266,7 +268,8 @@ def _simulate_fallback(inputs: CandidateInputs, on_demand_price: float, p, trial
     actual = np.maximum(T, p.T0 * inputs.estimate_error.draws(trials, seed))  # the switch reads the work left
     met = actual <= D + 1e-9 * max(1.0, abs(D))
     return SimResult(wall_h=T, billed_node_h=spot_billed + od_billed, cost_usd=cost, failures=F,
-                     met_deadline=np.asarray(met, dtype=bool), waiting_h=waiting * p.streams, actual_h=actual)
+                     met_deadline=np.asarray(met, dtype=bool), waiting_h=waiting * p.streams, actual_h=actual,
+                     on_demand_node_h=od_billed)
 
 
 def _in_chunks(run: Callable, trials: int, nodes: int, seed: int,
