@@ -91,7 +91,7 @@ def test_half_a_granule_per_session_is_within_its_bound_of_the_grid(n, gran, res
     for name, rel in (("grid", -1.0), ("half", math.inf)):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(cm, "SMOOTH_WASTE_REL", rel)
-            waste[name] = cm._waste(p, gran, inputs.billing_minimum_h, ET, EF, sd)
+            waste[name] = cm._waste(p, gran, inputs.billing_minimum_h, ET, EF, sd).total
     bound = cm._half_granule_error(p, gran, EF)
     event("bound within 1 % of the gap" if abs(waste["grid"] - waste["half"]) > 0.99 * bound else "looser")
     assert abs(waste["grid"] - waste["half"]) <= 1.001 * bound + 1e-12 * n * ET, (waste, bound)

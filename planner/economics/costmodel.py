@@ -676,9 +676,25 @@ def p_deadline(inputs: CandidateInputs, tau: float | None = None) -> float:
 # ------------------------------------------------------ rounding waste (§5)
 
 
+@dataclass(frozen=True)
+class Waste:
+    """Expected Σ over billing sessions of billed(L) − L, in node-hours, split by how a session ends: the last
+    sessions (no failure from their start to the job's end, the atoms below) and the rest, with how many
+    sessions each part holds (a spot_fallback's phases reuse the per-session figures)."""
+
+    last: float
+    last_sessions: float
+    rest: float
+    rest_sessions: float
+
+    @property
+    def total(self) -> float:
+        return self.last + self.rest
+
+
 def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
-           sd: float, cut_granules: int = 1000) -> float:
-    """Expected Σ over billing sessions of billed(L) − L, in node-hours.
+           sd: float, cut_granules: int = 1000) -> Waste:
+    """Expected Σ over billing sessions of billed(L) − L, in node-hours (`Waste`).
 
     Sessions per node slot: the slot's session started at the beginning of
     segment j (after a restart R) runs through other slots' failures (each
@@ -697,13 +713,13 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     lam, k, n, R = p.lam, p.k, p.n, p.R
     s, s_k = p.s, p.s_k
     if lam == 0:
-        return n * float(billed_hours(p.T0, gran, minimum) - p.T0)
+        return Waste(n * float(billed_hours(p.T0, gran, minimum) - p.T0), n, 0.0, 0.0)
     if not math.isfinite(ET):
-        return math.inf
+        return Waste(math.inf, n, math.inf, math.inf)
     if EF > 1e7:
         # hopeless candidate (e^(λs) huge): the grid sums would overflow;
         # half a granule per session is plenty to rank it last
-        return (n + EF) * gran / 2
+        return Waste(n * gran / 2, n, EF * gran / 2, EF)
     beta = 1 + p.rho * (n - 1)  # sessions a failure starts: all n after a preemption event, else one
     mass_total = n + beta * EF
     J = max(0, math.ceil(minimum / gran - 1e-9) - 1)
@@ -746,7 +762,7 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     cont_total = max(mass_total - atom_total, 0.0)
     if (range_x <= 0 or cont_total <= 1e-12 * mass_total
             or minimum <= R and _half_granule_error(p, gran, EF) <= SMOOTH_WASTE_REL * n * ET):
-        return waste_atoms + cont_total * gran / 2
+        return Waste(waste_atoms, atom_total, cont_total * gran / 2, cont_total)
     # resolve the billing step, the segment (X's support) and 1/λ; the
     # session law is lumpy at those scales (many lengths ≈ m·R + small)
     feat = p.width
@@ -802,7 +818,14 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     len_le = (float(_half_cdf(g1, h, o1, cut, o1 + x))
               + float(_half_cdf(g2, h, o2, cut, o2 + x)))
     waste_cont = billed_le - len_le + max(cont_total - F_I, 0.0) * gran / 2
-    return waste_atoms + waste_cont
+    return Waste(waste_atoms, atom_total, waste_cont, cont_total)
+
+
+@lru_cache(maxsize=4096)
+def session_waste(p: _Plan, granularity_h: float, minimum_h: float) -> Waste:
+    """`_waste` of one stream of the plan `p` run to its end, kept: a spot_fallback prices its spot phase's
+    sessions from it, per session by how they end."""
+    return _waste(p, granularity_h, minimum_h, *_moments(p))
 
 
 SMOOTH_WASTE_REL = 1e-8
@@ -833,7 +856,7 @@ def _evaluate(inputs: CandidateInputs, tau: float | None,
     ET, EF, sd = _moments(p)  # of one stream (§4): the whole job but for a stateless one
     n, price = inputs.nodes, inputs.price_per_node_h
     gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
-    waste = p.streams * _waste(p, gran, minimum, ET, EF, sd)
+    waste = p.streams * _waste(p, gran, minimum, ET, EF, sd).total
     billed = float(n * ET + waste)
     waste = float(waste)
     W, kC = inputs.work_h, p.k * p.C

@@ -234,7 +234,9 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     busy = on_spot - waiting
     alone = costmodel.expected(replace(inputs, time_budget_h=math.inf), tau)  # spot alone: its sessions and rounding
     beta, streams = 1 + p.rho * (n - 1), p.streams  # each stream of a stateless job switches on its own
-    if math.isfinite(alone.rounding_waste_node_h):
+    if math.isfinite(alone.rounding_waste_node_h) and _coarse(inputs) and streams == 1 and lam > 0:
+        waste = _spot_waste(inputs, p, failures, stay, switch, cut[1], lost, lump)
+    elif math.isfinite(alone.rounding_waste_node_h):
         waste = alone.rounding_waste_node_h * (n + beta * failures) / (n + beta * alone.failures / streams)
     else:
         waste = streams * (n + beta * failures) * inputs.billing_granularity_h / 2
@@ -321,6 +323,26 @@ def _switch_law(reached: np.ndarray, stay: float) -> np.ndarray:
     when it does not stay."""
     after = np.append(reached[1:], stay)
     return np.maximum(reached - after, 0.0)
+
+
+def _spot_waste(inputs: CandidateInputs, p, failures: float, stay: float, switch: float, cut_lump: float,
+                lost: float, lump: float) -> float:
+    """The spot phase's rounding waste where billing is coarse, session by session: each failure before the
+    switch ends sessions as spot alone's failures do (their mean waste from `costmodel.session_waste`); the
+    last sessions end with the job as spot alone's last ones, or at the switch. A switch that cuts a failure's
+    lump (`cut_lump`: P(O > s)) falls in it as a point of time falls in a length-biased lump, uniformly: in its
+    capacity wait (ρ·m of the mean `lump`; the sessions already ended with the event), in its restart (R of it;
+    sessions as old as the restart so far, billed the minimum) or before the failure, while working (`lost`
+    of it; sessions as old as spot alone's last ones)."""
+    parts = costmodel.session_waste(p, inputs.billing_granularity_h, inputs.billing_minimum_h)
+    per_failure = parts.rest / parts.rest_sessions if parts.rest_sessions > 0 else 0.0
+    per_last = parts.last / parts.last_sessions if parts.last_sessions > 0 else 0.0
+    ages = (np.arange(64) + 0.5) / 64 * p.R  # a session cut in its restart, as old as the restart so far
+    in_restart = float(np.mean(costmodel.billed_hours(ages, inputs.billing_granularity_h,
+                                                      inputs.billing_minimum_h) - ages)) if p.R > 0 else per_last
+    working = switch - cut_lump + cut_lump * lost / lump
+    beta = 1 + p.rho * (p.n - 1)
+    return beta * failures * per_failure + p.n * ((stay + working) * per_last + cut_lump * p.R / lump * in_restart)
 
 
 def _first_session_waste(inputs: CandidateInputs, p) -> np.ndarray:
