@@ -68,6 +68,8 @@ class Endpoint:
     slices: int
     output_tokens: np.ndarray  # per bucket
     weekdays: tuple[tuple[int, ...], ...] = ()  # per period, the weekdays it applies to (Monday 0; () = daily)
+    max_pools: int = 2  # options it may run on over all periods
+    max_providers: int = 1
 
     @property
     def day_share(self) -> np.ndarray:
@@ -101,7 +103,8 @@ def endpoint_of(workload: Workload) -> Endpoint:
     return Endpoint(workload.name, rates, hours, workload.duration / 24.0, workload.autoscale,
                     workload.availability, traffic.slices,
                     np.array([b.output_tokens for b in traffic.buckets], dtype=float),
-                    tuple(p.weekdays for p in periods) if traffic.weekly else ())
+                    tuple(p.weekdays for p in periods) if traffic.weekly else (), workload.max_pools,
+                    workload.max_providers)
 
 
 def replica_capacities(workload: Workload, catalog: Catalog, offer, tp: int,

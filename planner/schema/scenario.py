@@ -463,6 +463,9 @@ class Placement(Strict):
         return gpus
 
 
+MAX_POOLS, MAX_PROVIDERS = 2, 1
+"""An endpoint's defaults: what one team runs without a fleet manager (a main pool and one other, say a cheaper
+GPU for short prompts or a spot pool, at one provider)."""
 Share = Annotated[float, BeforeValidator(parse_share), Field(ge=0, lt=1)]
 
 
@@ -543,6 +546,10 @@ class Workload(Strict):
     duration: Hours = Field(720.0, description="serving: how long the endpoint runs, for totals (default 30d)")
     autoscale: bool = Field(False, description="serving: replicas may differ per traffic period")
     kv_precision: Literal["fp16", "bf16", "fp8"] = Field("bf16", description="serving: KV-cache precision")
+    max_pools: Annotated[int, Field(ge=1, le=10_000)] = Field(
+        MAX_POOLS, description="serving: at most this many pools (an offer, market and layout each) over all periods")
+    max_providers: Annotated[int, Field(ge=1, le=1_000)] = Field(
+        MAX_PROVIDERS, description="serving: at most this many providers over all periods")
     measured: tuple[MeasuredCapacity, ...] = Field((), description="serving: profiled capacity per replica")
     gpus: Annotated[GpuCount, BeforeValidator(_gpu_count)] = GpuCount()
     time_budget: Hours | None = Field(None, description="hours; none = no deadline")
@@ -572,6 +579,8 @@ class Workload(Strict):
             return self._serving_fields()
         if self.traffic is not None or self.slo is not None or self.measured:
             raise ValueError("traffic, slo and measured are for kind: serving")
+        if (self.max_pools, self.max_providers) != (MAX_POOLS, MAX_PROVIDERS):
+            raise ValueError("max_pools and max_providers are for kind: serving")
         missing_memory = self.memory is None and self.model is None
         missing_work = self.work is None and self.generation is None
         if missing_memory and missing_work:

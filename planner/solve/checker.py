@@ -370,7 +370,8 @@ def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str
 
 def check_endpoint(e: dict, workload: Workload) -> list[str]:
     """An endpoint's periods carry the scenario's traffic: every bucket routed whole, each pool's load within
-    the nodes it counts, spot nodes counted no more than the binomial quantile allows, one spot pool."""
+    the nodes it counts, spot nodes counted no more than the binomial quantile allows, one spot pool, at most
+    `max_pools` pools and `max_providers` providers."""
     out = []
     periods = workload.traffic.periods
     shares = [b.share for b in workload.traffic.buckets]
@@ -380,6 +381,13 @@ def check_endpoint(e: dict, workload: Workload) -> list[str]:
             for p in period["pools"] if p["market"] == "spot" and p["nodes"]}
     if len(spot) > 1:
         out.append(f"{e['workload']}: {len(spot)} spot pools, at most one")
+    running = {(p["provider"], p["region"], p["instance_type"], p["market"], p["tensor_parallel"])
+               for period in e["periods"] for p in period["pools"] if p["nodes"]}
+    if len(running) > workload.max_pools:
+        out.append(f"{e['workload']}: {len(running)} pools, max_pools is {workload.max_pools}")
+    if len({pool[0] for pool in running}) > workload.max_providers:
+        out.append(f"{e['workload']}: {len({pool[0] for pool in running})} providers, max_providers is "
+                   f"{workload.max_providers}")
     nodes_by_pool = {}
     for period, wanted in zip(e["periods"], periods):
         rates = [wanted.requests_per_s * s for s in shares]

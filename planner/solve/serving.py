@@ -211,6 +211,39 @@ def _add_absent_steps(model: cp_model.CpModel, nodes, kept, sizes, kept_at, name
         model.add_max_equality(kept, [nodes - sum(c * v for c, v in steps), 0])
 
 
+def add_endpoint_spread(m, limits) -> None:
+    """An endpoint runs on at most `max_pools` options (an offer, market and layout each) and `max_providers`
+    providers over all its periods: a plan one team can operate. Added only where the endpoint has more options
+    or providers than that.
+
+    nodes[o, p] <= most_o · pool_o for every period p; Σ_o pool_o <= max_pools; pool_o <= provider_P(o);
+    Σ_P provider_P <= max_providers (a spot option's `used` is its pool flag already).
+    """
+    if m.serving is None:
+        return
+    sv = m.serving
+    for name, endpoint in sorted(sv.traffic.items()):
+        rows = np.flatnonzero((sv.options["workload"] == name).to_numpy())
+        providers = sorted(set(sv.options["provider"].iloc[rows]))
+        if len(rows) <= endpoint.max_pools and len(providers) <= endpoint.max_providers:
+            continue
+        pool = {}
+        for row in rows:
+            option = sv.options.iloc[row]
+            if row in sv.used:
+                pool[row] = sv.used[row]
+            else:
+                pool[row] = m.model.new_bool_var(f"pool[{option['oid']}]")
+                for period in range(len(endpoint.hours)):
+                    m.model.add(sv.nodes[row, period] <= int(option["most_nodes"]) * pool[row])
+        m.model.add(sum(pool.values()) <= endpoint.max_pools).with_name(f"max_pools[{name}]")
+        if len(providers) > endpoint.max_providers:
+            chosen = {p: m.model.new_bool_var(f"provider[{name}/{p}]") for p in providers}
+            for row in rows:
+                m.model.add_implication(pool[row], chosen[sv.options["provider"].iat[row]])
+            m.model.add(sum(chosen.values()) <= endpoint.max_providers).with_name(f"max_providers[{name}]")
+
+
 def add_endpoint_schedule(m, limits) -> None:
     """Without `autoscale` the same nodes run all day; with it, each period may add nodes above the base.
 
@@ -256,4 +289,5 @@ def serving_ties(sv: ServingVars) -> list[tuple[int, cp_model.IntVar, int]]:
     return ties
 
 
-SERVING_FAMILIES = (add_endpoint_routing, add_endpoint_capacity, add_spot_pool, add_endpoint_schedule)
+SERVING_FAMILIES = (add_endpoint_routing, add_endpoint_capacity, add_spot_pool, add_endpoint_spread,
+                    add_endpoint_schedule)

@@ -32,7 +32,8 @@ from planner.solve.model import (
     add_same_region_groups,
     build_model,
 )
-from planner.solve.serving import add_endpoint_capacity, add_endpoint_routing, add_endpoint_schedule, add_spot_pool
+from planner.solve.serving import (add_endpoint_capacity, add_endpoint_routing, add_endpoint_schedule,
+                                   add_endpoint_spread, add_spot_pool)
 
 FAMILY_TESTS = {
     add_one_candidate_per_workload: "test_one_candidate_per_workload_",
@@ -45,6 +46,7 @@ FAMILY_TESTS = {
     add_endpoint_capacity: "test_endpoint_capacity_",
     add_spot_pool: "test_spot_pool_",
     add_endpoint_schedule: "test_endpoint_schedule_",
+    add_endpoint_spread: "test_endpoint_spread_",
 }
 """Every family and the prefix of its tests; `test_every_family_has_accept_and_reject_tests` holds them to it."""
 
@@ -450,3 +452,51 @@ def test_budget_with_an_endpoint_accepts_a_job_and_a_day_of_nodes_within_the_bud
     set_nodes(m, "e", 2)
     m.model.add(m.serving.base[0] == 2)
     assert_accepts(m)
+
+
+SPREAD = [option(oid="a"), option(oid="b", offer_key="aws/us-west-2/g6.xlarge"),
+          option(oid="c", offer_key="aws/eu-west-1/g6.xlarge"),
+          option(oid="g", provider="gcp", offer_key="gcp/us-central1/g2-standard-4")]
+
+
+def test_endpoint_spread_accepts_two_pools_at_one_provider():
+    m = serving_model(SPREAD, [endpoint()])
+    add_endpoint_spread(m, Limits())
+    set_nodes(m, "a", 1)
+    set_nodes(m, "b", 2)
+    assert_accepts(m)
+
+
+def test_endpoint_spread_rejects_a_third_pool():
+    m = serving_model(SPREAD, [endpoint()])
+    add_endpoint_spread(m, Limits())
+    for oid in "abc":
+        set_nodes(m, oid, 1)
+    assert_rejects(m)
+
+
+def test_endpoint_spread_rejects_a_second_provider():
+    m = serving_model(SPREAD, [endpoint()])
+    add_endpoint_spread(m, Limits())
+    set_nodes(m, "a", 1)
+    set_nodes(m, "g", 1)
+    assert_rejects(m)
+
+
+def test_endpoint_spread_accepts_a_second_provider_and_third_pool_where_allowed():
+    m = serving_model(SPREAD, [endpoint(max_pools=3, max_providers=2)])
+    add_endpoint_spread(m, Limits())
+    for oid in "abg":
+        set_nodes(m, oid, 1)
+    assert_accepts(m)
+
+
+def test_endpoint_spread_rejects_a_pool_that_runs_only_at_night():
+    """A pool counts over all periods: one used by night alone is still a pool."""
+    options = [dict(o, session_h=[12.0, 12.0]) for o in SPREAD]
+    m = serving_model(options, [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12), autoscale=True, max_pools=2)])
+    add_endpoint_spread(m, Limits())
+    set_nodes(m, "a", 1, 1)
+    set_nodes(m, "b", 0, 1)
+    set_nodes(m, "c", 1, 0)
+    assert_rejects(m)

@@ -1,0 +1,78 @@
+"""An endpoint an operator can run: at most `max_pools` pools and `max_providers` providers over all its periods
+(defaults 2 and 1). The plan at one provider is the best of each provider alone, found by solving each apart."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+
+from planner.load.scenario import load_scenario
+from planner.solve.checker import check_plan
+
+SPREAD = {
+    "name": "spread",
+    "catalogs": ["aws", "gcp", "lambda"],
+    "constraints": {"gpu_quotas": {"lambda": 1}},  # one cheap GH200 at Lambda, the rest elsewhere
+    "workloads": [{
+        "name": "chat-8b", "kind": "serving", "model": "llama-3.1-8b",
+        "traffic": {"profile": [{"hours": "0-7", "requests_per_s": 10}, {"hours": "7-19", "requests_per_s": 60},
+                                {"hours": "19-24", "requests_per_s": 30}],
+                    "buckets": [{"prompt_tokens": 512, "output_tokens": 256, "share": 0.7},
+                                {"prompt_tokens": 2048, "output_tokens": 512, "share": 0.3}]},
+        "slo": {"ttft": "500ms", "tpot": "50ms", "quantile": 0.9}, "availability": 0.999, "autoscale": True,
+        "duration": "30d"}],
+}
+
+
+def _plan(run, tmp_path, name: str = "spread", **endpoint) -> tuple[dict, object]:
+    scenario = json.loads(json.dumps(SPREAD))
+    scenario["workloads"][0].update(endpoint)
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    result = run("solve", path, "--format", "json", "--workers", "1")
+    assert result.exit_code in (0, 1), result.stderr
+    return json.loads(result.stdout), load_scenario(path)
+
+
+def _spread(plan: dict) -> tuple[set, set]:
+    (e,) = plan["endpoints"]
+    pools = {(p["provider"], p["region"], p["instance_type"], p["market"], p["tensor_parallel"])
+             for period in e["periods"] for p in period["pools"] if p["nodes"]}
+    return pools, {pool[0] for pool in pools}
+
+
+def test_the_default_endpoint_runs_two_pools_at_one_provider_the_best_of_each_provider_alone(run, tmp_path):
+    plan, loaded = _plan(run, tmp_path)
+    pools, providers = _spread(plan)
+    assert plan["status"] == "OPTIMAL" and len(pools) <= 2 and len(providers) == 1
+    assert check_plan(loaded, plan) == []
+    alone = {}
+    for provider in ("aws", "gcp", "lambda"):
+        each, _ = _plan(run, tmp_path, provider, allow={"providers": [provider]})
+        if each["status"] == "OPTIMAL":
+            alone[provider] = each["objective_usd"]
+    print(f"one provider: ${plan['objective_usd']:,.2f}; each alone: {alone}")
+    assert plan["objective_usd"] == pytest.approx(min(alone.values()), abs=0.01)
+
+
+def test_a_wider_spread_where_allowed_and_the_checker_holds_the_limits(run, tmp_path):
+    narrow, loaded = _plan(run, tmp_path)
+    wide, _ = _plan(run, tmp_path, "wide", max_pools=10, max_providers=5)
+    pools, providers = _spread(wide)
+    assert len(pools) > 2 and len(providers) > 1
+    assert wide["objective_usd"] < narrow["objective_usd"]  # Lambda's one GH200 beside AWS is cheaper
+    problems = check_plan(loaded, wide)  # the wide plan against the default limits
+    assert any(f"{len(pools)} pools, max_pools is 2" in p for p in problems)
+    assert any(f"{len(providers)} providers, max_providers is 1" in p for p in problems)
+    one, _ = _plan(run, tmp_path, "one", max_pools=1)
+    assert len(_spread(one)[0]) == 1 and one["objective_usd"] >= narrow["objective_usd"]
+
+
+def test_max_pools_is_for_endpoints(run, tmp_path):
+    path = tmp_path / "job.yaml"
+    path.write_text("name: j\ncatalogs: [aws]\nworkloads:\n  - name: t\n    kind: training\n"
+                    "    memory: {per_gpu: 20GiB}\n    work: {gpu_hours: 10, reference_gpu: A100-80GB}\n"
+                    "    max_pools: 3\n")
+    result = run("solve", path)
+    assert result.exit_code == 2 and "max_pools and max_providers are for kind: serving" in result.stderr
