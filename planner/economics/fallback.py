@@ -306,7 +306,7 @@ def excess_over_spot(law: costmodel.WallLaw, deadline_h: float, alone: CostResul
     return max(extra - saved, 0.0)
 
 
-MAX_SWITCH_LAW = 4096
+MAX_SWITCH_LAW = 1024
 """Segments up to which a fallback on coarse billing reads the law of the checkpoint J it switches at (one
 inverse FFT per segment); beyond, the on-demand phase is priced at the two checkpoints around E[J] alone."""
 
