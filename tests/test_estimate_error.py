@@ -16,6 +16,7 @@ from planner.economics import costmodel, fallback
 from planner.economics.costmodel import CandidateInputs
 from planner.economics.estimate_error import EXACT, PUBLISHED, EstimateError
 from planner.economics.simulate import simulate, simulate_fallback
+from planner.solve.pipeline import inputs_from_assignment
 
 
 def test_published_is_the_robust_fit_to_the_published_training_runs():
@@ -118,7 +119,12 @@ def test_solve_refuses_a_promise_the_estimate_cannot_keep_and_says_why(run, tmp_
     roomy = _solve(run, tmp_path, "18h")
     (a,) = roomy["assignments"]
     assert a["inputs"]["estimate_error"] == {"median": PUBLISHED.median, "sigma": PUBLISHED.sigma}
-    assert 0.9 <= a["expected"]["p_deadline"] < 0.999
+    assert 0.9 <= a["expected"]["p_deadline"] < 0.999 < a["expected"]["p_deadline_on_estimate"]
+    assert a["expected"]["p_deadline"] == pytest.approx(costmodel.p_deadline(inputs_from_assignment(a)), abs=1e-9)
+    explained = run("solve", tmp_path / "slack.yaml", "--explain", "--workers", "1").stdout
+    p, on = a["expected"]["p_deadline"], a["expected"]["p_deadline_on_estimate"]
+    assert (f"deadline met with P {p:.1%} allowing for the error of the throughput estimate, {on:.1%} on the "
+            f"estimate alone") in explained
 
 
 def test_the_checker_restates_the_error_and_bounds_p_deadline_by_it(run, tmp_path):

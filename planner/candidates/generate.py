@@ -393,11 +393,13 @@ class _Exact:
             if self.unit is None and len(self.by_deadline) >= LAW_AFTER:
                 law.compute()
             if self.unit is not None:
-                self.by_deadline[budget] = replace(self.unit, p_deadline=law.p_met(budget, self.inputs.estimate_error))
+                self.by_deadline[budget] = replace(self.unit, p_deadline=law.p_met(budget, self.inputs.estimate_error),
+                                                   p_deadline_on_estimate=law.p_le(budget))
             else:
                 inputs = replace(self.inputs, time_budget_h=budget)
                 self.by_deadline[budget] = fallback.unit(inputs, self.tau, FALLBACK_MIN_SWITCH, law) or (
-                    fallback.as_spot(self.inputs, self.spot_alone, law.p_met(budget, self.inputs.estimate_error))
+                    fallback.as_spot(self.inputs, self.spot_alone, law.p_met(budget, self.inputs.estimate_error),
+                                     law.p_le(budget))
                     if fallback.leaves_room(inputs, self.tau) else None)
         return self.by_deadline[budget]
 
@@ -495,6 +497,7 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
         "work_h": row.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
         "preemption_events": events, "waiting_h": unit.waiting_h if row.fallback else events * float(row.wait_h),
         "rounding_waste_node_h": unit.rounding_waste_node_h, "p_deadline": unit.p_deadline,
+        "p_deadline_on_estimate": unit.p_deadline_on_estimate,
         "cost_usd": cost, "cost_cents": to_cents(cost),
         "replayed_p_deadline": evidence.p_deadline if evidence else math.nan,
         "replayed_compute_usd": evidence.compute_usd(row.price, row.fallback_price) if evidence else math.nan,

@@ -128,11 +128,12 @@ class CostResult:
     failures: float  # E[F] across the job (every stream of a stateless one)
     billed_node_h: float
     rounding_waste_node_h: float
-    p_deadline: float  # P(T <= D)
+    p_deadline: float  # P(ε·T <= D) (§6, §12)
     cost_usd: float
     breakdown: dict = field(default_factory=dict)
     segments: int = 1  # k
     checkpoint_interval_h: float = math.inf  # τ used
+    p_deadline_on_estimate: float = math.nan  # P(T <= D), the estimate taken as exact (NaN: not asked)
 
 
 # ---------------------------------------------------------------- helpers
@@ -875,13 +876,14 @@ def _evaluate(inputs: CandidateInputs, tau: float | None,
         "egress": float(inputs.egress_usd),
     }
     cost = math.fsum(breakdown.values())
-    pd = 1.0
+    pd = on_estimate = 1.0
     if with_deadline and math.isfinite(inputs.time_budget_h):
-        pd = WallLaw(p, (ET, EF, sd)).p_met(inputs.time_budget_h, inputs.estimate_error)
+        law = WallLaw(p, (ET, EF, sd))
+        pd, on_estimate = law.p_met(inputs.time_budget_h, inputs.estimate_error), law.p_le(inputs.time_budget_h)
     return CostResult(wall_h=wall, failures=p.streams * EF, billed_node_h=billed,
                       rounding_waste_node_h=waste, p_deadline=pd,
                       cost_usd=cost, breakdown=breakdown, segments=p.k,
-                      checkpoint_interval_h=p.tau)
+                      checkpoint_interval_h=p.tau, p_deadline_on_estimate=on_estimate)
 
 
 @lru_cache(maxsize=4096)

@@ -69,6 +69,7 @@ class FallbackResult:
     checkpoint_interval_h: float
     spot_failures: float = 0.0  # of `failures`, those on spot (the rest: hardware failures after the switch)
     waiting_h: float = 0.0  # hours waiting for spot capacity: the events' waits, less what the switch cut short
+    p_deadline_on_estimate: float = math.nan  # P(T <= D), the estimate taken as exact
 
     @property
     def billed_node_h(self) -> float:
@@ -96,15 +97,17 @@ def _rarely_switches(p, B: float, min_switch: float, law: costmodel.WallLaw) -> 
     return by_law() or by_bound() if law.ready else by_bound() or by_law()
 
 
-def as_spot(inputs: CandidateInputs, spot: CostResult, p_deadline: float) -> FallbackResult:
+def as_spot(inputs: CandidateInputs, spot: CostResult, p_deadline: float,
+            p_deadline_on_estimate: float = math.nan) -> FallbackResult:
     """The policy where it practically never switches (fewer than `unit`'s `min_switch` of runs): spot alone's
-    outcome `spot` for `inputs`, every node-hour at the spot price, P(T <= D) spot alone's, every event's wait
-    done."""
+    outcome `spot` for `inputs`, every node-hour at the spot price, P(ε·T <= D) spot alone's (and P(T <= D)),
+    every event's wait done."""
     return FallbackResult(spot={k: spot.breakdown[k] for k in PRICED}, on_demand={k: 0.0 for k in PRICED},
                           wall_h=spot.wall_h, failures=spot.failures, p_deadline=p_deadline, p_switch=0.0,
                           segments=spot.segments, checkpoint_interval_h=spot.checkpoint_interval_h,
                           spot_failures=spot.failures,
-                          waiting_h=spot.failures * inputs.spot_share * inputs.capacity_wait_h)
+                          waiting_h=spot.failures * inputs.spot_share * inputs.capacity_wait_h,
+                          p_deadline_on_estimate=p_deadline_on_estimate)
 
 
 def _levels(p, D: float) -> tuple[float, float] | None:
@@ -270,7 +273,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             on_demand["rounding_waste"] += n * (float(np.sum(switch_law * waste))
                                                - switch * sum(w * waste[j] for j, w in weights.items()))
     return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline) * met_if_slower(inputs, p),
-                          switch, k, p.tau, failures, max(waiting, 0.0) * streams)
+                          switch, k, p.tau, failures, max(waiting, 0.0) * streams, min(1.0, p_deadline))
 
 
 def met_if_slower(inputs: CandidateInputs, p) -> float:

@@ -150,6 +150,10 @@ def explanations(plan: Plan) -> list[str]:
         lines.append(f"{row.workload}: {row.nodes} x {row.instance_type} ({row.provider}/{row.region}, {row.market}), "
                      f"${row.cost_usd:,.2f} over {row.wall_h:.1f} h expected"
                      + (f", run as {row.parallelism}" if row.parallelism else ""))
+        on_estimate = placed[row.workload]["expected"]["p_deadline_on_estimate"]
+        if on_estimate is not None and abs(on_estimate - row.p_deadline) >= 0.0005:
+            lines.append(f"  deadline met with P {row.p_deadline:.1%} allowing for the error of the throughput "
+                         f"estimate, {on_estimate:.1%} on the estimate alone (docs/cost-model.md §12)")
         replayed = placed[row.workload]["replayed"]
         if replayed:
             fitted = row.cost_usd - row.usd_storage - row.usd_egress

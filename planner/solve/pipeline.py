@@ -161,6 +161,7 @@ def assignments(plan: Plan, alternatives: int = RUNNER_UPS) -> list[dict]:
             "expected": {"wall_h": row.wall_h, "failures": row.failures, "preemption_events": row.preemption_events,
                          "waiting_h": row.waiting_h, "billed_node_h": row.billed_node_h,
                          "rounding_waste_node_h": row.rounding_waste_node_h, "p_deadline": row.p_deadline,
+                         "p_deadline_on_estimate": _finite_share(getattr(row, "p_deadline_on_estimate", math.nan)),
                          "cost_usd": row.cost_usd},
             "breakdown_usd": {k: getattr(row, f"usd_{k}") for k in
                               ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage",
@@ -171,6 +172,11 @@ def assignments(plan: Plan, alternatives: int = RUNNER_UPS) -> list[dict]:
             "alternatives": others.get(row.workload, []),
         })
     return out
+
+
+def _finite_share(value: float) -> float | None:
+    """A probability for the JSON contract, None where it was not worked out (NaN)."""
+    return None if value != value else float(value)
 
 
 def replayed_json(row) -> dict | None:
