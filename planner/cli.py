@@ -703,10 +703,12 @@ def estimate(scenario, workload, gpus, fmt) -> None:
 
         click.echo(to_json(rows + capacity), nl=False)
         return
+    from planner.economics.inputs import estimate_error
     from planner.report.estimate import capacity_text, estimate_text
 
     order = [w.name for w in loaded.scenario.workloads]
-    click.echo(estimate_text(rows, order) + capacity_text(capacity, order), nl=False)
+    errors = {w.name: estimate_error(w, loaded.scenario.defaults) for w in loaded.scenario.workloads}
+    click.echo(estimate_text(rows, order, errors) + capacity_text(capacity, order), nl=False)
 
 
 # ---------------------------------------------------------------- gpus

@@ -160,3 +160,16 @@ def test_a_bad_estimate_error_is_one_line(run, tmp_path, value, fragment):
     result = run("solve", path)
     assert result.exit_code == 2 and "Traceback" not in result.stderr
     assert "estimate_error" in result.stderr and fragment in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("setting, line", [
+    ("", "W is an estimate: P(deadline) allows for real runs taking 0.91x it in the median and 1.28x either way "
+         "for one standard deviation, as published runs did"),
+    (", estimate_error: 5%", "W is an estimate: P(deadline) allows for real runs taking 1.05x either way for one "
+                             "standard deviation (estimate_error)"),
+    (", estimate_error: 0", "W is taken as exact in P(deadline) (estimate_error: 0)")])
+def test_planner_estimate_says_what_deadlines_allow_for(run, tmp_path, setting, line):
+    path = tmp_path / "slack.yaml"
+    path.write_text(ONE.format(budget="18h", error=setting))
+    result = run("estimate", path)
+    assert result.exit_code == 0 and line in " ".join(result.stdout.split())

@@ -2,13 +2,16 @@
 and the productive hours W on each GPU model and count (columns that are zero everywhere left out)."""
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from planner.report.render import render_table
 
 
-def estimate_text(rows: list[dict], order: list[str]) -> str:
-    """`rows` from `physics.estimate.estimate_rows`; one table per workload, in the scenario's `order`."""
+def estimate_text(rows: list[dict], order: list[str], errors: dict | None = None) -> str:
+    """`rows` from `physics.estimate.estimate_rows`; one table per workload, in the scenario's `order`, each
+    with what its deadlines allow for the estimate's error (`errors`: workload -> `EstimateError`)."""
     out = []
     for name in sorted({r["workload"] for r in rows}, key=order.index):
         table = pd.DataFrame([{
@@ -22,8 +25,22 @@ def estimate_text(rows: list[dict], order: list[str]) -> str:
         } for r in rows if r["workload"] == name])
         table = table.loc[:, [c for c in table.columns if c not in ("grads", "optim", "kv", "activ", "tok_per_s")
                               or table[c].fillna(0).astype(bool).any()]]
-        out.append(render_table(table, title=f"workload {name}: memory per GPU (GiB) and productive hours W") + "\n")
+        error = (errors or {}).get(name)
+        footer = [_error_line(error)] if error is not None else None
+        out.append(render_table(table, title=f"workload {name}: memory per GPU (GiB) and productive hours W",
+                                footer=footer) + "\n")
     return "".join(out)
+
+
+def _error_line(error) -> str:
+    """How far deadlines allow real runs to be from W (docs/cost-model.md §12)."""
+    if error.exact:
+        return "W is taken as exact in P(deadline) (estimate_error: 0)"
+    spread = f"{math.exp(error.sigma):.2f}x either way for one standard deviation"
+    if error.median:
+        return (f"W is an estimate: P(deadline) allows for real runs taking {math.exp(error.median):.2f}x it in the "
+                f"median and {spread}, as published runs did (estimate_error, docs/cost-model.md §12)")
+    return f"W is an estimate: P(deadline) allows for real runs taking {spread} (estimate_error)"
 
 
 def capacity_text(rows: list[dict], order: list[str]) -> str:
