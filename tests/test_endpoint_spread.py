@@ -1,5 +1,6 @@
 """An endpoint an operator can run: at most `max_pools` pools and `max_providers` providers over all its periods
-(defaults 2 and 1). The plan at one provider is the best of each provider alone, found by solving each apart."""
+(defaults 2 and 1), and `headroom` for bursts. The plan at one provider is the best of each provider alone, found
+by solving each apart."""
 from __future__ import annotations
 
 import json
@@ -75,4 +76,20 @@ def test_max_pools_is_for_endpoints(run, tmp_path):
                     "    memory: {per_gpu: 20GiB}\n    work: {gpu_hours: 10, reference_gpu: A100-80GB}\n"
                     "    max_pools: 3\n")
     result = run("solve", path)
-    assert result.exit_code == 2 and "max_pools and max_providers are for kind: serving" in result.stderr
+    assert result.exit_code == 2 and "headroom, max_pools and max_providers are for kind: serving" in result.stderr
+
+
+def test_headroom_keeps_a_share_of_every_replica_free_for_bursts(run, tmp_path):
+    plain, _ = _plan(run, tmp_path)
+    roomy, loaded = _plan(run, tmp_path, "roomy", headroom="30%")
+    assert check_plan(loaded, roomy) == []
+
+    def carried(plan):
+        return {(p["instance_type"], p["tensor_parallel"], p["market"]): p["node_requests_per_s"]
+                for period in plan["endpoints"][0]["periods"] for p in period["pools"]}
+
+    both = set(carried(plain)) & set(carried(roomy))
+    assert both
+    for pool in both:
+        assert carried(roomy)[pool] == pytest.approx([0.7 * r for r in carried(plain)[pool]])
+    assert roomy["objective_usd"] > plain["objective_usd"]

@@ -292,7 +292,7 @@ def _options(workload: Workload, catalog: Catalog, offers: pd.DataFrame, endpoin
                 reasons.update(c.limit for c in caps or () if not c.serves)
                 continue
             per_node = offer.gpus_per_node // tp
-            node_rps = [c.max_requests_per_s * per_node for c in caps]
+            node_rps = [c.max_requests_per_s * per_node * (1 - workload.headroom) for c in caps]  # bursts kept free
             need = sum(p / r for p, r in zip(peak, node_rps) if r > 0)  # nodes if it served all it can alone
             for market, price, lam, correlation, wait in _markets(workload, offer):
                 down = workload.restart_overhead + wait  # capacity returns, then the replica starts

@@ -546,6 +546,8 @@ class Workload(Strict):
     duration: Hours = Field(720.0, description="serving: how long the endpoint runs, for totals (default 30d)")
     autoscale: bool = Field(False, description="serving: replicas may differ per traffic period")
     kv_precision: Literal["fp16", "bf16", "fp8"] = Field("bf16", description="serving: KV-cache precision")
+    headroom: Share = Field(0.0, description="serving: share of each replica's capacity within the SLO kept free "
+                                             "for bursts above the profile's rates (default 0%)")
     max_pools: Annotated[int, Field(ge=1, le=10_000)] = Field(
         MAX_POOLS, description="serving: at most this many pools (an offer, market and layout each) over all periods")
     max_providers: Annotated[int, Field(ge=1, le=1_000)] = Field(
@@ -579,8 +581,8 @@ class Workload(Strict):
             return self._serving_fields()
         if self.traffic is not None or self.slo is not None or self.measured:
             raise ValueError("traffic, slo and measured are for kind: serving")
-        if (self.max_pools, self.max_providers) != (MAX_POOLS, MAX_PROVIDERS):
-            raise ValueError("max_pools and max_providers are for kind: serving")
+        if (self.max_pools, self.max_providers) != (MAX_POOLS, MAX_PROVIDERS) or self.headroom:
+            raise ValueError("headroom, max_pools and max_providers are for kind: serving")
         missing_memory = self.memory is None and self.model is None
         missing_work = self.work is None and self.generation is None
         if missing_memory and missing_work:
