@@ -152,6 +152,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     lost = costmodel._trexp_mean(lam, s) if lam > 0 else 0.0  # work lost per failure, on average
     lump = lost + R + p.rho * p.wait  # what a failure adds: lost work, a restart, maybe a capacity wait
     reached = None  # P(Z_i <= B) for i < k, where the on-demand phase's bill needs J's law (`_switch_law`)
+    needs_law = _coarse(inputs) and p.streams == 1 and k <= MAX_SWITCH_LAW
     if lam == 0:
         stay, z_stay, below, cut = 1.0, 0.0, float(k - 1), np.zeros(2)
     else:
@@ -207,7 +208,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             earlier[0] += 1.0  # and Z_0 = 0: the segments that may end in a switch before the last
             earlier[x > B] = 0.0
             cut = overshoot(law(_fft.rfft(earlier * tilt) * full), B, s, earlier, mean_overhead(s))
-            if _coarse(inputs) and p.streams == 1 and k <= MAX_SWITCH_LAW:
+            if needs_law:
                 reached, power_i = np.ones(k), np.ones_like(full)
                 for i in range(1, k):
                     power_i = power_i * full
@@ -250,7 +251,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     on_demand = dict.fromkeys(PRICED, 0.0)
     wall, p_deadline, total_failures = on_spot, stay, failures
     switch_law = None
-    if switch > 1e-12 and _coarse(inputs) and p.streams == 1 and k <= MAX_SWITCH_LAW:
+    if switch > 1e-12 and needs_law:
         switch_law = _switch_law(np.ones(1) if reached is None else reached, stay)
     if switch > 1e-12 and inputs.work_h * switch - p.tau * at_switch > 1e-12:
         # on-demand runs the segments left after checkpoint J: its time, failures, work and checkpoints grow by a
