@@ -548,6 +548,7 @@ def test_checker_catches_violations(shipped):
     broken["assignments"][0]["instance_type"] = "no-such-instance"
     assert "not in the scenario's catalogs" in violations(broken)
     # The risk understated: fewer preemption events, or less waiting, than the failures and waits imply.
+    loaded, _, data = shipped["pretrain-multinode"]
     broken = json.loads(json.dumps(data))
     spot = next(a for a in broken["assignments"] if a["market"] == "spot")
     spot["expected"]["preemption_events"] /= 2

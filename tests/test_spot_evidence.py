@@ -60,8 +60,8 @@ def test_which_traces_speak_for_an_offer():
 
 def test_verdict_names_what_failed():
     evidence = spot_evidence.Replayed(0.8, 0.75, 10.0, 0.0, 20.0, ("a", "b"), False)
-    assert "met its deadline in 80% of replays on 2 measured availability traces (75% less one standard error over " \
-           "traces), below the 90% asked" in spot_evidence.verdict(evidence, 0.9, 10.0)
+    assert "met its deadline in 80% of replays on 2 measured availability traces (75% in a zone not measured, for " \
+           "how much the traces differ), below the 90% asked" in spot_evidence.verdict(evidence, 0.9, 10.0)
     ok = replace(evidence, p_deadline=0.97, p_deadline_low=0.95)
     assert spot_evidence.verdict(ok, 0.9, 10.0) == ""  # 10 node-hours replayed against 10 fitted
     assert "its spot node-hours on replays on 2 measured availability traces are 10.0 (1.25x the fitted figure" in (
@@ -75,9 +75,10 @@ def test_verdict_names_what_failed():
 
 
 def test_the_error_over_traces_is_what_a_new_zone_must_allow_for():
-    assert spot_evidence._standard_error(np.array([1.0, 1.0, 1.0])) == 0
-    assert spot_evidence._standard_error(np.array([1.0, 0.5])) == pytest.approx(np.std([1, 0.5], ddof=1) / 2 ** 0.5)
-    assert spot_evidence._standard_error(np.array([0.9])) == pytest.approx((0.9 * 0.1 / 40) ** 0.5)
+    assert spot_evidence._new_zone_spread(np.array([1.0, 1.0, 1.0])) == 0
+    # one more zone, not the mean of these: sd * sqrt(1 + 1/n), never less than the mean's own error
+    assert spot_evidence._new_zone_spread(np.array([1.0, 0.5])) == pytest.approx(np.std([1, 0.5], ddof=1) * 1.5 ** 0.5)
+    assert spot_evidence._new_zone_spread(np.array([0.9])) == pytest.approx((0.9 * 0.1 / 40) ** 0.5)
 
 
 SPOT_ONLY = """\
@@ -107,7 +108,7 @@ def test_a_promise_the_traces_do_not_keep_is_not_offered(run, scenario_file):
     assert reason.startswith("no candidate keeps its promise on measured spot availability: the cheapest, 1 x "
                              "aws/us-east-1/p3.2xlarge (spot), met its deadline in ")
     assert "% of replays on 10 measured availability traces (" in reason and reason.endswith(
-        "% less one standard error over traces), below the 95% asked")
+        "% in a zone not measured, for how much the traces differ), below the 95% asked")
     loaded = load_scenario(scenario_file(SPOT_ONLY.format(confidence=0.5, gpu_hours=3, gpus=1, budget="24h")))
     plan = make_plan(loaded, time_limit_s=10)
     [a] = assignments(plan, alternatives=0)

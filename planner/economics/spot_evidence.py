@@ -40,7 +40,7 @@ class Replayed:
     """A job's replays on the traces that speak for its offer, from `STARTS_PER_TRACE` starts each."""
 
     p_deadline: float  # the share of replays done by the deadline
-    p_deadline_low: float  # less one standard error of that mean over traces (`replayed`): what is held to
+    p_deadline_low: float  # what a zone not measured may fall to (`_new_zone_spread`): what is held to
     spot_node_h: float  # mean node-hours on spot (a fallback's on-demand ones below)
     on_demand_node_h: float
     wall_h: float | None  # mean over the replays that finished; None: none did
@@ -102,19 +102,20 @@ def _replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_i
     on_time = inputs.estimate_error.met(wall, deadline, segment_plan(inputs).T0, market == "spot_fallback")
     per_trace = on_time.reshape(len(traces), STARTS_PER_TRACE).mean(axis=1)  # each trace's starts lie together
     return Replayed(
-        p_deadline=float(np.mean(on_time)), p_deadline_low=float(np.mean(on_time) - _standard_error(per_trace)),
+        p_deadline=float(np.mean(on_time)), p_deadline_low=float(np.mean(on_time) - _new_zone_spread(per_trace)),
         spot_node_h=float(np.mean(np.concatenate([o.spot_node_h for o in out]))),
         on_demand_node_h=float(np.mean(np.concatenate([o.on_demand_node_h for o in out]))),
         wall_h=float(np.mean(wall[done])) if done.any() else None,
         traces=tuple(t.name for t in traces), stand_in=stand_in)
 
 
-def _standard_error(per_trace: np.ndarray) -> float:
-    """Of the mean hit rate over traces, each trace a zone and period of its own: what the promise to a job that
-    lands in a zone not measured must allow for (the zones differ far more than one trace's starts do). One
-    trace alone gives its starts' binomial error."""
+def _new_zone_spread(per_trace: np.ndarray) -> float:
+    """How far the hit rate of a job that lands in a zone not measured may fall below the traces' mean: the
+    predictive spread of one more trace, sd * sqrt(1 + 1/n), each trace a zone and period of its own. A plan runs
+    in one zone, not in the zones' mean, and the zones differ far more than one trace's starts do (a 16-node
+    probe in one zone never held eight nodes at once). One trace alone gives its starts' binomial error."""
     if len(per_trace) > 1:
-        return float(np.std(per_trace, ddof=1) / math.sqrt(len(per_trace)))
+        return float(np.std(per_trace, ddof=1) * math.sqrt(1 + 1 / len(per_trace)))
     p = float(per_trace[0])
     return math.sqrt(p * (1 - p) / STARTS_PER_TRACE)
 
@@ -147,7 +148,7 @@ def verdict(evidence: Replayed, confidence: float, fitted_spot_node_h: float, fi
         "s" if len(evidence.traces) != 1 else "")
     if evidence.p_deadline_low < confidence:
         return (f"met its deadline in {evidence.p_deadline:.0%} of replays on {where} ({evidence.p_deadline_low:.0%} "
-                f"less one standard error over traces), below the {confidence:.0%} asked")
+                f"in a zone not measured, for how much the traces differ), below the {confidence:.0%} asked")
     for market, replayed, fitted in (("spot", evidence.spot_node_h, fitted_spot_node_h),
                                      ("on-demand", evidence.on_demand_node_h, fitted_on_demand_node_h)):
         if replayed > (1 + COST_SLACK) * fitted + 1e-9:
