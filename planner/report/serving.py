@@ -9,7 +9,7 @@ import pandas as pd
 
 from planner.candidates.endpoints import below_capacity, replica_of
 from planner.candidates.generate import HOURS_PER_MONTH
-from planner.physics import serving
+from planner.physics import batching
 from planner.report.render import render_table, to_json
 from planner.schema.scenario import weekdays_of
 from planner.solve.pipeline import Plan
@@ -63,6 +63,9 @@ def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic:
             "workload": name, "autoscale": endpoint.autoscale, "availability": endpoint.availability,
             "duration_h": endpoint.days * 24, "periods": periods,
             "peak": {"hours": peak["hours"], "ttft_s": _worst(peak, "ttft_s"), "tpot_s": _worst(peak, "tpot_s")},
+            "slo": {"ttft_s": workload.slo.ttft, "tpot_s": workload.slo.tpot, "quantile": workload.slo.quantile},
+            "worst": {key: max((v for p in periods if (v := _worst(p, key)) is not None), default=None)
+                      for key in ("ttft_s", "tpot_s")},
             "cost_usd": total, "usd_per_h": per_day / 24, "usd_per_month": per_day / 24 * HOURS_PER_MONTH,
             "usd_per_million_output_tokens": per_day / tokens * 1e6 if tokens else None,
             "below_capacity_share": below,
@@ -86,8 +89,9 @@ def _pool(catalog, headroom: float, workload, option, endpoint, period: int, r, 
 
 
 def _latency(catalog, headroom: float, workload, option, endpoint, period: int, r, need: float) -> dict:
-    """TTFT (at the SLO's quantile) and TPOT of a replica carrying its share of the pool's load, worst bucket;
-    None for measured capacities (no model to predict with)."""
+    """TTFT at the SLO's quantile and mean TPOT (as the SLO states them) of a replica carrying its share of the pool's load, worst bucket, from
+    the replay of continuous batching at that rate (Poisson arrivals); None for measured capacities (no model
+    to predict with) and where the replay finds the rate beyond what a replica serves."""
     if "measured" in option.limits or r.kept == 0:
         return {"ttft_s": None, "tpot_s": None}
     replica = replica_of(workload, catalog, option, int(option.tp), headroom)
@@ -97,10 +101,13 @@ def _latency(catalog, headroom: float, workload, option, endpoint, period: int, 
         if not r.slices[b] or option.node_rps[b] <= 0:
             continue
         rate = utilisation * option.node_rps[b] / option.replicas_per_node
-        at = serving.latency(replica, bucket.prompt_tokens, bucket.output_tokens, rate, workload.slo.quantile)
-        if at is None:
+        if rate <= 0:
+            continue
+        at = batching.simulate(replica, bucket.prompt_tokens, bucket.output_tokens, rate=rate)
+        if at.saturated:
             return {"ttft_s": None, "tpot_s": None}
-        worst = {"ttft_s": max(worst["ttft_s"], at.ttft_s), "tpot_s": max(worst["tpot_s"], at.tpot_s)}
+        q = workload.slo.quantile
+        worst = {"ttft_s": max(worst["ttft_s"], at.ttft(q)), "tpot_s": max(worst["tpot_s"], at.tpot())}
     return worst
 
 
@@ -133,7 +140,19 @@ def endpoint_footer(reports: list[dict]) -> list[str]:
             + f"below capacity {e['below_capacity_share']:.3%} of the time (target ≤ {1 - e['availability']:.3%}); "
             f"${e['cost_usd']:,.2f} over {e['duration_h'] / 24:g} days"
             + (" beside the reservations" if any(p.get("reservation") for period in e["periods"]
-                                                 for p in period["pools"]) else "") for e in reports]
+                                                 for p in period["pools"]) else "") + _slo_note(e) for e in reports]
+
+
+def _slo_note(e: dict) -> str:
+    """The replayed latency at the planned load against the SLO, worst pool and period."""
+    worst, slo = e["worst"], e["slo"]
+    if worst["ttft_s"] is None:
+        return ""
+    over = [name.upper() for name in ("ttft", "tpot") if worst[f"{name}_s"] > slo[f"{name}_s"] + 1e-12]
+    return (f"; replayed at the planned load, p{slo['quantile'] * 100:g} TTFT {worst['ttft_s'] * 1e3:,.0f} ms and "
+            f"mean TPOT {worst['tpot_s'] * 1e3:,.1f} ms at worst (targets {slo['ttft_s'] * 1e3:,.0f} ms and "
+            f"{slo['tpot_s'] * 1e3:,.1f} ms)" + (f": {' and '.join(over)} above target, where the capacity model "
+                                                  f"is optimistic" if over else ""))
 
 
 def _ms(seconds: float | None):
