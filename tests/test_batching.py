@@ -97,3 +97,38 @@ def test_vllm_defaults_follow_the_gpu():
     assert batching.default_scheduler("A100-80GB", 80) == batching.Scheduler(2048, 256)
     assert batching.default_scheduler("L40S", 48) == batching.Scheduler(2048, 256)
     assert dataclasses.replace(batching.Scheduler(1, 1), chunked=False).chunked is False
+
+
+def test_estimate_replays_each_capacity_and_marks_a_rate_the_replay_cannot_carry():
+    """`planner estimate`'s replayed columns are the replay at the row's capacity: TTFT at the SLO's quantile and
+    mean TPOT, or none where the replay's queue runs away."""
+    from pathlib import Path
+
+    from planner.candidates.endpoints import capacity_rows, replica_of
+    from planner.load.scenario import load_scenario
+
+    loaded = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "serving-chat.yaml")
+    rows = capacity_rows(loaded.scenario, loaded.catalog, gpu_queries=("H100-SXM",))
+    [workload] = [w for w in loaded.scenario.workloads if w.name == "chat-8b"]
+    checked = carried = 0
+    for row in rows:
+        if not row["max_requests_per_s"]:
+            assert row["replayed_ttft_ms"] is None
+            continue
+        offer = next(o for o in loaded.catalog.offers.itertuples(index=False)
+                     if o.gpu == row["gpu"] and o.gpus_per_node >= row["tensor_parallel"])
+        replica = replica_of(workload, loaded.catalog, offer, row["tensor_parallel"],
+                             loaded.scenario.defaults.vram_headroom)
+        slo = workload.slo
+        rate = serving.capacity(replica, row["prompt_tokens"], row["output_tokens"], slo.ttft, slo.tpot,
+                                slo.quantile).max_requests_per_s  # the row's, before rounding
+        assert rate == pytest.approx(row["max_requests_per_s"], abs=5e-4)
+        served = batching.simulate(replica, row["prompt_tokens"], row["output_tokens"], rate=rate)
+        if served.saturated:
+            assert row["replayed_ttft_ms"] is None and row["replayed_tpot_ms"] is None
+        else:
+            carried += 1
+            assert row["replayed_ttft_ms"] == pytest.approx(served.ttft(slo.quantile) * 1e3, abs=0.06)
+            assert row["replayed_tpot_ms"] == pytest.approx(served.tpot() * 1e3, abs=0.006)
+        checked += 1
+    assert checked >= 6 and carried >= 4

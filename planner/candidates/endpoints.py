@@ -32,7 +32,7 @@ import pandas as pd
 
 from planner.economics.costmodel import billed_hours
 from planner.load.catalog import Catalog, offers_for
-from planner.physics import serving
+from planner.physics import batching, serving
 from planner.physics.estimate import gpu_perf, model_shape, resolve_model
 from planner.schema.scenario import Scenario, Workload
 
@@ -386,7 +386,8 @@ def _missing(value) -> bool:
 def capacity_rows(scenario: Scenario, catalog: Catalog, workload_name: str | None = None,
                   gpu_queries: tuple[str, ...] = ()) -> list[dict]:
     """`planner estimate` for endpoints: per serving workload, GPU model, TP degree and request size, one
-    replica's weights and KV room, the batch that fits, and the most requests/s it serves within the SLO."""
+    replica's weights and KV room, the batch that fits, the most requests/s it serves within the SLO, and its
+    TTFT (at the SLO's quantile) and mean TPOT at that rate replayed step by step."""
     rows = []
     headroom = scenario.defaults.vram_headroom
     for workload in scenario.workloads:
@@ -404,14 +405,25 @@ def capacity_rows(scenario: Scenario, catalog: Catalog, workload_name: str | Non
                 caps = _capacities(workload, catalog, offer, tp, headroom)
                 if caps is None:
                     continue
+                replica = replica_of(workload, catalog, offer, tp, headroom)
                 for bucket, cap in zip(workload.traffic.buckets, caps):
                     at = cap.at_max
+                    replayed = (batching.simulate(replica, bucket.prompt_tokens, bucket.output_tokens,
+                                                  rate=cap.max_requests_per_s)
+                                if cap.serves and cap.limit != "measured" else None)
+                    if replayed is not None and replayed.saturated:
+                        replayed = None
                     rows.append({"workload": workload.name, "gpu": gpu_name, "tensor_parallel": tp,
                                  "prompt_tokens": bucket.prompt_tokens, "output_tokens": bucket.output_tokens,
                                  "max_batch": cap.max_batch, "max_requests_per_s": round(cap.max_requests_per_s, 3),
                                  "ttft_ms": round(at.ttft_s * 1e3, 1) if at else None,
                                  "tpot_ms": round(at.tpot_s * 1e3, 2) if at else None,
                                  "batch_at_max": round(at.batch, 1) if at else None,
+                                 # the same rate replayed step by step (physics/batching.py): where the two
+                                 # disagree, the closed form's capacity is off
+                                 "replayed_ttft_ms": round(replayed.ttft(workload.slo.quantile) * 1e3, 1)
+                                 if replayed else None,
+                                 "replayed_tpot_ms": round(replayed.tpot() * 1e3, 2) if replayed else None,
                                  "limit": cap.limit if cap.serves else "",
                                  "reason": "" if cap.serves else cap.limit})
     return rows

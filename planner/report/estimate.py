@@ -43,6 +43,11 @@ def _error_line(error) -> str:
     return f"W is an estimate: P(deadline) allows for real runs taking {spread} (estimate_error)"
 
 
+REPLAYED = ("replayed_*: the same rate replayed step by step through continuous batching (TTFT at the SLO's "
+            "quantile, mean TPOT; '-' where the replay's queue grows without end); above a target, the capacity is "
+            "optimistic there, well below, pessimistic")
+
+
 def capacity_text(rows: list[dict], order: list[str]) -> str:
     """`rows` from `candidates.endpoints.capacity_rows`: one table per endpoint."""
     out = []
@@ -50,7 +55,9 @@ def capacity_text(rows: list[dict], order: list[str]) -> str:
         table = pd.DataFrame([{
             "gpu": r["gpu"], "TP": r["tensor_parallel"], "prompt": r["prompt_tokens"], "output": r["output_tokens"],
             "max_batch": r["max_batch"], "max_req_per_s": r["max_requests_per_s"], "ttft_ms": r["ttft_ms"],
-            "tpot_ms": r["tpot_ms"], "batch": r["batch_at_max"], "limited_by": r["limit"] or r["reason"],
+            "tpot_ms": r["tpot_ms"], "batch": r["batch_at_max"], "replayed_ttft_ms": r["replayed_ttft_ms"],
+            "replayed_tpot_ms": r["replayed_tpot_ms"], "limited_by": r["limit"] or r["reason"],
         } for r in rows if r["workload"] == name])
-        out.append(render_table(table, title=f"endpoint {name}: one replica's capacity within the SLO") + "\n")
+        out.append(render_table(table, title=f"endpoint {name}: one replica's capacity within the SLO",
+                                footer=[REPLAYED]) + "\n")
     return "".join(out)
