@@ -17,8 +17,8 @@ SPREAD = {
     "constraints": {"gpu_quotas": {"lambda": 1}},  # one cheap GH200 at Lambda, the rest elsewhere
     "workloads": [{
         "name": "chat-8b", "kind": "serving", "model": "llama-3.1-8b",
-        "traffic": {"profile": [{"hours": "0-7", "requests_per_s": 10}, {"hours": "7-19", "requests_per_s": 60},
-                                {"hours": "19-24", "requests_per_s": 30}],
+        "traffic": {"profile": [{"hours": "0-7", "requests_per_s": 20}, {"hours": "7-19", "requests_per_s": 120},
+                                {"hours": "19-24", "requests_per_s": 60}],
                     "buckets": [{"prompt_tokens": 512, "output_tokens": 256, "share": 0.7},
                                 {"prompt_tokens": 2048, "output_tokens": 512, "share": 0.3}]},
         "slo": {"ttft": "500ms", "tpot": "50ms", "quantile": 0.9}, "availability": 0.999, "autoscale": True,

@@ -28,8 +28,13 @@ from functools import lru_cache
 
 import numpy as np
 
+from typing import TYPE_CHECKING
+
 from planner.physics import memory as mem
-from planner.physics import serving, speed
+from planner.physics import speed
+
+if TYPE_CHECKING:
+    from planner.physics.serving import Replica
 
 __all__ = ["Scheduler", "StepCost", "Served", "default_scheduler", "step_cost", "simulate"]
 
@@ -82,12 +87,28 @@ class StepCost:
                    * self.flop_s + prompt_flops * self.prefill_flop_s)
         return max(memory, compute) + (self.allreduce_s + self.allreduce_s_per_token * tokens if tokens else 0.0)
 
+    def with_prompts(self, decode_seqs: float, context_tokens: float, prompts: np.ndarray, prompt_tokens: float,
+                     prompt_flops: float) -> np.ndarray:
+        """`seconds` of one step carrying each count in `prompts` of prompts (or chunks) of `prompt_tokens` tokens
+        and `prompt_flops` FLOPs each, beside the same decodes (numpy over the counts)."""
+        tokens = decode_seqs + prompts * prompt_tokens
+        weights = (self.weights_s * np.minimum(1.0, self.moe_share_per_token * tokens) if self.moe_share_per_token
+                   else self.weights_s)
+        kv = self.kv_s_per_token * context_tokens
+        if decode_seqs:
+            kv /= speed.kv_read_efficiency(context_tokens / decode_seqs)
+        compute = ((self.active_flops_per_token * decode_seqs + 2 * self.attention_flops * context_tokens)
+                   * self.flop_s + prompts * prompt_flops * self.prefill_flop_s)
+        return np.maximum(weights + kv, compute) + np.where(tokens > 0, self.allreduce_s
+                                                            + self.allreduce_s_per_token * tokens, 0.0)
+
     def prompt_flops(self, start: int, end: int) -> float:
         """FLOPs of prompt tokens start..end (`speed.prefill_flops` cut at a chunk boundary)."""
         return self.active_flops_per_token * (end - start) + self.attention_flops * (end * end - start * start)
 
 
-def step_cost(replica: serving.Replica) -> StepCost:
+@lru_cache(maxsize=4096)
+def step_cost(replica: Replica) -> StepCost:
     """A `serving.Replica`'s step roofline, from the same formulas as `speed.generation_time`."""
     shape, gpu, t = replica.model, replica.gpu, replica.tp
     prec = speed.generation_precision(gpu, replica.weight_precision)
@@ -137,7 +158,7 @@ SATURATED_BACKLOG = 0.05
 arrives: a stable queue stays a few requests long, one past capacity grows with every arrival."""
 
 
-def simulate(replica: serving.Replica, prompt: int, output: int, *, rate: float | None = None,
+def simulate(replica: Replica, prompt: int, output: int, *, rate: float | None = None,
              concurrency: int | None = None, together: bool = False, scheduler: Scheduler | None = None,
              requests: int | None = None, seed: int = 0) -> Served:
     """One replica serving equal requests of `prompt` and `output` tokens, at Poisson `rate` requests/s or with
@@ -147,6 +168,8 @@ def simulate(replica: serving.Replica, prompt: int, output: int, *, rate: float 
     (vLLM's latency benchmark)."""
     if (rate is None) == (concurrency is None):
         raise ValueError("give rate or concurrency")
+    from planner.physics import serving  # the KV budget is the closed forms' (serving imports this module)
+
     scheduler = scheduler or default_scheduler(replica.gpu.name, replica.vram_gib)
     fits = serving.max_batch(replica, prompt, output)
     if fits < 1:

@@ -1,21 +1,28 @@
-"""Serving capacity of one model replica, from first principles.
+"""Serving capacity of one model replica, in closed form from the step model of continuous batching.
 
-A replica is `tp` GPUs of one model inside one node, running continuous batching. For a
-request size (prompt tokens, output tokens) and a request rate λ:
+A replica is `tp` GPUs of one model inside one node, running continuous batching as vLLM does
+(`batching.default_scheduler`): every step carries one token of each running sequence and the prompts
+that arrived during the step before, up to the token budget, and costs the roofline of `batching.StepCost`.
+For a request size (prompt tokens I, output tokens O) and Poisson arrivals at λ requests/s:
 
-- prefill of one prompt takes S (compute-bound; `speed.generation_time` at batch 1), and the
-  GPUs spend a share ρ = λ·S of their time on prefills;
-- decode steps run in the rest, so the time per output token is step(B) / (1 − ρ), where
-  step(B) is one decode step of the mean batch B (`speed.generation_time`: weights and KV
-  streamed from HBM, or compute, plus TP all-reduces);
-- a prompt waits for the prefill server: M/D/1 for the mean, the M/M/1 tail for the SLO's
-  quantile (an upper bound on the deterministic server's);
-- the mean batch follows Little's law, B = λ·(TTFT + output · TPOT), a fixed point;
-- B must fit the KV cache at the full context (prompt + output) of every sequence.
+- **steps** carry the j prompts that arrived during the step before (a Markov chain on j: j' ~ Poisson(λ·L(j)),
+  with L(j) the step carrying j prompts beside the decodes); its stationary law gives the mean step, which
+  is the time per output token (TPOT). A prompt longer than the budget runs in chunks, a share of steps
+  carrying a full budget of prompt tokens;
+- **the decodes** are 1 + λ·TPOT·(O − 1) sequences (Little's law, the tagged request itself included), with
+  their KV context; the step, the chain and the decode batch are a fixed point;
+- **time to first token**: a request waits out the step it lands in (length-biased, its remainder uniform),
+  then the next step carries it and everyone who arrived during that step; its law is the mixture over the
+  chain, and TTFT at the SLO's quantile is read off it. With chunks: the prompts ahead of it, served as an
+  M/D/1 queue of chunk steps, and its own chunks;
+- every sequence's KV cache must fit at full context (`max_batch`), and at most the scheduler's sequences run.
 
-The largest λ meeting the TTFT quantile, the TPOT target and the KV budget is the replica's
-capacity at that size (a bisection: every figure above grows with λ). Measured capacities
-(`measured:` in the workload) replace all of this for the sizes they cover.
+The largest λ meeting the TTFT quantile, the mean TPOT target and the KV budget is the replica's capacity at
+that size (a bisection). It agrees with the step-by-step replay (`batching.simulate`, held against published
+servers in benchmarks/serving_published.py) within 0.75-1.3x on TTFT at p90 (1.6x for prompts longer than the
+budget at light load) and 0.9-1.1x on TPOT, from a fifth to nine tenths of what a replica carries
+(tests/test_batching.py); at the very edge of the KV cache the replay's queue for a free slot is longer. Measured capacities (`measured:` in the workload) replace all of
+this for the sizes they cover.
 """
 from __future__ import annotations
 
@@ -23,8 +30,10 @@ import math
 from dataclasses import dataclass
 from functools import lru_cache
 
+import numpy as np
+
+from planner.physics import batching, speed
 from planner.physics import memory as mem
-from planner.physics import speed
 
 MAX_BATCH = 4096
 """Concurrent sequences per replica considered at most (vLLM's max_num_seqs is 256-1024)."""
@@ -46,7 +55,8 @@ class Capacity:
     """The most requests per second one replica serves within the SLO, and what limits it."""
 
     max_requests_per_s: float
-    limit: str  # "tpot" | "ttft" | "kv_cache" | "throughput" (decode cannot keep up) | "prefill" | "measured"
+    limit: str  # "tpot" | "ttft" | "kv_cache" | "sequences" (the scheduler's cap) | "throughput" (the steps grow
+    # without bound) | "prefill" | "measured"
     # | the reason it cannot serve at all
     max_batch: int  # sequences of full context whose KV cache fits
     at_max: Latency | None = None
@@ -76,28 +86,6 @@ class Replica:
                               intra_node_gbs=self.intra_node_gbs)
 
 
-@lru_cache(maxsize=65536)
-def _generation(replica: Replica, batch: int, prompt: int, output: int) -> speed.SpeedResult:
-    return speed.generation_time(replica.model, gpu=replica.gpu, topology=replica.topology(),
-                                 weight_precision=replica.weight_precision, kv_precision=replica.kv_precision,
-                                 batch=batch, prompt_tokens=prompt, output_tokens=output, tensor_parallel=replica.tp)
-
-
-def decode_step_s(replica: Replica, batch: float, prompt: int, output: int) -> float:
-    """One decode step of a mean batch (linear between whole batches: every term is linear in the batch)."""
-    low = max(1, math.floor(batch))
-    step_low = _generation(replica, low, prompt, output).decode_step_s
-    if batch <= low:
-        return step_low
-    step_high = _generation(replica, low + 1, prompt, output).decode_step_s
-    return step_low + (batch - low) * (step_high - step_low)
-
-
-def prefill_s(replica: Replica, prompt: int, output: int) -> float:
-    """Prefill of one prompt (compute-bound)."""
-    return _generation(replica, 1, prompt, output).prefill_s
-
-
 @lru_cache(maxsize=16384)
 def max_batch(replica: Replica, prompt: int, output: int) -> int:
     """Sequences of full context (prompt + output) whose KV cache fits beside the weights; 0: not one."""
@@ -107,56 +95,185 @@ def max_batch(replica: Replica, prompt: int, output: int) -> int:
                                   most=MAX_BATCH)
 
 
-def _wait_s(rho: float, service_s: float, quantile: float | None) -> float:
-    """Queueing before prefill: the M/D/1 mean (quantile None), or the M/M/1 tail at `quantile`."""
-    if quantile is None:
-        return rho * service_s / (2 * (1 - rho))
-    if rho <= 1 - quantile:
-        return 0.0
-    return service_s / (1 - rho) * math.log(rho / (1 - quantile))
+STEP_MOST_S = 600.0
+"""A mean step longer than this is a replica that does not keep up (the fixed point has run away)."""
+CHAIN_MAX = 256
+"""Prompts per step the chain follows at most (it follows the mean prompts per step and eight standard
+deviations more): a law with mass beyond is a replica past what it serves."""
 
 
 def latency(replica: Replica, prompt: int, output: int, rate: float, quantile: float | None = 0.9) -> Latency | None:
-    """TTFT (at `quantile`; the mean when None), TPOT and mean batch at `rate` requests/s; None when the
-    replica is overloaded."""
-    service = prefill_s(replica, prompt, output)
+    """TTFT (at `quantile`; the mean when None), mean TPOT and mean decode batch at `rate` requests/s; None when
+    the replica is overloaded (the steps grow without bound)."""
+    scheduler = batching.default_scheduler(replica.gpu.name, replica.vram_gib)
+    seats = min(max_batch(replica, prompt, output), scheduler.max_seqs)
+    return _latency(batching.step_cost(replica), scheduler, seats, prompt, output, float(rate), quantile)
+
+
+@lru_cache(maxsize=65536)
+def _latency(cost: batching.StepCost, scheduler: batching.Scheduler, seats: int, prompt: int, output: int,
+             rate: float, quantile: float | None) -> Latency | None:
+    flops = cost.prompt_flops(0, prompt)
+
+    def again(step: float) -> _Steps | None:
+        return _steps(cost, scheduler, prompt, output, rate, flops, step)
+
+    # the mean step is a fixed point: it sets the decode batch, which sets the steps (secant on step - mean)
+    before, state = float(cost.seconds(1, prompt, 0, 0.0)), None
+    first = again(before)
+    if first is None:
+        return None
+    gap_before, step = first.mean - before, first.mean
+    for _ in range(100):
+        state = again(step)
+        if state is None or step > STEP_MOST_S:
+            return None
+        gap = state.mean - step
+        if abs(gap) <= 1e-7 * step:
+            break
+        slope = (gap - gap_before) / (step - before) if step != before else 0.0
+        before, gap_before = step, gap
+        # a secant step where the gap falls with the step (a stable fixed point), else the plain iteration
+        step = step - gap / slope if slope < -1e-12 else state.mean
+        step = max(step, 1e-9)
+    else:
+        return None
+    seated = _seat_wait(rate, state.decodes / rate, seats, quantile) if seats > 0 else math.inf
+    return Latency(rate, _ttft(state, rate, quantile) + seated, state.mean, state.decodes, state.prefill_share)
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """The stationary steps at one rate: what TTFT is read from."""
+
+    mean: float  # mean step: TPOT
+    decodes: float
+    prefill_share: float
+    lengths: np.ndarray | None = None  # L(j), one prompt per step: the step carrying j prompts
+    law: np.ndarray | None = None  # stationary P(j)
+    chunks: int = 1
+    full: float = 0.0  # chunked: a step carrying a full budget of prompt tokens
+
+
+def _steps(cost, scheduler, prompt: int, output: int, rate: float, flops: float, step: float) -> _Steps | None:
+    """The steps' stationary law given a mean step (which sets the decode batch): one round of the fixed point."""
+    decodes = 1 + rate * step * (output - 1)
+    context = decodes * (prompt + output / 2)
+    budget = scheduler.token_budget - decodes
+    if budget <= 0:
+        return None
+    chunks = math.ceil(prompt / budget) if scheduler.chunked else 1
+    if chunks > 1:  # a share f of the steps carries a full budget of prompt tokens
+        full = float(cost.with_prompts(decodes, context, np.array([1.0]), budget, budget * flops / prompt)[0])
+        alone = float(cost.with_prompts(decodes, context, np.array([0.0]), 0, 0.0)[0])
+        share = rate * step * prompt / budget
+        if share >= 1:
+            return None
+        return _Steps(share * full + (1 - share) * alone, decodes, rate * prompt / budget * full, chunks=chunks,
+                      full=full)
+    ends = cost.with_prompts(decodes, context, np.array([0.0, 1.0]), prompt, flops)
+    per_prompt = float(ends[1] - ends[0])  # what one more prompt adds to a step (compute-bound: a constant)
+    if rate * per_prompt >= 1:
+        return None  # the prompts alone outrun the steps
+    reach = rate * float(ends[0]) / (1 - rate * per_prompt)  # prompts per step where arrivals keep up
+    most = int(min(CHAIN_MAX, math.ceil(reach + 8 * math.sqrt(reach + 1) + 8)))
+    counts = np.arange(most + 1, dtype=float)
+    lengths = cost.with_prompts(decodes, context, counts, prompt, flops)
+    law = _stationary(rate * lengths, most)
+    if law is None:
+        return None
+    mean = float(law @ lengths)
+    return _Steps(mean, decodes, float(law @ (lengths - lengths[0])) / mean, lengths, law)
+
+
+def _poisson(means: np.ndarray, most: int) -> np.ndarray:
+    """P(k arrivals) for k = 0..most per row's mean, the tail folded into `most`."""
+    k = np.arange(most + 1)
+    log_factorial = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, most + 1)))))
+    with np.errstate(divide="ignore"):
+        logs = k[None, :] * np.log(means[:, None]) - means[:, None] - log_factorial[None, :]
+    pmf = np.exp(logs)
+    pmf[:, -1] += np.clip(1 - pmf.sum(axis=1), 0, None)
+    return pmf
+
+
+def _stationary(means: np.ndarray, most: int) -> np.ndarray | None:
+    """The chain j -> Poisson(means[j])'s stationary law; None when its mass runs to the end (no steady state)."""
+    moves = _poisson(means, most)
+    a = moves.T - np.eye(most + 1)
+    a[-1, :] = 1.0
+    rhs = np.zeros(most + 1)
+    rhs[-1] = 1.0
+    try:
+        law = np.linalg.solve(a, rhs)
+    except np.linalg.LinAlgError:
+        return None
+    law = np.clip(law, 0, None)
+    law /= law.sum()
+    if law[-max(1, most // 8):].sum() > 1e-6:
+        return None
+    return law
+
+
+def _ttft(state: _Steps, rate: float, quantile: float | None) -> float:
+    """Time to first token at `quantile` (mean when None), from the steps' law."""
+    if state.chunks > 1:  # the prompts ahead, an M/D/1 queue of budget-full steps, then its own chunks
+        own = state.chunks * state.full + (quantile if quantile is not None else 0.5) * state.mean
+        return own + _md1_wait(rate, state.prefill_share / rate, quantile)
+    lengths, law = state.lengths, state.law
+    landed = law * lengths / float(law @ lengths)  # the step a request lands in: length-biased
+    others = _poisson(rate * lengths, len(lengths) - 1)  # [landed step, arrivals beside it]
+    carried = lengths[np.minimum(np.arange(len(lengths)) + 1, len(lengths) - 1)]  # the next step, with itself
+    if quantile is None:
+        return float(landed @ (lengths / 2) + landed @ (others @ carried))
+    weight = landed[:, None] * others
+
+    def below(t: float) -> float:
+        return float((weight * np.clip((t - carried[None, :]) / lengths[:, None], 0, 1)).sum())
+
+    low, high = 0.0, float(lengths[-1] + carried[-1])
+    for _ in range(50):
+        mid = (low + high) / 2
+        low, high = (mid, high) if below(mid) < quantile else (low, mid)
+        if high - low <= 1e-4 * high:
+            break
+    return high
+
+
+def _seat_wait(rate: float, holding_s: float, seats: int, quantile: float | None) -> float:
+    """Waiting for a free sequence slot (the KV cache or the scheduler's cap), each request holding one for
+    `holding_s`: Erlang C with `seats` servers, its mean (quantile None) or its exponential tail at `quantile`.
+    Negligible until the running sequences near the seats, and what dominates time to first token there."""
+    offered = rate * holding_s
+    if offered >= seats:
+        return math.inf
+    if offered < 0.5 * seats:
+        return 0.0
+    blocking = 1.0  # Erlang B by its recursion, then C
+    for k in range(1, seats + 1):
+        blocking = offered * blocking / (k + offered * blocking)
+    waits = blocking / (1 - offered / seats * (1 - blocking))
+    drain = seats / holding_s - rate
+    if quantile is None:
+        return waits / drain
+    return math.log(waits / (1 - quantile)) / drain if waits > 1 - quantile else 0.0
+
+
+def _md1_wait(rate: float, service: float, quantile: float | None) -> float:
+    """Waiting in an M/D/1 queue: the mean (quantile None), or the exponential tail P(W > t) ~ rho·e^(-θt) with
+    θ the root of λ(e^(θS) − 1) = θ."""
     rho = rate * service
     if rho >= 1:
-        return None
-    ttft_mean = service + _wait_s(rho, service, None)
-    batch = max(rate * (ttft_mean + output * decode_step_s(replica, 1, prompt, output) / (1 - rho)), 1e-9)
-    for _ in range(200):
-        if batch > MAX_BATCH:
-            return None
-        tpot = decode_step_s(replica, max(batch, 1.0), prompt, output) / (1 - rho)
-        again = rate * (ttft_mean + output * tpot)
-        if abs(again - batch) <= 1e-9 * max(batch, 1.0):
-            batch = again
-            break
-        batch = again
-    else:
-        return None  # Little's law has no fixed point: decode cannot keep up
-    tpot = decode_step_s(replica, max(batch, 1.0), prompt, output) / (1 - rho)
-    ttft = service + _wait_s(rho, service, quantile)
-    return Latency(rate, ttft, tpot, batch, rho)
-
-
-def closed_loop(replica: Replica, prompt: int, output: int, concurrency: int) -> Latency:
-    """A benchmark's closed loop: `concurrency` requests always outstanding.
-
-    At most the KV cache's batch B run at once; the rest wait. A running request's cycle is
-    E = S + output · step(B) / (1 − ρ) with ρ = B·S/E, a quadratic in E; throughput is B/E,
-    and the TTFT includes the wait for a free sequence slot, (C − B)/throughput.
-    """
-    service = prefill_s(replica, prompt, output)
-    running = max(1, min(concurrency, max_batch(replica, prompt, output)))
-    step = decode_step_s(replica, running, prompt, output)
-    c, d = running * service, output * step
-    b = service + c + d  # (E − S)(E − c) = d·E
-    cycle = (b + math.sqrt(b * b - 4 * service * c)) / 2
-    rate = running / cycle
-    return Latency(rate, service + (concurrency - running) / rate, step / (1 - c / cycle), float(running),
-                   c / cycle)
+        return math.inf
+    if quantile is None:
+        return rho * service / (2 * (1 - rho))
+    if rho <= 1 - quantile:
+        return 0.0
+    low, high = 1e-12 / service, 50.0 / service
+    for _ in range(100):
+        mid = (low + high) / 2
+        low, high = (mid, high) if rate * math.expm1(mid * service) < mid else (low, mid)
+    return math.log(rho / (1 - quantile)) / low
 
 
 def capacity(replica: Replica, prompt: int, output: int, ttft_s: float, tpot_s: float,
@@ -171,17 +288,22 @@ def capacity(replica: Replica, prompt: int, output: int, ttft_s: float, tpot_s: 
     if idle.ttft_s > ttft_s:
         return Capacity(0.0, "one prefill is slower than the TTFT target", fits)
 
+    seqs = batching.default_scheduler(replica.gpu.name, replica.vram_gib).max_seqs
+
     def meets(rate: float) -> str:
         at = latency(replica, prompt, output, rate, quantile)
-        if at is None or at.batch > fits:
-            return "kv_cache" if at is not None else "throughput"
+        if at is None:
+            return "throughput"
+        if at.batch > min(fits, seqs):
+            return "kv_cache" if fits <= seqs else "sequences"
         if at.tpot_s > tpot_s:
             return "tpot"
         if at.ttft_s > ttft_s:
             return "ttft"
         return ""
 
-    low, high = 0.0, 1.0 / prefill_s(replica, prompt, output)
+    cost = batching.step_cost(replica)
+    low, high = 0.0, 1.0 / (cost.prompt_flops(0, prompt) * cost.prefill_flop_s)  # the prompts' compute alone
     limit = meets(high * (1 - 1e-9)) or "prefill"
     for _ in range(60):
         mid = (low + high) / 2
@@ -190,6 +312,6 @@ def capacity(replica: Replica, prompt: int, output: int, ttft_s: float, tpot_s: 
             high, limit = mid, reason
         else:
             low = mid
-        if high - low <= 1e-6 * high:
+        if high - low <= 1e-4 * high:
             break
     return Capacity(low, limit, fits, latency(replica, prompt, output, low, quantile) if low > 0 else None)
