@@ -119,7 +119,7 @@ def _latency(cost: batching.StepCost, scheduler: batching.Scheduler, seats: int,
         return _steps(cost, scheduler, prompt, output, rate, flops, step)
 
     # the mean step is a fixed point: it sets the decode batch, which sets the steps (secant on step - mean)
-    before, state = float(cost.seconds(1, prompt, 0, 0.0)), None
+    before = float(cost.seconds(1, prompt, 0, 0.0))
     first = again(before)
     if first is None:
         return None
@@ -153,6 +153,7 @@ class _Steps:
     law: np.ndarray | None = None  # stationary P(j)
     chunks: int = 1
     full: float = 0.0  # chunked: a step carrying a full budget of prompt tokens
+    queue_s: float = 0.0  # chunked: how long one prompt's chunks hold the prompts behind it
 
 
 def _steps(cost, scheduler, prompt: int, output: int, rate: float, flops: float, step: float) -> _Steps | None:
@@ -169,8 +170,9 @@ def _steps(cost, scheduler, prompt: int, output: int, rate: float, flops: float,
         share = rate * step * prompt / budget
         if share >= 1:
             return None
-        return _Steps(share * full + (1 - share) * alone, decodes, rate * prompt / budget * full, chunks=chunks,
-                      full=full)
+        held = prompt / budget * full
+        return _Steps(share * full + (1 - share) * alone, decodes, rate * held, chunks=chunks, full=full,
+                      queue_s=held)
     ends = cost.with_prompts(decodes, context, np.array([0.0, 1.0]), prompt, flops)
     per_prompt = float(ends[1] - ends[0])  # what one more prompt adds to a step (compute-bound: a constant)
     if rate * per_prompt >= 1:
@@ -219,7 +221,7 @@ def _ttft(state: _Steps, rate: float, quantile: float | None) -> float:
     """Time to first token at `quantile` (mean when None), from the steps' law."""
     if state.chunks > 1:  # the prompts ahead, an M/D/1 queue of budget-full steps, then its own chunks
         own = state.chunks * state.full + (quantile if quantile is not None else 0.5) * state.mean
-        return own + _md1_wait(rate, state.prefill_share / rate, quantile)
+        return own + _md1_wait(rate, state.queue_s, quantile)
     lengths, law = state.lengths, state.law
     landed = law * lengths / float(law @ lengths)  # the step a request lands in: length-biased
     others = _poisson(rate * lengths, len(lengths) - 1)  # [landed step, arrivals beside it]
