@@ -368,7 +368,7 @@ def test_a_quarter_endpoint_of_ten_million_requests_a_second_beside_optional_run
     from conftest import SCENARIOS
 
     text = (SCENARIOS / "quarter-launch.yaml").read_text()
-    for old, new in [("requests_per_s: 100}", "requests_per_s: 10000000}"),
+    for old, new in [("requests_per_s: 150}", "requests_per_s: 10000000}"),
                      ("requests_per_s: 60}", "requests_per_s: 5000000}"),
                      ("    due: 2027-01-22\n", "    due: 2027-01-22\n    required: false\n    priority: 1000\n"),
                      ("    due: 2027-02-26\n", "    due: 2027-02-26\n    required: false\n    priority: 1000\n"),
