@@ -71,36 +71,23 @@ class StepCost:
     allreduce_s: float  # per step: 2 * L all-reduce latencies (0 at TP 1)
     allreduce_s_per_token: float
 
-    def seconds(self, decode_seqs: int, context_tokens: float, prompt_tokens: int, prompt_flops: float) -> float:
+    def seconds(self, decode_seqs: float, context_tokens: float, prompt_tokens, prompt_flops):
         """One step: `decode_seqs` sequences holding `context_tokens` of KV, plus `prompt_tokens` of prompts
-        whose FLOPs (attention included) are `prompt_flops`."""
+        whose FLOPs (attention included) are `prompt_flops`. The prompt arguments may be numpy arrays (one
+        step per element): every operation below works on both, so the replay's hot loop stays on floats."""
         tokens = decode_seqs + prompt_tokens
+        weights = self.weights_s
         if self.moe_share_per_token:
-            weights = self.weights_s * min(1.0, self.moe_share_per_token * tokens)
-        else:
-            weights = self.weights_s
+            touched = self.moe_share_per_token * tokens
+            weights *= (1.0 + touched - abs(1.0 - touched)) / 2  # min(1, touched)
         kv = self.kv_s_per_token * context_tokens
         if decode_seqs:
             kv /= speed.kv_read_efficiency(context_tokens / decode_seqs)
         memory = weights + kv
         compute = ((self.active_flops_per_token * decode_seqs + 2 * self.attention_flops * context_tokens)
                    * self.flop_s + prompt_flops * self.prefill_flop_s)
-        return max(memory, compute) + (self.allreduce_s + self.allreduce_s_per_token * tokens if tokens else 0.0)
-
-    def with_prompts(self, decode_seqs: float, context_tokens: float, prompts: np.ndarray, prompt_tokens: float,
-                     prompt_flops: float) -> np.ndarray:
-        """`seconds` of one step carrying each count in `prompts` of prompts (or chunks) of `prompt_tokens` tokens
-        and `prompt_flops` FLOPs each, beside the same decodes (numpy over the counts)."""
-        tokens = decode_seqs + prompts * prompt_tokens
-        weights = (self.weights_s * np.minimum(1.0, self.moe_share_per_token * tokens) if self.moe_share_per_token
-                   else self.weights_s)
-        kv = self.kv_s_per_token * context_tokens
-        if decode_seqs:
-            kv /= speed.kv_read_efficiency(context_tokens / decode_seqs)
-        compute = ((self.active_flops_per_token * decode_seqs + 2 * self.attention_flops * context_tokens)
-                   * self.flop_s + prompts * prompt_flops * self.prefill_flop_s)
-        return np.maximum(weights + kv, compute) + np.where(tokens > 0, self.allreduce_s
-                                                            + self.allreduce_s_per_token * tokens, 0.0)
+        roofline = (memory + compute + abs(memory - compute)) / 2  # max(memory, compute)
+        return roofline + (tokens > 0) * (self.allreduce_s + self.allreduce_s_per_token * tokens)
 
     def prompt_flops(self, start: int, end: int) -> float:
         """FLOPs of prompt tokens start..end (`speed.prefill_flops` cut at a chunk boundary)."""

@@ -165,22 +165,22 @@ def _steps(cost, scheduler, prompt: int, output: int, rate: float, flops: float,
         return None
     chunks = math.ceil(prompt / budget) if scheduler.chunked else 1
     if chunks > 1:  # a share f of the steps carries a full budget of prompt tokens
-        full = float(cost.with_prompts(decodes, context, np.array([1.0]), budget, budget * flops / prompt)[0])
-        alone = float(cost.with_prompts(decodes, context, np.array([0.0]), 0, 0.0)[0])
+        full = cost.seconds(decodes, context, budget, budget * flops / prompt)
+        alone = cost.seconds(decodes, context, 0, 0.0)
         share = rate * step * prompt / budget
         if share >= 1:
             return None
         held = prompt / budget * full
         return _Steps(share * full + (1 - share) * alone, decodes, rate * held, chunks=chunks, full=full,
                       queue_s=held)
-    ends = cost.with_prompts(decodes, context, np.array([0.0, 1.0]), prompt, flops)
-    per_prompt = float(ends[1] - ends[0])  # what one more prompt adds to a step (compute-bound: a constant)
+    idle = cost.seconds(decodes, context, 0, 0.0)
+    per_prompt = cost.seconds(decodes, context, prompt, flops) - idle  # what one more prompt adds to a step (compute-bound: a constant)
     if rate * per_prompt >= 1:
         return None  # the prompts alone outrun the steps
-    reach = rate * float(ends[0]) / (1 - rate * per_prompt)  # prompts per step where arrivals keep up
+    reach = rate * idle / (1 - rate * per_prompt)  # prompts per step where arrivals keep up
     most = int(min(CHAIN_MAX, math.ceil(reach + 8 * math.sqrt(reach + 1) + 8)))
     counts = np.arange(most + 1, dtype=float)
-    lengths = cost.with_prompts(decodes, context, counts, prompt, flops)
+    lengths = cost.seconds(decodes, context, counts * prompt, counts * flops)
     law = _stationary(rate * lengths, most)
     if law is None:
         return None
