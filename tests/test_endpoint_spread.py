@@ -93,3 +93,24 @@ def test_headroom_keeps_a_share_of_every_replica_free_for_bursts(run, tmp_path):
     for pool in both:
         assert carried(roomy)[pool] == pytest.approx([0.7 * r for r in carried(plain)[pool]])
     assert roomy["objective_usd"] > plain["objective_usd"]
+
+
+@pytest.mark.parametrize("quotas", [{"lambda": 1}, {}], ids=["lambda-quota", "no-quota"])
+def test_one_search_per_provider_finds_the_optimum_of_the_whole_model(tmp_path, quotas):
+    """The split is exact: the whole model (every provider's options at once, one CP-SAT search to proof)
+    has the same optimal cost."""
+    from planner.candidates.generate import generate, limits_of
+    from planner.solve.model import _search, build_model, solve_model
+
+    scenario = json.loads(json.dumps(SPREAD)) | {"constraints": {"gpu_quotas": quotas}}
+    path = tmp_path / "split.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    loaded = load_scenario(path)
+    found = generate(loaded.scenario, loaded.catalog)
+    assert found.endpoints["provider"].nunique() == 3
+    plan = build_model(found.pruned, limits_of(loaded.scenario), serving=(found.endpoints, found.traffic))
+    split = solve_model(plan, 60.0, 1)
+    whole = _search(plan.model, plan.pick, None, 60.0, 1, 0, None, serving=plan.serving)
+    assert split.status == whole.status == "OPTIMAL"
+    assert split.objective_usd == pytest.approx(whole.serving["cost_usd"].sum(), abs=0.01)
+    assert (found.endpoints["oid"].iloc[split.serving["option"]].to_numpy() == split.serving["oid"].to_numpy()).all()
