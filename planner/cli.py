@@ -665,7 +665,10 @@ class _LazyProgress:
 @click.option("--workload", help="Only this workload.")
 @click.option("--gpu", "gpus", multiple=True, help="Only this GPU name or family (repeatable).")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
-def estimate(scenario, workload, gpus, fmt) -> None:
+@click.option("--plan", "plan_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="A plan from `planner solve --format json`: each endpoint pool's load, headroom left and "
+                   "TTFT/TPOT percentiles at the planned load.")
+def estimate(scenario, workload, gpus, fmt, plan_file) -> None:
     """Memory per GPU, fit, productive hours W and scaling, per GPU model and count; for endpoints, the
     per-replica capacity table (requests/s within the SLO per GPU model, TP degree and request size).
 
@@ -675,9 +678,14 @@ def estimate(scenario, workload, gpus, fmt) -> None:
     work hours on the offered shape (node size and network) where the workload
     finishes soonest.
 
+    With --plan, each endpoint pool of that plan instead: the share of its capacity within the SLO the
+    planned load uses, the headroom left, and TTFT and TPOT at p50, p90 and p99 there.
+
     \b
     Example:
       planner estimate scenarios/full-finetune-70b.yaml --gpu H100 --gpu A100
+      planner solve scenarios/serving-chat.yaml --format json -o plan.json
+      planner estimate scenarios/serving-chat.yaml --plan plan.json
     """
     from planner.load.scenario import load_scenario
     from planner.physics.estimate import estimate_rows
@@ -694,6 +702,9 @@ def estimate(scenario, workload, gpus, fmt) -> None:
 
             raise PlannerError(f"unknown GPU {query!r}{did_you_mean(query, loaded.catalog.gpu_names_and_families())}",
                                "--gpu")
+    if plan_file:
+        _estimate_plan(loaded, plan_file, workload, gpus, fmt)
+        return
     from planner.candidates.endpoints import capacity_rows
 
     rows = estimate_rows(loaded, workload, gpus)
@@ -709,6 +720,28 @@ def estimate(scenario, workload, gpus, fmt) -> None:
     order = [w.name for w in loaded.scenario.workloads]
     errors = {w.name: estimate_error(w, loaded.scenario.defaults) for w in loaded.scenario.workloads}
     click.echo(estimate_text(rows, order, errors) + capacity_text(capacity, order), nl=False)
+
+
+def _estimate_plan(loaded, plan_file: Path, workload: str | None, gpus: tuple[str, ...], fmt: str) -> None:
+    """`planner estimate --plan`: the plan's endpoint pools at their planned load."""
+    from planner.candidates.endpoint_load import planned_loads
+    from planner.load.plan_file import at, load_plan
+
+    _, endpoints = load_plan(plan_file, loaded.scenario)
+    if not endpoints:
+        raise PlannerError("the plan has no endpoints: --plan shows an endpoint's pools at their planned load",
+                           str(plan_file))
+    rows = [r for r in planned_loads(loaded.scenario, loaded.catalog, endpoints, lambda loc: at(plan_file, loc))
+            if (not workload or r["workload"] == workload)
+            and (not gpus or any(loaded.catalog.gpu_matches(r["gpu"], q) for q in gpus))]
+    if fmt == "json":
+        from planner.report.render import to_json
+
+        click.echo(to_json(rows), nl=False)
+        return
+    from planner.report.estimate import planned_load_text
+
+    click.echo(planned_load_text(rows, [w.name for w in loaded.scenario.workloads]), nl=False)
 
 
 # ---------------------------------------------------------------- gpus

@@ -107,6 +107,12 @@ class Assignment(Read):
 
 
 class Pool(Read):
+    provider: str | None = None  # which option it is: read by `planner estimate --plan`
+    region: str | None = None
+    instance_type: str | None = None
+    market: str | None = None
+    tensor_parallel: Annotated[int, Field(ge=1, le=64)] | None = None
+    nodes_counted: Annotated[int, Field(ge=0, le=MAX_GPUS)] | None = None
     nodes: Annotated[int, Field(ge=0, le=MAX_GPUS)]
     load_nodes: Annotated[float, Field(ge=0, le=MAX_GPUS)]
     preemptions_per_node_h: Rate

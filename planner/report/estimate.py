@@ -61,3 +61,30 @@ def capacity_text(rows: list[dict], order: list[str]) -> str:
         out.append(render_table(table, title=f"endpoint {name}: one replica's capacity within the SLO",
                                 footer=[REPLAYED]) + "\n")
     return "".join(out)
+
+
+def planned_load_text(rows: list[dict], order: list[str]) -> str:
+    """`rows` from `candidates.endpoint_load.planned_loads`: one table per endpoint of the plan."""
+    out = []
+    for name in sorted({r["workload"] for r in rows}, key=order.index):
+        mine = [r for r in rows if r["workload"] == name]
+        weekly = any(r["days"] != "daily" for r in mine)
+        table = pd.DataFrame([{
+            **({"days": r["days"]} if weekly else {}), "hours": r["hours"], "instance": r["instance"],
+            "gpu": r["gpu"], "TP": r["tensor_parallel"], "market": r["market"], "replicas": r["replicas"],
+            "load": f"{r['load_share']:.0%}", "headroom": f"{r['headroom_left']:.0%}",
+            **{f"ttft_p{q * 100:g}": _ms(r["ttft_s"], q) for q in (0.5, 0.9, 0.99)},
+            **{f"tpot_p{q * 100:g}": _ms(r["tpot_s"], q) for q in (0.5, 0.9, 0.99)},
+        } for r in mine])
+        out.append(render_table(table, title=f"endpoint {name}: each pool's replicas at the planned load (ms)",
+                                footer=[PLANNED]) + "\n")
+    return "".join(out)
+
+
+def _ms(values: dict | None, q: float):
+    return None if values is None else round(values[f"p{q * 100:g}"] * 1e3, 1)
+
+
+PLANNED = ("load: the planned requests over what the nodes counted serve within the SLO; headroom: what is left for "
+           "bursts; percentiles of the step replay at that rate (Poisson arrivals), worst request size; '-' where "
+           "there is no model (measured capacity) or the replay's queue grows without end")

@@ -7,9 +7,9 @@ import json
 
 import pandas as pd
 
-from planner.candidates.endpoints import below_capacity, replica_of
+from planner.candidates.endpoint_load import named, pool_load
+from planner.candidates.endpoints import below_capacity
 from planner.candidates.generate import HOURS_PER_MONTH
-from planner.physics import batching
 from planner.report.render import render_table, to_json
 from planner.schema.scenario import weekdays_of
 from planner.solve.pipeline import Plan
@@ -66,6 +66,7 @@ def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic:
             "slo": {"ttft_s": workload.slo.ttft, "tpot_s": workload.slo.tpot, "quantile": workload.slo.quantile},
             "worst": {key: max((v for p in periods if (v := _worst(p, key)) is not None), default=None)
                       for key in ("ttft_s", "tpot_s")},
+            "busiest_load_share": max((pool["load_share"] for p in periods for pool in p["pools"]), default=0.0),
             "cost_usd": total, "usd_per_h": per_day / 24, "usd_per_month": per_day / 24 * HOURS_PER_MONTH,
             "usd_per_million_output_tokens": per_day / tokens * 1e6 if tokens else None,
             "below_capacity_share": below,
@@ -74,41 +75,22 @@ def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic:
 
 
 def _pool(catalog, headroom: float, workload, option, endpoint, period: int, r, need: float) -> dict:
-    """One option's nodes in one period, with its replicas' predicted latency at the load routed to it."""
-    latency = _latency(catalog, headroom, workload, option, endpoint, period, r, need)
+    """One option's nodes in one period, with the share of its capacity the load routed to it uses and its
+    replicas' latency there (`endpoint_load`)."""
+    at = pool_load(workload, catalog, headroom, option, need, int(r.kept), [bool(n) for n in r.slices])
     hours = endpoint.hours[period]
     return {"provider": option.provider, "region": option.region, "instance_type": option.instance_type,
             "gpu": option.gpu, "market": option.market, "tensor_parallel": int(option.tp), "nodes": int(r.nodes),
             "replicas": int(r.nodes) * int(option.replicas_per_node), "nodes_counted": int(r.kept),
-            "load_nodes": round(need, 4), "share_of_requests": [n / endpoint.slices for n in r.slices],
+            "load_nodes": need, "load_share": at.load_share,
+            "share_of_requests": [n / endpoint.slices for n in r.slices],
             "node_requests_per_s": [float(x) for x in option.node_rps], "preemptions_per_node_h": float(option.lam_spot),
             "away_share": float(option.away), "zone_away_share": float(option.zone_away),
             "correlation": float(option.correlation), "capacity_wait_h": float(option.capacity_wait_h),
             "replace_h": float(workload.restart_overhead),
-            "usd_per_h": r.cost_usd / (endpoint.days * endpoint.day_share[period] * hours), **latency}
-
-
-def _latency(catalog, headroom: float, workload, option, endpoint, period: int, r, need: float) -> dict:
-    """TTFT at the SLO's quantile and mean TPOT (as the SLO states them) of a replica carrying its share of the pool's load, worst bucket, from
-    the replay of continuous batching at that rate (Poisson arrivals); None for measured capacities (no model
-    to predict with) and where the replay finds the rate beyond what a replica serves."""
-    if "measured" in option.limits or r.kept == 0:
-        return {"ttft_s": None, "tpot_s": None}
-    replica = replica_of(workload, catalog, option, int(option.tp), headroom)
-    utilisation = need / r.kept
-    worst = {"ttft_s": 0.0, "tpot_s": 0.0}
-    for b, bucket in enumerate(workload.traffic.buckets):
-        if not r.slices[b] or option.node_rps[b] <= 0:
-            continue
-        rate = utilisation * option.node_rps[b] / option.replicas_per_node
-        if rate <= 0:
-            continue
-        at = batching.simulate(replica, bucket.prompt_tokens, bucket.output_tokens, rate=rate)
-        if at.saturated:
-            return {"ttft_s": None, "tpot_s": None}
-        q = workload.slo.quantile
-        worst = {"ttft_s": max(worst["ttft_s"], at.ttft(q)), "tpot_s": max(worst["tpot_s"], at.tpot())}
-    return worst
+            "usd_per_h": r.cost_usd / (endpoint.days * endpoint.day_share[period] * hours),
+            "ttft_s": at.slo_ttft_s, "tpot_s": at.mean_tpot_s,
+            "ttft_percentiles_s": named(at.ttft_s), "tpot_percentiles_s": named(at.tpot_s)}
 
 
 def _worst(period: dict, key: str) -> float | None:
@@ -127,6 +109,7 @@ def endpoint_frame(reports: list[dict]) -> pd.DataFrame:
                              "instance": f"{pool['provider']}/{pool['region']}/{pool['instance_type']}",
                              "gpu": pool["gpu"], "market": pool["market"], "TP": pool["tensor_parallel"],
                              "nodes": pool["nodes"], "replicas": pool["replicas"],
+                             "load": f"{pool['load_share']:.0%}",
                              "ttft_ms": _ms(pool["ttft_s"]), "tpot_ms": _ms(pool["tpot_s"]),
                              "usd_per_h": round(pool["usd_per_h"], 2)})
     return pd.DataFrame(rows)
@@ -140,7 +123,9 @@ def endpoint_footer(reports: list[dict]) -> list[str]:
             + f"below capacity {e['below_capacity_share']:.3%} of the time (target ≤ {1 - e['availability']:.3%}); "
             f"${e['cost_usd']:,.2f} over {e['duration_h'] / 24:g} days"
             + (" beside the reservations" if any(p.get("reservation") for period in e["periods"]
-                                                 for p in period["pools"]) else "") + _slo_note(e) for e in reports]
+                                                 for p in period["pools"]) else "")
+            + f"; the busiest pool carries {e['busiest_load_share']:.0%} of its capacity within the SLO"
+            + _slo_note(e) for e in reports]
 
 
 def _slo_note(e: dict) -> str:
