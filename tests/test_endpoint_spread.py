@@ -76,7 +76,7 @@ def test_max_pools_is_for_endpoints(run, tmp_path):
                     "    memory: {per_gpu: 20GiB}\n    work: {gpu_hours: 10, reference_gpu: A100-80GB}\n"
                     "    max_pools: 3\n")
     result = run("solve", path)
-    assert result.exit_code == 2 and "headroom, max_pools and max_providers are for kind: serving" in result.stderr
+    assert result.exit_code == 2 and "headroom, max_pools, max_providers and pool_usd_per_h are for kind: serving" in result.stderr
 
 
 def test_headroom_keeps_a_share_of_every_replica_free_for_bursts(run, tmp_path):
@@ -114,3 +114,33 @@ def test_one_search_per_provider_finds_the_optimum_of_the_whole_model(tmp_path, 
     assert split.status == whole.status == "OPTIMAL"
     assert split.objective_usd == pytest.approx(whole.serving["cost_usd"].sum(), abs=0.01)
     assert (found.endpoints["oid"].iloc[split.serving["option"]].to_numpy() == split.serving["oid"].to_numpy()).all()
+
+
+def test_a_priced_pool_is_kept_only_where_it_saves_more_than_it_costs(run, tmp_path):
+    """With `pool_usd_per_h` c, the optimum is min over k of (the optimum on at most k pools, unpriced) + k·c·hours:
+    each plan of j pools costs its nodes plus j pools, and the best on at most k pools uses at most k."""
+    wide = dict(max_pools=6, max_providers=3)
+    by_pools = {}
+    for k in range(1, 7):
+        plan, _ = _plan(run, tmp_path, f"k{k}", **{**wide, "max_pools": k})
+        assert plan["status"] == "OPTIMAL"
+        by_pools[k] = (plan["objective_usd"], len(_spread(plan)[0]))
+    assert by_pools[1][0] > by_pools[6][0] and by_pools[6][1] > 2  # spreading saves, unpriced
+    hours, used = 30 * 24, []
+    for price in (0.05, 0.5, 5.0):
+        priced, loaded = _plan(run, tmp_path, f"priced{price}", **wide, pool_usd_per_h=price)
+        assert priced["status"] == "OPTIMAL" and check_plan(loaded, priced) == []
+        best = min(cost + used * price * hours for cost, used in by_pools.values())
+        pools = len(_spread(priced)[0])
+        (e,) = priced["endpoints"]
+        assert e["operating_usd"] == pytest.approx(pools * price * hours)
+        assert priced["objective_usd"] == pytest.approx(best, abs=0.02), (price, by_pools)
+        used.append(pools)
+    assert used == sorted(used, reverse=True) and used[0] > used[-1]  # dearer pools, fewer of them
+
+
+def test_the_checker_recounts_the_pools_operating_cost(run, tmp_path):
+    plan, loaded = _plan(run, tmp_path, "priced", pool_usd_per_h=1.0)
+    assert check_plan(loaded, plan) == []
+    plan["endpoints"][0]["operating_usd"] += 1.0
+    assert any("operating_usd" in p for p in check_plan(loaded, plan))

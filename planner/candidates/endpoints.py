@@ -70,6 +70,7 @@ class Endpoint:
     weekdays: tuple[tuple[int, ...], ...] = ()  # per period, the weekdays it applies to (Monday 0; () = daily)
     max_pools: int = 2  # options it may run on over all periods
     max_providers: int = 1
+    pool_usd_per_h: float = 0.0  # what each pool it runs on costs to operate, per hour of its duration
 
     @property
     def day_share(self) -> np.ndarray:
@@ -77,6 +78,11 @@ class Endpoint:
         if not self.weekdays:
             return np.ones(len(self.hours))
         return np.array([len(days) / 7 for days in self.weekdays])
+
+    @property
+    def pool_usd(self) -> float:
+        """What one pool costs to operate over the endpoint's duration."""
+        return self.pool_usd_per_h * self.days * 24
 
     @property
     def time_share(self) -> np.ndarray:
@@ -104,7 +110,7 @@ def endpoint_of(workload: Workload) -> Endpoint:
                     workload.availability, traffic.slices,
                     np.array([b.output_tokens for b in traffic.buckets], dtype=float),
                     tuple(p.weekdays for p in periods) if traffic.weekly else (), workload.max_pools,
-                    workload.max_providers)
+                    workload.max_providers, workload.pool_usd_per_h)
 
 
 def replica_capacities(workload: Workload, catalog: Catalog, offer, tp: int,

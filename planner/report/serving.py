@@ -57,6 +57,7 @@ def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic:
                             "below_capacity_share": 1 - short,
                             "pools": pools, "usd_per_h": sum(p["usd_per_h"] for p in pools)})
         total = float(mine["cost_usd"].sum())
+        operating = float(mine["operating_usd"].sum())
         per_day = total / endpoint.days
         peak = max(periods, key=lambda p: p["requests_per_s"])
         out.append({
@@ -67,7 +68,7 @@ def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic:
             "worst": {key: max((v for p in periods if (v := _worst(p, key)) is not None), default=None)
                       for key in ("ttft_s", "tpot_s")},
             "busiest_load_share": max((pool["load_share"] for p in periods for pool in p["pools"]), default=0.0),
-            "cost_usd": total, "usd_per_h": per_day / 24, "usd_per_month": per_day / 24 * HOURS_PER_MONTH,
+            "cost_usd": total, "operating_usd": operating, "usd_per_h": per_day / 24, "usd_per_month": per_day / 24 * HOURS_PER_MONTH,
             "usd_per_million_output_tokens": per_day / tokens * 1e6 if tokens else None,
             "below_capacity_share": below,
         })
@@ -88,7 +89,7 @@ def _pool(catalog, headroom: float, workload, option, endpoint, period: int, r, 
             "away_share": float(option.away), "zone_away_share": float(option.zone_away),
             "correlation": float(option.correlation), "capacity_wait_h": float(option.capacity_wait_h),
             "replace_h": float(workload.restart_overhead),
-            "usd_per_h": r.cost_usd / (endpoint.days * endpoint.day_share[period] * hours),
+            "usd_per_h": (r.cost_usd - r.operating_usd) / (endpoint.days * endpoint.day_share[period] * hours),
             "ttft_s": at.slo_ttft_s, "tpot_s": at.mean_tpot_s,
             "ttft_percentiles_s": named(at.ttft_s), "tpot_percentiles_s": named(at.tpot_s)}
 
@@ -122,6 +123,7 @@ def endpoint_footer(reports: list[dict]) -> list[str]:
                if e["usd_per_million_output_tokens"] else "")
             + f"below capacity {e['below_capacity_share']:.3%} of the time (target ≤ {1 - e['availability']:.3%}); "
             f"${e['cost_usd']:,.2f} over {e['duration_h'] / 24:g} days"
+            + (f" (${e['operating_usd']:,.2f} of it operating its pools)" if e["operating_usd"] else "")
             + (" beside the reservations" if any(p.get("reservation") for period in e["periods"]
                                                  for p in period["pools"]) else "")
             + f"; the busiest pool carries {e['busiest_load_share']:.0%} of its capacity within the SLO"

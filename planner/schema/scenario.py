@@ -552,6 +552,10 @@ class Workload(Strict):
         MAX_POOLS, description="serving: at most this many pools (an offer, market and layout each) over all periods")
     max_providers: Annotated[int, Field(ge=1, le=1_000)] = Field(
         MAX_PROVIDERS, description="serving: at most this many providers over all periods")
+    pool_usd_per_h: Annotated[float, Field(ge=0, le=1e6)] = Field(
+        0.0, description="serving: what running one more pool costs the team, in dollars per hour over the "
+                         "endpoint's duration (monitoring, on-call, a second provider's account); with it, a plan "
+                         "spreads over another pool only where that saves more (default 0)")
     measured: tuple[MeasuredCapacity, ...] = Field((), description="serving: profiled capacity per replica")
     gpus: Annotated[GpuCount, BeforeValidator(_gpu_count)] = GpuCount()
     time_budget: Hours | None = Field(None, description="hours; none = no deadline")
@@ -581,8 +585,8 @@ class Workload(Strict):
             return self._serving_fields()
         if self.traffic is not None or self.slo is not None or self.measured:
             raise ValueError("traffic, slo and measured are for kind: serving")
-        if (self.max_pools, self.max_providers) != (MAX_POOLS, MAX_PROVIDERS) or self.headroom:
-            raise ValueError("headroom, max_pools and max_providers are for kind: serving")
+        if (self.max_pools, self.max_providers) != (MAX_POOLS, MAX_PROVIDERS) or self.headroom or self.pool_usd_per_h:
+            raise ValueError("headroom, max_pools, max_providers and pool_usd_per_h are for kind: serving")
         missing_memory = self.memory is None and self.model is None
         missing_work = self.work is None and self.generation is None
         if missing_memory and missing_work:

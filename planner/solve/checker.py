@@ -388,6 +388,10 @@ def check_endpoint(e: dict, workload: Workload) -> list[str]:
     if len({pool[0] for pool in running}) > workload.max_providers:
         out.append(f"{e['workload']}: {len({pool[0] for pool in running})} providers, max_providers is "
                    f"{workload.max_providers}")
+    operating = len(running) * workload.pool_usd_per_h * workload.duration
+    if not _close(e.get("operating_usd", 0.0), operating, abs_tol=CENT / 2):
+        out.append(f"{e['workload']}: operating_usd {e.get('operating_usd', 0.0)} but {len(running)} pools at "
+                   f"${workload.pool_usd_per_h:g}/h over {workload.duration:g} h cost {operating:.2f}")
     nodes_by_pool = {}
     for period, wanted in zip(e["periods"], periods):
         rates = [wanted.requests_per_s * s for s in shares]

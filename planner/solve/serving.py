@@ -33,6 +33,7 @@ class ServingVars:
     kept: dict[tuple[int, int], cp_model.IntVar]  # (option row, period) -> nodes counted at `availability`
     slices: dict[tuple[int, int, int], cp_model.IntVar]  # (option row, period, bucket) -> slices routed
     used: dict[int, cp_model.BoolVar]  # spot option row -> the endpoint's spot pool is this option
+    pools: dict[int, cp_model.BoolVar]  # option row -> it runs in some period (endpoints that count pools)
 
     def option_periods(self):
         """(row, option, its endpoint, period) for every option and traffic period, in order."""
@@ -49,6 +50,8 @@ class ServingVars:
         for row, option in enumerate(self.options.itertuples(index=False)):
             endpoint = self.traffic[option.workload]
             terms.append((option.workload, to_cents(all_day_usd(option, endpoint)), self.base[row]))
+            if endpoint.pool_usd_per_h:
+                terms.append((option.workload, to_cents(endpoint.pool_usd), self.pools[row]))
             if endpoint.autoscale:
                 for period in range(len(endpoint.hours)):
                     extra = to_cents(period_usd(option, endpoint, period))
@@ -65,6 +68,7 @@ class ServingVars:
         """The most the endpoints could cost (every variable at its upper bound, its option's most nodes)."""
         most = {var.index: int(self.options["most_nodes"].iat[row]) for row, var in self.base.items()}
         most.update((var.index, int(self.options["most_nodes"].iat[row])) for (row, _), var in self.nodes.items())
+        most.update((var.index, 1) for var in self.pools.values())
         return sum(max(c, 0) * most[var.index] for _, c, var in self.cost_terms)
 
     def node_terms(self, mask: np.ndarray, column: str) -> dict[int, list]:
@@ -91,16 +95,22 @@ class ServingVars:
         base = {r.option: r.base for r in values.values()}
         for row, var in self.base.items():
             model.add_hint(var, base.get(row, 0))
+        runs = {o for (o, _), r in values.items() if r.nodes}
         for row, var in self.used.items():
-            model.add_hint(var, int(any(r.nodes for (o, _), r in values.items() if o == row)))
+            model.add_hint(var, int(row in runs))
+        for row, var in self.pools.items():
+            if row not in self.used:
+                model.add_hint(var, int(row in runs))
 
     def chosen(self, value) -> pd.DataFrame:
         """One row per (option, period) with nodes or load: nodes, nodes counted, slices per bucket, and
-        the period's share of the option's cost in dollars (`value` reads a variable of the solution)."""
+        the period's share of the option's cost in dollars (`value` reads a variable of the solution), its
+        operating cost as a pool (`operating_usd`) among them, shared by its periods in proportion to their time."""
         rows = []
         for row, option in enumerate(self.options.itertuples(index=False)):
             endpoint = self.traffic[option.workload]
             base = value(self.base[row])
+            mine = len(rows)
             for period in range(len(endpoint.hours)):
                 nodes = value(self.nodes[row, period])
                 slices = [value(self.slices[row, period, b]) if (row, period, b) in self.slices else 0
@@ -112,11 +122,17 @@ class ServingVars:
                     cost += (nodes - base) * period_usd(option, endpoint, period)
                 rows.append({"workload": option.workload, "oid": option.oid, "option": row, "period": period,
                              "nodes": nodes, "kept": value(self.kept[row, period]), "base": base,
-                             "slices": slices, "cost_usd": cost})
+                             "slices": slices, "cost_usd": cost, "operating_usd": 0.0})
+            if row in self.pools and value(self.pools[row]) and endpoint.pool_usd_per_h:
+                shares = [endpoint.time_share[r["period"]] for r in rows[mine:]]
+                for r, share in zip(rows[mine:], shares):
+                    r["operating_usd"] = endpoint.pool_usd * share / sum(shares)
+                    r["cost_usd"] += r["operating_usd"]
         return pd.DataFrame(rows, columns=CHOSEN_COLUMNS)  # the columns even when nothing runs (no traffic at all)
 
 
-CHOSEN_COLUMNS = ["workload", "oid", "option", "period", "nodes", "kept", "base", "slices", "cost_usd"]
+CHOSEN_COLUMNS = ["workload", "oid", "option", "period", "nodes", "kept", "base", "slices", "cost_usd",
+                  "operating_usd"]
 
 
 def add_endpoint_routing(m, limits) -> None:
@@ -211,13 +227,36 @@ def _add_absent_steps(model: cp_model.CpModel, nodes, kept, sizes, kept_at, name
         model.add_max_equality(kept, [nodes - sum(c * v for c, v in steps), 0])
 
 
+def counts_pools(endpoint: Endpoint, options: pd.DataFrame) -> bool:
+    """Whether the model needs to know which options an endpoint runs on: it prices pools, or has more
+    options or providers than it may use (`options`: its own)."""
+    return bool(endpoint.pool_usd_per_h) or len(options) > endpoint.max_pools or \
+        options["provider"].nunique() > endpoint.max_providers
+
+
+def add_endpoint_pools(m, limits) -> None:
+    """An option runs in some period only if it is one of the endpoint's pools (a spot option's `used`
+    is its pool flag already, `add_spot_pool`).
+
+    nodes[o, p] <= most_o · pool_o for every period p.
+    """
+    if m.serving is None:
+        return
+    sv = m.serving
+    for row, var in sorted(sv.pools.items()):
+        if row in sv.used:
+            continue
+        most = int(sv.options["most_nodes"].iat[row])
+        for period in range(len(sv.traffic[sv.options["workload"].iat[row]].hours)):
+            m.model.add(sv.nodes[row, period] <= most * var)
+
+
 def add_endpoint_spread(m, limits) -> None:
     """An endpoint runs on at most `max_pools` options (an offer, market and layout each) and `max_providers`
     providers over all its periods: a plan one team can operate. Added only where the endpoint has more options
     or providers than that.
 
-    nodes[o, p] <= most_o · pool_o for every period p; Σ_o pool_o <= max_pools; pool_o <= provider_P(o);
-    Σ_P provider_P <= max_providers (a spot option's `used` is its pool flag already).
+    Σ_o pool_o <= max_pools; pool_o <= provider_P(o); Σ_P provider_P <= max_providers.
     """
     if m.serving is None:
         return
@@ -225,22 +264,12 @@ def add_endpoint_spread(m, limits) -> None:
     for name, endpoint in sorted(sv.traffic.items()):
         rows = np.flatnonzero((sv.options["workload"] == name).to_numpy())
         providers = sorted(set(sv.options["provider"].iloc[rows]))
-        if len(rows) <= endpoint.max_pools and len(providers) <= endpoint.max_providers:
-            continue
-        pool = {}
-        for row in rows:
-            option = sv.options.iloc[row]
-            if row in sv.used:
-                pool[row] = sv.used[row]
-            else:
-                pool[row] = m.model.new_bool_var(f"pool[{option['oid']}]")
-                for period in range(len(endpoint.hours)):
-                    m.model.add(sv.nodes[row, period] <= int(option["most_nodes"]) * pool[row])
-        m.model.add(sum(pool.values()) <= endpoint.max_pools).with_name(f"max_pools[{name}]")
+        if len(rows) > endpoint.max_pools:
+            m.model.add(sum(sv.pools[r] for r in rows) <= endpoint.max_pools).with_name(f"max_pools[{name}]")
         if len(providers) > endpoint.max_providers:
             chosen = {p: m.model.new_bool_var(f"provider[{name}/{p}]") for p in providers}
             for row in rows:
-                m.model.add_implication(pool[row], chosen[sv.options["provider"].iat[row]])
+                m.model.add_implication(sv.pools[row], chosen[sv.options["provider"].iat[row]])
             m.model.add(sum(chosen.values()) <= endpoint.max_providers).with_name(f"max_providers[{name}]")
 
 
@@ -261,13 +290,17 @@ def add_endpoint_schedule(m, limits) -> None:
 
 def serving_variables(model: cp_model.CpModel, options: pd.DataFrame, traffic: dict[str, Endpoint]) -> ServingVars:
     """The endpoints' decision variables (bounded by what each option could ever need)."""
-    nodes, base, kept, slices, used = {}, {}, {}, {}, {}
+    nodes, base, kept, slices, used, pools = {}, {}, {}, {}, {}, {}
+    counted = {name for name, endpoint in traffic.items()
+               if counts_pools(endpoint, options[options["workload"] == name])}
     for row, option in enumerate(options.itertuples(index=False)):
         endpoint = traffic[option.workload]
         most = int(option.most_nodes)
         base[row] = model.new_int_var(0, most, f"base[{option.oid}]")
         if option.market == "spot":
             used[row] = model.new_bool_var(f"spot_pool[{option.oid}]")
+        if option.workload in counted:
+            pools[row] = used[row] if row in used else model.new_bool_var(f"pool[{option.oid}]")
         for period in range(len(endpoint.hours)):
             nodes[row, period] = model.new_int_var(0, most, f"nodes[{option.oid}@{period}]")
             kept[row, period] = model.new_int_var(0, most, f"kept[{option.oid}@{period}]")
@@ -275,7 +308,7 @@ def serving_variables(model: cp_model.CpModel, options: pd.DataFrame, traffic: d
                 if rps > 0 and endpoint.rates[period, bucket] > 0:
                     slices[row, period, bucket] = model.new_int_var(0, endpoint.slices,
                                                                     f"slices[{option.oid}@{period}/{bucket}]")
-    return ServingVars(options.reset_index(drop=True), traffic, nodes, base, kept, slices, used)
+    return ServingVars(options.reset_index(drop=True), traffic, nodes, base, kept, slices, used, pools)
 
 
 def serving_ties(sv: ServingVars) -> list[tuple[int, cp_model.IntVar, int]]:
@@ -289,5 +322,5 @@ def serving_ties(sv: ServingVars) -> list[tuple[int, cp_model.IntVar, int]]:
     return ties
 
 
-SERVING_FAMILIES = (add_endpoint_routing, add_endpoint_capacity, add_spot_pool, add_endpoint_spread,
-                    add_endpoint_schedule)
+SERVING_FAMILIES = (add_endpoint_routing, add_endpoint_capacity, add_spot_pool, add_endpoint_pools,
+                    add_endpoint_spread, add_endpoint_schedule)

@@ -196,11 +196,12 @@ def option(workload: str = "chat", *, oid: str | None = None, provider: str = "a
 
 
 def endpoint(name: str = "chat", *, rates=((3.0,),), hours=(24.0,), slices: int = 1, autoscale: bool = False,
-             days: float = 1.0, max_pools: int = 2, max_providers: int = 1):
+             days: float = 1.0, max_pools: int = 2, max_providers: int = 1, pool_usd_per_h: float = 0.0):
     """An endpoint's traffic: 3 requests/s of one size all day, for one day."""
     rates = np.array(rates, dtype=float)
     return Endpoint(name, rates, np.array(hours, dtype=float), days, autoscale, 0.99, slices,
-                    np.full(rates.shape[1], 100.0), max_pools=max_pools, max_providers=max_providers)
+                    np.full(rates.shape[1], 100.0), max_pools=max_pools, max_providers=max_providers,
+                    pool_usd_per_h=pool_usd_per_h)
 
 
 def serving_model(options: list[dict], endpoints: list, rows: tuple[dict, ...] = ()) -> PlanModel:

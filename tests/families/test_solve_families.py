@@ -32,8 +32,8 @@ from planner.solve.model import (
     add_same_region_groups,
     build_model,
 )
-from planner.solve.serving import (add_endpoint_capacity, add_endpoint_routing, add_endpoint_schedule,
-                                   add_endpoint_spread, add_spot_pool)
+from planner.solve.serving import (add_endpoint_capacity, add_endpoint_pools, add_endpoint_routing,
+                                   add_endpoint_schedule, add_endpoint_spread, add_spot_pool)
 
 FAMILY_TESTS = {
     add_one_candidate_per_workload: "test_one_candidate_per_workload_",
@@ -46,6 +46,7 @@ FAMILY_TESTS = {
     add_endpoint_capacity: "test_endpoint_capacity_",
     add_spot_pool: "test_spot_pool_",
     add_endpoint_schedule: "test_endpoint_schedule_",
+    add_endpoint_pools: "test_endpoint_pools_",
     add_endpoint_spread: "test_endpoint_spread_",
 }
 """Every family and the prefix of its tests; `test_every_family_has_accept_and_reject_tests` holds them to it."""
@@ -459,9 +460,42 @@ SPREAD = [option(oid="a"), option(oid="b", offer_key="aws/us-west-2/g6.xlarge"),
           option(oid="g", provider="gcp", offer_key="gcp/us-central1/g2-standard-4")]
 
 
+def _spread(m) -> None:
+    """The spread's limits over the pool flags that the nodes raise."""
+    add_endpoint_pools(m, Limits())
+    add_endpoint_spread(m, Limits())
+
+
+def test_endpoint_pools_rejects_nodes_on_an_option_that_is_not_a_pool():
+    m = serving_model(SPREAD, [endpoint()])
+    add_endpoint_pools(m, Limits())
+    set_nodes(m, "a", 1)
+    m.model.add(m.serving.pools[0] == 0)
+    assert_rejects(m)
+
+
+def test_endpoint_pools_accepts_nodes_on_a_pool_and_none_elsewhere():
+    m = serving_model(SPREAD, [endpoint()])
+    add_endpoint_pools(m, Limits())
+    set_nodes(m, "a", 1)
+    set_nodes(m, "b", 0)
+    m.model.add(m.serving.pools[0] == 1)
+    m.model.add(m.serving.pools[1] == 0)
+    assert_accepts(m)
+
+
+def test_endpoint_pools_are_priced_where_the_endpoint_says():
+    """`pool_usd_per_h` puts each pool's operating cost over the endpoint's duration among the cost terms."""
+    m = serving_model(SPREAD, [endpoint(pool_usd_per_h=2.0)])
+    priced = {var.index: cents for _, cents, var in m.serving.cost_terms}
+    assert all(priced[m.serving.pools[row].index] == 4800 for row in range(4))  # $2/h x 24 h, in cents
+    plain = serving_model(SPREAD, [endpoint()])
+    assert not any(var.index in {v.index for v in plain.serving.pools.values()} for _, _, var in plain.serving.cost_terms)
+
+
 def test_endpoint_spread_accepts_two_pools_at_one_provider():
     m = serving_model(SPREAD, [endpoint()])
-    add_endpoint_spread(m, Limits())
+    _spread(m)
     set_nodes(m, "a", 1)
     set_nodes(m, "b", 2)
     assert_accepts(m)
@@ -469,7 +503,7 @@ def test_endpoint_spread_accepts_two_pools_at_one_provider():
 
 def test_endpoint_spread_rejects_a_third_pool():
     m = serving_model(SPREAD, [endpoint()])
-    add_endpoint_spread(m, Limits())
+    _spread(m)
     for oid in "abc":
         set_nodes(m, oid, 1)
     assert_rejects(m)
@@ -477,7 +511,7 @@ def test_endpoint_spread_rejects_a_third_pool():
 
 def test_endpoint_spread_rejects_a_second_provider():
     m = serving_model(SPREAD, [endpoint()])
-    add_endpoint_spread(m, Limits())
+    _spread(m)
     set_nodes(m, "a", 1)
     set_nodes(m, "g", 1)
     assert_rejects(m)
@@ -485,7 +519,7 @@ def test_endpoint_spread_rejects_a_second_provider():
 
 def test_endpoint_spread_accepts_a_second_provider_and_third_pool_where_allowed():
     m = serving_model(SPREAD, [endpoint(max_pools=3, max_providers=2)])
-    add_endpoint_spread(m, Limits())
+    _spread(m)
     for oid in "abg":
         set_nodes(m, oid, 1)
     assert_accepts(m)
@@ -495,7 +529,7 @@ def test_endpoint_spread_rejects_a_pool_that_runs_only_at_night():
     """A pool counts over all periods: one used by night alone is still a pool."""
     options = [dict(o, session_h=[12.0, 12.0]) for o in SPREAD]
     m = serving_model(options, [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12), autoscale=True, max_pools=2)])
-    add_endpoint_spread(m, Limits())
+    _spread(m)
     set_nodes(m, "a", 1, 1)
     set_nodes(m, "b", 0, 1)
     set_nodes(m, "c", 1, 0)
