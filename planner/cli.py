@@ -69,7 +69,7 @@ MAX_TRIALS, MAX_SEED, MAX_PROCESSES = 1_000_000, 2**32 - 1, 256
 """Monte-Carlo trials (memory grows with them), seeds numpy takes, local processes (the sweep's points are fewer)."""
 
 EXIT_PLAN, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_TIME_LIMIT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-"""The exit statuses every command keeps (README "Exit status", `planner --help`)."""
+"""The exit statuses every command keeps (docs/commands.md, `planner --help`)."""
 _interrupted = False
 
 

@@ -1,4 +1,5 @@
-"""The README and the CLI agree, and `planner --help` stays fast (no heavy imports)."""
+"""The README, the documentation site and the CLI agree, and `planner --help` stays fast (no heavy imports)."""
+import os
 import re
 import subprocess
 import sys
@@ -25,13 +26,42 @@ def test_every_command_is_in_the_readme_and_has_an_example():
         assert "Example:" in (command.help or ""), f"{path} --help has no example"
 
 
-def test_every_option_is_in_the_readme():
-    """Each command's long options appear in README.md (`--output` as `-o FILE`)."""
-    readme = (REPO / "README.md").read_text()
+def test_the_readme_is_a_front_door():
+    """What it does, the two commands, an example, links: measurements live in docs/benchmarks.md."""
+    assert len((REPO / "README.md").read_text().splitlines()) < 250
+
+
+def test_generated_pages_are_current():
+    """docs/index.md (from the README) and the reference pages (from the pydantic models and the click
+    commands): `python tools/reference_docs.py` rewrites them."""
+    done = subprocess.run([sys.executable, str(REPO / "tools" / "reference_docs.py"), "--check"], cwd=REPO,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_reference_names_every_field_and_option():
+    from planner.schema.quarter import Quarter, Reservation, Run
+    from planner.schema.scenario import Scenario, Slo, Traffic, Workload
+
+    scenario = (REPO / "docs" / "reference" / "scenario.md").read_text()
+    quarter = (REPO / "docs" / "reference" / "quarter.md").read_text()
+    for model, page in ((Scenario, scenario), (Workload, scenario), (Traffic, scenario), (Slo, scenario),
+                        (Quarter, quarter), (Run, quarter), (Reservation, quarter)):
+        for name in model.model_fields:
+            inherited = model is Run and name in Workload.model_fields  # "every key of Workload, and:"
+            assert f"| `{name}` |" in (scenario if inherited else page), f"{model.__name__}.{name}"
+    cli = (REPO / "docs" / "reference" / "cli.md").read_text()
     missing = [f"{path} {opt}" for path, command in all_commands() for param in command.params
-               for opt in param.opts if opt.startswith("--") and opt not in ("--help", "--output")
-               and opt not in readme]
-    assert not missing, f"not in README.md: {', '.join(missing)}"
+               for opt in param.opts if opt.startswith("--") and opt != "--help" and f"`{opt}`" not in cli]
+    assert not missing, f"not in docs/reference/cli.md: {', '.join(missing)}"
+
+
+def test_the_documentation_site_builds_strictly(tmp_path):
+    """MkDocs with warnings as errors: every page in the nav, every link and anchor found."""
+    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
+                          cwd=REPO, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (tmp_path / "site" / "reference" / "scenario" / "index.html").exists()
 
 
 def test_readme_test_command_is_what_ci_runs():

@@ -16,12 +16,12 @@ def test_the_layers_flow_one_way_and_no_solver_below_the_models(monkeypatch, cap
     assert "2 kept, 0 broken" in out
 
 
-def test_every_layer_is_a_folder_the_readme_names():
-    readme = (ROOT / "README.md").read_text()
+def test_every_layer_is_a_folder_the_layout_page_names():
+    readme = (ROOT / "docs" / "layout.md").read_text()
     packages = sorted(p.name for p in (ROOT / "planner").iterdir() if (p / "__init__.py").exists()
                       and not p.name.startswith("_"))
     assert packages == ["batch", "candidates", "economics", "load", "physics", "report", "schema", "solve", "whatif"]
-    layout = readme[readme.index("## Layout"):]
+    layout = readme[readme.index("# Layout"):]
     layout = layout[:layout.index("\n```\n", layout.index("```") + 3)]
     for name in packages:
         assert f"\n  {name}/ " in layout, name  # one line each, under planner/

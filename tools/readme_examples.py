@@ -1,6 +1,9 @@
-"""Re-run every `$ planner ...` example in README.md and put its real output back in place.
+"""Re-run every `$ planner ...` example in README.md and the documentation (docs/*.md) and put its real output
+back in place.
 
     python tools/readme_examples.py [--check] [--only TEXT ...]
+
+Then `python tools/reference_docs.py` copies the README to the site's home page.
 
 A block that was trimmed (it holds a `…` line) keeps only the table rows whose first cell the
 old block showed, with the `…` lines where they were. `--check` only reports which blocks differ;
@@ -50,9 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--only", action="append", default=[], metavar="TEXT")
     args = parser.parse_args(argv)
-    readme = ROOT / "README.md"
-    text = readme.read_text()
-    changed = []
+    changed, stale = [], []
 
     def replace(match: re.Match) -> str:
         command, old = match.group(1), match.group(2)
@@ -66,12 +67,22 @@ def main(argv: list[str] | None = None) -> int:
             changed.append(command)
         return f"```\n$ {command}\n{new}```"
 
-    updated = BLOCK.sub(replace, text)
-    for command in changed:
-        print(("differs: " if args.check else "updated: ") + command)
-    if not args.check and updated != text:
-        readme.write_text(updated)
-    return 1 if args.check and changed else 0
+    for page in example_pages():
+        text = page.read_text()
+        updated = BLOCK.sub(replace, text)
+        for command in changed:
+            print(("differs: " if args.check else "updated: ") + f"{page.relative_to(ROOT)}: {command}")
+        changed.clear()
+        if updated != text:
+            stale.append(page)
+            if not args.check:
+                page.write_text(updated)
+    return 1 if args.check and stale else 0
+
+
+def example_pages() -> list[Path]:
+    """The README and the documentation's pages that people write (not those generated from the code)."""
+    return [ROOT / "README.md"] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "index.md")
 
 
 if __name__ == "__main__":

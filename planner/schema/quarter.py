@@ -47,8 +47,8 @@ When = Annotated[dt.datetime, BeforeValidator(_datetime)]
 
 
 class Horizon(Strict):
-    start: When
-    end: When
+    start: When = Field(description="first moment a run may start")
+    end: When = Field(description="last moment a run may end")
     step: Hours = Field(1.0, description="hours per schedule step")
 
     @model_validator(mode="after")
@@ -67,7 +67,7 @@ class Run(Workload):
     after: tuple[str, ...] = Field((), description="runs that must finish first")
     priority: Annotated[int, Field(ge=1, le=MAX_PRIORITY)] = Field(1, description="weight of an optional run; "
                                                                                   "higher first")
-    required: bool = True
+    required: bool = Field(True, description="false: the run may be left out (its priority weighs what is scheduled)")
 
     @model_validator(mode="after")
     def _no_time_budget(self) -> "Run":
@@ -86,13 +86,13 @@ class Run(Workload):
 class Reservation(Strict):
     """Reserved capacity for a term: paid for every node-hour of the term, never preempted."""
 
-    name: str | None = None
+    name: str | None = Field(None, description="how reports name it (default: offer@start)")
     offer: str = Field(description="provider/region/instance_type")
-    start: When
-    end: When
-    price_per_node_h: USD
-    min_nodes: Annotated[int, Field(ge=0, le=MAX_GPUS)] = 0
-    max_nodes: Annotated[int, Field(gt=0, le=MAX_GPUS)]
+    start: When = Field(description="the term's start")
+    end: When = Field(description="the term's end")
+    price_per_node_h: USD = Field(description="price per node-hour over the whole term, used or not")
+    min_nodes: Annotated[int, Field(ge=0, le=MAX_GPUS)] = Field(0, description="nodes that must be bought")
+    max_nodes: Annotated[int, Field(gt=0, le=MAX_GPUS)] = Field(description="nodes that may be bought")
 
     @model_validator(mode="after")
     def _ordered(self) -> "Reservation":
@@ -115,15 +115,16 @@ class QuarterConstraints(Constraints):
 
 
 class Quarter(Strict):
-    name: str = Field(min_length=1)
-    description: str = ""
-    catalogs: tuple[str, ...] = ("aws", "gcp", "azure", "lambda", "runpod")
-    defaults: Defaults = Defaults()
-    horizon: Horizon
-    runs: tuple[Run, ...] = Field(min_length=1)
-    reservations: tuple[Reservation, ...] = ()
-    constraints: QuarterConstraints = QuarterConstraints()
-    overrides: tuple[Override, ...] = ()
+    name: str = Field(min_length=1, description="the quarter's name, in every report")
+    description: str = Field("", description="one line on what it plans")
+    catalogs: tuple[str, ...] = Field(
+        ("aws", "gcp", "azure", "lambda", "runpod"), description="shipped catalog names and/or paths to offer CSV files")
+    defaults: Defaults = Field(Defaults(), description="settings every run takes unless it says otherwise")
+    horizon: Horizon = Field(description="the calendar the runs are scheduled on")
+    runs: tuple[Run, ...] = Field(min_length=1, description="the jobs and endpoints to schedule")
+    reservations: tuple[Reservation, ...] = Field((), description="reserved capacity that may be bought")
+    constraints: QuarterConstraints = Field(QuarterConstraints(), description="limits shared by all runs")
+    overrides: tuple[Override, ...] = Field((), description="price and preemption changes to the catalogs' offers")
 
     @field_validator("runs")
     @classmethod

@@ -232,10 +232,10 @@ class MemoryNeed(Strict):
     """Memory stated directly: either the whole per-GPU figure, or parts of which
     `model_states` can be sharded over the job's GPUs (ZeRO-3/FSDP) when `shardable`."""
 
-    per_gpu: GiB | None = None
-    model_states: GiB | None = None
-    activations: GiBOrZero = 0.0
-    shardable: bool = True
+    per_gpu: GiB | None = Field(None, description="memory each GPU needs, as measured")
+    model_states: GiB | None = Field(None, description="weights, gradients and optimizer state in all")
+    activations: GiBOrZero = Field(0.0, description="activation memory per GPU")
+    shardable: bool = Field(True, description="whether ZeRO/FSDP may divide the model states")
 
     @model_validator(mode="after")
     def _one_form(self) -> "MemoryNeed":
@@ -248,7 +248,7 @@ class Work(Strict):
     """How much computing: reference-GPU hours, or tokens (with the workload's model)."""
 
     gpu_hours: Hours | None = Field(None, description="GPU-hours on reference_gpu")
-    reference_gpu: str | None = None
+    reference_gpu: str | None = Field(None, description="the GPU the gpu_hours were measured on")
     tokens: Count | None = Field(None, description="training tokens (6 x params x tokens FLOPs)")
 
     @model_validator(mode="after")
@@ -263,11 +263,11 @@ class Work(Strict):
 class Generation(Strict):
     """Batch generation: how many sequences, how long, how batched."""
 
-    sequences: Count
-    prompt_tokens: int = Field(512, gt=0)
-    output_tokens: int = Field(256, gt=0)
+    sequences: Count = Field(description="prompts to generate for")
+    prompt_tokens: int = Field(512, gt=0, description="tokens per prompt")
+    output_tokens: int = Field(256, gt=0, description="tokens generated per prompt")
     batch: int = Field(64, gt=0, description="concurrent sequences per model replica")
-    kv_precision: Literal["fp16", "bf16", "fp8"] = "bf16"
+    kv_precision: Literal["fp16", "bf16", "fp8"] = Field("bf16", description="KV-cache precision")
 
 
 # ---------------------------------------------------------------- serving endpoints
@@ -276,9 +276,10 @@ class Generation(Strict):
 class RequestBucket(Strict):
     """One request size of an endpoint's mix and its share of the requests (Mélange's histogram cell)."""
 
-    prompt_tokens: int = Field(gt=0, le=10_000_000)
-    output_tokens: int = Field(gt=0, le=10_000_000)
-    share: Annotated[float, Field(gt=0, le=1)] = 1.0
+    prompt_tokens: int = Field(gt=0, le=10_000_000, description="tokens per prompt")
+    output_tokens: int = Field(gt=0, le=10_000_000, description="tokens generated per request")
+    share: Annotated[float, Field(gt=0, le=1)] = Field(
+        1.0, description="share of requests of this size (the shares add up to 1)")
 
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -307,9 +308,10 @@ class TrafficPeriod(Strict):
     """`{hours: "8-20", requests_per_s: 40}`: the rate during those hours of every day, or, with
     `days: mon-fri`, of those days only (a weekly profile)."""
 
-    hours: str
+    hours: str = Field(description="span of hours of the day: \"8-20\"")
     days: str = Field("daily", description="weekdays the period applies to: mon-fri, sat-sun, mon,wed, daily")
-    requests_per_s: Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)]
+    requests_per_s: Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)] = Field(
+        description="the rate during those hours")
 
     @field_validator("days")
     @classmethod
@@ -342,9 +344,11 @@ class TrafficPeriod(Strict):
 class Traffic(Strict):
     """A steady rate or a daily profile, and the mix of request sizes (one bucket by default)."""
 
-    requests_per_s: Annotated[float, Field(gt=0, le=MAX_REQUESTS_PER_S)] | None = None
-    profile: tuple[TrafficPeriod, ...] = ()
-    buckets: tuple[RequestBucket, ...] = (RequestBucket(prompt_tokens=512, output_tokens=256),)
+    requests_per_s: Annotated[float, Field(gt=0, le=MAX_REQUESTS_PER_S)] | None = Field(
+        None, description="a steady rate all day")
+    profile: tuple[TrafficPeriod, ...] = Field((), description="or a rate per span of hours (and weekdays)")
+    buckets: tuple[RequestBucket, ...] = Field(
+        (RequestBucket(prompt_tokens=512, output_tokens=256),), description="request sizes and their shares (default: one of 512 prompt and 256 output tokens)")
     slices: int = Field(4, ge=1, le=64, description="parts each bucket's rate may be split into across GPU types "
                                                    "(Mélange's slice_factor)")
 
@@ -390,18 +394,19 @@ class Slo(Strict):
 
     ttft: Seconds = Field(description="seconds (`500ms`, `2s`)")
     tpot: Seconds = Field(description="seconds (`50ms`)")
-    quantile: Fraction = 0.9
+    quantile: Fraction = Field(0.9, description="the share of requests that must meet the TTFT target")
 
 
 class MeasuredCapacity(Strict):
     """A profiled figure: one replica of `tensor_parallel` GPUs of `gpu` serves `max_requests_per_s`
     of this size within the SLO (what Mélange profiles; replaces the physics for that GPU)."""
 
-    gpu: str
-    tensor_parallel: int = Field(1, gt=0, le=64)
-    prompt_tokens: int = Field(gt=0)
-    output_tokens: int = Field(gt=0)
-    max_requests_per_s: Annotated[float, Field(gt=0, le=MAX_REQUESTS_PER_S)]
+    gpu: str = Field(description="GPU name or family it was measured on")
+    tensor_parallel: int = Field(1, gt=0, le=64, description="GPUs per replica")
+    prompt_tokens: int = Field(gt=0, description="the request size it was measured at")
+    output_tokens: int = Field(gt=0, description="the request size it was measured at")
+    max_requests_per_s: Annotated[float, Field(gt=0, le=MAX_REQUESTS_PER_S)] = Field(
+        description="the most requests/s one replica served within the SLO")
 
 
 MAX_GPUS = 1_000_000
@@ -409,8 +414,8 @@ MAX_GPUS = 1_000_000
 
 
 class GpuCount(Strict):
-    min: int = Field(1, gt=0, le=MAX_GPUS)
-    max: int = Field(64, gt=0, le=MAX_GPUS)
+    min: int = Field(1, gt=0, le=MAX_GPUS, description="fewest GPUs")
+    max: int = Field(64, gt=0, le=MAX_GPUS, description="most GPUs")
 
     @model_validator(mode="after")
     def _ordered(self) -> "GpuCount":
@@ -429,9 +434,11 @@ def _gpu_count(value: object) -> object:
 
 
 class Checkpointing(Strict):
-    every: Hours | Literal["auto"] = "auto"
+    every: Hours | Literal["auto"] = Field(
+        "auto", description="hours of work between checkpoints, or auto (Young/Daly's optimum)")
     write_time: HoursOrZero = Field(2 / 60, description="hours to write one checkpoint")
-    size: GiBOrZero | None = Field(None, description="default: the model states' size")
+    size: GiBOrZero | None = Field(
+        None, description="default: the model states' size")
     keep: int = Field(2, ge=1, le=MAX_CHECKPOINTS_KEPT, description="checkpoints kept in storage")
 
     @field_validator("every", mode="before")
@@ -441,15 +448,15 @@ class Checkpointing(Strict):
 
 
 class Data(Strict):
-    size: GiBOrZero = 0.0
+    size: GiBOrZero = Field(0.0, description="the dataset's size (read once per run; egress where it lives elsewhere)")
     location: str | None = Field(None, description="'provider' or 'provider/region' where it lives")
 
 
 class Placement(Strict):
-    providers: tuple[str, ...] = ()
-    regions: tuple[str, ...] = ()
+    providers: tuple[str, ...] = Field((), description="provider names")
+    regions: tuple[str, ...] = Field((), description="region names (as the catalogs spell them)")
     gpus: tuple[str, ...] = Field((), description="GPU names or families; `H100:8` = nodes of 8 (SkyPilot syntax)")
-    instance_types: tuple[str, ...] = ()
+    instance_types: tuple[str, ...] = Field((), description="instance type names")
     markets: tuple[Literal["on_demand", "spot", "spot_fallback"], ...] = Field(
         (), description="spot_fallback: spot that moves to on-demand to hold the deadline (cost-model §10)")
 
@@ -505,40 +512,45 @@ log) of a throughput the user measured, such as 5%, centred on it; 0: taken as e
 
 
 class Workload(Strict):
-    name: str = Field(min_length=1)
-    kind: Literal["training", "fine_tuning", "batch_inference", "serving"]
-    description: str = ""
+    name: str = Field(min_length=1, description="unique within the scenario")
+    kind: Literal["training", "fine_tuning", "batch_inference", "serving"] = Field(
+        description="what the job is; serving is an endpoint")
+    description: str = Field("", description="one line on what it is")
     model: ModelSpec | None = Field(
         None, description="catalog name, Hugging Face id (org/name), {hf_config: path} or an inline shape")
     method: Literal["full", "lora", "qlora", "inference"] | None = Field(
         None, description="default: inference for batch_inference, else full")
-    precision: WeightPrecision = "bf16"
+    precision: WeightPrecision = Field("bf16", description="weights and compute precision")
     fp8_fallback: bool = Field(False, description="fp8 on a GPU without it: run at bf16 instead of ruling it out")
-    optimizer: Literal["adamw", "adamw_8bit", "sgd"] = "adamw"
+    optimizer: Literal["adamw", "adamw_8bit", "sgd"] = Field(
+        "adamw", description="its state sets the memory per parameter")
     recipe: Recipe = Field("auto", description="the framework that runs the training (docs/recipes.md); auto: the "
                                                "fastest that fits on each shape")
     parallelism: Literal["auto", "fixed"] = Field(
         "auto", description="auto: the planner picks every layout field not given; fixed: unset fields take "
                             "tensor_parallel 1, pipeline_parallel 1, zero3, selective, micro_batch 1")
-    sharding: Literal["none", "zero1", "zero2", "zero3"] | None = None
+    sharding: Literal["none", "zero1", "zero2", "zero3"] | None = Field(
+        None, description="ZeRO stage (default: searched)")
     tensor_parallel: int | None = Field(None, gt=0, description="inside one node")
     pipeline_parallel: int | None = Field(None, gt=0, description="pipeline stages (1F1B)")
     expert_parallel: int | None = Field(None, gt=0, description="MoE: GPUs the routed experts are spread over")
     sequence_parallel: bool | None = Field(None, description="divide the TP-replicated activations (Megatron)")
     context_parallel: int | None = Field(None, gt=0, description="GPUs each sequence is split over (Megatron's CP; "
                                                                  "searched from 32K-token sequences)")
-    sequence_length: int = Field(4096, gt=0)
+    sequence_length: int = Field(4096, gt=0, description="tokens per training sequence")
     micro_batch: int | None = Field(None, gt=0, description="sequences per GPU per micro-step")
     global_batch_tokens: Count | None = Field(None, description="tokens per optimizer step; default by kind")
-    activation_checkpointing: Literal["none", "selective", "full"] | None = None
+    activation_checkpointing: Literal["none", "selective", "full"] | None = Field(
+        None, description="recomputation (default: searched)")
     paged_optimizer: bool | None = Field(None, description="optimizer state in paged memory, off the card "
                                                            "(default: true for qlora)")
-    lora_rank: int = Field(16, gt=0)
+    lora_rank: int = Field(16, gt=0, description="adapters' rank (lora, qlora)")
     mfu: Fraction | None = Field(None, description="model FLOPs utilisation; default by GPU generation")
-    comm_overlap: Annotated[float, Field(ge=0, le=1)] | None = None
-    memory: MemoryNeed | None = None
-    work: Work | None = None
-    generation: Generation | None = None
+    comm_overlap: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        None, description="share of gradient communication hidden behind compute (default by recipe)")
+    memory: MemoryNeed | None = Field(None, description="stated memory need, instead of a model's")
+    work: Work | None = Field(None, description="stated work: GPU-hours on a reference GPU, or tokens")
+    generation: Generation | None = Field(None, description="batch_inference: how many sequences of which size")
     traffic: Traffic | None = Field(None, description="serving: the request rate (or daily profile) and sizes")
     slo: Slo | None = Field(None, description="serving: latency targets")
     availability: Annotated[float, Field(gt=0, lt=1)] = Field(
@@ -557,18 +569,21 @@ class Workload(Strict):
                          "endpoint's duration (monitoring, on-call, a second provider's account); with it, a plan "
                          "spreads over another pool only where that saves more (default 0)")
     measured: tuple[MeasuredCapacity, ...] = Field((), description="serving: profiled capacity per replica")
-    gpus: Annotated[GpuCount, BeforeValidator(_gpu_count)] = GpuCount()
+    gpus: Annotated[GpuCount, BeforeValidator(_gpu_count)] = Field(
+        GpuCount(), description="GPUs the job may use: `8` or `{min: 4, max: 32}`")
     time_budget: Hours | None = Field(None, description="hours; none = no deadline")
     risk: Risk = Field(Risk(), description="spot risk it takes for a saving (over defaults.risk)")
     estimate_error: EstimateErrorSetting | None = Field(
         None, description="how far its real throughput may be from the estimate, in P(deadline) (default: "
                           "defaults.estimate_error)")
-    checkpoint: Checkpointing = Checkpointing()
+    checkpoint: Checkpointing = Field(
+        Checkpointing(), description="how often it saves, how long that takes, what is kept")
     restart_overhead: HoursOrZero = Field(10 / 60, description="hours per (re)start")
-    interruption_tolerance: Tolerance = "checkpointed"
-    data: Data = Data()
-    allow: Placement = Placement()
-    forbid: Placement = Placement()
+    interruption_tolerance: Tolerance = Field(
+        "checkpointed", description="none: a preemption restarts from scratch; checkpointed: from the last checkpoint; stateless: nothing lost")
+    data: Data = Field(Data(), description="the dataset: its size and where it lives (egress if elsewhere)")
+    allow: Placement = Field(Placement(), description="only these providers, regions, GPUs, instance types, markets")
+    forbid: Placement = Field(Placement(), description="never these")
 
     @field_validator("method")
     @classmethod
@@ -659,9 +674,11 @@ class Workload(Strict):
 
 
 class Defaults(Strict):
-    vram_headroom: Annotated[float, Field(ge=0, lt=1)] = 0.10
-    deadline_confidence: Fraction = 0.9
-    hardware_failure_per_gpu_h: Annotated[float, Field(ge=0, le=10)] = HARDWARE_FAILURE_PER_GPU_H
+    vram_headroom: Annotated[float, Field(ge=0, lt=1)] = Field(
+        0.10, description="share of each GPU's memory kept free (fragmentation, spikes)")
+    deadline_confidence: Fraction = Field(0.9, description="P(deadline) every job with a time budget must reach")
+    hardware_failure_per_gpu_h: Annotated[float, Field(ge=0, le=10)] = Field(
+        HARDWARE_FAILURE_PER_GPU_H, description="hardware failures per GPU-hour, on every market (each one a restart)")
     spot_evidence: Literal["traces", "fitted"] = Field(
         "traces", description="traces: a spot candidate is offered only if it keeps its promise replayed on measured "
                               "availability (cost model §11); fitted: on the fitted process alone")
@@ -690,19 +707,20 @@ class Constraints(Strict):
     node_limits_per_market: bool = Field(
         False, description="count spot and on-demand nodes against separate limits")
     same_region: tuple[Group, ...] = Field((), description="groups of workloads kept in one region")
-    same_provider: tuple[Group, ...] = ()
+    same_provider: tuple[Group, ...] = Field((), description="groups of workloads kept at one provider")
 
 
 class Override(Strict):
     """Scale prices or preemption rates of the offers it matches (all when no filter)."""
 
-    provider: str | None = None
-    gpu: str | None = None
-    region: str | None = None
-    instance_type: str | None = None
-    spot_price_multiplier: Multiplier = 1.0
-    on_demand_price_multiplier: Multiplier = 1.0
-    preemption_rate_multiplier: Annotated[float, Field(ge=0, le=MAX_MULTIPLIER)] = 1.0
+    provider: str | None = Field(None, description="offers of this provider (all when unset)")
+    gpu: str | None = Field(None, description="offers of this GPU name or family")
+    region: str | None = Field(None, description="offers in this region")
+    instance_type: str | None = Field(None, description="offers of this instance type")
+    spot_price_multiplier: Multiplier = Field(1.0, description="spot prices times this")
+    on_demand_price_multiplier: Multiplier = Field(1.0, description="on-demand prices times this")
+    preemption_rate_multiplier: Annotated[float, Field(ge=0, le=MAX_MULTIPLIER)] = Field(
+        1.0, description="spot preemption rates times this")
     spot_correlation: Annotated[float, Field(ge=0, le=1)] | None = Field(
         None, description="set the share of preemption events taking one node that also take any other "
                     "(0: independent, 1: every event takes every node)")
@@ -712,15 +730,16 @@ class Override(Strict):
 
 
 class Scenario(Strict):
-    name: str = Field(min_length=1)
-    description: str = ""
+    name: str = Field(min_length=1, description="the scenario's name, in every report")
+    description: str = Field("", description="one line on what it plans")
     catalogs: tuple[str, ...] = Field(
         ("aws", "gcp", "azure", "lambda", "runpod"),
         description="shipped catalog names and/or paths to offer CSV files")
-    defaults: Defaults = Defaults()
-    workloads: tuple[Workload, ...] = Field(min_length=1)
-    constraints: Constraints = Constraints()
-    overrides: tuple[Override, ...] = ()
+    defaults: Defaults = Field(Defaults(), description="settings every workload takes unless it says otherwise")
+    workloads: tuple[Workload, ...] = Field(min_length=1, description="the jobs and endpoints to place")
+    constraints: Constraints = Field(Constraints(), description="limits shared by all workloads")
+    overrides: tuple[Override, ...] = Field(
+        (), description="price and preemption changes to the catalogs' offers (what-if by hand)")
 
     @field_validator("workloads")
     @classmethod
