@@ -663,7 +663,8 @@ class _LazyProgress:
 @main.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--workload", help="Only this workload.")
-@click.option("--gpu", "gpus", multiple=True, help="Only this GPU name or family (repeatable).")
+@click.option("--gpu", "gpus", multiple=True,
+              help="Only this GPU name or family; NAME:COUNT for nodes of COUNT GPUs (H100:8; repeatable).")
 @click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False, path_type=Path),
               help="A plan from `planner solve --format json`: each endpoint pool's load, headroom left and "
@@ -707,8 +708,12 @@ def estimate(scenario, workload, gpus, fmt, plan_file) -> None:
         return
     from planner.candidates.endpoints import capacity_rows
 
-    rows = estimate_rows(loaded, workload, gpus)
-    capacity = capacity_rows(loaded.scenario, loaded.catalog, workload, gpus)
+    from planner.load.catalog import split_accelerator
+
+    names = tuple(dict.fromkeys(split_accelerator(q)[0] for q in gpus))
+    rows = [r for r in estimate_rows(loaded, workload, names)  # H100:8: the rows on nodes of 8
+            if not gpus or any(loaded.catalog.accelerator_matches(r["gpu"], r["gpus_per_node"], q) for q in gpus)]
+    capacity = capacity_rows(loaded.scenario, loaded.catalog, workload, names)
     if fmt == "json":
         from planner.report.render import to_json
 
@@ -725,6 +730,7 @@ def estimate(scenario, workload, gpus, fmt, plan_file) -> None:
 def _estimate_plan(loaded, plan_file: Path, workload: str | None, gpus: tuple[str, ...], fmt: str) -> None:
     """`planner estimate --plan`: the plan's endpoint pools at their planned load."""
     from planner.candidates.endpoint_load import planned_loads
+    from planner.load.catalog import split_accelerator
     from planner.load.plan_file import at, load_plan
 
     _, endpoints = load_plan(plan_file, loaded.scenario)
@@ -733,7 +739,7 @@ def _estimate_plan(loaded, plan_file: Path, workload: str | None, gpus: tuple[st
                            str(plan_file))
     rows = [r for r in planned_loads(loaded.scenario, loaded.catalog, endpoints, lambda loc: at(plan_file, loc))
             if (not workload or r["workload"] == workload)
-            and (not gpus or any(loaded.catalog.gpu_matches(r["gpu"], q) for q in gpus))]
+            and (not gpus or any(loaded.catalog.gpu_matches(r["gpu"], split_accelerator(q)[0]) for q in gpus))]
     if fmt == "json":
         from planner.report.render import to_json
 
@@ -748,7 +754,7 @@ def _estimate_plan(loaded, plan_file: Path, workload: str | None, gpus: tuple[st
 
 
 @main.command()
-@click.option("--gpu", "gpus", multiple=True, help="Only this GPU name or family, e.g. H100 (repeatable).")
+@click.option("--gpu", "gpus", multiple=True, help="Only this GPU name or family, e.g. H100; H100:8 for nodes of 8 (repeatable).")
 @click.option("--catalog", "catalogs", multiple=True, help="Catalog names or CSV paths (default: every shipped one).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 def gpus(gpus, catalogs, fmt) -> None:
@@ -822,6 +828,29 @@ def examples(names, directory, list_only) -> None:
         click.echo(f"kept {path} (already there)")
 
 
+# ---------------------------------------------------------------- schema
+
+
+@main.command()
+@click.argument("kind", type=click.Choice(("scenario", "quarter")), default="scenario")
+@click.option("-o", "--output", type=OutputPath(stdout_dash=True), help="Write it to this file (atomically).")
+def schema(kind, output) -> None:
+    """The JSON Schema of scenario (or quarter) files, for an editor to check YAML as it is written.
+
+    It checks keys and shapes; `planner validate` checks units and the rules across keys too.
+    With VS Code's YAML extension, a first line `# yaml-language-server: $schema=scenario.schema.json`
+    points a file at it.
+
+    \b
+    Example:
+      planner schema -o scenario.schema.json
+      planner schema quarter -o quarter.schema.json
+    """
+    from planner.schema.json_schema import file_schema
+
+    emit(file_schema(kind), output)
+
+
 # ---------------------------------------------------------------- catalog
 
 
@@ -832,7 +861,7 @@ def catalog() -> None:
 
 @catalog.command("list")
 @click.option("--provider", "providers", multiple=True, help="Only this provider (repeatable).")
-@click.option("--gpu", "gpus", multiple=True, help="GPU name or family, e.g. H100 or H100-SXM (repeatable).")
+@click.option("--gpu", "gpus", multiple=True, help="GPU name or family, e.g. H100 or H100-SXM; H100:8 for nodes of 8 (repeatable).")
 @click.option("--min-vram", help="Minimum VRAM per GPU, e.g. 48GiB.")
 @click.option("--region", "regions", multiple=True, help="Only this region (repeatable).")
 @click.option("--spot", is_flag=True, help="Only offers with a spot price.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -375,7 +376,31 @@ class ConnectionError(OSError):  # the name requests and httpx use   # noqa: A00
 
 @pytest.fixture
 def online(monkeypatch):
+    from planner.load import hf_config
+
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(hf_config, "_hub_reachable", lambda: True)
+
+
+def test_an_unreachable_hub_reads_the_cache_at_once(monkeypatch):
+    """No network and no HF_HUB_OFFLINE: the cache alone, without huggingface_hub's half a minute of retries."""
+    from planner.load import hf_config
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
+    started = time.perf_counter()
+    assert not hf_config._hub_reachable()
+    assert time.perf_counter() - started < hf_config.HUB_PROBE_S + 1
+    seen = {}
+
+    def download(repo_id, filename, **kwargs):
+        seen.update(kwargs)
+        raise LocalEntryNotFoundError("Cannot find the requested files in the disk cache")
+
+    _fake_hub(monkeypatch, download)
+    with pytest.raises(ValueError) as exc:
+        fetch_config("meta-llama/Llama-3.1-8B")
+    assert seen.get("local_files_only") is True and "could not be reached" in one_line(exc)
 
 
 def test_fetch_without_huggingface_hub(monkeypatch, online):
@@ -464,3 +489,32 @@ def test_fetch_with_real_huggingface_hub(monkeypatch, online):
     assert "could not be reached" in one_line(exc)
     monkeypatch.setattr(hub, "hf_hub_download", lambda *a, **k: str(DATA / "openai-community__gpt2.json"))
     assert fetch_config("openai-community/gpt2")["vocab_size"] == 50257
+
+
+@pytest.mark.parametrize("repo_id, name", [
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"), ("google/gemma-2-9b-it", "gemma-2-9b"),
+    ("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"), ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"),
+    ("google/gemma-3-12b-it", "gemma-3-12b"), ("mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-24b"),
+    ("meta-llama/Meta-Llama-3-70B-Instruct", "llama-3-70b"),
+])
+def test_a_tuned_variants_id_is_its_base_models_shape(repo_id, name):
+    """The id people copy from a model card (-Instruct, -chat, -it) is the catalog's base row: the same shape."""
+    from planner.load.catalog import load_catalog
+
+    assert load_catalog(["aws"]).model(repo_id).name == name
+
+
+def test_another_version_is_not_taken_for_the_catalogs():
+    from planner.load.catalog import load_catalog
+
+    with pytest.raises(KeyError):
+        load_catalog(["aws"]).model("mistralai/Mistral-7B-Instruct-v0.2")  # the catalog has v0.1
+
+
+def test_a_scenario_naming_an_instruct_id_plans_without_the_hub(run, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # any fetch would fail
+    path = tmp_path / "instruct.yaml"
+    path.write_text("name: i\ncatalogs: [aws]\nworkloads:\n  - name: tune\n    kind: fine_tuning\n"
+                    "    model: meta-llama/Llama-3.1-8B-Instruct\n    method: lora\n    work: {tokens: 10M}\n")
+    result = run("validate", path)
+    assert result.exit_code == 0, result.stderr

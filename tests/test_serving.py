@@ -438,6 +438,9 @@ def test_team_endpoint_and_fine_tunes_share_one_quota():
      "    slo: {ttft: 1s, tpot: 50ms}", "bucket shares add up to 0.5, expected 1"),
     ("traffic: {profile: [{hours: \"8-2\", requests_per_s: 5}]}\n    slo: {ttft: 1s, tpot: 50ms}",
      "expected START-END with 0 <= START < END <= 24"),
+    ("traffic: {requests_per_s: 5}\n    slo: {ttft: 500, tpot: 50ms}", "a latency needs its unit: write 500ms or 500s"),
+    ("traffic: {requests_per_s: 5}\n    slo: {ttft: 1s, tpot: \"0.05\"}", "a latency needs its unit"),
+    ("traffic: {requests_per_s: 5}\n    slo: {quantile: 0.9}", "give a latency target: ttft, tpot or both"),
 ])
 def test_bad_serving_fields_get_one_located_line(tmp_path, body, expected):
     path = tmp_path / "bad.yaml"
@@ -517,3 +520,24 @@ constraints:
     assert data["status"] == "INFEASIBLE"
     assert [r["workload"] for r in data["infeasible"]] == ["chat"]
     assert "quota aws/H100 (1 GPUs" in data["infeasible"][0]["reason"]
+
+
+def test_an_slo_may_name_one_target_and_both_allow_the_least_of_each_alone(tmp_path):
+    """`slo: {ttft: 60ms}` holds TTFT only: a replica's capacity under both targets is the lesser of its
+    capacities under each alone."""
+    from planner.candidates.endpoints import capacity_rows
+    from planner.load.scenario import load_scenario
+
+    def capacities(slo: str) -> dict:
+        path = tmp_path / "one.yaml"
+        path.write_text("name: one\ncatalogs: [aws]\nworkloads:\n  - name: chat\n    kind: serving\n"
+                        f"    model: llama-3.1-8b\n    traffic: {{requests_per_s: 5}}\n    slo: {slo}\n")
+        loaded = load_scenario(path)
+        return {(r["gpu"], r["tensor_parallel"]): r["max_requests_per_s"]
+                for r in capacity_rows(loaded.scenario, loaded.catalog, None, ("H100",))}
+
+    both, ttft, tpot = capacities("{ttft: 60ms, tpot: 20ms}"), capacities("{ttft: 60ms}"), capacities("{tpot: 20ms}")
+    assert both.keys() == ttft.keys() == tpot.keys() and len(both) == 4
+    for key in both:
+        assert both[key] == pytest.approx(min(ttft[key], tpot[key]), rel=1e-3)
+    assert any(tpot[k] > both[k] * 1.1 for k in both)  # without the TTFT target, more

@@ -22,6 +22,7 @@ from pydantic_core import PydanticUndefined
 
 from planner.cli import main as planner_main
 from planner.schema import scenario as s
+from planner.schema.json_schema import file_schema
 from planner.schema.quarter import Quarter, When
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -185,6 +186,8 @@ def pages() -> dict[Path, str]:
                                        "`runs:`), from `planner/schema/quarter.py`. A run takes every key of a "
                                        "[scenario's workload](scenario.md#workload) too.\n"),
         OUT / "cli.md": cli_page(),
+        ROOT / "docs" / "schema" / "scenario.schema.json": file_schema("scenario"),
+        ROOT / "docs" / "schema" / "quarter.schema.json": file_schema("quarter"),
     }
 
 

@@ -130,7 +130,7 @@ def replica_capacities(workload: Workload, catalog: Catalog, offer, tp: int,
         return None
     replica = replica_of(workload, catalog, offer, tp, headroom)
     slo = workload.slo
-    return [serving.capacity(replica, b.prompt_tokens, b.output_tokens, slo.ttft, slo.tpot, slo.quantile)
+    return [serving.capacity(replica, b.prompt_tokens, b.output_tokens, slo.ttft_s, slo.tpot_s, slo.quantile)
             for b in buckets]
 
 

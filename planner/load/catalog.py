@@ -134,6 +134,17 @@ def _validate_rows(model, frame: pd.DataFrame, path: Path, what: str) -> list:
         raise PlannerError(f"bad {what} row: {message}", f"{path}:{frame.index[int(row)]}") from None
 
 
+VARIANT_TAGS = {"instruct", "chat", "it", "hf", "pt", "base"}
+"""Name parts that mark a release of the same weights' shape: instruction or chat tuning, Meta's `-hf` conversions,
+Google's `-pt`/`-it`, Mistral's `-Base`. Versions (`v0.2`) and dates are kept: they may change the shape."""
+
+
+def base_repo(repo_id: str) -> str:
+    """A Hub id without its variant tags, lower-case: `meta-llama/Llama-2-7b-chat-hf` -> `meta-llama/llama-2-7b`."""
+    org, _, name = repo_id.lower().partition("/")
+    return org + "/" + "-".join(part for part in name.split("-") if part not in VARIANT_TAGS)
+
+
 @dataclass
 class Catalog:
     """Everything the planner knows about hardware and prices, for one scenario."""
@@ -157,9 +168,14 @@ class Catalog:
         raise KeyError(f"unknown GPU {name!r}{did_you_mean(name, self.gpus)}")
 
     def model(self, name: str) -> ModelArch:
-        """A model by catalog name or by the Hugging Face id the catalog row records."""
+        """A model by catalog name or by the Hugging Face id the catalog row records, or by the id of a
+        fine-tuned variant of it (`meta-llama/Llama-3.1-8B-Instruct`, `google/gemma-2-9b-it`): the same shape."""
         for model in self.models.values():
             if name.lower() in (model.name.lower(), model.hf_repo.lower()):
+                return model
+        base = base_repo(name)
+        for model in self.models.values():
+            if "/" in name and model.hf_repo and base_repo(model.hf_repo) == base:
                 return model
         raise KeyError(f"unknown model {name!r}{did_you_mean(name, self.models)}")
 
@@ -169,9 +185,18 @@ class Catalog:
         query = query.lower()
         return gpu_name.lower() == query or (gpu is not None and gpu.family.lower() == query)
 
+    def accelerator_matches(self, gpu_name: str, gpus_per_node: int, query: str) -> bool:
+        """`H100` (a GPU or family, any node size) or `H100:8` (nodes of 8: SkyPilot's syntax, as scenario files
+        and every `--gpu` option take it)."""
+        name, count = split_accelerator(query)
+        return self.gpu_matches(gpu_name, name) and (count is None or int(gpus_per_node) == count)
+
     def knows_gpu(self, query: str) -> bool:
-        query = query.lower()
-        return any(g.name.lower() == query or g.family.lower() == query for g in self.gpus.values())
+        """A GPU or family the catalog knows, with a whole number of GPUs per node if it gives one."""
+        name, colon, count = query.lower().partition(":")
+        if colon and not (count.isdigit() and int(count) > 0):
+            return False
+        return any(g.name.lower() == name or g.family.lower() == name for g in self.gpus.values())
 
     def gpu_names_and_families(self) -> list[str]:
         return sorted({g.name for g in self.gpus.values()} | {g.family for g in self.gpus.values()})
@@ -311,7 +336,8 @@ def gpu_summary(catalog: Catalog, queries: tuple[str, ...] = ()) -> pd.DataFrame
     spot price per GPU-hour across providers (and who offers it), and the GPU counts per node on offer."""
     offers = catalog.offers
     if queries:
-        offers = offers[offers["gpu"].map(lambda g: any(catalog.gpu_matches(g, q) for q in queries))]
+        offers = offers[[any(catalog.accelerator_matches(g, n, q) for q in queries)
+                         for g, n in zip(offers["gpu"], offers["gpus_per_node"])]]
     rows = []
     for name, group in offers.groupby("gpu", sort=True):
         gpu = catalog.gpus[name]
@@ -361,9 +387,9 @@ def offer_mask(catalog: Catalog, allow, forbid, offers: pd.DataFrame) -> pd.Seri
 
     def gpu_mask(queries) -> pd.Series:
         hit = pd.Series(False, index=offers.index)
-        for name, count in map(split_accelerator, queries):
-            wanted = {g for g in catalog.gpus if catalog.gpu_matches(g, name)}
-            hit |= offers["gpu"].isin(wanted) & (offers["gpus_per_node"] == count if count else True)
+        for query in queries:
+            hit |= pd.Series([catalog.accelerator_matches(g, n, query)
+                              for g, n in zip(offers["gpu"], offers["gpus_per_node"])], index=offers.index, dtype=bool)
         return hit
 
     for column, values in (("provider", allow.providers), ("region", allow.regions),
@@ -399,7 +425,8 @@ def filter_offers(catalog: Catalog, providers=(), gpus=(), regions=(), min_vram:
     if regions:
         offers = offers[offers["region"].isin(regions)]
     if gpus:
-        offers = offers[offers["gpu"].map(lambda g: any(catalog.gpu_matches(g, q) for q in gpus))]
+        offers = offers[[any(catalog.accelerator_matches(g, n, q) for q in gpus)
+                         for g, n in zip(offers["gpu"], offers["gpus_per_node"])]]
     if min_vram:
         try:
             floor = parse_gib(min_vram)

@@ -18,7 +18,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 from pathlib import Path
+from urllib.parse import urlparse
 
 from planner.errors import PlannerError
 from planner.load.yaml import parse_json, read_capped
@@ -478,9 +480,25 @@ def _why_not_fetched(exc: BaseException, offline: bool, revision: str | None) ->
     return None
 
 
+HUB_PROBE_S = 2.0
+"""How long a connection to the Hub may take before the cache is read alone."""
+
+
+def _hub_reachable() -> bool:
+    """Whether the Hub (HF_ENDPOINT, default huggingface.co) takes a connection within HUB_PROBE_S: with no
+    network, huggingface_hub retries for half a minute before it gives up, so the cache is then read at once."""
+    url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    try:
+        socket.create_connection((url.hostname or "", url.port or (443 if url.scheme == "https" else 80)),
+                                 timeout=HUB_PROBE_S).close()
+    except OSError:
+        return False
+    return True
+
+
 def fetch_config(repo_id: str, revision: str | None = None) -> dict:
     """config.json of a Hub model repository, downloaded through huggingface_hub (which caches it;
-    with HF_HUB_OFFLINE set only the cache is read)."""
+    with HF_HUB_OFFLINE set, or the Hub out of reach, only the cache is read)."""
     if not looks_like_hf_id(repo_id):
         raise ValueError(f"{repo_id!r} is not a Hugging Face model id (org/name)")
     try:
@@ -490,7 +508,7 @@ def fetch_config(repo_id: str, revision: str | None = None) -> dict:
                          f"`pip install huggingface_hub`, or {_LOCAL_HINT}") from None
     offline = _env_true("HF_HUB_OFFLINE")
     kwargs: dict = {"revision": revision}
-    if offline:
+    if offline or not _hub_reachable():
         kwargs["local_files_only"] = True
     try:
         path = hf_hub_download(repo_id, "config.json", **kwargs)

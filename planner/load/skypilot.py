@@ -19,7 +19,7 @@ OFFER_COLUMNS = [
     "on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h", "max_nodes", "defaults", "notes",
 ]
 
-# SkyPilot column -> our lower-case layout (the layout of shared/data/offers/*.csv).
+# SkyPilot column -> our lower-case layout (the layout of catalogs/offers/*.csv).
 _SKYPILOT_COLUMNS = {
     "InstanceType": "instance_type", "AcceleratorName": "accelerator_name",
     "AcceleratorCount": "accelerator_count", "vCPUs": "vcpus", "MemoryGiB": "memory_gib",

@@ -1,8 +1,8 @@
 """Per-GPU memory estimates for training and inference (pure functions, GiB).
 
 Physics layer: plain numbers and frozen dataclasses only, no pydantic, pandas,
-solver or CLI imports.  Formulas and reference values come from
-``shared/MEMORY-AND-SPEED.md`` (section numbers below refer to it).
+solver or CLI imports.  The formulas are described in docs/physics.md; the published memory
+figures each is held to are in docs/validation.md, with their sources.
 
 Units: every ``MemoryBreakdown`` field is GiB (2**30 bytes) *per GPU*.  The
 helpers whose names end in ``_bytes`` return bytes.  Parameter counts are plain
@@ -30,13 +30,13 @@ from math import ceil
 GIB = 2**30
 
 # CUDA context + cuBLAS/NCCL workspaces + caching-allocator slack, per GPU process.
-# MEMORY-AND-SPEED §4.3: the CUDA context alone is ~0.3-2 GiB per process
+# The CUDA context alone is ~0.3-2 GiB per process
 # (vram.asmirnov.xyz note); we take the middle of that range.  Fragmentation
 # beyond this is covered by the ``fits`` headroom (default 10 %).
 FRAMEWORK_OVERHEAD_GIB = 1.5
 
 # Default headroom used by ``fits``: need * (1 + headroom) <= vram.  10 % mirrors
-# vLLM's default gpu_memory_utilization = 0.9 (§4.3, R25) and the EleutherAI
+# vLLM's default gpu_memory_utilization = 0.9 (vLLM's engine arguments) and the EleutherAI
 # "inference ~= 1.2 x weights" rule leaving ~10-20 % for the runtime.
 DEFAULT_HEADROOM = 0.10
 
@@ -48,7 +48,7 @@ _TRAIN_WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0,
                        "fp8": 3.0}
 _TRAIN_GRAD_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0, "fp8": 2.0}
 
-# Optimizer-state bytes per trainable parameter (§1.1, ZeRO K / EleutherAI).
+# Optimizer-state bytes per trainable parameter (the ZeRO paper's K, EleutherAI's transformer-math).
 # Mixed precision keeps a 4-byte fp32 master copy; pure fp32 does not.
 _OPT_BYTES_MIXED = {"adamw": 12.0,       # 4 master + 4 m + 4 v (ZeRO K = 12)
                     "adamw_8bit": 6.0,   # 4 master + 1 + 1 (bitsandbytes)
@@ -60,7 +60,7 @@ _OPT_BYTES_PURE16 = {"adamw": 4.0, "adamw_8bit": 2.0, "sgd": 2.0}
 
 # LoRA adapters are kept in fp32 (PEFT's autocast_adapter_dtype=True default),
 # so each adapter parameter costs 4 (weight) + 4 (grad) + optimizer state with
-# no separate master copy: 16 B/param with AdamW (§3: "~16 B per adapter param").
+# no separate master copy: 16 B/param with AdamW (about 16 B per adapter parameter).
 _ADAPTER_WEIGHT_BYTES = 4.0
 _ADAPTER_GRAD_BYTES = 4.0
 # QLoRA's recipe (qlora.py with --bf16) keeps adapters and their gradients in bf16 and
@@ -68,13 +68,13 @@ _ADAPTER_GRAD_BYTES = 4.0
 QLORA_ADAPTER_BYTES = 2.0
 
 # QLoRA base storage: NF4 (4 bit) + double-quantised absmax constants
-# (8/64 + 32/(64*256) bit) = 4.127 bit ~= 0.516 B/param (QLoRA paper §3, R16).
+# (8/64 + 32/(64*256) bit) = 4.127 bit ~= 0.516 B/param (QLoRA paper §3).
 NF4_DQ_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 
-# Inference weight storage per parameter of quantised linear layers (§4.1).
+# Inference weight storage per parameter of quantised linear layers.
 WEIGHT_BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0,
                           "fp8": 1.0, "int8": 1.0, "int4": 0.5}
-# int4 group-quantisation scales: ~0.25 bit/param at group 128 with fp16 scales (§4.1).
+# int4 group-quantisation scales: ~0.25 bit/param at group 128 with fp16 scales.
 INT4_SCALE_BYTES_PER_PARAM = 0.25 / 8
 KV_BYTES_PER_ELEM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
 

@@ -2,7 +2,8 @@
 
 Physics layer: plain numbers and frozen dataclasses only.  W is the time of
 useful work with no failures and no checkpoints; the cost model adds those.
-Formulas and sources: ``shared/MEMORY-AND-SPEED.md`` (§ numbers below).
+The formulas are described in docs/physics.md; the published runs each is held to are in docs/validation.md
+(``benchmarks/published.py``), with their sources.
 
 Units: bandwidths in GB/s (1e9 B/s) unless named ``*_gbps`` (Gbit/s);
 peak throughput in TFLOP/s (dense, no sparsity); times in seconds, ``work_h``
@@ -113,12 +114,12 @@ PRECISION_FACTOR: Mapping[str, float] = MappingProxyType({
 DEFAULT_OVERLAP = 0.5
 
 # Achievable all-reduce bus bandwidth as a fraction of the unidirectional link
-# figure (nccl-tests busbw definition, §5.4).
+# figure (nccl-tests' busbw definition).
 LINK_EFFICIENCY: Mapping[str, float] = MappingProxyType({
     # A100 NVLink: nccl all_reduce ~235 of 300 GB/s; H200 copy 396/450 (stas00).
     "nvlink": 0.80,
     "infinity_fabric": 0.70,   # MI300X xGMI: 313 busbw of 448 GB/s at 8 GPUs (stas00)
-    # PCIe: all-reduce crosses CPU root complexes; §5.4 gives ~20-25 GB/s of
+    # PCIe: all-reduce crosses CPU root complexes; nccl-tests on PCIe servers give ~20-25 GB/s of
     # 31.5 (PCIe 4), ~40-50 of 63 (PCIe 5).
     "pcie": 0.70,
     # Inter-node, fraction of the per-GPU NIC share (judgement):
@@ -139,7 +140,7 @@ DEFAULT_PCIE_BIDIR_GBS = 64.0
 ALLREDUCE_LATENCY_S: Mapping[str, float] = MappingProxyType({
     "nvlink": 8e-6, "infinity_fabric": 10e-6, "pcie": 25e-6, "none": 0.0})
 
-# Decode streams weights + KV at 60-80 % of HBM/GDDR peak (§5.3, judgement).
+# Decode streams weights + KV at 60-80 % of HBM/GDDR peak (judgement; the published batch-1 decode figures in docs/validation.md check it).
 DECODE_BW_EFFICIENCY = 0.70
 # Context length at which KV reads run at half the weight-streaming rate (see kv_read_efficiency).
 # The published cases up to 22K context (benchmarks/published.py) fit best with no fall at all
@@ -648,7 +649,7 @@ def _context_ring_seconds(shape: ModelShape, topology: Topology, t: int, c: int,
 # ---------------------------------------------------------------------------
 
 def decode_tokens_per_s_bound(weight_bytes: float, kv_bytes: float, bandwidth_gbs: float) -> float:
-    """Upper bound for one sequence: bandwidth / (weights + KV bytes read per token) (§5.3)."""
+    """Upper bound for one sequence: bandwidth / (weights + KV bytes read per token)."""
     return bandwidth_gbs * 1e9 / (weight_bytes + kv_bytes)
 
 

@@ -64,7 +64,7 @@ def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic:
             "workload": name, "autoscale": endpoint.autoscale, "availability": endpoint.availability,
             "duration_h": endpoint.days * 24, "periods": periods,
             "peak": {"hours": peak["hours"], "ttft_s": _worst(peak, "ttft_s"), "tpot_s": _worst(peak, "tpot_s")},
-            "slo": {"ttft_s": workload.slo.ttft, "tpot_s": workload.slo.tpot, "quantile": workload.slo.quantile},
+            "slo": {"ttft_s": workload.slo.ttft, "tpot_s": workload.slo.tpot, "quantile": workload.slo.quantile},  # none: no target
             "worst": {key: max((v for p in periods if (v := _worst(p, key)) is not None), default=None)
                       for key in ("ttft_s", "tpot_s")},
             "busiest_load_share": max((pool["load_share"] for p in periods for pool in p["pools"]), default=0.0),
@@ -135,11 +135,13 @@ def _slo_note(e: dict) -> str:
     worst, slo = e["worst"], e["slo"]
     if worst["ttft_s"] is None:
         return ""
-    over = [name.upper() for name in ("ttft", "tpot") if worst[f"{name}_s"] > slo[f"{name}_s"] + 1e-12]
+    over = [name.upper() for name in ("ttft", "tpot")
+            if slo[f"{name}_s"] is not None and worst[f"{name}_s"] > slo[f"{name}_s"] + 1e-12]
+    targets = " and ".join(f"{slo[key] * 1e3:,.{digits}f} ms" if slo[key] is not None else "none"
+                           for key, digits in (("ttft_s", 0), ("tpot_s", 1)))
     return (f"; replayed at the planned load, p{slo['quantile'] * 100:g} TTFT {worst['ttft_s'] * 1e3:,.0f} ms and "
-            f"mean TPOT {worst['tpot_s'] * 1e3:,.1f} ms at worst (targets {slo['ttft_s'] * 1e3:,.0f} ms and "
-            f"{slo['tpot_s'] * 1e3:,.1f} ms)" + (f": {' and '.join(over)} above target, where the capacity model "
-                                                  f"is optimistic" if over else ""))
+            f"mean TPOT {worst['tpot_s'] * 1e3:,.1f} ms at worst (targets {targets})"
+            + (f": {' and '.join(over)} above target, where the capacity model is optimistic" if over else ""))
 
 
 def _ms(seconds: float | None):

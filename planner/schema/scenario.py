@@ -1,11 +1,12 @@
 """The domain model: GPUs, offers, providers, workloads and scenarios (pydantic v2, no solver).
 
-Units inside the model: hours, GiB, USD. Scenario files may write units (`90s`, `30m`,
-`2h`, `3d`; `80GiB`, `1.5TiB`; `$2.50/h`); bare numbers mean the unit in the field's name
-or docstring.
+Units inside the model: hours, GiB, USD, and seconds for latency targets. Scenario files may write units
+(`90s`, `30m`, `2h`, `3d`; `80GiB`, `1.5TiB`; `$2.50/h`); a bare number means the unit in the field's name or
+description, except a latency, which must name its unit (`500ms`, `2s`).
 """
 from __future__ import annotations
 
+import math
 import types
 import typing
 from typing import Annotated, Literal
@@ -27,8 +28,15 @@ MAX_LAYERS, MAX_WIDTH = 100_000, 10_000_000
 """A model's layers, and its widths and counts (hidden, heads, FFN, vocabulary, experts, context): far above any
 published model (hundreds of layers, widths of tens of thousands), low enough that a per-layer loop stays quick."""
 Width = Annotated[int, Field(gt=0, le=MAX_WIDTH)]
-Hours = Annotated[float, BeforeValidator(parse_hours), Field(gt=0, le=MAX_HOURS)]
-HoursOrZero = Annotated[float, BeforeValidator(parse_hours), Field(ge=0, le=MAX_HOURS)]
+
+
+def _written(parse) -> BeforeValidator:
+    """A quantity a file may write with its unit (`24h`, `80GiB`): a number or a string in the JSON Schema."""
+    return BeforeValidator(parse, json_schema_input_type=float | str)
+
+
+Hours = Annotated[float, _written(parse_hours), Field(gt=0, le=MAX_HOURS)]
+HoursOrZero = Annotated[float, _written(parse_hours), Field(ge=0, le=MAX_HOURS)]
 MIN_BILLING_H = 1 / 3.6e6
 """The finest billing step: a millisecond (clouds bill by the second at the finest); a step of 1e-310 h took the
 rounding waste's grid past floating point (NaN, or an overflow)."""
@@ -40,11 +48,11 @@ def _billing_step(hours: float) -> float:
     return hours
 
 
-BillingStep = Annotated[float, BeforeValidator(parse_hours), AfterValidator(_billing_step)]
-GiB = Annotated[float, BeforeValidator(parse_gib), Field(gt=0, le=MAX_GIB)]
-GiBOrZero = Annotated[float, BeforeValidator(parse_gib), Field(ge=0, le=MAX_GIB)]
-USD = Annotated[float, BeforeValidator(parse_usd), Field(gt=0, le=MAX_USD)]
-Count = Annotated[float, BeforeValidator(parse_count), Field(gt=0, le=MAX_COUNT)]
+BillingStep = Annotated[float, _written(parse_hours), AfterValidator(_billing_step)]
+GiB = Annotated[float, _written(parse_gib), Field(gt=0, le=MAX_GIB)]
+GiBOrZero = Annotated[float, _written(parse_gib), Field(ge=0, le=MAX_GIB)]
+USD = Annotated[float, _written(parse_usd), Field(gt=0, le=MAX_USD)]
+Count = Annotated[float, _written(parse_count), Field(gt=0, le=MAX_COUNT)]
 Fraction = Annotated[float, Field(gt=0, lt=1)]
 Multiplier = Annotated[float, Field(gt=0, le=MAX_MULTIPLIER)]
 PricePerHour = Annotated[float, Field(gt=0, le=1e6)]
@@ -70,7 +78,7 @@ MEGATRON_RECIPES = ("megatron", "nemo")
 STAGED_RECIPES = MEGATRON_RECIPES + ("hf", "axolotl")
 """The recipes with pipeline stages: Megatron's schedules, or Accelerate's device_map run one stage at a time."""
 
-Seconds = Annotated[float, BeforeValidator(parse_seconds), Field(gt=0, le=3600)]
+Seconds = Annotated[float, BeforeValidator(parse_seconds, json_schema_input_type=str), Field(gt=0, le=3600)]
 
 HARDWARE_FAILURE_PER_GPU_H = 2e-5
 """Llama 3 (arXiv:2407.21783): 419 unexpected interruptions in 54 days on 16,384 H100s."""
@@ -348,7 +356,8 @@ class Traffic(Strict):
         None, description="a steady rate all day")
     profile: tuple[TrafficPeriod, ...] = Field((), description="or a rate per span of hours (and weekdays)")
     buckets: tuple[RequestBucket, ...] = Field(
-        (RequestBucket(prompt_tokens=512, output_tokens=256),), description="request sizes and their shares (default: one of 512 prompt and 256 output tokens)")
+        (RequestBucket(prompt_tokens=512, output_tokens=256),),
+        description="request sizes and their shares (default: one of 512 prompt and 256 output tokens)")
     slices: int = Field(4, ge=1, le=64, description="parts each bucket's rate may be split into across GPU types "
                                                    "(Mélange's slice_factor)")
 
@@ -392,9 +401,25 @@ class Traffic(Strict):
 class Slo(Strict):
     """Latency targets: time to first token at `quantile`, and the mean time per output token."""
 
-    ttft: Seconds = Field(description="seconds (`500ms`, `2s`)")
-    tpot: Seconds = Field(description="seconds (`50ms`)")
+    ttft: Seconds | None = Field(None, description="time to first token at `quantile` (`500ms`, `2s`); none: no "
+                                                   "target")
+    tpot: Seconds | None = Field(None, description="mean time per output token (`50ms`); none: no target")
     quantile: Fraction = Field(0.9, description="the share of requests that must meet the TTFT target")
+
+    @model_validator(mode="after")
+    def _a_target(self) -> "Slo":
+        if self.ttft is None and self.tpot is None:
+            raise ValueError("give a latency target: ttft, tpot or both, e.g. {ttft: 500ms, tpot: 50ms}")
+        return self
+
+    @property
+    def ttft_s(self) -> float:
+        """The TTFT target in seconds; no target is no limit."""
+        return math.inf if self.ttft is None else self.ttft
+
+    @property
+    def tpot_s(self) -> float:
+        return math.inf if self.tpot is None else self.tpot
 
 
 class MeasuredCapacity(Strict):
@@ -473,7 +498,7 @@ class Placement(Strict):
 MAX_POOLS, MAX_PROVIDERS = 2, 1
 """An endpoint's defaults: what one team runs without a fleet manager (a main pool and one other, say a cheaper
 GPU for short prompts or a spot pool, at one provider)."""
-Share = Annotated[float, BeforeValidator(parse_share), Field(ge=0, lt=1)]
+Share = Annotated[float, _written(parse_share), Field(ge=0, lt=1)]
 
 
 class Risk(Strict):
@@ -506,7 +531,8 @@ def _estimate_error(value: object) -> object:
     return share
 
 
-EstimateErrorSetting = Annotated[Literal["published"] | float, BeforeValidator(_estimate_error)]
+EstimateErrorSetting = Annotated[Literal["published"] | float,
+                                 BeforeValidator(_estimate_error, json_schema_input_type=float | str)]
 """`published`: the physics' measured error against published runs; or the spread (one standard deviation of the
 log) of a throughput the user measured, such as 5%, centred on it; 0: taken as exact."""
 
@@ -569,7 +595,7 @@ class Workload(Strict):
                          "endpoint's duration (monitoring, on-call, a second provider's account); with it, a plan "
                          "spreads over another pool only where that saves more (default 0)")
     measured: tuple[MeasuredCapacity, ...] = Field((), description="serving: profiled capacity per replica")
-    gpus: Annotated[GpuCount, BeforeValidator(_gpu_count)] = Field(
+    gpus: Annotated[GpuCount, BeforeValidator(_gpu_count, json_schema_input_type=int | GpuCount)] = Field(
         GpuCount(), description="GPUs the job may use: `8` or `{min: 4, max: 32}`")
     time_budget: Hours | None = Field(None, description="hours; none = no deadline")
     risk: Risk = Field(Risk(), description="spot risk it takes for a saving (over defaults.risk)")
@@ -580,7 +606,8 @@ class Workload(Strict):
         Checkpointing(), description="how often it saves, how long that takes, what is kept")
     restart_overhead: HoursOrZero = Field(10 / 60, description="hours per (re)start")
     interruption_tolerance: Tolerance = Field(
-        "checkpointed", description="none: a preemption restarts from scratch; checkpointed: from the last checkpoint; stateless: nothing lost")
+        "checkpointed", description="none: a preemption restarts from scratch; checkpointed: from the last "
+                                    "checkpoint; stateless: nothing lost")
     data: Data = Field(Data(), description="the dataset: its size and where it lives (egress if elsewhere)")
     allow: Placement = Field(Placement(), description="only these providers, regions, GPUs, instance types, markets")
     forbid: Placement = Field(Placement(), description="never these")

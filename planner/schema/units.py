@@ -62,9 +62,13 @@ def parse_hours(value: object) -> float:
 
 
 def parse_seconds(value: object) -> float:
-    """'500ms', '2s', '1m' or a bare number of seconds -> seconds (latency targets)."""
-    return _scaled(value, {k: v * 3600 for k, v in HOURS_PER.items()}, "a latency such as 500ms or 2s", "time",
-                   "ms, s or m")
+    """'500ms', '2s', '1m' -> seconds (latency targets). A bare number is an error: 500 would be read as
+    milliseconds by some and as seconds by others, and durations elsewhere are bare hours."""
+    what = "a latency with its unit, such as 500ms or 2s"
+    number, unit = _split(value, what)
+    if not unit:
+        raise ValueError(f"a latency needs its unit: write {number:g}ms or {number:g}s, not {value!r}")
+    return _scaled(value, {k: v * 3600 for k, v in HOURS_PER.items()}, what, "time", "ms, s or m")
 
 
 MAX_GIB = 1e9

@@ -113,9 +113,12 @@ def placement_violations(workload: Workload, offer: dict, catalog) -> list[str]:
             out.append(f"{column} {offer[column]!r} is not in allow.{plural} {list(allowed)}")
         if offer[column] in getattr(workload.forbid, plural):
             out.append(f"{column} {offer[column]!r} is in forbid.{plural}")
-    if workload.allow.gpus and not any(catalog.gpu_matches(offer["gpu"], q) for q in workload.allow.gpus):
+    def listed(queries) -> bool:
+        return any(catalog.accelerator_matches(offer["gpu"], offer["gpus_per_node"], q) for q in queries)
+
+    if workload.allow.gpus and not listed(workload.allow.gpus):
         out.append(f"GPU {offer['gpu']!r} is not in allow.gpus {list(workload.allow.gpus)}")
-    if any(catalog.gpu_matches(offer["gpu"], q) for q in workload.forbid.gpus):
+    if listed(workload.forbid.gpus):
         out.append(f"GPU {offer['gpu']!r} is in forbid.gpus")
     return out
 
