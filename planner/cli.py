@@ -789,10 +789,12 @@ def gpus(gpus, catalogs, fmt) -> None:
         from planner.report.render import render_table
 
         as_of = cat.prices_as_of()
-        shown = frame.rename(columns={"on_demand_usd_per_gpu_h": "on_demand_per_gpu_h",
-                                      "spot_usd_per_gpu_h": "spot_per_gpu_h"})
         footer = [f"{len(frame)} GPU models; USD per GPU-hour" + (f", prices as of {as_of}" if as_of else "")]
-        click.echo(render_table(shown, footer=footer), nl=False)
+        click.echo(render_table(frame, footer=footer, headers={"on_demand_usd_per_gpu_h": "on_demand",
+                                                               "spot_usd_per_gpu_h": "spot", "bandwidth_gbs": "GB/s",
+                                                               "gpus_per_node": "per_node", "vram_gib": "vram"},
+                                drop=("providers", "gpus_per_node", "bandwidth_gbs", "on_demand_from", "spot_from")),
+                   nl=False)
     warn_old_prices(cat)
 
 
@@ -896,12 +898,14 @@ def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit)
     else:
         from planner.report.render import render_table
 
-        shown = frame.drop(columns=["defaults", "notes"]).rename(columns=_SHORT_HEADERS)
+        shown = frame.drop(columns=["defaults", "notes"])
         shown["network"] = shown.pop("inter_node") + " " + shown.pop("inter_node_gbps").map(lambda g: f"{g:g}G" if g else "")
         as_of = cat.prices_as_of()
         footer = [f"{len(frame)} offers; prices USD per node-hour" + (f", as of {as_of}" if as_of else "")
                   + "; preempt = spot preemptions per node-hour"]
-        click.echo(render_table(shown, footer=footer), nl=False)
+        click.echo(render_table(shown, footer=footer, headers=_SHORT_HEADERS,
+                                drop=("network", "intra_node", "spot_preemption_per_h", "gpu_vram_gib", "region")),
+                   nl=False)
     warn_old_prices(cat)
 
 

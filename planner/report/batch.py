@@ -10,7 +10,7 @@ import pandas as pd
 from planner.batch.pipeline import BatchPlan, month_spans
 from planner.economics.inputs import estimate_error, process_json
 from planner.report.render import render_table, to_json
-from planner.report.serving import endpoint_footer, endpoint_frame, serving_reports
+from planner.report.serving import ENDPOINT_DROP, endpoint_footer, endpoint_frame, serving_reports
 from planner.report.status import solve_report_json, status_line
 from planner.schema.quarter import as_scenario
 from planner.solve.outcome import SOLVED
@@ -151,7 +151,7 @@ def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
     shown = shown.drop(columns=["scheduled", "reason"], errors="ignore")
     text = render_table(shown, title=f"schedule for quarter {plan.loaded.quarter.name!r}")
     if data["endpoints"]:
-        text += "\n" + render_table(endpoint_frame(data["endpoints"]), title="endpoints",
+        text += "\n" + render_table(endpoint_frame(data["endpoints"]), title="endpoints", drop=ENDPOINT_DROP,
                                     footer=endpoint_footer(data["endpoints"]))
     if data["reservations"]:
         text += "\n" + render_table(pd.DataFrame(data["reservations"]), title="reservations to buy")

@@ -5,6 +5,7 @@ import shutil
 from typing import Any
 
 import simplejson
+from rich.console import Console
 
 
 def to_json(data: Any) -> str:
@@ -24,30 +25,73 @@ def _json_default(value: Any) -> Any:
 
 
 def render_table(frame, title: str | None = None, footer: list[str] | None = None, width: int | None = None,
-                 fold: tuple[str, ...] = ("note", "why")) -> str:
-    """A rich table as plain text (no colour codes, so it pastes and diffs cleanly); `fold` columns wrap.
+                 fold: tuple[str, ...] = ("note", "why"), drop: tuple[str, ...] = (),
+                 headers: dict[str, str] | None = None) -> str:
+    """A rich table as plain text (no colour codes, so it pastes and diffs cleanly), as wide as the terminal (or
+    $COLUMNS; 240 columns to a pipe or a file, so nothing is cut there).
 
-    As wide as the terminal (or $COLUMNS); 240 columns when writing to a pipe or a file, so nothing
-    is cut. Money columns (`*usd*`) show cents."""
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
-    for column in frame.columns:
-        numeric = frame[column].dtype.kind in "if"
-        wide = column in fold
-        table.add_column(str(column), justify="right" if numeric else "left", no_wrap=not wide,
-                         overflow="fold" if wide else "ellipsis", max_width=60 if wide else None)
-    money = [is_money(c) for c in frame.columns]
-    for row in frame.itertuples(index=False):
-        table.add_row(*(_cell(v, m) for v, m in zip(row, money)))
+    A number is never cut: numbers and money (`*usd*`, to the cent) keep their whole width, and text wraps.
+    Where even that does not fit, columns are left out, `drop` first (in its order), then the others from the
+    right, never the first column or money, and a footer line names them. `headers`: shorter names to show
+    for some columns (CSV and JSON keep the frame's)."""
     width = width or shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
+    columns = list(frame.columns)
+    order = [c for c in drop if c in columns] + [c for c in reversed(columns[1:]) if c not in drop and not is_money(c)]
+    left_out = []
+    headers = headers or {}
+    table = _table(frame, columns, title, fold, headers, wrap=False)  # text on one line where it fits
+    if _least_width(table) > width:
+        table = _table(frame, columns, title, fold, headers, wrap=True)
+    while _least_width(table) > width and order:
+        victim = order.pop(0)
+        columns.remove(victim)
+        left_out.append(headers.get(victim, str(victim)))
+        table = _table(frame, columns, title, fold, headers, wrap=True)
+    note = [f"left out at {width} columns: {', '.join(left_out)} (a wider terminal, --format csv or json shows "
+            "them)"] if left_out else []
     console = Console(width=width, record=True, color_system=None, force_terminal=False)
     with console.capture() as capture:
         console.print(table)
-        for line in footer or []:
+        for line in (footer or []) + note:
             console.print(line, highlight=False, markup=False)
     return capture.get()
+
+
+def render_lines(lines: list[str], width: int | None = None) -> str:
+    """Lines of prose wrapped as a table's footer is (to the terminal's width; 240 columns to a pipe)."""
+    console = Console(width=width or shutil.get_terminal_size((PIPE_WIDTH, 24)).columns, record=True,
+                      color_system=None, force_terminal=False)
+    with console.capture() as capture:
+        for line in lines:
+            console.print(line, highlight=False, markup=False)
+    return capture.get()
+
+
+def _table(frame, columns: list, title: str | None, fold: tuple[str, ...], headers: dict[str, str], wrap: bool):
+    """`fold` columns wrap at 60 characters; with `wrap`, every text column may wrap."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left", show_edge=False, pad_edge=False)
+    for column in columns:
+        numeric = frame[column].dtype.kind in "if" or is_money(column)
+        cells = [_cell(v, is_money(column)) for v in frame[column]]
+        widest = max((len(c) for c in cells), default=1)
+        header = headers.get(column, str(column))
+        if numeric:  # never cut: its widest cell sets its width
+            table.add_column(header, justify="right", no_wrap=True, min_width=widest)
+        else:
+            table.add_column(header, justify="left", overflow="fold", no_wrap=not (wrap or column in fold),
+                             max_width=60 if column in fold else None)
+    money = [is_money(c) for c in columns]
+    for row in frame[columns].itertuples(index=False):
+        table.add_row(*(_cell(v, m) for v, m in zip(row, money)))
+    return table
+
+
+def _least_width(table) -> int:
+    """The narrowest the table can be drawn without cutting a number (text wraps at spaces, or folds)."""
+    console = Console(width=10_000, color_system=None, force_terminal=False)
+    return console.measure(table).minimum
 
 
 PIPE_WIDTH = 240

@@ -99,6 +99,11 @@ def _worst(period: dict, key: str) -> float | None:
     return max(values) if values else None
 
 
+ENDPOINT_DROP = ("gpu", "TP", "tpot_ms", "ttft_ms", "load", "req/s", "replicas", "market")
+"""An endpoint table's columns left out first in a narrow terminal: it keeps the period, the offer, the market,
+the nodes and the cost."""
+
+
 def endpoint_frame(reports: list[dict]) -> pd.DataFrame:
     """One row per (endpoint, period, pool) for the table."""
     rows = []

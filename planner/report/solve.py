@@ -7,8 +7,8 @@ import pandas as pd
 
 from planner.candidates.generate import SAFETY, limits_of
 from planner.candidates.limits import Limits, quota_mask
-from planner.report.render import render_markdown, render_table, to_json
-from planner.report.serving import endpoint_footer, endpoint_frame, endpoint_reports
+from planner.report.render import render_lines, render_markdown, render_table, to_json
+from planner.report.serving import ENDPOINT_DROP, endpoint_footer, endpoint_frame, endpoint_reports
 from planner.report.status import solve_report_json, status_line
 from planner.schema.units import format_hours
 from planner.solve.outcome import SOLVED
@@ -92,6 +92,12 @@ def _status_line(plan: Plan) -> str:
                        _as_of(plan.loaded.catalog))
 
 
+PLAN_DROP = ("parallelism", "checkpoint", "region", "provider", "gpus_per_node", "nodes", "gpu")
+"""A plan's columns left out first in a narrow terminal: at 80 columns it keeps the workload, the offer, GPUs,
+market, hours, P(deadline) and cost."""
+PLAN_HEADERS = {"gpus_per_node": "per_node", "expected_h": "hours", "p_deadline": "P(dl)"}
+
+
 def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
     totals = breakdown_totals(plan)
     endpoints = endpoint_reports(plan)
@@ -104,11 +110,13 @@ def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
     text = ""
     if endpoints:
         text += render_table(endpoint_frame(endpoints), title=f"endpoints of scenario {plan.loaded.scenario.name!r}",
+                             drop=ENDPOINT_DROP,
                              footer=endpoint_footer(endpoints)) + "\n"
     if len(frame) or not endpoints:
-        text += render_table(frame, title=f"plan for scenario {plan.loaded.scenario.name!r}", footer=footer)
+        text += render_table(frame, title=f"plan for scenario {plan.loaded.scenario.name!r}", footer=footer,
+                             drop=PLAN_DROP, headers=PLAN_HEADERS)
     else:
-        text += "\n".join(footer) + "\n"
+        text += render_lines(footer)
     if explain:
         text += "\n" + "\n".join(explanations(plan)) + "\n"
     return text
