@@ -400,13 +400,15 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
               help="Monte-Carlo trials (memory grows with them).")
 @click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
               help="Same seed, same numbers.")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
+@click.option("-o", "--output", type=OutputPath(stdout_dash=True),
+              help="Write to this file (atomically) instead of stdout (`-`: stdout).")
 @click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
               help="Solver time limit when no --plan is given.")
 @click.option("--traces", "traces_dir", is_flag=False, flag_value="shipped", default=None, metavar="[DIR]",
               help="Replay the spot and spot_fallback assignments on measured availability traces instead: the "
                    "shipped public ones, or DIR's (Can't Be Late's JSON format).")
-def simulate(scenario, plan_file, trials, seed, fmt, time_limit, traces_dir) -> None:
+def simulate(scenario, plan_file, trials, seed, fmt, output, time_limit, traces_dir) -> None:
     """Monte-Carlo the plan (failures, lost work, restarts, billing sessions) against the analytic model.
 
     Endpoints are replayed minute by minute for their duration (Poisson arrivals, spot nodes preempted
@@ -442,8 +444,10 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit, traces_dir) -> 
         if traces_dir is not None:
             raise PlannerError("--traces replays a scenario's plan; a quarter schedule is replayed without it",
                                str(scenario))
-        return _simulate_quarter(scenario, plan_file, trials, seed, fmt, time_limit)
+        return _simulate_quarter(scenario, plan_file, trials, seed, fmt, output, time_limit)
     loaded = load_scenario(scenario)
+    protected = loaded.inputs + _inputs(plan_file)
+    check_outputs(protected, output)
     if plan_file:
         from planner.load.plan_file import load_plan
 
@@ -466,7 +470,7 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit, traces_dir) -> 
         from planner.report.traces import trace_rows, trace_text
 
         traces = load_traces(None if traces_dir == "shipped" else Path(traces_dir))
-        click.echo(trace_text(trace_rows(loaded, chosen, traces), fmt), nl=False)
+        emit(trace_text(trace_rows(loaded, chosen, traces), fmt), output, protected)
         warn_old_prices(loaded.catalog)
         return
     text = ""
@@ -479,15 +483,23 @@ def simulate(scenario, plan_file, trials, seed, fmt, time_limit, traces_dir) -> 
 
         replays = endpoint_replays(endpoints, seed)
         text = replay_text(replays, fmt, jobs=text)
-    click.echo(text, nl=False)
+    emit(text, output, protected)
     warn_old_prices(loaded.catalog)
 
 
-def _simulate_quarter(quarter: Path, plan_file: Path | None, trials: int, seed: int, fmt: str, time_limit: float):
+def _inputs(*paths) -> tuple[Path, ...]:
+    """Files given on the command line that an output must never replace (None: not given)."""
+    return tuple(Path(p) for p in paths if p)
+
+
+def _simulate_quarter(quarter: Path, plan_file: Path | None, trials: int, seed: int, fmt: str, output: str | None,
+                      time_limit: float):
     from planner.load.quarter import load_quarter
     from planner.report.batch import schedule_replay, schedule_replay_text, schedule_unreplayable
 
     loaded = load_quarter(quarter)
+    protected = loaded.inputs + _inputs(plan_file)
+    check_outputs(protected, output)
     if plan_file:
         from planner.load.plan_file import load_schedule
 
@@ -504,7 +516,7 @@ def _simulate_quarter(quarter: Path, plan_file: Path | None, trials: int, seed: 
             reasons = "; ".join(f"{r}: {why}" for r, why in plan.infeasible.items()) or plan.status
             nothing_to_simulate(f"{quarter}: no schedule to simulate ({reasons})", plan.status)
         data = batch_json(plan, timings=False)
-    click.echo(schedule_replay_text(schedule_replay(loaded, data, trials, seed), fmt), nl=False)
+    emit(schedule_replay_text(schedule_replay(loaded, data, trials, seed), fmt), output, protected)
     warn_old_prices(loaded.catalog)
 
 
@@ -665,11 +677,16 @@ class _LazyProgress:
 @click.option("--workload", help="Only this workload.")
 @click.option("--gpu", "gpus", multiple=True,
               help="Only this GPU name or family; NAME:COUNT for nodes of COUNT GPUs (H100:8; repeatable).")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option("--top", type=click.IntRange(min=1), default=None,
+              help="Per workload, only the N fastest shapes that fit (per endpoint, the N GPU and TP replicas that "
+                   "serve the most per GPU).")
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
+@click.option("-o", "--output", type=OutputPath(stdout_dash=True),
+              help="Write to this file (atomically) instead of stdout (`-`: stdout).")
 @click.option("--plan", "plan_file", type=click.Path(dir_okay=False, path_type=Path),
               help="A plan from `planner solve --format json`: each endpoint pool's load, headroom left and "
                    "TTFT/TPOT percentiles at the planned load.")
-def estimate(scenario, workload, gpus, fmt, plan_file) -> None:
+def estimate(scenario, workload, gpus, top, fmt, output, plan_file) -> None:
     """Memory per GPU, fit, productive hours W and scaling, per GPU model and count; for endpoints, the
     per-replica capacity table (requests/s within the SLO per GPU model, TP degree and request size).
 
@@ -685,6 +702,7 @@ def estimate(scenario, workload, gpus, fmt, plan_file) -> None:
     \b
     Example:
       planner estimate scenarios/full-finetune-70b.yaml --gpu H100 --gpu A100
+      planner estimate scenarios/team-quarter-mix.yaml --top 3 --format csv -o estimate.csv
       planner solve scenarios/serving-chat.yaml --format json -o plan.json
       planner estimate scenarios/serving-chat.yaml --plan plan.json
     """
@@ -692,6 +710,8 @@ def estimate(scenario, workload, gpus, fmt, plan_file) -> None:
     from planner.physics.estimate import estimate_rows
 
     loaded = load_scenario(scenario)
+    protected = loaded.inputs + _inputs(plan_file)
+    check_outputs(protected, output)
     names = {w.name for w in loaded.scenario.workloads}
     if workload and workload not in names:
         from planner.errors import did_you_mean
@@ -704,7 +724,7 @@ def estimate(scenario, workload, gpus, fmt, plan_file) -> None:
             raise PlannerError(f"unknown GPU {query!r}{did_you_mean(query, loaded.catalog.gpu_names_and_families())}",
                                "--gpu")
     if plan_file:
-        _estimate_plan(loaded, plan_file, workload, gpus, fmt)
+        emit(_estimate_plan(loaded, plan_file, workload, gpus, fmt), output, protected)
         return
     from planner.candidates.endpoints import capacity_rows
 
@@ -714,20 +734,25 @@ def estimate(scenario, workload, gpus, fmt, plan_file) -> None:
     rows = [r for r in estimate_rows(loaded, workload, names)  # H100:8: the rows on nodes of 8
             if not gpus or any(loaded.catalog.accelerator_matches(r["gpu"], r["gpus_per_node"], q) for q in gpus)]
     capacity = capacity_rows(loaded.scenario, loaded.catalog, workload, names)
-    if fmt == "json":
+    if top:
+        from planner.physics.estimate import best_rows
+
+        rows, capacity = best_rows(rows, top), best_rows(capacity, top)
+    if fmt in ("json", "csv"):
+        from planner.report.estimate import rows_csv
         from planner.report.render import to_json
 
-        click.echo(to_json(rows + capacity), nl=False)
+        emit(to_json(rows + capacity) if fmt == "json" else rows_csv(rows + capacity), output, protected)
         return
     from planner.economics.inputs import estimate_error
     from planner.report.estimate import capacity_text, estimate_text
 
     order = [w.name for w in loaded.scenario.workloads]
     errors = {w.name: estimate_error(w, loaded.scenario.defaults) for w in loaded.scenario.workloads}
-    click.echo(estimate_text(rows, order, errors) + capacity_text(capacity, order), nl=False)
+    emit(estimate_text(rows, order, errors) + capacity_text(capacity, order), output, protected)
 
 
-def _estimate_plan(loaded, plan_file: Path, workload: str | None, gpus: tuple[str, ...], fmt: str) -> None:
+def _estimate_plan(loaded, plan_file: Path, workload: str | None, gpus: tuple[str, ...], fmt: str) -> str:
     """`planner estimate --plan`: the plan's endpoint pools at their planned load."""
     from planner.candidates.endpoint_load import planned_loads
     from planner.load.catalog import split_accelerator
@@ -740,14 +765,12 @@ def _estimate_plan(loaded, plan_file: Path, workload: str | None, gpus: tuple[st
     rows = [r for r in planned_loads(loaded.scenario, loaded.catalog, endpoints, lambda loc: at(plan_file, loc))
             if (not workload or r["workload"] == workload)
             and (not gpus or any(loaded.catalog.gpu_matches(r["gpu"], split_accelerator(q)[0]) for q in gpus))]
-    if fmt == "json":
-        from planner.report.render import to_json
+    from planner.report.estimate import planned_load_text, rows_csv
+    from planner.report.render import to_json
 
-        click.echo(to_json(rows), nl=False)
-        return
-    from planner.report.estimate import planned_load_text
-
-    click.echo(planned_load_text(rows, [w.name for w in loaded.scenario.workloads]), nl=False)
+    if fmt != "table":
+        return to_json(rows) if fmt == "json" else rows_csv(rows)
+    return planned_load_text(rows, [w.name for w in loaded.scenario.workloads])
 
 
 # ---------------------------------------------------------------- gpus
@@ -961,8 +984,21 @@ def catalog_show(offer, catalogs, fmt) -> None:
             if key == "defaults":
                 continue
             mark = "  (default)" if key in marked else ""
-            lines.append(f"  {key:28} {value}{mark}")
+            lines.append(f"  {key:28} {_shown(key, value)}{mark}")
     click.echo("\n".join(lines))
+
+
+def _shown(key: str, value) -> str:
+    """A catalog value as people read it: hours of billing as `1s`, `1m`, `1h`; other floats without float noise."""
+    if value is None or isinstance(value, bool) or not isinstance(value, float):
+        return "-" if value is None else str(value)
+    if key.endswith("_h") and key.startswith("billing"):
+        seconds = value * 3600
+        for unit, size in (("h", 3600), ("m", 60), ("s", 1)):
+            if seconds >= size and abs(seconds / size - round(seconds / size)) < 1e-6:
+                return f"{round(seconds / size)}{unit}"
+        return f"{seconds:g}s"
+    return f"{value:g}"
 
 
 @catalog.command("import")

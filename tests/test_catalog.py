@@ -100,6 +100,9 @@ def test_catalog_show_marks_defaults(run):
     result = run("catalog", "show", "gcp/us-central1/a2-highgpu-1g")
     assert result.exit_code == 0
     assert "inter_node" in result.stdout and "(default)" in result.stdout
+    billing = run("catalog", "show", "aws/us-east-1/p5.48xlarge").stdout
+    assert "billing_granularity_h        1s" in billing and "billing_minimum_h            1m" in billing
+    assert "0.000277" not in billing  # hours of billing as people write them
     details = json.loads(run("catalog", "show", "aws/us-east-1/p5.48xlarge", "--format", "json").stdout)
     assert details["gpu"]["name"] == "H100-SXM" and details["provider"]["name"] == "aws"
 

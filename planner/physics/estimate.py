@@ -486,3 +486,22 @@ def layout_text(est: Estimate) -> str:
     if est.batch is not None:
         return f"TP{est.tensor_parallel} x{max(1, est.shape.gpus // est.tensor_parallel)} batch {est.batch}"
     return ""
+
+
+def best_rows(rows: list[dict], n: int) -> list[dict]:
+    """`planner estimate --top N`: per workload, its N fastest shapes that fit (least work_h); per endpoint, the N
+    (GPU, TP) replicas that serve the most requests/s per GPU over its request sizes, each with all its sizes.
+    Rows keep their order."""
+    keep: set[int] = set()
+    for name in dict.fromkeys(r["workload"] for r in rows):
+        mine = [i for i, r in enumerate(rows) if r["workload"] == name]
+        if "max_requests_per_s" in rows[mine[0]]:
+            per_gpu: dict[tuple, float] = {}
+            for i in mine:
+                shape = (rows[i]["gpu"], rows[i]["tensor_parallel"])
+                per_gpu[shape] = per_gpu.get(shape, 0.0) + rows[i]["max_requests_per_s"] / rows[i]["tensor_parallel"]
+            best = sorted((s for s, v in per_gpu.items() if v > 0), key=lambda s: (-per_gpu[s], s))[:n]
+            keep.update(i for i in mine if (rows[i]["gpu"], rows[i]["tensor_parallel"]) in best)
+        else:
+            keep.update(sorted((i for i in mine if rows[i]["fits"]), key=lambda i: (rows[i]["work_h"], i))[:n])
+    return [r for i, r in enumerate(rows) if i in keep]

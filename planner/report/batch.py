@@ -132,6 +132,11 @@ def _months(plan: BatchPlan) -> list[dict]:
     return [{"month": label, "cost_usd": round(value, 2)} for label, value in totals.items()]
 
 
+SCHEDULE_DROP = ("region", "provider", "nodes", "end")
+"""A schedule's columns left out first in a narrow terminal: it keeps the run, its start, the offer, GPUs, market,
+hours, P(deadline) and cost."""
+
+
 def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
     data = batch_json(plan, timings)
     if fmt == "json":
@@ -149,12 +154,15 @@ def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
                         expected_wall_h=runs["expected_wall_h"].astype(float).round(1),
                         p_deadline=runs["p_deadline"].astype(float).round(3))
     shown = shown.drop(columns=["scheduled", "reason"], errors="ignore")
-    text = render_table(shown, title=f"schedule for quarter {plan.loaded.quarter.name!r}")
+    text = render_table(shown, title=f"schedule for quarter {plan.loaded.quarter.name!r}", drop=SCHEDULE_DROP,
+                        headers={"instance_type": "instance", "expected_wall_h": "hours", "p_deadline": "P(dl)"})
     if data["endpoints"]:
         text += "\n" + render_table(endpoint_frame(data["endpoints"]), title="endpoints", drop=ENDPOINT_DROP,
                                     footer=endpoint_footer(data["endpoints"]))
     if data["reservations"]:
-        text += "\n" + render_table(pd.DataFrame(data["reservations"]), title="reservations to buy")
+        bought = pd.DataFrame(data["reservations"])
+        bought = bought.assign(start=bought["start"].astype(str).str[:16], end=bought["end"].astype(str).str[:16])
+        text += "\n" + render_table(bought, title="reservations to buy")  # times as the schedule writes them
     text += "\n" + render_table(pd.DataFrame(data["months"]), title="spending per month")
     if data["unscheduled"]:
         text += "\n" + render_table(pd.DataFrame(data["unscheduled"]).rename(columns={"reason": "why"}),
@@ -261,6 +269,8 @@ def schedule_replay_text(replay: dict, fmt: str) -> str:
                            "late_h": round(r["late_h"], 2), "planned_end": r["planned_end"][:16],
                            "p90_end": (r["p90_end"] or "after 9999")[:16], "due": r["due"][:16]}
                           for r in replay["runs"]])
+    if fmt == "csv":
+        return frame.to_csv(index=False)
     return render_table(frame, title="the schedule replayed: each run's wall time drawn from its process, "
                                      "after chains and reserved nodes pushing later runs",
                         footer=[f"the whole quarter holds (every run by its due date) in {replay['holds']:.2%} of "

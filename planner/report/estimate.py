@@ -88,3 +88,8 @@ def _ms(values: dict | None, q: float):
 PLANNED = ("load: the planned requests over what the nodes counted serve within the SLO; headroom: what is left for "
            "bursts; percentiles of the step replay at that rate (Poisson arrivals), worst request size; '-' where "
            "there is no model (measured capacity) or the replay's queue grows without end")
+
+
+def rows_csv(rows: list[dict]) -> str:
+    """The rows as CSV, nested figures flattened (`memory_gib.weights`, `ttft_s.p90`)."""
+    return pd.json_normalize(rows).to_csv(index=False) if rows else ""

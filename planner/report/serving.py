@@ -181,15 +181,18 @@ def endpoint_replays(reports: list[dict], seed: int) -> list[dict]:
 
 
 def replay_text(replays: list[dict], fmt: str, jobs: str = "") -> str:
-    """The replays after the jobs' Monte-Carlo text (`jobs`); JSON is {"workloads": [...], "endpoints": [...]}."""
+    """The replays after the jobs' Monte-Carlo text (`jobs`); JSON is {"workloads": [...], "endpoints": [...]};
+    CSV, the jobs' rows, a blank line and the endpoints' rows."""
     if fmt == "json":
         return to_json({"workloads": json.loads(jobs) if jobs else [], "endpoints": replays})
     if jobs:
-        return jobs + replay_text(replays, fmt)
+        return jobs + ("\n" if fmt == "csv" else "") + replay_text(replays, fmt)
     frame = pd.DataFrame([{"endpoint": r["workload"], "days": r["days"],
                            "below_capacity_sim": f"{r['below_capacity_share']['simulated']:.4%}",
                            "below_capacity_analytic": f"{r['below_capacity_share']['analytic']:.4%}",
                            "requests_within_slo_sim": f"{r['requests_within_slo_share']['simulated']:.4%}"}
                           for r in replays])
+    if fmt == "csv":
+        return frame.to_csv(index=False)
     return render_table(frame, title="endpoints replayed minute by minute (Poisson arrivals, preemptions, "
                                      "replacements) against the plan")

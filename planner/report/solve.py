@@ -329,6 +329,8 @@ def simulation_text(rows: list[dict], fmt: str) -> str:
         "p_deadline_sim": round(r["p_deadline"]["simulated"], 4),
         "p_deadline_analytic": round(r["p_deadline"]["analytic"], 4),
     } for r in rows])
+    if fmt == "csv":
+        return frame.to_csv(index=False)
     trials = rows[0]["trials"] if rows else 0
     return render_table(frame, title=f"Monte-Carlo ({trials:,} trials per workload) against the analytic model",
                         footer=["diff = (simulated mean - analytic) / analytic"])

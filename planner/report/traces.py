@@ -111,4 +111,6 @@ def trace_text(rows: list[dict], fmt: str) -> str:
     footer += skipped
     if not lines:
         return "no spot or spot_fallback assignment to replay on traces\n"
+    if fmt == "csv":
+        return pd.DataFrame(lines).to_csv(index=False)
     return render_table(pd.DataFrame(lines), title="Replayed on spot availability traces", footer=footer)
