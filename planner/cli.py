@@ -274,15 +274,21 @@ def validate(files: tuple[Path, ...]) -> None:
             quarter = load_quarter(path)
             q = quarter.quarter
             click.echo(f"{path}: ok: quarter {q.name!r}, {len(q.runs)} run(s), {len(q.reservations)} reservation "
-                       f"option(s), {quarter.steps} steps of {quarter.step_h:g} h, {len(quarter.catalog.offers)} offers")
+                       f"option(s), {quarter.steps} steps of {quarter.step_h:g} h, {len(quarter.catalog.offers)} offers"
+                       + _with_configs(quarter.configs))
             continue
         loaded = load_scenario(path)
         scenario, offers = loaded.scenario, loaded.catalog.offers
         kinds = ", ".join(sorted({w.kind for w in scenario.workloads}))
         click.echo(
             f"{path}: ok: scenario {scenario.name!r}, {len(scenario.workloads)} workload(s) ({kinds}), "
-            f"{len(offers)} offers from {', '.join(scenario.catalogs)}"
+            f"{len(offers)} offers from {', '.join(scenario.catalogs)}" + _with_configs(loaded.configs)
         )
+
+
+def _with_configs(configs) -> str:
+    """Which team config files a file was read with (`planner.toml`)."""
+    return f"; with {', '.join(map(str, configs))}" if configs else ""
 
 
 # ---------------------------------------------------------------- solve

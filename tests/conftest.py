@@ -16,6 +16,9 @@ SCENARIOS = REPO / "scenarios"
 # Tables render as they do into a pipe or a file (240 columns), whatever terminal the test runner (or a
 # pytest-xdist worker) happens to hold; the commands' own width rule is tested where it matters.
 os.environ["COLUMNS"] = str(240)
+# No team planner.toml of the machine's (a user-level one, or one above the checkout) reaches a test;
+# tests/test_team_config.py sets its own.
+os.environ["PLANNER_CONFIG"] = "none"
 
 
 def scenario_files() -> list[Path]:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from planner.errors import PlannerError, did_you_mean
 from planner.load.catalog import Catalog, load_catalog
 from planner.load.scenario import check_duplicate_names, validate_model
+from planner.load.team_config import with_team_config
 from planner.load.yaml import load_yaml, where
 from planner.schema.quarter import Quarter, Run, as_scenario
 from planner.schema.units import format_hours
@@ -25,11 +26,12 @@ class LoadedQuarter:
     catalog: Catalog
     raw: Any
     hf_configs: tuple[Path, ...] = ()  # the Hugging Face config files its models were read from
+    configs: tuple[Path, ...] = ()  # the team's planner.toml files it was read with (`team_config`)
 
     @property
     def inputs(self) -> tuple[Path, ...]:
         """Every file the quarter was read from: no output may be written over one."""
-        return (self.path, *self.catalog.files, *self.hf_configs)
+        return (self.path, *self.catalog.files, *self.hf_configs, *self.configs)
 
     def where(self, loc: tuple) -> str:
         return where(self.path, self.raw, loc)
@@ -69,6 +71,7 @@ def load_quarter(path: str | Path) -> LoadedQuarter:
         raise PlannerError("this is a scenario (workloads, no horizon): plan it with `planner solve`",
                            where(path, raw, ("workloads",)))
     check_duplicate_names(path, raw, "runs")
+    raw, configs = with_team_config(raw, path.parent, "runs")
     quarter = validate_model(Quarter, raw, path)
     _check_calendar(quarter, path, raw)
     try:
@@ -84,7 +87,7 @@ def load_quarter(path: str | Path) -> LoadedQuarter:
     check_some_offers(catalog, path, raw)
     hf_configs = hf_config_files(quarter.runs, path)
     quarter = quarter.model_copy(update={"runs": resolve_models(quarter.runs, catalog, path, raw, "runs")})
-    loaded = LoadedQuarter(path, quarter, catalog, raw, hf_configs)
+    loaded = LoadedQuarter(path, quarter, catalog, raw, hf_configs, configs)
     _check_quarter(loaded)
     return loaded
 

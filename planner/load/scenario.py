@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from planner.errors import PlannerError, did_you_mean
 from planner.load.catalog import Catalog, load_catalog
+from planner.load.team_config import with_team_config
 from planner.load.yaml import key_path, load_yaml, to_plain, where
 from planner.schema.scenario import Scenario
 
@@ -26,11 +27,12 @@ class LoadedScenario:
     catalog: Catalog
     raw: Any  # the parsed YAML, for line numbers in later errors
     hf_configs: tuple[Path, ...] = ()  # the Hugging Face config files its models were read from
+    configs: tuple[Path, ...] = ()  # the team's planner.toml files it was read with (`team_config`)
 
     @property
     def inputs(self) -> tuple[Path, ...]:
         """Every file the scenario was read from: no output may be written over one."""
-        return (self.path, *self.catalog.files, *self.hf_configs)
+        return (self.path, *self.catalog.files, *self.hf_configs, *self.configs)
 
     def where(self, loc: tuple) -> str:
         return where(self.path, self.raw, loc)
@@ -46,6 +48,7 @@ def load_scenario(path: str | Path) -> LoadedScenario:
         raise PlannerError("this is a quarter file (it has a horizon): plan it with `planner batch`",
                            where(path, raw, ("horizon",)))
     check_duplicate_names(path, raw)
+    raw, configs = with_team_config(raw, path.parent, "workloads")
     scenario = validate_model(Scenario, raw, path)
     try:
         catalog = load_catalog(scenario.catalogs, base_dir=path.parent)
@@ -58,7 +61,7 @@ def load_scenario(path: str | Path) -> LoadedScenario:
     check_some_offers(catalog, path, raw)
     hf_configs = hf_config_files(scenario.workloads, path)
     scenario = scenario.model_copy(update={"workloads": resolve_models(scenario.workloads, catalog, path, raw)})
-    loaded = LoadedScenario(path, scenario, catalog, raw, hf_configs)
+    loaded = LoadedScenario(path, scenario, catalog, raw, hf_configs, configs)
     check_references(loaded)
     return loaded
 
