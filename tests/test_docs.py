@@ -75,3 +75,26 @@ def test_help_does_not_import_heavy_libraries():
     code = "import sys, planner.cli; print(','.join(m for m in ('pandas', 'ortools', 'numpy', 'pydantic') if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""
+
+
+def test_the_readme_excerpt_is_the_shipped_file():
+    """The README's YAML is an excerpt of scenarios/team-quarter-mix.yaml: every key it shows has the file's value."""
+    import yaml
+
+    readme = (REPO / "README.md").read_text()
+    excerpt = yaml.safe_load(re.search(r"```yaml\n(.*?)```", readme, re.S).group(1))
+    shipped = yaml.safe_load((REPO / "scenarios" / "team-quarter-mix.yaml").read_text())
+
+    def within(part, whole, where):
+        if isinstance(part, dict):
+            assert isinstance(whole, dict), where
+            for key, value in part.items():
+                assert key in whole, f"{where}.{key}"
+                within(value, whole[key], f"{where}.{key}")
+        else:
+            assert part == whole, where
+
+    by_name = {w["name"]: w for w in shipped["workloads"]}
+    for workload in excerpt["workloads"]:
+        within(workload, by_name[workload["name"]], workload["name"])
+    within(excerpt["constraints"], shipped["constraints"], "constraints")
