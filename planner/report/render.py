@@ -49,7 +49,7 @@ def render_table(frame, title: str | None = None, footer: list[str] | None = Non
         table = _table(frame, columns, title, fold, headers, wrap=True)
     note = [f"left out at {width} columns: {', '.join(left_out)} (a wider terminal, --format csv or json shows "
             "them)"] if left_out else []
-    console = Console(width=width, record=True, color_system=None, force_terminal=False)
+    console = _console(width)
     with console.capture() as capture:
         console.print(table)
         for line in (footer or []) + note:
@@ -59,8 +59,7 @@ def render_table(frame, title: str | None = None, footer: list[str] | None = Non
 
 def render_lines(lines: list[str], width: int | None = None) -> str:
     """Lines of prose wrapped as a table's footer is (to the terminal's width; 240 columns to a pipe)."""
-    console = Console(width=width or shutil.get_terminal_size((PIPE_WIDTH, 24)).columns, record=True,
-                      color_system=None, force_terminal=False)
+    console = _console(width or shutil.get_terminal_size((PIPE_WIDTH, 24)).columns)
     with console.capture() as capture:
         for line in lines:
             console.print(line, highlight=False, markup=False)
@@ -86,6 +85,11 @@ def _table(frame, columns: list, title: str | None, fold: tuple[str, ...], heade
     for row in frame[columns].itertuples(index=False):
         table.add_row(*(_cell(v, m) for v, m in zip(row, money)))
     return table
+
+
+def _console(width: int) -> Console:
+    """A plain-text console (no colour codes, so output pastes and diffs cleanly) of `width` columns."""
+    return Console(width=width, record=True, color_system=None, force_terminal=False)
 
 
 def _least_width(table) -> int:

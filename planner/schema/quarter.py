@@ -11,8 +11,8 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MAX_USD, USD, Constraints, Defaults, Hours,
-                                     Override, Scenario, Strict, Workload)
+from planner.schema.scenario import (DEFAULT_CATALOGS, MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MAX_USD, USD, Constraints,
+                                     Defaults, Hours, Override, Scenario, Strict, Workload)
 
 EARLIEST, LATEST = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(9000, 1, 1, tzinfo=dt.timezone.utc)
 """The dates a calendar may use: far from the years 1 and 9999 that Python's dates end at, so that a calendar's
@@ -117,9 +117,8 @@ class QuarterConstraints(Constraints):
 class Quarter(Strict):
     name: str = Field(min_length=1, description="the quarter's name, in every report")
     description: str = Field("", description="one line on what it plans")
-    catalogs: tuple[str, ...] = Field(
-        ("aws", "gcp", "azure", "lambda", "runpod"),
-        description="shipped catalog names and/or paths to offer CSV files")
+    catalogs: tuple[str, ...] = Field(DEFAULT_CATALOGS, description="shipped catalog names and/or paths to offer CSV "
+                                                                    "files")
     defaults: Defaults = Field(Defaults(), description="settings every run takes unless it says otherwise")
     horizon: Horizon = Field(description="the calendar the runs are scheduled on")
     runs: tuple[Run, ...] = Field(min_length=1, description="the jobs and endpoints to schedule")

@@ -756,12 +756,15 @@ class Override(Strict):
         None, description="set that wait's coefficient of variation (1: exponential; the traces' are 2-6)")
 
 
+DEFAULT_CATALOGS = ("aws", "gcp", "azure", "lambda", "runpod")
+"""The catalogs a scenario or quarter file that names none (and no team config) is planned on."""
+
+
 class Scenario(Strict):
     name: str = Field(min_length=1, description="the scenario's name, in every report")
     description: str = Field("", description="one line on what it plans")
-    catalogs: tuple[str, ...] = Field(
-        ("aws", "gcp", "azure", "lambda", "runpod"),
-        description="shipped catalog names and/or paths to offer CSV files")
+    catalogs: tuple[str, ...] = Field(DEFAULT_CATALOGS, description="shipped catalog names and/or paths to offer CSV "
+                                                                    "files")
     defaults: Defaults = Field(Defaults(), description="settings every workload takes unless it says otherwise")
     workloads: tuple[Workload, ...] = Field(min_length=1, description="the jobs and endpoints to place")
     constraints: Constraints = Field(Constraints(), description="limits shared by all workloads")
