@@ -994,6 +994,51 @@ def catalog_show(offer, catalogs, fmt) -> None:
     click.echo("\n".join(lines))
 
 
+@catalog.command("spot")
+@click.option("--traces", "traces_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR", help="Measured availability traces (Can't Be Late's JSON format); default the shipped ones.")
+@click.option("--provider", "providers", multiple=True, help="Only this provider (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
+def catalog_spot(traces_dir, providers, fmt) -> None:
+    """How many spot nodes of each offer family could be held at once, as measured: per gang size, the share
+    of time all were up (mean, worst and best zone), how long they stayed up together, how long a lost gang
+    waited. Every spot candidate is replayed on these traces before it is offered; a gang larger than any
+    probe held is not offered.
+
+    \b
+    Example:
+      planner catalog spot --provider gcp
+    """
+    import pandas as pd
+
+    from planner.economics.obtainability import obtainability
+    from planner.load.traces import load_traces
+
+    rows = [r for r in obtainability(load_traces(traces_dir)) if not providers or r.cloud in providers]
+    frame = pd.DataFrame([vars(r) for r in rows], columns=[
+        "cloud", "instance_type", "nodes", "probes", "p_all_up", "p_all_up_worst", "p_all_up_best", "hold_h", "wait_h"])
+    if fmt == "json":
+        from planner.report.render import to_json
+
+        click.echo(to_json([vars(r) for r in rows]), nl=False)
+    elif fmt == "csv":
+        click.echo(frame.to_csv(index=False), nl=False)
+    else:
+        from planner.report.render import render_table
+
+        shown = frame.copy()
+        for column in ("p_all_up", "p_all_up_worst", "p_all_up_best"):
+            shown[column] = shown[column].map(lambda p: f"{p:.1%}")
+        for column in ("hold_h", "wait_h"):
+            shown[column] = shown[column].map(lambda h: "-" if h is None or pd.isna(h) else f"{h:.1f}")
+        footer = ["p_all_up: the share of time all n nodes were up, mean over the probes (worst, best probe); "
+                  "hold_h: mean hours all n stayed up together; wait_h: mean hours until all n were up again",
+                  "a spot gang larger than the largest probe is not planned (docs/cost-model.md §11)"]
+        click.echo(render_table(shown, footer=footer, headers={"instance_type": "instance", "p_all_up": "P(all up)",
+                                                               "p_all_up_worst": "worst", "p_all_up_best": "best"}),
+                   nl=False)
+
+
 def _shown(key: str, value) -> str:
     """A catalog value as people read it: hours of billing as `1s`, `1m`, `1h`; other floats without float noise."""
     if value is None or isinstance(value, bool) or not isinstance(value, float):

@@ -85,6 +85,64 @@ def test_nothing_within_the_risk_says_why(run, tmp_path):
     assert why.endswith("(spot), expects 3.7 preemption events, over risk.max_expected_preemptions (1)")
 
 
+def _scores(*pairs) -> list[dict]:
+    return [{"provider": "aws", "region": "test-1", "instance_type": "eight-a100", "nodes": n, "score": score}
+            for n, score in pairs]
+
+
+@pytest.mark.parametrize("scores, least, market", [
+    ([(1, 9)], 5, "spot"),  # the gang is one node: scored 9
+    ([(1, 4)], 5, "on_demand"),  # scored under the minimum asked
+    ([(1, 4)], 4, "spot"),
+    ([(2, 8), (4, 2)], 5, "spot"),  # the smallest scored capacity that holds it speaks for it
+])
+def test_a_region_scored_below_min_placement_score_loses_its_spot_candidates(run, tmp_path, scores, least, market):
+    data = _solve(run, tmp_path, {"risk": {"min_placement_score": least}, "spot_placement_scores": _scores(*scores)})
+    assert _market(data) == market
+
+
+def test_placement_scores_speak_for_the_gang_they_cover():
+    from planner.candidates.generate import placement_score
+    from planner.schema.scenario import PlacementScore
+
+    scores = tuple(PlacementScore(**s) for s in _scores((2, 8), (8, 3)))
+    at = {n: placement_score(scores, "aws", "test-1", "eight-a100", n) for n in (1, 2, 3, 8, 9)}
+    assert [at[n].nodes for n in (1, 2, 3, 8, 9)] == [2, 2, 8, 8, 8]  # beyond the largest: the largest's score
+    assert placement_score(scores, "aws", "test-2", "eight-a100", 1) is None  # not scored: kept
+
+
+def test_a_placement_score_rules_out_with_its_reason(run, tmp_path):
+    (tmp_path / "one.csv").write_text(OFFER)
+    scenario = json.loads(json.dumps(SCENARIO))
+    scenario["defaults"].update({"risk": {"min_placement_score": 6}, "spot_placement_scores": _scores((1, 2))})
+    scenario["workloads"][0]["forbid"] = {"markets": ["spot_fallback", "on_demand"]}
+    path = tmp_path / "narrow.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    data = json.loads(run("solve", path, "--format", "json", "--workers", "1").stdout)
+    (why,) = [entry["reason"] for entry in data["infeasible"]]
+    assert why.endswith("(spot), its spot placement score in test-1 is 2 for 1 node(s), under "
+                        "risk.min_placement_score (6)")
+
+
+@pytest.mark.parametrize("defaults, workload, error", [
+    ({"risk": {"min_placement_score": 5}}, {}, "risk.min_placement_score is set but defaults.spot_placement_scores "
+                                               "is empty"),
+    ({}, {"risk": {"min_placement_score": 5}}, "risk.min_placement_score is set"),
+    ({"spot_placement_scores": _scores((1, 5))}, {}, "no risk.min_placement_score reads them"),
+    ({"risk": {"min_placement_score": 11}, "spot_placement_scores": _scores((1, 5))}, {},
+     "(defaults.risk.min_placement_score): input should be less than or equal to 10"),
+])
+def test_scores_and_the_preference_that_reads_them_come_together(run, tmp_path, defaults, workload, error):
+    (tmp_path / "one.csv").write_text(OFFER)
+    scenario = json.loads(json.dumps(SCENARIO))
+    scenario["defaults"].update(defaults)
+    scenario["workloads"][0].update(workload)
+    path = tmp_path / "narrow.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    result = run("validate", path)
+    assert result.exit_code == 2 and error in result.stderr and result.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("text, error", [("10", "a percentage needs its % sign"), ("ten", "expected a share"),
                                          ("10 GB", "unknown unit")])
 def test_a_share_is_written_with_its_sign(run, tmp_path, text, error):

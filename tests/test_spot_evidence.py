@@ -59,7 +59,7 @@ def test_which_traces_speak_for_an_offer():
 
 
 def test_verdict_names_what_failed():
-    evidence = spot_evidence.Replayed(0.8, 0.75, 10.0, 0.0, 20.0, ("a", "b"), False)
+    evidence = spot_evidence.Replayed(0.8, 0.75, 10.0, 0.0, 10.0, 0.0, 20.0, ("a", "b"), False)
     assert "met its deadline in 80% of replays on 2 measured availability traces (75% in a zone not measured, for " \
            "how much the traces differ), below the 90% asked" in spot_evidence.verdict(evidence, 0.9, 10.0)
     ok = replace(evidence, p_deadline=0.97, p_deadline_low=0.95)
@@ -72,6 +72,18 @@ def test_verdict_names_what_failed():
     assert "on-demand node-hours" in spot_evidence.verdict(fell_back, 0.9, 20.0, 2.0)
     assert "(none fitted;" in spot_evidence.verdict(fell_back, 0.9, 20.0, 0.0)
     assert spot_evidence.verdict(fell_back, 0.9, 10.0, 3.0) == ""
+
+
+def test_a_stand_in_provider_is_held_at_what_one_more_zone_may_cost():
+    """A provider with no traces of its own is one zone not measured: its node-hours are held at the traces'
+    mean plus one more zone's spread (an Azure fallback within 1.10x on the mean replayed at 1.32x held out)."""
+    own = spot_evidence.Replayed(0.97, 0.95, 10.0, 2.0, 10.5, 4.0, 20.0, ("a", "b"), False)
+    assert spot_evidence.verdict(own, 0.9, 10.0, 2.0) == ""  # own traces: the mean decides
+    stand_in = replace(own, stand_in=True)
+    assert "its on-demand node-hours on replays on 2 measured stand-in availability traces are 4.0 in a zone not " \
+           "measured (2.00x the fitted figure" in spot_evidence.verdict(stand_in, 0.9, 10.0, 2.0)
+    assert spot_evidence.verdict(stand_in, 0.9, 10.0, 4.0) == ""
+    assert spot_evidence._new_zone_spread(np.array([3.0]), binomial=False) == 0  # one zone says nothing of others
 
 
 def test_the_error_over_traces_is_what_a_new_zone_must_allow_for():

@@ -18,6 +18,7 @@ from planner.whatif import sweep as W
 TWO_JOBS = """\
 name: whatif-small
 catalogs: [lambda, runpod]
+defaults: {spot_evidence: fitted}  # the sweep's mechanics, on the fitted process (RunPod has no traces of its own)
 workloads:
   - name: train
     kind: training

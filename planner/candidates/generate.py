@@ -30,7 +30,7 @@ from planner.economics.inputs import cost_inputs, estimate_error
 from planner.load.catalog import Catalog, offer_mask
 from planner.physics.estimate import (FLOOR_MARGIN, Estimate, Prepared, Shape, checkpoint_size_gib, estimate_prepared,
                                       layout_text, prepare, work_floor_h)
-from planner.schema.scenario import Override, Risk, Scenario, Workload
+from planner.schema.scenario import Override, PlacementScore, Risk, Scenario, Workload
 
 HOURS_PER_MONTH = 730.0
 INTER_REGION_USD_PER_GIB = 0.02
@@ -952,12 +952,31 @@ SAFETY = {"spot": 0, "spot_fallback": 1, "on_demand": 2}
 """How safe a market is from preemptions: a candidate's spot saving is measured against safer ones."""
 
 
-def _too_risky(candidate: dict, risk: Risk) -> str:
-    """Why a priced spot or spot_fallback candidate expects too many preemption events ('' when it does not)."""
-    cap, events = risk.max_expected_preemptions, candidate["preemption_events"]
-    if candidate["market"] == "on_demand" or cap is None or events <= cap:
+def _too_risky(candidate: dict, risk: Risk, scores: tuple[PlacementScore, ...]) -> str:
+    """Why a priced spot or spot_fallback candidate takes more risk than `risk` allows ('' when it does not):
+    too many expected preemption events, or a region scored below `risk.min_placement_score` for its nodes."""
+    if candidate["market"] == "on_demand":
         return ""
-    return f"expects {events:,.1f} preemption events, over risk.max_expected_preemptions ({cap:g})"
+    cap, events = risk.max_expected_preemptions, candidate["preemption_events"]
+    if cap is not None and events > cap:
+        return f"expects {events:,.1f} preemption events, over risk.max_expected_preemptions ({cap:g})"
+    least = risk.min_placement_score
+    scored = placement_score(scores, candidate["provider"], candidate["region"], candidate["instance_type"],
+                             candidate["nodes"]) if least is not None else None
+    if scored is not None and scored.score < least:
+        return (f"its spot placement score in {scored.region} is {scored.score} for {scored.nodes} node(s), under "
+                f"risk.min_placement_score ({least})")
+    return ""
+
+
+def placement_score(scores: tuple[PlacementScore, ...], provider: str, region: str, instance_type: str,
+                    nodes: int) -> PlacementScore | None:
+    """The score that speaks for `nodes` nodes of an offer: its smallest scored capacity of at least `nodes`, else
+    its largest (a smaller request is at least as likely granted, so a low score there rules a larger gang out
+    too, where a high one says nothing of it); None where the offer is not scored (it is kept)."""
+    own = sorted((s for s in scores if (s.provider, s.region, s.instance_type) == (provider, region, instance_type)),
+                 key=lambda s: s.nodes)
+    return next((s for s in own if s.nodes >= nodes), own[-1] if own else None)
 
 
 def _saving_kept(out: list[dict], risk: Risk) -> list[int]:
@@ -1193,7 +1212,7 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
             est = physics.estimates[rows.shape[at[i]]]
             candidate = _candidate_row(workload, catalog, row, unit, est.memory.total, est.precision, layout_text(est),
                                        exact.inputs.spot_share, evidence)
-            if why := _too_risky(candidate, risk):
+            if why := _too_risky(candidate, risk, scenario.defaults.spot_placement_scores):
                 risky.append((row, why))
                 continue
             out.append(candidate)

@@ -43,6 +43,8 @@ class Replayed:
     p_deadline_low: float  # what a zone not measured may fall to (`_new_zone_spread`): what is held to
     spot_node_h: float  # mean node-hours on spot (a fallback's on-demand ones below)
     on_demand_node_h: float
+    spot_node_h_high: float  # what a zone not measured may rise to (`_new_zone_spread` of the traces' means)
+    on_demand_node_h_high: float
     wall_h: float | None  # mean over the replays that finished; None: none did
     traces: tuple[str, ...]
     stand_in: bool  # no trace of the offer's provider: every trace stands in
@@ -101,21 +103,27 @@ def _replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_i
     done = np.isfinite(wall)
     on_time = inputs.estimate_error.met(wall, deadline, segment_plan(inputs).T0, market == "spot_fallback")
     per_trace = on_time.reshape(len(traces), STARTS_PER_TRACE).mean(axis=1)  # each trace's starts lie together
+    spot = np.concatenate([o.spot_node_h for o in out]).reshape(len(traces), STARTS_PER_TRACE).mean(axis=1)
+    on_demand = np.concatenate([o.on_demand_node_h for o in out]).reshape(len(traces), STARTS_PER_TRACE).mean(axis=1)
     return Replayed(
         p_deadline=float(np.mean(on_time)), p_deadline_low=float(np.mean(on_time) - _new_zone_spread(per_trace)),
-        spot_node_h=float(np.mean(np.concatenate([o.spot_node_h for o in out]))),
-        on_demand_node_h=float(np.mean(np.concatenate([o.on_demand_node_h for o in out]))),
+        spot_node_h=float(np.mean(spot)), on_demand_node_h=float(np.mean(on_demand)),
+        spot_node_h_high=float(np.mean(spot) + _new_zone_spread(spot, binomial=False)),
+        on_demand_node_h_high=float(np.mean(on_demand) + _new_zone_spread(on_demand, binomial=False)),
         wall_h=float(np.mean(wall[done])) if done.any() else None,
         traces=tuple(t.name for t in traces), stand_in=stand_in)
 
 
-def _new_zone_spread(per_trace: np.ndarray) -> float:
-    """How far the hit rate of a job that lands in a zone not measured may fall below the traces' mean: the
+def _new_zone_spread(per_trace: np.ndarray, binomial: bool = True) -> float:
+    """How far a figure of a job that lands in a zone not measured may stray from the traces' mean: the
     predictive spread of one more trace, sd * sqrt(1 + 1/n), each trace a zone and period of its own. A plan runs
     in one zone, not in the zones' mean, and the zones differ far more than one trace's starts do (a 16-node
-    probe in one zone never held eight nodes at once). One trace alone gives its starts' binomial error."""
+    probe in one zone never held eight nodes at once). One trace alone gives its starts' binomial error for a
+    hit rate (`binomial`), nothing for other figures."""
     if len(per_trace) > 1:
         return float(np.std(per_trace, ddof=1) * math.sqrt(1 + 1 / len(per_trace)))
+    if not binomial:
+        return 0.0
     p = float(per_trace[0])
     return math.sqrt(p * (1 - p) / STARTS_PER_TRACE)
 
@@ -143,18 +151,23 @@ def verdict(evidence: Replayed, confidence: float, fitted_spot_node_h: float, fi
     """Why a candidate with this replay is not offered ('' when it is). Node-hours of each market, not dollars:
     the verdict must not depend on prices, or offers alike but for their prices (screening prices only the
     cheapest of them) would be judged apart; and with each market's node-hours within `COST_SLACK` of the
-    fitted ones, so is the cost at any prices."""
+    fitted ones, so is the cost at any prices. A provider with no traces of its own (`stand_in`) is itself a
+    zone not measured: its node-hours are held at what one more zone may rise to, not the zones' mean (its
+    mean cost is one draw from the zones', not their average)."""
     where = f"{len(evidence.traces)} measured {'stand-in ' if evidence.stand_in else ''}availability trace" + (
         "s" if len(evidence.traces) != 1 else "")
     if evidence.p_deadline_low < confidence:
         return (f"met its deadline in {evidence.p_deadline:.0%} of replays on {where} ({evidence.p_deadline_low:.0%} "
                 f"in a zone not measured, for how much the traces differ), below the {confidence:.0%} asked")
-    for market, replayed, fitted in (("spot", evidence.spot_node_h, fitted_spot_node_h),
-                                     ("on-demand", evidence.on_demand_node_h, fitted_on_demand_node_h)):
+    high = evidence.stand_in
+    for market, replayed, fitted in (
+            ("spot", evidence.spot_node_h_high if high else evidence.spot_node_h, fitted_spot_node_h),
+            ("on-demand", evidence.on_demand_node_h_high if high else evidence.on_demand_node_h,
+             fitted_on_demand_node_h)):
         if replayed > (1 + COST_SLACK) * fitted + 1e-9:
             ratio = f"{replayed / fitted:.2f}x the fitted figure" if fitted > 0 else "none fitted"
-            return (f"its {market} node-hours on replays on {where} are {replayed:,.1f} ({ratio}; at most "
-                    f"{1 + COST_SLACK:.2f}x is offered)")
+            return (f"its {market} node-hours on replays on {where} are {replayed:,.1f}"
+                    f"{' in a zone not measured' if high else ''} ({ratio}; at most {1 + COST_SLACK:.2f}x is offered)")
     return ""
 
 

@@ -12,7 +12,8 @@ from typing import Annotated
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from planner.schema.scenario import (DEFAULT_CATALOGS, MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MAX_USD, USD, Constraints,
-                                     Defaults, Hours, Override, Scenario, Strict, Workload)
+                                     Defaults, Hours, Override, Scenario, Strict, Workload,
+                                     check_placement_scores)
 
 EARLIEST, LATEST = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(9000, 1, 1, tzinfo=dt.timezone.utc)
 """The dates a calendar may use: far from the years 1 and 9999 that Python's dates end at, so that a calendar's
@@ -125,6 +126,11 @@ class Quarter(Strict):
     reservations: tuple[Reservation, ...] = Field((), description="reserved capacity that may be bought")
     constraints: QuarterConstraints = Field(QuarterConstraints(), description="limits shared by all runs")
     overrides: tuple[Override, ...] = Field((), description="price and preemption changes to the catalogs' offers")
+
+    @model_validator(mode="after")
+    def _placement_scores_read(self) -> "Quarter":
+        check_placement_scores(self.defaults, self.runs)
+        return self
 
     @field_validator("runs")
     @classmethod

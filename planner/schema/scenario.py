@@ -511,6 +511,9 @@ class Risk(Strict):
     max_expected_preemptions: Annotated[float, Field(ge=0, le=1e9)] | None = Field(
         None, description="keep a spot or spot_fallback candidate only if it expects at most this many preemption "
                           "events")
+    min_placement_score: Annotated[int, Field(ge=1, le=10)] | None = Field(
+        None, description="keep a spot or spot_fallback candidate only if its region's spot placement score "
+                          "(defaults.spot_placement_scores) for its node count is at least this (1-10)")
 
     def over(self, fallback: "Risk") -> "Risk":
         """These preferences, each unset one taken from `fallback`."""
@@ -700,6 +703,29 @@ class Workload(Strict):
 # ---------------------------------------------------------------- scenarios
 
 
+class PlacementScore(Strict):
+    """One spot placement score: how likely `region` is to grant a spot request for `nodes` nodes of
+    `instance_type`, 1 (not likely) to 10 (highly likely), as AWS's get-spot-placement-scores reports it."""
+
+    provider: str = Field(min_length=1, description="the offer's provider, e.g. aws")
+    region: str = Field(min_length=1, description="the offer's region, e.g. us-east-1")
+    instance_type: str = Field(min_length=1, description="the offer's instance type, e.g. p5.48xlarge")
+    nodes: Annotated[int, Field(ge=1, le=MAX_GPUS)] = Field(description="the target capacity scored, in nodes")
+    score: Annotated[int, Field(ge=1, le=10)] = Field(description="1 (not likely) to 10 (highly likely)")
+
+
+def check_placement_scores(defaults: "Defaults", workloads) -> None:
+    """Scores and the preference that reads them come together: either alone would silently do nothing."""
+    wanted = defaults.risk.min_placement_score is not None or any(
+        w.risk.min_placement_score is not None for w in workloads)
+    if wanted and not defaults.spot_placement_scores:
+        raise ValueError("risk.min_placement_score is set but defaults.spot_placement_scores is empty; list the "
+                         "scores it reads")
+    if defaults.spot_placement_scores and not wanted:
+        raise ValueError("defaults.spot_placement_scores are given but no risk.min_placement_score reads them; set "
+                         "it in defaults.risk or a workload's risk")
+
+
 class Defaults(Strict):
     vram_headroom: Annotated[float, Field(ge=0, lt=1)] = Field(
         0.10, description="share of each GPU's memory kept free (fragmentation, spikes)")
@@ -710,6 +736,9 @@ class Defaults(Strict):
         "traces", description="traces: a spot candidate is offered only if it keeps its promise replayed on measured "
                               "availability (cost model §11); fitted: on the fitted process alone")
     risk: Risk = Field(Risk(), description="spot risk a workload takes for a saving, unless it says otherwise")
+    spot_placement_scores: tuple[PlacementScore, ...] = Field(
+        (), description="spot placement scores where you have them (AWS get-spot-placement-scores): how likely a "
+                        "region is to grant a spot request of so many nodes, 1-10; read under risk.min_placement_score")
     estimate_error: EstimateErrorSetting = Field(
         "published", description="how far real throughput may be from the estimate, in P(deadline): published (the "
                                  "physics' error against published runs, cost model §12) or a spread such as 5%")
@@ -770,6 +799,11 @@ class Scenario(Strict):
     constraints: Constraints = Field(Constraints(), description="limits shared by all workloads")
     overrides: tuple[Override, ...] = Field(
         (), description="price and preemption changes to the catalogs' offers (what-if by hand)")
+
+    @model_validator(mode="after")
+    def _placement_scores_read(self) -> "Scenario":
+        check_placement_scores(self.defaults, self.workloads)
+        return self
 
     @field_validator("workloads")
     @classmethod
