@@ -184,3 +184,19 @@ def test_promises_hold_on_held_out_zones():
     rows = [r for name in ("qlora-70b.yaml", "serving-team.yaml") for r in holdout(SCENARIOS / name, 3)]
     checked = [r for r in rows if "kept" in r]
     assert checked and all(r["kept"] for r in checked), json.dumps(rows, default=str)
+
+
+@pytest.mark.slow  # about a minute: every shipped example planned three times
+def test_every_shipped_spot_promise_holds_on_held_out_zones():
+    """What #41 asks, on every shipped example: planned with two thirds of the zones' traces and replayed on
+    the third, each spot or spot_fallback job meets its deadline in at least its confidence less 3 points, a
+    fallback's replayed compute is within 15 % of its plan, and none costs over 1.10x its on-demand
+    alternative (the stand-in Azure fallback that replayed at 1.32x failed this before stand-ins were held at
+    one more zone's cost)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from spot_holdout import run as holdout
+    from spot_holdout import shipped_examples
+
+    rows = [r for path in shipped_examples() for r in holdout(path, 3)]
+    checked = [r for r in rows if "kept" in r]
+    assert len(checked) >= 5 and all(r["kept"] for r in checked), json.dumps(rows, default=str)
