@@ -98,8 +98,33 @@ def swap_units(text: str, rng: random.Random) -> str:
                   text, count=rng.randint(1, 4))
 
 
+ODD_NAMES = ['"\\e]0;pwned-title\\aesc"', '"two\\nlines"', '"=HYPERLINK(\'http://x.example\')"', '"+cmd"', '"@SUM(A1)"',
+             '"-2+3"', '"run-${DATE}_${USER}"', '"cost $5_$10"', '"sft_$VERSION_$SUFFIX"', '"\\x07bell"']
+"""Names people write, or paste: escape sequences, spreadsheet formulas, shell and mathtext dollars."""
+
+
+def odd_names(text: str, rng: random.Random) -> str:
+    names = re.findall(r"- name: ([\w-]+)", text)
+    if not names:
+        return text
+    return text.replace(f"- name: {rng.choice(names)}\n", f"- name: {rng.choice(ODD_NAMES)}\n", 1)
+
+
+def endpoint_copies(text: str, rng: random.Random) -> str:
+    """An endpoint (or job) block repeated under new names: many identical workloads."""
+    blocks = re.split(r"(?m)^(?=  - name: )", text)
+    if len(blocks) < 2:
+        return text
+    block = rng.choice(blocks[1:])
+    name = re.match(r"  - name: (\S+)", block).group(1)
+    copies = [block.replace(f"- name: {name}", f"- name: {name}-copy{k}", 1) for k in range(rng.choice([2, 20, 200]))]
+    i = blocks.index(block)
+    return "".join(blocks[:i + 1] + copies + blocks[i + 1:])
+
+
 MUTATIONS = {f.__name__: f for f in (drop_line, wrong_type, extreme_number, control_characters, deep_nesting,
-                                     truncate, duplicate_block, aliases, odd_dates, cycle_after, swap_units)}
+                                     truncate, duplicate_block, aliases, odd_dates, cycle_after, swap_units,
+                                     odd_names, endpoint_copies)}
 
 
 def mutate(data: bytes, mutation: str, seed: int) -> bytes:

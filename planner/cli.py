@@ -68,7 +68,7 @@ class OutputPath(click.Path):
 MAX_TRIALS, MAX_SEED, MAX_PROCESSES = 1_000_000, 2**32 - 1, 256
 """Monte-Carlo trials (memory grows with them), seeds numpy takes, local processes (the sweep's points are fewer)."""
 
-EXIT_PLAN, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_TIME_LIMIT, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_PLAN, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_TIME_LIMIT, EXIT_INTERRUPTED, EXIT_CLOSED_OUTPUT = 0, 1, 2, 3, 130, 141
 """The exit statuses every command keeps (docs/commands.md, `planner --help`)."""
 _interrupted = False
 
@@ -127,6 +127,8 @@ class PlannerGroup(click.Group):
             _usage_error(exc, ctx)
         except (click.exceptions.Exit, click.ClickException):
             raise
+        except BrokenPipeError:
+            _closed_output(ctx)
         except Exception:
             if _interrupted:
                 _stop_interrupted(ctx)
@@ -143,6 +145,15 @@ def _usage_error(exc: click.UsageError, ctx: click.Context) -> None:
     command = (exc.ctx or ctx).command_path
     click.echo(f"error: {printable(exc.format_message())} (see {command} --help)", err=True)
     ctx.exit(EXIT_BAD_INPUT)
+
+
+def _closed_output(ctx: click.Context) -> None:
+    """The reader of standard output went away (`planner ... | head -1`): stop quietly with 141, what a shell
+    reports for a command ended by SIGPIPE, not 1 (infeasible) as a `pipefail` script would read it. What is
+    left to print goes nowhere, so Python's shutdown does not fail on it again."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    ctx.exit(EXIT_CLOSED_OUTPUT)
 
 
 def _stop_interrupted(ctx: click.Context) -> None:
@@ -215,9 +226,38 @@ def emit(text: str, output: str | None, inputs: tuple[Path, ...] = ()) -> None:
         from planner.files import write_atomic
 
         write_atomic(Path(output), text, protected=inputs)
-        click.echo(f"wrote {output}", err=True)
+        wrote(output)
     else:
         click.echo(text, nl=not text.endswith("\n"))
+
+
+_written: list[str] | None = None  # inside `outputs_together`: the files written, said once they are in place
+
+
+def wrote(path) -> None:
+    """`wrote PATH` on stderr, once the file is in place."""
+    if _written is not None:
+        _written.append(str(path))
+    else:
+        click.echo(f"wrote {path}", err=True)
+
+
+@contextlib.contextmanager
+def outputs_together():
+    """A command's output files land as a set, all or none (`planner.files.outputs_together`), and each
+    `wrote` line is printed only once they have."""
+    global _written
+    from planner import files
+
+    _written = []
+    try:
+        with files.outputs_together():
+            yield
+        written = _written
+    finally:
+        _written = None
+    for path in written:
+        click.echo(f"wrote {path}", err=True)
 
 
 @click.group(cls=PlannerGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -229,7 +269,8 @@ def main(max_input_size: str) -> None:
 
     Exit status: 0 a plan (or a successful command), 1 infeasible (the report says why),
     2 bad input (one line on stderr: file, line, key path, what was expected),
-    3 the time limit was reached before any plan was found, 130 interrupted.
+    3 the time limit was reached before any plan was found, 130 interrupted,
+    141 standard output closed by its reader (`| head`).
 
     \b
     Example:
@@ -384,13 +425,14 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
                                                                  progress=progress), fmt, output)
     if schedule_confidence is not None:
         plan.schedule_confidence = schedule_confidence
-    emit(batch_text(plan, fmt, not no_timings), output, inputs=loaded.inputs)
-    warn_old_prices(loaded.catalog)
-    if gantt and plan.result is not None and plan.result.solved:
-        from planner.report.gantt import write_gantt
+    with outputs_together():  # the table and its chart land together or not at all
+        emit(batch_text(plan, fmt, not no_timings), output, inputs=loaded.inputs)
+        if gantt and plan.result is not None and plan.result.solved:
+            from planner.report.gantt import write_gantt
 
-        write_gantt(batch_json(plan), Path(gantt), protected=loaded.inputs)
-        click.echo(f"wrote {gantt}", err=True)
+            write_gantt(batch_json(plan), Path(gantt), protected=loaded.inputs)
+            wrote(gantt)
+    warn_old_prices(loaded.catalog)
     exit_for(plan.status)
 
 
@@ -642,12 +684,13 @@ def whatif(file, spot, preemption, on_demand, rate, where, fmt, output, plot, pr
             result = run_sweep(spec, pool, solve=solve_one, progress=bar.update)
     finally:
         bar.close()
-    emit(sweep_text(result, fmt), output, inputs=loaded.inputs)
-    if plot:
-        from planner.whatif.plot import write_plot
+    with outputs_together():  # the table and its plot land together or not at all
+        emit(sweep_text(result, fmt), output, inputs=loaded.inputs)
+        if plot:
+            from planner.whatif.plot import write_plot
 
-        write_plot(result, plot, protected=loaded.inputs)
-        click.echo(f"wrote {plot}", err=True)
+            write_plot(result, plot, protected=loaded.inputs)
+            wrote(plot)
     warn_old_prices(loaded.catalog)
 
 
@@ -813,7 +856,9 @@ def gpus(gpus, catalogs, fmt) -> None:
 
         click.echo(to_json(frame.astype(object).where(frame.notna(), None).to_dict("records")), nl=False)
     elif fmt == "csv":
-        click.echo(frame.to_csv(index=False), nl=False)
+        from planner.report.render import to_csv
+
+        click.echo(to_csv(frame), nl=False)
     else:
         from planner.report.render import render_table
 
@@ -923,7 +968,9 @@ def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit)
         records = frame.astype(object).where(frame.notna(), None).to_dict("records")
         click.echo(to_json(records), nl=False)
     elif fmt == "csv":
-        click.echo(frame.to_csv(index=False), nl=False)
+        from planner.report.render import to_csv
+
+        click.echo(to_csv(frame), nl=False)
     else:
         from planner.report.render import render_table
 
@@ -1022,7 +1069,9 @@ def catalog_spot(traces_dir, providers, fmt) -> None:
 
         click.echo(to_json([vars(r) for r in rows]), nl=False)
     elif fmt == "csv":
-        click.echo(frame.to_csv(index=False), nl=False)
+        from planner.report.render import to_csv
+
+        click.echo(to_csv(frame), nl=False)
     else:
         from planner.report.render import render_table
 

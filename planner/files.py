@@ -1,6 +1,8 @@
 """Output files written atomically: a crash never leaves half a file, and no input is overwritten."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import stat
 import tempfile
@@ -54,7 +56,8 @@ def same_target(path: Path, other: Path) -> bool:
 
 
 def write_atomic(path: Path, data: str | bytes, protected: tuple[Path, ...] = ()) -> None:
-    """Write via a temporary file and rename, so a crash never leaves half a file.
+    """Write via a temporary file (synced) and rename, so a crash never leaves half a file; inside
+    `outputs_together`, the rename waits for the command's other outputs.
 
     Refuses to overwrite any of `protected` (see `check_target`; its checks that the folder takes a file are
     the temporary file's own here). A symlink keeps pointing where it did (its target is replaced); a device
@@ -70,6 +73,7 @@ def write_atomic(path: Path, data: str | bytes, protected: tuple[Path, ...] = ()
         except OSError as exc:
             raise _cannot_write(exc, path) from None
         return
+    _remove_stale(directory, target)
     try:
         fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(target), suffix=".tmp")
     except OSError as exc:
@@ -77,16 +81,88 @@ def write_atomic(path: Path, data: str | bytes, protected: tuple[Path, ...] = ()
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
+            handle.flush()
+            os.fsync(handle.fileno())  # the data is on disk before the rename makes it the file
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the output is an ordinary file
-        os.replace(tmp, target)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise _cannot_write(exc, path) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    staged = _staging.get()
+    if staged is not None:
+        staged.append((Path(tmp), target, path))
+    else:
+        _rename([(Path(tmp), target, path)])
+
+
+_staging: contextvars.ContextVar[list | None] = contextvars.ContextVar("staging", default=None)
+
+
+@contextlib.contextmanager
+def outputs_together():
+    """A command's output files land as a set: each `write_atomic` inside leaves its synced temporary file, and
+    all are renamed into place when the block ends without error; an error or interrupt inside removes them all,
+    so no new `out.csv` sits beside the previous run's `g.png`."""
+    staged: list = []
+    token = _staging.set(staged)
+    try:
+        yield
+    except BaseException:
+        for tmp, _, _ in staged:
+            tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        _staging.reset(token)
+    _rename(staged)
+
+
+def _rename(staged: list) -> None:
+    """Each temporary file over its target, then the folders synced so the renames survive a power cut."""
+    try:
+        for tmp, target, path in staged:
+            try:
+                os.replace(tmp, target)
+            except OSError as exc:
+                raise _cannot_write(exc, path) from None
+    finally:
+        for tmp, _, _ in staged:
+            tmp.unlink(missing_ok=True)  # those not renamed (an error above)
+    for directory in {target.parent for _, target, _ in staged}:
+        with contextlib.suppress(OSError):
+            fd = os.open(directory or ".", os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def _remove_stale(directory: Path, target: Path) -> None:
+    """Temporary files of `target` left by a planner process that no longer runs (killed in its write window):
+    named `.NAME.PID.XXXX.tmp`, they are found and removed by the next write of the same file."""
+    prefix = f".{target.name[:100]}."
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(directory):
+            name = entry.name
+            if not (name.startswith(prefix) and name.endswith(".tmp")):
+                continue
+            pid = name[len(prefix):].split(".", 1)[0]
+            if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process
+    return True
 
 
 def _kind(path: Path) -> int | None:
@@ -100,7 +176,9 @@ def _kind(path: Path) -> int | None:
 
 
 def _temp_prefix(path: Path) -> str:
-    return f".{path.name[:100]}."  # a name near the folder's limit still leaves room for the temporary one
+    """`.NAME.PID.`: a name near the folder's limit still leaves room for the temporary one, and the process id
+    tells the next write whether the file's writer still runs (`_remove_stale`)."""
+    return f".{path.name[:100]}.{os.getpid()}."
 
 
 def _cannot_write(exc: OSError, path: Path) -> PlannerError:

@@ -121,8 +121,9 @@ def test_yaml_oddities_give_one_clean_line(run, tmp_path):
     anchors.write_text("name: x\nworkloads:\n  - &a {name: a, kind: training}\n  - &a {name: b, kind: training}\n")
     assert "duplicate anchor" in one_line(run("validate", anchors))
     separator = tmp_path / "u2028.yaml"  # the YAML scanner breaks lines at U+2028: report the editor's line
-    separator.write_text('name: x\nworkloads:\n  - name: "a\u2028b"\n    kind: trainingz\n', encoding="utf-8")
-    assert f"{separator}:4 (workloads[0].kind)" in one_line(run("validate", separator))
+    separator.write_text('name: x\nworkloads:\n  - name: a\n    description: "a\u2028b"\n    kind: trainingz\n',
+                         encoding="utf-8")
+    assert f"{separator}:5 (workloads[0].kind)" in one_line(run("validate", separator))
     offers = tmp_path / "odd.csv"  # a U+2028 inside a value is escaped, so the error stays one line
     offers.write_text("provider,region,instance_type,gpu,gpus_per_node,gpu_vram_gib,intra_node,intra_node_gbs,"
                       "inter_node,on_demand_usd_h\nlambda,us,x,H100\u2028X,1,80,pcie,64,none,2\n", encoding="utf-8")
@@ -130,7 +131,7 @@ def test_yaml_oddities_give_one_clean_line(run, tmp_path):
     scenario.write_text("name: x\ncatalogs: [./odd.csv]\nworkloads:\n  - {name: a, kind: training, memory: {per_gpu: 2GiB},"
                         " work: {gpu_hours: 1, reference_gpu: A100-80GB}}\n")
     line = one_line(run("validate", scenario))
-    assert "H100\\u2028X" in line and "unknown GPU" in line
+    assert "H100\\u2028X" in line and "non-printing characters" in line  # a name is refused with it
     control = tmp_path / "control.yaml"
     control.write_bytes(b"name: x\x01\nworkloads: []\n")
     assert "U+0001" in one_line(run("validate", control))

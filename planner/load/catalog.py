@@ -10,7 +10,7 @@ import io
 import math
 import os
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, datetime
 from functools import cached_property
 from importlib import resources
 from pathlib import Path
@@ -60,6 +60,16 @@ def _header_comments(text: str) -> tuple[dict[str, str], int]:
     return meta, count
 
 
+def _check_as_of(value: str, path: Path, text: str) -> None:
+    """`# as_of:` dates the prices (and their age warning): a date that is not one would silently drop both."""
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        line = next((n for n, row in enumerate(text.splitlines(), 1) if row.startswith("#") and "as_of" in row), 1)
+        raise PlannerError(f"# as_of: expected a date such as 2025-07-01 (or 2025-07-01T12:00), got {value!r}",
+                           f"{path}:{line}") from None
+
+
 def read_table_file(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str], int]:
     """(rows as strings, empty cells missing, indexed by the line each starts on; the `# key: value` header;
     the header row's line). Comment lines (`#`) and blank lines may stand anywhere and are skipped; a row
@@ -72,6 +82,8 @@ def read_table_file(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str]
     except UnicodeDecodeError as exc:
         raise PlannerError(f"cannot read {what}: not UTF-8 text ({exc.reason} at byte {exc.start})", str(path)) from None
     meta, _ = _header_comments(text)
+    if "as_of" in meta:
+        _check_as_of(meta["as_of"], path, text)
     physical: list[int] = []  # the file's line number of each line the reader is given
 
     def uncommented():

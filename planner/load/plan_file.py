@@ -189,7 +189,7 @@ def at(path: Path, loc: tuple) -> str:
 
 
 def _read_json(path: Path, what: str):
-    return parse_json(read_text(path, what), path, what)
+    return parse_json(read_text(path, what, "JSON"), path, what)
 
 
 def _validated(model: type[BaseModel], data: Any, path: Path, command: str):

@@ -13,6 +13,8 @@ from typing import Callable, Optional
 
 import pandas as pd
 
+from planner.schema.scenario import MAX_GPUS_PER_NODE
+
 OFFER_COLUMNS = [
     "provider", "region", "instance_type", "gpu", "gpus_per_node", "vcpus", "ram_gib",
     "gpu_vram_gib", "intra_node", "intra_node_gbs", "inter_node", "inter_node_gbps",
@@ -50,7 +52,6 @@ SPOT_PREEMPTION_DEFAULT = {
     "aws": 0.47, "gcp": 0.24, "azure": 0.24, "nebius": 0.24, "runpod": 0.5,
 }
 SPOT_PREEMPTION_FALLBACK = 0.5
-MAX_GPUS_PER_NODE = 1024  # far above any machine sold; a larger AcceleratorCount is a typo or garbage
 
 
 def pcie_gbs(gpu: str) -> int:
@@ -80,14 +81,34 @@ def interconnect_defaults(provider: str, gpu: str, gpus_per_node: int) -> dict:
             "inter_node": inter, "inter_node_gbps": inter_gbps}
 
 
+_NUMBER = r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?"
+"""A number as GpuInfo writes one, exponent included (`2.4576e4` MiB is 24 GiB, not 2.4576 MiB)."""
+
+
+class RowError(ValueError):
+    """A bad row, with the frame's index of it (`read_vms` makes that the file's line)."""
+
+    def __init__(self, message: str, row) -> None:
+        super().__init__(message)
+        self.row = row
+
+
+def read_vms(file: Path, **options) -> pd.DataFrame:
+    """A vms.csv with each row indexed by its line in the file (the header is line 1; blank lines count), so
+    every error names `file:LINE` as the user's editor shows it."""
+    frame = pd.read_csv(file, skip_blank_lines=False, **options)
+    frame.index = frame.index + 2
+    return frame.dropna(how="all")
+
+
 def _gpu_mib(gpu_info, count) -> float:
     """Per-GPU MiB from SkyPilot's GpuInfo (a Python-dict-like string)."""
     if not isinstance(gpu_info, str):
         return math.nan
-    m = re.search(r"SizeInMiB['\"]?\s*:\s*([0-9.]+)", gpu_info)
+    m = re.search(rf"SizeInMiB['\"]?\s*:\s*({_NUMBER})", gpu_info)
     if m:
         return float(m.group(1))
-    m = re.search(r"TotalGpuMemoryInMiB['\"]?\s*:\s*([0-9.]+)", gpu_info)
+    m = re.search(rf"TotalGpuMemoryInMiB['\"]?\s*:\s*({_NUMBER})", gpu_info)
     return float(m.group(1)) / count if m and count else math.nan
 
 
@@ -174,9 +195,8 @@ def import_skypilot(
         gpu = resolve_gpu(r["instance_type"], name, r["gpu_memory_mib_per_gpu"]) if resolve_gpu else None
         gpu = gpu or aliases.get(name.upper())
         if gpu is None:
-            raise ValueError(f"unknown GPU name {name!r} in row {idx} "
-                             f"(instance_type={r['instance_type']!r}, region={r['region']!r}); "
-                             "add it to the aliases of a GPU in catalogs/gpus.csv")
+            raise RowError(f"unknown GPU name {name!r} (instance_type={r['instance_type']!r}, "
+                           f"region={r['region']!r}); add it to the aliases of a GPU in catalogs/gpus.csv", idx)
         canon.append(gpu)
     d["gpu"] = canon
 
@@ -244,17 +264,19 @@ def import_skypilot_file(file: Path, provider: str) -> pd.DataFrame:
         raise PlannerError(f"unknown provider {provider!r}{did_you_mean(provider, providers)}; "
                            f"known: {', '.join(sorted(providers))}", "--provider")
     read_table_file(file, "SkyPilot catalog")  # the same refusals as every input file
-    frame = pd.read_csv(file)
+    frame = read_vms(file)
     if "AcceleratorCount" in frame:
         counts = pd.to_numeric(frame["AcceleratorCount"], errors="coerce")
         absurd = counts[(counts > MAX_GPUS_PER_NODE) | (counts == math.inf)]
         if not absurd.empty:  # a count past int64 would be written as a negative number
             raise PlannerError(f"AcceleratorCount {absurd.iloc[0]:g}: expected a whole number of at most "
-                               f"{MAX_GPUS_PER_NODE} GPUs per node", f"{file}:{absurd.index[0] + 2}")
+                               f"{MAX_GPUS_PER_NODE} GPUs per node", f"{file}:{absurd.index[0]}")
     gpus = load_gpus()
     try:
         converted = import_skypilot(frame, provider, gpu_aliases(pd.read_csv(CATALOG_DIR / "gpus.csv",
                                                                              keep_default_na=False)), keep_facts=True)
+    except RowError as exc:
+        raise PlannerError(str(exc), f"{file}:{exc.row}") from None
     except ValueError as exc:
         raise PlannerError(str(exc), str(file)) from None
     missing_vram = converted["gpu_vram_gib"].isna()
@@ -281,13 +303,13 @@ def check_imported(converted: pd.DataFrame, text: str, file: Path) -> None:
     if index is None:
         raise PlannerError(exc.message, str(file))
     row = converted.iloc[index]
-    source = pd.read_csv(file, dtype=str)
+    source = read_vms(file, dtype=str)
 
     def same(column: str, value) -> pd.Series:  # a blank cell is NaN on both sides: match it as ""
         return source[column].fillna("") == ("" if pd.isna(value) else str(value))
 
     match = source.index[same("InstanceType", row["instance_type"]) & same("Region", row["region"])]
-    line = f":{match[0] + 2}" if len(match) else ""
+    line = f":{match[0]}" if len(match) else ""
     name = "no InstanceType" if pd.isna(row["instance_type"]) else row["instance_type"]
     region = "no Region" if pd.isna(row["region"]) else row["region"]
     raise PlannerError(f"{exc.message} ({name} in {region})", f"{file}{line}")

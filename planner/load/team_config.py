@@ -65,7 +65,7 @@ def read_config(path: Path) -> dict:
     from planner.load.scenario import validation_problem
 
     try:
-        data = tomllib.loads(read_text(path, "config file"))
+        data = tomllib.loads(read_text(path, "config file", "TOML"))
     except tomllib.TOMLDecodeError as exc:
         raise PlannerError(f"not valid TOML: {exc}", str(path)) from None
     try:

@@ -65,17 +65,18 @@ def _check_size(path: Path, size: int) -> None:
             f"(raise the limit with: planner --max-input-size {math.ceil(size / 2**20) + 1}MiB ...)", str(path))
 
 
-def read_text(path: Path, what: str = "file") -> str:
-    """Read a user file as UTF-8 text, refusing missing, huge, empty and binary files."""
+def read_text(path: Path, what: str = "file", language: str = "YAML") -> str:
+    """Read a user file as UTF-8 text, refusing missing, huge, empty and binary files; errors name what was
+    expected (`a JSON plan file`, `a TOML config file`)."""
     raw = read_capped(path, what)
     if b"\x00" in raw:
-        raise PlannerError(f"this is a binary file, expected a YAML {what}", str(path))
+        raise PlannerError(f"this is a binary file, expected a {language} {what}", str(path))
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise PlannerError(f"not UTF-8 text (byte {exc.start}); expected a YAML {what}", str(path)) from None
+        raise PlannerError(f"not UTF-8 text (byte {exc.start}); expected a {language} {what}", str(path)) from None
     if not text.strip():
-        raise PlannerError(f"the file is empty; expected a YAML {what}", str(path))
+        raise PlannerError(f"the file is empty; expected a {language} {what}", str(path))
     return text
 
 
@@ -137,6 +138,9 @@ def load_yaml(path: Path, what: str = "scenario file") -> Any:
         code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
         raise PlannerError(f"character U+{code:04X} is not allowed in YAML (control characters are not)",
                            f"{path}:{line}") from None
+    except _BadScalar as exc:
+        raise PlannerError(f"a number of {exc.length:,} characters (Python reads integers of at most 4,300 digits); "
+                           "quote it if it is text", f"{path}:{line_at(exc.mark)}") from None
     except (YAMLError, ValueError, TypeError) as exc:
         raise PlannerError(f"YAML error: {' '.join(str(exc).split())}", str(path)) from None
     if data is None:
@@ -145,6 +149,14 @@ def load_yaml(path: Path, what: str = "scenario file") -> Any:
         data = YamlMapping(data)
         data.lines = lines
     return data
+
+
+class _BadScalar(Exception):
+    """A scalar the core schema reads as a number Python cannot build, where it starts."""
+
+    def __init__(self, mark, length: int) -> None:
+        super().__init__(mark)
+        self.mark, self.length = mark, length
 
 
 class _Lines:
@@ -210,7 +222,10 @@ class _Builder:
             if tag == self.STR:
                 value = event.value
             elif tag in self.makers:
-                value = self.makers[tag](self.constructor, ScalarNode(tag, event.value))
+                try:
+                    value = self.makers[tag](self.constructor, ScalarNode(tag, event.value))
+                except ValueError:  # Python reads integers of at most 4,300 digits
+                    raise _BadScalar(event.start_mark, len(event.value)) from None
             else:
                 self.deferred = True
                 return

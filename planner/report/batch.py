@@ -9,7 +9,7 @@ import pandas as pd
 
 from planner.batch.pipeline import BatchPlan, month_spans
 from planner.economics.inputs import estimate_error, process_json
-from planner.report.render import render_table, to_json
+from planner.report.render import render_table, to_csv, to_json
 from planner.report.serving import ENDPOINT_DROP, endpoint_footer, endpoint_frame, serving_reports
 from planner.report.status import solve_report_json, status_line
 from planner.schema.quarter import as_scenario
@@ -192,7 +192,7 @@ def sections_csv(data: dict) -> str:
     for column in ("nodes", "gpus"):
         if column in frame:
             frame[column] = frame[column].astype("Int64")  # whole numbers, blank where a section has none
-    return frame[["section"] + [c for c in frame.columns if c != "section"]].to_csv(index=False)
+    return to_csv(frame[["section"] + [c for c in frame.columns if c != "section"]])
 
 
 def _run_inputs(r: dict):
@@ -270,7 +270,7 @@ def schedule_replay_text(replay: dict, fmt: str) -> str:
                            "p90_end": (r["p90_end"] or "after 9999")[:16], "due": r["due"][:16]}
                           for r in replay["runs"]])
     if fmt == "csv":
-        return frame.to_csv(index=False)
+        return to_csv(frame)
     return render_table(frame, title="the schedule replayed: each run's wall time drawn from its process, "
                                      "after chains and reserved nodes pushing later runs",
                         footer=[f"the whole quarter holds (every run by its due date) in {replay['holds']:.2%} of "

@@ -6,7 +6,7 @@ import math
 
 import pandas as pd
 
-from planner.report.render import render_table
+from planner.report.render import render_table, to_csv
 
 
 def estimate_text(rows: list[dict], order: list[str], errors: dict | None = None) -> str:
@@ -92,4 +92,4 @@ PLANNED = ("load: the planned requests over what the nodes counted serve within 
 
 def rows_csv(rows: list[dict]) -> str:
     """The rows as CSV, nested figures flattened (`memory_gib.weights`, `ttft_s.p90`)."""
-    return pd.json_normalize(rows).to_csv(index=False) if rows else ""
+    return to_csv(pd.json_normalize(rows)) if rows else ""

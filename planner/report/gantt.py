@@ -255,6 +255,11 @@ th {{ background: #f0f0f0; }}
 """
 
 
+LITERAL_TEXT = {"text.parse_math": False}
+"""Names are data: `run-${DATE}` or `cost $5_$10` is drawn as written, never read as mathtext (which raises on
+some and silently typesets others)."""
+
+
 def write_gantt(schedule: dict, path: Path, protected: tuple[Path, ...] = ()) -> None:
     """Draw `schedule` (the batch JSON) to `path`: `.png`, or `.html` with inline SVG and a run table.
 
@@ -272,11 +277,12 @@ def write_gantt(schedule: dict, path: Path, protected: tuple[Path, ...] = ()) ->
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    fig = draw(schedule)
+    with matplotlib.rc_context(LITERAL_TEXT):
+        fig = draw(schedule)  # its texts keep the setting they were made with
     try:
         buffer = io.BytesIO() if suffix == ".png" else io.StringIO()
         if suffix == ".html":
-            with matplotlib.rc_context({"svg.hashsalt": "planner-gantt", "svg.fonttype": "none"}):
+            with matplotlib.rc_context({"svg.hashsalt": "planner-gantt", "svg.fonttype": "none", **LITERAL_TEXT}):
                 fig.savefig(buffer, format="svg", metadata={"Date": None})
             svg = buffer.getvalue()
             svg = svg[svg.index("<svg"):]  # drop the XML prolog and doctype: inline SVG in HTML5

@@ -16,6 +16,32 @@ def to_json(data: Any) -> str:
                             allow_nan=True) + "\n"
 
 
+FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
+"""What makes a spreadsheet read a cell as a formula (OWASP's CSV injection list)."""
+
+
+def to_csv(frame) -> str:
+    """`frame.to_csv(index=False)` that a spreadsheet reads as data: a text cell or header that starts like a
+    formula (a name `=HYPERLINK(...)`, `@SUM(...)`) gets a leading `'`, as spreadsheet-facing tools do; numbers,
+    and text that reads as a number or a lone `-`, are left as they are (docs/commands.md)."""
+    frame = frame.rename(columns=lambda c: _inert(c) if isinstance(c, str) else c)
+    text = frame.select_dtypes(include=["object", "string"]).columns
+    if len(text):
+        frame = frame.copy()
+        frame[text] = frame[text].map(lambda v: _inert(v) if isinstance(v, str) else v)
+    return frame.to_csv(index=False)
+
+
+def _inert(cell: str) -> str:
+    if not cell.startswith(FORMULA_LEADS) or cell == "-":
+        return cell
+    try:
+        float(cell)
+        return cell
+    except ValueError:
+        return "'" + cell
+
+
 def _json_default(value: Any) -> Any:
     if hasattr(value, "item"):  # numpy scalars
         return value.item()

@@ -10,7 +10,7 @@ import pandas as pd
 from planner.candidates.endpoint_load import named, pool_load
 from planner.candidates.endpoints import below_capacity
 from planner.candidates.generate import HOURS_PER_MONTH
-from planner.report.render import render_table, to_json
+from planner.report.render import render_table, to_csv, to_json
 from planner.schema.scenario import weekdays_of
 from planner.solve.pipeline import Plan
 from planner.solve.serving import LOAD_SCALE, slice_load
@@ -193,6 +193,6 @@ def replay_text(replays: list[dict], fmt: str, jobs: str = "") -> str:
                            "requests_within_slo_sim": f"{r['requests_within_slo_share']['simulated']:.4%}"}
                           for r in replays])
     if fmt == "csv":
-        return frame.to_csv(index=False)
+        return to_csv(frame)
     return render_table(frame, title="endpoints replayed minute by minute (Poisson arrivals, preemptions, "
                                      "replacements) against the plan")

@@ -7,7 +7,7 @@ import pandas as pd
 
 from planner.candidates.generate import SAFETY, limits_of
 from planner.candidates.limits import Limits, quota_mask
-from planner.report.render import render_lines, render_markdown, render_table, to_json
+from planner.report.render import render_lines, render_markdown, render_table, to_csv, to_json
 from planner.report.serving import ENDPOINT_DROP, endpoint_footer, endpoint_frame, endpoint_reports
 from planner.report.status import solve_report_json, status_line
 from planner.schema.units import format_hours
@@ -73,7 +73,7 @@ def solve_text(plan: Plan, fmt: str, explain: bool = False, timings: bool = True
         return _infeasible_text(plan, fmt)
     frame = plan_frame(plan)
     if fmt == "csv":
-        return frame.to_csv(index=False)
+        return to_csv(frame)
     if fmt == "markdown":
         return _markdown(plan, frame, explain)
     return _table(plan, frame, explain)
@@ -139,7 +139,7 @@ def _markdown(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
 def _infeasible_text(plan: Plan, fmt: str) -> str:
     frame = pd.DataFrame(plan.infeasible, columns=["workload", "reason"])
     if fmt == "csv":
-        return frame.to_csv(index=False)
+        return to_csv(frame)
     if fmt == "markdown":
         return f"# `{plan.loaded.scenario.name}`: {plan.status}\n\n" + render_markdown(frame)
     if plan.status == "INFEASIBLE":
@@ -330,7 +330,7 @@ def simulation_text(rows: list[dict], fmt: str) -> str:
         "p_deadline_analytic": round(r["p_deadline"]["analytic"], 4),
     } for r in rows])
     if fmt == "csv":
-        return frame.to_csv(index=False)
+        return to_csv(frame)
     trials = rows[0]["trials"] if rows else 0
     return render_table(frame, title=f"Monte-Carlo ({trials:,} trials per workload) against the analytic model",
                         footer=["diff = (simulated mean - analytic) / analytic"])

@@ -13,7 +13,7 @@ from planner.economics import trace_replay
 from planner.economics.costmodel import segment_plan
 from planner.economics.spot_evidence import STARTS_PER_TRACE, covering
 from planner.load.traces import Trace
-from planner.report.render import render_table, to_json
+from planner.report.render import render_table, to_csv, to_json
 
 def trace_rows(loaded, assignment_list: list[dict], traces: list[Trace]) -> list[dict]:
     """One row per spot or spot_fallback assignment."""
@@ -112,5 +112,5 @@ def trace_text(rows: list[dict], fmt: str) -> str:
     if not lines:
         return "no spot or spot_fallback assignment to replay on traces\n"
     if fmt == "csv":
-        return pd.DataFrame(lines).to_csv(index=False)
+        return to_csv(pd.DataFrame(lines))
     return render_table(pd.DataFrame(lines), title="Replayed on spot availability traces", footer=footer)

@@ -12,7 +12,7 @@ from typing import Annotated
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from planner.schema.scenario import (DEFAULT_CATALOGS, MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MAX_USD, USD, Constraints,
-                                     Defaults, Hours, Override, Scenario, Strict, Workload,
+                                     Defaults, Hours, Name, Override, Scenario, Strict, Workload,
                                      check_placement_scores)
 
 EARLIEST, LATEST = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(9000, 1, 1, tzinfo=dt.timezone.utc)
@@ -87,7 +87,7 @@ class Run(Workload):
 class Reservation(Strict):
     """Reserved capacity for a term: paid for every node-hour of the term, never preempted."""
 
-    name: str | None = Field(None, description="how reports name it (default: offer@start)")
+    name: Name | None = Field(None, description="how reports name it (default: offer@start)")
     offer: str = Field(description="provider/region/instance_type")
     start: When = Field(description="the term's start")
     end: When = Field(description="the term's end")
@@ -116,7 +116,7 @@ class QuarterConstraints(Constraints):
 
 
 class Quarter(Strict):
-    name: str = Field(min_length=1, description="the quarter's name, in every report")
+    name: Name = Field(min_length=1, description="the quarter's name, in every report")
     description: str = Field("", description="one line on what it plans")
     catalogs: tuple[str, ...] = Field(DEFAULT_CATALOGS, description="shipped catalog names and/or paths to offer CSV "
                                                                     "files")

@@ -55,6 +55,17 @@ USD = Annotated[float, _written(parse_usd), Field(gt=0, le=MAX_USD)]
 Count = Annotated[float, _written(parse_count), Field(gt=0, le=MAX_COUNT)]
 Fraction = Annotated[float, Field(gt=0, lt=1)]
 Multiplier = Annotated[float, Field(gt=0, le=MAX_MULTIPLIER)]
+def _printable_name(value: str) -> str:
+    """Names are data that reach terminals, spreadsheets and plots: a control character (an escape sequence, a
+    newline, a bell) would act there instead of being shown, so it is refused where it is written."""
+    if not value.isprintable():
+        bad = next(c for c in value if not c.isprintable())
+        raise ValueError(f"a name may not hold control or other non-printing characters; found {bad!r}")
+    return value
+
+
+Name = Annotated[str, AfterValidator(_printable_name)]
+"""A name people and reports read: printable characters only (spaces allowed)."""
 PricePerHour = Annotated[float, Field(gt=0, le=1e6)]
 Rate = Annotated[float, Field(ge=0, le=1e4)]
 MAX_WAIT_CV = 100
@@ -147,21 +158,31 @@ class Provider(Strict):
     defaults: tuple[str, ...] = ()
 
 
+MAX_GPUS_PER_NODE, MAX_GPU_VRAM_GIB = 1024, 1024
+MAX_VCPUS, MAX_RAM_GIB = 16_384, 131_072
+MAX_INTRA_NODE_GBS, MAX_INTER_NODE_GBPS = 100_000, 1_000_000
+"""Physical bounds on an offer, each far above anything sold (2026: 72 GPUs in an NVL72 rack, 288 GB on a B300 or
+MI355X, 1.8 TB/s of NVLink 5 per GPU, 28.8 Tbit/s of EFA on a p6e-gb200 node, 896 vCPUs and 32 TiB on the largest
+instances): a value past one is a typo or a bad import, which would otherwise plan a 100,000,000 GiB job on one
+A10G and call it optimal."""
+
+
 class Offer(Strict):
     """One instance type in one provider region."""
 
-    provider: str
-    region: str
-    instance_type: str
-    gpu: str
-    gpus_per_node: int = Field(gt=0)
-    vcpus: float | None = Field(None, gt=0)
-    ram_gib: float | None = Field(None, gt=0)
-    gpu_vram_gib: float = Field(gt=0)
+    provider: Name
+    region: Name
+    instance_type: Name
+    gpu: Name
+    gpus_per_node: int = Field(gt=0, le=MAX_GPUS_PER_NODE)
+    vcpus: float | None = Field(None, gt=0, le=MAX_VCPUS)
+    ram_gib: float | None = Field(None, gt=0, le=MAX_RAM_GIB)
+    gpu_vram_gib: float = Field(gt=0, le=MAX_GPU_VRAM_GIB)
     intra_node: IntraNode
-    intra_node_gbs: float = Field(gt=0, description="GB/s per GPU")
+    intra_node_gbs: float = Field(gt=0, le=MAX_INTRA_NODE_GBS, description="GB/s per GPU")
     inter_node: InterNode
-    inter_node_gbps: float = Field(0.0, ge=0, description="Gbit/s per node (0 with inter_node none)")
+    inter_node_gbps: float = Field(0.0, ge=0, le=MAX_INTER_NODE_GBPS,
+                                   description="Gbit/s per node (0 with inter_node none)")
     on_demand_usd_h: PricePerHour | None = Field(None, description="USD per node-hour")
     spot_usd_h: PricePerHour | None = Field(None, description="USD per node-hour")
     spot_preemption_per_h: Rate | None = Field(None, description="per node-hour")
@@ -179,7 +200,7 @@ class Offer(Strict):
 class ModelArch(Strict):
     """A transformer's shape: enough to size memory, FLOPs and the KV cache."""
 
-    name: str = "custom"
+    name: Name = "custom"
     params: Count
     active_params: Count | None = Field(None, description="MoE: parameters used per token")
     layers: int = Field(gt=0, le=MAX_LAYERS)
@@ -541,7 +562,7 @@ log) of a throughput the user measured, such as 5%, centred on it; 0: taken as e
 
 
 class Workload(Strict):
-    name: str = Field(min_length=1, description="unique within the scenario")
+    name: Name = Field(min_length=1, description="unique within the scenario")
     kind: Literal["training", "fine_tuning", "batch_inference", "serving"] = Field(
         description="what the job is; serving is an endpoint")
     description: str = Field("", description="one line on what it is")
@@ -790,7 +811,7 @@ DEFAULT_CATALOGS = ("aws", "gcp", "azure", "lambda", "runpod")
 
 
 class Scenario(Strict):
-    name: str = Field(min_length=1, description="the scenario's name, in every report")
+    name: Name = Field(min_length=1, description="the scenario's name, in every report")
     description: str = Field("", description="one line on what it plans")
     catalogs: tuple[str, ...] = Field(DEFAULT_CATALOGS, description="shipped catalog names and/or paths to offer CSV "
                                                                     "files")

@@ -107,14 +107,19 @@ def write_plot(result: SweepResult, path: Path, protected: tuple[Path, ...] = ()
     if suffix not in (".png", ".html", ".htm"):
         raise PlannerError(f"expected a .png or .html file name, got {path.name!r}", "--plot")
     check_target(path, protected)
-    fig = figure(result)
-    buffer = io.BytesIO()
-    if suffix == ".png":
-        fig.savefig(buffer, format="png", dpi=130)
-        data = buffer.getvalue()
-    else:
-        fig.savefig(buffer, format="svg")
-        data = _page(result, buffer.getvalue().decode("utf-8")).encode("utf-8")
+    import matplotlib
+
+    from planner.report.gantt import LITERAL_TEXT
+
+    with matplotlib.rc_context(LITERAL_TEXT):
+        fig = figure(result)
+        buffer = io.BytesIO()
+        if suffix == ".png":
+            fig.savefig(buffer, format="png", dpi=130)
+            data = buffer.getvalue()
+        else:
+            fig.savefig(buffer, format="svg")
+            data = _page(result, buffer.getvalue().decode("utf-8")).encode("utf-8")
     write_atomic(path, data, protected)
 
 

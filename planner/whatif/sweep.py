@@ -701,7 +701,7 @@ def segments(result: SweepResult) -> list[dict]:
 def sweep_text(result: SweepResult, fmt: str) -> str:
     import pandas as pd
 
-    from planner.report.render import render_table, to_json
+    from planner.report.render import render_table, to_csv, to_json
 
     if fmt == "json":
         return to_json(result.record())
@@ -709,7 +709,7 @@ def sweep_text(result: SweepResult, fmt: str) -> str:
         names = list(dict.fromkeys(w for p in result.points for w in p.placements))
         frame = pd.DataFrame([{**p.multipliers, "status": p.status, "objective_usd": p.objective_usd,
                                **{w: p.placements.get(w, "") for w in names}} for p in result.points])
-        return frame.to_csv(index=False)
+        return to_csv(frame)
     spec = result.spec
     label = ", ".join(f"{SHORT[p]} x{spec.axes[p][0]:g}..{spec.axes[p][-1]:g} ({len(spec.axes[p])} points)"
                       for p in spec.swept) or "one point"
