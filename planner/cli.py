@@ -30,7 +30,7 @@ if _COMMAND and threading.current_thread() is threading.main_thread() and \
 
 import click  # noqa: E402
 
-from planner.errors import PlannerError, printable  # noqa: E402
+from planner.errors import PlannerError, TimeLimitReached, printable  # noqa: E402
 
 FORMATS = ("table", "json", "csv")
 
@@ -121,6 +121,9 @@ class PlannerGroup(click.Group):
         except PlannerError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_BAD_INPUT)
+        except TimeLimitReached as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(EXIT_TIME_LIMIT)
         except KeyboardInterrupt:
             _stop_interrupted(ctx)
         except click.UsageError as exc:

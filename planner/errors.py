@@ -4,6 +4,11 @@ from __future__ import annotations
 import difflib
 
 
+class TimeLimitReached(Exception):
+    """The time limit ran out before any plan was found, in work the solver's own limit does not cover (building
+    endpoints' options): one line saying what was under way, and exit status 3."""
+
+
 class PlannerError(Exception):
     """A problem with the user's input, phrased so the user can act on it.
 

@@ -25,16 +25,19 @@ and time of one of a few requests a second.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from planner.economics.costmodel import billed_hours
+from planner.errors import TimeLimitReached
 from planner.load.catalog import Catalog, offers_for
 from planner.physics import batching, serving
 from planner.physics.estimate import gpu_perf, model_shape, resolve_model
 from planner.schema.scenario import Scenario, Workload
+
 
 TENSOR_PARALLEL = (1, 2, 4, 8)
 KEEP_PER_BUCKET = 2
@@ -204,26 +207,40 @@ def away_share(lam: float, replace_h: float) -> float:
     return lam * replace_h / (1 + lam * replace_h)
 
 
-def endpoint_options(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame,
-                     headroom: float | None = None) -> tuple[pd.DataFrame, dict[str, Endpoint], dict[str, str]]:
+def endpoint_options(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame, headroom: float | None = None,
+                     time_limit_s: float | None = None) -> tuple[pd.DataFrame, dict[str, Endpoint], dict[str, str]]:
     """Per serving workload, its options (one row per offer, TP and market), its traffic, and the
-    endpoints no option can serve (with the reason)."""
+    endpoints no option can serve (with the reason). Endpoints alike but for their names share one build;
+    past `time_limit_s` seconds with endpoints still to build, `TimeLimitReached` says how far it got."""
     headroom = scenario.defaults.vram_headroom if headroom is None else headroom
-    rows, endpoints, infeasible = [], {}, {}
-    for workload in scenario.workloads:
-        if not workload.serving:
-            continue
-        endpoint = endpoint_of(workload)
-        endpoints[workload.name] = endpoint
-        found, reasons = _options(workload, catalog, offers_for(catalog, workload.allow, workload.forbid, offers),
-                                  endpoint, headroom)
-        if not found:
+    frames, endpoints, infeasible = [], {}, {}
+    alike: dict[str, tuple] = {}  # endpoints alike but for their names share their options, built once
+    serving = [w for w in scenario.workloads if w.serving]
+    kinds = {w.model_dump_json(exclude={"name", "description"}) for w in serving} if time_limit_s else set()
+    started = time.perf_counter()
+    for workload in serving:
+        endpoint = endpoints[workload.name] = endpoint_of(workload)
+        key = workload.model_dump_json(exclude={"name", "description"})
+        if key not in alike:
+            spent = time.perf_counter() - started
+            if time_limit_s is not None and spent > time_limit_s:
+                raise TimeLimitReached(
+                    f"building the endpoints' options passed the time limit ({time_limit_s:g} s): {len(alike):,} of "
+                    f"{len(kinds):,} endpoints (alike ones counted once) in {spent:.1f} s; raise --time-limit")
+            found, reasons = _options(workload, catalog, offers_for(catalog, workload.allow, workload.forbid, offers),
+                                      endpoint, headroom)
+            kept = _with_kept(_pruned(pd.DataFrame(found)).reset_index(drop=True), endpoints) if found else None
+            alike[key] = (workload.name, kept, reasons)
+        first, kept, reasons = alike[key]
+        if kept is None:
             infeasible[workload.name] = reasons or "no offer is left by its allow/forbid rules"
-        rows.extend(found)
-    frame = pd.DataFrame(rows)
-    if frame.empty:
-        return frame, endpoints, infeasible
-    return _with_kept(_pruned(frame).reset_index(drop=True), endpoints), endpoints, infeasible
+            continue
+        frames.append(kept if first == workload.name else
+                      kept.assign(workload=workload.name, oid=workload.name + kept["oid"].str[len(first):]))
+    if not frames:
+        return pd.DataFrame(), endpoints, infeasible
+    frame = pd.concat(frames, ignore_index=True).sort_values(["workload", "oid"], kind="stable")
+    return frame.reset_index(drop=True), endpoints, infeasible
 
 
 def _with_kept(frame: pd.DataFrame, endpoints: dict[str, Endpoint]) -> pd.DataFrame:

@@ -1289,8 +1289,9 @@ def _deadline_reason(workload: Workload, missed, q: float) -> str:
 
 def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None = None,
              exhaustive: bool = False, progress=None, cache: CandidateCache | None = None,
-             runner_ups: int = RUNNER_UPS) -> CandidateSet:
+             runner_ups: int = RUNNER_UPS, time_limit_s: float | None = None) -> CandidateSet:
     """All workloads' candidates; `offers` defaults to the catalog's with the scenario's overrides applied.
+    `time_limit_s` bounds building the endpoints' options (`endpoint_options`), where many distinct ones add up.
     `progress(done, total)` is called after each workload (a progress bar); `cache` keeps the work for
     the caller's next call (a what-if point), else it lasts this call. `all` holds each workload's cheapest
     `runner_ups` kinds (instance type and market) besides its winner, as exhaustive pricing would find them,
@@ -1323,7 +1324,7 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
             infeasible[workload.name] = reason
         else:
             members.append((classes[kind], workload.name))
-    options, traffic, unserved = endpoint_options(scenario, catalog, offers)
+    options, traffic, unserved = endpoint_options(scenario, catalog, offers, time_limit_s=time_limit_s)
     infeasible.update(unserved)
     return CandidateSet(_stacked(results, members, 0), _stacked(results, members, 3), infeasible, considered,
                         options, traffic)

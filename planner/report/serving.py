@@ -32,10 +32,13 @@ def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic:
     if chosen is None or chosen.empty:
         return []
     by_name = {w.name: w for w in workloads}
+    by_workload = chosen.groupby("workload", sort=False)
+    alike: dict[tuple, dict] = {}  # pools of endpoints alike but for their names, replayed once (`pool_load`)
     out = []
     for name in [w.name for w in workloads if w.name in traffic]:
         endpoint, workload = traffic[name], by_name[name]
-        mine = chosen[chosen["workload"] == name]
+        mine = by_workload.get_group(name) if name in by_workload.groups else chosen.iloc[0:0]
+        shape = workload.model_dump_json(exclude={"name", "description"})
         periods, below, tokens = [], 0.0, 0.0
         for period, hours in enumerate(endpoint.hours):
             rows = mine[mine["period"] == period]
@@ -45,7 +48,11 @@ def serving_reports(chosen: pd.DataFrame | None, options: pd.DataFrame, traffic:
                 need = sum(slice_load(endpoint, period, b, option.node_rps[b]) * n
                            for b, n in enumerate(r.slices) if n) / LOAD_SCALE
                 short *= 1 - below_capacity(int(r.nodes), float(option.away), need, float(option.zone_away))
-                pools.append(_pool(catalog, headroom, workload, option, endpoint, period, r, need))
+                key = (shape, option.oid[len(name):], period, need, int(r.nodes), int(r.kept), tuple(r.slices),
+                       float(r.cost_usd), float(r.operating_usd))
+                if key not in alike:
+                    alike[key] = _pool(catalog, headroom, workload, option, endpoint, period, r, need)
+                pools.append(dict(alike[key]))
                 if getattr(option, "pool", -1) >= 0:
                     pools[-1]["reservation"] = reservations[option.pool]
             rate = float(endpoint.rates[period].sum())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import pickle
 import time
 from dataclasses import dataclass
 
@@ -37,14 +38,16 @@ class PlanModel:
     build_seconds: float = 0.0
     limits: Limits = Limits()
     ranks: np.ndarray = None  # tie-break rank per candidate (0 = best within its workload)
-    serving: "ServingVars | None" = None  # the endpoints' replicas, when the scenario has any
+    serving: "ServingVars | None" = None  # the endpoints' replicas, once the CP-SAT model is built
+    endpoints: "tuple[pd.DataFrame, dict[str, Endpoint]] | None" = None  # their options and traffic, if any
 
     def constrained(self) -> "PlanModel":
         """This plan with its CP-SAT model built. Most plans are proven by the LP or HiGHS alone, and the
-        model of 100,000 candidates takes seconds to build, so `build_model` can leave it to the first search."""
+        model of 100,000 candidates takes seconds to build, so `build_model` can leave it to the first search
+        (as it can for endpoints solved one by one: `_solve_by_endpoint`)."""
         if self.model is None:
             started = time.perf_counter()
-            _constrain(self, None)
+            _constrain(self, self.endpoints)
             self.build_seconds += time.perf_counter() - started
         return self
 
@@ -191,16 +194,15 @@ def build_model(candidates: pd.DataFrame, limits: Limits, ranks: np.ndarray | No
     """The candidates under the limits with their tie-break ranks; with `constrain`, also the CP-SAT model
     (decision variables, the constraint families in order, the objective), else it waits for the first
     search (`PlanModel.constrained`). `ranks`: the tie-break ranks to keep, when `candidates` are a subset
-    of a larger table; `serving`: the endpoints' options and traffic, when the scenario has endpoints
-    (always constrained: only CP-SAT plans endpoints)."""
+    of a larger table; `serving`: the endpoints' options and traffic, when the scenario has endpoints."""
     started = time.perf_counter()
     cands = candidates.reset_index(drop=True).copy() if len(candidates) else pd.DataFrame(
         {c: pd.Series(dtype=object) for c in JOB_COLUMNS})
     cands["provider_region"] = cands["provider"] + "/" + cands["region"]
     ranks = tie_ranks(cands).to_numpy(dtype=int) if ranks is None else np.asarray(ranks, dtype=int)
-    m = PlanModel(None, cands, None, limits=limits, ranks=ranks)
     serving = serving if serving is not None and len(serving[0]) else None
-    if constrain or serving is not None:
+    m = PlanModel(None, cands, None, limits=limits, ranks=ranks, endpoints=serving)
+    if constrain:
         _constrain(m, serving)
     m.build_seconds = time.perf_counter() - started
     return m
@@ -265,7 +267,7 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
     started = time.perf_counter()
     cands = plan.candidates
     cents = cands["cost_cents"].to_numpy(dtype=np.int64)
-    if plan.serving is not None:  # the LP relaxation and HiGHS's MIP know only the jobs' candidates
+    if plan.endpoints is not None:  # the LP relaxation and HiGHS's MIP know only the jobs' candidates
         return _solve_with_endpoints(plan, time_limit_s, workers, seed, hint, parameters, started)
     relaxed = lp_bound(cands, plan.limits, cents) if use_lp else None
     cents_floor = relaxed.least_whole if relaxed else None
@@ -334,9 +336,15 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
 def _solve_with_endpoints(plan: PlanModel, time_limit_s: float, workers: int, seed: int, hint, parameters,
                           started: float) -> SolveResult:
     """CP-SAT alone, to proof: the endpoints' replica counts are integers the relaxations do not have."""
+    groups = _endpoint_groups(plan)
+    if groups:
+        found = _solve_by_endpoint(plan, groups, time_limit_s, workers, seed, parameters, started)
+        if found is not None:
+            return found
     providers = _one_provider_split(plan)
     if providers:
         return _solve_by_provider(plan, providers, time_limit_s, workers, seed, parameters, started)
+    plan.constrained()
     cands = plan.candidates
     wanted = set(hint.values()) if hint else set()
     start = [cid in wanted for cid in cands["cid"]] if hint else None
@@ -357,14 +365,80 @@ def _solve_with_endpoints(plan: PlanModel, time_limit_s: float, workers: int, se
                        serving=found.serving, **common)
 
 
+def _endpoint_groups(plan: PlanModel) -> list[list[str]]:
+    """The endpoints of a model that holds several and nothing else, grouped where they are alike but for their
+    names (the same options and traffic), when no limit of the scenario ties them together: no quota, node limit,
+    budget or group. [] otherwise. Only the offers' own node caps can then tie them; `_solve_by_endpoint` checks
+    those on the plan it puts together."""
+    (options, traffic), limits = plan.endpoints, plan.limits
+    if len(plan.candidates) or len(traffic) < 2 or limits.gpu_quotas or limits.node_limits or \
+            limits.budget_usd is not None or limits.same_region or limits.same_provider:
+        return []
+    groups: dict[tuple, list[str]] = {}
+    alike = options.drop(columns=["workload", "oid"])
+    for name, rows in sorted(options.groupby("workload", sort=False).indices.items()):
+        key = (repr(alike.iloc[rows].to_numpy().tolist()), pickle.dumps(dataclasses.replace(traffic[name], name="")))
+        groups.setdefault(key, []).append(name)
+    return list(groups.values())
+
+
+def _solve_by_endpoint(plan: PlanModel, groups: list[list[str]], time_limit_s: float, workers: int, seed: int,
+                       parameters, started: float) -> SolveResult | None:
+    """One search per group of alike endpoints (`_endpoint_groups`), its plan copied to each: with nothing that
+    ties endpoints together the whole model's optimum is the sum of theirs, and alike endpoints share it (200
+    copies of one endpoint were one model of 200 times the options, UNKNOWN after 5 s; now one search). None
+    when the plan put together overruns an offer's node cap: the whole model decides then."""
+    options, traffic = plan.endpoints
+    options = options.reset_index(drop=True)
+    where = options.groupby("workload", sort=False).indices  # each endpoint's rows, in the table's order
+    parts, proven, deterministic, objective, bound = [], True, 0.0, 0.0, 0.0
+    for names in groups:
+        rows = where[names[0]]
+        part = build_model(plan.candidates, plan.limits, serving=(options.iloc[rows], {names[0]: traffic[names[0]]}))
+        left = time_limit_s - (time.perf_counter() - started)
+        found = _solve_with_endpoints(part, left, workers, seed, None, parameters, time.perf_counter())
+        deterministic += found.deterministic_seconds
+        if not found.solved:  # one endpoint that cannot be planned alone cannot be planned with the others
+            return SolveResult(found.status, chosen=plan.candidates.iloc[0:0],
+                               solve_seconds=time.perf_counter() - started, deterministic_seconds=deterministic,
+                               workers=found.workers, seed=seed)
+        proven &= found.status == "OPTIMAL"
+        objective += found.objective_usd * len(names)
+        bound += found.bound_usd * len(names)
+        for name in names:  # alike endpoints list their options in one order (by offer, TP and market)
+            theirs = where[name][found.serving["option"].to_numpy(int)]
+            parts.append(found.serving.assign(workload=name, option=theirs, oid=options["oid"].to_numpy()[theirs]))
+    serving = pd.concat(parts, ignore_index=True)
+    if _over_node_caps(options, plan.limits, serving):
+        return None
+    return SolveResult("OPTIMAL" if proven else "FEASIBLE", objective, objective if proven else min(bound, objective),
+                       proved_by="cp-sat" if proven else "", chosen=plan.candidates.iloc[0:0], serving=serving,
+                       solve_seconds=time.perf_counter() - started, deterministic_seconds=deterministic,
+                       workers=workers if workers > 0 else 2, seed=seed)
+
+
+def _over_node_caps(options: pd.DataFrame, limits: Limits, serving: pd.DataFrame) -> bool:
+    """Whether endpoints' nodes, period by period, overrun an offer's catalog cap (per market where the scenario
+    counts them so): the one limit `_endpoint_groups` leaves between endpoints, as `add_node_limits` writes it."""
+    if serving.empty:
+        return False
+    options = options.iloc[serving["option"].to_numpy(int)]
+    used = serving.assign(offer_key=options["offer_key"].to_numpy(), market=options["market"].to_numpy(),
+                          cap=[node_cap(None, c) for c in options["max_nodes"]])
+    used = used[used["cap"].notna()]
+    keys = ["offer_key", "market", "period"] if limits.node_limits_per_market else ["offer_key", "period"]
+    totals = used.groupby(keys, sort=False).agg(nodes=("nodes", "sum"), cap=("cap", "first"))
+    return bool((totals["nodes"] > totals["cap"]).any())
+
+
 def _one_provider_split(plan: PlanModel) -> list[str]:
     """The providers of an endpoint alone in its model that may run on one of them (`max_providers` 1): its
     optimum is the cheapest of its optima on each provider alone, every limit included (a quota, node limit or
     budget then binds one provider's options only). [] where the model holds jobs or other endpoints too."""
-    sv = plan.serving
-    if len(plan.candidates) or len(sv.traffic) != 1 or next(iter(sv.traffic.values())).max_providers != 1:
+    options, traffic = plan.endpoints
+    if len(plan.candidates) or len(traffic) != 1 or next(iter(traffic.values())).max_providers != 1:
         return []
-    providers = sorted(set(sv.options["provider"]))
+    providers = sorted(set(options["provider"]))
     return providers if len(providers) > 1 else []
 
 
@@ -373,11 +447,12 @@ def _solve_by_provider(plan: PlanModel, providers: list[str], time_limit_s: floa
     """One search per provider, each a model a tenth the size of the whole (an 8B endpoint over twelve catalogs:
     344 options, 14.5 s to proof on one worker as one model, 2.0 s as twelve); the cheapest plan wins, the first
     provider by name among equals. Optimal when every search is; else its bound is the least of theirs."""
-    sv = plan.serving
+    options, traffic = plan.endpoints
+    options = options.reset_index(drop=True)  # as `ServingVars.options`: the chosen rows' `option` counts in it
     best, bound, proven, deterministic = None, math.inf, True, 0.0
     for provider in providers:
-        mine = np.flatnonzero((sv.options["provider"] == provider).to_numpy())
-        part = build_model(plan.candidates, plan.limits, serving=(sv.options.iloc[mine], sv.traffic))
+        mine = np.flatnonzero((options["provider"] == provider).to_numpy())
+        part = build_model(plan.candidates, plan.limits, serving=(options.iloc[mine], traffic))
         found = _solve_with_endpoints(part, time_limit_s - (time.perf_counter() - started), workers, seed, None,
                                       parameters, time.perf_counter())
         deterministic += found.deterministic_seconds

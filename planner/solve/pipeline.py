@@ -50,7 +50,8 @@ def make_plan(loaded: LoadedScenario, time_limit_s: float = DEFAULT_TIME_LIMIT_S
     `runner_ups` per workload for its report (`generate`)."""
     scenario = loaded.scenario
     started = time.perf_counter()
-    candidates = generate(scenario, loaded.catalog, offers, progress=progress, cache=cache, runner_ups=runner_ups)
+    candidates = generate(scenario, loaded.catalog, offers, progress=progress, cache=cache, runner_ups=runner_ups,
+                          time_limit_s=time_limit_s)
     candidates_seconds = time.perf_counter() - started
     if candidates.infeasible:
         reasons = [{"workload": w.name, "reason": candidates.infeasible[w.name]}
