@@ -205,7 +205,11 @@ def _validated(model: type[BaseModel], data: Any, path: Path, command: str):
 def load_plan(path: Path, scenario) -> tuple[list[dict], list[dict]]:
     """A plan's assignments and endpoints for `scenario` (a `Scenario`): each assignment a job of the scenario, each
     endpoint one of its serving workloads with its traffic's periods and request sizes, every number in range."""
-    data = _read_json(path, "plan file")
+    return plan_from_data(_read_json(path, "plan file"), scenario, path)
+
+
+def plan_from_data(data: Any, scenario, path: Path = Path("plan")) -> tuple[list[dict], list[dict]]:
+    """`load_plan` on data already read (the Python API's `SolvedPlan.to_dict()`); `path` names it in errors."""
     if not isinstance(data, dict) or not isinstance(data.get("assignments"), list) or not (
             data["assignments"] or data.get("endpoints")):
         raise PlannerError("expected a plan from `planner solve --format json` with assignments or endpoints",

@@ -62,9 +62,10 @@ class LoadedQuarter:
         return max(0, release), min(self.steps, due)
 
 
-def load_quarter(path: str | Path) -> LoadedQuarter:
+def load_quarter(path: str | Path, text: str | None = None) -> LoadedQuarter:
+    """A quarter file, or `text` as its content (as `load_scenario`)."""
     path = Path(path)
-    raw = load_yaml(path, "quarter file")
+    raw = load_yaml(path, "quarter file", text)
     if not isinstance(raw, dict):
         raise PlannerError("expected a mapping of quarter keys (name, horizon, runs, ...)", where(path, raw, ()))
     if "workloads" in raw and "horizon" not in raw:

@@ -38,9 +38,11 @@ class LoadedScenario:
         return where(self.path, self.raw, loc)
 
 
-def load_scenario(path: str | Path) -> LoadedScenario:
+def load_scenario(path: str | Path, text: str | None = None) -> LoadedScenario:
+    """A scenario file, or `text` as its content (`path` then names it, and relative paths in it start from its
+    folder)."""
     path = Path(path)
-    raw = load_yaml(path)
+    raw = load_yaml(path, text=text)
     if not isinstance(raw, dict):
         raise PlannerError(f"expected a mapping of scenario keys (name, workloads, ...), got a {type(to_plain(raw)).__name__}",
                            where(path, raw, ()))

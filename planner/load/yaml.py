@@ -104,8 +104,9 @@ def parse_json(text: str, path: Path, what: str) -> Any:
     return data
 
 
-def load_yaml(path: Path, what: str = "scenario file") -> Any:
-    """Parse YAML 1.2 safely and fast, keeping the line of every key path for error messages.
+def load_yaml(path: Path, what: str = "scenario file", text: str | None = None) -> Any:
+    """Parse YAML 1.2 safely and fast, keeping the line of every key path for error messages; `text`, when
+    given, is the file's content (the Python API's YAML text or dict), `path` then only names it.
 
     One pass over the C parser's events (ruamel.yaml.clib) bounds nesting depth and alias expansion,
     refuses tags and notes lines (`_scan`), and builds the plain data as it goes (`_Builder`). A document
@@ -116,7 +117,7 @@ def load_yaml(path: Path, what: str = "scenario file") -> Any:
     from ruamel.yaml.error import MarkedYAMLError, YAMLError
     from ruamel.yaml.reader import ReaderError
 
-    text = read_text(path, what)
+    text = read_text(path, what) if text is None else text
     yaml = YAML(typ="safe")
     line_at = _Lines(text)
     try:

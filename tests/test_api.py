@@ -1,0 +1,93 @@
+"""The Python API (`import planner`): each function takes a path, YAML text or a dict, runs the command's own
+pipeline and returns a typed result whose JSON is the command's to the byte and whose frame is its CSV."""
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+import pytest
+import yaml
+from conftest import SCENARIOS
+
+import planner
+
+LORA = SCENARIOS / "lora-finetune.yaml"
+
+
+@pytest.fixture(scope="module")
+def lora() -> planner.SolvedPlan:
+    return planner.solve(LORA, timings=False)
+
+
+def test_the_public_names_are_stable():
+    assert planner.__all__ == ["Assignment", "EndpointPlan", "Estimates", "PlannerError", "Schedule", "ScheduledRun",
+                               "Simulation", "SolvedPlan", "batch", "estimate", "simulate", "solve"]
+
+
+def test_solve_is_the_command_to_the_byte(run, lora):
+    assert lora.to_json() == run("solve", LORA, "--format", "json", "--no-timings").stdout
+    csv = pd.read_csv(io.StringIO(run("solve", LORA, "--format", "csv").stdout))
+    pd.testing.assert_frame_equal(lora.to_frame().reset_index(drop=True), csv, check_dtype=False)
+
+
+def test_solve_gives_typed_assignments(lora):
+    (a,) = lora.assignments
+    assert lora.solved and lora.status == "OPTIMAL" and lora.objective_usd == pytest.approx(a.cost_usd, abs=0.01)
+    assert (a.workload, a.nodes, a.gpus) == ("support-lora", 1, 1) and isinstance(a.wall_h, float)
+    assert a.market in ("on_demand", "spot", "spot_fallback") and a.parallelism and "TP1" in a.parallelism
+    assert sum(a.breakdown_usd.values()) == pytest.approx(a.cost_usd, rel=1e-9)
+    assert lora.to_dict() == json.loads(lora.to_json()) and lora.to_dict() is not lora.to_dict()
+
+
+def test_a_path_yaml_text_and_a_dict_are_one_scenario(lora):
+    text = LORA.read_text()
+    as_text = planner.solve(text, timings=False, base_dir=SCENARIOS)
+    as_dict = planner.solve(yaml.safe_load(text), timings=False, base_dir=SCENARIOS)
+    assert as_text.to_dict() == as_dict.to_dict() == lora.to_dict()
+
+
+def test_bad_input_raises_the_command_s_line(tmp_path):
+    scenario = yaml.safe_load(LORA.read_text())
+    scenario["workloads"][0]["kind"] = "trainingz"
+    with pytest.raises(planner.PlannerError) as raised:
+        planner.solve(scenario, base_dir=tmp_path)
+    assert str(raised.value).startswith(f"{tmp_path / '<scenario>'}:") and "workloads[0].kind" in str(raised.value)
+    with pytest.raises(TypeError, match="expected a path, YAML text or a dict"):
+        planner.solve(42)
+    with pytest.raises(planner.PlannerError, match="no such scenario file"):
+        planner.solve(tmp_path / "missing.yaml")
+
+
+def test_an_infeasible_scenario_says_why():
+    scenario = yaml.safe_load(LORA.read_text())
+    scenario["workloads"][0]["time_budget"] = "5m"  # 300M tokens in five minutes: no GPU is that fast
+    plan = planner.solve(scenario, base_dir=SCENARIOS)
+    assert not plan.solved and plan.status == "INFEASIBLE" and plan.assignments == ()
+    assert "support-lora" in plan.infeasible and plan.to_frame().empty
+
+
+def test_endpoints_come_typed():
+    plan = planner.solve(SCENARIOS / "serving-chat.yaml")
+    (e,) = plan.endpoints
+    assert e.workload == "chat-8b" and e.cost_usd == pytest.approx(plan.objective_usd, abs=0.01)
+    assert e.worst_ttft_s is not None and 0 < e.worst_ttft_s < 0.5 and e.usd_per_month > e.usd_per_h
+
+
+def test_batch_is_the_command_to_the_byte(run):
+    quarter = SCENARIOS / "quarter-launch.yaml"
+    schedule = planner.batch(quarter, timings=False)
+    assert schedule.to_json() == run("batch", quarter, "--format", "json", "--no-timings").stdout
+    assert schedule.solved and {r.run for r in schedule.runs} == set(schedule.to_frame()["run"])
+    assert all(r.start and r.provider for r in schedule.runs if r.scheduled)
+
+
+def test_estimate_and_simulate_are_the_commands(run, lora):
+    scenario = SCENARIOS / "full-finetune-70b.yaml"
+    estimates = planner.estimate(scenario, gpus=("H100",))
+    assert estimates.to_json() == run("estimate", scenario, "--gpu", "H100", "--format", "json").stdout
+    assert estimates.rows and all(r["gpu"].startswith("H100") for r in estimates.rows)
+    simulated = planner.simulate(LORA, lora, trials=500, seed=3)
+    assert simulated.to_json() == run("simulate", LORA, "--trials", "500", "--seed", "3", "--format", "json").stdout
+    (job,) = simulated.jobs
+    assert job["workload"] == "support-lora" and "cost_usd.mean" in simulated.to_frame().columns
