@@ -144,12 +144,12 @@ def solve(scenario: Source, *, time_limit_s: float = 60.0, workers: int = 2, see
           base_dir: str | Path | None = None) -> SolvedPlan:
     """`planner solve`: the scenario's cheapest plan. `timings=False` leaves the clock readings out of the JSON
     (as `--no-timings`), so two runs compare byte for byte."""
+    import pandas as pd
+
     from planner.load.scenario import load_scenario
     from planner.report.solve import plan_frame, plan_json
     from planner.solve.outcome import SOLVED
     from planner.solve.pipeline import make_plan
-
-    import pandas as pd
 
     plan = make_plan(_load(scenario, load_scenario, "scenario", base_dir), time_limit_s, workers, seed)
     data = plan_json(plan, timings)
@@ -220,18 +220,15 @@ def batch(quarter: Source, *, time_limit_s: float = 60.0, workers: int = 1, seed
           schedule_confidence: float | None = None, timings: bool = True,
           base_dir: str | Path | None = None) -> Schedule:
     """`planner batch`: schedule a quarter (`schedule_confidence` as `--schedule-confidence`)."""
-    from planner.batch.pipeline import make_batch_plan, per_run_confidence, with_confidence
+    import pandas as pd
+
+    from planner.batch.pipeline import make_batch_plan
     from planner.load.quarter import load_quarter
     from planner.report.batch import batch_json
 
-    import pandas as pd
-
     loaded = _load(quarter, load_quarter, "quarter", base_dir)
-    if schedule_confidence is not None:
-        loaded = with_confidence(loaded, per_run_confidence(loaded, schedule_confidence))
-    plan = make_batch_plan(loaded, time_limit_s=time_limit_s, workers=workers, seed=seed)
-    if schedule_confidence is not None:
-        plan.schedule_confidence = schedule_confidence
+    plan = make_batch_plan(loaded, time_limit_s=time_limit_s, workers=workers, seed=seed,
+                           schedule_confidence=schedule_confidence)
     data = batch_json(plan, timings)
     runs = tuple(ScheduledRun(run=r["run"], scheduled=bool(r.get("scheduled", True)), start=r.get("start"),
                               end=r.get("end"), provider=r.get("provider"), region=r.get("region"),
@@ -263,13 +260,13 @@ def estimate(scenario: Source, *, workload: str | None = None, gpus: tuple[str, 
              base_dir: str | Path | None = None) -> Estimates:
     """`planner estimate`: why each GPU is ruled in or out, and how fast it is (`gpus`: names, families or
     `NAME:COUNT`, as `--gpu`)."""
+    import pandas as pd
+
     from planner.candidates.endpoints import capacity_rows
     from planner.errors import PlannerError, did_you_mean
     from planner.load.catalog import split_accelerator
     from planner.load.scenario import load_scenario
     from planner.physics.estimate import best_rows, estimate_rows
-
-    import pandas as pd
 
     loaded = _load(scenario, load_scenario, "scenario", base_dir)
     names = {w.name for w in loaded.scenario.workloads}
@@ -298,12 +295,12 @@ def simulate(scenario: Source, plan: SolvedPlan | None = None, *, trials: int = 
              time_limit_s: float = 60.0, base_dir: str | Path | None = None) -> Simulation:
     """`planner simulate`: Monte-Carlo the plan's jobs (failures, lost work, restarts, billing sessions) against
     the cost model; `plan` a `SolvedPlan` of this scenario (default: solved here)."""
+    import pandas as pd
+
     from planner.errors import PlannerError
     from planner.load.scenario import load_scenario
     from planner.report.solve import simulation_rows, unreplayable
     from planner.solve.pipeline import assignments, make_plan
-
-    import pandas as pd
 
     loaded = _load(scenario, load_scenario, "scenario", base_dir)
     if plan is None:

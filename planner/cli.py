@@ -420,20 +420,16 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
         raise PlannerError(f"expected a .png or .html file name, got {gantt!r}", "--gantt")
     loaded = load_quarter(quarter)
     check_outputs(loaded.inputs, output, gantt)
-    if schedule_confidence is not None:
-        from planner.batch.pipeline import per_run_confidence, with_confidence
-
-        loaded = with_confidence(loaded, per_run_confidence(loaded, schedule_confidence))
-    plan = _building_candidates(lambda progress: make_batch_plan(loaded, time_limit_s=time_limit, workers=workers,
-                                                                 progress=progress), fmt, output)
-    if schedule_confidence is not None:
-        plan.schedule_confidence = schedule_confidence
+    plan = _building_candidates(lambda progress: make_batch_plan(
+        loaded, time_limit_s=time_limit, workers=workers, progress=progress, schedule_confidence=schedule_confidence),
+        fmt, output)
+    data = batch_json(plan, not no_timings)  # once: with --schedule-confidence it replays the schedule
     with outputs_together():  # the table and its chart land together or not at all
-        emit(batch_text(plan, fmt, not no_timings), output, inputs=loaded.inputs)
+        emit(batch_text(plan, fmt, data=data), output, inputs=loaded.inputs)
         if gantt and plan.result is not None and plan.result.solved:
             from planner.report.gantt import write_gantt
 
-            write_gantt(batch_json(plan), Path(gantt), protected=loaded.inputs)
+            write_gantt(data, Path(gantt), protected=loaded.inputs)
             wrote(gantt)
     warn_old_prices(loaded.catalog)
     exit_for(plan.status)

@@ -320,9 +320,20 @@ def with_confidence(loaded: LoadedQuarter, confidence: float) -> LoadedQuarter:
 
 
 def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: int = 1, seed: int = 0,
-                    offers: pd.DataFrame | None = None, progress=None, cache: CandidateCache | None = None) -> BatchPlan:
+                    offers: pd.DataFrame | None = None, progress=None, cache: CandidateCache | None = None,
+                    schedule_confidence: float | None = None) -> BatchPlan:
     """`offers` defaults to the catalog's with the quarter's overrides applied (what-if sweeps pass their own,
-    and their `cache`); `progress(done, total)` after each run's candidates."""
+    and their `cache`); `progress(done, total)` after each run's candidates. With `schedule_confidence`
+    (`--schedule-confidence`) every run's slot is sized so that the whole schedule holds with it."""
+    if schedule_confidence is not None:
+        loaded = with_confidence(loaded, per_run_confidence(loaded, schedule_confidence))
+    plan = _schedule(loaded, time_limit_s, workers, seed, offers, progress, cache)
+    plan.schedule_confidence = schedule_confidence
+    return plan
+
+
+def _schedule(loaded: LoadedQuarter, time_limit_s: float, workers: int, seed: int, offers: pd.DataFrame | None,
+              progress, cache: CandidateCache | None) -> BatchPlan:
     cache = (cache or CandidateCache()).bind(loaded.catalog)
     quarter = loaded.quarter
     scenario = as_scenario(quarter)

@@ -137,8 +137,9 @@ SCHEDULE_DROP = ("region", "provider", "nodes", "end")
 hours, P(deadline) and cost."""
 
 
-def batch_text(plan: BatchPlan, fmt: str, timings: bool = True) -> str:
-    data = batch_json(plan, timings)
+def batch_text(plan: BatchPlan, fmt: str, timings: bool = True, data: dict | None = None) -> str:
+    """The schedule in `fmt`; `data`, its `batch_json` where the caller has it already."""
+    data = batch_json(plan, timings) if data is None else data
     if fmt == "json":
         return to_json(data)
     runs = pd.DataFrame([r for r in data["runs"] if r["scheduled"]],
