@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from planner.economics import spot_evidence  # noqa: E402
 from planner.load.scenario import load_scenario  # noqa: E402
 from planner.load.traces import load_traces  # noqa: E402
-from planner.load.yaml import load_yaml  # noqa: E402
+from planner.load.yaml import is_quarter, load_yaml  # noqa: E402
 from planner.solve.pipeline import assignments, inputs_from_assignment, make_plan  # noqa: E402
 
 HIT_SLACK, FALLBACK_COST, ALTERNATIVE_COST = 0.03, 0.15, 0.10
@@ -116,7 +116,7 @@ def _assignments(loaded) -> list[dict]:
 
 def shipped_examples() -> list[Path]:
     paths = sorted((ROOT / "scenarios").glob("*.yaml"))
-    return [p for p in paths if not (isinstance(raw := load_yaml(p), dict) and "horizon" in raw)]
+    return [p for p in paths if not is_quarter(load_yaml(p))]
 
 
 def _usd(value: float) -> str:

@@ -310,11 +310,10 @@ def validate(files: tuple[Path, ...]) -> None:
     """
     from planner.load.quarter import load_quarter
     from planner.load.scenario import load_scenario
-    from planner.load.yaml import load_yaml
+    from planner.load.yaml import is_quarter, load_yaml
 
     for path in files:
-        raw = load_yaml(path)
-        if isinstance(raw, dict) and "horizon" in raw:
+        if is_quarter(load_yaml(path)):
             quarter = load_quarter(path)
             q = quarter.quarter
             click.echo(f"{path}: ok: quarter {q.name!r}, {len(q.runs)} run(s), {len(q.reservations)} reservation "
@@ -483,11 +482,10 @@ def simulate(scenario, plan_file, trials, seed, fmt, output, time_limit, traces_
       planner simulate scenarios/quarter-team.yaml --trials 2000
     """
     from planner.load.scenario import load_scenario
-    from planner.load.yaml import load_yaml
+    from planner.load.yaml import is_quarter, load_yaml
     from planner.report.solve import simulation_rows, simulation_text, unreplayable
 
-    raw = load_yaml(scenario)
-    if isinstance(raw, dict) and "horizon" in raw:
+    if is_quarter(load_yaml(scenario)):
         if traces_dir is not None:
             raise PlannerError("--traces replays a scenario's plan; a quarter schedule is replayed without it",
                                str(scenario))
@@ -657,10 +655,9 @@ def whatif(file, spot, preemption, on_demand, rate, where, fmt, output, plot, pr
     conditions = parse_where(where)
     if plot and plot.suffix.lower() not in (".png", ".html", ".htm"):
         raise PlannerError(f"expected a .png or .html file name, got {plot.name!r}", "--plot")
-    from planner.load.yaml import load_yaml
+    from planner.load.yaml import is_quarter as quarter_file, load_yaml
 
-    raw = load_yaml(file)
-    is_quarter = isinstance(raw, dict) and "horizon" in raw
+    is_quarter = quarter_file(load_yaml(file))
     if is_quarter:  # a quarter file: every point is a `planner batch` schedule
         from planner.whatif.sweep import loaded_quarter, solve_quarter_point
 

@@ -26,3 +26,14 @@ def test_every_layer_is_a_folder_the_layout_page_names():
     for name in packages:
         assert f"\n  {name}/ " in layout, name  # one line each, under planner/
     assert os.path.exists(ROOT / "planner" / "cli.py")
+
+
+def test_each_package_map_lists_every_module():
+    """A package's docstring is its map, one line per module: a module it does not name is found by nobody."""
+    import ast
+
+    for package in sorted(p for p in (ROOT / "planner").iterdir() if (p / "__init__.py").exists()):
+        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text())) or ""
+        named = {line.split()[0] for line in doc.splitlines()[1:] if line and not line.startswith(" ")}
+        modules = {p.stem for p in package.glob("*.py") if p.stem != "__init__"}
+        assert modules <= named, f"planner/{package.name}/__init__.py does not name {sorted(modules - named)}"

@@ -30,6 +30,7 @@ from planner.economics.inputs import cost_inputs, estimate_error
 from planner.load.catalog import Catalog, offer_mask
 from planner.physics.estimate import (FLOOR_MARGIN, Estimate, Prepared, Shape, checkpoint_size_gib, estimate_prepared,
                                       layout_text, prepare, work_floor_h)
+from planner.schema.plan import PRICED_KEYS
 from planner.schema.scenario import Override, PlacementScore, Risk, Scenario, Workload
 
 HOURS_PER_MONTH = 730.0
@@ -38,7 +39,6 @@ INTER_REGION_USD_PER_GIB = 0.02
 NODE_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
 """Node counts considered between a workload's bounds (plus the bounds): dense where it matters."""
 
-BREAKDOWN = costmodel.BREAKDOWN_KEYS
 LAW_AFTER = 8
 """A spot_fallback key met at this many deadlines gets spot alone's law on its grid (one FFT, ~2 ms) to tell
 whether it rarely switches; before that Chernoff's bound (~0.2 ms) usually settles it (both give the same answer)."""
@@ -479,7 +479,7 @@ def _candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.Co
     if row.fallback:
         parts = unit.parts(row.price, row.fallback_price)
     else:
-        parts = {k: unit.breakdown[k] * row.price for k in BREAKDOWN if k not in ("storage", "egress")}
+        parts = {k: unit.breakdown[k] * row.price for k in PRICED_KEYS}
     parts["storage"] = row.storage_h * unit.wall_h
     parts["egress"] = row.egress
     cost = math.fsum(parts.values())

@@ -24,6 +24,7 @@ import numpy as np
 from numpy import fft as _fft  # pocketfft, as scipy.fft's (the same transforms to the bit), without SciPy's import
 
 from planner.economics.estimate_error import EXACT, EstimateError
+from planner.schema.plan import BREAKDOWN_KEYS
 
 __all__ = [
     "CandidateInputs",
@@ -43,15 +44,6 @@ __all__ = [
 ]
 
 TOLERANCES = ("none", "checkpointed", "stateless")
-BREAKDOWN_KEYS = (
-    "compute",
-    "checkpointing",
-    "startup",
-    "preemption_rework",
-    "rounding_waste",
-    "storage",
-    "egress",
-)
 # Above this many expected failures the job is hopeless and the grid methods
 # would only burn time; costs are reported as inf.
 _MAX_EXP = 600.0

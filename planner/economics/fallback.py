@@ -33,11 +33,12 @@ from numpy import fft as _fft
 from planner.economics import costmodel
 from planner.economics.costmodel import CandidateInputs, CostResult, segment_plan
 from planner.economics.estimate_error import EXACT
+from planner.schema.plan import PRICED_KEYS
 
 __all__ = ["FallbackResult", "margin_h", "switch_at", "leaves_room", "unit", "excess_over_spot", "completion_quantile",
            "expected"]
 
-PRICED = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste")
+PRICED = PRICED_KEYS
 """The breakdown parts paid at a node-hour price (storage and egress are not)."""
 
 

@@ -10,4 +10,6 @@ offer_facts  facts the shipped offers know that outside sources lack
 skypilot     `catalog import --from skypilot`
 refresh      `catalog refresh azure|aws` from the public price APIs
 examples     `planner examples`: copies of the shipped scenarios
+team_config  a team's shared defaults in `planner.toml`
+traces       spot availability traces (Can't Be Late's JSON format)
 """

@@ -14,7 +14,7 @@ from planner.errors import PlannerError, did_you_mean
 from planner.load.catalog import Catalog, load_catalog
 from planner.load.scenario import check_duplicate_names, validate_model
 from planner.load.team_config import with_team_config
-from planner.load.yaml import load_yaml, where
+from planner.load.yaml import is_quarter, load_yaml, where
 from planner.schema.quarter import Quarter, Run, as_scenario
 from planner.schema.units import format_hours
 
@@ -68,7 +68,7 @@ def load_quarter(path: str | Path, text: str | None = None) -> LoadedQuarter:
     raw = load_yaml(path, "quarter file", text)
     if not isinstance(raw, dict):
         raise PlannerError("expected a mapping of quarter keys (name, horizon, runs, ...)", where(path, raw, ()))
-    if "workloads" in raw and "horizon" not in raw:
+    if "workloads" in raw and not is_quarter(raw):
         raise PlannerError("this is a scenario (workloads, no horizon): plan it with `planner solve`",
                            where(path, raw, ("workloads",)))
     check_duplicate_names(path, raw, "runs")

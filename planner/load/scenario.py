@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from planner.errors import PlannerError, did_you_mean
 from planner.load.catalog import Catalog, load_catalog
 from planner.load.team_config import with_team_config
-from planner.load.yaml import key_path, load_yaml, to_plain, where
+from planner.load.yaml import is_quarter, key_path, load_yaml, to_plain, where
 from planner.schema.scenario import Scenario
 
 
@@ -46,7 +46,7 @@ def load_scenario(path: str | Path, text: str | None = None) -> LoadedScenario:
     if not isinstance(raw, dict):
         raise PlannerError(f"expected a mapping of scenario keys (name, workloads, ...), got a {type(to_plain(raw)).__name__}",
                            where(path, raw, ()))
-    if "horizon" in raw:  # the commands that take both kinds tell them apart by it; the others name the right one
+    if is_quarter(raw):
         raise PlannerError("this is a quarter file (it has a horizon): plan it with `planner batch`",
                            where(path, raw, ("horizon",)))
     check_duplicate_names(path, raw)

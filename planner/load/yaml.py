@@ -104,6 +104,12 @@ def parse_json(text: str, path: Path, what: str) -> Any:
     return data
 
 
+def is_quarter(raw: Any) -> bool:
+    """Whether parsed YAML is a quarter file (it has a horizon; a scenario has none): how the commands that take
+    either tell them apart, and how the others name the one to use."""
+    return isinstance(raw, dict) and "horizon" in raw
+
+
 def load_yaml(path: Path, what: str = "scenario file", text: str | None = None) -> Any:
     """Parse YAML 1.2 safely and fast, keeping the line of every key path for error messages; `text`, when
     given, is the file's content (the Python API's YAML text or dict), `path` then only names it.

@@ -6,4 +6,6 @@ parallelism  layouts (TP, CP, PP, DP, EP, ZeRO, recomputation, micro-batch) and 
 recipes      what each training framework allows and keeps (layout axes, ZeRO stages, loss memory)
 deepspeed_estimate  DeepSpeed's own ZeRO memory estimators, reproduced to check memory against
 estimate     the adapter from a workload and a hardware shape to the above
+batching     continuous batching on one replica, step by step (TTFT and TPOT under load)
+serving      a replica's serving capacity within the SLO, in closed form from that step model
 """

@@ -6,4 +6,6 @@ solve     the solve report and its JSON contract, explanations, simulations
 batch     the batch report and its JSON contract
 estimate  the estimate table (memory by part, layout, W per GPU model and count)
 gantt     the Gantt chart of a batch schedule
+serving   an endpoint's plan: nodes and replicas per period, latency, cost
+traces    `planner simulate --traces`: plans replayed on measured spot availability
 """

@@ -10,11 +10,11 @@ from planner.candidates.limits import Limits, quota_mask
 from planner.report.render import render_lines, render_markdown, render_table, to_csv, to_json
 from planner.report.serving import ENDPOINT_DROP, endpoint_footer, endpoint_frame, endpoint_reports
 from planner.report.status import solve_report_json, status_line
+from planner.schema.plan import BREAKDOWN_KEYS
 from planner.schema.units import format_hours
 from planner.solve.outcome import SOLVED
 from planner.solve.pipeline import Plan, assignments
 
-BREAKDOWN = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage", "egress")
 RISK_MARGIN = 0.15
 """A spot plan that beats the cheapest safer plan (spot_fallback, on-demand) by less than this is explained with its
 risk: the preemption events it expects, the hours waiting for capacity, and its chance of missing the deadline if
@@ -63,7 +63,7 @@ def plan_frame(plan: Plan) -> pd.DataFrame:
 
 def breakdown_totals(plan: Plan) -> dict[str, float]:
     chosen = plan.chosen
-    return {k: float(chosen[f"usd_{k}"].sum()) if len(chosen) else 0.0 for k in BREAKDOWN}
+    return {k: float(chosen[f"usd_{k}"].sum()) if len(chosen) else 0.0 for k in BREAKDOWN_KEYS}
 
 
 def solve_text(plan: Plan, fmt: str, explain: bool = False, timings: bool = True) -> str:

@@ -6,4 +6,7 @@ rows      the shared-limit rows both CP-SAT and the LP read
 bound     the LP relaxation and HiGHS's branch and bound beside CP-SAT
 outcome   what either model's search ends with (status, dollars, gap, effort)
 checker   an independent check of a plan against every rule
+serving   the endpoints' variables and constraint families, in either CP-SAT model
+cpsat     CP-SAT run so that Ctrl-C keeps meaning "stop, status 130"
+interruptible  native searches (HiGHS) run the same way
 """

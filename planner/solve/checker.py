@@ -11,11 +11,11 @@ import math
 from collections import defaultdict
 
 from planner.load.scenario import LoadedScenario
+from planner.schema.plan import BREAKDOWN_KEYS
 from planner.schema.scenario import WEEKDAYS, Workload, weekdays_of
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 REL_TOL = 1e-6
-BREAKDOWN_PARTS = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage", "egress")
 CENT = 0.01
 """cost-model §8: costs enter CP-SAT as integer cents, so sums may drift by half a cent per assignment."""
 
@@ -247,8 +247,8 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
         bad(f"p_deadline {expected['p_deadline']:.4f} below deadline_confidence {scenario.defaults.deadline_confidence}")
     _check_estimate_error(workload, scenario, inputs, expected, bad)
     parts = a["breakdown_usd"]
-    if set(parts) != set(BREAKDOWN_PARTS):
-        bad(f"breakdown parts {sorted(parts)}, expected {sorted(BREAKDOWN_PARTS)}")
+    if set(parts) != set(BREAKDOWN_KEYS):
+        bad(f"breakdown parts {sorted(parts)}, expected {sorted(BREAKDOWN_KEYS)}")
     negative = [k for k, v in parts.items() if v < -1e-9]
     if negative:
         bad(f"negative cost parts {negative}")

@@ -16,6 +16,7 @@ from planner.candidates.generate import RUNNER_UPS, CandidateSet, generate, limi
 from planner.candidates.limits import Limits, quota_mask
 from planner.economics.inputs import estimate_error, process_json
 from planner.load.scenario import LoadedScenario
+from planner.schema.plan import BREAKDOWN_KEYS
 from planner.solve.model import JOB_COLUMNS, build_model, solve_model
 from planner.solve.outcome import SOLVED, SolveResult
 
@@ -164,9 +165,7 @@ def assignments(plan: Plan, alternatives: int = RUNNER_UPS) -> list[dict]:
                          "rounding_waste_node_h": row.rounding_waste_node_h, "p_deadline": row.p_deadline,
                          "p_deadline_on_estimate": _finite_share(getattr(row, "p_deadline_on_estimate", math.nan)),
                          "cost_usd": row.cost_usd},
-            "breakdown_usd": {k: getattr(row, f"usd_{k}") for k in
-                              ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste", "storage",
-                               "egress")},
+            "breakdown_usd": {k: getattr(row, f"usd_{k}") for k in BREAKDOWN_KEYS},
             "replayed": replayed_json(row),
             "memory": {"per_gpu_gib": row.memory_gib, "vram_gib": row.vram_gib},
             "parallelism": parallelism_json(row.parallelism),
