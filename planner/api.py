@@ -262,22 +262,15 @@ def estimate(scenario: Source, *, workload: str | None = None, gpus: tuple[str, 
     `NAME:COUNT`, as `--gpu`)."""
     import pandas as pd
 
-    from planner.candidates.endpoints import capacity_rows
+    from planner.candidates.endpoints import estimate_tables
     from planner.errors import PlannerError, did_you_mean
-    from planner.load.catalog import split_accelerator
     from planner.load.scenario import load_scenario
-    from planner.physics.estimate import best_rows, estimate_rows
 
     loaded = _load(scenario, load_scenario, "scenario", base_dir)
     names = {w.name for w in loaded.scenario.workloads}
     if workload and workload not in names:
         raise PlannerError(f"unknown workload {workload!r}{did_you_mean(workload, names)}", "workload")
-    families = tuple(dict.fromkeys(split_accelerator(q)[0] for q in gpus))
-    rows = [r for r in estimate_rows(loaded, workload, families)
-            if not gpus or any(loaded.catalog.accelerator_matches(r["gpu"], r["gpus_per_node"], q) for q in gpus)]
-    capacity = capacity_rows(loaded.scenario, loaded.catalog, workload, families)
-    if top:
-        rows, capacity = best_rows(rows, top), best_rows(capacity, top)
+    rows, capacity = estimate_tables(loaded, workload, tuple(gpus), top)
     return Estimates(rows=tuple(rows), capacity=tuple(capacity), _data=rows + capacity,
                      _frame=pd.json_normalize(rows + capacity) if rows or capacity else pd.DataFrame())
 

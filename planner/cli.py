@@ -752,7 +752,6 @@ def estimate(scenario, workload, gpus, top, fmt, output, plan_file) -> None:
       planner estimate scenarios/serving-chat.yaml --plan plan.json
     """
     from planner.load.scenario import load_scenario
-    from planner.physics.estimate import estimate_rows
 
     loaded = load_scenario(scenario)
     protected = loaded.inputs + _inputs(plan_file)
@@ -771,18 +770,9 @@ def estimate(scenario, workload, gpus, top, fmt, output, plan_file) -> None:
     if plan_file:
         emit(_estimate_plan(loaded, plan_file, workload, gpus, fmt), output, protected)
         return
-    from planner.candidates.endpoints import capacity_rows
+    from planner.candidates.endpoints import estimate_tables
 
-    from planner.load.catalog import split_accelerator
-
-    names = tuple(dict.fromkeys(split_accelerator(q)[0] for q in gpus))
-    rows = [r for r in estimate_rows(loaded, workload, names)  # H100:8: the rows on nodes of 8
-            if not gpus or any(loaded.catalog.accelerator_matches(r["gpu"], r["gpus_per_node"], q) for q in gpus)]
-    capacity = capacity_rows(loaded.scenario, loaded.catalog, workload, names)
-    if top:
-        from planner.physics.estimate import best_rows
-
-        rows, capacity = best_rows(rows, top), best_rows(capacity, top)
+    rows, capacity = estimate_tables(loaded, workload, gpus, top)
     if fmt in ("json", "csv"):
         from planner.report.estimate import rows_csv
         from planner.report.render import to_json
@@ -1054,12 +1044,11 @@ def catalog_spot(traces_dir, providers, fmt) -> None:
     """
     import pandas as pd
 
-    from planner.economics.obtainability import obtainability
+    from planner.economics.obtainability import Obtainability, obtainability
     from planner.load.traces import load_traces
 
     rows = [r for r in obtainability(load_traces(traces_dir)) if not providers or r.cloud in providers]
-    frame = pd.DataFrame([vars(r) for r in rows], columns=[
-        "cloud", "instance_type", "nodes", "probes", "p_all_up", "p_all_up_worst", "p_all_up_best", "hold_h", "wait_h"])
+    frame = pd.DataFrame([vars(r) for r in rows], columns=list(Obtainability.__dataclass_fields__))
     if fmt == "json":
         from planner.report.render import to_json
 

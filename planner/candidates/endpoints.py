@@ -215,18 +215,17 @@ def endpoint_options(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame,
     headroom = scenario.defaults.vram_headroom if headroom is None else headroom
     frames, endpoints, infeasible = [], {}, {}
     alike: dict[str, tuple] = {}  # endpoints alike but for their names share their options, built once
-    serving = [w for w in scenario.workloads if w.serving]
-    kinds = {w.model_dump_json(exclude={"name", "description"}) for w in serving} if time_limit_s else set()
+    serving = [(w, w.model_dump_json(exclude={"name", "description"})) for w in scenario.workloads if w.serving]
+    kinds = len({key for _, key in serving})
     started = time.perf_counter()
-    for workload in serving:
+    for workload, key in serving:
         endpoint = endpoints[workload.name] = endpoint_of(workload)
-        key = workload.model_dump_json(exclude={"name", "description"})
         if key not in alike:
             spent = time.perf_counter() - started
             if time_limit_s is not None and spent > time_limit_s:
                 raise TimeLimitReached(
                     f"building the endpoints' options passed the time limit ({time_limit_s:g} s): {len(alike):,} of "
-                    f"{len(kinds):,} endpoints (alike ones counted once) in {spent:.1f} s; raise --time-limit")
+                    f"{kinds:,} endpoints (alike ones counted once) in {spent:.1f} s; raise --time-limit")
             found, reasons = _options(workload, catalog, offers_for(catalog, workload.allow, workload.forbid, offers),
                                       endpoint, headroom)
             kept = _with_kept(_pruned(pd.DataFrame(found)).reset_index(drop=True), endpoints) if found else None
@@ -404,6 +403,24 @@ spread over those left at a time."""
 
 def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def estimate_tables(loaded, workload_name: str | None = None, gpu_queries: tuple[str, ...] = (),
+                    top: int | None = None) -> tuple[list[dict], list[dict]]:
+    """`planner estimate`'s two tables: per workload, GPU and count (`estimate_rows`), and per endpoint, GPU, TP
+    and request size (`capacity_rows`); `gpu_queries` as `--gpu` (a name, a family or `NAME:COUNT`), `top` the
+    best few of each."""
+    from planner.load.catalog import split_accelerator
+    from planner.physics.estimate import best_rows, estimate_rows
+
+    names = tuple(dict.fromkeys(split_accelerator(q)[0] for q in gpu_queries))
+    rows = [r for r in estimate_rows(loaded, workload_name, names)  # H100:8: the rows on nodes of 8
+            if not gpu_queries or any(loaded.catalog.accelerator_matches(r["gpu"], r["gpus_per_node"], q)
+                                      for q in gpu_queries)]
+    capacity = capacity_rows(loaded.scenario, loaded.catalog, workload_name, names)
+    if top:
+        rows, capacity = best_rows(rows, top), best_rows(capacity, top)
+    return rows, capacity
 
 
 def capacity_rows(scenario: Scenario, catalog: Catalog, workload_name: str | None = None,

@@ -44,9 +44,13 @@ def obtainability(traces: tuple[Trace, ...] | list[Trace], sizes: tuple[int, ...
             if not probes:
                 continue
             shares = [float(np.mean(t.up >= n)) for t in probes]
-            holds, waits = zip(*(_runs(t.up >= n, t.gap_h) for t in probes))
+            holds, waits = [], []
+            for t in probes:
+                held, waited = _runs(t.up >= n, t.gap_h)
+                holds += held
+                waits += waited
             rows.append(Obtainability(cloud, instance_type, n, len(probes), float(np.mean(shares)), min(shares),
-                                      max(shares), _mean(sum(holds, [])), _mean(sum(waits, []))))
+                                      max(shares), _mean(holds), _mean(waits)))
     return rows
 
 
