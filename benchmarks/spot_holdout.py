@@ -31,7 +31,9 @@ from planner.economics import spot_evidence  # noqa: E402
 from planner.load.scenario import load_scenario  # noqa: E402
 from planner.load.traces import load_traces  # noqa: E402
 from planner.load.yaml import is_quarter, load_yaml  # noqa: E402
-from planner.solve.pipeline import assignments, inputs_from_assignment, make_plan  # noqa: E402
+from planner.economics.inputs import inputs_from_assignment  # noqa: E402
+from planner.schema.plan import AssignmentRecord  # noqa: E402
+from planner.solve.pipeline import assignments, make_plan  # noqa: E402
 
 HIT_SLACK, FALLBACK_COST, ALTERNATIVE_COST = 0.03, 0.15, 0.10
 
@@ -80,7 +82,8 @@ def run(path: Path, count: int, in_sample: bool = False) -> list[dict]:
             fitted = a["expected"]["cost_usd"] - a["breakdown_usd"]["storage"] - a["breakdown_usd"]["egress"]
             if not found:
                 continue
-            evidence = spot_evidence.replayed(inputs_from_assignment(a), a["market"], found, stand_in)
+            evidence = spot_evidence.replayed(inputs_from_assignment(AssignmentRecord.model_validate(a)), a["market"], found,
+                                               stand_in)
             samples = len(found) * spot_evidence.STARTS_PER_TRACE
             on_demand_price = a["inputs"].get("fallback_price_per_node_h", 0.0)
             job["fitted"].append((fitted, samples))

@@ -23,6 +23,9 @@ from typing import TYPE_CHECKING, Any, Union
 if TYPE_CHECKING:  # pandas is imported by the functions that build frames: `import planner` stays light
     import pandas as pd
 
+    from planner.replay.endpoints import EndpointReplay
+    from planner.replay.jobs import JobReplay
+
 __all__ = ["Assignment", "EndpointPlan", "Estimates", "Schedule", "ScheduledRun", "Simulation", "SolvedPlan",
            "batch", "callable_package", "estimate", "simulate", "solve"]
 
@@ -224,7 +227,7 @@ def batch(quarter: Source, *, time_limit_s: float = 60.0, workers: int = 1, seed
 
     from planner.batch.pipeline import make_batch_plan
     from planner.load.quarter import load_quarter
-    from planner.report.batch import batch_json
+    from planner.batch.contract import batch_json
 
     loaded = _load(quarter, load_quarter, "quarter", base_dir)
     plan = make_batch_plan(loaded, time_limit_s=time_limit_s, workers=workers, seed=seed,
@@ -277,37 +280,30 @@ def estimate(scenario: Source, *, workload: str | None = None, gpus: tuple[str, 
 
 @dataclass(frozen=True, eq=False)
 class Simulation(_Result):
-    """`planner simulate`: per job, the Monte-Carlo figures beside the analytic ones (`jobs`)."""
+    """`planner simulate`: per job, the Monte-Carlo figures beside the analytic ones (`jobs`); per endpoint, the
+    minute-by-minute replay's share of time below capacity and of requests within the SLO (`endpoints`)."""
 
-    jobs: tuple[dict, ...]
-    _data: list = field(repr=False)
+    jobs: tuple[JobReplay, ...]
+    endpoints: tuple[EndpointReplay, ...]
+    _data: Any = field(repr=False)
     _frame: pd.DataFrame = field(repr=False)
 
 
 def simulate(scenario: Source, plan: SolvedPlan | None = None, *, trials: int = 10_000, seed: int = 0,
              time_limit_s: float = 60.0, base_dir: str | Path | None = None) -> Simulation:
     """`planner simulate`: Monte-Carlo the plan's jobs (failures, lost work, restarts, billing sessions) against
-    the cost model; `plan` a `SolvedPlan` of this scenario (default: solved here)."""
+    the cost model and replay its endpoints; `plan` a `SolvedPlan` of this scenario (default: solved here)."""
+    from dataclasses import asdict
+
     import pandas as pd
 
-    from planner.errors import PlannerError
     from planner.load.scenario import load_scenario
-    from planner.report.solve import simulation_rows, unreplayable
-    from planner.solve.pipeline import assignments, make_plan
+    from planner.replay.pipeline import plan_record, replay_plan
 
     loaded = _load(scenario, load_scenario, "scenario", base_dir)
-    if plan is None:
-        made = make_plan(loaded, time_limit_s=time_limit_s)
-        if made.result is None or not made.result.solved:
-            raise PlannerError(f"no plan to simulate ({made.status})", str(loaded.path))
-        chosen = assignments(made, alternatives=0)
-    else:
-        from planner.load.plan_file import plan_from_data
-
-        chosen, _ = plan_from_data(plan.to_dict(), loaded.scenario)
-        if found := unreplayable(chosen):
-            index, key, why = found
-            raise PlannerError(why, f"plan: assignments[{index}].{key}")
-    rows = simulation_rows(chosen, trials, seed, None) if chosen else []
-    frame = pd.json_normalize(rows) if rows else pd.DataFrame()
-    return Simulation(jobs=tuple(rows), _data=rows, _frame=frame)
+    record = plan_record(loaded, time_limit_s=time_limit_s, data=None if plan is None else plan.to_dict())
+    replay = replay_plan(record, trials, seed)
+    rows = [asdict(job) for job in replay.jobs]
+    data = {"workloads": rows, "endpoints": [asdict(e) for e in replay.endpoints]} if replay.endpoints else rows
+    return Simulation(jobs=tuple(replay.jobs), endpoints=tuple(replay.endpoints), _data=data,
+                      _frame=pd.json_normalize(rows) if rows else pd.DataFrame())

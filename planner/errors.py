@@ -36,3 +36,12 @@ def did_you_mean(name: str, choices) -> str:
     lowered = {str(c).lower(): str(c) for c in choices}
     close = difflib.get_close_matches(str(name).lower(), list(lowered), n=1, cutoff=0.6)
     return f" (did you mean {lowered[close[0]]!r}?)" if close else ""
+
+
+class NoPlan(PlannerError):
+    """`planner simulate` planned the input itself and found no plan to replay: exit status 1 when it is
+    infeasible, 3 when the time limit or CP-SAT ended the search before any plan, as `solve` or `batch` would."""
+
+    def __init__(self, message: str, where: str | None, status: str):
+        super().__init__(message, where)
+        self.status = status

@@ -90,16 +90,16 @@ def test_estimate_and_simulate_are_the_commands(run, lora):
     simulated = planner.simulate(LORA, lora, trials=500, seed=3)
     assert simulated.to_json() == run("simulate", LORA, "--trials", "500", "--seed", "3", "--format", "json").stdout
     (job,) = simulated.jobs
-    assert job["workload"] == "support-lora" and "cost_usd.mean" in simulated.to_frame().columns
+    assert job.workload == "support-lora" and "cost_usd.mean" in simulated.to_frame().columns
 
 
 def test_the_schedule_confidence_replay_runs_once_with_a_chart(run, tmp_path, monkeypatch):
     """`batch --schedule-confidence --gantt` replayed the schedule's 2,000 trials twice (once per output)."""
-    from planner.report import batch as report
+    from planner.batch import contract
 
     calls = []
-    real = report.schedule_replay
-    monkeypatch.setattr(report, "schedule_replay", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    real = contract.replay_record
+    monkeypatch.setattr(contract, "replay_record", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
     result = run("batch", SCENARIOS / "quarter-launch.yaml", "--schedule-confidence", "0.9",
                  "--gantt", tmp_path / "g.png")
     assert result.exit_code == 0, result.stderr

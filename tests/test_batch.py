@@ -38,7 +38,8 @@ from planner.batch.pipeline import make_batch_plan
 from planner.candidates.cache import CandidateCache
 from planner.candidates.generate import apply_overrides, limit_keys, limits_of
 from planner.load.quarter import load_quarter
-from planner.report.batch import batch_json, batch_text
+from planner.batch.contract import batch_json
+from planner.report.batch import batch_text
 from planner.schema.quarter import QuarterConstraints, as_scenario
 from planner.solve.outcome import BatchResult
 

@@ -16,7 +16,8 @@ from planner.economics import costmodel, fallback
 from planner.economics.costmodel import CandidateInputs
 from planner.economics.estimate_error import EXACT, PUBLISHED, EstimateError
 from planner.economics.simulate import simulate, simulate_fallback
-from planner.solve.pipeline import inputs_from_assignment
+from planner.economics.inputs import inputs_from_assignment
+from planner.schema.plan import AssignmentRecord, Process
 
 
 def test_published_is_the_robust_fit_to_the_published_training_runs():
@@ -120,7 +121,7 @@ def test_solve_refuses_a_promise_the_estimate_cannot_keep_and_says_why(run, tmp_
     (a,) = roomy["assignments"]
     assert a["inputs"]["estimate_error"] == {"median": PUBLISHED.median, "sigma": PUBLISHED.sigma}
     assert 0.9 <= a["expected"]["p_deadline"] < 0.999 < a["expected"]["p_deadline_on_estimate"]
-    assert a["expected"]["p_deadline"] == pytest.approx(costmodel.p_deadline(inputs_from_assignment(a)), abs=1e-9)
+    assert a["expected"]["p_deadline"] == pytest.approx(costmodel.p_deadline(inputs_from_assignment(AssignmentRecord.model_validate(a))), abs=1e-9)
     explained = run("solve", tmp_path / "slack.yaml", "--explain", "--workers", "1").stdout
     p, on = a["expected"]["p_deadline"], a["expected"]["p_deadline_on_estimate"]
     assert (f"deadline met with P {p:.1%} allowing for the error of the throughput estimate, {on:.1%} on the "
@@ -146,9 +147,10 @@ def test_a_plan_written_before_the_error_replays_as_exact():
 
     process = {"work_h": 10.0, "checkpoint_write_h": 0.0, "restart_h": 0.1, "failure_rate_per_h": 0.0,
                "interruption_tolerance": "none"}
-    assert inputs_from_process(process, nodes=1, gpus_per_node=1, checkpoint_interval_h=None).estimate_error == EXACT
+    assert inputs_from_process(Process.model_validate(process), nodes=1, gpus_per_node=1,
+                               checkpoint_interval_h=None).estimate_error == EXACT
     process["estimate_error"] = {"median": -0.1, "sigma": 0.2}
-    assert inputs_from_process(process, nodes=1, gpus_per_node=1,
+    assert inputs_from_process(Process.model_validate(process), nodes=1, gpus_per_node=1,
                                checkpoint_interval_h=None).estimate_error == EstimateError(-0.1, 0.2)
 
 

@@ -14,6 +14,7 @@ from conftest import SCENARIOS
 from planner.economics import costmodel, fallback
 from planner.economics.costmodel import CandidateInputs
 from planner.economics.inputs import inputs_from_process
+from planner.schema.plan import Process
 from planner.economics.simulate import simulate, simulate_fallback
 
 ON_DEMAND = 98.32  # p5.48xlarge on demand (us-east-1); the spot price below is a third of it
@@ -255,7 +256,7 @@ def test_batch_books_a_fallback_run_at_its_quantile_and_the_replay_uses_the_poli
     start, end = (dt.datetime.fromisoformat(r[k]) for k in ("start", "end"))
     slot_h, budget = (end - start).total_seconds() / 3600, r["inputs"]["time_budget_h"]
     # spot alone's 0.9-quantile while below the switch level (the laws agree there), else the budget
-    inputs = replace(inputs_from_process(r["inputs"], nodes=r["nodes"], gpus_per_node=r["gpus_per_node"],
+    inputs = replace(inputs_from_process(Process.model_validate(r["inputs"]), nodes=r["nodes"], gpus_per_node=r["gpus_per_node"],
                                          checkpoint_interval_h=r["checkpoint_interval_h"]), time_budget_h=budget)
     spot_q = costmodel.completion_quantile(inputs, 0.9)
     booked = fallback.completion_quantile(inputs, 0.9, spot_q)

@@ -20,7 +20,7 @@ from planner.batch.pipeline import make_batch_plan
 from planner.cli import main
 from planner.load.quarter import load_quarter
 from planner.load.scenario import load_scenario
-from planner.report.batch import batch_json
+from planner.batch.contract import batch_json
 from planner.solve.pipeline import make_plan
 
 ENDPOINT = """\

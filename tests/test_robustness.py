@@ -648,7 +648,7 @@ def test_no_output_over_a_catalog_or_config_the_file_reads(run, tmp_path, monkey
                                            ("UNKNOWN", "raise --time-limit")])
 def test_no_plan_says_why_not_only_time(capsys, status, words):
     """A model CP-SAT refuses (figures past 64-bit integers) was reported as 'raise --time-limit', which cannot help."""
-    from planner.cli import EXIT_TIME_LIMIT, exit_for
+    from planner.commands.options import EXIT_TIME_LIMIT, exit_for
 
     with pytest.raises(SystemExit) as ended:
         exit_for(status)

@@ -14,7 +14,9 @@ from planner.economics import spot_evidence, trace_replay
 from planner.economics.costmodel import CandidateInputs
 from planner.load.scenario import load_scenario
 from planner.load.traces import Trace, load_traces
-from planner.solve.pipeline import assignments, inputs_from_assignment, make_plan
+from planner.economics.inputs import inputs_from_assignment
+from planner.schema.plan import AssignmentRecord
+from planner.solve.pipeline import assignments, make_plan
 
 
 def _markov_up(rng, samples: int, steps: int, availability: float, flips: float) -> np.ndarray:
@@ -126,7 +128,7 @@ def test_a_promise_the_traces_do_not_keep_is_not_offered(run, scenario_file):
     [a] = assignments(plan, alternatives=0)
     assert a["expected"]["p_deadline"] >= 0.95 > a["replayed"]["p_deadline"]
     found, _ = spot_evidence.covering(tuple(load_traces()), "aws", "p3.2xlarge", 1)
-    evidence = spot_evidence.replayed(inputs_from_assignment(a), "spot", found)
+    evidence = spot_evidence.replayed(inputs_from_assignment(AssignmentRecord.model_validate(a)), "spot", found)
     assert evidence.p_deadline >= 0.5 and a["replayed"]["p_deadline"] == pytest.approx(evidence.p_deadline)
 
 
@@ -167,7 +169,8 @@ def test_every_shipped_spot_plan_keeps_its_promise_on_its_traces():
     traces = tuple(load_traces())
     for a in spot:
         found, stand_in = spot_evidence.covering(traces, a["provider"], a["instance_type"], a["nodes"])
-        evidence = spot_evidence.replayed(inputs_from_assignment(a), a["market"], found, stand_in)
+        evidence = spot_evidence.replayed(inputs_from_assignment(AssignmentRecord.model_validate(a)), a["market"], found,
+                                           stand_in)
         assert evidence.p_deadline >= evidence.p_deadline_low >= a["inputs"]["deadline_confidence"]
         fitted = a["expected"]["cost_usd"] - a["breakdown_usd"]["storage"] - a["breakdown_usd"]["egress"]
         replayed = evidence.compute_usd(a["inputs"]["price_per_node_h"], a["inputs"].get("fallback_price_per_node_h", 0))

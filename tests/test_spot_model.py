@@ -243,8 +243,9 @@ def test_a_narrow_spot_win_names_its_risk_and_the_figures_hold_in_simulation(run
     import dataclasses
     import json
 
-    from planner.report.solve import SLOW_CAPACITY, slow_capacity_p_deadline
-    from planner.solve.pipeline import inputs_from_assignment
+    from planner.economics.inputs import inputs_from_assignment
+    from planner.schema.plan import AssignmentRecord
+    from planner.solve.explain import SLOW_CAPACITY, slow_capacity_p_deadline
 
     path = _narrow(tmp_path, 21.5)
     explained = run("solve", path, "--explain", "--workers", "1")
@@ -257,6 +258,7 @@ def test_a_narrow_spot_win_names_its_risk_and_the_figures_hold_in_simulation(run
     assert a["market"] == "spot" and 3 < e["preemption_events"] < e["failures"] + 1e-9
     assert risk.startswith("risk: 12.1% cheaper than on-demand (1 x eight-a100, $316.75) for "
                            f"{e['preemption_events']:.1f} expected preemption events and {e['waiting_h']:.1f} h waiting")
+    a = AssignmentRecord.model_validate(a)
     inputs = inputs_from_assignment(a)
     fitted = simulate(inputs, 20_000, seed=3)
     still = simulate(dataclasses.replace(inputs, capacity_wait_h=0.0), 20_000, seed=4)

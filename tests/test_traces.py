@@ -14,7 +14,8 @@ from planner.economics.costmodel import CandidateInputs, segment_plan
 from planner.economics.fallback import margin_h
 from planner.economics.trace_replay import MAX_STEPS, TraceJob, omniscient, replay, windows
 from planner.load.traces import SHIPPED_TRACES, load_traces
-from planner.solve.pipeline import inputs_from_assignment
+from planner.economics.inputs import inputs_from_assignment
+from planner.schema.plan import AssignmentRecord
 
 SPOT, ON_DEMAND = 10.0, 30.0
 JOB = TraceJob(CandidateInputs(work_h=20, restart_h=0.5, nodes=2, gpus_per_node=8, spot_rate_per_node_h=0.1,
@@ -125,7 +126,7 @@ def test_own_traces_and_bad_ones(run, tmp_path):
     assert row["traces"] == ["always"] and row["samples"] == 40
     # never preempted: the failure-free run; hindsight would not checkpoint at all, only at the end
     plan = json.loads(run("solve", SCENARIOS / "pretrain-deadline.yaml", "--format", "json").stdout)
-    p = segment_plan(inputs_from_assignment(plan["assignments"][0]))
+    p = segment_plan(inputs_from_assignment(AssignmentRecord.model_validate(plan["assignments"][0])))
     assert row["spot_fallback"]["wall_h"] == pytest.approx(p.T0, abs=5 / 60)
     assert row["spot_fallback"]["regret"] == pytest.approx((p.k - 1) * p.C / (p.T0 - (p.k - 1) * p.C), rel=0.01)
     (folder / "bad.json").write_text(json.dumps({"metadata": {"gap_seconds": 300}, "data": [1, -1]}))

@@ -6,4 +6,5 @@ greedy    a list scheduler: the first incumbent and the baseline
 bound     the time-indexed LP bound over the reservation pools
 search    the phased search (whole model, the reservation core, the rest)
 checker   an independent hour-by-hour check of a schedule
+contract  the solved quarter as its JSON contract, and the schedule confidence measured on it
 """

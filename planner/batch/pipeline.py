@@ -57,6 +57,7 @@ class BatchPlan:
     infeasible: dict[str, str] = field(default_factory=dict)
     endpoints: QuarterEndpoints | None = None
     schedule_confidence: float | None = None  # `--schedule-confidence`: the whole schedule's target
+    simulated_holds: float | None = None  # with it: P(the whole schedule holds), replayed
 
     @property
     def status(self) -> str:
@@ -324,10 +325,15 @@ def make_batch_plan(loaded: LoadedQuarter, time_limit_s: float = 60.0, workers: 
                     schedule_confidence: float | None = None) -> BatchPlan:
     """`offers` defaults to the catalog's with the quarter's overrides applied (what-if sweeps pass their own,
     and their `cache`); `progress(done, total)` after each run's candidates. With `schedule_confidence`
-    (`--schedule-confidence`) every run's slot is sized so that the whole schedule holds with it."""
+    (`--schedule-confidence`) every run's slot is sized so that the whole schedule holds with it, and the
+    schedule is replayed to measure how often it does (`simulated_holds`)."""
     if schedule_confidence is not None:
         loaded = with_confidence(loaded, per_run_confidence(loaded, schedule_confidence))
     plan = _schedule(loaded, time_limit_s, workers, seed, offers, progress, cache)
+    if schedule_confidence is not None and plan.result is not None and plan.result.solved:
+        from planner.batch.contract import measure_confidence  # it reads the schedule as the contract writes it
+
+        plan.simulated_holds = measure_confidence(plan)
     plan.schedule_confidence = schedule_confidence
     return plan
 

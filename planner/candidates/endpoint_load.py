@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from planner.candidates.endpoints import endpoint_options, replica_of
 from planner.errors import PlannerError
 from planner.physics import batching
+from planner.schema.plan import EndpointRecord
 
 PERCENTILES = (0.5, 0.9, 0.99)
 
@@ -56,7 +57,7 @@ def pool_load(workload, catalog, headroom: float, option, need: float, kept: int
     return PoolLoad(load, ttft, tpot, slo_ttft, mean_tpot)
 
 
-def planned_loads(scenario, catalog, endpoints: list[dict], where) -> list[dict]:
+def planned_loads(scenario, catalog, endpoints: list[EndpointRecord], where) -> list[dict]:
     """Per endpoint, period and pool of a plan read back (`load.plan_file.load_plan`): its replicas' load,
     headroom left and latency percentiles. `where(loc)` names a place in the plan file for an error."""
     options, _, _ = endpoint_options(scenario, catalog, None)
@@ -65,24 +66,23 @@ def planned_loads(scenario, catalog, endpoints: list[dict], where) -> list[dict]
     workloads = {w.name: w for w in scenario.workloads}
     rows = []
     for i, e in enumerate(endpoints):
-        workload = workloads[e["workload"]]
-        for j, period in enumerate(e["periods"]):
-            for k, pool in enumerate(period["pools"]):
+        workload = workloads[e.workload]
+        for j, period in enumerate(e.periods):
+            for k, pool in enumerate(period.pools):
                 loc = ("endpoints", i, "periods", j, "pools", k)
-                key = tuple(pool.get(name) for name in ("provider", "region", "instance_type", "tensor_parallel",
-                                                        "market"))
-                if None in key or pool.get("nodes_counted") is None:
+                key = (pool.provider, pool.region, pool.instance_type, pool.tensor_parallel, pool.market)
+                if None in key or pool.nodes_counted is None:
                     raise PlannerError("expected a pool of `planner solve --format json` (provider, region, "
                                        "instance_type, tensor_parallel, market, nodes_counted)", where(loc))
-                option = by_key.get((e["workload"], *key))
+                option = by_key.get((e.workload, *key))
                 if option is None:
                     raise PlannerError(f"no option of the scenario runs {key[0]}/{key[1]}/{key[2]} at TP {key[3]} "
                                        f"on {key[4]}", where(loc))
-                at = pool_load(workload, catalog, scenario.defaults.vram_headroom, option, pool["load_nodes"],
-                               pool["nodes_counted"], [share > 0 for share in pool["share_of_requests"]])
-                rows.append({"workload": e["workload"], "days": period.get("days", "daily"), "hours": period["hours"],
+                at = pool_load(workload, catalog, scenario.defaults.vram_headroom, option, pool.load_nodes,
+                               pool.nodes_counted, [share > 0 for share in pool.share_of_requests])
+                rows.append({"workload": e.workload, "days": period.days, "hours": period.hours,
                              "instance": "/".join(key[:3]), "gpu": option.gpu, "tensor_parallel": key[3],
-                             "market": key[4], "replicas": pool["nodes"] * int(option.replicas_per_node),
+                             "market": key[4], "replicas": pool.nodes * int(option.replicas_per_node),
                              "load_share": at.load_share, "headroom_left": max(0.0, 1 - at.load_share),
                              "ttft_s": named(at.ttft_s), "tpot_s": named(at.tpot_s),
                              "slo_quantile": workload.slo.quantile})

@@ -5,10 +5,12 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from planner.economics.costmodel import CandidateInputs
 from planner.economics.estimate_error import EXACT, PUBLISHED, EstimateError
+from planner.schema.plan import AssignmentRecord, Process, ScheduledRunRecord
 from planner.schema.scenario import Defaults, Workload
 
 
@@ -54,19 +56,42 @@ def process_json(workload: Workload, *, work_h: float, nodes: int, gpus: int, la
             "estimate_error": {"median": error.median, "sigma": error.sigma}}
 
 
-def inputs_from_process(process: dict, *, nodes: int, gpus_per_node: int, checkpoint_interval_h: float | None,
+def inputs_from_process(process: Process, *, nodes: int, gpus_per_node: int, checkpoint_interval_h: float | None,
                         **rest) -> CandidateInputs:
-    """The cost model's inputs back from a `process_json` block (`rest`: prices, billing, budget, storage);
+    """The cost model's inputs back from a plan's process record (`rest`: prices, billing, budget, storage);
     a plan written before preemption events were counted apart treats every failure as one, and one written
-    before the waits' spread was fitted has exponential waits, and one written before the estimate's error
-    entered P(deadline) an exact estimate."""
-    events = process.get("preemption_events_per_h", process["failure_rate_per_h"])
-    error = process.get("estimate_error")
+    before the estimate's error entered P(deadline) an exact estimate."""
+    events = process.failure_rate_per_h if process.preemption_events_per_h is None else process.preemption_events_per_h
+    error = process.estimate_error
     return CandidateInputs(
-        work_h=process["work_h"], checkpoint_write_h=process["checkpoint_write_h"], restart_h=process["restart_h"],
+        work_h=process.work_h, checkpoint_write_h=process.checkpoint_write_h, restart_h=process.restart_h,
         nodes=nodes, gpus_per_node=gpus_per_node, spot_rate_per_node_h=events / nodes,
-        hw_failure_per_gpu_h=max(0.0, process["failure_rate_per_h"] - events) / (nodes * gpus_per_node),
-        capacity_wait_h=process.get("capacity_wait_h", 0.0), capacity_wait_cv=process.get("capacity_wait_cv", 1.0),
-        interruption_tolerance=process["interruption_tolerance"],
-        checkpoint_interval_h=checkpoint_interval_h or process["work_h"],
-        estimate_error=EstimateError(error["median"], error["sigma"]) if error else EXACT, **rest)
+        hw_failure_per_gpu_h=max(0.0, process.failure_rate_per_h - events) / (nodes * gpus_per_node),
+        capacity_wait_h=process.capacity_wait_h, capacity_wait_cv=process.capacity_wait_cv,
+        interruption_tolerance=process.interruption_tolerance,
+        checkpoint_interval_h=checkpoint_interval_h or process.work_h,
+        estimate_error=EstimateError(error.median, error.sigma) if error else EXACT, **rest)
+
+
+def inputs_from_assignment(a: AssignmentRecord) -> CandidateInputs:
+    """The cost model's inputs of one job of a plan (`planner solve`'s JSON contract).
+
+    The plan is self-contained: `failure_rate_per_h` is the job's total λ, of which
+    `preemption_events_per_h` are preemption events (each followed by `capacity_wait_h`) and
+    the rest hardware failures; storage per hour and egress come back out of the breakdown.
+    """
+    i, e, b = a.inputs, a.expected, a.breakdown_usd
+    return inputs_from_process(
+        i, nodes=a.nodes, gpus_per_node=a.gpus_per_node, checkpoint_interval_h=a.checkpoint_interval_h,
+        price_per_node_h=i.price_per_node_h, billing_granularity_h=i.billing_granularity_h,
+        billing_minimum_h=i.billing_minimum_h,
+        time_budget_h=i.time_budget_h if i.time_budget_h is not None else math.inf,
+        storage_usd_per_h=b.storage / e.wall_h if e.wall_h > 0 else 0.0, egress_usd=b.egress)
+
+
+def inputs_from_run(r: ScheduledRunRecord) -> CandidateInputs:
+    """A scheduled run's process (`planner batch`'s JSON contract) as the cost model's inputs: wall time only, no
+    prices; a spot_fallback run with the slack it switches against."""
+    inputs = inputs_from_process(r.inputs, nodes=r.nodes, gpus_per_node=r.gpus_per_node,
+                                 checkpoint_interval_h=r.checkpoint_interval_h)
+    return dataclasses.replace(inputs, time_budget_h=r.inputs.time_budget_h) if r.market == "spot_fallback" else inputs

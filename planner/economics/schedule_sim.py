@@ -76,3 +76,66 @@ def _free_nodes_at(earliest: np.ndarray, earlier: list[tuple[np.ndarray, int]], 
     held = ((ends[:, None, :] > times[:, :, None]) * nodes).sum(axis=2)  # trials x candidates
     fits = np.where(held <= room, times, np.inf)
     return fits.min(axis=1)
+
+
+@dataclass(frozen=True)
+class RunOutlook:
+    """One scheduled run replayed: P(it ends by its due date), its expected delay past its planned end and past
+    its due date, and the 90th percentile of its end (None past the year 9999, where dates end)."""
+
+    run: str
+    p_on_time: float
+    delay_h: float
+    late_h: float
+    planned_end: str
+    due: str
+    p90_end: str | None
+
+
+@dataclass(frozen=True)
+class ScheduleOutlook:
+    """A schedule replayed (`replay_record`): per run, and P(the whole quarter holds)."""
+
+    trials: int
+    seed: int
+    holds: float
+    runs: tuple[RunOutlook, ...]
+
+
+def replay_record(quarter, schedule, trials: int, seed: int) -> ScheduleOutlook:
+    """Monte-Carlo of a schedule (`schema.plan.ScheduleRecord`) of `quarter`: every run's wall time drawn from its
+    cost-model process, then the calendar replayed (`replay_schedule`). `planner simulate` replays a schedule
+    with it and `planner batch --schedule-confidence` measures its schedule with it."""
+    import datetime as dt
+
+    from planner.economics.inputs import inputs_from_run
+    from planner.economics.simulate import simulate, simulate_fallback
+    from planner.schema.plan import ScheduledRunRecord
+
+    horizon = quarter.horizon
+    hours = lambda moment: (moment - horizon.start).total_seconds() / 3600  # noqa: E731
+    runs, walls = [], {}
+    by_name = {r.name: r for r in quarter.runs}
+    scheduled = [r for r in schedule.runs if isinstance(r, ScheduledRunRecord)]
+    for number, r in enumerate(scheduled):
+        run, inputs = by_name[r.run], inputs_from_run(r)
+        if r.market == "spot_fallback":  # wall time only: the on-demand price does not move it
+            walls[run.name] = simulate_fallback(inputs, 1.0, trials, seed + number).actual_h
+        else:
+            walls[run.name] = simulate(inputs, trials, seed + number).actual_h
+        due = run.due or horizon.end
+        runs.append(PlannedRun(run.name, hours(r.start), hours(r.end), hours(due), tuple(run.after), r.pool, r.nodes,
+                               run.required))
+    result = replay_schedule(runs, walls, [e.nodes for e in schedule.reservations])
+
+    def moment(h: float) -> str | None:
+        try:
+            return (horizon.start + dt.timedelta(hours=h)).isoformat()
+        except OverflowError:  # a run that waits millennia
+            return None
+
+    return ScheduleOutlook(trials, seed, result.holds, tuple(
+        RunOutlook(p.name, result.on_time[p.name], result.delay_h[p.name], result.late_h[p.name],
+                   r.end.isoformat(), (by_name[p.name].due or horizon.end).isoformat(),
+                   moment(float(np.quantile(result.end_h[p.name], 0.9))))
+        for p, r in zip(runs, scheduled)))

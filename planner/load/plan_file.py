@@ -1,16 +1,8 @@
-"""A plan file (`planner solve --format json`) or a schedule (`planner batch --format json`) read back for
-`planner simulate --plan`.
-
-The models below are exactly what the replays read (`report/solve.py` `simulation_rows` and
-`economics/simulate.py` for the jobs, `report/traces.py` for `--traces`, `report/serving.py` `endpoint_replays`
-and `economics/endpoint_sim.py` for the endpoints, `report/batch.py` `schedule_replay` and
-`economics/schedule_sim.py` for a schedule): each field's type, a finite number, and its range, with the
-scenario schema's bounds (a century, a trillion dollars, a million GPUs, ...) so nothing the file says can make
-a replay divide by zero or allocate gigabytes. Keys the replays do not read are kept as they are. Then the plan
-is checked against the scenario (or the schedule against the quarter) it is replayed with. Whether a job's
-process can be drawn in reasonable time and a spot_fallback budget leaves spot room are the cost model's to say,
-above this layer (`economics/simulate.py` `replay_problem`, asked by `report/solve.py` `unreplayable` and
-`report/batch.py` `schedule_unreplayable` before a replay).
+"""A plan file (`planner solve --format json`) or a schedule (`planner batch --format json`) read back into
+the plan's records (`schema/plan.py`) for `planner simulate --plan` and `planner estimate --plan`, then checked
+against the scenario (or the schedule against the quarter) it is replayed with. Whether a job's process can be
+drawn in reasonable time and a spot_fallback budget leaves spot room are the cost model's to say, above this
+layer (`replay/` asks `economics/simulate.py` `replay_problem` before a replay).
 
 Every problem is one `PlannerError` at the file and the key path into it
 (`plan.json: assignments[3].inputs.failure_rate_per_h`), saying what was expected and what was found.
@@ -18,167 +10,14 @@ Every problem is one `PlannerError` at the file and the key path into it
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationError, field_serializer
+from pydantic import BaseModel, ValidationError
 
 from planner.errors import PlannerError
 from planner.load.scenario import validation_problem
 from planner.load.yaml import key_path, parse_json, read_text
-from planner.schema.quarter import When
-from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_REQUESTS_PER_S, MAX_USD, MAX_WAIT_CV, BillingStep,
-                                     PricePerHour, Rate, Tolerance)
-
-Hours = Annotated[float, Field(gt=0, le=MAX_HOURS)]
-HoursOrZero = Annotated[float, Field(ge=0, le=MAX_HOURS)]
-PerHour = Annotated[float, Field(ge=0)]
-Dollars = Annotated[float, Field(ge=0, le=MAX_USD)]
-Share = Annotated[float, Field(ge=0, le=1)]
-Nodes = Annotated[int, Field(ge=1, le=MAX_GPUS)]
-RequestsPerS = Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)]
-
-
-class Read(BaseModel):
-    """The keys a replay reads of one object of the file, as the JSON contract writes them (numbers as numbers,
-    finite); any other key is kept untouched."""
-
-    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
-
-
-# ---------------------------------------------------------------- a plan's jobs
-
-
-class EstimateErrorFile(Read):
-    """ln(true time / estimated time) ~ Normal(median, sigma) (`economics/estimate_error.py`)."""
-
-    median: Annotated[float, Field(ge=-5, le=5)]
-    sigma: Annotated[float, Field(ge=0, le=5)]
-
-
-class Process(Read):
-    """A placed job's failure process (`economics/inputs.py` `process_json`), read back by `inputs_from_process`."""
-
-    work_h: Hours
-    checkpoint_write_h: HoursOrZero
-    restart_h: HoursOrZero
-    failure_rate_per_h: PerHour
-    preemption_events_per_h: PerHour = 0.0  # absent in older plans: every failure counts as one (not dumped)
-    capacity_wait_h: HoursOrZero = 0.0
-    capacity_wait_cv: Annotated[float, Field(ge=1, le=MAX_WAIT_CV)] = 1.0
-    interruption_tolerance: Tolerance
-    time_budget_h: Hours | None = None  # a schedule's spot_fallback run: the slack it switches against
-    estimate_error: EstimateErrorFile | None = None  # absent in older plans: an exact estimate
-
-
-class AssignmentInputs(Process):
-    price_per_node_h: PricePerHour
-    billing_granularity_h: BillingStep
-    billing_minimum_h: HoursOrZero
-    time_budget_h: Hours | None  # null: no deadline
-    fallback_price_per_node_h: PricePerHour = 0.0  # spot_fallback only: the on-demand price it falls back to
-
-
-class Expected(Read):
-    wall_h: HoursOrZero  # divides the storage cost; sizes the --traces horizon without a deadline
-    p_deadline: Share
-    cost_usd: Dollars
-
-
-class Breakdown(Read):
-    storage: Dollars
-    egress: Dollars
-
-
-class Assignment(Read):
-    workload: str
-    provider: str
-    region: str
-    instance_type: str
-    market: Literal["on_demand", "spot", "spot_fallback"]
-    nodes: Nodes
-    gpus_per_node: Nodes
-    checkpoint_interval_h: Hours | None  # null: no checkpoints (one segment)
-    inputs: AssignmentInputs
-    expected: Expected
-    breakdown_usd: Breakdown
-
-
-# ---------------------------------------------------------------- a plan's endpoints
-
-
-class Pool(Read):
-    provider: str | None = None  # which option it is: read by `planner estimate --plan`
-    region: str | None = None
-    instance_type: str | None = None
-    market: str | None = None
-    tensor_parallel: Annotated[int, Field(ge=1, le=64)] | None = None
-    nodes_counted: Annotated[int, Field(ge=0, le=MAX_GPUS)] | None = None
-    nodes: Annotated[int, Field(ge=0, le=MAX_GPUS)]
-    load_nodes: Annotated[float, Field(ge=0, le=MAX_GPUS)]
-    preemptions_per_node_h: Rate
-    correlation: Share
-    replace_h: HoursOrZero
-    capacity_wait_h: HoursOrZero
-    node_requests_per_s: list[RequestsPerS]  # one per request size (bucket) of the traffic
-    share_of_requests: list[Share]
-
-
-class Period(Read):
-    hours: str
-    days: str = "daily"
-    bucket_requests_per_s: list[RequestsPerS]
-    pools: list[Pool]
-
-
-class Endpoint(Read):
-    workload: str
-    duration_h: Hours
-    below_capacity_share: Share
-    periods: list[Period]
-
-
-class Plan(Read):
-    assignments: list[Assignment]
-    endpoints: list[Endpoint] = []
-
-
-# ---------------------------------------------------------------- a schedule
-
-
-class ScheduledRun(Read):
-    run: str
-    scheduled: Literal[True]
-    start: When
-    end: When
-    market: Literal["on_demand", "spot", "spot_fallback", "reserved"]
-    nodes: Nodes
-    gpus_per_node: Nodes
-    pool: Annotated[int, Field(ge=-1)]  # the reservation's index, or -1
-    checkpoint_interval_h: Hours | None
-    inputs: Process
-
-    @field_serializer("start", "end")
-    def _iso(self, moment) -> str:
-        return moment.isoformat()  # as `planner batch` writes it, in UTC
-
-
-class UnscheduledRun(Read):
-    scheduled: bool = False
-
-
-def _run_kind(value: Any) -> str:
-    return "<scheduled>" if isinstance(value, dict) and value.get("scheduled") is True else "<unscheduled>"
-
-
-class ScheduleReservation(Read):
-    nodes: Annotated[int, Field(ge=0, le=MAX_GPUS)]
-
-
-class Schedule(Read):
-    runs: list[Annotated[Annotated[ScheduledRun, Tag("<scheduled>")] | Annotated[UnscheduledRun, Tag("<unscheduled>")],
-                         Discriminator(_run_kind)]]
-    reservations: list[ScheduleReservation] = []
-
+from planner.schema.plan import AssignmentRecord, EndpointRecord, PlanRecord, ScheduledRunRecord, ScheduleRecord
 
 # ---------------------------------------------------------------- reading
 
@@ -202,19 +41,19 @@ def _validated(model: type[BaseModel], data: Any, path: Path, command: str):
         raise PlannerError(message, at(path, loc)) from None
 
 
-def load_plan(path: Path, scenario) -> tuple[list[dict], list[dict]]:
+def load_plan(path: Path, scenario) -> PlanRecord:
     """A plan's assignments and endpoints for `scenario` (a `Scenario`): each assignment a job of the scenario, each
     endpoint one of its serving workloads with its traffic's periods and request sizes, every number in range."""
     return plan_from_data(_read_json(path, "plan file"), scenario, path)
 
 
-def plan_from_data(data: Any, scenario, path: Path = Path("plan")) -> tuple[list[dict], list[dict]]:
+def plan_from_data(data: Any, scenario, path: Path = Path("plan")) -> PlanRecord:
     """`load_plan` on data already read (the Python API's `SolvedPlan.to_dict()`); `path` names it in errors."""
     if not isinstance(data, dict) or not isinstance(data.get("assignments"), list) or not (
             data["assignments"] or data.get("endpoints")):
         raise PlannerError("expected a plan from `planner solve --format json` with assignments or endpoints",
                            str(path))
-    plan = _validated(Plan, data, path, "planner solve --format json")
+    plan = _validated(PlanRecord, data, path, "planner solve --format json")
     jobs = {w.name: w for w in scenario.workloads if not w.serving}
     serving = {w.name: w for w in scenario.workloads if w.serving}
     for index, a in enumerate(plan.assignments):
@@ -226,11 +65,10 @@ def plan_from_data(data: Any, scenario, path: Path = Path("plan")) -> tuple[list
         _check_job(a, jobs[a.workload], path, loc, fallback_price=True)
     for index, e in enumerate(plan.endpoints):
         _check_endpoint(e, serving, path, ("endpoints", index))
-    out = plan.model_dump(exclude_unset=True)
-    return out["assignments"], out.get("endpoints", [])
+    return plan
 
 
-def load_schedule(path: Path, loaded) -> dict:
+def load_schedule(path: Path, loaded) -> ScheduleRecord:
     """A schedule from `planner batch --format json` for the quarter `loaded`: its scheduled runs name the
     quarter's runs (once each), every number in range, and it has one reservation entry per option."""
     data = _read_json(path, "schedule file")
@@ -238,7 +76,7 @@ def load_schedule(path: Path, loaded) -> dict:
             "OPTIMAL", "FEASIBLE"):
         raise PlannerError("expected a schedule from `planner batch --format json` (status OPTIMAL or FEASIBLE)",
                            str(path))
-    schedule = _validated(Schedule, data, path, "planner batch --format json")
+    schedule = _validated(ScheduleRecord, data, path, "planner batch --format json")
     quarter = loaded.quarter
     if len(schedule.reservations) != len(quarter.reservations):
         raise PlannerError(f"{len(schedule.reservations)} reservation entries for {len(quarter.reservations)} "
@@ -250,7 +88,7 @@ def load_schedule(path: Path, loaded) -> dict:
     runs = {r.name: r for r in quarter.runs}
     first: dict[str, int] = {}
     for index, r in enumerate(schedule.runs):
-        if not isinstance(r, ScheduledRun):
+        if not isinstance(r, ScheduledRunRecord):
             continue
         loc = ("runs", index)
         if r.run not in runs:
@@ -274,13 +112,13 @@ def load_schedule(path: Path, loaded) -> dict:
                                f"{schedule.reservations[r.pool].nodes}: the run could never start on it",
                                at(path, loc + ("nodes",)))
         _check_job(r, runs[r.run], path, loc, fallback_price=False)
-    return schedule.model_dump(exclude_unset=True)
+    return schedule
 
 
 # ---------------------------------------------------------------- against the scenario or quarter
 
 
-def _check_job(job: Assignment | ScheduledRun, workload, path: Path, loc: tuple, fallback_price: bool) -> None:
+def _check_job(job: AssignmentRecord | ScheduledRunRecord, workload, path: Path, loc: tuple, fallback_price: bool) -> None:
     """A job's size is one the workload allows, its preemption events are among its failures, and a spot_fallback
     job has what the policy reads: its on-demand price (in a plan) and a time budget."""
     gpus = job.nodes * job.gpus_per_node
@@ -289,20 +127,20 @@ def _check_job(job: Assignment | ScheduledRun, workload, path: Path, loc: tuple,
                            f"gpus {workload.gpus.min}-{workload.gpus.max}", at(path, loc + ("nodes",)))
     inputs = job.inputs
     if job.market == "spot_fallback":
-        if fallback_price and "fallback_price_per_node_h" not in inputs.model_fields_set:
+        if fallback_price and inputs.fallback_price_per_node_h is None:
             raise PlannerError("missing required key 'fallback_price_per_node_h' (a spot_fallback job's on-demand "
                                "price)", at(path, loc + ("inputs", "fallback_price_per_node_h")))
         if inputs.time_budget_h is None:
             raise PlannerError("expected a number of hours, got none: a spot_fallback job switches to on-demand "
                                "against its time budget", at(path, loc + ("inputs", "time_budget_h")))
     events = inputs.preemption_events_per_h
-    if events > inputs.failure_rate_per_h * (1 + 1e-9):
+    if events is not None and events > inputs.failure_rate_per_h * (1 + 1e-9):
         raise PlannerError(f"{events:g} preemption events per hour, more than the {inputs.failure_rate_per_h:g} "
                            "failures per hour they are counted among (failure_rate_per_h)",
                            at(path, loc + ("inputs", "preemption_events_per_h")))
 
 
-def _check_endpoint(e: Endpoint, serving: dict, path: Path, loc: tuple) -> None:
+def _check_endpoint(e: EndpointRecord, serving: dict, path: Path, loc: tuple) -> None:
     """An endpoint of one of the scenario's serving workloads, over its traffic's periods (at most a day's minutes
     for each day replayed) with one figure per request size (bucket) wherever the replay indexes them."""
     if e.workload not in serving:

@@ -1,4 +1,4 @@
-"""The one status line and `solve_report` block of both commands' reports (`solve` and `batch`)."""
+"""The one status line of both commands' reports (`solve` and `batch`)."""
 from __future__ import annotations
 
 from planner.solve.outcome import SolveReport
@@ -22,11 +22,3 @@ def status_line(r: SolveReport, candidates: str, prices_as_of: str | None) -> st
             f"{r.solve_seconds:.2f} s ({r.deterministic_seconds:.2f} deterministic) on {r.workers} "
             f"worker{'s' if r.workers != 1 else ''}, seed {r.seed}; candidates built in {r.candidates_seconds:.2f} s"
             + (f"; prices as of {prices_as_of}" if prices_as_of else ""))
-
-
-def solve_report_json(r: SolveReport | None) -> dict:
-    """The `solve_report` block of the JSON contracts (left out with `--no-timings`)."""
-    r = r or SolveReport("", workers=0)  # no search ran (no candidates): zeros
-    return {"solve_seconds": round(r.solve_seconds, 3), "deterministic_seconds": round(r.deterministic_seconds, 3),
-            "workers": r.workers, "seed": r.seed, "proved_by": r.proved_by, "lp_seconds": round(r.lp_seconds, 3),
-            "candidates_seconds": round(r.candidates_seconds, 3)}

@@ -7,6 +7,8 @@ bound     the LP relaxation and HiGHS's branch and bound beside CP-SAT
 outcome   what either model's search ends with (status, dollars, gap, effort)
 checker   an independent check of a plan against every rule
 serving   the endpoints' variables and constraint families, in either CP-SAT model
+endpoint_report  each endpoint's plan: pools per period, latency at the peak, costs (the JSON contract's)
+explain   why the winner beat its runner-ups, and what a cheap spot plan risks (`--explain`)
 cpsat     CP-SAT run so that Ctrl-C keeps meaning "stop, status 130"
 interruptible  native searches (HiGHS) run the same way
 """

@@ -68,3 +68,11 @@ class BatchResult(SolveReport):
     bought: list[int] = field(default_factory=list)
     unscheduled: list[str] = field(default_factory=list)
     serving: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def solve_report_json(r: SolveReport | None) -> dict:
+    """The `solve_report` block of the JSON contracts (left out with `--no-timings`)."""
+    r = r or SolveReport("", workers=0)  # no search ran (no candidates): zeros
+    return {"solve_seconds": round(r.solve_seconds, 3), "deterministic_seconds": round(r.deterministic_seconds, 3),
+            "workers": r.workers, "seed": r.seed, "proved_by": r.proved_by, "lp_seconds": round(r.lp_seconds, 3),
+            "candidates_seconds": round(r.candidates_seconds, 3)}

@@ -223,21 +223,3 @@ def parallelism_json(label: str) -> dict | None:
 
 def _finite(value: float) -> float | None:
     return None if value is None or math.isinf(value) else value
-
-
-def inputs_from_assignment(a: dict):
-    """Rebuild the cost model's inputs from one assignment of the JSON contract.
-
-    The plan file is self-contained: `failure_rate_per_h` is the job's total λ, of which
-    `preemption_events_per_h` are preemption events (each followed by `capacity_wait_h`) and
-    the rest hardware failures; storage per hour and egress come back out of the breakdown.
-    """
-    from planner.economics.inputs import inputs_from_process
-
-    i, e, b = a["inputs"], a["expected"], a["breakdown_usd"]
-    return inputs_from_process(
-        i, nodes=a["nodes"], gpus_per_node=a["gpus_per_node"], checkpoint_interval_h=a["checkpoint_interval_h"],
-        price_per_node_h=i["price_per_node_h"], billing_granularity_h=i["billing_granularity_h"],
-        billing_minimum_h=i["billing_minimum_h"],
-        time_budget_h=i["time_budget_h"] if i["time_budget_h"] is not None else math.inf,
-        storage_usd_per_h=b["storage"] / e["wall_h"] if e["wall_h"] > 0 else 0.0, egress_usd=b["egress"])

@@ -1,0 +1,284 @@
+"""`planner catalog`: list, show, spot, import and refresh the offers the planner prices."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from planner.commands.options import FORMATS, OutputPath, warn_old_prices
+from planner.errors import PlannerError
+
+# ---------------------------------------------------------------- catalog
+
+
+@click.group()
+def catalog() -> None:
+    """Browse the shipped instance catalogs, or import fresh prices."""
+
+
+@catalog.command("list")
+@click.option("--provider", "providers", multiple=True, help="Only this provider (repeatable).")
+@click.option("--gpu", "gpus", multiple=True, help="GPU name or family, e.g. H100 or H100-SXM; H100:8 for nodes of 8 (repeatable).")
+@click.option("--min-vram", help="Minimum VRAM per GPU, e.g. 48GiB.")
+@click.option("--region", "regions", multiple=True, help="Only this region (repeatable).")
+@click.option("--spot", is_flag=True, help="Only offers with a spot price.")
+@click.option("--catalog", "catalogs", multiple=True, help="Catalog names or CSV paths (default: every shipped one).")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option("--limit", type=click.IntRange(min=0), default=None, help="Show at most this many rows.")
+def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit) -> None:
+    """List offers, cheapest per GPU-hour first.
+
+    \b
+    Example:
+      planner catalog list --gpu H100 --format json
+      planner catalog list --provider aws --min-vram 40GiB --spot
+    """
+    from planner.load.catalog import filter_offers, load_catalog, offer_listing, shipped_catalog_names
+
+    try:
+        cat = load_catalog(catalogs or tuple(shipped_catalog_names()))
+    except KeyError as exc:
+        raise PlannerError(str(exc.args[0]), "--catalog") from None
+    frame = offer_listing(filter_offers(cat, providers=providers, gpus=gpus, regions=regions, min_vram=min_vram,
+                                        spot=spot))
+    if limit is not None:
+        frame = frame.head(limit)
+    if fmt == "json":
+        from planner.report.render import to_json
+
+        records = frame.astype(object).where(frame.notna(), None).to_dict("records")
+        click.echo(to_json(records), nl=False)
+    elif fmt == "csv":
+        from planner.report.render import to_csv
+
+        click.echo(to_csv(frame), nl=False)
+    else:
+        from planner.report.render import render_table
+
+        shown = frame.drop(columns=["defaults", "notes"])
+        shown["network"] = shown.pop("inter_node") + " " + shown.pop("inter_node_gbps").map(lambda g: f"{g:g}G" if g else "")
+        as_of = cat.prices_as_of()
+        footer = [f"{len(frame)} offers; prices USD per node-hour" + (f", as of {as_of}" if as_of else "")
+                  + "; preempt = spot preemptions per node-hour"]
+        click.echo(render_table(shown, footer=footer, headers=_SHORT_HEADERS,
+                                drop=("network", "intra_node", "spot_preemption_per_h", "gpu_vram_gib", "region")),
+                   nl=False)
+    warn_old_prices(cat)
+
+
+_SHORT_HEADERS = {"instance_type": "instance", "gpus_per_node": "gpus", "gpu_vram_gib": "vram_gib",
+                  "on_demand_usd_h": "on_demand", "spot_usd_h": "spot", "usd_per_gpu_h": "per_gpu_h",
+                  "spot_preemption_per_h": "preempt", "intra_node": "intra"}
+
+
+@catalog.command("show")
+@click.argument("offer")
+@click.option("--catalog", "catalogs", multiple=True, help="Catalog names or CSV paths (default: every shipped one).")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+def catalog_show(offer, catalogs, fmt) -> None:
+    """Everything about one offer: provider/region/instance_type (or a unique instance type).
+
+    \b
+    Example:
+      planner catalog show aws/us-east-1/p5.48xlarge
+    """
+    from planner.errors import did_you_mean
+    from planner.load.catalog import load_catalog, shipped_catalog_names
+
+    try:
+        cat = load_catalog(catalogs or tuple(shipped_catalog_names()))
+    except KeyError as exc:
+        raise PlannerError(str(exc.args[0]), "--catalog") from None
+    keys = cat.offers["key"]
+    matches = keys[(keys == offer) | keys.str.endswith("/" + offer)].tolist()
+    if not matches:
+        raise PlannerError(f"unknown offer {offer!r}{did_you_mean(offer, keys)}; expected provider/region/instance_type",
+                           "OFFER")
+    if len(matches) > 1:
+        raise PlannerError(f"{offer!r} is offered in {len(matches)} places; name one, e.g. {matches[0]!r}", "OFFER")
+    chosen = cat.offer_models[matches[0]]
+    provider = cat.providers[chosen.provider]
+    gpu = cat.gpus[chosen.gpu]
+    details = {
+        "offer": chosen.model_dump(),
+        "gpu": gpu.model_dump(),
+        "provider": provider.model_dump(),
+        "defaulted_fields": list(chosen.defaults) + [f"provider.{d}" for d in provider.defaults],
+    }
+    if fmt == "json":
+        from planner.report.render import to_json
+
+        click.echo(to_json(details), nl=False)
+        return
+    lines = [f"{chosen.key}"]
+    for section in ("offer", "gpu", "provider"):
+        lines.append(f"[{section}]")
+        marked = chosen.defaults if section == "offer" else provider.defaults if section == "provider" else ()
+        for key, value in details[section].items():
+            if key == "defaults":
+                continue
+            mark = "  (default)" if key in marked else ""
+            lines.append(f"  {key:28} {_shown(key, value)}{mark}")
+    click.echo("\n".join(lines))
+
+
+@catalog.command("spot")
+@click.option("--traces", "traces_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              metavar="DIR", help="Measured availability traces (Can't Be Late's JSON format); default the shipped ones.")
+@click.option("--provider", "providers", multiple=True, help="Only this provider (repeatable).")
+@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
+def catalog_spot(traces_dir, providers, fmt) -> None:
+    """How many spot nodes of each offer family could be held at once, as measured: per gang size, the share
+    of time all were up (mean, worst and best zone), how long they stayed up together, how long a lost gang
+    waited. Every spot candidate is replayed on these traces before it is offered; a gang larger than any
+    probe held is not offered.
+
+    \b
+    Example:
+      planner catalog spot --provider gcp
+    """
+    import pandas as pd
+
+    from planner.economics.obtainability import Obtainability, obtainability
+    from planner.load.traces import load_traces
+
+    rows = [r for r in obtainability(load_traces(traces_dir)) if not providers or r.cloud in providers]
+    frame = pd.DataFrame([vars(r) for r in rows], columns=list(Obtainability.__dataclass_fields__))
+    if fmt == "json":
+        from planner.report.render import to_json
+
+        click.echo(to_json([vars(r) for r in rows]), nl=False)
+    elif fmt == "csv":
+        from planner.report.render import to_csv
+
+        click.echo(to_csv(frame), nl=False)
+    else:
+        from planner.report.render import render_table
+
+        shown = frame.copy()
+        for column in ("p_all_up", "p_all_up_worst", "p_all_up_best"):
+            shown[column] = shown[column].map(lambda p: f"{p:.1%}")
+        for column in ("hold_h", "wait_h"):
+            shown[column] = shown[column].map(lambda h: "-" if h is None or pd.isna(h) else f"{h:.1f}")
+        footer = ["p_all_up: the share of time all n nodes were up, mean over the probes (worst, best probe); "
+                  "hold_h: mean hours all n stayed up together; wait_h: mean hours until all n were up again",
+                  "a spot gang larger than the largest probe is not planned (docs/cost-model.md §11)"]
+        click.echo(render_table(shown, footer=footer, headers={"instance_type": "instance", "p_all_up": "P(all up)",
+                                                               "p_all_up_worst": "worst", "p_all_up_best": "best"}),
+                   nl=False)
+
+
+def _shown(key: str, value) -> str:
+    """A catalog value as people read it: hours of billing as `1s`, `1m`, `1h`; other floats without float noise."""
+    if value is None or isinstance(value, bool) or not isinstance(value, float):
+        return "-" if value is None else str(value)
+    if key.endswith("_h") and key.startswith("billing"):
+        seconds = value * 3600
+        for unit, size in (("h", 3600), ("m", 60), ("s", 1)):
+            if seconds >= size and abs(seconds / size - round(seconds / size)) < 1e-6:
+                return f"{round(seconds / size)}{unit}"
+        return f"{seconds:g}s"
+    return f"{value:g}"
+
+
+@catalog.command("import")
+@click.option("--from", "source", type=click.Choice(["skypilot"]), required=True, help="Input format.")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--provider", required=True, help="Provider name the offers belong to (e.g. aws).")
+@click.option("-o", "--output", required=True, type=OutputPath(Path),
+              help="Catalog CSV to write (atomically).")
+def catalog_import(source, file, provider, output) -> None:
+    """Convert a SkyPilot-format vms.csv into this project's offers catalog format.
+
+    \b
+    Example:
+      planner catalog import --from skypilot vms.csv --provider aws -o my-aws.csv
+    """
+    from planner.files import check_target, write_atomic
+    from planner.load.skypilot import catalog_header, check_imported, import_skypilot_file
+
+    protected = (file, *_shipped_tables(provider))
+    check_target(output, protected)
+    converted = import_skypilot_file(file, provider)
+    text = catalog_header(source=f"SkyPilot vms.csv imported from {file.name}", as_of=_today()) + converted.to_csv(
+        index=False)
+    check_imported(converted, text, file)  # what we write must load: checked before writing
+    write_atomic(output, text, protected=protected)
+    kept = int(converted["notes"].fillna("").str.contains("facts_from_shipped_catalog").sum())
+    click.echo(f"wrote {len(converted)} offers to {output} ({kept} keep interconnect, network and preemption "
+               f"facts from the shipped catalog)")
+
+
+def _shipped_tables(provider: str) -> tuple[Path, ...]:
+    """The shipped tables `catalog import` and `catalog refresh` read (the facts they keep): never their output."""
+    from planner.load.catalog import CATALOG_DIR, catalog_tables
+
+    return (CATALOG_DIR / "offers" / f"{provider}.csv", *catalog_tables())
+
+
+@catalog.command("refresh")
+@click.argument("provider", type=click.Choice(["azure", "aws"]))
+@click.option("-o", "--output", required=True, type=OutputPath(Path),
+              help="Catalog CSV to write (atomically); name it in a scenario's `catalogs`.")
+@click.option("--region", "regions", multiple=True, help="AWS regions to fetch (repeatable; default us-east-1).")
+def catalog_refresh(provider, output, regions) -> None:
+    """Fetch current on-demand (and spot) GPU prices from the provider's public price API.
+
+    azure: the Retail Prices API (no account needed). aws: the EC2 price-list offer file per
+    region (large: streamed to disk); spot prices from the EC2 spot price history when boto3 and
+    AWS credentials are present, else the shipped spot prices are kept and marked. Offers keep
+    every fact the shipped catalog knows that the price source lacks (GPUs, interconnect,
+    network, preemption rate), marked in `notes`.
+
+    \b
+    Example:
+      planner catalog refresh azure -o azure-today.csv
+      planner catalog refresh aws --region us-east-1 --region us-west-2 -o aws-today.csv
+    """
+    import datetime
+    import tempfile
+
+    import pandas as pd
+
+    from planner.files import check_target
+    from planner.load.catalog import load_gpus
+    from planner.load.offer_facts import load_shipped_offers
+    from planner.load.refresh import (
+        aws_offers,
+        aws_spot_prices,
+        azure_offers,
+        fetch_aws_offer_file,
+        fetch_azure,
+        write_offers_csv,
+    )
+
+    check_target(output, _shipped_tables(provider))
+    gpus = load_gpus()
+    if provider == "azure":
+        frame = azure_offers(fetch_azure(), gpus)
+        skipped = f"; skipped {len(frame.attrs.get('unknown_instance_types', ()))} sizes the shipped catalog lacks"
+        source = "Azure Retail Prices API (prices.azure.com/api/retail/prices), Linux consumption and spot"
+        spot = ""
+    else:
+        regions = regions or ("us-east-1",)
+        spot_prices = aws_spot_prices(list(regions), sorted(set(load_shipped_offers("aws")["instance_type"])))
+        frames = []
+        with tempfile.TemporaryDirectory() as tmp:
+            for region in regions:
+                frames.append(aws_offers(fetch_aws_offer_file(region, directory=Path(tmp)), gpus,
+                                         spot_prices=spot_prices))
+        frame = pd.concat(frames, ignore_index=True)
+        skipped = ""
+        source = f"AWS EC2 price list offer files ({', '.join(regions)})"
+        spot = "; spot: EC2 spot price history" if spot_prices is not None else \
+            "; spot: kept the shipped prices (boto3 not installed or no AWS credentials)"
+    if frame.empty:
+        raise PlannerError(f"the {provider} price source returned no GPU offers the shipped catalog knows", provider)
+    write_offers_csv(frame, output, source, datetime.date.today().isoformat())  # checked before it writes
+    click.echo(f"wrote {len(frame)} offers to {output}{skipped}{spot}")
+
+
+def _today() -> str:
+    import datetime
+
+    return datetime.date.today().isoformat()
