@@ -23,7 +23,7 @@ from planner.candidates.endpoints import Endpoint
 from planner.candidates.limits import COST_RESOLUTION_USD, Limits, budget_cents, node_cap, quota_mask
 from planner.solve import cpsat
 from planner.solve.bound import LpBound, lp_bound, mip_optimum
-from planner.solve.outcome import SolveResult
+from planner.solve.outcome import Clock, SolveResult
 from planner.solve.rows import LinearRow, admits, budget_rows, group_members, node_limit_rows, quota_rows
 from planner.solve.serving import SERVING_FAMILIES, ServingVars, serving_ties, serving_variables
 
@@ -264,19 +264,19 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
     solution instead. `parameters` are CP-SAT's own (for measurements: `linearization_level`,
     `optimize_with_lb_tree_search`, ...).
     """
-    started = time.perf_counter()
+    clock = Clock(time_limit_s)
     cands = plan.candidates
     cents = cands["cost_cents"].to_numpy(dtype=np.int64)
     if plan.endpoints is not None:  # the LP relaxation and HiGHS's MIP know only the jobs' candidates
-        return _solve_with_endpoints(plan, time_limit_s, workers, seed, hint, parameters, started)
+        return _solve_with_endpoints(plan, clock, workers, seed, hint, parameters)
     relaxed = lp_bound(cands, plan.limits, cents) if use_lp else None
     cents_floor = relaxed.least_whole if relaxed else None
     if relaxed is not None and not hint and np.all((relaxed.x < 1e-9) | (relaxed.x > 1 - 1e-9)):
         # The relaxation's optimum is a plan (every workload whole): optimal in cents with nothing to search.
         # (Its picks meet every row; for the groups, two members on different values would need Σ y = 2.)
         picked = relaxed.x > 0.5
-        return _finish(plan, cents, picked, int(cents[picked].sum()), True, "lp", relaxed, started, time_limit_s,
-                       workers, seed, 0.0, 0)
+        return _finish(plan, cents, picked, int(cents[picked].sum()), True, "lp", relaxed, clock, workers, seed,
+                       0.0, 0)
     incumbent = None  # a plan known to meet every limit, while CP-SAT has found none
     if relaxed is not None and not hint:  # a few workloads fractional
         rounded = _rounded(cands, relaxed.x, plan.ranks)
@@ -285,10 +285,10 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
             plan, cents, relaxed, incumbent = _narrowed(plan, keep), cents[keep], relaxed.narrowed(keep), rounded[keep]
             cands = plan.candidates
         # HiGHS's branch and bound closes the few fractional workloads
-        exact = mip_optimum(cands, plan.limits, cents, min(MIP_LOOK_S, time_limit_s - (time.perf_counter() - started)))
+        exact = mip_optimum(cands, plan.limits, cents, min(MIP_LOOK_S, clock.left()))
         if exact is not None:
-            return _finish(plan, cents, exact, int(cents[exact].sum()), True, "mip", relaxed, started, time_limit_s,
-                           workers, seed, 0.0, 0)
+            return _finish(plan, cents, exact, int(cents[exact].sum()), True, "mip", relaxed, clock, workers,
+                           seed, 0.0, 0)
     if hint:
         wanted = set(hint.values())
         start = [cid in wanted for cid in cands["cid"]]
@@ -300,17 +300,17 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
     def stop_at(model_plan: PlanModel) -> int | None:
         return None if cents_floor is None else cents_floor * model_plan.tie_scale + model_plan.tie_scale - 1
 
-    left = time_limit_s - (time.perf_counter() - started)
+    left = clock.left()
     plan.constrained()
     first = _search(plan.model, plan.pick, start, min(left, FIRST_LOOK_S) if relaxed else left, workers, seed,
                     stop_at=stop_at(plan), parameters=parameters)
-    left = time_limit_s - (time.perf_counter() - started)
+    left = clock.left()
     if first.values is None and relaxed and left > 0.5:  # no plan in the first look: search on, to the time limit
         again = _search(plan.model, plan.pick, start, left, workers, seed, stop_at=stop_at(plan), parameters=parameters)
         first = dataclasses.replace(again, deterministic=again.deterministic + first.deterministic)
     if first.values is None and incumbent is not None:  # CP-SAT found none in time: the rounded LP stands
         first = dataclasses.replace(first, status="FEASIBLE", values=incumbent, bound=0)
-    left = time_limit_s - (time.perf_counter() - started)
+    left = clock.left()
     if relaxed and first.values is not None and first.status != "OPTIMAL" and \
             int(cents[first.values].sum()) > cents_floor and left > 0.5:
         # Reduced-cost fixing: no plan as cheap as this one picks a candidate the LP prices above it.
@@ -322,38 +322,36 @@ def solve_model(plan: PlanModel, time_limit_s: float = 60.0, workers: int = 0, s
             plan, cands, cents, relaxed = reduced, reduced.candidates, cents[keep], relaxed.narrowed(keep)
             first = dataclasses.replace(again, deterministic=again.deterministic + first.deterministic)
     if first.values is None:
-        return SolveResult(first.status, solve_seconds=time.perf_counter() - started,
+        return SolveResult(first.status, solve_seconds=clock.used(),
                            deterministic_seconds=first.deterministic, workers=first.workers, seed=seed,
                            lp_seconds=relaxed.seconds if relaxed else 0.0, chosen=cands.iloc[0:0])
     picked = first.values
     best_cents = int(cents[picked].sum())
     cents_proven = first.status == "OPTIMAL" or (cents_floor is not None and best_cents <= cents_floor)
     proved_by = "cp-sat" if first.status == "OPTIMAL" else ("lp" if cents_proven else "")
-    return _finish(plan, cents, picked, best_cents, cents_proven, proved_by, relaxed, started, time_limit_s, workers,
-                   seed, first.deterministic, first.workers, cp_floor=first.bound // plan.tie_scale, status=first.status)
+    return _finish(plan, cents, picked, best_cents, cents_proven, proved_by, relaxed, clock, workers, seed,
+                   first.deterministic, first.workers, cp_floor=first.bound // plan.tie_scale, status=first.status)
 
 
-def _solve_with_endpoints(plan: PlanModel, time_limit_s: float, workers: int, seed: int, hint, parameters,
-                          started: float) -> SolveResult:
+def _solve_with_endpoints(plan: PlanModel, clock: Clock, workers: int, seed: int, hint, parameters) -> SolveResult:
     """CP-SAT alone, to proof: the endpoints' replica counts are integers the relaxations do not have."""
     groups = _endpoint_groups(plan)
     if groups:
-        found = _solve_by_endpoint(plan, groups, time_limit_s, workers, seed, parameters, started)
+        found = _solve_by_endpoint(plan, groups, clock, workers, seed, parameters)
         if found is not None:
             return found
     providers = _one_provider_split(plan)
     if providers:
-        return _solve_by_provider(plan, providers, time_limit_s, workers, seed, parameters, started)
+        return _solve_by_provider(plan, providers, clock, workers, seed, parameters)
     plan.constrained()
     cands = plan.candidates
     wanted = set(hint.values()) if hint else set()
     start = [cid in wanted for cid in cands["cid"]] if hint else None
-    found = _search(plan.model, plan.pick, start, time_limit_s, workers, seed, stop_at=None, parameters=parameters,
+    found = _search(plan.model, plan.pick, start, clock.left(), workers, seed, stop_at=None, parameters=parameters,
                     serving=plan.serving)
     if plan.later_ties and found.status == "OPTIMAL":
-        found = _endpoint_tie_break(plan, found, time_limit_s - (time.perf_counter() - started), workers, seed,
-                                    parameters)
-    common = dict(solve_seconds=time.perf_counter() - started, deterministic_seconds=found.deterministic,
+        found = _endpoint_tie_break(plan, found, clock.left(), workers, seed, parameters)
+    common = dict(solve_seconds=clock.used(), deterministic_seconds=found.deterministic,
                   workers=found.workers, seed=seed)
     if found.values is None:
         return SolveResult(found.status, chosen=cands.iloc[0:0], **common)
@@ -382,8 +380,8 @@ def _endpoint_groups(plan: PlanModel) -> list[list[str]]:
     return list(groups.values())
 
 
-def _solve_by_endpoint(plan: PlanModel, groups: list[list[str]], time_limit_s: float, workers: int, seed: int,
-                       parameters, started: float) -> SolveResult | None:
+def _solve_by_endpoint(plan: PlanModel, groups: list[list[str]], clock: Clock, workers: int, seed: int,
+                       parameters) -> SolveResult | None:
     """One search per group of alike endpoints (`_endpoint_groups`), its plan copied to each: with nothing that
     ties endpoints together the whole model's optimum is the sum of theirs, and alike endpoints share it (200
     copies of one endpoint were one model of 200 times the options, UNKNOWN after 5 s; now one search). None
@@ -395,12 +393,11 @@ def _solve_by_endpoint(plan: PlanModel, groups: list[list[str]], time_limit_s: f
     for names in groups:
         rows = where[names[0]]
         part = build_model(plan.candidates, plan.limits, serving=(options.iloc[rows], {names[0]: traffic[names[0]]}))
-        left = time_limit_s - (time.perf_counter() - started)
-        found = _solve_with_endpoints(part, left, workers, seed, None, parameters, time.perf_counter())
+        found = _solve_with_endpoints(part, Clock(clock.left()), workers, seed, None, parameters)
         deterministic += found.deterministic_seconds
         if not found.solved:  # one endpoint that cannot be planned alone cannot be planned with the others
             return SolveResult(found.status, chosen=plan.candidates.iloc[0:0],
-                               solve_seconds=time.perf_counter() - started, deterministic_seconds=deterministic,
+                               solve_seconds=clock.used(), deterministic_seconds=deterministic,
                                workers=found.workers, seed=seed)
         proven &= found.status == "OPTIMAL"
         objective += found.objective_usd * len(names)
@@ -413,7 +410,7 @@ def _solve_by_endpoint(plan: PlanModel, groups: list[list[str]], time_limit_s: f
         return None
     return SolveResult("OPTIMAL" if proven else "FEASIBLE", objective, objective if proven else min(bound, objective),
                        proved_by="cp-sat" if proven else "", chosen=plan.candidates.iloc[0:0], serving=serving,
-                       solve_seconds=time.perf_counter() - started, deterministic_seconds=deterministic,
+                       solve_seconds=clock.used(), deterministic_seconds=deterministic,
                        workers=workers if workers > 0 else 2, seed=seed)
 
 
@@ -442,8 +439,8 @@ def _one_provider_split(plan: PlanModel) -> list[str]:
     return providers if len(providers) > 1 else []
 
 
-def _solve_by_provider(plan: PlanModel, providers: list[str], time_limit_s: float, workers: int, seed: int,
-                       parameters, started: float) -> SolveResult:
+def _solve_by_provider(plan: PlanModel, providers: list[str], clock: Clock, workers: int, seed: int,
+                       parameters) -> SolveResult:
     """One search per provider, each a model a tenth the size of the whole (an 8B endpoint over twelve catalogs:
     344 options, 14.5 s to proof on one worker as one model, 2.0 s as twelve); the cheapest plan wins, the first
     provider by name among equals. Optimal when every search is; else its bound is the least of theirs."""
@@ -453,8 +450,7 @@ def _solve_by_provider(plan: PlanModel, providers: list[str], time_limit_s: floa
     for provider in providers:
         mine = np.flatnonzero((options["provider"] == provider).to_numpy())
         part = build_model(plan.candidates, plan.limits, serving=(options.iloc[mine], traffic))
-        found = _solve_with_endpoints(part, time_limit_s - (time.perf_counter() - started), workers, seed, None,
-                                      parameters, time.perf_counter())
+        found = _solve_with_endpoints(part, Clock(clock.left()), workers, seed, None, parameters)
         deterministic += found.deterministic_seconds
         if found.status == "INFEASIBLE":
             continue
@@ -463,7 +459,7 @@ def _solve_by_provider(plan: PlanModel, providers: list[str], time_limit_s: floa
         if found.solved and (best is None or round(found.objective_usd, 2) < round(best.objective_usd, 2)):
             best = dataclasses.replace(found, serving=found.serving.assign(
                 option=mine[found.serving["option"].to_numpy(dtype=int)]))
-    common = dict(solve_seconds=time.perf_counter() - started, deterministic_seconds=deterministic,
+    common = dict(solve_seconds=clock.used(), deterministic_seconds=deterministic,
                   workers=workers if workers > 0 else 2, seed=seed)
     if best is None:
         return SolveResult("INFEASIBLE" if proven else "UNKNOWN", chosen=plan.candidates.iloc[0:0], **common)
@@ -491,22 +487,21 @@ def _endpoint_tie_break(plan: PlanModel, found: "_Search", time_limit_s: float, 
 
 
 def _finish(plan: PlanModel, cents: np.ndarray, picked: np.ndarray, best_cents: int, cents_proven: bool,
-            proved_by: str, relaxed: LpBound | None, started: float, time_limit_s: float, workers: int, seed: int,
+            proved_by: str, relaxed: LpBound | None, clock: Clock, workers: int, seed: int,
             deterministic: float, used_workers: int, cp_floor: int = 0, status: str = "FEASIBLE") -> SolveResult:
     """The tie-break stage when the cost is proven but not by CP-SAT itself, then the result in dollars."""
     if cents_proven and status != "OPTIMAL":  # the tie-break among plans of that cost
         if relaxed is not None:  # a plan of that cost holds only candidates the LP prices within it
             keep = relaxed.can_beat(float(best_cents))
             plan, cents, picked = _narrowed(plan, keep), cents[keep], picked[keep]
-        picked, _, seconds = _tie_break(plan, cents, best_cents, picked, time_limit_s - (
-            time.perf_counter() - started), workers, seed)
+        picked, _, seconds = _tie_break(plan, cents, best_cents, picked, clock.left(), workers, seed)
         deterministic += seconds
     chosen = plan.candidates[picked].sort_values("workload", kind="stable").reset_index(drop=True)
     objective = float(chosen["cost_usd"].sum())
     cents_floor = relaxed.least_whole if relaxed else None
     bound_cents = best_cents if cents_proven else max(cp_floor, cents_floor if cents_floor is not None else cp_floor)
     bound = objective if cents_proven else min(objective, bound_cents * COST_RESOLUTION_USD)
-    return SolveResult("OPTIMAL" if cents_proven else status, objective, bound, time.perf_counter() - started,
+    return SolveResult("OPTIMAL" if cents_proven else status, objective, bound, clock.used(),
                        deterministic, used_workers or (workers if workers > 0 else 2), seed, proved_by,
                        relaxed.seconds if relaxed else 0.0, chosen=chosen)
 

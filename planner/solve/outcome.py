@@ -6,12 +6,28 @@ Plain data (no OR-Tools), so the reports and the greedy fallback can use it with
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 """CP-SAT statuses that come with a plan."""
+
+
+@dataclass(frozen=True)
+class Clock:
+    """One search's time limit, read in one place: the seconds used since it started and those left (a phase
+    that gets what is left starts its own `Clock(clock.left())`)."""
+
+    limit_s: float
+    started: float = field(default_factory=time.perf_counter)
+
+    def used(self) -> float:
+        return time.perf_counter() - self.started
+
+    def left(self) -> float:
+        return self.limit_s - self.used()
 
 
 def cut_by_clock(status: str, deterministic_seconds: float, work_limit: float | None) -> bool:
