@@ -45,3 +45,34 @@ def test_schema_writes_a_file(run, tmp_path):
     out = tmp_path / "scenario.schema.json"
     result = run("schema", "-o", out)
     assert result.exit_code == 0 and json.loads(out.read_text())["title"] == "Scenario"
+
+
+GOLDEN = sorted((REPO / "tests" / "golden").glob("*.json"))
+
+
+@pytest.mark.parametrize("path", GOLDEN, ids=lambda p: p.stem)
+def test_every_shipped_plan_is_its_schema_and_declares_every_key(run, path):
+    """The plans and schedules the shipped examples give (the golden files) against `planner schema plan|schedule`,
+    and read into the records (`schema/plan.py`) with no key the records do not declare: a key the writer renames
+    fails here, not at replay time."""
+    from planner.schema.plan import PlanRecord, ScheduleRecord, undeclared
+
+    data = json.loads(path.read_text())
+    kind, record = ("schedule", ScheduleRecord) if "runs" in data else ("plan", PlanRecord)
+    assert [e.message for e in _validator(run, kind).iter_errors(data)] == []
+    assert undeclared(record.model_validate(data)) == []
+
+
+def test_the_timings_block_and_a_renamed_key_are_checked(run):
+    from planner.schema.plan import PlanRecord, undeclared
+
+    result = run("solve", SCENARIOS / "pretrain-deadline.yaml", "--format", "json")
+    data = json.loads(result.stdout)
+    assert "solve_report" in data and undeclared(PlanRecord.model_validate(data)) == []
+    validator = _validator(run, "plan")
+    assert [e.message for e in validator.iter_errors(data)] == []
+    data["assignments"][0]["expect"] = data["assignments"][0].pop("expected")  # a required key renamed
+    assert any("'expected' is a required property" in e.message for e in validator.iter_errors(data))
+    data = json.loads(result.stdout)
+    data["assignments"][0]["gpu_name"] = data["assignments"][0].pop("gpu")  # an optional one
+    assert undeclared(PlanRecord.model_validate(data)) == [".assignments[0].gpu_name"]

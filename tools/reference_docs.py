@@ -188,6 +188,8 @@ def pages() -> dict[Path, str]:
         OUT / "cli.md": cli_page(),
         ROOT / "docs" / "schema" / "scenario.schema.json": file_schema("scenario"),
         ROOT / "docs" / "schema" / "quarter.schema.json": file_schema("quarter"),
+        ROOT / "docs" / "schema" / "plan.schema.json": file_schema("plan"),
+        ROOT / "docs" / "schema" / "schedule.schema.json": file_schema("schedule"),
     }
 
 

@@ -228,10 +228,11 @@ def examples(names, directory, list_only) -> None:
 
 
 @click.command()
-@click.argument("kind", type=click.Choice(("scenario", "quarter")), default="scenario")
+@click.argument("kind", type=click.Choice(("scenario", "quarter", "plan", "schedule")), default="scenario")
 @click.option("-o", "--output", type=OutputPath(stdout_dash=True), help="Write it to this file (atomically).")
 def schema(kind, output) -> None:
-    """The JSON Schema of scenario (or quarter) files, for an editor to check YAML as it is written.
+    """The JSON Schema of scenario (or quarter) files, for an editor to check YAML as it is written; or of a plan
+    (`planner solve --format json`) or a schedule (`planner batch --format json`), for the tools that read them.
 
     It checks keys and shapes; `planner validate` checks units and the rules across keys too.
     With VS Code's YAML extension, a first line `# yaml-language-server: $schema=scenario.schema.json`
@@ -241,6 +242,7 @@ def schema(kind, output) -> None:
     Example:
       planner schema -o scenario.schema.json
       planner schema quarter -o quarter.schema.json
+      planner schema plan -o plan.schema.json
     """
     from planner.schema.json_schema import file_schema
 
