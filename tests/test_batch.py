@@ -36,7 +36,8 @@ from planner.batch.checker import check_schedule
 from planner.batch.model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
 from planner.batch.pipeline import make_batch_plan
 from planner.candidates.cache import CandidateCache
-from planner.candidates.generate import apply_overrides, limit_keys, limits_of
+from planner.candidates.limits import limit_keys, limits_of
+from planner.candidates.offers import apply_overrides
 from planner.load.quarter import load_quarter
 from planner.report.batch import batch_json, batch_text
 from planner.schema.quarter import QuarterConstraints, as_scenario

@@ -11,6 +11,7 @@ import pytest
 
 from planner.candidates import generate as C
 from planner.candidates.cache import CandidateCache
+from planner.candidates.offers import apply_overrides
 from planner.errors import PlannerError
 from planner.load.scenario import load_scenario
 from planner.whatif import sweep as W
@@ -229,7 +230,7 @@ def test_reusing_work_between_points_changes_no_candidate(monkeypatch):
     kept = CandidateCache()  # what a sweep worker keeps from point to point
     C.generate(loaded.scenario, loaded.catalog, cache=kept)
     for kwargs in ({"spot_mult": 1.7}, {"preempt_mult": 2.5}, {"spot_mult": 0.6, "where": {"provider": "gcp"}}):
-        offers = C.apply_overrides(loaded.catalog.offers, loaded.scenario.overrides, loaded.catalog, **kwargs)
+        offers = apply_overrides(loaded.catalog.offers, loaded.scenario.overrides, loaded.catalog, **kwargs)
         reused = C.generate(loaded.scenario, loaded.catalog, offers, cache=kept)
         assert kept.rows and kept.exact and kept.estimates
         with monkeypatch.context() as patch:
@@ -255,7 +256,7 @@ def test_kept_physics_and_screening_follow_preemption_and_scenario_defaults(monk
     for scenario, kwargs in ((loaded.scenario, {"preempt_mult": 2.5}), (loaded.scenario, {"spot_mult": 1.3}),
                              (loaded.scenario, {"preempt_mult": 2.5}), (failing, {"preempt_mult": 2.5}),
                              (roomy, {"preempt_mult": 2.5}), (failing, {"spot_mult": 0.5})):
-        offers = C.apply_overrides(loaded.catalog.offers, scenario.overrides, loaded.catalog, **kwargs)
+        offers = apply_overrides(loaded.catalog.offers, scenario.overrides, loaded.catalog, **kwargs)
         reused = C.generate(scenario, loaded.catalog, offers, cache=kept)
         with monkeypatch.context() as patch:
             patch.setattr(C, "offers_token", lambda offers: None)

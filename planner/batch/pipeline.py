@@ -20,18 +20,11 @@ from planner.batch.model import BatchLimits, Pool, PrioritiesTooHeavy, QuarterEn
 from planner.batch.search import solve_in_phases
 from planner.candidates.cache import CandidateCache
 from planner.candidates.endpoints import endpoint_options
-from planner.candidates.generate import (
-    Calendar,
-    apply_overrides,
-    candidate_records,
-    limit_keys,
-    limits_of,
-    offer_prices,
-    offers_token,
-    records_table,
-    wall_law,
-)
-from planner.candidates.limits import Limits, to_cents
+from planner.candidates.generate import candidate_records, records_table
+from planner.candidates.limits import Limits, limit_keys, limits_of, to_cents
+from planner.candidates.offers import apply_overrides, offer_prices, offers_token
+from planner.candidates.price import wall_law
+from planner.candidates.screen import Calendar
 from planner.economics import costmodel, fallback
 from planner.economics.estimate_error import EstimateError
 from planner.economics.inputs import cost_inputs, estimate_error

@@ -5,8 +5,8 @@ import math
 
 import pandas as pd
 
-from planner.candidates.generate import SAFETY, limits_of
-from planner.candidates.limits import Limits, quota_mask
+from planner.candidates.limits import Limits, limits_of, quota_mask
+from planner.candidates.risk import SAFETY
 from planner.report.render import render_lines, render_markdown, render_table, to_csv, to_json
 from planner.report.serving import ENDPOINT_DROP, endpoint_footer, endpoint_frame, endpoint_reports
 from planner.report.status import solve_report_json, status_line

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from planner.candidates.generate import apply_overrides
+from planner.candidates.offers import apply_overrides
 from planner.economics import trace_replay
 from planner.economics.costmodel import segment_plan
 from planner.economics.spot_evidence import STARTS_PER_TRACE, covering

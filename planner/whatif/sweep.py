@@ -312,7 +312,7 @@ def _at_rate(loaded, factor: float, file: str, items: str):
 
 def _point_offers(task: PointTask, catalog, overrides):
     """The offers at the point: the file's overrides, then the point's multipliers where it says."""
-    from planner.candidates.generate import apply_overrides
+    from planner.candidates.offers import apply_overrides
 
     return apply_overrides(catalog.offers, overrides, catalog, spot_mult=task.spot_price_multiplier,
                            preempt_mult=task.preemption_multiplier, on_demand_mult=task.on_demand_price_multiplier,
