@@ -25,7 +25,8 @@ from planner.candidates.limits import Limits, limit_keys, limits_of, to_cents
 from planner.candidates.offers import apply_overrides, offer_prices, offers_token
 from planner.candidates.price import wall_law
 from planner.candidates.screen import Calendar
-from planner.economics import costmodel, fallback
+from planner.economics import fallback
+from planner.economics.candidate import CandidateInputs
 from planner.economics.estimate_error import EstimateError
 from planner.economics.inputs import cost_inputs, estimate_error
 from planner.errors import PlannerError
@@ -58,7 +59,7 @@ class BatchPlan:
         return self.result.status
 
 
-def _inputs(row: dict, run: Workload, hw_rate: float, error: EstimateError) -> costmodel.CandidateInputs:
+def _inputs(row: dict, run: Workload, hw_rate: float, error: EstimateError) -> CandidateInputs:
     spot = row["market"] not in ("on_demand", "reserved")
     return cost_inputs(run, work_h=row["work_h"], nodes=int(row["nodes"]), gpus_per_node=int(row["gpus_per_node"]),
                        lam_spot=float(row["lam_spot"]) if spot else 0.0,

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from planner.economics.costmodel import billed_hours
+from planner.economics.candidate import billed_hours
 from planner.errors import TimeLimitReached
 from planner.load.catalog import Catalog, offers_for
 from planner.physics import batching, serving

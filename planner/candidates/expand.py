@@ -16,7 +16,7 @@ import pandas as pd
 
 from planner.candidates.cache import CandidateCache
 from planner.candidates.limits import Limits, limit_keys
-from planner.economics import costmodel
+from planner.economics.candidate import events_per_loss
 from planner.load.catalog import Catalog, offer_mask
 from planner.physics.estimate import Shape, checkpoint_size_gib
 from planner.schema.scenario import Workload
@@ -276,7 +276,7 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, ever
                 twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
                 timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]), signature=number(signature),
                 kind=number(["instance_type", "market"]), units=units.astype(float),
-                events_per_loss=costmodel.events_per_loss(nodes, columns["correlation"].astype(float)),
+                events_per_loss=events_per_loss(nodes, columns["correlation"].astype(float)),
                 key_rank=every.code("key", sort=True)[repeat], market_rank=every.code("market", sort=True)[repeat],
                 shape=shape, shapes=[Shape(*s) for s in zip(*(columns[c][first].tolist() for c in SHAPE_COLUMNS))])
 
@@ -290,6 +290,6 @@ def row_prices(rows: Rows, prices: dict[str, np.ndarray], stateless: bool) -> tu
     price = np.where(rows.spot, column("spot_usd_h"), column("on_demand_usd_h"))
     nodes = rows.columns["nodes"].astype(float)
     lam_node = np.nan_to_num(column("spot_preemption_per_h"), nan=0.0)
-    events = lam_node * (nodes if stateless else rows.events_per_loss)  # costmodel.spot_event_rate
+    events = lam_node * (nodes if stateless else rows.events_per_loss)  # candidate.spot_event_rate
     lam = np.where(rows.spot, events / nodes, 0.0)  # preemption events per node-hour as the job sees them (§3, §4)
     return price, lam, np.where(rows.fallback, column("on_demand_usd_h"), np.nan)

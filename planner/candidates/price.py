@@ -13,7 +13,8 @@ import numpy as np
 from planner.candidates.cache import CandidateCache
 from planner.candidates.expand import TIMING_COLUMNS
 from planner.candidates.limits import to_cents
-from planner.economics import costmodel, fallback, spot_evidence
+from planner.economics import costmodel, fallback, segment_plans, spot_evidence, wall_time
+from planner.economics.candidate import CandidateInputs, CostResult
 from planner.economics.estimate_error import EstimateError
 from planner.economics.inputs import cost_inputs
 from planner.load.catalog import Catalog
@@ -59,22 +60,22 @@ through W)."""
 class _Exact:
     """The cost model at price 1 with no deadline, and the result with P(T <= D) per deadline D met so far."""
 
-    unit: costmodel.CostResult | None  # None for spot_fallback, whose every figure depends on the deadline
-    inputs: costmodel.CandidateInputs
+    unit: CostResult | None  # None for spot_fallback, whose every figure depends on the deadline
+    inputs: CandidateInputs
     tau: float
     by_deadline: dict = field(default_factory=dict)
 
     @functools.cached_property
     def plan(self):
         """segment_plan(inputs, tau): what its law is kept under."""
-        return costmodel.segment_plan(self.inputs, self.tau)
+        return segment_plans.segment_plan(self.inputs, self.tau)
 
     @functools.cached_property
-    def spot_alone(self) -> costmodel.CostResult:
+    def spot_alone(self) -> CostResult:
         """A fallback's spot twin at price 1, whatever the deadline (what `fallback.as_spot` prices it as)."""
         return costmodel.expected(self.inputs, self.tau)
 
-    def at(self, budget: float, cache: CandidateCache) -> costmodel.CostResult | fallback.FallbackResult | None:
+    def at(self, budget: float, cache: CandidateCache) -> CostResult | fallback.FallbackResult | None:
         if budget not in self.by_deadline:
             law = _law_of(self.plan, cache)  # spot alone's, for a fallback
             if self.unit is None and len(self.by_deadline) >= LAW_AFTER:
@@ -114,15 +115,15 @@ def why_unheld(evidence: spot_evidence.Replayed | str, unit, q: float) -> str:
     return spot_evidence.verdict(evidence, q, unit.billed_node_h)
 
 
-def wall_law(inputs: costmodel.CandidateInputs, tau: float | None, cache: CandidateCache) -> costmodel.WallLaw:
+def wall_law(inputs: CandidateInputs, tau: float | None, cache: CandidateCache) -> wall_time.WallLaw:
     """The law of T for these inputs, kept per segment plan (what it depends on): one grid answers every
     deadline a timing key meets (a quarter's runs each bring their own) and every quantile batch books."""
-    return _law_of(costmodel.segment_plan(inputs, tau), cache)
+    return _law_of(segment_plans.segment_plan(inputs, tau), cache)
 
 
-def _law_of(plan, cache: CandidateCache) -> costmodel.WallLaw:
+def _law_of(plan, cache: CandidateCache) -> wall_time.WallLaw:
     found = cache.laws.get(plan)
-    return found if found is not None else cache.keep(cache.laws, plan, costmodel.WallLaw(plan))
+    return found if found is not None else cache.keep(cache.laws, plan, wall_time.WallLaw(plan))
 
 
 def cost_fingerprint(workload: Workload, hw_rate: float, error: EstimateError) -> tuple:
@@ -149,7 +150,7 @@ def exact_of(workload: Workload, row, hw_rate: float, fingerprint: tuple, cache:
     return cache.exact[shared]
 
 
-def _auto_interval(inputs: costmodel.CandidateInputs) -> float:
+def _auto_interval(inputs: CandidateInputs) -> float:
     """`every: auto`: with billing finer than FINE_BILLING_H the quick search (exact E[T], the §5
     waste approximation) is the optimum to within 1e-6 of the cost; coarser billing gets the
     exact search, which also weighs the quick τ (the screen's upper bound is priced there)."""
@@ -159,7 +160,7 @@ def _auto_interval(inputs: costmodel.CandidateInputs) -> float:
     return costmodel.best_interval(inputs, candidates=[quick])  # never worse than the screen's upper bound
 
 
-def candidate_row(workload: Workload, catalog: Catalog, row, unit: costmodel.CostResult | fallback.FallbackResult,
+def candidate_row(workload: Workload, catalog: Catalog, row, unit: CostResult | fallback.FallbackResult,
                   memory_gib: float, precision: str | None, parallelism: str = "", spot_share: float = 0.0,
                   evidence: spot_evidence.Replayed | None = None) -> dict:
     """One candidate's table row; `spot_share` is ρ, the share of its spot failures that are preemption events;

@@ -41,7 +41,7 @@ def _screen_timings(keys: dict[str, np.ndarray], workload: Workload, hw_rate: fl
     bound on P(no failure) (`p0`), of one stream (the job, or one node of a stateless job)."""
     W = keys["work_h"].astype(float)
     tolerance = workload.interruption_tolerance
-    # one stream of the job (costmodel.segment_plan): all n nodes, or one node of a stateless job
+    # one stream of the job (segment_plans.segment_plan): all n nodes, or one node of a stateless job
     n = keys["nodes"].astype(float) if tolerance != "stateless" else np.ones(len(W))
     lam = n * keys["lam_spot"].astype(float) + n * keys["gpus_per_node"].astype(float) * hw_rate
     gran = keys["granularity_h"].astype(float)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from planner.economics.costmodel import CandidateInputs
+from planner.economics.candidate import CandidateInputs
 from planner.economics.estimate_error import EXACT, PUBLISHED, EstimateError
 from planner.schema.scenario import Defaults, Workload
 

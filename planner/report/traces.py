@@ -10,7 +10,7 @@ import pandas as pd
 
 from planner.candidates.offers import apply_overrides
 from planner.economics import trace_replay
-from planner.economics.costmodel import segment_plan
+from planner.economics.segment_plans import segment_plan
 from planner.economics.spot_evidence import STARTS_PER_TRACE, covering
 from planner.load.traces import Trace
 from planner.report.render import render_table, to_csv, to_json
