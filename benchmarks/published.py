@@ -34,7 +34,7 @@ from planner.physics import parallelism  # noqa: E402
 from planner.physics.estimate import gpu_perf, model_shape  # noqa: E402
 from planner.physics.generation import generation_time  # noqa: E402
 from planner.physics.gpus import Topology  # noqa: E402
-from planner.schema.scenario import ModelArch  # noqa: E402
+from planner.schema.catalog import ModelArch
 
 CASES = ROOT / "published_cases.yaml"
 HEADROOM = 0.10  # the planner's default vram_headroom

@@ -200,7 +200,7 @@ def test_torchtune_full_fine_tune_trains_in_bf16_and_steps_in_the_backward_on_on
 
 
 def test_the_schema_and_the_physics_agree_on_what_each_recipe_runs():
-    from planner.schema.scenario import MEGATRON_RECIPES, RECIPE_METHODS, STAGED_RECIPES
+    from planner.schema.fields import MEGATRON_RECIPES, RECIPE_METHODS, STAGED_RECIPES
 
     assert set(RECIPE_METHODS) == set(recipes.RECIPES)
     assert {r.name for r in recipes.RECIPES.values() if r.megatron_axes} == set(MEGATRON_RECIPES)

@@ -10,7 +10,7 @@ from conftest import SCENARIOS
 
 from planner.candidates.generate import generate
 from planner.load.scenario import load_scenario
-from planner.schema.scenario import Risk
+from planner.schema.workload import Risk
 
 OFFER = """\
 # source: a test offer

@@ -32,7 +32,7 @@ from planner.economics.inputs import cost_inputs, estimate_error
 from planner.errors import PlannerError
 from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
-from planner.schema.scenario import Workload
+from planner.schema.workload import Workload
 from planner.solve.model import build_model, solve_model
 from planner.solve.outcome import BatchResult, cut_by_clock
 

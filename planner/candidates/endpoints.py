@@ -36,7 +36,8 @@ from planner.errors import TimeLimitReached
 from planner.load.catalog import Catalog, offers_for
 from planner.physics import batching, serving
 from planner.physics.estimate import gpu_perf, model_shape, resolve_model
-from planner.schema.scenario import Scenario, Workload
+from planner.schema.scenario import Scenario
+from planner.schema.workload import Workload
 
 
 TENSOR_PARALLEL = (1, 2, 4, 8)

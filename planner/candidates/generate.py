@@ -34,7 +34,8 @@ from planner.economics import spot_evidence
 from planner.economics.inputs import estimate_error
 from planner.load.catalog import Catalog
 from planner.physics.estimate import layout_text
-from planner.schema.scenario import Scenario, Workload
+from planner.schema.scenario import Scenario
+from planner.schema.workload import Workload
 
 
 RUNNER_UPS = 3

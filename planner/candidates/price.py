@@ -19,7 +19,7 @@ from planner.economics.estimate_error import EstimateError
 from planner.economics.inputs import cost_inputs
 from planner.load.catalog import Catalog
 from planner.schema.plan import PRICED_KEYS
-from planner.schema.scenario import Workload
+from planner.schema.workload import Workload
 
 
 LAW_AFTER = 8

@@ -12,7 +12,7 @@ from planner.candidates.limits import MAX_CANDIDATE_USD
 from planner.candidates.screen import reach
 from planner.economics.estimate_error import EstimateError
 from planner.physics.estimate import Estimate
-from planner.schema.scenario import Workload
+from planner.schema.workload import Workload
 
 
 def physics_reason(workload: Workload, estimates: list[Estimate], budget: float) -> str:

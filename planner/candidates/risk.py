@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import math
 
-from planner.schema.scenario import PlacementScore, Risk, Scenario, Workload
+from planner.schema.scenario import PlacementScore, Scenario
+from planner.schema.workload import Risk, Workload
 
 
 def risk_of(workload: Workload, scenario: Scenario) -> Risk:

@@ -22,7 +22,8 @@ from planner.economics.estimate_error import EstimateError
 from planner.economics.inputs import estimate_error
 from planner.load.catalog import Catalog
 from planner.physics.estimate import FLOOR_MARGIN
-from planner.schema.scenario import Risk, Scenario, Workload
+from planner.schema.scenario import Scenario
+from planner.schema.workload import Risk, Workload
 
 
 FALLBACK_BOUND_SLACK = 0.99

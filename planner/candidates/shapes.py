@@ -13,7 +13,7 @@ from planner.candidates.cache import CandidateCache
 from planner.candidates.expand import Rows
 from planner.load.catalog import Catalog
 from planner.physics.estimate import Estimate, Prepared, Shape, estimate_prepared, prepare, work_floor_h
-from planner.schema.scenario import Workload
+from planner.schema.workload import Workload
 
 
 _PHYSICS_IRRELEVANT = {"name", "description", "time_budget", "checkpoint", "restart_overhead",

@@ -9,7 +9,8 @@ import math
 
 from planner.economics.candidate import CandidateInputs
 from planner.economics.estimate_error import EXACT, PUBLISHED, EstimateError
-from planner.schema.scenario import Defaults, Workload
+from planner.schema.scenario import Defaults
+from planner.schema.workload import Workload
 
 
 def estimate_error(workload: Workload, defaults: Defaults) -> EstimateError:

@@ -25,9 +25,10 @@ from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, Validatio
 from planner.errors import PlannerError
 from planner.load.scenario import validation_problem
 from planner.load.yaml import key_path, parse_json, read_text
+from planner.schema.endpoint import MAX_REQUESTS_PER_S
+from planner.schema.fields import MAX_HOURS, MAX_USD, MAX_WAIT_CV, BillingStep, PricePerHour, Rate, Tolerance
 from planner.schema.quarter import When
-from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_REQUESTS_PER_S, MAX_USD, MAX_WAIT_CV, BillingStep,
-                                     PricePerHour, Rate, Tolerance)
+from planner.schema.workload import MAX_GPUS
 
 Hours = Annotated[float, Field(gt=0, le=MAX_HOURS)]
 HoursOrZero = Annotated[float, Field(ge=0, le=MAX_HOURS)]

@@ -15,7 +15,8 @@ from planner.physics import memory as mem
 from planner.physics import parallelism, speed
 from planner.physics.generation import generation_floor_h, generation_time
 from planner.physics.gpus import GENERATIONS, PRECISIONS, GpuPerf, Topology, UnsupportedPrecision, effective_precision
-from planner.schema.scenario import Gpu, ModelArch, Workload
+from planner.schema.catalog import Gpu, ModelArch
+from planner.schema.workload import Workload
 
 GIB = 2**30
 STATELESS_ITEM_H = 5 / 60

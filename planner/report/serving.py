@@ -11,7 +11,7 @@ from planner.candidates.endpoint_load import named, pool_load
 from planner.candidates.endpoints import below_capacity
 from planner.candidates.expand import HOURS_PER_MONTH
 from planner.report.render import render_table, to_csv, to_json
-from planner.schema.scenario import weekdays_of
+from planner.schema.endpoint import weekdays_of
 from planner.solve.pipeline import Plan
 from planner.solve.serving import LOAD_SCALE, slice_load
 

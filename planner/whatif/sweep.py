@@ -30,7 +30,7 @@ from typing import Callable, Iterable
 
 from planner.candidates.cache import CandidateCache
 from planner.errors import PlannerError
-from planner.schema.scenario import MAX_MULTIPLIER
+from planner.schema.fields import MAX_MULTIPLIER
 from planner.solve.outcome import SOLVED
 
 PARAMETERS = ("spot_price_multiplier", "preemption_multiplier", "on_demand_price_multiplier", "rate_multiplier")
@@ -111,7 +111,7 @@ def _check_positive(values: Iterable[float], text: str, option: str) -> None:
 
 def check_rate(values: Iterable[float], workloads) -> None:
     """`--rate` scales endpoints' traffic: the file must have an endpoint, and the largest rate stays in bounds."""
-    from planner.schema.scenario import MAX_REQUESTS_PER_S
+    from planner.schema.endpoint import MAX_REQUESTS_PER_S
 
     endpoints = [w for w in workloads if w.serving]
     if not endpoints:
