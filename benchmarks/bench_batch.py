@@ -44,7 +44,7 @@ from planner.batch.pipeline import (  # noqa: E402
 )
 from planner.batch.search import solve_in_phases  # noqa: E402
 from planner.candidates.cache import CandidateCache  # noqa: E402
-from planner.candidates.generate import apply_overrides  # noqa: E402
+from planner.candidates.offers import apply_overrides  # noqa: E402
 from planner.load.quarter import load_quarter  # noqa: E402
 from planner.schema.quarter import as_scenario  # noqa: E402
 

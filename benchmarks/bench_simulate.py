@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import time
 
-from planner.economics.costmodel import CandidateInputs, best_interval, expected, p_deadline
+from planner.economics.candidate import CandidateInputs
+from planner.economics.costmodel import best_interval, expected, p_deadline
 from planner.economics.simulate import simulate
 
 

@@ -34,7 +34,8 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from planner.candidates.generate import generate, limits_of  # noqa: E402
+from planner.candidates.generate import generate  # noqa: E402
+from planner.candidates.limits import limits_of  # noqa: E402
 from planner.load.catalog import shipped_catalog_names  # noqa: E402
 from planner.load.scenario import load_scenario  # noqa: E402
 from planner.solve.model import build_model, solve_model  # noqa: E402

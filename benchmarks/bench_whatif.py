@@ -28,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import planner.cli  # noqa: E402,F401  (what `planner whatif` holds when it starts its workers, and no more)
 from planner.whatif import sweep as whatif  # noqa: E402
+from planner.whatif.points import PointTask, loaded_scenario, solve_point  # noqa: E402
+from planner.whatif.spec import SweepSpec, parse_range  # noqa: E402
 
 PLANNER = str(Path(sys.executable).with_name("planner"))
 
@@ -56,11 +58,11 @@ def scenario_yaml(workloads: int) -> str:
 def first_and_warm(source: str, values: list[float]) -> tuple[float, float]:
     """Seconds of a sweep's first point in a fresh worker (the solver's imports, everything built) and of the
     next point in the same worker (candidate rows, physics, screening and exact costs reused; prices mapped in)."""
-    task = whatif.PointTask(source, time_limit_s=60.0)
+    task = PointTask(source, time_limit_s=60.0)
     times = []
     for value in values[:2]:
         started = time.perf_counter()
-        whatif.solve_point(dataclasses.replace(task, spot_price_multiplier=value))
+        solve_point(dataclasses.replace(task, spot_price_multiplier=value))
         times.append(time.perf_counter() - started)
     return times[0], times[1]
 
@@ -72,20 +74,20 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=None, help="time only this many baseline solves, then scale")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
-    values = whatif.parse_range(f"0.5:2.0:{args.points}", "--spot-price")
+    values = parse_range(f"0.5:2.0:{args.points}", "--spot-price")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         text = scenario_yaml(args.workloads)
         scenario = folder / "bench.yaml"
         scenario.write_text(text)
-        spec = whatif.SweepSpec(str(scenario), {"spot_price_multiplier": values})
-        whatif.loaded_scenario(str(scenario))  # the CLI loads and checks the file before forking workers
+        spec = SweepSpec(str(scenario), {"spot_price_multiplier": values})
+        loaded_scenario(str(scenario))  # the CLI loads and checks the file before forking workers
         with ProcessPoolExecutor(max_workers=1) as fresh:  # a worker with nothing kept yet
             first_s, warm_s = fresh.submit(first_and_warm, str(scenario), values[len(values) // 2:]).result()
         started = time.perf_counter()
         with ProcessPoolExecutor(max_workers=args.processes) as pool:
             timings = {}
-            grid_only = whatif.SweepSpec(spec.source, spec.axes, precision=10.0)  # no bisection below 10x
+            grid_only = SweepSpec(spec.source, spec.axes, precision=10.0)  # no bisection below 10x
             result = whatif.run_sweep(grid_only, pool)
             timings["grid"] = time.perf_counter() - started
         started = time.perf_counter()

@@ -30,12 +30,11 @@ sys.path.insert(0, str(ROOT.parent))
 
 from planner.load.catalog import load_gpus, load_models  # noqa: E402
 from planner.physics import memory as mem  # noqa: E402
-from planner.physics import (
-    parallelism,  # noqa: E402
-    speed,
-)
+from planner.physics import parallelism  # noqa: E402
 from planner.physics.estimate import gpu_perf, model_shape  # noqa: E402
-from planner.schema.scenario import ModelArch  # noqa: E402
+from planner.physics.generation import generation_time  # noqa: E402
+from planner.physics.gpus import Topology  # noqa: E402
+from planner.schema.catalog import ModelArch
 
 CASES = ROOT / "published_cases.yaml"
 HEADROOM = 0.10  # the planner's default vram_headroom
@@ -70,12 +69,12 @@ def _shape(case: dict, models: dict) -> mem.ModelShape:
     return model_shape(arch)
 
 
-def _topology(case: dict, gpu, gpus: int) -> speed.Topology:
+def _topology(case: dict, gpu, gpus: int) -> Topology:
     per_node = min(int(case.get("gpus_per_node", min(gpus, 8))), gpus)
     nodes = max(1, gpus // per_node)
     nvlink = bool(gpu.nvlink_gbs) or gpu.vendor == "AMD"  # AMD nodes: Infinity Fabric, modelled as NVLink
     net = case.get("network") or {}
-    return speed.Topology(
+    return Topology(
         gpus_per_node=per_node, nodes=nodes,
         intra_node=("nvlink" if nvlink else "pcie") if per_node > 1 else "none",
         intra_node_gbs=(gpu.nvlink_gbs or 64.0) if per_node > 1 else None,
@@ -177,9 +176,9 @@ def inference(case: dict, gpus_table: dict, models: dict) -> list[Outcome]:
         return [Outcome(case["id"], "inference", m, v, None, None, f"ruled out: KV cache holds {room} of {batch}")
                 for m, v in case["published"].items()]
     replicas = topology.n_gpus // tp
-    run = speed.generation_time(shape, gpu=perf, topology=topology, weight_precision=weights, kv_precision=kv,
-                                batch=batch, prompt_tokens=prompt, output_tokens=output,
-                                sequences=batch * replicas * 64, tensor_parallel=tp)
+    run = generation_time(shape, gpu=perf, topology=topology, weight_precision=weights, kv_precision=kv,
+                          batch=batch, prompt_tokens=prompt, output_tokens=output,
+                          sequences=batch * replicas * 64, tensor_parallel=tp)
     note = f"TP{tp} batch {batch} ({run.bound}-bound)"
     for metric, value in case["published"].items():
         if metric == "output_tokens_per_s":

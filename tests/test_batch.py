@@ -36,7 +36,8 @@ from planner.batch.checker import check_schedule
 from planner.batch.model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
 from planner.batch.pipeline import make_batch_plan
 from planner.candidates.cache import CandidateCache
-from planner.candidates.generate import apply_overrides, limit_keys, limits_of
+from planner.candidates.limits import limit_keys, limits_of
+from planner.candidates.offers import apply_overrides
 from planner.load.quarter import load_quarter
 from planner.batch.contract import batch_json
 from planner.report.batch import batch_text
@@ -776,7 +777,7 @@ def test_the_plan_says_when_the_clock_cut_the_search(monkeypatch):
     line, the JSON report and a what-if sweep (which does not bisect on such a point). CP-SAT reports at least
     the work limit when that stopped it, so the two are told apart (the slow test above: work-ended, unproven,
     not clocked)."""
-    from planner.whatif import sweep as W
+    from planner.whatif import points
 
     loaded, cache = load_quarter(SCENARIOS / "quarter-launch.yaml"), CandidateCache()
     proven = make_batch_plan(loaded, time_limit_s=60.0, cache=cache)
@@ -793,8 +794,8 @@ def test_the_plan_says_when_the_clock_cut_the_search(monkeypatch):
     assert cut.status == "FEASIBLE" and cut.result.clocked
     assert batch_json(cut)["solve_report"]["stopped_by_time_limit"] is True
     assert "the time limit cut the search before its set work" in batch_text(cut, "table")
-    monkeypatch.setattr(W, "_loaded", lambda source, kind: (loaded, cache))
-    assert not W.solve_quarter_point(W.PointTask("quarter-launch.yaml", time_limit_s=60.0)).settled
+    monkeypatch.setattr(points, "_loaded", lambda source, kind: (loaded, cache))
+    assert not points.solve_quarter_point(points.PointTask("quarter-launch.yaml", time_limit_s=60.0)).settled
 
 
 def test_a_tie_break_the_clock_cuts_leaves_the_search_schedule(monkeypatch):

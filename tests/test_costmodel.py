@@ -9,18 +9,11 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from planner.economics.costmodel import (
-    BREAKDOWN_KEYS,
-    CandidateInputs,
-    _moments,
-    best_interval,
-    billed_hours,
-    expected,
-    p_deadline,
-    segment_plan,
-    segments,
-)
+from planner.economics.candidate import CandidateInputs, billed_hours
+from planner.economics.costmodel import best_interval, expected, p_deadline
+from planner.economics.segment_plans import _moments, segment_plan, segments
 from planner.economics.simulate import simulate
+from planner.schema.plan import BREAKDOWN_KEYS
 
 SEC = 1.0 / 3600.0
 MIN = 60.0 * SEC
@@ -75,7 +68,7 @@ def test_half_a_granule_per_session_is_within_its_bound_of_the_grid(n, gran, res
                                                                     C, log_rate, market):
     """The continuous sessions' waste taken as γ/2 each (`_waste` without its grid) is never further from the
     grid's than `_half_granule_error` says: the bound the planner relies on to skip the grid."""
-    from planner.economics import costmodel as cm
+    from planner.economics import rounding_waste
 
     W, rate = math.exp(log_w), math.exp(log_rate)
     R = max(restart, gran)  # a minimum of up to the restart never binds the sessions that fail or pass
@@ -90,9 +83,9 @@ def test_half_a_granule_per_session_is_within_its_bound_of_the_grid(n, gran, res
     waste = {}
     for name, rel in (("grid", -1.0), ("half", math.inf)):
         with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(cm, "SMOOTH_WASTE_REL", rel)
-            waste[name] = cm._waste(p, gran, inputs.billing_minimum_h, ET, EF, sd).total
-    bound = cm._half_granule_error(p, gran, EF)
+            patch.setattr(rounding_waste, "SMOOTH_WASTE_REL", rel)
+            waste[name] = rounding_waste._waste(p, gran, inputs.billing_minimum_h, ET, EF, sd).total
+    bound = rounding_waste._half_granule_error(p, gran, EF)
     event("bound within 1 % of the gap" if abs(waste["grid"] - waste["half"]) > 0.99 * bound else "looser")
     assert abs(waste["grid"] - waste["half"]) <= 1.001 * bound + 1e-12 * n * ET, (waste, bound)
 
@@ -366,7 +359,8 @@ def _random_keys(seed: int, count: int = 400):
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_screen_forms_equal_the_scalar_cost_model(seed):
     from planner.economics import costmodel as cm
-    from planner.economics import screen
+    from planner.economics import screen, segment_plans
+    from planner.economics.candidate import CandidateInputs
 
     W, C, R, lam, n, gran = _random_keys(seed)
     lam[:5] = 0.0  # the λ → 0 limits too
@@ -374,7 +368,7 @@ def test_screen_forms_equal_the_scalar_cost_model(seed):
     inside = lam * s < 600  # beyond, the scalar form overflows and the screen caps e^(λs) (a hopeless key either way)
     assert inside.sum() > len(W) / 2
     seg = screen.segment_time(lam[inside], s[inside], R)
-    assert seg == pytest.approx([cm._seg_time(a, b, R) for a, b in zip(lam[inside], s[inside])], rel=1e-12)
+    assert seg == pytest.approx([segment_plans._seg_time(a, b, R) for a, b in zip(lam[inside], s[inside])], rel=1e-12)
     ks = np.array([[1.0, 2.0, 7.0, 40.0]] * len(W))
     et, ef = screen.expected_time(W, C, R, lam, ks)
     for i in range(len(W)):
@@ -383,10 +377,10 @@ def test_screen_forms_equal_the_scalar_cost_model(seed):
     # the screen's k is quick_interval's k, key for key, all keys at once
     quick = screen.quick_k(W, C, R, lam, n, gran)
     for i in range(len(W)):
-        inputs = cm.CandidateInputs(work_h=W[i], checkpoint_write_h=C, restart_h=R, nodes=int(n[i]), gpus_per_node=1,
-                                    spot_rate_per_node_h=lam[i] / n[i], hw_failure_per_gpu_h=0.0, price_per_node_h=1.0,
-                                    billing_granularity_h=gran[i], billing_minimum_h=0.0,
-                                    interruption_tolerance="checkpointed", checkpoint_interval_h=W[i])
+        inputs = CandidateInputs(work_h=W[i], checkpoint_write_h=C, restart_h=R, nodes=int(n[i]), gpus_per_node=1,
+                                 spot_rate_per_node_h=lam[i] / n[i], hw_failure_per_gpu_h=0.0, price_per_node_h=1.0,
+                                 billing_granularity_h=gran[i], billing_minimum_h=0.0,
+                                 interruption_tolerance="checkpointed", checkpoint_interval_h=W[i])
         assert quick[i] == round(W[i] / cm.quick_interval(inputs)), i
 
 
@@ -407,7 +401,7 @@ def test_grid_lengths_are_scipys_fast_lengths():
     transforms are the ones `scipy.fft` made, to the bit, without importing SciPy on the solve path."""
     from scipy.fft import irfft, next_fast_len, rfft
 
-    from planner.economics.costmodel import fast_len
+    from planner.economics.grids import fast_len
 
     assert [fast_len(n) for n in range(1, 70_000)] == [next_fast_len(n, real=True) for n in range(1, 70_000)]
     x = np.random.default_rng(3).standard_normal(fast_len(9_001))
@@ -425,7 +419,7 @@ def test_the_sized_grid_holds_p_deadline_within_its_error(work, per_segment, int
     the law's 1 %-99.9 % quantiles, on laws from a failure in ten thousand segments to dozens with long,
     heavy-tailed capacity waits (the traces' cv of 2.3 and 5.6), and stateless items shorter than the restart,
     read at the edges of their lumps too."""
-    from planner.economics import costmodel
+    from planner.economics import wall_time
 
     inp = CandidateInputs(work_h=work, checkpoint_write_h=0.01 if tolerance == "checkpointed" else 0.0,
                           restart_h=restart, nodes=n, hw_failure_per_gpu_h=0.0, checkpoint_interval_h=interval,
@@ -433,20 +427,20 @@ def test_the_sized_grid_holds_p_deadline_within_its_error(work, per_segment, int
     p = segment_plan(inp)
     inp = CandidateInputs(**{**inp.__dict__, "spot_rate_per_node_h": per_segment / max(p.s, p.s_k) / n})
     p = segment_plan(inp)
-    law = costmodel.WallLaw(p)
+    law = wall_time.WallLaw(p)
     assume(law.finite and law.z_max < 1e4)
-    points = costmodel.law_points(law)
+    points = wall_time.law_points(law)
     assume(points < 65536)  # the most it takes: beyond, the error is what those give
     # where the kinks would need more than KINK_POINTS, the grid stops there, as fine as before (not checked here)
-    assume(law.z_max / costmodel.kink_step(law) < costmodel.KINK_POINTS - 2)
+    assume(law.z_max / wall_time.kink_step(law) < wall_time.KINK_POINTS - 2)
     # items narrower than the restart with failures to spare make a comb of near-atoms at multiples of R, read
     # within the mass of an item near z (§6), not within LAW_ERROR; with few, only the first atom (a kink the
     # bound resolves) weighs more than the second's E[F]²/2
-    assume(p.s >= p.R or law.failures ** 2 / 2 <= 2 * costmodel.LAW_ERROR)
-    fine = costmodel.WallLaw(p)
+    assume(p.s >= p.R or law.failures ** 2 / 2 <= 2 * wall_time.LAW_ERROR)
+    fine = wall_time.WallLaw(p)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(costmodel, "law_points", lambda law: 2 ** 18)
+        patch.setattr(wall_time, "law_points", lambda law: 2 ** 18)
         fine.compute()
     edges = [p.T0 + j * p.R + i * p.s for j in (1, 2) for i in (0, 1, 2)]  # where an item's lump starts and ends
     for D in [fine.quantile(q) for q in (0.01, 0.1, 0.5, 0.9, 0.99, 0.999)] + edges:
-        assert abs(law.p_le(D) - fine.p_le(D)) <= costmodel.LAW_ERROR, (D, points, law.p_le(D), fine.p_le(D))
+        assert abs(law.p_le(D) - fine.p_le(D)) <= wall_time.LAW_ERROR, (D, points, law.p_le(D), fine.p_le(D))

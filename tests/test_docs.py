@@ -40,8 +40,10 @@ def test_generated_pages_are_current():
 
 
 def test_the_reference_names_every_field_and_option():
+    from planner.schema.endpoint import Slo, Traffic
     from planner.schema.quarter import Quarter, Reservation, Run
-    from planner.schema.scenario import Scenario, Slo, Traffic, Workload
+    from planner.schema.scenario import Scenario
+    from planner.schema.workload import Workload
 
     scenario = (REPO / "docs" / "reference" / "scenario.md").read_text()
     quarter = (REPO / "docs" / "reference" / "quarter.md").read_text()

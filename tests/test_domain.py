@@ -2,7 +2,9 @@
 import pytest
 from pydantic import ValidationError
 
-from planner.schema.scenario import Checkpointing, MemoryNeed, ModelArch, Offer, Scenario, Work, Workload
+from planner.schema.catalog import ModelArch, Offer
+from planner.schema.scenario import Scenario
+from planner.schema.workload import Checkpointing, MemoryNeed, Work, Workload
 
 BASE = {"name": "w", "kind": "training", "memory": {"per_gpu": "20GiB"}, "work": {"gpu_hours": 5, "reference_gpu": "A10G"}}
 

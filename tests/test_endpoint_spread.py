@@ -99,7 +99,8 @@ def test_headroom_keeps_a_share_of_every_replica_free_for_bursts(run, tmp_path):
 def test_one_search_per_provider_finds_the_optimum_of_the_whole_model(tmp_path, quotas):
     """The split is exact: the whole model (every provider's options at once, one CP-SAT search to proof)
     has the same optimal cost."""
-    from planner.candidates.generate import generate, limits_of
+    from planner.candidates.generate import generate
+    from planner.candidates.limits import limits_of
     from planner.solve.model import _search, build_model, solve_model
 
     scenario = json.loads(json.dumps(SPREAD)) | {"constraints": {"gpu_quotas": quotas}}

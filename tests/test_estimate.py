@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from planner.load.catalog import load_catalog
 from planner.load.scenario import load_scenario
 from planner.physics.estimate import Shape, estimate, estimate_prepared, prepare, shapes_for, work_floor_h
-from planner.schema.scenario import Workload
+from planner.schema.workload import Workload
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from conftest import REPO
 
-from planner.economics import costmodel, fallback
-from planner.economics.costmodel import CandidateInputs
+from planner.economics import costmodel, fallback, segment_plans, wall_time
+from planner.economics.candidate import CandidateInputs
 from planner.economics.estimate_error import EXACT, PUBLISHED, EstimateError
 from planner.economics.simulate import simulate, simulate_fallback
 from planner.economics.inputs import inputs_from_assignment
@@ -57,7 +57,7 @@ def test_p_deadline_with_the_estimate_s_error_agrees_with_monte_carlo(name, erro
     assert abs(planned - sim.p_deadline) <= spread
     q = costmodel.completion_quantile(inputs, 0.9)
     assert np.mean(sim.actual_h <= q) == pytest.approx(0.9, abs=4 * math.sqrt(0.09 / sim.trials))
-    law = costmodel.WallLaw(costmodel.segment_plan(inputs))
+    law = wall_time.WallLaw(segment_plans.segment_plan(inputs))
     assert law.p_met(q, error) == pytest.approx(0.9, abs=1e-6)
 
 
@@ -75,7 +75,7 @@ def test_a_fallback_slower_than_estimated_holds_its_deadline_when_on_demand_alon
                              price_per_node_h=10.0)
     slower = replace(inputs, estimate_error=PUBLISHED)
     exact, with_error = fallback.unit(inputs), fallback.unit(slower)
-    t0 = costmodel.segment_plan(inputs).T0
+    t0 = segment_plans.segment_plan(inputs).T0
     assert with_error.p_deadline == pytest.approx(exact.p_deadline * float(PUBLISHED.cdf(40 / t0)))
     sim = simulate_fallback(slower, 30.0, trials=8000, seed=3)
     print(f"fallback: P {with_error.p_deadline:.4f} planned, {sim.p_deadline:.4f} simulated")

@@ -13,7 +13,7 @@ from conftest import SCENARIOS
 from test_bad_input import assert_one_line_error
 
 from planner.errors import PlannerError
-from planner.whatif import sweep as W
+from planner.whatif import executors
 
 distributed = pytest.importorskip("distributed")
 
@@ -74,7 +74,7 @@ def test_an_unreachable_scheduler_fails_within_the_timeout():
         port = probe.getsockname()[1]
     started = time.monotonic()
     result = planner_process("whatif", str(LORA), "--spot-price", "0.5,1", "--executor", f"dask://127.0.0.1:{port}")
-    assert time.monotonic() - started < W.DASK_TIMEOUT_S + 8
+    assert time.monotonic() - started < executors.DASK_TIMEOUT_S + 8
     assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
     assert result.stderr.startswith("error: --executor: cannot reach a Dask scheduler")
 
@@ -98,7 +98,7 @@ def test_something_else_on_the_port_is_one_line_and_no_hang_at_exit():
         started = time.monotonic()
         result = planner_process("whatif", str(LORA), "--spot-price", "0.5,1",
                                  "--executor", f"dask://127.0.0.1:{server.getsockname()[1]}")
-        assert time.monotonic() - started < W.DASK_TIMEOUT_S
+        assert time.monotonic() - started < executors.DASK_TIMEOUT_S
     finally:
         server.close()
         for connection in connections:
@@ -108,7 +108,7 @@ def test_something_else_on_the_port_is_one_line_and_no_hang_at_exit():
 
 
 def test_a_scheduler_without_workers_fails_within_the_timeout(run, monkeypatch):
-    monkeypatch.setattr(W, "DASK_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(executors, "DASK_TIMEOUT_S", 1.0)
     with distributed.LocalCluster(n_workers=0, processes=True, dashboard_address=":0") as empty:  # tcp, any port
         assert_one_line_error(run("whatif", LORA, "--spot-price", "0.5,1", "--executor", dask_option(empty)),
                               "--executor", "has no workers after 1 s")
@@ -125,4 +125,4 @@ def test_workers_without_this_planner_are_named():
             return {"tcp://a:1": function(*args), "tcp://b:1": PackageNotFoundError("gpu-planner")}
 
     with pytest.raises(PlannerError, match="worker tcp://b:1 has no gpu-planner"):
-        W._check_workers(Client(), "tcp://s:8786")
+        executors._check_workers(Client(), "tcp://s:8786")

@@ -11,8 +11,8 @@ from dataclasses import replace
 import pytest
 from conftest import SCENARIOS
 
-from planner.economics import costmodel, fallback
-from planner.economics.costmodel import CandidateInputs
+from planner.economics import costmodel, fallback, segment_plans, wall_time
+from planner.economics.candidate import CandidateInputs
 from planner.economics.inputs import inputs_from_process
 from planner.schema.plan import Process
 from planner.economics.simulate import simulate, simulate_fallback
@@ -85,7 +85,7 @@ def test_what_it_costs_beyond_spot_alone_holds_in_the_replay():
     for name, case in sorted(CASES.items()):
         inputs = _inputs(case)
         alone = costmodel.expected(replace(inputs, time_budget_h=math.inf))
-        law = costmodel.WallLaw(costmodel.segment_plan(inputs))
+        law = wall_time.WallLaw(segment_plans.segment_plan(inputs))
         excess = fallback.excess_over_spot(law, inputs.time_budget_h, alone, inputs.price_per_node_h, ON_DEMAND,
                                            inputs.storage_usd_per_h)
         spot, policy = simulate(inputs, trials=4000, seed=5), simulate_fallback(inputs, ON_DEMAND, trials=4000, seed=5)
@@ -173,7 +173,7 @@ def test_the_replay_switches_exactly_at_the_switch_point():
     """With no failures on demand, a switched trial ends at L_J + R + (work left): D − margin."""
     inputs = replace(_inputs(CASES["busy spot market"]), hw_failure_per_gpu_h=0.0)
     replayed = simulate_fallback(inputs, ON_DEMAND, trials=2000, seed=5)
-    p = costmodel.segment_plan(inputs)
+    p = segment_plans.segment_plan(inputs)
     late = replayed.wall_h[replayed.wall_h > inputs.time_budget_h - fallback.margin_h(p.R, p.tau) - 1e-6]
     assert late.size > 100  # the busy market switches often
     assert late.max() == pytest.approx(inputs.time_budget_h - fallback.margin_h(p.R, p.tau), abs=1e-6)
@@ -274,8 +274,8 @@ def test_a_hopeless_spot_market_is_no_fallback_not_a_traceback(run, tmp_path):
     hopeless = CandidateInputs(work_h=200, checkpoint_interval_h=80, nodes=64, gpus_per_node=8, price_per_node_h=1.0,
                                spot_rate_per_node_h=0.85, capacity_wait_h=0.01, time_budget_h=480)
     assert fallback.unit(hopeless) is None and fallback.unit(hopeless, min_switch=1e-3) is None
-    plan = costmodel.segment_plan(replace(hopeless, spot_rate_per_node_h=0.01))  # ~37 failures a segment
-    assert costmodel.overhead_tail_bound(replace(plan, lam=40.0), 10.0) == 1.0
+    plan = segment_plans.segment_plan(replace(hopeless, spot_rate_per_node_h=0.01))  # ~37 failures a segment
+    assert wall_time.overhead_tail_bound(replace(plan, lam=40.0), 10.0) == 1.0
     text = (SCENARIOS / "pretrain-deadline.yaml").read_text().replace("every: auto", "every: 20h")
     path = tmp_path / "hopeless.yaml"
     path.write_text(text.replace("time_budget: 84h", "time_budget: 400h")

@@ -14,7 +14,7 @@ import pytest
 
 from planner.load.catalog import load_models
 from planner.load.hf_config import SUPPORTED, arch_from_config, fetch_config, load_config_file, looks_like_hf_id
-from planner.schema.scenario import ModelArch
+from planner.schema.catalog import ModelArch
 
 DATA = Path(__file__).resolve().parent / "data" / "hf"
 CATALOG = load_models()

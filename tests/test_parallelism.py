@@ -5,7 +5,9 @@ import pytest
 
 from planner.physics import memory as mem
 from planner.physics import parallelism as par
-from planner.physics.speed import GpuPerf, Topology, collective_seconds, training_time
+from planner.physics.collectives import collective_seconds
+from planner.physics.gpus import GpuPerf, Topology
+from planner.physics.speed import training_time
 
 H100 = GpuPerf("H100", "hopper", 3350, {"fp32": 67, "bf16": 989, "fp16": 989, "fp8": 1979})
 LLAMA2_70B = mem.ModelShape(params=68_976_648_192, active_params=68_976_648_192, layers=80, hidden=8192,

@@ -7,10 +7,11 @@ from dataclasses import replace
 
 import pytest
 
-from planner.physics import memory as mem
-from planner.physics import parallelism, recipes, speed
-from planner.physics.estimate import gpu_perf, model_shape
 from planner.load.catalog import load_gpus, load_models
+from planner.physics import memory as mem
+from planner.physics import collectives, parallelism, recipes, speed
+from planner.physics.estimate import gpu_perf, model_shape
+from planner.physics.gpus import Topology
 
 GPUS, MODELS = load_gpus(), load_models()
 LLAMA_8B = model_shape(MODELS["llama-3.1-8b"])
@@ -19,9 +20,9 @@ A100_40 = gpu_perf(GPUS["A100-40GB"])
 RTX4090 = gpu_perf(GPUS["RTX4090"])
 
 
-def _nvlink(gpus: int) -> speed.Topology:
-    return speed.Topology(gpus_per_node=gpus, intra_node="nvlink" if gpus > 1 else "none",
-                          intra_node_gbs=600 if gpus > 1 else None)
+def _nvlink(gpus: int) -> Topology:
+    return Topology(gpus_per_node=gpus, intra_node="nvlink" if gpus > 1 else "none",
+                    intra_node_gbs=600 if gpus > 1 else None)
 
 
 def _best(job, gpu, gpus, vram, pinned=parallelism.Pinned()):
@@ -73,7 +74,7 @@ def test_a_recipe_named_is_the_recipe_run_and_the_label_carries_it():
 def test_8b_lora_fits_a_24gb_card_with_the_recipes_that_never_hold_fp32_logits():
     # torchtune's published 16.2 GiB for Llama 3.1 8B LoRA on one RTX 4090 (batch 2 x 2,048 tokens)
     job = parallelism.Job(LLAMA_8B, method="lora", seq_len=2048, kind="lora", recipe="torchtune")
-    choice, reason = parallelism.best_layout(job, RTX4090, speed.Topology(1, intra_node="none"), 24.0, 0.10,
+    choice, reason = parallelism.best_layout(job, RTX4090, Topology(1, intra_node="none"), 24.0, 0.10,
                                              parallelism.Pinned(micro_batch=2))
     assert not reason, reason
     hf = parallelism.Job(LLAMA_8B, method="lora", seq_len=4096, kind="lora", recipe="hf")
@@ -99,8 +100,8 @@ def test_paged_optimizer_state_is_off_the_gpu_and_offloaded_activations_keep_two
 def test_moe_all_to_all_hides_behind_compute_only_where_the_recipe_overlaps_it():
     mixtral = model_shape(MODELS["mixtral-8x7b"])
     h100 = gpu_perf(GPUS["H100-SXM"])
-    topo = speed.Topology(gpus_per_node=8, nodes=4, intra_node="nvlink", intra_node_gbs=900, inter_node="efa",
-                          inter_node_gbps=400)
+    topo = Topology(gpus_per_node=8, nodes=4, intra_node="nvlink", intra_node_gbs=900, inter_node="efa",
+                    inter_node_gbps=400)
     kw = dict(tokens=1e9, gpu=h100, topology=topo, expert_parallel=8, seq_len=4096, micro_batch=2)
     exposed = speed.training_time(mixtral, **kw)
     hidden = speed.training_time(mixtral, moe_overlap=True, **kw)
@@ -165,13 +166,13 @@ workloads:
 def test_fsdp_qlora_gathers_the_frozen_nf4_base_for_every_pass():
     # 4 PCIe cards, one short sequence per micro-batch: the NF4 base (0.52 byte per parameter) crosses PCIe
     # twice per micro-batch (three times with full recomputation) and outlasts the compute it hides behind
-    pcie = speed.Topology(gpus_per_node=4, intra_node="pcie", intra_node_gbs=64)
+    pcie = Topology(gpus_per_node=4, intra_node="pcie", intra_node_gbs=64)
     kw = dict(tokens=1e8, gpu=RTX4090, topology=pcie, method="qlora", kind="qlora", seq_len=256, micro_batch=1)
     replicated = speed.training_time(LLAMA_70B, sharding="none", **kw)
     sharded = speed.training_time(LLAMA_70B, sharding="zero3", **kw)
     recomputed = speed.training_time(LLAMA_70B, sharding="zero3", recompute="full", **kw)
-    gather_s = speed.collective_seconds(mem.NF4_DQ_BYTES_PER_PARAM * LLAMA_70B.params, 4, 4, pcie, 1.0,
-                                        speed.BUCKET_BYTES)
+    gather_s = collectives.collective_seconds(mem.NF4_DQ_BYTES_PER_PARAM * LLAMA_70B.params, 4, 4, pcie, 1.0,
+                                              collectives.BUCKET_BYTES)
     micro_batches = 1e8 / 256 / 4
     compute_s = 256 * speed.compute_floor_seconds_per_token(LLAMA_70B, gpu=RTX4090, n_gpus=1, precision="bf16",
                                                             method="qlora", recompute="selective", seq_len=256,
@@ -185,7 +186,7 @@ def test_torchtune_full_fine_tune_trains_in_bf16_and_steps_in_the_backward_on_on
     # torchtune's Llama 3.1 8B full fine-tune on one RTX 4090 (PagedAdamW8bit, optimizer_in_bwd): 18.9 GiB
     job = parallelism.Job(LLAMA_8B, method="full", seq_len=2048, kind="finetune", optimizer="adamw_8bit",
                           paged_optimizer=True, recipe="torchtune")
-    choice, reason = parallelism.best_layout(job, RTX4090, speed.Topology(1, intra_node="none"), 24.0, 0.10,
+    choice, reason = parallelism.best_layout(job, RTX4090, Topology(1, intra_node="none"), 24.0, 0.10,
                                              parallelism.Pinned(micro_batch=2))
     assert not reason, reason
     assert choice.memory.gradients < 1.0  # one layer's gradients, not 15 GiB of them
@@ -199,7 +200,7 @@ def test_torchtune_full_fine_tune_trains_in_bf16_and_steps_in_the_backward_on_on
 
 
 def test_the_schema_and_the_physics_agree_on_what_each_recipe_runs():
-    from planner.schema.scenario import MEGATRON_RECIPES, RECIPE_METHODS, STAGED_RECIPES
+    from planner.schema.fields import MEGATRON_RECIPES, RECIPE_METHODS, STAGED_RECIPES
 
     assert set(RECIPE_METHODS) == set(recipes.RECIPES)
     assert {r.name for r in recipes.RECIPES.values() if r.megatron_axes} == set(MEGATRON_RECIPES)

@@ -10,7 +10,7 @@ from conftest import SCENARIOS
 
 from planner.candidates.generate import generate
 from planner.load.scenario import load_scenario
-from planner.schema.scenario import Risk
+from planner.schema.workload import Risk
 
 OFFER = """\
 # source: a test offer
@@ -102,7 +102,7 @@ def test_a_region_scored_below_min_placement_score_loses_its_spot_candidates(run
 
 
 def test_placement_scores_speak_for_the_gang_they_cover():
-    from planner.candidates.generate import placement_score
+    from planner.candidates.risk import placement_score
     from planner.schema.scenario import PlacementScore
 
     scores = tuple(PlacementScore(**s) for s in _scores((2, 8), (8, 3)))

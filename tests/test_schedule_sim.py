@@ -12,7 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from planner.cli import main
-from planner.economics.costmodel import CandidateInputs, completion_quantile
+from planner.economics.candidate import CandidateInputs
+from planner.economics.costmodel import completion_quantile
 from planner.economics.schedule_sim import PlannedRun, replay_schedule
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.economics.costmodel import CandidateInputs, expected
+from planner.economics.candidate import CandidateInputs
+from planner.economics.costmodel import expected
 from planner.economics.simulate import simulate
 
 SEC = 1.0 / 3600.0

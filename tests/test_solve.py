@@ -284,10 +284,10 @@ def test_candidates_without_runner_ups_keep_the_optimum(seed):
                                   "bench_solve-16"])
 def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candidate(name, monkeypatch, tmp_path):
     """Without runner-ups (a what-if point, `planner batch`) a shape is estimated in full only while a row of it
-    may still be on the front (`generate._unbeaten`), cheapest floor first. The candidates are those of
+    may still be on the front (`screen.unbeaten_rows`), cheapest floor first. The candidates are those of
     estimating every shape up front, to the bit, at prices and preemption rates a sweep moves, and far fewer
     shapes are estimated."""
-    from planner.candidates import generate as generation
+    from planner.candidates import screen as screening
     from planner.candidates.cache import CandidateCache
 
     if name.startswith("bench_solve"):  # the benchmark's mix of workloads under binding quotas, every catalog
@@ -300,7 +300,7 @@ def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candida
         loaded = load_scenario(SCENARIOS / f"{name}.yaml")
 
     def tables(first_estimates: int) -> tuple[list, int]:
-        monkeypatch.setattr(generation, "FIRST_ESTIMATES", first_estimates)
+        monkeypatch.setattr(screening, "FIRST_ESTIMATES", first_estimates)
         cache, out = CandidateCache(), []
         for spot, preemption in ((1.0, 1.0), (0.5, 1.0), (1.0, 3.0)):
             offers = loaded.catalog.offers.assign(spot_usd_h=loaded.catalog.offers["spot_usd_h"] * spot,
@@ -310,7 +310,7 @@ def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candida
             out += [found.all, found.pruned, found.infeasible]
         return out, len(cache.estimates)
 
-    lazy, estimated = tables(generation.FIRST_ESTIMATES)
+    lazy, estimated = tables(screening.FIRST_ESTIMATES)
     every, all_shapes = tables(10**9)
     for mine, theirs in zip(lazy, every):
         if isinstance(mine, pd.DataFrame):
@@ -322,7 +322,7 @@ def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candida
 
 @pytest.mark.parametrize("name", ["pretrain-deadline", pytest.param("batch-generation", marks=pytest.mark.slow)])
 def test_fallback_screening_drops_nothing_exhaustive_pricing_keeps(name):
-    """spot_fallback rows are screened with a Wald bound (`generate._fallback_lo`), tight to a few per cent;
+    """spot_fallback rows are screened with a Wald bound (`screen._fallback_lo`), tight to a few per cent;
     on the shipped deadline scenarios over every catalog, the Pareto fronts and runner-ups match pricing all."""
     loaded = load_scenario(SCENARIOS / f"{name}.yaml")
     full = generate(loaded.scenario, loaded.catalog, exhaustive=True)
@@ -364,8 +364,8 @@ def test_a_fallback_row_its_spot_twin_beats_for_sure_is_left_unpriced(tmp_path, 
     import planner.candidates.generate as generation
 
     beaten = []
-    dearer = generation._dearer_than_twin
-    monkeypatch.setattr(generation, "_dearer_than_twin", lambda *a: beaten.append(dearer(*a)) or beaten[-1])
+    dearer = generation.dearer_than_twin
+    monkeypatch.setattr(generation, "dearer_than_twin", lambda *a: beaten.append(dearer(*a)) or beaten[-1])
     path = tmp_path / "twins.yaml"
     path.write_text(TWINS)
     loaded = load_scenario(path)
@@ -793,7 +793,7 @@ def test_a_weak_cp_sat_bound_is_replaced_by_the_valid_lp_bound():
 
 @pytest.mark.parametrize("seed", range(0, 48, 3))
 def test_lp_bound_never_exceeds_the_brute_force_optimum(seed):
-    from planner.candidates.generate import limits_of
+    from planner.candidates.limits import limits_of
     from planner.solve.bound import lp_bound
 
     run = random_run(seed)

@@ -2,21 +2,11 @@
 
 import pytest
 
+from planner.physics.collectives import DEFAULT_OVERLAP, allreduce_seconds, bus_bandwidth_gbs, scaling_efficiency
+from planner.physics.generation import decode_tokens_per_s_bound, generation_time
+from planner.physics.gpus import GpuPerf, Topology, default_mfu, effective_precision
 from planner.physics.memory import ModelShape, weight_bytes
-from planner.physics.speed import (
-    DEFAULT_OVERLAP,
-    GpuPerf,
-    Topology,
-    allreduce_seconds,
-    bus_bandwidth_gbs,
-    decode_tokens_per_s_bound,
-    default_mfu,
-    effective_precision,
-    generation_time,
-    reference_scaled_hours,
-    scaling_efficiency,
-    training_time,
-)
+from planner.physics.speed import reference_scaled_hours, training_time
 
 LLAMA2_7B = ModelShape(params=6_738_415_616, active_params=6_738_415_616, layers=32, hidden=4096,
                        heads=32, kv_heads=32, head_dim=128, ffn=11008, vocab=32000)

@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO, SCENARIOS
 
 from planner.economics import spot_evidence, trace_replay
-from planner.economics.costmodel import CandidateInputs
+from planner.economics.candidate import CandidateInputs
 from planner.load.scenario import load_scenario
 from planner.load.traces import Trace, load_traces
 from planner.economics.inputs import inputs_from_assignment

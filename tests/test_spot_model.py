@@ -16,9 +16,11 @@ import pandas as pd
 import pytest
 from conftest import MINIMAL
 
-from planner.economics.costmodel import (CandidateInputs, WallLaw, event_sizes, events_per_loss, expected, segment_plan,
-                                          spot_event_rate, wait_phases)
+from planner.economics.candidate import CandidateInputs, event_sizes, events_per_loss, spot_event_rate, wait_phases
+from planner.economics.costmodel import expected
+from planner.economics.segment_plans import segment_plan
 from planner.economics.simulate import simulate
+from planner.economics.wall_time import WallLaw
 from planner.load.catalog import load_catalog
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from conftest import SCENARIOS
 
-from planner.economics.costmodel import CandidateInputs, segment_plan
+from planner.economics.candidate import CandidateInputs
 from planner.economics.fallback import margin_h
+from planner.economics.segment_plans import segment_plan
 from planner.economics.trace_replay import MAX_STEPS, TraceJob, omniscient, replay, windows
 from planner.load.traces import SHIPPED_TRACES, load_traces
 from planner.economics.inputs import inputs_from_assignment

@@ -5,15 +5,20 @@ from __future__ import annotations
 import json
 import textwrap
 from dataclasses import replace
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from planner.candidates import generate as C
 from planner.candidates.cache import CandidateCache
+from planner.candidates.offers import apply_overrides
 from planner.errors import PlannerError
 from planner.load.scenario import load_scenario
 from planner.whatif import sweep as W
+from planner.whatif.points import PointResult, PointTask, endpoint_placements, solve_point
+from planner.whatif.result import SweepResult, point_rows, sweep_text
+from planner.whatif.spec import PARAMETERS, SweepSpec, parse_range, parse_where
 
 TWO_JOBS = """\
 name: whatif-small
@@ -44,9 +49,9 @@ def small(tmp_path_factory) -> str:
 
 
 @pytest.fixture(scope="module")
-def spot_sweep(small) -> W.SweepResult:
-    spec = W.SweepSpec(small, {"spot_price_multiplier": W.parse_range("0.4:2.4:6", "--spot-price")},
-                       precision=PRECISION)
+def spot_sweep(small) -> SweepResult:
+    spec = SweepSpec(small, {"spot_price_multiplier": parse_range("0.4:2.4:6", "--spot-price")},
+                     precision=PRECISION)
     return W.run_sweep(spec)
 
 
@@ -54,10 +59,10 @@ def spot_sweep(small) -> W.SweepResult:
 
 
 def test_ranges_parse_as_start_stop_points_or_a_list():
-    assert W.parse_range("0.5:2.0:4", "--x") == (0.5, 1.0, 1.5, 2.0)
-    assert W.parse_range("1.2, 0.8,1", "--x") == (0.8, 1.0, 1.2)
-    assert W.parse_range("1.5", "--x") == (1.5,)
-    assert W.parse_where(["provider=aws,gpu=H100", "region=us-east-1"]) == {
+    assert parse_range("0.5:2.0:4", "--x") == (0.5, 1.0, 1.5, 2.0)
+    assert parse_range("1.2, 0.8,1", "--x") == (0.8, 1.0, 1.2)
+    assert parse_range("1.5", "--x") == (1.5,)
+    assert parse_where(["provider=aws,gpu=H100", "region=us-east-1"]) == {
         "provider": "aws", "gpu": "H100", "region": "us-east-1"}
 
 
@@ -98,8 +103,8 @@ def test_cost_never_falls_as_the_spot_price_rises(spot_sweep):
 
 
 def test_cost_never_falls_as_preemption_rises(small):
-    spec = W.SweepSpec(small, {"preemption_multiplier": (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
-                               "spot_price_multiplier": (0.7,)}, precision=1.0)
+    spec = SweepSpec(small, {"preemption_multiplier": (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0),
+                             "spot_price_multiplier": (0.7,)}, precision=1.0)
     costs = [p.objective_usd for p in W.run_sweep(spec).points]
     assert all(b >= a - SLACK for a, b in zip(costs, costs[1:])), costs
     assert costs[-1] > costs[0]
@@ -108,7 +113,7 @@ def test_cost_never_falls_as_preemption_rises(small):
 def test_a_high_enough_spot_price_leaves_no_workload_on_spot(small, spot_sweep):
     assert any("/spot/" in p for p in spot_sweep.points[0].placements.values())
     for multiplier in (spot_sweep.points[-1].multipliers["spot_price_multiplier"], 50.0):
-        point = W.solve_point(W.PointTask(small, spot_price_multiplier=multiplier))
+        point = solve_point(PointTask(small, spot_price_multiplier=multiplier))
         assert point.status == "OPTIMAL"
         assert point.spend_usd["spot"] == 0.0
         assert not any("/spot/" in p for p in point.placements.values()), point.placements
@@ -118,8 +123,8 @@ def test_every_switch_is_confirmed_by_solving_either_side(small, spot_sweep):
     assert {s["workload"] for s in spot_sweep.switches} == {"train", "infer"}
     for switch in spot_sweep.switches:
         assert switch["from"] != switch["to"]
-        below = W.solve_point(W.PointTask(small, spot_price_multiplier=switch["at"] - PRECISION))
-        above = W.solve_point(W.PointTask(small, spot_price_multiplier=switch["at"] + PRECISION))
+        below = solve_point(PointTask(small, spot_price_multiplier=switch["at"] - PRECISION))
+        above = solve_point(PointTask(small, spot_price_multiplier=switch["at"] + PRECISION))
         assert below.placements[switch["workload"]] == switch["from"], switch
         assert above.placements[switch["workload"]] == switch["to"], switch
 
@@ -127,9 +132,9 @@ def test_every_switch_is_confirmed_by_solving_either_side(small, spot_sweep):
 def test_where_limits_the_offers_a_multiplier_touches(small):
     """Cheaper spot GH200s (none of which runs spot here) leave the plan as it is; dearer spot L40S, which the
     plan runs on, move work off them."""
-    unscaled = W.solve_point(W.PointTask(small))
-    only_gh200 = W.solve_point(W.PointTask(small, spot_price_multiplier=0.5, where=(("gpu", "GH200"),)))
-    only_l40s = W.solve_point(W.PointTask(small, spot_price_multiplier=4.0, where=(("gpu", "L40S"),)))
+    unscaled = solve_point(PointTask(small))
+    only_gh200 = solve_point(PointTask(small, spot_price_multiplier=0.5, where=(("gpu", "GH200"),)))
+    only_l40s = solve_point(PointTask(small, spot_price_multiplier=4.0, where=(("gpu", "L40S"),)))
     assert any("L40S" in p and "/spot" in p for p in unscaled.placements.values())
     assert only_gh200.placements == unscaled.placements
     assert not any("L40S" in p and "/spot" in p for p in only_l40s.placements.values())
@@ -141,16 +146,16 @@ def test_where_limits_the_offers_a_multiplier_touches(small):
 SWITCH_AT = 1.2345
 
 
-def fake_solve(task: W.PointTask) -> W.PointResult:
+def fake_solve(task: PointTask) -> PointResult:
     """A stand-in "solve one point": job moves to on-demand above SWITCH_AT x spot price."""
     x = task.spot_price_multiplier
     market = "spot" if x < SWITCH_AT else "on_demand"
-    return W.PointResult(task.multipliers, "OPTIMAL", 10 * min(x, SWITCH_AT), {"job": f"p/r/i/{market}/1"},
-                         {"job": market}, {market: 10 * min(x, SWITCH_AT)})
+    return PointResult(task.multipliers, "OPTIMAL", 10 * min(x, SWITCH_AT), {"job": f"p/r/i/{market}/1"},
+                       {"job": market}, {market: 10 * min(x, SWITCH_AT)})
 
 
 def test_bisection_finds_the_switch_to_the_stated_precision_with_any_solve_function():
-    spec = W.SweepSpec("unused.yaml", {"spot_price_multiplier": W.parse_range("0.5:2.0:7", "--x")}, precision=0.001)
+    spec = SweepSpec("unused.yaml", {"spot_price_multiplier": parse_range("0.5:2.0:7", "--x")}, precision=0.001)
     result = W.run_sweep(spec, solve=fake_solve)
     assert len(result.points) == 7
     [switch] = result.switches
@@ -163,13 +168,13 @@ def test_bisection_finds_the_switch_to_the_stated_precision_with_any_solve_funct
 def test_a_single_point_shows_the_parameter_it_was_given():
     """One point of another parameter than the spot price: its table column is that parameter at its value (it
     was labelled `spot` and showed the spot multiplier, 1)."""
-    spec = W.SweepSpec("unused.yaml", {"rate_multiplier": (3.0,)})
+    spec = SweepSpec("unused.yaml", {"rate_multiplier": (3.0,)})
     result = W.run_sweep(spec, solve=fake_solve)
-    [row] = W.point_rows(result)
+    [row] = point_rows(result)
     assert row["rate"] == 3.0 and "spot" not in row
-    both = W.run_sweep(W.SweepSpec("unused.yaml", {"on_demand_price_multiplier": (2.0,), "rate_multiplier": (3.0,)}),
+    both = W.run_sweep(SweepSpec("unused.yaml", {"on_demand_price_multiplier": (2.0,), "rate_multiplier": (3.0,)}),
                        solve=fake_solve)
-    assert {k: v for k, v in W.point_rows(both)[0].items() if k in ("on_demand", "rate")} == {"on_demand": 2.0,
+    assert {k: v for k, v in point_rows(both)[0].items() if k in ("on_demand", "rate")} == {"on_demand": 2.0,
                                                                                              "rate": 3.0}
 
 
@@ -179,19 +184,19 @@ def test_bisection_splits_only_between_proven_points():
     An unproven midpoint ends the bisection there, the switch said on the interval around it (`within`); an
     unproven grid end is not split at all; proven points bisect to the precision as before."""
     def unproven_near(low: float, high: float):
-        def solve(task: W.PointTask) -> W.PointResult:
+        def solve(task: PointTask) -> PointResult:
             found = fake_solve(task)
             return replace(found, status="FEASIBLE", settled=False) \
                 if low < task.spot_price_multiplier < high else found
         return solve
 
-    axis = {"spot_price_multiplier": W.parse_range("0.5:2.0:7", "--x")}  # the switch lies in the grid's 1..1.25
-    spec = W.SweepSpec("unused.yaml", axis, precision=0.001)
+    axis = {"spot_price_multiplier": parse_range("0.5:2.0:7", "--x")}  # the switch lies in the grid's 1..1.25
+    spec = SweepSpec("unused.yaml", axis, precision=0.001)
     result = W.run_sweep(spec, solve=unproven_near(1.1, 1.2))  # the first midpoint, 1.125, is unproven
     [switch] = result.switches
     assert result.solves == 7 + 1 and (switch["at"], switch["within"]) == (1.125, 0.125)
     assert (switch["from"], switch["to"]) == ("p/r/i/spot/1", "p/r/i/on_demand/1")
-    assert "within" in W.sweep_text(result, "table") and '"within": 0.125' in W.sweep_text(result, "json")
+    assert "within" in sweep_text(result, "table") and '"within": 0.125' in sweep_text(result, "json")
 
     deeper = W.run_sweep(spec, solve=unproven_near(1.23, 1.24))  # 1.125, 1.1875, 1.21875 proven; 1.234375 not
     [switch] = deeper.switches
@@ -203,11 +208,11 @@ def test_bisection_splits_only_between_proven_points():
     assert at_the_grid.solves == 7 and switch["within"] == 0.125
 
     proven = W.run_sweep(spec, solve=fake_solve)
-    assert proven.switches[0]["within"] <= 0.0005 and "within" not in W.sweep_text(proven, "table")
+    assert proven.switches[0]["within"] <= 0.0005 and "within" not in sweep_text(proven, "table")
 
 def test_two_ranges_sweep_the_grid_and_bisect_along_both(small):
-    spec = W.SweepSpec(small, {"spot_price_multiplier": (0.5, 1.5), "preemption_multiplier": (0.5, 8.0)},
-                       precision=0.05)
+    spec = SweepSpec(small, {"spot_price_multiplier": (0.5, 1.5), "preemption_multiplier": (0.5, 8.0)},
+                     precision=0.05)
     result = W.run_sweep(spec)
     assert [(p.multipliers["spot_price_multiplier"], p.multipliers["preemption_multiplier"])
             for p in result.points] == [(0.5, 0.5), (1.5, 0.5), (0.5, 8.0), (1.5, 8.0)]
@@ -225,11 +230,11 @@ def test_process_pool_gives_the_inline_results(small, spot_sweep):
 
 
 def test_reusing_work_between_points_changes_no_candidate(monkeypatch):
-    loaded = load_scenario(W.Path(__file__).resolve().parent.parent / "scenarios" / "team-quarter-mix.yaml")
+    loaded = load_scenario(Path(__file__).resolve().parent.parent / "scenarios" / "team-quarter-mix.yaml")
     kept = CandidateCache()  # what a sweep worker keeps from point to point
     C.generate(loaded.scenario, loaded.catalog, cache=kept)
     for kwargs in ({"spot_mult": 1.7}, {"preempt_mult": 2.5}, {"spot_mult": 0.6, "where": {"provider": "gcp"}}):
-        offers = C.apply_overrides(loaded.catalog.offers, loaded.scenario.overrides, loaded.catalog, **kwargs)
+        offers = apply_overrides(loaded.catalog.offers, loaded.scenario.overrides, loaded.catalog, **kwargs)
         reused = C.generate(loaded.scenario, loaded.catalog, offers, cache=kept)
         assert kept.rows and kept.exact and kept.estimates
         with monkeypatch.context() as patch:
@@ -245,7 +250,7 @@ def test_kept_physics_and_screening_follow_preemption_and_scenario_defaults(monk
     """The rows cache keeps physics per VRAM headroom and screening per (headroom, hardware
     failure rate, preemption state): going back and forth between preemption rates, and to a
     scenario with other defaults on the same offers, gives what a fresh generation gives."""
-    loaded = load_scenario(W.Path(__file__).resolve().parent.parent / "scenarios" / "team-quarter-mix.yaml")
+    loaded = load_scenario(Path(__file__).resolve().parent.parent / "scenarios" / "team-quarter-mix.yaml")
 
     def changed(**defaults):
         return loaded.scenario.model_copy(update={"defaults": loaded.scenario.defaults.model_copy(update=defaults)})
@@ -255,7 +260,7 @@ def test_kept_physics_and_screening_follow_preemption_and_scenario_defaults(monk
     for scenario, kwargs in ((loaded.scenario, {"preempt_mult": 2.5}), (loaded.scenario, {"spot_mult": 1.3}),
                              (loaded.scenario, {"preempt_mult": 2.5}), (failing, {"preempt_mult": 2.5}),
                              (roomy, {"preempt_mult": 2.5}), (failing, {"spot_mult": 0.5})):
-        offers = C.apply_overrides(loaded.catalog.offers, scenario.overrides, loaded.catalog, **kwargs)
+        offers = apply_overrides(loaded.catalog.offers, scenario.overrides, loaded.catalog, **kwargs)
         reused = C.generate(scenario, loaded.catalog, offers, cache=kept)
         with monkeypatch.context() as patch:
             patch.setattr(C, "offers_token", lambda offers: None)
@@ -267,7 +272,7 @@ def test_kept_physics_and_screening_follow_preemption_and_scenario_defaults(monk
 
 def test_a_sweep_needs_at_most_two_ranges(small):
     with pytest.raises(PlannerError):
-        W.run_sweep(W.SweepSpec(small, {p: (1.0, 2.0) for p in W.PARAMETERS}))
+        W.run_sweep(SweepSpec(small, {p: (1.0, 2.0) for p in PARAMETERS}))
 
 
 # ---------------------------------------------------------------- the command
@@ -362,7 +367,7 @@ def test_endpoints_switch_market_where_planner_solve_says(tmp_path):
     source = str(tmp_path / "independent.yaml")  # spot preempted node by node, so the endpoint can use it
     Path(source).write_text(shipped.read_text() + "overrides:\n  - {provider: aws, spot_correlation: 0, "
                             "spot_capacity_wait: 0h}\n")
-    result = W.run_sweep(W.SweepSpec(source, {"spot_price_multiplier": (0.5, 2.0)}, precision=0.05))
+    result = W.run_sweep(SweepSpec(source, {"spot_price_multiplier": (0.5, 2.0)}, precision=0.05))
     switch = next(s for s in result.switches if s["workload"] == "support-bot")
     assert "/spot/" in switch["from"] and "/on_demand/" in switch["to"]
     for side, multiplier in (("from", switch["at"] - 0.05), ("to", switch["at"] + 0.05)):
@@ -371,7 +376,7 @@ def test_endpoints_switch_market_where_planner_solve_says(tmp_path):
         path.write_text(text)
         plan = make_plan(load_scenario(path), time_limit_s=30.0, workers=1)
         pools = plan.result.serving.join(plan.candidates.endpoints[["offer_key", "market", "tp"]], on="option")
-        assert W.endpoint_placements(pools)["support-bot"] == switch[side], (side, multiplier)
+        assert endpoint_placements(pools)["support-bot"] == switch[side], (side, multiplier)
 
 
 # ---------------------------------------------------------------- endpoint traffic (--rate)
@@ -423,7 +428,7 @@ def _pools(path: str) -> tuple[float, str]:
 
     plan = make_plan(load_scenario(path), time_limit_s=30.0, workers=1)
     pools = plan.result.serving.join(plan.candidates.endpoints[["offer_key", "market", "tp"]], on="option")
-    return plan.result.objective_usd, W.endpoint_placements(pools, nodes=False)["chat"]
+    return plan.result.objective_usd, endpoint_placements(pools, nodes=False)["chat"]
 
 
 def test_rate_sweep_switches_gpu_types_where_planner_solve_says(endpoint_file):
@@ -431,7 +436,7 @@ def test_rate_sweep_switches_gpu_types_where_planner_solve_says(endpoint_file):
     the endpoint's GPU mix is confirmed by solving the file with its rate written in, on either side."""
     base = 10.0
     source = endpoint_file(base)
-    result = W.run_sweep(W.SweepSpec(source, {"rate_multiplier": (0.5, 1.0, 2.0, 4.0)}, precision=0.02))
+    result = W.run_sweep(SweepSpec(source, {"rate_multiplier": (0.5, 1.0, 2.0, 4.0)}, precision=0.02))
     costs = [p.objective_usd for p in result.points]
     assert all(p.status == "OPTIMAL" for p in result.points)
     assert all(b >= a - SLACK for a, b in zip(costs, costs[1:])), costs

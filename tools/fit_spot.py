@@ -10,14 +10,14 @@ numbers per cloud come out (the cost model's §3):
 - `spot_correlation` c: each event takes each node of the zone with a probability U that varies from event to
   event, so events come in every size; c is the share of the events taking one given node that also take any
   other given node. On a pool of M nodes the sizes of events (seen from all M up; a drop between two samples is
-  one event) follow `costmodel.event_sizes(M, c)`, and c is their maximum-likelihood fit. A job on n nodes then
+  one event) follow `candidate.event_sizes(M, c)`, and c is their maximum-likelihood fit. A job on n nodes then
   sees `spot_event_rate(λ, n, c)` = λ·g(n) events an hour, λ the node-loss rate while all its nodes are up.
 - `spot_capacity_wait_h` m: the mean time from a preemption until spot capacity is there again (the
   0-runs after 1→0 in the traces of running instances; for GCP, which has only probes, the mean time
   no node could be had), pooled over zones by the number of preemptions.
 - `spot_capacity_wait_cv`: the coefficient of variation of those waits, from the shipped traces' own down
   runs (AWS's 1-node runs, GCP's probes). The model gives the wait a two-phase hyperexponential law with
-  that mean and spread (`costmodel.wait_phases`).
+  that mean and spread (`candidate.wait_phases`).
 
 It prints the fit and, per trace set, the statistics the fit must reproduce: the share of events by size, the
 mean event size, and the rate of events that end the all-up state (measured against λ·g(M)).
@@ -34,7 +34,7 @@ import pandas as pd
 from scipy.optimize import minimize_scalar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from planner.economics.costmodel import event_sizes as size_shares, spot_event_rate  # noqa: E402
+from planner.economics.candidate import event_sizes as size_shares, spot_event_rate  # noqa: E402
 
 TABLE = Path(__file__).resolve().parents[1] / "catalogs" / "spot_trace_rates.csv"
 TRACES = TABLE.parent / "spot_traces"

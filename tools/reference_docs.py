@@ -22,6 +22,7 @@ from pydantic_core import PydanticUndefined
 
 from planner.cli import main as planner_main
 from planner.schema import scenario as s
+from planner.schema import catalog, fields, workload
 from planner.schema.json_schema import file_schema
 from planner.schema.quarter import Quarter, When
 
@@ -29,21 +30,21 @@ ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "reference"
 
 ALIASES = [  # (alias, how it reads): units and the forms each takes
-    (s.Hours, "duration: `90s`, `30m`, `2h`, `3d`, `1w`; a bare number is hours"),
-    (s.HoursOrZero, "duration, 0 or more: `30m`, `2h`; a bare number is hours"),
-    (s.BillingStep, "duration: `1s`, `1m`, `1h`; a bare number is hours"),
-    (s.Seconds, "latency with its unit: `500ms`, `2s`"),
-    (s.GiB, "size: `80GiB`, `1.5TiB`, `500GB`; a bare number is GiB"),
-    (s.GiBOrZero, "size, 0 or more: `80GiB`; a bare number is GiB"),
-    (s.USD, "money: `$2.50`, `$50k`, `$1.2M`"),
-    (s.Count, "count: `20M`, `1.5B`, `300k`"),
-    (s.Fraction, "number between 0 and 1 (exclusive)"),
-    (s.Share, "share: `10%` or `0.1`"),
-    (s.Multiplier, "multiplier above 0"),
-    (s.PricePerHour, "dollars per hour"),
-    (s.Rate, "events per hour, 0 or more"),
-    (s.EstimateErrorSetting, "`published` or a spread such as `5%`"),
-    (s.ModelSpec, "a catalog name, a Hugging Face id (`org/name`), `{hf_config: path}` or an inline [ModelArch](#modelarch)"),
+    (fields.Hours, "duration: `90s`, `30m`, `2h`, `3d`, `1w`; a bare number is hours"),
+    (fields.HoursOrZero, "duration, 0 or more: `30m`, `2h`; a bare number is hours"),
+    (fields.BillingStep, "duration: `1s`, `1m`, `1h`; a bare number is hours"),
+    (fields.Seconds, "latency with its unit: `500ms`, `2s`"),
+    (fields.GiB, "size: `80GiB`, `1.5TiB`, `500GB`; a bare number is GiB"),
+    (fields.GiBOrZero, "size, 0 or more: `80GiB`; a bare number is GiB"),
+    (fields.USD, "money: `$2.50`, `$50k`, `$1.2M`"),
+    (fields.Count, "count: `20M`, `1.5B`, `300k`"),
+    (fields.Fraction, "number between 0 and 1 (exclusive)"),
+    (fields.Share, "share: `10%` or `0.1`"),
+    (fields.Multiplier, "multiplier above 0"),
+    (fields.PricePerHour, "dollars per hour"),
+    (fields.Rate, "events per hour, 0 or more"),
+    (workload.EstimateErrorSetting, "`published` or a spread such as `5%`"),
+    (catalog.ModelSpec, "a catalog name, a Hugging Face id (`org/name`), `{hf_config: path}` or an inline [ModelArch](#modelarch)"),
     (When, "date or date and time: `2027-01-04`, `2027-01-04T08:00`"),
 ]
 SCALARS = {int: "whole number", float: "number", str: "text", bool: "`true` or `false`"}
@@ -52,8 +53,8 @@ SCALARS = {int: "whole number", float: "number", str: "text", bool: "`true` or `
 def type_text(annotation, models: list) -> str:
     for alias, text in ALIASES:
         if annotation == alias:
-            if alias is s.ModelSpec and s.ModelArch not in models:
-                models.append(s.ModelArch)
+            if alias is catalog.ModelSpec and catalog.ModelArch not in models:
+                models.append(catalog.ModelArch)
             return text
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is typing.Annotated:
@@ -100,7 +101,7 @@ def default_text(field) -> str:
 
 def page_of(model: type[BaseModel]) -> str:
     """The reference page that documents `model` (a quarter's Run is a scenario's Workload and more)."""
-    return "scenario.md" if model.__module__ == s.__name__ else "quarter.md"
+    return "quarter.md" if model.__module__ == Quarter.__module__ else "scenario.md"
 
 
 def model_page(root: type[BaseModel], title: str, intro: str) -> str:

@@ -15,8 +15,8 @@ import math
 from collections import defaultdict
 
 from planner.load.quarter import LoadedQuarter
+from planner.schema.endpoint import weekdays_of
 from planner.schema.quarter import as_scenario
-from planner.schema.scenario import weekdays_of
 from planner.solve.checker import (
     check_endpoint,
     number,

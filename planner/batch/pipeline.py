@@ -20,25 +20,19 @@ from planner.batch.model import BatchLimits, Pool, PrioritiesTooHeavy, QuarterEn
 from planner.batch.search import solve_in_phases
 from planner.candidates.cache import CandidateCache
 from planner.candidates.endpoints import endpoint_options
-from planner.candidates.generate import (
-    Calendar,
-    apply_overrides,
-    candidate_records,
-    limit_keys,
-    limits_of,
-    offer_prices,
-    offers_token,
-    records_table,
-    wall_law,
-)
-from planner.candidates.limits import Limits, to_cents
-from planner.economics import costmodel, fallback
+from planner.candidates.generate import candidate_records, records_table
+from planner.candidates.limits import Limits, limit_keys, limits_of, to_cents
+from planner.candidates.offers import apply_overrides, offer_prices, offers_token
+from planner.candidates.price import wall_law
+from planner.candidates.screen import Calendar
+from planner.economics import fallback
+from planner.economics.candidate import CandidateInputs
 from planner.economics.estimate_error import EstimateError
 from planner.economics.inputs import cost_inputs, estimate_error
 from planner.errors import PlannerError
 from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
-from planner.schema.scenario import Workload
+from planner.schema.workload import Workload
 from planner.solve.model import build_model, solve_model
 from planner.solve.outcome import BatchResult, cut_by_clock
 
@@ -66,7 +60,7 @@ class BatchPlan:
         return self.result.status
 
 
-def _inputs(row: dict, run: Workload, hw_rate: float, error: EstimateError) -> costmodel.CandidateInputs:
+def _inputs(row: dict, run: Workload, hw_rate: float, error: EstimateError) -> CandidateInputs:
     spot = row["market"] not in ("on_demand", "reserved")
     return cost_inputs(run, work_h=row["work_h"], nodes=int(row["nodes"]), gpus_per_node=int(row["gpus_per_node"]),
                        lam_spot=float(row["lam_spot"]) if spot else 0.0,

@@ -1,9 +1,16 @@
 """Layer 4, candidates: every (workload, offer, market, node count) worth a decision variable.
 
-limits    the scenario's shared limits (quotas, node caps, budget) and the cents they are counted in
+limits    the scenario's shared limits (quotas, node caps, budget), which quotas cover a row, and the cents
+          costs are counted in
 cache     what generation keeps between workloads and calls, owned by the caller
-generate  expand offers into rows, attach physics per hardware shape, screen with cost bounds,
-          price the survivors exactly, prune what cannot be optimal
+offers    the offers a call prices: overrides and what-if multipliers applied, prices as arrays, a price-free token
+generate  the stages below in turn per workload, then the Pareto front; workloads alike but for their names once
+expand    stage 1: offers x markets x node counts into rows, with storage and egress, no prices
+shapes    stage 2: physics per hardware shape, a floor on W for all, the full estimate where a row needs it
+screen    stage 3: closed-form cost bounds per timing key, and the rows they prove beaten before pricing
+price     stage 4: the exact cost model per timing key and deadline, a priced row's candidate record
+risk      the workload's risk preferences, applied to priced spot candidates
+reasons   why a workload has no candidate, in words
 endpoints  serving options: every (offer, TP degree, market) that can hold replicas, and its capacity
 endpoint_load  what a planned pool's replicas see at the load routed to them (load share, latencies)
 """

@@ -31,12 +31,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from planner.economics.costmodel import billed_hours
+from planner.economics.candidate import billed_hours
 from planner.errors import TimeLimitReached
 from planner.load.catalog import Catalog, offers_for
 from planner.physics import batching, serving
 from planner.physics.estimate import gpu_perf, model_shape, resolve_model
-from planner.schema.scenario import Scenario, Workload
+from planner.schema.scenario import Scenario
+from planner.schema.workload import Workload
 
 
 TENSOR_PARALLEL = (1, 2, 4, 8)

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from planner.schema.scenario import Scenario
+
 COST_RESOLUTION_USD = 0.01  # one cent
 MAX_CANDIDATE_USD = 1e10
 """A candidate whose expected cost is above this ($10 billion) never finishes in practice (an
@@ -55,3 +57,49 @@ def node_cap(scenario_limit: int | None, catalog_max_nodes) -> int | None:
     caps = [c for c in (scenario_limit, None if pd.isna(catalog_max_nodes) else int(catalog_max_nodes))
             if c is not None]
     return min(caps) if caps else None
+
+
+def limits_of(scenario: Scenario) -> Limits:
+    c = scenario.constraints
+    return Limits(gpu_quotas=dict(c.gpu_quotas), node_limits=dict(c.node_limits),
+                  node_limits_per_market=c.node_limits_per_market, budget_usd=c.budget,
+                  same_region=c.same_region, same_provider=c.same_provider)
+
+
+def limit_keys(table, limits: Limits, offer_column: str) -> tuple[list[str], list[str], list[int]]:
+    """Per row of `table` (a DataFrame, or columns as lists): the quotas that cover it (`key;key;`), its capped
+    offer (and market, when node limits are per market; "" when uncapped), and the GPUs it draws from them
+    (on lists: `planner batch` asks this of every run's few candidates). Worked out per distinct hardware, then
+    mapped onto the rows: a workload has some 30,000 rows of a few hundred."""
+    frame = table if isinstance(table, pd.DataFrame) else pd.DataFrame(table)
+    if frame.empty:
+        return [], [], []
+    hardware = ["provider", "gpu", "gpu_family"]
+    quotas = tuple(sorted(limits.gpu_quotas))
+    distinct = frame[hardware].drop_duplicates()
+    keys = _covering(quotas, distinct)[frame.groupby(hardware, sort=False, dropna=False).ngroup().to_numpy()]
+    offers = frame[offer_column].to_numpy(dtype=object)
+    capped = (frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))).to_numpy()
+    named = offers + "|" + frame["market"].to_numpy(dtype=object) if limits.node_limits_per_market else offers
+    capped_offer = np.where(capped, named, "")
+    units = np.where((keys != "") | capped, frame["gpus"].to_numpy(), 0)
+    return keys.tolist(), capped_offer.tolist(), units.tolist()
+
+
+_COVERING: dict[tuple, str] = {}
+"""(quotas, provider, GPU, family) -> the quotas that cover it, as `_covering` found them (at most 4,096 kept)."""
+
+
+def _covering(quotas: tuple[str, ...], hardware: pd.DataFrame) -> np.ndarray:
+    """Per row of `hardware` (provider, gpu, gpu_family), which of `quotas` cover it, as `key;key;` (the rule is
+    `quota_mask`'s), for every row not seen before at once."""
+    rows = [(quotas, *h) for h in hardware.itertuples(index=False, name=None)]
+    new = [i for i, row in enumerate(rows) if row not in _COVERING]
+    if len(_COVERING) + len(new) > 4096:
+        _COVERING.clear()
+        new = list(range(len(rows)))
+    if new:
+        masks = [quota_mask(hardware.iloc[new], key).to_numpy() for key in quotas]
+        for j, i in enumerate(new):
+            _COVERING[rows[i]] = "".join(key + ";" for key, mask in zip(quotas, masks) if mask[j])
+    return np.array([_COVERING[row] for row in rows], dtype=object)

@@ -58,17 +58,11 @@ def whatif(file, spot, preemption, on_demand, rate, where, fmt, output, plot, pr
       planner whatif scenarios/team-quarter-mix.yaml --spot-price 0.5:2.0:31 --executor dask://10.0.0.5:8786
       planner whatif scenarios/serving-chat.yaml --rate 0.5:3:11
     """
-    from planner.whatif.sweep import (
-        SweepSpec,
-        check_rate,
-        check_where,
-        loaded_scenario,
-        make_executor,
-        parse_where,
-        run_sweep,
-        sweep_axes,
-        sweep_text,
-    )
+    from planner.whatif.executors import make_executor
+    from planner.whatif.points import loaded_scenario
+    from planner.whatif.result import sweep_text
+    from planner.whatif.spec import SweepSpec, check_rate, check_where, parse_where, sweep_axes
+    from planner.whatif.sweep import run_sweep
 
     axes = sweep_axes({"spot_price_multiplier": spot, "preemption_multiplier": preemption,
                        "on_demand_price_multiplier": on_demand, "rate_multiplier": rate})
@@ -79,11 +73,11 @@ def whatif(file, spot, preemption, on_demand, rate, where, fmt, output, plot, pr
 
     is_quarter = quarter_file(load_yaml(file))
     if is_quarter:  # a quarter file: every point is a `planner batch` schedule
-        from planner.whatif.sweep import loaded_quarter, solve_quarter_point
+        from planner.whatif.points import loaded_quarter, solve_quarter_point
 
         loaded, solve_one = loaded_quarter(str(file)), solve_quarter_point
     else:
-        from planner.whatif.sweep import solve_point
+        from planner.whatif.points import solve_point
 
         loaded, solve_one = loaded_scenario(str(file)), solve_point
     check_where(conditions, loaded.catalog)

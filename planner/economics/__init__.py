@@ -1,6 +1,11 @@
 """Layer 3b, economics: what a candidate is expected to cost (pure functions on numbers).
 
-costmodel  expected wall time, preemption rework, rounding waste, P(deadline) (docs/cost-model.md)
+costmodel  the expected cost assembled (§4–§7), P(deadline) and its quantiles, the `auto` interval (docs/cost-model.md)
+candidate  one candidate's inputs and result, spot events per node lost, capacity waits, billed hours
+segment_plans  the job as segments (§4) and the moments of its busy and wall time
+wall_time  the law of the wall time on a grid (§6): P(T <= D), quantiles, Chernoff's tail bound
+rounding_waste  the expected billed hours beyond those used, session by session (§5)
+grids      the damped FFT grids the laws are computed on, shared with the fallback
 screen     its closed forms vectorised over many keys (screening bounds)
 inputs     the adapter from a workload to its inputs
 simulate   Monte-Carlo replay of the same contract, to check it

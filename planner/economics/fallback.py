@@ -11,7 +11,7 @@ on spot through segment i only if Z_(i+1) <= D − margin − 2R − S − s_i. 
     E[checkpoint at the switch; switch] = Σ_(i<k) P(Z_i <= B) − (k − 1)·P(stay),
 
 and Σ_i P(Z_i <= B) is one inverse FFT of Σ ψ^i = ψ(1 − ψ^(k−1))/(1 − ψ), ψ a segment's
-overhead transform (the same compound-geometric law as `costmodel.WallLaw`). The switch time given
+overhead transform (the same compound-geometric law as `wall_time.WallLaw`). The switch time given
 the checkpoint is fixed, so the time on spot follows. The failures before the switch follow from
 Wald's identity at the switch (failures = λ x work done), and the node-hours billed from the time on
 spot less the waits done by then; both need what the failure the switch cuts still had to run, read
@@ -30,9 +30,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 from numpy import fft as _fft
 
-from planner.economics import costmodel
-from planner.economics.costmodel import CandidateInputs, CostResult, segment_plan
+from planner.economics import costmodel, grids, rounding_waste, segment_plans, wall_time
+from planner.economics.candidate import _MAX_EXP, CandidateInputs, CostResult, billed_hours, wait_phases
 from planner.economics.estimate_error import EXACT
+from planner.economics.segment_plans import segment_plan
 from planner.schema.plan import PRICED_KEYS
 
 __all__ = ["FallbackResult", "margin_h", "switch_at", "leaves_room", "unit", "excess_over_spot", "completion_quantile",
@@ -85,7 +86,7 @@ class FallbackResult:
         return {k: self.spot[k] * spot_price + self.on_demand[k] * on_demand_price for k in PRICED}
 
 
-def _rarely_switches(p, B: float, min_switch: float, law: costmodel.WallLaw) -> bool:
+def _rarely_switches(p, B: float, min_switch: float, law: wall_time.WallLaw) -> bool:
     """P(spot alone's overhead passes B) < min_switch, by spot alone's law or Chernoff's bound on it (either
     settles it): the law first when its grid is computed (microseconds), else the bound, which settles nine
     times in ten in candidate generation without an FFT."""
@@ -93,7 +94,7 @@ def _rarely_switches(p, B: float, min_switch: float, law: costmodel.WallLaw) -> 
         return 1 - law.p_le(p.R + p.S + B) < min_switch
 
     def by_bound() -> bool:
-        return costmodel.overhead_tail_bound(p, B) < min_switch
+        return wall_time.overhead_tail_bound(p, B) < min_switch
 
     return by_law() or by_bound() if law.ready else by_bound() or by_law()
 
@@ -131,7 +132,7 @@ def leaves_room(inputs: CandidateInputs, tau: float | None = None) -> bool:
 
 
 def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 0.0,
-         law: costmodel.WallLaw | None = None) -> FallbackResult | None:
+         law: wall_time.WallLaw | None = None) -> FallbackResult | None:
     """The policy's expected outcome at unit prices; None when the deadline leaves no room for spot
     (not even one failure-free segment before the switch point), when there is no deadline, when spot is
     hopeless (the cost model's inf: more than e^600 failures a segment), or when it would switch in fewer
@@ -143,31 +144,31 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     if not math.isfinite(D):
         return None
     levels = _levels(p, D)
-    if levels is None or p.lam * max(p.s, p.s_k) > costmodel._MAX_EXP:
+    if levels is None or p.lam * max(p.s, p.s_k) > _MAX_EXP:
         return None  # no room for spot, or spot hopeless: e^600 failures a segment, on-demand alone does better
     B, B_k = levels
     k, s, s_k, R, S, lam, n = p.k, p.s, p.s_k, p.R, p.S, p.lam, p.n
     margin = margin_h(R, p.tau)
-    if min_switch > 0 and _rarely_switches(p, B, min_switch, law or costmodel.WallLaw(p)):
+    if min_switch > 0 and _rarely_switches(p, B, min_switch, law or wall_time.WallLaw(p)):
         return None
-    lost = costmodel._trexp_mean(lam, s) if lam > 0 else 0.0  # work lost per failure, on average
+    lost = segment_plans._trexp_mean(lam, s) if lam > 0 else 0.0  # work lost per failure, on average
     lump = lost + R + p.rho * p.wait  # what a failure adds: lost work, a restart, maybe a capacity wait
     reached = None  # P(Z_i <= B) for i < k, where the on-demand phase's bill needs J's law (`_switch_law`)
     needs_law = _coarse(inputs) and p.streams == 1 and k <= MAX_SWITCH_LAW
     if lam == 0:
         stay, z_stay, below, cut = 1.0, 0.0, float(k - 1), np.zeros(2)
     else:
-        longest = max(mean for _, mean in costmodel.wait_phases(p.wait, p.wait_cv))  # a heavy-tailed wait's
+        longest = max(mean for _, mean in wait_phases(p.wait, p.wait_cv))  # a heavy-tailed wait's
         span = B_k + 12 * (lump + p.rho * (longest - p.wait)) + 4 * s  # room for the overshoot past the switch level
-        N = int(min(65536, max(8192, costmodel.fast_len(int(4 * span / costmodel.lump_scale(p)) + 2))))
+        N = int(min(65536, max(8192, grids.fast_len(int(4 * span / grids.lump_scale(p)) + 2))))
         h = span / (N - 2)
-        tilt, untilt, z1, _ = costmodel._grid(N)
-        waits = costmodel._wait_factor(p, h, N)
+        tilt, untilt, z1, _ = grids._grid(N)
+        waits = grids._wait_factor(p, h, N)
         x = np.arange(N) * h
 
         def overhead(length: float) -> np.ndarray:  # one segment's overhead law, transformed
             fail = -math.expm1(-lam * length)
-            return (1 - fail) / (1 - fail * _fft.rfft(costmodel._hat_trexp(lam, length, R, h, N) * tilt) * waits)
+            return (1 - fail) / (1 - fail * _fft.rfft(grids._hat_trexp(lam, length, R, h, N) * tilt) * waits)
 
         def law(transform: np.ndarray) -> np.ndarray:
             return _fft.irfft(transform, N) * untilt
@@ -189,7 +190,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             return np.maximum(np.array([past, mass - np.sum(m)]), 0.0)  # cancellation can leave −1e-16
 
         def mean_overhead(length: float) -> float:  # E[Y] of one segment's overhead: failures times a lump
-            return math.expm1(lam * length) * (costmodel._trexp_mean(lam, length) + R + p.rho * p.wait)
+            return math.expm1(lam * length) * (segment_plans._trexp_mean(lam, length) + R + p.rho * p.wait)
 
         last = overhead(s_k)
         if k == 1:
@@ -203,7 +204,7 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             power = np.power(full, k - 1)
             series = np.where(small, (k - 1) * full, full * (1 - power) / np.where(small, 1.0, gap))  # Σ_(0<i<k) ψ^i
             visits = law(series)  # Σ_(0<i<k) P(Z_i ∈ dz)
-            below = float(costmodel._half_cdf(visits, h, 0.0, B))
+            below = float(grids._half_cdf(visits, h, 0.0, B))
             start = law(power)  # Z_(k−1)
             earlier = visits - start  # Σ_(0<i<k−1)
             earlier[0] += 1.0  # and Z_0 = 0: the segments that may end in a switch before the last
@@ -213,11 +214,11 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
                 reached, power_i = np.ones(k), np.ones_like(full)
                 for i in range(1, k):
                     power_i = power_i * full
-                    reached[i] = costmodel._half_cdf(law(power_i), h, 0.0, B)
+                    reached[i] = grids._half_cdf(law(power_i), h, 0.0, B)
         start[x > B] = 0.0  # still on spot when the last segment begins
         ends = law(_fft.rfft(start * tilt) * last)
-        stay = min(1.0, max(0.0, float(costmodel._half_cdf(ends, h, 0.0, B_k))))
-        z_stay = max(0.0, float(costmodel._half_cdf(ends, h, 0.0, B_k, x)))
+        stay = min(1.0, max(0.0, float(grids._half_cdf(ends, h, 0.0, B_k))))
+        z_stay = max(0.0, float(grids._half_cdf(ends, h, 0.0, B_k, x)))
         cut = cut + overshoot(ends, B_k, s_k, start, mean_overhead(s_k))
     switch = 1.0 - stay
     at_switch = min(max(below - (k - 1) * stay, 0.0), (k - 1) * switch)  # E[checkpoint at the switch; switch]
@@ -284,7 +285,7 @@ def met_if_slower(inputs: CandidateInputs, p) -> float:
     return float(inputs.estimate_error.cdf(inputs.time_budget_h / p.T0))
 
 
-def excess_over_spot(law: costmodel.WallLaw, deadline_h: float, alone: CostResult, spot_price: float,
+def excess_over_spot(law: wall_time.WallLaw, deadline_h: float, alone: CostResult, spot_price: float,
                      on_demand_price: float, storage_usd_per_h: float) -> float:
     """What the policy costs at least beyond spot alone on the same offer, in USD (0 when nothing is proven;
     docs/cost-model.md §10). `law` is spot alone's wall-time law and `alone` its cost-model result at unit price.
@@ -300,7 +301,7 @@ def excess_over_spot(law: costmodel.WallLaw, deadline_h: float, alone: CostResul
     levels = _levels(p, deadline_h) if math.isfinite(deadline_h) else None
     if levels is None:
         return 0.0
-    full, last = costmodel._seg_time(p.lam, p.s, p.R), costmodel._seg_time(p.lam, p.s_k, p.R)
+    full, last = segment_plans._seg_time(p.lam, p.s, p.R), segment_plans._seg_time(p.lam, p.s_k, p.R)
     if (on_demand_price < spot_price or on_demand_price * p.s_k < spot_price * last
             or p.k > 1 and on_demand_price * p.s < spot_price * full):
         return 0.0
@@ -333,18 +334,18 @@ def _switch_law(reached: np.ndarray, stay: float) -> np.ndarray:
 def _spot_waste(inputs: CandidateInputs, p, failures: float, stay: float, switch: float, cut_lump: float,
                 lost: float, lump: float) -> float:
     """The spot phase's rounding waste where billing is coarse, session by session: each failure before the
-    switch ends sessions as spot alone's failures do (their mean waste from `costmodel.session_waste`); the
+    switch ends sessions as spot alone's failures do (their mean waste from `rounding_waste.session_waste`); the
     last sessions end with the job as spot alone's last ones, or at the switch. A switch that cuts a failure's
     lump (`cut_lump`: P(O > s)) falls in it as a point of time falls in a length-biased lump, uniformly: in its
     capacity wait (ρ·m of the mean `lump`; the sessions already ended with the event), in its restart (R of it;
     sessions as old as the restart so far, billed the minimum) or before the failure, while working (`lost`
     of it; sessions as old as spot alone's last ones)."""
-    parts = costmodel.session_waste(p, inputs.billing_granularity_h, inputs.billing_minimum_h)
+    parts = rounding_waste.session_waste(p, inputs.billing_granularity_h, inputs.billing_minimum_h)
     per_failure = parts.rest / parts.rest_sessions if parts.rest_sessions > 0 else 0.0
     per_last = parts.last / parts.last_sessions if parts.last_sessions > 0 else 0.0
     ages = (np.arange(64) + 0.5) / 64 * p.R  # a session cut in its restart, as old as the restart so far
-    in_restart = float(np.mean(costmodel.billed_hours(ages, inputs.billing_granularity_h,
-                                                      inputs.billing_minimum_h) - ages)) if p.R > 0 else per_last
+    in_restart = float(np.mean(billed_hours(ages, inputs.billing_granularity_h,
+                                            inputs.billing_minimum_h) - ages)) if p.R > 0 else per_last
     working = switch - cut_lump + cut_lump * lost / lump
     beta = 1 + p.rho * (p.n - 1)
     return beta * failures * per_failure + p.n * ((stay + working) * per_last + cut_lump * p.R / lump * in_restart)
@@ -357,7 +358,7 @@ def _first_session_waste(inputs: CandidateInputs, p) -> np.ndarray:
     j = np.arange(p.k)
     work = np.maximum(inputs.work_h - j * p.tau, 0.0)
     length = p.R + work + np.ceil(work / p.tau - 1e-9) * p.C
-    return costmodel.billed_hours(length, inputs.billing_granularity_h, inputs.billing_minimum_h) - length
+    return billed_hours(length, inputs.billing_granularity_h, inputs.billing_minimum_h) - length
 
 
 def _on_demand(inputs: CandidateInputs, p, checkpoint: int) -> CostResult:
@@ -365,7 +366,7 @@ def _on_demand(inputs: CandidateInputs, p, checkpoint: int) -> CostResult:
     and the deadline it must meet (the margin past its failure-free time). Kept by `costmodel.expected`: the
     deadlines a timing key meets switch at the same few checkpoints."""
     work = inputs.work_h - checkpoint * p.tau
-    k_left = costmodel._split(work, p.tau)[0]
+    k_left = segment_plans._split(work, p.tau)[0]
     return costmodel.expected(replace(inputs, work_h=work, spot_rate_per_node_h=0.0, capacity_wait_h=0.0,
                                       price_per_node_h=1.0, storage_usd_per_h=0.0, egress_usd=0.0, estimate_error=EXACT,
                                       time_budget_h=margin_h(p.R, p.tau) + p.R + work + k_left * p.C), p.tau)

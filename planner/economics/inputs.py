@@ -8,10 +8,11 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from planner.economics.costmodel import CandidateInputs
+from planner.economics.candidate import CandidateInputs
 from planner.economics.estimate_error import EXACT, PUBLISHED, EstimateError
 from planner.schema.plan import AssignmentRecord, Process, ScheduledRunRecord
-from planner.schema.scenario import Defaults, Workload
+from planner.schema.scenario import Defaults
+from planner.schema.workload import Workload
 
 
 def estimate_error(workload: Workload, defaults: Defaults) -> EstimateError:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.economics.costmodel import _MAX_EXP
+from planner.economics.candidate import _MAX_EXP
 
 
 def segment_time(lam, s, R):
-    """costmodel._seg_time vectorised: E[T_i] = (e^(λs) − 1)(1/λ + R) (§4), with the λ → 0 limit s."""
+    """segment_plans._seg_time vectorised: E[T_i] = (e^(λs) − 1)(1/λ + R) (§4), with the λ → 0 limit s."""
     x = np.minimum(lam * s, _MAX_EXP)
     safe = np.where(x > 0, x, 1.0)
     return np.where(x > 0, s * np.expm1(x) / safe + np.expm1(x) * R, s)

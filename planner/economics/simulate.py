@@ -13,7 +13,8 @@ from typing import Callable
 
 import numpy as np
 
-from planner.economics.costmodel import CandidateInputs, _moments, billed_hours, segment_plan, wait_phases
+from planner.economics.candidate import CandidateInputs, billed_hours, wait_phases
+from planner.economics.segment_plans import _moments, segment_plan
 
 __all__ = ["SimResult", "simulate", "simulate_fallback", "replay_problem", "MAX_EXPECTED_FAILURES", "MAX_SEGMENTS"]
 
@@ -83,7 +84,7 @@ class SimResult:
 
 
 def _waits(rng: np.random.Generator, mean: float, cv: float, size: int) -> np.ndarray:
-    """`size` capacity waits of the given mean and coefficient of variation (`costmodel.wait_phases`)."""
+    """`size` capacity waits of the given mean and coefficient of variation (`candidate.wait_phases`)."""
     phases = wait_phases(mean, cv)
     if len(phases) == 1:
         return rng.exponential(mean, size)

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.economics import trace_replay
-from planner.economics.costmodel import CandidateInputs, segment_plan
+from planner.economics.candidate import CandidateInputs
+from planner.economics.segment_plans import segment_plan
 from planner.load.traces import Trace, load_traces
 
 __all__ = ["COST_SLACK", "STARTS_PER_TRACE", "Replayed", "covering", "largest_gang", "replayed", "verdict", "catalog_traces"]

@@ -29,8 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.economics.costmodel import CandidateInputs, segment_plan
+from planner.economics.candidate import CandidateInputs
 from planner.economics.fallback import margin_h
+from planner.economics.segment_plans import segment_plan
 
 __all__ = ["TraceJob", "Outcomes", "POLICIES", "windows", "replay", "omniscient"]
 

@@ -20,7 +20,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from planner.errors import PlannerError, did_you_mean
 from planner.load import yaml as yamlio
-from planner.schema.scenario import Gpu, ModelArch, Offer, Provider
+from planner.schema.catalog import Gpu, ModelArch, Offer, Provider
 
 
 def _shipped(package: str) -> Path:

@@ -24,7 +24,8 @@ from urllib.parse import urlparse
 
 from planner.errors import PlannerError
 from planner.load.yaml import parse_json, read_capped
-from planner.schema.scenario import MAX_WIDTH, ModelArch
+from planner.schema.catalog import ModelArch
+from planner.schema.fields import MAX_WIDTH
 
 SUPPORTED = ("deepseek_v3", "falcon", "gemma2", "gemma3", "gemma3_text", "gpt2", "llama", "mistral",
              "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe")

@@ -35,7 +35,7 @@ from planner.load.offer_facts import (
     split_tags,
 )
 from planner.load.skypilot import SPOT_PREEMPTION_DEFAULT, SPOT_PREEMPTION_FALLBACK, catalog_header, clean_prices
-from planner.schema.scenario import Gpu
+from planner.schema.catalog import Gpu
 
 TIMEOUT_S = 60.0
 _PRICE_COLUMNS = ["provider", "region", "instance_type", "vcpus", "ram_gib", "on_demand_usd_h", "spot_usd_h",

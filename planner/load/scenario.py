@@ -88,7 +88,7 @@ def resolve_models(workloads: tuple, catalog: Catalog, path: Path, raw: Any, col
     """Models given as a Hugging Face config (a local `{hf_config: path}`, or an `org/name` id the catalog
     does not hold, fetched through huggingface_hub's cache) become inline shapes; catalog names stay."""
     from planner.load import hf_config
-    from planner.schema.scenario import HfConfigFile
+    from planner.schema.catalog import HfConfigFile
 
     out = []
     for i, workload in enumerate(workloads):
@@ -117,7 +117,7 @@ def hf_config_path(model, path: Path) -> Path:
 
 
 def hf_config_files(workloads: tuple, path: Path) -> tuple[Path, ...]:
-    from planner.schema.scenario import HfConfigFile
+    from planner.schema.catalog import HfConfigFile
 
     return tuple(hf_config_path(w.model, path) for w in workloads if isinstance(w.model, HfConfigFile))
 

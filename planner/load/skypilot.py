@@ -13,7 +13,7 @@ from typing import Callable, Optional
 
 import pandas as pd
 
-from planner.schema.scenario import MAX_GPUS_PER_NODE
+from planner.schema.catalog import MAX_GPUS_PER_NODE
 
 OFFER_COLUMNS = [
     "provider", "region", "instance_type", "gpu", "gpus_per_node", "vcpus", "ram_gib",

@@ -28,7 +28,9 @@ from pydantic import Field
 
 from planner.errors import PlannerError
 from planner.load.yaml import YamlMapping, key_path, read_text
-from planner.schema.scenario import Constraints, Defaults, Placement, Strict
+from planner.schema.fields import Strict
+from planner.schema.scenario import Constraints, Defaults
+from planner.schema.workload import Placement
 
 CONFIG_NAME = "planner.toml"
 

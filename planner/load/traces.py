@@ -15,7 +15,8 @@ import numpy as np
 from planner.errors import PlannerError
 from planner.load.catalog import CATALOG_DIR
 from planner.load.yaml import parse_json, read_capped
-from planner.schema.scenario import MAX_GPUS, MAX_HOURS
+from planner.schema.fields import MAX_HOURS
+from planner.schema.workload import MAX_GPUS
 
 SHIPPED_TRACES = CATALOG_DIR / "spot_traces"
 REPLAY_STEP_S = 300

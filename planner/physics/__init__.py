@@ -1,7 +1,10 @@
 """Layer 3a, physics: what fits on a GPU and how long it takes (pure functions on numbers).
 
 memory       weights, gradients, optimizer state, activations, KV cache per GPU
-speed        the training step, generation, collectives over NVLink and the network
+gpus         what a GPU model can do, how a candidate's GPUs are joined, precision and kernel efficiency (MFU)
+collectives  all-reduce and other collectives over NVLink and the network, and how much of them compute hides
+speed        the training step (W of training), and runs scaled from a reference measurement
+generation   W of generation jobs: prefill, decode, the bandwidth bound, a floor for screening
 parallelism  layouts (TP, CP, PP, DP, EP, ZeRO, recomputation, micro-batch) and the search for the fastest
 recipes      what each training framework allows and keeps (layout axes, ZeRO stages, loss memory)
 deepspeed_estimate  DeepSpeed's own ZeRO memory estimators, reproduced to check memory against

@@ -31,7 +31,9 @@ import numpy as np
 from typing import TYPE_CHECKING
 
 from planner.physics import memory as mem
-from planner.physics import speed
+from planner.physics import collectives
+from planner.physics.generation import DECODE_BW_EFFICIENCY, generation_precision, kv_read_efficiency
+from planner.physics.gpus import default_mfu
 
 if TYPE_CHECKING:
     from planner.physics.serving import Replica
@@ -82,7 +84,7 @@ class StepCost:
             weights *= (1.0 + touched - abs(1.0 - touched)) / 2  # min(1, touched)
         kv = self.kv_s_per_token * context_tokens
         if decode_seqs:
-            kv /= speed.kv_read_efficiency(context_tokens / decode_seqs)
+            kv /= kv_read_efficiency(context_tokens / decode_seqs)
         memory = weights + kv
         compute = ((self.active_flops_per_token * decode_seqs + 2 * self.attention_flops * context_tokens)
                    * self.flop_s + prompt_flops * self.prefill_flop_s)
@@ -96,11 +98,11 @@ class StepCost:
 
 @lru_cache(maxsize=4096)
 def step_cost(replica: Replica) -> StepCost:
-    """A `serving.Replica`'s step roofline, from the same formulas as `speed.generation_time`."""
+    """A `serving.Replica`'s step roofline, from the same formulas as `generation.generation_time`."""
     shape, gpu, t = replica.model, replica.gpu, replica.tp
-    prec = speed.generation_precision(gpu, replica.weight_precision)
-    rate = gpu.peak(prec) * speed.default_mfu(gpu.generation, prec, hidden=shape.hidden, gpu_name=gpu.name)
-    bw = gpu.mem_bandwidth_gbs * 1e9 * speed.DECODE_BW_EFFICIENCY
+    prec = generation_precision(gpu, replica.weight_precision)
+    rate = gpu.peak(prec) * default_mfu(gpu.generation, prec, hidden=shape.hidden, gpu_name=gpu.name)
+    bw = gpu.mem_bandwidth_gbs * 1e9 * DECODE_BW_EFFICIENCY
     weights = mem.weight_bytes(shape, replica.weight_precision) / t / bw
     moe = shape.active_params / shape.params if shape.params and shape.active_params < shape.params else 0.0
     kv = mem.kv_bytes_per_token(shape, replica.kv_precision, t) / bw
@@ -108,8 +110,8 @@ def step_cost(replica: Replica) -> StepCost:
     active = 2.0 * shape.active_params
     if t > 1:
         topology = replica.topology()
-        latency = 2 * shape.layers * speed.ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6)
-        per_token = 2 * shape.layers * shape.hidden * 4.0 * (t - 1) / t / (speed._intra_bus_gbs(topology) * 1e9)
+        latency = 2 * shape.layers * collectives.ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6)
+        per_token = 2 * shape.layers * shape.hidden * 4.0 * (t - 1) / t / (collectives._intra_bus_gbs(topology) * 1e9)
     else:
         latency = per_token = 0.0
     return StepCost(weights, moe, kv, 1 / (t * rate), 1 / (t * rate), active, attention, latency, per_token)

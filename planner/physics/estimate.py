@@ -13,7 +13,10 @@ from functools import lru_cache
 from planner.load.catalog import Catalog
 from planner.physics import memory as mem
 from planner.physics import parallelism, speed
-from planner.schema.scenario import Gpu, ModelArch, Workload
+from planner.physics.generation import generation_floor_h, generation_time
+from planner.physics.gpus import GENERATIONS, PRECISIONS, GpuPerf, Topology, UnsupportedPrecision, effective_precision
+from planner.schema.catalog import Gpu, ModelArch
+from planner.schema.workload import Workload
 
 GIB = 2**30
 STATELESS_ITEM_H = 5 / 60
@@ -37,8 +40,8 @@ class Shape:
     def gpus(self) -> int:
         return self.gpus_per_node * self.nodes
 
-    def topology(self) -> speed.Topology:
-        return speed.Topology(
+    def topology(self) -> Topology:
+        return Topology(
             gpus_per_node=self.gpus_per_node, nodes=self.nodes,
             intra_node=self.intra_node if self.gpus_per_node > 1 else "none",
             intra_node_gbs=self.intra_node_gbs or None,
@@ -78,11 +81,11 @@ def model_shape(arch: ModelArch) -> mem.ModelShape:
 
 
 @lru_cache(maxsize=None)
-def gpu_perf(gpu: Gpu) -> speed.GpuPerf:
-    tflops = {p: gpu.tflops(p) for p in speed.PRECISIONS if gpu.tflops(p)}
-    generation = gpu.generation if gpu.generation in speed.GENERATIONS else "other"
+def gpu_perf(gpu: Gpu) -> GpuPerf:
+    tflops = {p: gpu.tflops(p) for p in PRECISIONS if gpu.tflops(p)}
+    generation = gpu.generation if gpu.generation in GENERATIONS else "other"
     memory_type = "gddr" if gpu.memory_type.upper().startswith("GDDR") else "hbm"
-    return speed.GpuPerf(gpu.name, generation, gpu.mem_bandwidth_gbs, tflops, memory_type)
+    return GpuPerf(gpu.name, generation, gpu.mem_bandwidth_gbs, tflops, memory_type)
 
 
 def resolve_model(workload: Workload, catalog: Catalog) -> ModelArch | None:
@@ -125,7 +128,7 @@ def _ruled_out(shape: Shape, breakdown: mem.MemoryBreakdown, reason: str, precis
 def _failed(shape: Shape, breakdown: mem.MemoryBreakdown, exc: ValueError, precision=None, tp: int = 1,
             layout=None) -> Estimate:
     """Ruled out by what the speed model refused."""
-    by = "precision" if isinstance(exc, speed.UnsupportedPrecision) else ""
+    by = "precision" if isinstance(exc, UnsupportedPrecision) else ""
     return _ruled_out(shape, breakdown, str(exc), precision, tp, layout, by)
 
 
@@ -198,13 +201,13 @@ def work_floor_h(prepared: Prepared, catalog: Catalog, shape: Shape) -> float:
         if workload.training_method == "inference":
             if prepared.model is not None and workload.generation is not None:
                 gen = workload.generation
-                floor = speed.generation_floor_h(
+                floor = generation_floor_h(
                     prepared.model, gpu=perf, n_gpus=shape.gpus, weight_precision=workload.precision, batch=gen.batch,
                     prompt_tokens=gen.prompt_tokens, output_tokens=gen.output_tokens, sequences=gen.sequences)
             else:
                 floor = _reference_floor_h(workload, catalog, perf, shape, _stated_inference_precision(workload), True)
             return floor * FLOOR_MARGIN
-        precision = speed.effective_precision(perf, _train_precision(workload.precision), workload.fp8_fallback)
+        precision = effective_precision(perf, _train_precision(workload.precision), workload.fp8_fallback)
         tp = workload.tensor_parallel or 1
         if precision is None or not _tp_fits(tp, shape):
             return math.inf
@@ -236,17 +239,17 @@ def _stated_inference_precision(workload: Workload) -> str:
     return "bf16" if workload.precision in ("int8", "int4") else workload.precision
 
 
-def _reference_floor_h(workload: Workload, catalog: Catalog, perf: speed.GpuPerf, shape: Shape, precision: str,
+def _reference_floor_h(workload: Workload, catalog: Catalog, perf: GpuPerf, shape: Shape, precision: str,
                        fallback_to_bf16: bool) -> float:
     """W of reference GPU-hours at perfect scaling (scaling efficiency only lengthens it)."""
     return speed.reference_scaled_hours(workload.work.gpu_hours, gpu_perf(catalog.gpu(workload.work.reference_gpu)),
                                         perf, shape.gpus, precision, 1.0, fallback_to_bf16)
 
 
-def _estimate_training(prepared: Prepared, catalog: Catalog, perf: speed.GpuPerf, shape: Shape,
+def _estimate_training(prepared: Prepared, catalog: Catalog, perf: GpuPerf, shape: Shape,
                        headroom: float) -> Estimate:
     workload = prepared.workload
-    precision = speed.effective_precision(perf, _train_precision(workload.precision), workload.fp8_fallback)
+    precision = effective_precision(perf, _train_precision(workload.precision), workload.fp8_fallback)
     if precision is None:
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
                           f"{shape.gpu} has no {workload.precision} support (set fp8_fallback: true to run bf16)",
@@ -271,7 +274,7 @@ def _estimate_training(prepared: Prepared, catalog: Catalog, perf: speed.GpuPerf
                                  choice.layout)
 
 
-def _from_reference_hours(workload: Workload, catalog: Catalog, perf: speed.GpuPerf, shape: Shape, precision: str,
+def _from_reference_hours(workload: Workload, catalog: Catalog, perf: GpuPerf, shape: Shape, precision: str,
                           breakdown: mem.MemoryBreakdown, scaling: float, layout: parallelism.Layout) -> Estimate:
     """W of work stated as GPU-hours on a reference GPU: scaled by relative throughput and by this
     shape's scaling efficiency."""
@@ -307,7 +310,7 @@ def pinned(workload: Workload) -> parallelism.Pinned:
         sequence_parallel=pick(workload.sequence_parallel, False), cp=pick(workload.context_parallel, 1))
 
 
-def _estimate_stated_training(prepared: Prepared, catalog: Catalog, perf: speed.GpuPerf,
+def _estimate_stated_training(prepared: Prepared, catalog: Catalog, perf: GpuPerf,
                               shape: Shape, headroom: float, precision: str, tp: int) -> Estimate:
     """Memory stated by the workload: data parallelism over every GPU (the layout is the user's)."""
     workload, arch = prepared.workload, prepared.arch
@@ -350,7 +353,7 @@ def _stated(workload: Workload, shape: Shape) -> mem.MemoryBreakdown:
                              shardable=stated.shardable, sharding_gpus=shards)
 
 
-def _estimate_inference(prepared: Prepared, catalog: Catalog, perf: speed.GpuPerf, shape: Shape,
+def _estimate_inference(prepared: Prepared, catalog: Catalog, perf: GpuPerf, shape: Shape,
                         headroom: float) -> Estimate:
     """Generation on one shape: per tensor-parallel degree the batch whose KV cache fits the engine's pool
     (at most `generation.batch`), and the degree that finishes soonest."""
@@ -363,9 +366,9 @@ def _estimate_inference(prepared: Prepared, catalog: Catalog, perf: speed.GpuPer
     if any(t > shape.gpus_per_node for t in choices):
         return _ruled_out(shape, mem.MemoryBreakdown(0, 0, 0, 0, 0, 0),
                           f"tensor_parallel {workload.tensor_parallel} exceeds {shape.gpus_per_node} GPUs per node")
-    topology = speed.Topology(gpus_per_node=shape.gpus_per_node, nodes=shape.nodes,
-                              intra_node=shape.intra_node if shape.gpus_per_node > 1 else "none",
-                              intra_node_gbs=shape.intra_node_gbs or None)
+    topology = Topology(gpus_per_node=shape.gpus_per_node, nodes=shape.nodes,
+                        intra_node=shape.intra_node if shape.gpus_per_node > 1 else "none",
+                        intra_node_gbs=shape.intra_node_gbs or None)
     context = gen.prompt_tokens + gen.output_tokens
     best, closest = None, None
     for tp in choices:
@@ -379,7 +382,7 @@ def _estimate_inference(prepared: Prepared, catalog: Catalog, perf: speed.GpuPer
             closest = closest or (breakdown, tp)
             continue
         try:
-            result = speed.generation_time(
+            result = generation_time(
                 model, gpu=perf, topology=topology, weight_precision=workload.precision,
                 kv_precision=gen.kv_precision, batch=batch, prompt_tokens=gen.prompt_tokens,
                 output_tokens=gen.output_tokens, sequences=gen.sequences, tensor_parallel=tp)
@@ -398,7 +401,7 @@ def _estimate_inference(prepared: Prepared, catalog: Catalog, perf: speed.GpuPer
                     result.tokens_per_s, 1.0, tp, result.work_h / rounds, batch=batch)
 
 
-def _estimate_stated_inference(workload: Workload, catalog: Catalog, perf: speed.GpuPerf, shape: Shape, headroom: float) -> Estimate:
+def _estimate_stated_inference(workload: Workload, catalog: Catalog, perf: GpuPerf, shape: Shape, headroom: float) -> Estimate:
     """Inference stated as memory + reference GPU-hours: independent replicas, ideal scaling."""
     breakdown = _stated(workload, shape)
     if not mem.fits(breakdown, shape.vram_gib, headroom):

@@ -22,6 +22,7 @@ import numpy as np
 
 from planner.physics import memory as mem
 from planner.physics import recipes, speed
+from planner.physics.gpus import GpuPerf, Topology, effective_precision
 
 ZERO_STAGES = ("none", "zero1", "zero2", "zero3")
 RECOMPUTE = ("selective", "full")  # 'none' stores what 'selective' does under FlashAttention, so it is never faster
@@ -181,7 +182,7 @@ def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBre
         optimizer_in_backward=recipe.optimizer_in_backward and layout.gpus == 1, lora_rank=job.lora_rank)
 
 
-def layout_speed(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.Topology) -> speed.SpeedResult:
+def layout_speed(job: Job, layout: Layout, gpu: GpuPerf, topology: Topology) -> speed.SpeedResult:
     """The step model for one layout, over 1e9 tokens (time is linear in tokens)."""
     return speed.training_time(
         job.shape, tokens=1e9, gpu=gpu, topology=topology, precision=job.precision, method=job.method, mfu=job.mfu,
@@ -296,7 +297,7 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
 
 
 @lru_cache(maxsize=1 << 17)  # ~170 distinct jobs x ~600 shapes of a varied 10,000-workload scenario
-def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib: float, headroom: float,
+def best_layout(job: Job, gpu: GpuPerf, topology: Topology, vram_gib: float, headroom: float,
                 pinned: Pinned = Pinned()) -> tuple[Choice | None, str]:
     """The layout that finishes soonest among those that fit; (None, why) when none does.
 
@@ -356,7 +357,7 @@ def best_layout(job: Job, gpu: speed.GpuPerf, topology: speed.Topology, vram_gib
     return best[1], ""
 
 
-def work_floor_seconds_per_token(job: Job, gpu: speed.GpuPerf, gpus: int, pinned: Pinned = Pinned()) -> float:
+def work_floor_seconds_per_token(job: Job, gpu: GpuPerf, gpus: int, pinned: Pinned = Pinned()) -> float:
     """Seconds per token that no layout `best_layout` can choose on `gpus` GPUs beats: the compute floor at the
     least work (selective recomputation), the best MFU (the largest micro-batch, no context parallelism) and no
     pipeline bubble, within the pins. Far cheaper than the search, so a planner runs the search only on shapes
@@ -369,9 +370,9 @@ def work_floor_seconds_per_token(job: Job, gpu: speed.GpuPerf, gpus: int, pinned
         context_parallel=pinned.cp or 1)
 
 
-def _compute_precision(job: Job, gpu: speed.GpuPerf) -> str:
+def _compute_precision(job: Job, gpu: GpuPerf) -> str:
     """The precision the job's GEMMs run in on `gpu` (its memory precision where the GPU lacks a faster path)."""
-    return speed.effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
+    return effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
 
 
 @lru_cache(maxsize=1 << 12)
@@ -392,7 +393,7 @@ def _lightest(layout: Layout, pinned: Pinned, method: str) -> Layout:
                                micro_batch=pinned.micro_batch or 1, virtual_stages=1)
 
 
-def _floor(job: Job, layout: Layout, gpu: speed.GpuPerf, topology: speed.Topology, precision: str) -> float:
+def _floor(job: Job, layout: Layout, gpu: GpuPerf, topology: Topology, precision: str) -> float:
     """Seconds per 1e9 tokens the layout cannot beat (compute and bubble: speed.compute_floor_seconds_per_token),
     in the units of SpeedResult.work_h over layout_speed's 1e9 tokens."""
     return speed.compute_floor_seconds_per_token(

@@ -16,7 +16,7 @@ from typing import Mapping
 
 from planner.physics.memory import (CHUNKED_LOGIT_BYTES, CUT_LOGIT_BYTES, FUSED_LOGIT_BYTES,
                                     UNFUSED_LOGIT_BYTES)
-from planner.schema.scenario import MEGATRON_RECIPES, RECIPE_METHODS
+from planner.schema.fields import MEGATRON_RECIPES, RECIPE_METHODS
 
 
 @dataclass(frozen=True)

@@ -32,8 +32,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from planner.physics import batching, speed
 from planner.physics import memory as mem
+from planner.physics import batching
+from planner.physics.gpus import GpuPerf, Topology
 
 MAX_BATCH = 4096
 """Concurrent sequences per replica considered at most (vLLM's max_num_seqs is 256-1024)."""
@@ -71,7 +72,7 @@ class Replica:
     """Everything the capacity depends on: model shape, GPU, tensor-parallel degree, precisions, VRAM."""
 
     model: mem.ModelShape
-    gpu: speed.GpuPerf
+    gpu: GpuPerf
     tp: int
     vram_gib: float
     intra_node: str = "nvlink"
@@ -80,10 +81,10 @@ class Replica:
     kv_precision: str = "bf16"
     headroom: float = mem.DEFAULT_HEADROOM
 
-    def topology(self) -> speed.Topology:
-        return speed.Topology(gpus_per_node=self.tp, nodes=1,
-                              intra_node=self.intra_node if self.tp > 1 else "none",
-                              intra_node_gbs=self.intra_node_gbs)
+    def topology(self) -> Topology:
+        return Topology(gpus_per_node=self.tp, nodes=1,
+                        intra_node=self.intra_node if self.tp > 1 else "none",
+                        intra_node_gbs=self.intra_node_gbs)
 
 
 @lru_cache(maxsize=16384)

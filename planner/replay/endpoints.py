@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from planner.economics.endpoint_sim import PeriodPlan, Pool, replay
 from planner.schema.plan import EndpointRecord
-from planner.schema.scenario import weekdays_of
+from planner.schema.endpoint import weekdays_of
 
 
 @dataclass(frozen=True)

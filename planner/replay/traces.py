@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.candidates.generate import apply_overrides
+from planner.candidates.offers import apply_overrides
 from planner.economics import trace_replay
-from planner.economics.costmodel import segment_plan
+from planner.economics.segment_plans import segment_plan
 from planner.economics.inputs import inputs_from_assignment
 from planner.economics.spot_evidence import STARTS_PER_TRACE, covering
 from planner.load.traces import Trace

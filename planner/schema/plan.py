@@ -13,9 +13,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_serializer
 
+from planner.schema.endpoint import MAX_REQUESTS_PER_S
+from planner.schema.fields import MAX_HOURS, MAX_USD, MAX_WAIT_CV, BillingStep, PricePerHour, Rate, Tolerance
 from planner.schema.quarter import When
-from planner.schema.scenario import (MAX_GPUS, MAX_HOURS, MAX_REQUESTS_PER_S, MAX_USD, MAX_WAIT_CV, BillingStep,
-                                     PricePerHour, Rate, Tolerance)
+from planner.schema.workload import MAX_GPUS
 
 PRICED_KEYS = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste")
 """The parts of a job's expected cost priced per node-hour (the cost model's)."""

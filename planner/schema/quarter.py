@@ -11,9 +11,9 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from planner.schema.scenario import (DEFAULT_CATALOGS, MAX_GPUS, MAX_HOURS, MAX_PRIORITY, MAX_USD, USD, Constraints,
-                                     Defaults, Hours, Name, Override, Scenario, Strict, Workload,
-                                     check_placement_scores)
+from planner.schema.fields import MAX_HOURS, MAX_PRIORITY, MAX_USD, USD, Hours, Name, Strict
+from planner.schema.scenario import DEFAULT_CATALOGS, Constraints, Defaults, Override, Scenario, check_placement_scores
+from planner.schema.workload import MAX_GPUS, Workload
 
 EARLIEST, LATEST = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(9000, 1, 1, tzinfo=dt.timezone.utc)
 """The dates a calendar may use: far from the years 1 and 9999 that Python's dates end at, so that a calendar's

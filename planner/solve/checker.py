@@ -11,8 +11,9 @@ import math
 from collections import defaultdict
 
 from planner.load.scenario import LoadedScenario
+from planner.schema.endpoint import WEEKDAYS, weekdays_of
 from planner.schema.plan import BREAKDOWN_KEYS
-from planner.schema.scenario import WEEKDAYS, Workload, weekdays_of
+from planner.schema.workload import Workload
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 REL_TOL = 1e-6

@@ -7,7 +7,7 @@ import pandas as pd
 
 from planner.candidates.endpoint_load import named, pool_load
 from planner.candidates.endpoints import below_capacity
-from planner.candidates.generate import HOURS_PER_MONTH
+from planner.candidates.expand import HOURS_PER_MONTH
 from planner.solve.pipeline import Plan
 from planner.solve.serving import LOAD_SCALE, slice_load
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pandas as pd
 
-from planner.candidates.generate import SAFETY, limits_of
-from planner.candidates.limits import Limits, quota_mask
+from planner.candidates.risk import SAFETY
+from planner.candidates.limits import Limits, limits_of, quota_mask
 from planner.economics import costmodel, fallback
 from planner.economics.inputs import inputs_from_assignment
 from planner.schema.plan import AssignmentRecord

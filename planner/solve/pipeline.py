@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 import pandas as pd
 
 from planner.candidates.cache import CandidateCache
-from planner.candidates.generate import RUNNER_UPS, CandidateSet, generate, limits_of
-from planner.candidates.limits import Limits, quota_mask
+from planner.candidates.generate import RUNNER_UPS, CandidateSet, generate
+from planner.candidates.limits import Limits, limits_of, quota_mask
 from planner.economics.inputs import estimate_error, process_json
 from planner.load.scenario import LoadedScenario
 from planner.schema.plan import BREAKDOWN_KEYS

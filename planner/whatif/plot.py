@@ -8,7 +8,8 @@ from pathlib import Path
 
 from planner.errors import PlannerError
 from planner.files import check_target, write_atomic
-from planner.whatif.sweep import PARAMETERS, SweepResult
+from planner.whatif.result import SweepResult
+from planner.whatif.spec import PARAMETERS
 
 LABELS = {"spot_price_multiplier": "spot price multiplier", "preemption_multiplier": "preemption rate multiplier",
           "on_demand_price_multiplier": "on-demand price multiplier",
