@@ -20,6 +20,7 @@ the cost of a greedy list-scheduler baseline measured in the same run:
     python benchmarks/bench_batch.py               # 50, 200, 500 runs
     python benchmarks/bench_batch.py 200 --time-limit 30
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,8 +29,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -62,14 +61,20 @@ def day(d: float) -> str:
     import datetime as dt
 
     moment = dt.datetime.fromisoformat(START) + dt.timedelta(days=d)
-    return moment.strftime('"%Y-%m-%dT%H:%M"')  # quoted: a plain `:` is not allowed inside {...}
+    return moment.strftime(
+        '"%Y-%m-%dT%H:%M"'
+    )  # quoted: a plain `:` is not allowed inside {...}
 
 
 def quarter_yaml(size: int, seed: int = 11) -> str:
     rng = random.Random(seed * 1000 + size)
     scale = max(1, size // 50)
-    lines = [f"name: bench-quarter-{size}", "catalogs: [aws, gcp, azure, lambda, runpod]",
-             f"horizon: {{start: {START}, end: {day(DAYS)[1:11]}, step: 6h}}", "runs:"]
+    lines = [
+        f"name: bench-quarter-{size}",
+        "catalogs: [aws, gcp, azure, lambda, runpod]",
+        f"horizon: {{start: {START}, end: {day(DAYS)[1:11]}, step: 6h}}",
+        "runs:",
+    ]
     count = 0
     while count < size:
         family = count
@@ -77,52 +82,78 @@ def quarter_yaml(size: int, seed: int = 11) -> str:
         gpu_h = rng.choice([1500, 3000, 5000, 8000])
         tolerance = rng.choice(["checkpointed", "none", "none"])
         pre_due = min(DAYS - 20, release + rng.randrange(18, 35))
-        lines.append(f"  - {{name: pt-{family:04d}, kind: training, memory: {{per_gpu: 60GiB}}, "
-                     f"work: {{gpu_hours: {gpu_h if tolerance != 'none' else gpu_h // 2}, reference_gpu: H100-SXM}}, "
-                     f"gpus: {{min: 16, max: 32}}, interruption_tolerance: {tolerance}, restart_overhead: 45m, "
-                     f"allow: {{providers: [aws], regions: [us-east-1], gpus: [H100]}}, "
-                     f"release: {day(release)}, due: {day(pre_due)}}}")
+        lines.append(
+            f"  - {{name: pt-{family:04d}, kind: training, memory: {{per_gpu: 60GiB}}, "
+            f"work: {{gpu_hours: {gpu_h if tolerance != 'none' else gpu_h // 2}, reference_gpu: H100-SXM}}, "
+            f"gpus: {{min: 16, max: 32}}, interruption_tolerance: {tolerance}, restart_overhead: 45m, "
+            f"allow: {{providers: [aws], regions: [us-east-1], gpus: [H100]}}, "
+            f"release: {day(release)}, due: {day(pre_due)}}}"
+        )
         count += 1
         ft_due = min(DAYS, pre_due + rng.randrange(5, 14))
         if count < size:
-            lines.append(f"  - {{name: ft-{family:04d}, kind: fine_tuning, memory: {{per_gpu: 50GiB}}, "
-                         f"work: {{gpu_hours: {rng.choice([200, 400, 800])}, reference_gpu: H100-SXM}}, "
-                         f"gpus: {{min: 8, max: 16}}, after: [pt-{family:04d}], due: {day(ft_due)}}}")
+            lines.append(
+                f"  - {{name: ft-{family:04d}, kind: fine_tuning, memory: {{per_gpu: 50GiB}}, "
+                f"work: {{gpu_hours: {rng.choice([200, 400, 800])}, reference_gpu: H100-SXM}}, "
+                f"gpus: {{min: 8, max: 16}}, after: [pt-{family:04d}], due: {day(ft_due)}}}"
+            )
             count += 1
         for e in range(rng.choice([1, 2, 3])):
             if count >= size:
                 break
             optional = rng.random() < 0.3
-            extra = f", required: false, priority: {rng.randrange(1, 4)}" if optional else ""
-            lines.append(f"  - {{name: ev-{family:04d}-{e}, kind: batch_inference, memory: {{per_gpu: 20GiB}}, "
-                         f"work: {{gpu_hours: {rng.choice([20, 40, 80])}, reference_gpu: A10G}}, gpus: 4, "
-                         f"interruption_tolerance: stateless, after: [ft-{family:04d}], "
-                         f"due: {day(min(DAYS, ft_due + rng.randrange(2, 8)))}{extra}}}")
+            extra = (
+                f", required: false, priority: {rng.randrange(1, 4)}"
+                if optional
+                else ""
+            )
+            lines.append(
+                f"  - {{name: ev-{family:04d}-{e}, kind: batch_inference, memory: {{per_gpu: 20GiB}}, "
+                f"work: {{gpu_hours: {rng.choice([20, 40, 80])}, reference_gpu: A10G}}, gpus: 4, "
+                f"interruption_tolerance: stateless, after: [ft-{family:04d}], "
+                f"due: {day(min(DAYS, ft_due + rng.randrange(2, 8)))}{extra}}}"
+            )
             count += 1
         for s in range(rng.choice([0, 1, 2])):  # standalone fine-tunes and eval sweeps
             if count >= size:
                 break
             rel = rng.randrange(0, DAYS - 10)
             optional = rng.random() < 0.4
-            extra = f", required: false, priority: {rng.randrange(1, 4)}" if optional else ""
+            extra = (
+                f", required: false, priority: {rng.randrange(1, 4)}"
+                if optional
+                else ""
+            )
             if rng.random() < 0.5:
-                lines.append(f"  - {{name: sft-{family:04d}-{s}, kind: fine_tuning, memory: {{per_gpu: 40GiB}}, "
-                             f"work: {{gpu_hours: {rng.choice([100, 300, 600])}, reference_gpu: A100-80GB}}, "
-                             f"gpus: {{min: 4, max: 16}}, release: {day(rel)}, "
-                             f"due: {day(min(DAYS, rel + rng.randrange(4, 20)))}{extra}}}")
+                lines.append(
+                    f"  - {{name: sft-{family:04d}-{s}, kind: fine_tuning, memory: {{per_gpu: 40GiB}}, "
+                    f"work: {{gpu_hours: {rng.choice([100, 300, 600])}, reference_gpu: A100-80GB}}, "
+                    f"gpus: {{min: 4, max: 16}}, release: {day(rel)}, "
+                    f"due: {day(min(DAYS, rel + rng.randrange(4, 20)))}{extra}}}"
+                )
             else:
-                lines.append(f"  - {{name: sweep-{family:04d}-{s}, kind: batch_inference, memory: {{per_gpu: 20GiB}}, "
-                             f"work: {{gpu_hours: {rng.choice([40, 80])}, reference_gpu: A10G}}, gpus: 4, "
-                             f"interruption_tolerance: stateless, release: {day(rel)}, "
-                             f"due: {day(min(DAYS, rel + rng.randrange(2, 6)))}{extra}}}")
+                lines.append(
+                    f"  - {{name: sweep-{family:04d}-{s}, kind: batch_inference, memory: {{per_gpu: 20GiB}}, "
+                    f"work: {{gpu_hours: {rng.choice([40, 80])}, reference_gpu: A10G}}, gpus: 4, "
+                    f"interruption_tolerance: stateless, release: {day(rel)}, "
+                    f"due: {day(min(DAYS, rel + rng.randrange(2, 6)))}{extra}}}"
+                )
             count += 1
     pools = POOLS[: 2 if size < 200 else 3 if size < 500 else 4]
     lines.append("reservations:")
     for offer, first, last, price, nodes in pools:
-        lines.append(f"  - {{offer: {offer}, start: {day(first)[1:11]}, end: {day(last)[1:11]}, "
-                     f"price_per_node_h: {price}, max_nodes: {nodes * scale}}}")
+        lines.append(
+            f"  - {{offer: {offer}, start: {day(first)[1:11]}, end: {day(last)[1:11]}, "
+            f"price_per_node_h: {price}, max_nodes: {nodes * scale}}}"
+        )
     lines.append("constraints:\n  gpu_quotas:")
-    for key, quota in (("aws", 64), ("aws/H100", 48), ("gcp", 32), ("azure", 32), ("lambda", 32)):
+    for key, quota in (
+        ("aws", 64),
+        ("aws/H100", 48),
+        ("gcp", 32),
+        ("azure", 32),
+        ("lambda", 32),
+    ):
         lines.append(f"    {key}: {quota * scale}")
     return "\n".join(lines) + "\n"
 
@@ -158,7 +189,13 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
     cands = candidate_table(records)  # one table, as make_batch_plan makes it
     gen_s = time.perf_counter() - t0
     c = quarter.constraints
-    limits = BatchLimits(dict(c.gpu_quotas), dict(c.node_limits), c.budget, c.monthly_budget, month_spans(loaded, pools))
+    limits = BatchLimits(
+        dict(c.gpu_quotas),
+        dict(c.node_limits),
+        c.budget,
+        c.monthly_budget,
+        month_spans(loaded, pools),
+    )
     t1 = time.perf_counter()
     g = greedy(cands, runs, pools, limits, loaded.steps)
     greedy_s = time.perf_counter() - t1
@@ -166,26 +203,49 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
     model = build_batch_model(cands, runs, pools, limits, loaded.steps)
     build_s = time.perf_counter() - t2
     hint = None if g["failed_required"] else g
-    r = solve_in_phases(cands, runs, pools, limits, loaded.steps, time_limit, workers, hint=hint)
-    print(f"\n== {size} runs ({len(runs)} placeable, {len(infeasible)} without candidates), {len(cands)} candidates, "
-          f"{len(pools)} pools, {loaded.steps} steps of {loaded.step_h:g} h")
-    print(f"candidate generation {gen_s:7.1f} s ({1000 * gen_s / size:.0f} ms per run, target 25)   "
-          f"model build {build_s:6.2f} s   greedy {greedy_s:5.2f} s")
-    g_note = (f"{len(g['failed_required'])} required runs unplaced" if g["failed_required"] else "all required placed")
-    print(f"greedy:  cost ${g['cost_usd']:,.2f}, bought {g['bought']}, optional priority {g['priority']}, "
-          f"{len(g['left_out'])} optional left out, {g_note}")
+    r = solve_in_phases(
+        cands, runs, pools, limits, loaded.steps, time_limit, workers, hint=hint
+    )
+    print(
+        f"\n== {size} runs ({len(runs)} placeable, {len(infeasible)} without candidates), {len(cands)} candidates, "
+        f"{len(pools)} pools, {loaded.steps} steps of {loaded.step_h:g} h"
+    )
+    print(
+        f"candidate generation {gen_s:7.1f} s ({1000 * gen_s / size:.0f} ms per run, target 25)   "
+        f"model build {build_s:6.2f} s   greedy {greedy_s:5.2f} s"
+    )
+    g_note = (
+        f"{len(g['failed_required'])} required runs unplaced"
+        if g["failed_required"]
+        else "all required placed"
+    )
+    print(
+        f"greedy:  cost ${g['cost_usd']:,.2f}, bought {g['bought']}, optional priority {g['priority']}, "
+        f"{len(g['left_out'])} optional left out, {g_note}"
+    )
     if r.status not in ("OPTIMAL", "FEASIBLE"):
         print(f"cp-sat: {r.status} after {r.solve_seconds:.1f} s")
         return
-    priority = sum(model.runs[n].priority for n in r.chosen["run"] if not model.runs[n].required)
-    never_worse = bool(g["failed_required"]) or priority > g["priority"] or \
-        (priority == g["priority"] and r.objective_usd <= g["cost_usd"] + 0.01)
-    print(f"cp-sat:  {r.status} in {r.solve_seconds:.1f} s (phases, LP bound included), objective "
-          f"${r.objective_usd:,.2f}, "
-          + (f"bound ${r.bound_usd:,.2f}, gap {r.gap:.2%}" if r.gap == r.gap else "no bound in time")
-          + f", bought {r.bought}, optional priority "
-          f"{priority}; vs greedy {100 * (r.objective_usd / g['cost_usd'] - 1):+.2f} % -> "
-          f"{'never worse than greedy' if never_worse else 'WORSE than greedy'}")
+    priority = sum(
+        model.runs[n].priority for n in r.chosen["run"] if not model.runs[n].required
+    )
+    never_worse = (
+        bool(g["failed_required"])
+        or priority > g["priority"]
+        or (priority == g["priority"] and r.objective_usd <= g["cost_usd"] + 0.01)
+    )
+    print(
+        f"cp-sat:  {r.status} in {r.solve_seconds:.1f} s (phases, LP bound included), objective "
+        f"${r.objective_usd:,.2f}, "
+        + (
+            f"bound ${r.bound_usd:,.2f}, gap {r.gap:.2%}"
+            if r.gap == r.gap
+            else "no bound in time"
+        )
+        + f", bought {r.bought}, optional priority "
+        f"{priority}; vs greedy {100 * (r.objective_usd / g['cost_usd'] - 1):+.2f} % -> "
+        f"{'never worse than greedy' if never_worse else 'WORSE than greedy'}"
+    )
 
 
 def main() -> None:
@@ -193,7 +253,12 @@ def main() -> None:
     parser.add_argument("sizes", nargs="*", type=int, default=[50, 200, 500])
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--seed", type=int, default=11, help="another seed gives other quarters of the same shape")
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=11,
+        help="another seed gives other quarters of the same shape",
+    )
     args = parser.parse_args()
     for size in args.sizes:
         bench(size, args.time_limit, args.workers, args.seed)

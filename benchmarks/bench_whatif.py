@@ -11,6 +11,7 @@ their objectives must equal the sweep's.
     python benchmarks/bench_whatif.py                # 50 workloads, 41 points, all 41 baseline solves
     python benchmarks/bench_whatif.py --sample 8     # time 8 baseline solves and scale to 41
 """
+
 from __future__ import annotations
 
 import argparse
@@ -34,15 +35,23 @@ from planner.whatif.spec import SweepSpec, parse_range  # noqa: E402
 PLANNER = str(Path(sys.executable).with_name("planner"))
 
 
-def independent(folder: Path, text: str, values: list[float]) -> tuple[float, dict[float, float]]:
+def independent(
+    folder: Path, text: str, values: list[float]
+) -> tuple[float, dict[float, float]]:
     """Seconds for one fresh `planner solve` process per multiplier, and each objective."""
     objectives = {}
     started = time.perf_counter()
     for value in values:
         path = folder / f"solve-{value:.4f}.yaml"
-        path.write_text(text + f"overrides:\n  - {{spot_price_multiplier: {value!r}}}\n")
-        out = subprocess.run([PLANNER, "solve", str(path), "--format", "json"], capture_output=True, text=True,
-                             check=True).stdout
+        path.write_text(
+            text + f"overrides:\n  - {{spot_price_multiplier: {value!r}}}\n"
+        )
+        out = subprocess.run(
+            [PLANNER, "solve", str(path), "--format", "json"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
         objectives[value] = json.loads(out)["objective_usd"]
     return time.perf_counter() - started, objectives
 
@@ -51,8 +60,13 @@ def scenario_yaml(workloads: int) -> str:
     """bench_solve's scenario, written by a child process: importing bench_solve here would load the solver into
     this process, and the workers forked from it would skip the imports a `planner whatif` worker makes."""
     code = f"from bench_solve import scenario_yaml; print(scenario_yaml({workloads}, quotas=True), end='')"
-    return subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent, capture_output=True,
-                          text=True, check=True).stdout
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parent,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
 
 
 def first_and_warm(source: str, values: list[float]) -> tuple[float, float]:
@@ -71,7 +85,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", type=int, default=50)
     parser.add_argument("--points", type=int, default=41)
-    parser.add_argument("--sample", type=int, default=None, help="time only this many baseline solves, then scale")
+    parser.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="time only this many baseline solves, then scale",
+    )
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args()
     values = parse_range(f"0.5:2.0:{args.points}", "--spot-price")
@@ -81,39 +100,73 @@ def main() -> None:
         scenario = folder / "bench.yaml"
         scenario.write_text(text)
         spec = SweepSpec(str(scenario), {"spot_price_multiplier": values})
-        loaded_scenario(str(scenario))  # the CLI loads and checks the file before forking workers
-        with ProcessPoolExecutor(max_workers=1) as fresh:  # a worker with nothing kept yet
-            first_s, warm_s = fresh.submit(first_and_warm, str(scenario), values[len(values) // 2:]).result()
+        loaded_scenario(
+            str(scenario)
+        )  # the CLI loads and checks the file before forking workers
+        with ProcessPoolExecutor(
+            max_workers=1
+        ) as fresh:  # a worker with nothing kept yet
+            first_s, warm_s = fresh.submit(
+                first_and_warm, str(scenario), values[len(values) // 2 :]
+            ).result()
         started = time.perf_counter()
         with ProcessPoolExecutor(max_workers=args.processes) as pool:
             timings = {}
-            grid_only = SweepSpec(spec.source, spec.axes, precision=10.0)  # no bisection below 10x
+            grid_only = SweepSpec(
+                spec.source, spec.axes, precision=10.0
+            )  # no bisection below 10x
             result = whatif.run_sweep(grid_only, pool)
             timings["grid"] = time.perf_counter() - started
         started = time.perf_counter()
         with ProcessPoolExecutor(max_workers=args.processes) as pool:
             full = whatif.run_sweep(spec, pool)
             timings["grid+bisection"] = time.perf_counter() - started
-        sample = values if not args.sample else [values[round(i * (len(values) - 1) / max(1, args.sample - 1))]
-                                                 for i in range(args.sample)]
+        sample = (
+            values
+            if not args.sample
+            else [
+                values[round(i * (len(values) - 1) / max(1, args.sample - 1))]
+                for i in range(args.sample)
+            ]
+        )
         baseline_s, objectives = independent(folder, text, list(dict.fromkeys(sample)))
     baseline_41 = baseline_s * len(values) / len(objectives)
-    by_value = {p.multipliers["spot_price_multiplier"]: p.objective_usd for p in result.points}
+    by_value = {
+        p.multipliers["spot_price_multiplier"]: p.objective_usd for p in result.points
+    }
     worst = max(abs(by_value[v] - o) for v, o in objectives.items())
-    print(f"scenario: {args.workloads} workloads (bench_solve generator, binding quotas), every shipped catalog")
-    print(f"sweep: spot price x0.5..2.0, {len(values)} points, {args.processes} worker processes on {os.cpu_count()} cores")
-    print(f"  grid only:            {timings['grid']:7.1f} s  ({timings['grid'] / len(values):.2f} s per point)")
-    print(f"  grid + bisection:     {timings['grid+bisection']:7.1f} s  ({full.solves} solves, "
-          f"{len(full.switches)} switches to ±{spec.precision / 2:g})")
-    label = "" if len(objectives) == len(values) else f" (timed {len(objectives)}, scaled to {len(values)})"
-    print(f"independent `planner solve` x{len(values)}: {baseline_41:7.1f} s  "
-          f"({baseline_s / len(objectives):.2f} s each){label}")
+    print(
+        f"scenario: {args.workloads} workloads (bench_solve generator, binding quotas), every shipped catalog"
+    )
+    print(
+        f"sweep: spot price x0.5..2.0, {len(values)} points, {args.processes} worker processes on {os.cpu_count()} cores"
+    )
+    print(
+        f"  grid only:            {timings['grid']:7.1f} s  ({timings['grid'] / len(values):.2f} s per point)"
+    )
+    print(
+        f"  grid + bisection:     {timings['grid+bisection']:7.1f} s  ({full.solves} solves, "
+        f"{len(full.switches)} switches to ±{spec.precision / 2:g})"
+    )
+    label = (
+        ""
+        if len(objectives) == len(values)
+        else f" (timed {len(objectives)}, scaled to {len(values)})"
+    )
+    print(
+        f"independent `planner solve` x{len(values)}: {baseline_41:7.1f} s  "
+        f"({baseline_s / len(objectives):.2f} s each){label}"
+    )
     print(f"speed-up, grid only:        {baseline_41 / timings['grid']:5.1f}x")
-    print(f"speed-up, with bisection:   {baseline_41 / timings['grid+bisection']:5.1f}x  "
-          f"(the baseline finds no switch points at all)")
+    print(
+        f"speed-up, with bisection:   {baseline_41 / timings['grid+bisection']:5.1f}x  "
+        f"(the baseline finds no switch points at all)"
+    )
     print(f"largest objective difference sweep vs independent solve: ${worst:.6f}")
-    print(f"first point in a fresh worker: {first_s:.2f} s; the next point there: {warm_s:.2f} s "
-          f"(first / warm: {first_s / warm_s:.1f}x)")
+    print(
+        f"first point in a fresh worker: {first_s:.2f} s; the next point there: {warm_s:.2f} s "
+        f"(first / warm: {first_s / warm_s:.1f}x)"
+    )
 
 
 if __name__ == "__main__":

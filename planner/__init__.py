@@ -6,14 +6,39 @@ From Python (docs/python.md):
     plan = planner.solve("scenarios/lora-finetune.yaml")   # a path, YAML text or a dict
     print(plan.objective_usd, plan.to_frame())
 """
+
 import planner.batch
 import planner.solve
-from planner.api import (Assignment, EndpointPlan, Estimates, Schedule, ScheduledRun, Simulation, SolvedPlan,
-                         callable_package, estimate, simulate)
+from planner.api import (
+    Assignment,
+    EndpointPlan,
+    Estimates,
+    Schedule,
+    ScheduledRun,
+    Simulation,
+    SolvedPlan,
+    callable_package,
+    estimate,
+    simulate,
+)
 from planner.errors import PlannerError
 
-callable_package(planner.solve, planner.api.solve)  # `planner.solve(...)`, and still the package `planner.solve`
+callable_package(
+    planner.solve, planner.api.solve
+)  # `planner.solve(...)`, and still the package `planner.solve`
 callable_package(planner.batch, planner.api.batch)
 
-__all__ = ["Assignment", "EndpointPlan", "Estimates", "PlannerError", "Schedule", "ScheduledRun", "Simulation",
-           "SolvedPlan", "batch", "estimate", "simulate", "solve"]
+__all__ = [
+    "Assignment",
+    "EndpointPlan",
+    "Estimates",
+    "PlannerError",
+    "Schedule",
+    "ScheduledRun",
+    "Simulation",
+    "SolvedPlan",
+    "batch",
+    "estimate",
+    "simulate",
+    "solve",
+]

@@ -11,6 +11,7 @@ Bad input raises `planner.PlannerError` with the line the command prints; nothin
 Each function runs the command's own pipeline, so a result is the command's to the byte (`to_json` is
 `planner solve --format json` with `timings=False` as `--no-timings`).
 """
+
 from __future__ import annotations
 
 import copy
@@ -18,7 +19,7 @@ import json
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pandas is imported by the functions that build frames: `import planner` stays light
     import pandas as pd
@@ -26,10 +27,22 @@ if TYPE_CHECKING:  # pandas is imported by the functions that build frames: `imp
     from planner.replay.endpoints import EndpointReplay
     from planner.replay.jobs import JobReplay
 
-__all__ = ["Assignment", "EndpointPlan", "Estimates", "Schedule", "ScheduledRun", "Simulation", "SolvedPlan",
-           "batch", "callable_package", "estimate", "simulate", "solve"]
+__all__ = [
+    "Assignment",
+    "EndpointPlan",
+    "Estimates",
+    "Schedule",
+    "ScheduledRun",
+    "Simulation",
+    "SolvedPlan",
+    "batch",
+    "callable_package",
+    "estimate",
+    "simulate",
+    "solve",
+]
 
-Source = Union[str, Path, dict]
+Source = str | Path | dict
 """A file's path, YAML text (anything with a newline or a colon that names no file), or a dict of its keys."""
 
 
@@ -48,20 +61,31 @@ def _load(source: Source, loader, what: str, base_dir: str | Path | None):
     """`loader(path, text)` on a path, or on YAML text or a dict read as if it were a file `<what>` in
     `base_dir` (default: the working folder), where its relative catalog and config paths start."""
     if isinstance(source, dict):
-        text = json.dumps(source, indent=1, default=str)  # JSON is YAML: each key keeps a line for errors
-    elif isinstance(source, str) and ("\n" in source or ":" in source) and not _names_a_file(source):
+        text = json.dumps(
+            source, indent=1, default=str
+        )  # JSON is YAML: each key keeps a line for errors
+    elif (
+        isinstance(source, str)
+        and ("\n" in source or ":" in source)
+        and not _names_a_file(source)
+    ):
         text = source
     elif isinstance(source, (str, Path)):
         return loader(Path(source))
     else:
-        raise TypeError(f"expected a path, YAML text or a dict, got {type(source).__name__}")
+        raise TypeError(
+            f"expected a path, YAML text or a dict, got {type(source).__name__}"
+        )
     return loader(Path(base_dir or ".") / f"<{what}>", text)
 
 
 def _names_a_file(text: str) -> bool:
     try:
         return Path(text).is_file()
-    except (OSError, ValueError):  # longer than a file name may be, or a NUL in it: text
+    except (
+        OSError,
+        ValueError,
+    ):  # longer than a file name may be, or a NUL in it: text
         return False
 
 
@@ -102,7 +126,9 @@ class Assignment:
     nodes: int
     gpus: int
     market: str  # on_demand, spot, spot_fallback or reserved
-    parallelism: str | None  # e.g. "megatron TP2 PP1 DP8 zero3"; None where the physics chose none
+    parallelism: (
+        str | None
+    )  # e.g. "megatron TP2 PP1 DP8 zero3"; None where the physics chose none
     checkpoint_interval_h: float | None
     wall_h: float  # expected hours from start to end
     p_deadline: float
@@ -143,8 +169,15 @@ class SolvedPlan(_Result):
         return self.status in ("OPTIMAL", "FEASIBLE")
 
 
-def solve(scenario: Source, *, time_limit_s: float = 60.0, workers: int = 2, seed: int = 0, timings: bool = True,
-          base_dir: str | Path | None = None) -> SolvedPlan:
+def solve(
+    scenario: Source,
+    *,
+    time_limit_s: float = 60.0,
+    workers: int = 2,
+    seed: int = 0,
+    timings: bool = True,
+    base_dir: str | Path | None = None,
+) -> SolvedPlan:
     """`planner solve`: the scenario's cheapest plan. `timings=False` leaves the clock readings out of the JSON
     (as `--no-timings`), so two runs compare byte for byte."""
     import pandas as pd
@@ -154,32 +187,59 @@ def solve(scenario: Source, *, time_limit_s: float = 60.0, workers: int = 2, see
     from planner.solve.outcome import SOLVED
     from planner.solve.pipeline import make_plan
 
-    plan = make_plan(_load(scenario, load_scenario, "scenario", base_dir), time_limit_s, workers, seed)
+    plan = make_plan(
+        _load(scenario, load_scenario, "scenario", base_dir),
+        time_limit_s,
+        workers,
+        seed,
+    )
     data = plan_json(plan, timings)
     frame = plan_frame(plan) if plan.status in SOLVED else pd.DataFrame()
     return SolvedPlan(
-        scenario=data["scenario"], status=data["status"], objective_usd=data["objective_usd"],
-        bound_usd=data["bound_usd"], prices_as_of=data["prices_as_of"],
+        scenario=data["scenario"],
+        status=data["status"],
+        objective_usd=data["objective_usd"],
+        bound_usd=data["bound_usd"],
+        prices_as_of=data["prices_as_of"],
         assignments=tuple(_assignment(a) for a in data["assignments"]),
         endpoints=tuple(_endpoint(e) for e in data["endpoints"]),
-        infeasible={i["workload"]: i["reason"] for i in data["infeasible"]}, _data=data, _frame=frame)
+        infeasible={i["workload"]: i["reason"] for i in data["infeasible"]},
+        _data=data,
+        _frame=frame,
+    )
 
 
 def _assignment(a: dict) -> Assignment:
     parallelism = a.get("parallelism") or {}
     return Assignment(
-        workload=a["workload"], provider=a["provider"], region=a["region"], instance_type=a["instance_type"],
-        gpu=a["gpu"], gpus_per_node=int(a["gpus_per_node"]), nodes=int(a["nodes"]), gpus=int(a["gpus"]),
-        market=a["market"], parallelism=parallelism.get("label") or None,
-        checkpoint_interval_h=a.get("checkpoint_interval_h"), wall_h=a["expected"]["wall_h"],
-        p_deadline=a["expected"]["p_deadline"], cost_usd=a["expected"]["cost_usd"],
-        breakdown_usd=dict(a.get("breakdown_usd") or {}))
+        workload=a["workload"],
+        provider=a["provider"],
+        region=a["region"],
+        instance_type=a["instance_type"],
+        gpu=a["gpu"],
+        gpus_per_node=int(a["gpus_per_node"]),
+        nodes=int(a["nodes"]),
+        gpus=int(a["gpus"]),
+        market=a["market"],
+        parallelism=parallelism.get("label") or None,
+        checkpoint_interval_h=a.get("checkpoint_interval_h"),
+        wall_h=a["expected"]["wall_h"],
+        p_deadline=a["expected"]["p_deadline"],
+        cost_usd=a["expected"]["cost_usd"],
+        breakdown_usd=dict(a.get("breakdown_usd") or {}),
+    )
 
 
 def _endpoint(e: dict) -> EndpointPlan:
-    return EndpointPlan(workload=e["workload"], cost_usd=e["cost_usd"], usd_per_h=e["usd_per_h"],
-                        usd_per_month=e["usd_per_month"], worst_ttft_s=e["worst"]["ttft_s"],
-                        worst_tpot_s=e["worst"]["tpot_s"], below_capacity_share=e["below_capacity_share"])
+    return EndpointPlan(
+        workload=e["workload"],
+        cost_usd=e["cost_usd"],
+        usd_per_h=e["usd_per_h"],
+        usd_per_month=e["usd_per_month"],
+        worst_ttft_s=e["worst"]["ttft_s"],
+        worst_tpot_s=e["worst"]["tpot_s"],
+        below_capacity_share=e["below_capacity_share"],
+    )
 
 
 # ---------------------------------------------------------------- batch
@@ -219,30 +279,63 @@ class Schedule(_Result):
         return self.status in ("OPTIMAL", "FEASIBLE")
 
 
-def batch(quarter: Source, *, time_limit_s: float = 60.0, workers: int = 1, seed: int = 0,
-          schedule_confidence: float | None = None, timings: bool = True,
-          base_dir: str | Path | None = None) -> Schedule:
+def batch(
+    quarter: Source,
+    *,
+    time_limit_s: float = 60.0,
+    workers: int = 1,
+    seed: int = 0,
+    schedule_confidence: float | None = None,
+    timings: bool = True,
+    base_dir: str | Path | None = None,
+) -> Schedule:
     """`planner batch`: schedule a quarter (`schedule_confidence` as `--schedule-confidence`)."""
     import pandas as pd
 
+    from planner.batch.contract import batch_json
     from planner.batch.pipeline import make_batch_plan
     from planner.load.quarter import load_quarter
-    from planner.batch.contract import batch_json
 
     loaded = _load(quarter, load_quarter, "quarter", base_dir)
-    plan = make_batch_plan(loaded, time_limit_s=time_limit_s, workers=workers, seed=seed,
-                           schedule_confidence=schedule_confidence)
+    plan = make_batch_plan(
+        loaded,
+        time_limit_s=time_limit_s,
+        workers=workers,
+        seed=seed,
+        schedule_confidence=schedule_confidence,
+    )
     data = batch_json(plan, timings)
-    runs = tuple(ScheduledRun(run=r["run"], scheduled=bool(r.get("scheduled", True)), start=r.get("start"),
-                              end=r.get("end"), provider=r.get("provider"), region=r.get("region"),
-                              instance_type=r.get("instance_type"), nodes=r.get("nodes"), market=r.get("market"),
-                              p_deadline=r.get("p_deadline"), cost_usd=r.get("cost_usd"))
-                 for r in data["runs"])
-    frame = pd.DataFrame([{k: v for k, v in r.items() if k != "inputs"} for r in data["runs"]])
-    return Schedule(status=data["status"], objective_usd=data["objective_usd"], bound_usd=data["bound_usd"],
-                    runs=runs, unscheduled=tuple(u if isinstance(u, str) else u.get("run", "")
-                                                 for u in data.get("unscheduled", [])),
-                    _data=data, _frame=frame)
+    runs = tuple(
+        ScheduledRun(
+            run=r["run"],
+            scheduled=bool(r.get("scheduled", True)),
+            start=r.get("start"),
+            end=r.get("end"),
+            provider=r.get("provider"),
+            region=r.get("region"),
+            instance_type=r.get("instance_type"),
+            nodes=r.get("nodes"),
+            market=r.get("market"),
+            p_deadline=r.get("p_deadline"),
+            cost_usd=r.get("cost_usd"),
+        )
+        for r in data["runs"]
+    )
+    frame = pd.DataFrame(
+        [{k: v for k, v in r.items() if k != "inputs"} for r in data["runs"]]
+    )
+    return Schedule(
+        status=data["status"],
+        objective_usd=data["objective_usd"],
+        bound_usd=data["bound_usd"],
+        runs=runs,
+        unscheduled=tuple(
+            u if isinstance(u, str) else u.get("run", "")
+            for u in data.get("unscheduled", [])
+        ),
+        _data=data,
+        _frame=frame,
+    )
 
 
 # ---------------------------------------------------------------- estimate and simulate
@@ -259,8 +352,14 @@ class Estimates(_Result):
     _frame: pd.DataFrame = field(repr=False)
 
 
-def estimate(scenario: Source, *, workload: str | None = None, gpus: tuple[str, ...] = (), top: int | None = None,
-             base_dir: str | Path | None = None) -> Estimates:
+def estimate(
+    scenario: Source,
+    *,
+    workload: str | None = None,
+    gpus: tuple[str, ...] = (),
+    top: int | None = None,
+    base_dir: str | Path | None = None,
+) -> Estimates:
     """`planner estimate`: why each GPU is ruled in or out, and how fast it is (`gpus`: names, families or
     `NAME:COUNT`, as `--gpu`)."""
     import pandas as pd
@@ -272,10 +371,18 @@ def estimate(scenario: Source, *, workload: str | None = None, gpus: tuple[str, 
     loaded = _load(scenario, load_scenario, "scenario", base_dir)
     names = {w.name for w in loaded.scenario.workloads}
     if workload and workload not in names:
-        raise PlannerError(f"unknown workload {workload!r}{did_you_mean(workload, names)}", "workload")
+        raise PlannerError(
+            f"unknown workload {workload!r}{did_you_mean(workload, names)}", "workload"
+        )
     rows, capacity = estimate_tables(loaded, workload, tuple(gpus), top)
-    return Estimates(rows=tuple(rows), capacity=tuple(capacity), _data=rows + capacity,
-                     _frame=pd.json_normalize(rows + capacity) if rows or capacity else pd.DataFrame())
+    return Estimates(
+        rows=tuple(rows),
+        capacity=tuple(capacity),
+        _data=rows + capacity,
+        _frame=pd.json_normalize(rows + capacity)
+        if rows or capacity
+        else pd.DataFrame(),
+    )
 
 
 @dataclass(frozen=True, eq=False)
@@ -289,8 +396,15 @@ class Simulation(_Result):
     _frame: pd.DataFrame = field(repr=False)
 
 
-def simulate(scenario: Source, plan: SolvedPlan | None = None, *, trials: int = 10_000, seed: int = 0,
-             time_limit_s: float = 60.0, base_dir: str | Path | None = None) -> Simulation:
+def simulate(
+    scenario: Source,
+    plan: SolvedPlan | None = None,
+    *,
+    trials: int = 10_000,
+    seed: int = 0,
+    time_limit_s: float = 60.0,
+    base_dir: str | Path | None = None,
+) -> Simulation:
     """`planner simulate`: Monte-Carlo the plan's jobs (failures, lost work, restarts, billing sessions) against
     the cost model and replay its endpoints; `plan` a `SolvedPlan` of this scenario (default: solved here)."""
     from dataclasses import asdict
@@ -301,9 +415,19 @@ def simulate(scenario: Source, plan: SolvedPlan | None = None, *, trials: int = 
     from planner.replay.pipeline import plan_record, replay_plan
 
     loaded = _load(scenario, load_scenario, "scenario", base_dir)
-    record = plan_record(loaded, time_limit_s=time_limit_s, data=None if plan is None else plan.to_dict())
+    record = plan_record(
+        loaded, time_limit_s=time_limit_s, data=None if plan is None else plan.to_dict()
+    )
     replay = replay_plan(record, trials, seed)
     rows = [asdict(job) for job in replay.jobs]
-    data = {"workloads": rows, "endpoints": [asdict(e) for e in replay.endpoints]} if replay.endpoints else rows
-    return Simulation(jobs=tuple(replay.jobs), endpoints=tuple(replay.endpoints), _data=data,
-                      _frame=pd.json_normalize(rows) if rows else pd.DataFrame())
+    data = (
+        {"workloads": rows, "endpoints": [asdict(e) for e in replay.endpoints]}
+        if replay.endpoints
+        else rows
+    )
+    return Simulation(
+        jobs=tuple(replay.jobs),
+        endpoints=tuple(replay.endpoints),
+        _data=data,
+        _frame=pd.json_normalize(rows) if rows else pd.DataFrame(),
+    )

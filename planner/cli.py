@@ -3,6 +3,7 @@
 Heavy libraries (pandas, OR-Tools, numpy) are imported inside commands so `planner --help`
 answers instantly.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -22,17 +23,26 @@ def _interrupted_before_work(signum, frame) -> None:
 
 _COMMAND = __name__ == "__main__" or os.path.basename(sys.argv[0]).startswith("planner")
 """Run as the command (the `planner` script or `python -m planner.cli`), not imported by a library user."""
-if _COMMAND and threading.current_thread() is threading.main_thread() and \
-        signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-    signal.signal(signal.SIGINT, _interrupted_before_work)  # before click and the commands' lazy imports
+if (
+    _COMMAND
+    and threading.current_thread() is threading.main_thread()
+    and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+):
+    signal.signal(
+        signal.SIGINT, _interrupted_before_work
+    )  # before click and the commands' lazy imports
 
 import click  # noqa: E402
 
 from planner.commands import catalog, inspect, plan, whatif  # noqa: E402
-from planner.commands.options import (EXIT_BAD_INPUT, EXIT_CLOSED_OUTPUT, EXIT_INFEASIBLE, EXIT_INTERRUPTED,  # noqa: E402
-                                      EXIT_TIME_LIMIT)
+from planner.commands.options import (  # noqa: E402
+    EXIT_BAD_INPUT,
+    EXIT_CLOSED_OUTPUT,
+    EXIT_INFEASIBLE,
+    EXIT_INTERRUPTED,
+    EXIT_TIME_LIMIT,
+)
 from planner.errors import NoPlan, PlannerError, TimeLimitReached, printable  # noqa: E402
-
 
 _interrupted = False
 
@@ -47,9 +57,11 @@ def _on_sigint(signum, frame) -> None:
 def _unraisable(hook):
     """`sys.unraisablehook` that keeps quiet about our own KeyboardInterrupt raised where Python cannot pass it on
     (a weak reference's callback in the import machinery): the command still stops with one line `interrupted`."""
+
     def quiet(unraisable) -> None:
         if not (_interrupted and isinstance(unraisable.exc_value, KeyboardInterrupt)):
             hook(unraisable)
+
     return quiet
 
 
@@ -66,15 +78,21 @@ class PlannerGroup(click.Group):
     def invoke(self, ctx: click.Context):
         global _interrupted
         _interrupted = False
-        main_thread = threading.current_thread() is threading.main_thread()  # signals can be set only there
+        main_thread = (
+            threading.current_thread() is threading.main_thread()
+        )  # signals can be set only there
         previous = signal.getsignal(signal.SIGINT) if main_thread else None
         previous_hook = sys.unraisablehook
         if main_thread:
             signal.signal(signal.SIGINT, _on_sigint)
             sys.unraisablehook = _unraisable(previous_hook)
         try:
-            with warnings.catch_warnings():  # library notices (numpy overflow in a discarded candidate, pandas
-                warnings.simplefilter("ignore")  # deprecations) would break the one-line promise on stderr
+            with (
+                warnings.catch_warnings()
+            ):  # library notices (numpy overflow in a discarded candidate, pandas
+                warnings.simplefilter(
+                    "ignore"
+                )  # deprecations) would break the one-line promise on stderr
                 result = super().invoke(ctx)
             if _interrupted:  # a Ctrl-C swallowed on its way up (a C extension's import can do that): still a stop
                 _stop_interrupted(ctx)
@@ -82,7 +100,9 @@ class PlannerGroup(click.Group):
                 # resets its own handlers there, an ignored signal stays ignored); a library caller gets its own back
                 signal.signal(signal.SIGINT, signal.SIG_IGN if _COMMAND else previous)
             return result
-        except NoPlan as exc:  # `simulate` planned the input itself and found nothing to replay
+        except (
+            NoPlan
+        ) as exc:  # `simulate` planned the input itself and found nothing to replay
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_INFEASIBLE if exc.status == "INFEASIBLE" else EXIT_TIME_LIMIT)
         except PlannerError as exc:
@@ -113,7 +133,9 @@ def _usage_error(exc: click.UsageError, ctx: click.Context) -> None:
     if isinstance(exc, click.exceptions.NoArgsIsHelpError):
         raise exc
     command = (exc.ctx or ctx).command_path
-    click.echo(f"error: {printable(exc.format_message())} (see {command} --help)", err=True)
+    click.echo(
+        f"error: {printable(exc.format_message())} (see {command} --help)", err=True
+    )
     ctx.exit(EXIT_BAD_INPUT)
 
 
@@ -128,7 +150,9 @@ def _closed_output(ctx: click.Context) -> None:
 
 def _stop_interrupted(ctx: click.Context) -> None:
     if _COMMAND and threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # stopping already: a second Ctrl-C must not kill the shutdown
+        signal.signal(
+            signal.SIGINT, signal.SIG_IGN
+        )  # stopping already: a second Ctrl-C must not kill the shutdown
     # A KeyboardInterrupt raised in code run by exec() of a string (scipy's import runs `from numpy import *` so)
     # marks the interrupt unhandled in CPython even once caught, and the process then kills itself with SIGINT
     # at exit (status -2, not 130); each exec() of a string starts by clearing that mark.
@@ -147,8 +171,13 @@ def _stop_interrupted(ctx: click.Context) -> None:
 
 @click.group(cls=PlannerGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="gpu-planner")
-@click.option("--max-input-size", default="64MiB", show_default=True, metavar="SIZE",
-              help="Refuse scenario, quarter and catalog files larger than this (checked before parsing).")
+@click.option(
+    "--max-input-size",
+    default="64MiB",
+    show_default=True,
+    metavar="SIZE",
+    help="Refuse scenario, quarter and catalog files larger than this (checked before parsing).",
+)
 def main(max_input_size: str) -> None:
     """Plan the cheapest cloud GPU rental that meets every deadline.
 
@@ -171,13 +200,26 @@ def main(max_input_size: str) -> None:
     except ValueError as exc:
         raise PlannerError(str(exc), "--max-input-size") from None
     if not (1 <= gib * 2**30 and gib <= MAX_GIB):
-        raise PlannerError(f"expected a size of at least 1B and at most {MAX_GIB:g}GiB (an exabyte), "
-                           f"got {max_input_size!r}", "--max-input-size")
+        raise PlannerError(
+            f"expected a size of at least 1B and at most {MAX_GIB:g}GiB (an exabyte), "
+            f"got {max_input_size!r}",
+            "--max-input-size",
+        )
     yamlio.MAX_FILE_BYTES = int(gib * 2**30)
 
 
-for _command in (inspect.validate, plan.solve, plan.batch, plan.simulate, whatif.whatif, inspect.estimate, inspect.gpus,
-                 inspect.examples, inspect.schema, catalog.catalog):
+for _command in (
+    inspect.validate,
+    plan.solve,
+    plan.batch,
+    plan.simulate,
+    whatif.whatif,
+    inspect.estimate,
+    inspect.gpus,
+    inspect.examples,
+    inspect.schema,
+    catalog.catalog,
+):
     main.add_command(_command)
 
 

@@ -1,4 +1,5 @@
 """The one exception type the CLI turns into a one-line message and exit status 2."""
+
 from __future__ import annotations
 
 import difflib
@@ -21,14 +22,19 @@ class PlannerError(Exception):
         self.where = where
 
     def __str__(self) -> str:
-        return printable(f"{self.where}: {self.message}" if self.where else self.message)
+        return printable(
+            f"{self.where}: {self.message}" if self.where else self.message
+        )
 
 
 def printable(text: str) -> str:
     """Escape what would break the one-line promise or hide in a terminal (newlines, U+2028, controls)."""
     if text.isprintable():
         return text
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
+    return "".join(
+        c if c.isprintable() else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
 
 
 def did_you_mean(name: str, choices) -> str:

@@ -1,4 +1,5 @@
 """Output files written atomically: a crash never leaves half a file, and no input is overwritten."""
+
 from __future__ import annotations
 
 import contextlib
@@ -17,12 +18,17 @@ def _resolved(path: Path, protected: tuple[Path, ...]) -> tuple[int | None, Path
     kind = _kind(path)
     for keep in protected:
         if kind is not None and Path(keep).exists() and os.path.samefile(path, keep):
-            raise PlannerError("refusing to overwrite an input file; choose another output path", str(path))
+            raise PlannerError(
+                "refusing to overwrite an input file; choose another output path",
+                str(path),
+            )
     if kind is not None and stat.S_ISDIR(kind):
         raise PlannerError("is a folder; expected a file name", str(path))
     target = path.resolve() if path.is_symlink() else path
     directory = target.parent if str(target.parent) else Path(".")
-    if (kind is None or stat.S_ISREG(kind)) and not directory.is_dir():  # (a device or FIFO is written into)
+    if (
+        kind is None or stat.S_ISREG(kind)
+    ) and not directory.is_dir():  # (a device or FIFO is written into)
         raise PlannerError("the output folder does not exist", str(path))
     return kind, target, directory
 
@@ -36,7 +42,9 @@ def check_target(path: Path, protected: tuple[Path, ...] = ()) -> Path:
     if kind is not None and not stat.S_ISREG(kind):
         return path.parent  # a device or a FIFO is written into directly
     try:  # the one sure test that the folder takes the temporary file (permissions, /proc, a long name)
-        fd, probe = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(target), suffix=".tmp")
+        fd, probe = tempfile.mkstemp(
+            dir=directory, prefix=_temp_prefix(target), suffix=".tmp"
+        )
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
@@ -52,10 +60,14 @@ def same_target(path: Path, other: Path) -> bool:
         return False
     if os.path.realpath(path) == os.path.realpath(other):
         return True
-    return kind is not None and _kind(other) is not None and os.path.samefile(path, other)
+    return (
+        kind is not None and _kind(other) is not None and os.path.samefile(path, other)
+    )
 
 
-def write_atomic(path: Path, data: str | bytes, protected: tuple[Path, ...] = ()) -> None:
+def write_atomic(
+    path: Path, data: str | bytes, protected: tuple[Path, ...] = ()
+) -> None:
     """Write via a temporary file (synced) and rename, so a crash never leaves half a file; inside
     `outputs_together`, the rename waits for the command's other outputs.
 
@@ -75,17 +87,23 @@ def write_atomic(path: Path, data: str | bytes, protected: tuple[Path, ...] = ()
         return
     _remove_stale(directory, target)
     try:
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(target), suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(
+            dir=directory, prefix=_temp_prefix(target), suffix=".tmp"
+        )
     except OSError as exc:
         raise _cannot_write(exc, path) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()
-            os.fsync(handle.fileno())  # the data is on disk before the rename makes it the file
+            os.fsync(
+                handle.fileno()
+            )  # the data is on disk before the rename makes it the file
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; the output is an ordinary file
+        os.chmod(
+            tmp, 0o666 & ~umask
+        )  # mkstemp makes 0600; the output is an ordinary file
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise _cannot_write(exc, path) from None
@@ -99,7 +117,9 @@ def write_atomic(path: Path, data: str | bytes, protected: tuple[Path, ...] = ()
         _rename([(Path(tmp), target, path)])
 
 
-_staging: contextvars.ContextVar[list | None] = contextvars.ContextVar("staging", default=None)
+_staging: contextvars.ContextVar[list | None] = contextvars.ContextVar(
+    "staging", default=None
+)
 
 
 @contextlib.contextmanager
@@ -149,7 +169,7 @@ def _remove_stale(directory: Path, target: Path) -> None:
             name = entry.name
             if not (name.startswith(prefix) and name.endswith(".tmp")):
                 continue
-            pid = name[len(prefix):].split(".", 1)[0]
+            pid = name[len(prefix) :].split(".", 1)[0]
             if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
                 with contextlib.suppress(OSError):
                     os.unlink(entry.path)
@@ -182,4 +202,6 @@ def _temp_prefix(path: Path) -> str:
 
 
 def _cannot_write(exc: OSError, path: Path) -> PlannerError:
-    return PlannerError(f"cannot write the output file: {exc.strerror or exc}", str(path))
+    return PlannerError(
+        f"cannot write the output file: {exc.strerror or exc}", str(path)
+    )

@@ -1,4 +1,5 @@
 """Shared test helpers: write a scenario to a temp file and run the CLI on it."""
+
 from __future__ import annotations
 
 import os
@@ -23,11 +24,14 @@ os.environ["PLANNER_CONFIG"] = "none"
 
 def scenario_files() -> list[Path]:
     """The example scenarios (`planner solve`), not the quarter files (`planner batch`, a `horizon:` key)."""
-    return sorted(p for p in SCENARIOS.glob("*.yaml") if "\nhorizon:" not in "\n" + p.read_text())
+    return sorted(
+        p for p in SCENARIOS.glob("*.yaml") if "\nhorizon:" not in "\n" + p.read_text()
+    )
 
 
 def quarter_files() -> list[Path]:
     return sorted(set(SCENARIOS.glob("*.yaml")) - set(scenario_files()))
+
 
 MINIMAL = """\
 name: tiny

@@ -1,5 +1,6 @@
 """The Python API (`import planner`): each function takes a path, YAML text or a dict, runs the command's own
 pipeline and returns a typed result whose JSON is the command's to the byte and whose frame is its CSV."""
+
 from __future__ import annotations
 
 import io
@@ -21,23 +22,52 @@ def lora() -> planner.SolvedPlan:
 
 
 def test_the_public_names_are_stable():
-    assert planner.__all__ == ["Assignment", "EndpointPlan", "Estimates", "PlannerError", "Schedule", "ScheduledRun",
-                               "Simulation", "SolvedPlan", "batch", "estimate", "simulate", "solve"]
+    assert planner.__all__ == [
+        "Assignment",
+        "EndpointPlan",
+        "Estimates",
+        "PlannerError",
+        "Schedule",
+        "ScheduledRun",
+        "Simulation",
+        "SolvedPlan",
+        "batch",
+        "estimate",
+        "simulate",
+        "solve",
+    ]
 
 
 def test_solve_is_the_command_to_the_byte(run, lora):
-    assert lora.to_json() == run("solve", LORA, "--format", "json", "--no-timings").stdout
+    assert (
+        lora.to_json() == run("solve", LORA, "--format", "json", "--no-timings").stdout
+    )
     csv = pd.read_csv(io.StringIO(run("solve", LORA, "--format", "csv").stdout))
-    pd.testing.assert_frame_equal(lora.to_frame().reset_index(drop=True), csv, check_dtype=False)
+    pd.testing.assert_frame_equal(
+        lora.to_frame().reset_index(drop=True), csv, check_dtype=False
+    )
 
 
 def test_solve_gives_typed_assignments(lora):
     (a,) = lora.assignments
-    assert lora.solved and lora.status == "OPTIMAL" and lora.objective_usd == pytest.approx(a.cost_usd, abs=0.01)
-    assert (a.workload, a.nodes, a.gpus) == ("support-lora", 1, 1) and isinstance(a.wall_h, float)
-    assert a.market in ("on_demand", "spot", "spot_fallback") and a.parallelism and "TP1" in a.parallelism
+    assert (
+        lora.solved
+        and lora.status == "OPTIMAL"
+        and lora.objective_usd == pytest.approx(a.cost_usd, abs=0.01)
+    )
+    assert (a.workload, a.nodes, a.gpus) == ("support-lora", 1, 1) and isinstance(
+        a.wall_h, float
+    )
+    assert (
+        a.market in ("on_demand", "spot", "spot_fallback")
+        and a.parallelism
+        and "TP1" in a.parallelism
+    )
     assert sum(a.breakdown_usd.values()) == pytest.approx(a.cost_usd, rel=1e-9)
-    assert lora.to_dict() == json.loads(lora.to_json()) and lora.to_dict() is not lora.to_dict()
+    assert (
+        lora.to_dict() == json.loads(lora.to_json())
+        and lora.to_dict() is not lora.to_dict()
+    )
 
 
 def test_a_path_yaml_text_and_a_dict_are_one_scenario(lora):
@@ -52,7 +82,9 @@ def test_bad_input_raises_the_command_s_line(tmp_path):
     scenario["workloads"][0]["kind"] = "trainingz"
     with pytest.raises(planner.PlannerError) as raised:
         planner.solve(scenario, base_dir=tmp_path)
-    assert str(raised.value).startswith(f"{tmp_path / '<scenario>'}:") and "workloads[0].kind" in str(raised.value)
+    assert str(raised.value).startswith(
+        f"{tmp_path / '<scenario>'}:"
+    ) and "workloads[0].kind" in str(raised.value)
     with pytest.raises(TypeError, match="expected a path, YAML text or a dict"):
         planner.solve(42)
     with pytest.raises(planner.PlannerError, match="no such scenario file"):
@@ -61,7 +93,9 @@ def test_bad_input_raises_the_command_s_line(tmp_path):
 
 def test_an_infeasible_scenario_says_why():
     scenario = yaml.safe_load(LORA.read_text())
-    scenario["workloads"][0]["time_budget"] = "5m"  # 300M tokens in five minutes: no GPU is that fast
+    scenario["workloads"][0]["time_budget"] = (
+        "5m"  # 300M tokens in five minutes: no GPU is that fast
+    )
     plan = planner.solve(scenario, base_dir=SCENARIOS)
     assert not plan.solved and plan.status == "INFEASIBLE" and plan.assignments == ()
     assert "support-lora" in plan.infeasible and plan.to_frame().empty
@@ -70,39 +104,74 @@ def test_an_infeasible_scenario_says_why():
 def test_endpoints_come_typed():
     plan = planner.solve(SCENARIOS / "serving-chat.yaml")
     (e,) = plan.endpoints
-    assert e.workload == "chat-8b" and e.cost_usd == pytest.approx(plan.objective_usd, abs=0.01)
-    assert e.worst_ttft_s is not None and 0 < e.worst_ttft_s < 0.5 and e.usd_per_month > e.usd_per_h
+    assert e.workload == "chat-8b" and e.cost_usd == pytest.approx(
+        plan.objective_usd, abs=0.01
+    )
+    assert (
+        e.worst_ttft_s is not None
+        and 0 < e.worst_ttft_s < 0.5
+        and e.usd_per_month > e.usd_per_h
+    )
 
 
 def test_batch_is_the_command_to_the_byte(run):
     quarter = SCENARIOS / "quarter-launch.yaml"
     schedule = planner.batch(quarter, timings=False)
-    assert schedule.to_json() == run("batch", quarter, "--format", "json", "--no-timings").stdout
-    assert schedule.solved and {r.run for r in schedule.runs} == set(schedule.to_frame()["run"])
+    assert (
+        schedule.to_json()
+        == run("batch", quarter, "--format", "json", "--no-timings").stdout
+    )
+    assert schedule.solved and {r.run for r in schedule.runs} == set(
+        schedule.to_frame()["run"]
+    )
     assert all(r.start and r.provider for r in schedule.runs if r.scheduled)
 
 
 def test_estimate_and_simulate_are_the_commands(run, lora):
     scenario = SCENARIOS / "full-finetune-70b.yaml"
     estimates = planner.estimate(scenario, gpus=("H100",))
-    assert estimates.to_json() == run("estimate", scenario, "--gpu", "H100", "--format", "json").stdout
+    assert (
+        estimates.to_json()
+        == run("estimate", scenario, "--gpu", "H100", "--format", "json").stdout
+    )
     assert estimates.rows and all(r["gpu"].startswith("H100") for r in estimates.rows)
     simulated = planner.simulate(LORA, lora, trials=500, seed=3)
-    assert simulated.to_json() == run("simulate", LORA, "--trials", "500", "--seed", "3", "--format", "json").stdout
+    assert (
+        simulated.to_json()
+        == run(
+            "simulate", LORA, "--trials", "500", "--seed", "3", "--format", "json"
+        ).stdout
+    )
     (job,) = simulated.jobs
-    assert job.workload == "support-lora" and "cost_usd.mean" in simulated.to_frame().columns
+    assert (
+        job.workload == "support-lora"
+        and "cost_usd.mean" in simulated.to_frame().columns
+    )
 
 
-def test_the_schedule_confidence_replay_runs_once_with_a_chart(run, tmp_path, monkeypatch):
+def test_the_schedule_confidence_replay_runs_once_with_a_chart(
+    run, tmp_path, monkeypatch
+):
     """`batch --schedule-confidence --gantt` replayed the schedule's 2,000 trials twice (once per output)."""
     from planner.batch import contract
 
     calls = []
     real = contract.replay_record
-    monkeypatch.setattr(contract, "replay_record", lambda *a, **k: (calls.append(1), real(*a, **k))[1])
-    result = run("batch", SCENARIOS / "quarter-launch.yaml", "--schedule-confidence", "0.9",
-                 "--gantt", tmp_path / "g.png")
+    monkeypatch.setattr(
+        contract, "replay_record", lambda *a, **k: (calls.append(1), real(*a, **k))[1]
+    )
+    result = run(
+        "batch",
+        SCENARIOS / "quarter-launch.yaml",
+        "--schedule-confidence",
+        "0.9",
+        "--gantt",
+        tmp_path / "g.png",
+    )
     assert result.exit_code == 0, result.stderr
-    assert len(calls) == 1 and "schedule confidence: every run's slot sized at" in result.stdout
+    assert (
+        len(calls) == 1
+        and "schedule confidence: every run's slot sized at" in result.stdout
+    )
     schedule = planner.batch(SCENARIOS / "quarter-launch.yaml", schedule_confidence=0.9)
     assert schedule.to_dict()["schedule_confidence"]["target"] == 0.9

@@ -8,6 +8,7 @@ instance types through `allow`, stated memory and GPU-hours on a reference GPU, 
 few days in steps of 12 or 24 hours, so every candidate x start step x reservation size can be
 enumerated.
 """
+
 from __future__ import annotations
 
 import copy
@@ -21,32 +22,38 @@ import subprocess
 import sys
 import textwrap
 import threading
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from conftest import SCENARIOS
 
+from planner.batch import bound as batch_bound
 from planner.batch import pipeline
 from planner.batch import search as batch_search
-from planner.batch import bound as batch_bound
 from planner.batch.bound import Relaxation, all_runs_lower_bound_usd, relax
 from planner.batch.checker import check_schedule
-from planner.batch.model import BatchLimits, Pool, RunInfo, build_batch_model, solve_batch
+from planner.batch.contract import batch_json
+from planner.batch.model import (
+    BatchLimits,
+    Pool,
+    RunInfo,
+    build_batch_model,
+    solve_batch,
+)
 from planner.batch.pipeline import make_batch_plan
 from planner.candidates.cache import CandidateCache
 from planner.candidates.limits import limit_keys, limits_of
 from planner.candidates.offers import apply_overrides
 from planner.load.quarter import load_quarter
-from planner.batch.contract import batch_json
 from planner.report.batch import batch_text
 from planner.schema.quarter import QuarterConstraints, as_scenario
 from planner.solve.outcome import BatchResult
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 HALF_CENT = 0.005
-UTC = dt.timezone.utc
+UTC = dt.UTC
 A100 = {"regions": ["us-east-1"], "instance_types": ["gpu_1x_a100_sxm4"]}
 A100_OFFER = "lambda/us-east-1/gpu_1x_a100_sxm4"
 
@@ -64,16 +71,32 @@ def _flow(value) -> str:
 
 def _entries(items) -> list[str]:
     """A block list of mappings (`runs:`, `reservations:`), one `key: flow value` a line, in dict order."""
-    return [f"  {'- ' if i == 0 else '  '}{key}: {_flow(value)}"
-            for item in items for i, (key, value) in enumerate(item.items())]
+    return [
+        f"  {'- ' if i == 0 else '  '}{key}: {_flow(value)}"
+        for item in items
+        for i, (key, value) in enumerate(item.items())
+    ]
 
 
-def quarter_run(name: str, kind: str, gpu_hours, *, per_gpu="30GiB", reference_gpu="A100-80GB", gpus=1,
-                allow=A100, **keys) -> dict:
+def quarter_run(
+    name: str,
+    kind: str,
+    gpu_hours,
+    *,
+    per_gpu="30GiB",
+    reference_gpu="A100-80GB",
+    gpus=1,
+    allow=A100,
+    **keys,
+) -> dict:
     """One entry of `runs:`: name, kind, memory, work, gpus, then `keys` (release, due, after, required,
     priority, interruption_tolerance...) in the order given, and `allow` last. None leaves gpus or allow out."""
-    run = {"name": name, "kind": kind, "memory": {"per_gpu": per_gpu},
-           "work": {"gpu_hours": gpu_hours, "reference_gpu": reference_gpu}}
+    run = {
+        "name": name,
+        "kind": kind,
+        "memory": {"per_gpu": per_gpu},
+        "work": {"gpu_hours": gpu_hours, "reference_gpu": reference_gpu},
+    }
     if gpus is not None:
         run["gpus"] = gpus
     run.update(keys)
@@ -82,18 +105,33 @@ def quarter_run(name: str, kind: str, gpu_hours, *, per_gpu="30GiB", reference_g
     return run
 
 
-def quarter_yaml(*, runs, name="quarter", catalogs=("lambda",), horizon=("2027-01-04", "2027-01-08", "12h"),
-                 reservations=(), constraints=None) -> str:
+def quarter_yaml(
+    *,
+    runs,
+    name="quarter",
+    catalogs=("lambda",),
+    horizon=("2027-01-04", "2027-01-08", "12h"),
+    reservations=(),
+    constraints=None,
+) -> str:
     """The text of a quarter file. `runs` and `reservations` are dicts (runs from `quarter_run`),
     `horizon` is (start, end, step), `constraints` maps each key to its (flow-style) value."""
     start, end, step = horizon
-    lines = [f"name: {name}", f"catalogs: {_flow(catalogs)}", f"horizon: {{start: {start}, end: {end}, step: {step}}}",
-             "defaults: {estimate_error: 0}  # runs take their estimated time: the cases are worked out by hand on it",
-             "runs:", *_entries(runs)]
+    lines = [
+        f"name: {name}",
+        f"catalogs: {_flow(catalogs)}",
+        f"horizon: {{start: {start}, end: {end}, step: {step}}}",
+        "defaults: {estimate_error: 0}  # runs take their estimated time: the cases are worked out by hand on it",
+        "runs:",
+        *_entries(runs),
+    ]
     if reservations:
         lines += ["reservations:", *_entries(reservations)]
     if constraints:
-        lines += ["constraints:", *(f"  {key}: {_flow(value)}" for key, value in constraints.items())]
+        lines += [
+            "constraints:",
+            *(f"  {key}: {_flow(value)}" for key, value in constraints.items()),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -125,67 +163,181 @@ def at(text: str) -> dt.datetime:
 # ---------------------------------------------------------------- hand-written quarters
 
 CHAIN_GPUS = {"min": 1, "max": 4}
-CHAIN_ALLOW = {"regions": ["us-east-1"], "instance_types": ["gpu_1x_a100_sxm4", "gpu_2x_a100", "gpu_4x_a100"]}
+CHAIN_ALLOW = {
+    "regions": ["us-east-1"],
+    "instance_types": ["gpu_1x_a100_sxm4", "gpu_2x_a100", "gpu_4x_a100"],
+}
 
 
 def chain_quarter(reservations=()) -> str:
-    return quarter_yaml(name="chain", runs=[
-        quarter_run("a", "training", 40, gpus=CHAIN_GPUS, allow=CHAIN_ALLOW),
-        quarter_run("b", "fine_tuning", 30, gpus=CHAIN_GPUS, after=["a"], allow=CHAIN_ALLOW),
-        quarter_run("c", "batch_inference", 20, per_gpu="20GiB", gpus=CHAIN_GPUS, interruption_tolerance="stateless",
-                    required=False, priority=2, release="2027-01-05", allow=CHAIN_ALLOW),
-    ], reservations=reservations, constraints={"gpu_quotas": {"lambda": 4}})
+    return quarter_yaml(
+        name="chain",
+        runs=[
+            quarter_run("a", "training", 40, gpus=CHAIN_GPUS, allow=CHAIN_ALLOW),
+            quarter_run(
+                "b", "fine_tuning", 30, gpus=CHAIN_GPUS, after=["a"], allow=CHAIN_ALLOW
+            ),
+            quarter_run(
+                "c",
+                "batch_inference",
+                20,
+                per_gpu="20GiB",
+                gpus=CHAIN_GPUS,
+                interruption_tolerance="stateless",
+                required=False,
+                priority=2,
+                release="2027-01-05",
+                allow=CHAIN_ALLOW,
+            ),
+        ],
+        reservations=reservations,
+        constraints={"gpu_quotas": {"lambda": 4}},
+    )
 
 
 CHAIN = chain_quarter()
 
 FOUR_A100 = {"regions": ["us-east-1"], "instance_types": ["gpu_4x_a100"]}
-WIDE = quarter_yaml(name="wide", horizon=("2027-01-04", "2027-01-09", "12h"), runs=[
-    quarter_run("first", "training", 100, gpus=4, allow=FOUR_A100),
-    quarter_run("second", "training", 100, gpus=4, release="2027-01-04T12:00", allow=FOUR_A100),
-], constraints={"gpu_quotas": {"lambda/A100": 4}})
+WIDE = quarter_yaml(
+    name="wide",
+    horizon=("2027-01-04", "2027-01-09", "12h"),
+    runs=[
+        quarter_run("first", "training", 100, gpus=4, allow=FOUR_A100),
+        quarter_run(
+            "second",
+            "training",
+            100,
+            gpus=4,
+            release="2027-01-04T12:00",
+            allow=FOUR_A100,
+        ),
+    ],
+    constraints={"gpu_quotas": {"lambda/A100": 4}},
+)
 
-SPOT_ALLOW = {"regions": ["CA"], "instance_types": ["1x_RTXA6000_SECURE", "2x_RTXA6000_SECURE", "1x_RTXA4500_SECURE"]}
-SPOT = quarter_yaml(name="spot-mix", catalogs=["runpod"], horizon=("2027-01-04", "2027-01-08", "24h"), runs=[
-    quarter_run(name, "batch_inference", 30, per_gpu="16GiB", gpus={"min": 1, "max": 2},
-                interruption_tolerance=tolerance, allow=SPOT_ALLOW)
-    for name, tolerance in (("eval", "none"), ("gen", "stateless"))
-], constraints={"node_limits": {"runpod/CA/1x_RTXA6000_SECURE": 1, "runpod/CA/2x_RTXA6000_SECURE": 1}})
+SPOT_ALLOW = {
+    "regions": ["CA"],
+    "instance_types": [
+        "1x_RTXA6000_SECURE",
+        "2x_RTXA6000_SECURE",
+        "1x_RTXA4500_SECURE",
+    ],
+}
+SPOT = quarter_yaml(
+    name="spot-mix",
+    catalogs=["runpod"],
+    horizon=("2027-01-04", "2027-01-08", "24h"),
+    runs=[
+        quarter_run(
+            name,
+            "batch_inference",
+            30,
+            per_gpu="16GiB",
+            gpus={"min": 1, "max": 2},
+            interruption_tolerance=tolerance,
+            allow=SPOT_ALLOW,
+        )
+        for name, tolerance in (("eval", "none"), ("gen", "stateless"))
+    ],
+    constraints={
+        "node_limits": {
+            "runpod/CA/1x_RTXA6000_SECURE": 1,
+            "runpod/CA/2x_RTXA6000_SECURE": 1,
+        }
+    },
+)
 
 
 def reserved_quarter(term_start: str, term_end: str, price: str) -> str:
-    return quarter_yaml(name="reserved", horizon=("2027-01-04", "2027-01-08", "24h"),
-                        runs=[quarter_run("train", "training", 40, interruption_tolerance="none")],
-                        reservations=[{"offer": A100_OFFER, "start": term_start, "end": term_end,
-                                       "price_per_node_h": price, "max_nodes": 2}])
+    return quarter_yaml(
+        name="reserved",
+        horizon=("2027-01-04", "2027-01-08", "24h"),
+        runs=[quarter_run("train", "training", 40, interruption_tolerance="none")],
+        reservations=[
+            {
+                "offer": A100_OFFER,
+                "start": term_start,
+                "end": term_end,
+                "price_per_node_h": price,
+                "max_nodes": 2,
+            }
+        ],
+    )
 
 
 def tiny_quarter(price: str) -> str:
     runs = [
-        quarter_run("pretrain", "training", 3000, per_gpu="60GiB", gpus={"min": 8, "max": 32}, allow=None,
-                    interruption_tolerance="none", release="2027-01-04", due="2027-01-20"),
-        quarter_run("finetune", "fine_tuning", 300, per_gpu="40GiB", gpus={"min": 8, "max": 16}, allow=None,
-                    after=["pretrain"], due="2027-01-28"),
-        quarter_run("eval", "batch_inference", 50, reference_gpu="A10G", gpus=4, allow=None,
-                    interruption_tolerance="stateless", after=["finetune"], required=False, priority=3),
+        quarter_run(
+            "pretrain",
+            "training",
+            3000,
+            per_gpu="60GiB",
+            gpus={"min": 8, "max": 32},
+            allow=None,
+            interruption_tolerance="none",
+            release="2027-01-04",
+            due="2027-01-20",
+        ),
+        quarter_run(
+            "finetune",
+            "fine_tuning",
+            300,
+            per_gpu="40GiB",
+            gpus={"min": 8, "max": 16},
+            allow=None,
+            after=["pretrain"],
+            due="2027-01-28",
+        ),
+        quarter_run(
+            "eval",
+            "batch_inference",
+            50,
+            reference_gpu="A10G",
+            gpus=4,
+            allow=None,
+            interruption_tolerance="stateless",
+            after=["finetune"],
+            required=False,
+            priority=3,
+        ),
     ]
-    reservation = {"offer": "aws/us-east-1/p5.48xlarge", "start": "2027-01-04", "end": "2027-02-01",
-                   "price_per_node_h": price, "max_nodes": 4}
-    return quarter_yaml(name="tiny-quarter", catalogs=["aws", "lambda"], horizon=("2027-01-04", "2027-02-01", "6h"),
-                        runs=runs, reservations=[reservation], constraints={"gpu_quotas": {"aws": 32}})
+    reservation = {
+        "offer": "aws/us-east-1/p5.48xlarge",
+        "start": "2027-01-04",
+        "end": "2027-02-01",
+        "price_per_node_h": price,
+        "max_nodes": 4,
+    }
+    return quarter_yaml(
+        name="tiny-quarter",
+        catalogs=["aws", "lambda"],
+        horizon=("2027-01-04", "2027-02-01", "6h"),
+        runs=runs,
+        reservations=[reservation],
+        constraints={"gpu_quotas": {"aws": 32}},
+    )
 
 
 @pytest.fixture(scope="module")
 def quarters(tmp_path_factory):
     """name -> (loaded, plan, JSON) for the hand-written quarters, solved once with one worker."""
     directory = tmp_path_factory.mktemp("quarters")
-    texts = {"chain": CHAIN, "wide": WIDE, "spot": SPOT,
-             "reserved": reserved_quarter("2027-01-04", "2027-01-06", "$0.50"),
-             "tiny": tiny_quarter("$30"), "tiny-cheap": tiny_quarter("$2")}
-    return {name: solve(directory, text, f"{name}.yaml") for name, text in texts.items()}
+    texts = {
+        "chain": CHAIN,
+        "wide": WIDE,
+        "spot": SPOT,
+        "reserved": reserved_quarter("2027-01-04", "2027-01-06", "$0.50"),
+        "tiny": tiny_quarter("$30"),
+        "tiny-cheap": tiny_quarter("$2"),
+    }
+    return {
+        name: solve(directory, text, f"{name}.yaml") for name, text in texts.items()
+    }
 
 
-@pytest.mark.parametrize("name", ["chain", "wide", "spot", "reserved", "tiny", "tiny-cheap"])
+@pytest.mark.parametrize(
+    "name", ["chain", "wide", "spot", "reserved", "tiny", "tiny-cheap"]
+)
 def test_hand_written_schedules_pass_the_checker(quarters, name):
     loaded, plan, data = quarters[name]
     assert data["status"] == "OPTIMAL", name
@@ -195,7 +347,9 @@ def test_hand_written_schedules_pass_the_checker(quarters, name):
 def test_chain_respects_precedence_release_and_quota(quarters):
     _, _, data = quarters["chain"]
     runs = by_run(data)
-    assert all(r["scheduled"] for r in runs.values())  # c is optional with priority 2: room for it
+    assert all(
+        r["scheduled"] for r in runs.values()
+    )  # c is optional with priority 2: room for it
     assert at(runs["b"]["start"]) >= at(runs["a"]["end"])
     assert at(runs["c"]["start"]) >= at("2027-01-05T00:00+00:00")
 
@@ -205,14 +359,18 @@ def test_quota_by_gpu_family_serialises_the_runs(quarters):
     first, second = by_run(data)["first"], by_run(data)["second"]
     assert first["gpus"] == second["gpus"] == 4
     # lambda/A100 = 4 GPUs at once: the two 4-GPU runs cannot overlap at any hour.
-    assert at(first["end"]) <= at(second["start"]) or at(second["end"]) <= at(first["start"])
+    assert at(first["end"]) <= at(second["start"]) or at(second["end"]) <= at(
+        first["start"]
+    )
 
 
 def test_interruption_tolerance_none_never_on_spot(quarters):
     _, _, data = quarters["spot"]
     runs = by_run(data)
     assert runs["eval"]["market"] != "spot"
-    assert runs["gen"]["market"] == "spot"  # stateless batch generation: the natural spot workload
+    assert (
+        runs["gen"]["market"] == "spot"
+    )  # stateless batch generation: the natural spot workload
     for r in runs.values():  # RunPod has no inter-node network: one node per run
         assert r["nodes"] == 1
 
@@ -252,8 +410,13 @@ def test_checker_catches_a_run_before_its_release(quarters):
     loaded, _, data = quarters["chain"]
     bad = broken(data)
     c = by_run(bad)["c"]
-    shift(c, -(at(c["start"]) - at("2027-01-04T00:00+00:00")).total_seconds() / 3600)  # to the horizon start
-    assert "c: starts 2027-01-04T00:00:00+00:00 before its release 2027-01-05" in violations(loaded, bad)
+    shift(
+        c, -(at(c["start"]) - at("2027-01-04T00:00+00:00")).total_seconds() / 3600
+    )  # to the horizon start
+    assert (
+        "c: starts 2027-01-04T00:00:00+00:00 before its release 2027-01-05"
+        in violations(loaded, bad)
+    )
 
 
 def test_checker_catches_a_run_after_its_due(quarters):
@@ -268,10 +431,14 @@ def test_checker_catches_precedence_violated(quarters):
     loaded, _, data = quarters["chain"]
     bad = broken(data)
     a, b = by_run(bad)["a"], by_run(bad)["b"]
-    shift(b, -(at(b["start"]) - at(a["start"])).total_seconds() / 3600)  # b starts with a
+    shift(
+        b, -(at(b["start"]) - at(a["start"])).total_seconds() / 3600
+    )  # b starts with a
     assert f"b: starts {b['start']} before a ends" in violations(loaded, bad)
     gone = broken(data)  # a left out, b kept
-    gone["runs"] = [{"run": "a", "scheduled": False} if r["run"] == "a" else r for r in gone["runs"]]
+    gone["runs"] = [
+        {"run": "a", "scheduled": False} if r["run"] == "a" else r for r in gone["runs"]
+    ]
     text = violations(loaded, gone)
     assert "a: required but not scheduled" in text
     assert "b: scheduled, but a (which it comes after) is not" in text
@@ -279,7 +446,10 @@ def test_checker_catches_precedence_violated(quarters):
 
 def test_checker_catches_reservation_over_subscribed(quarters):
     loaded, _, data = quarters["reserved"]
-    assert data["reservations"][0]["nodes"] >= 1 and by_run(data)["train"]["market"] == "reserved"
+    assert (
+        data["reservations"][0]["nodes"] >= 1
+        and by_run(data)["train"]["market"] == "reserved"
+    )
     bad = broken(data)
     bad["reservations"][0]["nodes"] = 0
     bad["reservations"][0]["cost_usd"] = 0.0
@@ -299,7 +469,9 @@ def test_checker_catches_money_and_contract_errors(quarters):
     assert "objective_usd" in text and "months sum to" in text
     spot = broken(quarters["spot"][2])
     by_run(spot)["eval"]["market"] = "spot"
-    assert "spot, but interruption_tolerance is none" in violations(quarters["spot"][0], spot)
+    assert "spot, but interruption_tolerance is none" in violations(
+        quarters["spot"][0], spot
+    )
     wide = broken(data)
     by_run(wide)["a"]["gpus"] = 16
     assert "a: 16 GPUs outside gpus 1..4" in violations(loaded, wide)
@@ -342,7 +514,9 @@ def brute_force(loaded, cands) -> dict | None:
     month_edges = []
     cursor = dt.datetime(horizon.start.year, horizon.start.month, 1, tzinfo=UTC)
     while cursor < horizon.end:
-        following = dt.datetime(cursor.year + cursor.month // 12, cursor.month % 12 + 1, 1, tzinfo=UTC)
+        following = dt.datetime(
+            cursor.year + cursor.month // 12, cursor.month % 12 + 1, 1, tzinfo=UTC
+        )
         month_edges.append((cursor, following))
         cursor = following
     max_nodes = catalog.offers.set_index("key")["max_nodes"]
@@ -358,14 +532,20 @@ def brute_force(loaded, cands) -> dict | None:
         due = step_of(loaded, run.due, up=False) if run.due else steps
         release, due = max(0, release), min(steps, due)
         mine = [row for row in cands.itertuples(index=False) if row.run == name]
-        options[name] = [(row, s) for row in mine for s in range(release, due - int(row.duration_steps) + 1)]
+        options[name] = [
+            (row, s)
+            for row in mine
+            for s in range(release, due - int(row.duration_steps) + 1)
+        ]
 
     def usage(row):
         """(resource, amount) pairs a candidate draws on while it runs."""
         out = []
         for key in c.gpu_quotas:
             provider, _, gpu = key.partition("/")
-            if row.provider == provider and (not gpu or catalog.gpu_matches(row.gpu, gpu)):
+            if row.provider == provider and (
+                not gpu or catalog.gpu_matches(row.gpu, gpu)
+            ):
                 out.append((("quota", key), int(row.gpus)))
         if row.pool < 0:
             market = row.market if c.node_limits_per_market else None
@@ -381,16 +561,32 @@ def brute_force(loaded, cands) -> dict | None:
         if kind == "pool":
             return bought[key]
         offer = key[0]
-        caps = [x for x in (c.node_limits.get(offer), max_nodes.get(offer)) if x is not None and not pd_isna(x)]
+        caps = [
+            x
+            for x in (c.node_limits.get(offer), max_nodes.get(offer))
+            if x is not None and not pd_isna(x)
+        ]
         return min(caps) if caps else math.inf
 
     pools = list(quarter.reservations)
     best = None
-    for bought in itertools.product(*[range(p.min_nodes, p.max_nodes + 1) for p in pools]):
-        reserved_usd = sum(n * p.price_per_node_h * (p.end - p.start).total_seconds() / 3600
-                           for n, p in zip(bought, pools))
-        reserved_month = [sum(n * p.price_per_node_h * max(0.0, (min(b, p.end) - max(a, p.start)).total_seconds())
-                              / 3600 for n, p in zip(bought, pools)) for a, b in month_edges]
+    for bought in itertools.product(
+        *[range(p.min_nodes, p.max_nodes + 1) for p in pools]
+    ):
+        reserved_usd = sum(
+            n * p.price_per_node_h * (p.end - p.start).total_seconds() / 3600
+            for n, p in zip(bought, pools)
+        )
+        reserved_month = [
+            sum(
+                n
+                * p.price_per_node_h
+                * max(0.0, (min(b, p.end) - max(a, p.start)).total_seconds())
+                / 3600
+                for n, p in zip(bought, pools)
+            )
+            for a, b in month_edges
+        ]
         if c.budget is not None and reserved_usd > c.budget + 1e-9:
             continue
         used: dict = {}
@@ -400,8 +596,10 @@ def brute_force(loaded, cands) -> dict | None:
             d = int(row.duration_steps)
             if row.pool >= 0:
                 p = pools[int(row.pool)]
-                if horizon.start + dt.timedelta(hours=s * step) < p.start or \
-                        horizon.start + dt.timedelta(hours=(s + d) * step) > p.end:
+                if (
+                    horizon.start + dt.timedelta(hours=s * step) < p.start
+                    or horizon.start + dt.timedelta(hours=(s + d) * step) > p.end
+                ):
                     return False
             for resource, amount in usage(row):
                 cap = capacity(resource, bought)
@@ -417,17 +615,35 @@ def brute_force(loaded, cands) -> dict | None:
 
         def visit(i: int, cost: float, priority: int, month_cost: list):
             nonlocal best
-            remaining_priority = sum(runs[n].priority for n in order[i:] if not runs[n].required)
-            if best is not None and (-(priority + remaining_priority), cost) >= (best["key"][0], best["key"][1] + 1e-9):
+            remaining_priority = sum(
+                runs[n].priority for n in order[i:] if not runs[n].required
+            )
+            if best is not None and (-(priority + remaining_priority), cost) >= (
+                best["key"][0],
+                best["key"][1] + 1e-9,
+            ):
                 return
             if i == len(order):
-                if c.monthly_budget is not None and any(m > c.monthly_budget + 1e-9 for m in month_cost):
+                if c.monthly_budget is not None and any(
+                    m > c.monthly_budget + 1e-9 for m in month_cost
+                ):
                     return
                 key = (-priority, cost)
                 starts = sum(s for _, s in chosen.values())
-                if best is None or key < best["key"] or key == best["key"] and starts < best["starts"]:
-                    best = {"key": key, "cost_usd": cost, "bought": list(bought), "priority": priority,
-                            "chosen": {n: (row.cid, s) for n, (row, s) in chosen.items()}, "starts": starts}
+                if (
+                    best is None
+                    or key < best["key"]
+                    or key == best["key"]
+                    and starts < best["starts"]
+                ):
+                    best = {
+                        "key": key,
+                        "cost_usd": cost,
+                        "bought": list(bought),
+                        "priority": priority,
+                        "chosen": {n: (row.cid, s) for n, (row, s) in chosen.items()},
+                        "starts": starts,
+                    }
                 return
             name = order[i]
             run = runs[name]
@@ -450,7 +666,12 @@ def brute_force(loaded, cands) -> dict | None:
                     months[month_of(s)] += float(row.cost_usd)
                     chosen[name] = (row, s)
                     place(row, s, +1)
-                    visit(i + 1, total, priority + (0 if run.required else run.priority), months)
+                    visit(
+                        i + 1,
+                        total,
+                        priority + (0 if run.required else run.priority),
+                        months,
+                    )
                     place(row, s, -1)
                     del chosen[name]
             if not run.required:
@@ -467,8 +688,19 @@ def pd_isna(value) -> bool:
         return False
 
 
-LAMBDA_TYPES = ("gpu_1x_a100_sxm4", "gpu_2x_a100", "gpu_1x_a10", "gpu_1x_a6000", "gpu_2x_a6000")
-RUNPOD_TYPES = ("1x_RTXA6000_SECURE", "2x_RTXA6000_SECURE", "1x_RTXA4500_SECURE", "1x_A40_SECURE")
+LAMBDA_TYPES = (
+    "gpu_1x_a100_sxm4",
+    "gpu_2x_a100",
+    "gpu_1x_a10",
+    "gpu_1x_a6000",
+    "gpu_2x_a6000",
+)
+RUNPOD_TYPES = (
+    "1x_RTXA6000_SECURE",
+    "2x_RTXA6000_SECURE",
+    "1x_RTXA4500_SECURE",
+    "1x_A40_SECURE",
+)
 
 
 def random_quarter(seed: int) -> dict:
@@ -476,40 +708,66 @@ def random_quarter(seed: int) -> dict:
     chosen so that they often bind."""
     rng = random.Random(seed)
     provider = "lambda" if seed % 2 == 0 else "runpod"
-    region, types = ("us-east-1", LAMBDA_TYPES) if provider == "lambda" else ("CA", RUNPOD_TYPES)
+    region, types = (
+        ("us-east-1", LAMBDA_TYPES) if provider == "lambda" else ("CA", RUNPOD_TYPES)
+    )
     step = rng.choice((12, 24))
     days = rng.choice((3, 4))
-    start = dt.datetime(2027, 1, 30 if rng.random() < 0.4 else 11, tzinfo=UTC)  # some cross a month
+    start = dt.datetime(
+        2027, 1, 30 if rng.random() < 0.4 else 11, tzinfo=UTC
+    )  # some cross a month
     end = start + dt.timedelta(days=days)
     runs = []
     for k in range(rng.randint(2, 3)):
         allowed = rng.sample(types, rng.randint(1, 3))
         run = {
-            "name": f"r{k}", "kind": rng.choice(("training", "fine_tuning", "batch_inference")),
+            "name": f"r{k}",
+            "kind": rng.choice(("training", "fine_tuning", "batch_inference")),
             "memory": {"per_gpu": f"{rng.randint(8, 14)}GiB"},
-            "work": {"gpu_hours": rng.choice((4, 6, 10, 14, 20)), "reference_gpu": "A100-80GB"},
+            "work": {
+                "gpu_hours": rng.choice((4, 6, 10, 14, 20)),
+                "reference_gpu": "A100-80GB",
+            },
             "gpus": {"min": 1, "max": rng.choice((1, 2))},
             "interruption_tolerance": rng.choice(("none", "checkpointed", "stateless")),
             "checkpoint": {"every": "1h"},
             "allow": {"regions": [region], "instance_types": allowed},
-            "required": rng.random() < 0.6, "priority": rng.randint(1, 4),
+            "required": rng.random() < 0.6,
+            "priority": rng.randint(1, 4),
         }
         if rng.random() < 0.4:
-            run["release"] = (start + dt.timedelta(hours=step * rng.randint(1, 2))).isoformat()
+            run["release"] = (
+                start + dt.timedelta(hours=step * rng.randint(1, 2))
+            ).isoformat()
         if rng.random() < 0.4:
-            run["due"] = (end - dt.timedelta(hours=step * rng.randint(0, 1))).isoformat()
+            run["due"] = (
+                end - dt.timedelta(hours=step * rng.randint(0, 1))
+            ).isoformat()
         if k and rng.random() < 0.5:
             run["after"] = [f"r{rng.randrange(k)}"]
         runs.append(run)
-    quarter = {"name": f"random-{seed}", "catalogs": [provider],
-               "horizon": {"start": start.isoformat(), "end": end.isoformat(), "step": f"{step}h"}, "runs": runs,
-               "defaults": {"estimate_error": 0}}  # windows sized to the estimate, so that the limits bite
+    quarter = {
+        "name": f"random-{seed}",
+        "catalogs": [provider],
+        "horizon": {
+            "start": start.isoformat(),
+            "end": end.isoformat(),
+            "step": f"{step}h",
+        },
+        "runs": runs,
+        "defaults": {"estimate_error": 0},
+    }  # windows sized to the estimate, so that the limits bite
     constraints: dict = {}
-    kinds = rng.sample(("quota", "node_limit", "budget", "monthly", "reservation", "none"), rng.randint(1, 2))
+    kinds = rng.sample(
+        ("quota", "node_limit", "budget", "monthly", "reservation", "none"),
+        rng.randint(1, 2),
+    )
     if "quota" in kinds:
         constraints["gpu_quotas"] = {provider: rng.choice((1, 2, 3))}
     if "node_limit" in kinds:
-        constraints["node_limits"] = {f"{provider}/{region}/{t}": 1 for t in rng.sample(types, 2)}
+        constraints["node_limits"] = {
+            f"{provider}/{region}/{t}": 1 for t in rng.sample(types, 2)
+        }
     if "budget" in kinds:
         constraints["budget"] = rng.choice((10, 20, 30, 45))
     if "monthly" in kinds:
@@ -519,18 +777,22 @@ def random_quarter(seed: int) -> dict:
     if "reservation" in kinds:
         term_start = start + dt.timedelta(hours=step * rng.randint(0, 1))
         term_end = min(end, term_start + dt.timedelta(hours=step * rng.randint(2, 4)))
-        quarter["reservations"] = [{
-            "offer": f"{provider}/{region}/{rng.choice(runs[0]['allow']['instance_types'])}",
-            "start": term_start.isoformat(), "end": term_end.isoformat(),
-            "price_per_node_h": round(rng.uniform(0.1, 0.6), 2), "max_nodes": rng.choice((1, 2)),
-        }]
+        quarter["reservations"] = [
+            {
+                "offer": f"{provider}/{region}/{rng.choice(runs[0]['allow']['instance_types'])}",
+                "start": term_start.isoformat(),
+                "end": term_end.isoformat(),
+                "price_per_node_h": round(rng.uniform(0.1, 0.6), 2),
+                "max_nodes": rng.choice((1, 2)),
+            }
+        ]
     return quarter
 
 
 SEEDS = range(36)
 
 
-@lru_cache(maxsize=None)
+@cache
 def random_case(seed: int, directory: str) -> dict:
     spec = random_quarter(seed)
     path = Path(directory) / f"random-{seed}.yaml"
@@ -539,7 +801,13 @@ def random_case(seed: int, directory: str) -> dict:
     plan = make_batch_plan(loaded, time_limit_s=20.0, workers=1)
     data = as_json(plan)
     reference = brute_force(loaded, plan.cands) if not plan.cands.empty else None
-    return {"spec": spec, "loaded": loaded, "plan": plan, "json": data, "reference": reference}
+    return {
+        "spec": spec,
+        "loaded": loaded,
+        "plan": plan,
+        "json": data,
+        "reference": reference,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -562,10 +830,16 @@ def test_cp_sat_matches_brute_force(seed, random_dir):
     assert plan.status == "OPTIMAL", context
     scheduled = {r["run"] for r in data["runs"] if r["scheduled"]}
     assert {r.name for r in required} <= scheduled, context
-    priority = sum(r.priority for r in case["loaded"].quarter.runs if not r.required and r.name in scheduled)
+    priority = sum(
+        r.priority
+        for r in case["loaded"].quarter.runs
+        if not r.required and r.name in scheduled
+    )
     assert priority == reference["priority"], context
     items = len(scheduled) + len(data["reservations"])
-    assert abs(data["objective_usd"] - reference["cost_usd"]) <= HALF_CENT * (items + 1), (context, reference)
+    assert abs(data["objective_usd"] - reference["cost_usd"]) <= HALF_CENT * (
+        items + 1
+    ), (context, reference)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -577,10 +851,17 @@ def test_runs_start_as_soon_as_the_same_cost_allows(seed, random_dir):
     if case["reference"] is None:
         return  # infeasible: test_cp_sat_matches_brute_force checks that
     chosen = plan.result.chosen
-    reference = brute_force(case["loaded"], plan.cands[plan.cands["cid"].isin(set(chosen["cid"]))])
+    reference = brute_force(
+        case["loaded"], plan.cands[plan.cands["cid"].isin(set(chosen["cid"]))]
+    )
     items = len(chosen) + len(case["json"]["reservations"])
-    assert abs(plan.result.objective_usd - reference["cost_usd"]) <= HALF_CENT * (items + 1), case["spec"]
-    assert int(chosen["start_step"].sum()) == reference["starts"], (case["spec"], reference["chosen"])
+    assert abs(plan.result.objective_usd - reference["cost_usd"]) <= HALF_CENT * (
+        items + 1
+    ), case["spec"]
+    assert int(chosen["start_step"].sum()) == reference["starts"], (
+        case["spec"],
+        reference["chosen"],
+    )
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -602,20 +883,25 @@ def test_random_quarters_exercise_limits_dropping_and_infeasibility(random_dir):
         if c["plan"].cands.empty:
             continue
         quarter = c["loaded"].quarter
-        free = dataclasses.replace(c["loaded"],
-                                   quarter=quarter.model_copy(update={"constraints": QuarterConstraints()}))
+        free = dataclasses.replace(
+            c["loaded"],
+            quarter=quarter.model_copy(update={"constraints": QuarterConstraints()}),
+        )
         unconstrained = brute_force(free, c["plan"].cands)
         reference = c["reference"]
-        if unconstrained is not None and (reference is None or reference["key"] != unconstrained["key"]):
+        if unconstrained is not None and (
+            reference is None or reference["key"] != unconstrained["key"]
+        ):
             binding.append(c)
     limited_infeasible = [c for c in infeasible if not c["plan"].cands.empty]
     assert len(solved) >= 15, len(solved)
-    assert len(limited_infeasible) >= 5, len(limited_infeasible)  # infeasible in the model, not for want of candidates
+    assert len(limited_infeasible) >= 5, len(
+        limited_infeasible
+    )  # infeasible in the model, not for want of candidates
     assert len(dropped) >= 3, len(dropped)
     assert len(reserved) >= 3, len(reserved)
     assert len(sequential) >= 5, len(sequential)
     assert len(binding) >= 8, len(binding)
-
 
 
 def test_time_indexed_bound_never_exceeds_the_brute_force_optimum(random_dir):
@@ -625,14 +911,24 @@ def test_time_indexed_bound_never_exceeds_the_brute_force_optimum(random_dir):
         case = random_case(seed, random_dir)
         plan, reference, loaded = case["plan"], case["reference"], case["loaded"]
         every_run = sum(r.priority for r in loaded.quarter.runs if not r.required)
-        if reference is None or plan.infeasible and set(plan.infeasible) - set(plan.result.unscheduled) \
-                or reference["priority"] != every_run:
+        if (
+            reference is None
+            or plan.infeasible
+            and set(plan.infeasible) - set(plan.result.unscheduled)
+            or reference["priority"] != every_run
+        ):
             continue
-        runs = [RunInfo(r.name, *loaded.window(r), r.after, r.priority, r.required) for r in loaded.quarter.runs]
+        runs = [
+            RunInfo(r.name, *loaded.window(r), r.after, r.priority, r.required)
+            for r in loaded.quarter.runs
+        ]
         bound = all_runs_lower_bound_usd(plan.cands, runs, plan.pools, loaded.steps)
-        assert bound is not None and bound <= reference["cost_usd"] + HALF_CENT * len(runs), (seed, bound, reference)
+        assert bound is not None and bound <= reference["cost_usd"] + HALF_CENT * len(
+            runs
+        ), (seed, bound, reference)
         checked += 1
     assert checked >= 10, checked
+
 
 def _pooled_cases(random_dir):
     """(seed, case) of the random quarters with a reservation pool and a feasible optimum."""
@@ -649,7 +945,9 @@ def _plan_at_the_optimum(seed: int, case: dict) -> None:
     assert plan.status == "OPTIMAL", seed
     assert check_schedule(case["loaded"], data) == [], seed
     items = sum(r["scheduled"] for r in data["runs"]) + len(data["reservations"])
-    assert abs(data["objective_usd"] - case["reference"]["cost_usd"]) <= HALF_CENT * (items + 1), seed
+    assert abs(data["objective_usd"] - case["reference"]["cost_usd"]) <= HALF_CENT * (
+        items + 1
+    ), seed
 
 
 def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
@@ -658,29 +956,53 @@ def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
     monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)
     built = []
     original = batch_search.build_batch_model
-    monkeypatch.setattr(batch_search, "build_batch_model", lambda *a: built.append(a[1]) or original(*a))
+    monkeypatch.setattr(
+        batch_search, "build_batch_model", lambda *a: built.append(a[1]) or original(*a)
+    )
     near = []
     original_near = batch_search._near_the_relaxation
-    monkeypatch.setattr(batch_search, "_near_the_relaxation", lambda *a: near.append(1) or original_near(*a))
+    monkeypatch.setattr(
+        batch_search,
+        "_near_the_relaxation",
+        lambda *a: near.append(1) or original_near(*a),
+    )
     phased = 0
     for seed, case in _pooled_cases(random_dir):
         built.clear()
         _plan_at_the_optimum(seed, case)
         phased += len(built) > 1
     assert phased >= 3, phased
-    assert len(near) >= 2, len(near)  # the core was packed near the LP too (where the LP uses a pool)
+    assert len(near) >= 2, len(
+        near
+    )  # the core was packed near the LP too (where the LP uses a pool)
 
 
-def test_the_other_packing_is_fixed_when_the_better_one_cannot_be_extended(random_dir, monkeypatch):
+def test_the_other_packing_is_fixed_when_the_better_one_cannot_be_extended(
+    random_dir, monkeypatch
+):
     """The core's packing may leave a run after a core run no room before its due date (on the 200-run
     benchmark the LP neighbourhood's did); the core is then fixed at the other packing, not dropped."""
     monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)
     original = batch_search.solve_batch
     fixed_calls: list[tuple] = []
 
-    def first_fixing_fails(model, time_limit_s=60.0, workers=2, seed=0, hint=None, fix_hint=False, work_limit=None):
+    def first_fixing_fails(
+        model,
+        time_limit_s=60.0,
+        workers=2,
+        seed=0,
+        hint=None,
+        fix_hint=False,
+        work_limit=None,
+    ):
         if fix_hint and "runs" in hint:  # the core fixed, the rest free
-            fixed_calls.append((sorted(hint["cids"]), sorted(hint["starts"].items()), list(hint["bought"])))
+            fixed_calls.append(
+                (
+                    sorted(hint["cids"]),
+                    sorted(hint["starts"].items()),
+                    list(hint["bought"]),
+                )
+            )
             if len(fixed_calls) == 1:
                 return BatchResult("INFEASIBLE")
         return original(model, time_limit_s, workers, seed, hint, fix_hint, work_limit)
@@ -690,15 +1012,23 @@ def test_the_other_packing_is_fixed_when_the_better_one_cannot_be_extended(rando
     for seed, case in _pooled_cases(random_dir):
         fixed_calls.clear()
         _plan_at_the_optimum(seed, case)
-        tried += len(fixed_calls) == 2 and fixed_calls[0] != fixed_calls[1]  # the other packing was fixed
+        tried += (
+            len(fixed_calls) == 2 and fixed_calls[0] != fixed_calls[1]
+        )  # the other packing was fixed
     assert tried >= 1, tried
 
 
-def test_a_bound_stopped_before_its_first_lp_leaves_the_plan_alone(random_dir, monkeypatch):
+def test_a_bound_stopped_before_its_first_lp_leaves_the_plan_alone(
+    random_dir, monkeypatch
+):
     """A short --time-limit can stop the LP bound before it solves anything (a fine calendar); the plan
     is then reported with CP-SAT's own bound, not a crash."""
-    monkeypatch.setattr(batch_search, "relax", lambda *args, stop=None: Relaxation(None))
-    monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)  # so the phases run and the bound is asked for
+    monkeypatch.setattr(
+        batch_search, "relax", lambda *args, stop=None: Relaxation(None)
+    )
+    monkeypatch.setattr(
+        batch_search, "FIRST_SHARE", 1e-6
+    )  # so the phases run and the bound is asked for
     seed, case = next(_pooled_cases(random_dir))
     plan = make_batch_plan(case["loaded"], time_limit_s=20.0, workers=1)
     assert plan.status == "OPTIMAL", seed
@@ -712,7 +1042,10 @@ def _calendar_fronts(loaded, exhaustive: bool, monkeypatch) -> tuple[dict, int]:
     priced = []
 
     def records(*args, **kwargs):
-        found = original(*args, **{**kwargs, "exhaustive": exhaustive or kwargs.get("exhaustive", False)})
+        found = original(
+            *args,
+            **{**kwargs, "exhaustive": exhaustive or kwargs.get("exhaustive", False)},
+        )
         priced.append(len(found[0]))
         return found
 
@@ -721,24 +1054,46 @@ def _calendar_fronts(loaded, exhaustive: bool, monkeypatch) -> tuple[dict, int]:
     quarter = loaded.quarter
     scenario = as_scenario(quarter)
     limits = limits_of(scenario)
-    prices = pipeline.market(apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog),
-                             pipeline._pools(loaded))
+    prices = pipeline.market(
+        apply_overrides(loaded.catalog.offers, quarter.overrides, loaded.catalog),
+        pipeline._pools(loaded),
+    )
     cache, fronts = CandidateCache(), {}
     for run, workload in zip(quarter.runs, scenario.workloads):
         if workload.serving:
             continue
         found, _ = pipeline.run_records(loaded, run, workload, prices, scenario, cache)
-        columns = {c: [r[c] for r in found] for c in ("provider", "gpu", "gpu_family", "offer_key", "market",
-                                                      "max_nodes", "gpus")}
+        columns = {
+            c: [r[c] for r in found]
+            for c in (
+                "provider",
+                "gpu",
+                "gpu_family",
+                "offer_key",
+                "market",
+                "max_nodes",
+                "gpus",
+            )
+        }
         keys, capped, units = limit_keys(columns, limits, "offer_key")
-        fronts[run.name] = {(k, c, r["pool"], r["cost_cents"], r["duration_steps"], u)
-                            for k, c, r, u in zip(keys, capped, found, units)}
+        fronts[run.name] = {
+            (k, c, r["pool"], r["cost_cents"], r["duration_steps"], u)
+            for k, c, r, u in zip(keys, capped, found, units)
+        }
     return fronts, sum(priced)
 
 
-@pytest.mark.parametrize("name", [pytest.param("quarter-team.yaml", marks=pytest.mark.slow),  # 33 s
-                                  "quarter-budget.yaml", "quarter-launch.yaml"])
-def test_screened_batch_candidates_keep_the_calendar_front_of_exhaustive_pricing(name, monkeypatch):
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("quarter-team.yaml", marks=pytest.mark.slow),  # 33 s
+        "quarter-budget.yaml",
+        "quarter-launch.yaml",
+    ],
+)
+def test_screened_batch_candidates_keep_the_calendar_front_of_exhaustive_pricing(
+    name, monkeypatch
+):
     """A run's candidates are screened: a row is dropped only when a cheaper candidate with the same limits
     is booked for no more calendar steps than the row could take. So every run keeps the whole Pareto front
     in cost, steps and limited GPUs that pricing every row finds (a faster, dearer candidate is what fits
@@ -758,16 +1113,23 @@ def test_same_quarter_same_plan_when_work_ends_the_search(monkeypatch):
     monkeypatch.setattr(batch_search, "CORE_WORK_PER_SECOND", 0.002)
     loaded = load_quarter(SCENARIOS / "quarter-team.yaml")
     plan = make_batch_plan(loaded, time_limit_s=60.0)
-    assert not plan.result.clocked  # unproven, but its work ended it: the same on every machine
+    assert (
+        not plan.result.clocked
+    )  # unproven, but its work ended it: the same on every machine
     first = batch_json(plan)
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])  # another process takes a core
+    spinner = subprocess.Popen(
+        [sys.executable, "-c", "while True: pass"]
+    )  # another process takes a core
     try:
         second = batch_json(make_batch_plan(loaded, time_limit_s=60.0))
     finally:
         spinner.kill()
         spinner.wait()
     assert first["status"] == "FEASIBLE"
-    assert first["runs"] == second["runs"] and first["reservations"] == second["reservations"]
+    assert (
+        first["runs"] == second["runs"]
+        and first["reservations"] == second["reservations"]
+    )
     assert first["objective_usd"] == second["objective_usd"]
 
 
@@ -786,29 +1148,45 @@ def test_the_plan_says_when_the_clock_cut_the_search(monkeypatch):
     assert "cut the search" not in batch_text(proven, "table")
     original = batch_search.solve_batch
 
-    def hurried(model, time_limit_s, *args, **kwargs):  # a machine far too slow for the work each phase is set
+    def hurried(
+        model, time_limit_s, *args, **kwargs
+    ):  # a machine far too slow for the work each phase is set
         return original(model, 0.001, *args, **kwargs)
 
     monkeypatch.setattr(batch_search, "solve_batch", hurried)
     cut = make_batch_plan(loaded, time_limit_s=60.0, cache=cache)
     assert cut.status == "FEASIBLE" and cut.result.clocked
     assert batch_json(cut)["solve_report"]["stopped_by_time_limit"] is True
-    assert "the time limit cut the search before its set work" in batch_text(cut, "table")
+    assert "the time limit cut the search before its set work" in batch_text(
+        cut, "table"
+    )
     monkeypatch.setattr(points, "_loaded", lambda source, kind: (loaded, cache))
-    assert not points.solve_quarter_point(points.PointTask("quarter-launch.yaml", time_limit_s=60.0)).settled
+    assert not points.solve_quarter_point(
+        points.PointTask("quarter-launch.yaml", time_limit_s=60.0)
+    ).settled
 
 
 def test_a_tie_break_the_clock_cuts_leaves_the_search_schedule(monkeypatch):
     """The tie-break on start times is dropped when the clock cuts it (it would make the plan depend on the
     machine): the schedule is then the search's own, start for start, and not marked as cut."""
-    loaded, cache = load_quarter(SCENARIOS / "quarter-team.yaml"), CandidateCache()  # its search stops at a schedule
-    original_soonest, original_solve, cut = batch_search.soonest, batch_search.solve_batch, []
+    loaded, cache = (
+        load_quarter(SCENARIOS / "quarter-team.yaml"),
+        CandidateCache(),
+    )  # its search stops at a schedule
+    original_soonest, original_solve, cut = (
+        batch_search.soonest,
+        batch_search.solve_batch,
+        [],
+    )
 
     def hurried(*args):
-        def solve(model, time_limit_s, *rest, **kwargs):  # a machine far too slow for the tie-break's work
+        def solve(
+            model, time_limit_s, *rest, **kwargs
+        ):  # a machine far too slow for the tie-break's work
             found = original_solve(model, 0.001, *rest, **kwargs)
             cut.append(found.clocked)
             return found
+
         monkeypatch.setattr(batch_search, "solve_batch", solve)
         try:
             return original_soonest(*args)
@@ -819,14 +1197,22 @@ def test_a_tie_break_the_clock_cuts_leaves_the_search_schedule(monkeypatch):
     # and a 3 s cap (60 s) cut it on a loaded test run, after which the two searches below parted ways (README)
     limit = 240.0
     monkeypatch.setattr(batch_search, "soonest", hurried)
-    dropped = batch_json(make_batch_plan(loaded, time_limit_s=limit, cache=cache))  # that starts later than it could
+    dropped = batch_json(
+        make_batch_plan(loaded, time_limit_s=limit, cache=cache)
+    )  # that starts later than it could
     assert cut == [True]
     monkeypatch.setattr(batch_search, "soonest", lambda best, *args: (best, 0.0))
     searched = batch_json(make_batch_plan(loaded, time_limit_s=limit, cache=cache))
     monkeypatch.setattr(batch_search, "soonest", original_soonest)
     tied = batch_json(make_batch_plan(loaded, time_limit_s=limit, cache=cache))
-    assert dropped["runs"] == searched["runs"] and dropped["solve_report"]["stopped_by_time_limit"] is False
-    assert tied["objective_usd"] == searched["objective_usd"] and tied["runs"] != searched["runs"]
+    assert (
+        dropped["runs"] == searched["runs"]
+        and dropped["solve_report"]["stopped_by_time_limit"] is False
+    )
+    assert (
+        tied["objective_usd"] == searched["objective_usd"]
+        and tied["runs"] != searched["runs"]
+    )
 
 
 def test_time_indexed_bound_sees_overlap_that_energy_cuts_miss():
@@ -835,10 +1221,22 @@ def test_time_indexed_bound_sees_overlap_that_energy_cuts_miss():
     any real schedule overlaps them at step 1, so the best plan is $6: both on demand."""
     pools = [Pool("pool", "x/y/z", 0, 4, 1.0, 0, 2, 4.0)]
     runs = [RunInfo(name, 0, 3, (), 1, True) for name in ("a", "b")]
-    cands = pd.DataFrame([{"run": name, "pool": pool, "duration_steps": 2, "nodes": 1, "cost_cents": cost}
-                          for name in ("a", "b") for pool, cost in ((0, 0), (-1, 300))])
-    assert all_runs_lower_bound_usd(cands, runs, pools, 4) == pytest.approx(6.0, rel=1e-5)
-
+    cands = pd.DataFrame(
+        [
+            {
+                "run": name,
+                "pool": pool,
+                "duration_steps": 2,
+                "nodes": 1,
+                "cost_cents": cost,
+            }
+            for name in ("a", "b")
+            for pool, cost in ((0, 0), (-1, 300))
+        ]
+    )
+    assert all_runs_lower_bound_usd(cands, runs, pools, 4) == pytest.approx(
+        6.0, rel=1e-5
+    )
 
 
 def test_bound_rounds_each_pool_to_whole_runs():
@@ -848,12 +1246,27 @@ def test_bound_rounds_each_pool_to_whole_runs():
     branching on the nodes bought, and at 3 nodes the row ⌊2/2⌋·x_a + ⌊2/2⌋·x_b ≤ ⌊3/2⌋, gives $12."""
     pools = [Pool("pool", "x/y/z", 0, 2, 1.0, 0, 3, 1.0)]
     runs = [RunInfo(name, 0, 2, (), 1, True) for name in ("a", "b")]
-    cands = pd.DataFrame([{"run": name, "pool": pool, "duration_steps": 2, "nodes": nodes, "cost_cents": cost}
-                          for name in ("a", "b") for pool, nodes, cost in ((0, 2, 0), (-1, 2, 1000))])
-    assert all_runs_lower_bound_usd(cands, runs, pools, 2) == pytest.approx(12.0, rel=1e-5)
+    cands = pd.DataFrame(
+        [
+            {
+                "run": name,
+                "pool": pool,
+                "duration_steps": 2,
+                "nodes": nodes,
+                "cost_cents": cost,
+            }
+            for name in ("a", "b")
+            for pool, nodes, cost in ((0, 2, 0), (-1, 2, 1000))
+        ]
+    )
+    assert all_runs_lower_bound_usd(cands, runs, pools, 2) == pytest.approx(
+        12.0, rel=1e-5
+    )
     stopped = threading.Event()
     stopped.set()
-    assert all_runs_lower_bound_usd(cands, runs, pools, 2, stop=stopped) is None  # nothing solved: no bound
+    assert (
+        all_runs_lower_bound_usd(cands, runs, pools, 2, stop=stopped) is None
+    )  # nothing solved: no bound
 
 
 def _two_runs_one_node_apart():
@@ -862,10 +1275,25 @@ def _two_runs_one_node_apart():
     and runs a at 0, b at 2: the LP finds it too, integral at the root."""
     pools = [Pool("pool", "x/y/z", 0, 4, 1.0, 0, 2, 1.0)]
     runs = [RunInfo("a", 0, 2, (), 1, True), RunInfo("b", 1, 4, (), 1, True)]
-    cands = pd.DataFrame([{"run": name, "cid": f"{name}{pool}", "pool": pool, "duration_steps": 2, "nodes": 1,
-                           "gpus": 8, "offer_key": "x/y/z", "market": "reserved" if pool >= 0 else "on_demand",
-                           "max_nodes": math.nan, "cost_cents": cost, "cost_usd": cost / 100}
-                          for name in ("a", "b") for pool, cost in ((0, 0), (-1, 1000))])
+    cands = pd.DataFrame(
+        [
+            {
+                "run": name,
+                "cid": f"{name}{pool}",
+                "pool": pool,
+                "duration_steps": 2,
+                "nodes": 1,
+                "gpus": 8,
+                "offer_key": "x/y/z",
+                "market": "reserved" if pool >= 0 else "on_demand",
+                "max_nodes": math.nan,
+                "cost_cents": cost,
+                "cost_usd": cost / 100,
+            }
+            for name in ("a", "b")
+            for pool, cost in ((0, 0), (-1, 1000))
+        ]
+    )
     return cands, runs, pools
 
 
@@ -887,8 +1315,10 @@ def test_an_lp_past_its_capacity_terms_is_left_out(monkeypatch):
     assert relax(cands, runs, pools, 4).bound_usd == pytest.approx(1.0, rel=1e-5)
     monkeypatch.setattr(batch_bound, "MAX_LP_TERMS", 5)
     monkeypatch.setattr(batch_bound, "_TimeIndexedLP", None)  # never built
-    assert relax(cands, runs, pools, 4) == Relaxation(None, left_out="the LP bound is left out: 6 capacity terms, "
-                                                                    "past the 5 it builds")
+    assert relax(cands, runs, pools, 4) == Relaxation(
+        None,
+        left_out="the LP bound is left out: 6 capacity terms, past the 5 it builds",
+    )
 
 
 def test_core_is_packed_near_the_lp_only_inside_widened_starts():
@@ -898,35 +1328,64 @@ def test_core_is_packed_near_the_lp_only_inside_widened_starts():
     relaxation = relax(cands, runs, pools, 4)
     near = batch_search._near_the_relaxation(cands, relaxation)
     assert list(near["cid"]) == ["a0", "a-1", "b0", "b-1"]
-    assert near[["first_start", "last_start"]].iloc[[0, 2]].values.tolist() == [[0, 1], [1, 3]]
+    assert near[["first_start", "last_start"]].iloc[[0, 2]].values.tolist() == [
+        [0, 1],
+        [1, 3],
+    ]
     assert near[["first_start", "last_start"]].iloc[[1, 3]].isna().all().all()
 
     narrowed = near.copy()
-    narrowed.loc[narrowed["cid"] == "b0", ["first_start", "last_start"]] = [1, 1]  # b on the pool only at 1
-    result = solve_batch(build_batch_model(narrowed, runs, pools, BatchLimits(), 4), 10.0, workers=1)
+    narrowed.loc[narrowed["cid"] == "b0", ["first_start", "last_start"]] = [
+        1,
+        1,
+    ]  # b on the pool only at 1
+    result = solve_batch(
+        build_batch_model(narrowed, runs, pools, BatchLimits(), 4), 10.0, workers=1
+    )
     assert result.status == "OPTIMAL"
     # b at 1 overlaps a: two nodes ($2), or b on demand ($1 + $10): two nodes is cheaper.
     assert result.objective_usd == pytest.approx(2.0) and result.bought == [2]
-    assert dict(zip(result.chosen["cid"], result.chosen["start_step"])) == {"a0": 0, "b0": 1}
+    assert dict(zip(result.chosen["cid"], result.chosen["start_step"])) == {
+        "a0": 0,
+        "b0": 1,
+    }
 
 
 @pytest.mark.slow
 def test_batch_json_on_stdout_is_only_json(tmp_path):
     """The bound's LP solver runs in the same process; nothing it prints may reach stdout."""
     planner = Path(sys.executable).with_name("planner")
-    done = subprocess.run([str(planner), "batch", str(SCENARIOS / "quarter-team.yaml"), "--format", "json",
-                           "--time-limit", "5"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            str(planner),
+            "batch",
+            str(SCENARIOS / "quarter-team.yaml"),
+            "--format",
+            "json",
+            "--time-limit",
+            "5",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(done.stdout)["reservations"]
+
 
 # ---------------------------------------------------------------- priorities under a budget
 
+
 def priorities_quarter(budget: str) -> str:
-    return quarter_yaml(name="priorities", runs=[
-        quarter_run("must", "training", 10),
-        quarter_run("low", "fine_tuning", 10, required=False, priority=1),
-        quarter_run("high", "fine_tuning", 20, required=False, priority=5),
-        quarter_run("mid", "fine_tuning", 10, required=False, priority=3),
-    ], constraints={"budget": budget})
+    return quarter_yaml(
+        name="priorities",
+        runs=[
+            quarter_run("must", "training", 10),
+            quarter_run("low", "fine_tuning", 10, required=False, priority=1),
+            quarter_run("high", "fine_tuning", 20, required=False, priority=5),
+            quarter_run("mid", "fine_tuning", 10, required=False, priority=3),
+        ],
+        constraints={"budget": budget},
+    )
 
 
 def test_budget_drops_the_lowest_priority_runs(tmp_path):
@@ -966,7 +1425,9 @@ def test_reserved_node_bought_when_it_pays_off(tmp_path):
     # train: 40 GPU-h on one A100-40GB (as fast as the A100-80GB reference here), no interruptions:
     # on demand ~40.2 h x $1.29/h + restart ~ $52.5. A 48 h term (Jan 4-6) at $0.50/node-h costs
     # 1 x 48 x 0.50 = $24 < $52.5 and holds the 2-step (48 h) slot: buy 1 node, run reserved.
-    loaded, plan, data, on_demand = reserved_case(tmp_path, "2027-01-04", "2027-01-06", "$0.50")
+    loaded, plan, data, on_demand = reserved_case(
+        tmp_path, "2027-01-04", "2027-01-06", "$0.50"
+    )
     assert 50 < on_demand < 55
     assert data["status"] == "OPTIMAL" and check_schedule(loaded, data) == []
     (reservation,) = data["reservations"]
@@ -981,7 +1442,9 @@ def test_reserved_node_bought_when_it_pays_off(tmp_path):
 
 def test_reserved_node_not_bought_when_the_price_is_too_high(tmp_path):
     # Same 48 h term at $1.20/node-h: 48 x 1.20 = $57.6 > $52.5 on demand: buy nothing.
-    loaded, plan, data, on_demand = reserved_case(tmp_path, "2027-01-04", "2027-01-06", "$1.20")
+    loaded, plan, data, on_demand = reserved_case(
+        tmp_path, "2027-01-04", "2027-01-06", "$1.20"
+    )
     assert data["status"] == "OPTIMAL" and check_schedule(loaded, data) == []
     assert data["reservations"][0]["nodes"] == 0
     assert by_run(data)["train"]["market"] == "on_demand"
@@ -992,7 +1455,9 @@ def test_reserved_node_not_bought_when_the_term_is_too_long(tmp_path):
     # $0.60/node-h is under half the on-demand rate, but the term is the whole 96 h horizon:
     # 96 x 0.60 = $57.6 > $52.5 on demand (the node would idle 56 of 96 hours): buy nothing.
     # A 48 h term at the same rate (48 x 0.60 = $28.8 < $52.5) is bought.
-    loaded, plan, data, on_demand = reserved_case(tmp_path, "2027-01-04", "2027-01-08", "$0.60")
+    loaded, plan, data, on_demand = reserved_case(
+        tmp_path, "2027-01-04", "2027-01-08", "$0.60"
+    )
     assert data["status"] == "OPTIMAL" and check_schedule(loaded, data) == []
     assert data["reservations"][0]["nodes"] == 0
     assert data["objective_usd"] == pytest.approx(on_demand, abs=0.01)
@@ -1004,11 +1469,17 @@ def test_reserved_node_not_bought_when_the_term_is_too_long(tmp_path):
 
 # ---------------------------------------------------------------- monthly budget
 
+
 def monthly_quarter(monthly_budget: str) -> str:
-    return quarter_yaml(name="monthly", horizon=("2027-01-30", "2027-02-04", "24h"), runs=[
-        quarter_run("early", "training", 10, due="2027-01-31"),
-        quarter_run("late", "training", 10),
-    ], constraints={"monthly_budget": monthly_budget})
+    return quarter_yaml(
+        name="monthly",
+        horizon=("2027-01-30", "2027-02-04", "24h"),
+        runs=[
+            quarter_run("early", "training", 10, due="2027-01-31"),
+            quarter_run("late", "training", 10),
+        ],
+        constraints={"monthly_budget": monthly_budget},
+    )
 
 
 def test_monthly_budget_pushes_a_run_into_the_next_month(tmp_path):
@@ -1028,7 +1499,11 @@ def test_monthly_budget_pushes_a_run_into_the_next_month(tmp_path):
     assert months["2027-02"] == pytest.approx(runs["late"]["cost_usd"], abs=0.01)
     # The same schedule with `late` moved into January breaks the monthly budget.
     bad = broken(data)
-    shift(by_run(bad)["late"], -(at(runs["late"]["start"]) - at("2027-01-30T00:00+00:00")).total_seconds() / 3600)
+    shift(
+        by_run(bad)["late"],
+        -(at(runs["late"]["start"]) - at("2027-01-30T00:00+00:00")).total_seconds()
+        / 3600,
+    )
     assert "monthly budget 2027-01" in violations(loaded, bad)
     # $10 a month cannot fund even one run: INFEASIBLE.
     _, _, tight = solve(tmp_path, monthly_quarter("$10"), "tight.yaml")
@@ -1037,12 +1512,24 @@ def test_monthly_budget_pushes_a_run_into_the_next_month(tmp_path):
 
 # ---------------------------------------------------------------- regressions (bugs the brute force and checker found)
 
+
 def unaligned_term_quarter(constraints=None) -> str:
-    return quarter_yaml(name="unaligned", horizon=("2027-01-30", "2027-02-03", "24h"),
-                        runs=[quarter_run("a", "training", 40, interruption_tolerance="none")],
-                        reservations=[{"offer": A100_OFFER, "start": "2027-01-30T12:00", "end": "2027-02-02T12:00",
-                                       "price_per_node_h": "$0.50", "min_nodes": 1, "max_nodes": 1}],
-                        constraints=constraints)
+    return quarter_yaml(
+        name="unaligned",
+        horizon=("2027-01-30", "2027-02-03", "24h"),
+        runs=[quarter_run("a", "training", 40, interruption_tolerance="none")],
+        reservations=[
+            {
+                "offer": A100_OFFER,
+                "start": "2027-01-30T12:00",
+                "end": "2027-02-02T12:00",
+                "price_per_node_h": "$0.50",
+                "min_nodes": 1,
+                "max_nodes": 1,
+            }
+        ],
+        constraints=constraints,
+    )
 
 
 def test_months_add_up_with_a_term_off_the_step_grid(tmp_path):
@@ -1059,11 +1546,14 @@ def test_monthly_budget_with_a_term_off_the_step_grid(tmp_path):
     assert data["status"] == "INFEASIBLE" or check_schedule(loaded, data) == []
 
 
-OPTIONAL_PREDECESSOR = quarter_yaml(name="optional-predecessor", runs=[
-    quarter_run("huge", "training", 4000, required=False),
-    quarter_run("follow", "fine_tuning", 10, required=False, after=["huge"]),
-    quarter_run("other", "fine_tuning", 10),
-])
+OPTIONAL_PREDECESSOR = quarter_yaml(
+    name="optional-predecessor",
+    runs=[
+        quarter_run("huge", "training", 4000, required=False),
+        quarter_run("follow", "fine_tuning", 10, required=False, after=["huge"]),
+        quarter_run("other", "fine_tuning", 10),
+    ],
+)
 
 
 def test_run_after_an_optional_run_without_candidates(tmp_path):
@@ -1073,10 +1563,33 @@ def test_run_after_an_optional_run_without_candidates(tmp_path):
 
 
 ONE_A6000 = {"regions": ["CA"], "instance_types": ["1x_RTXA6000_SECURE"]}
-PER_MARKET = quarter_yaml(name="per-market", catalogs=["runpod"], horizon=("2027-01-04", "2027-01-06", "48h"), runs=[
-    quarter_run("od", "training", 8, per_gpu="16GiB", interruption_tolerance="none", allow=ONE_A6000),
-    quarter_run("sp", "batch_inference", 8, per_gpu="16GiB", interruption_tolerance="stateless", allow=ONE_A6000),
-], constraints={"node_limits": {"runpod/CA/1x_RTXA6000_SECURE": 1}, "node_limits_per_market": True})
+PER_MARKET = quarter_yaml(
+    name="per-market",
+    catalogs=["runpod"],
+    horizon=("2027-01-04", "2027-01-06", "48h"),
+    runs=[
+        quarter_run(
+            "od",
+            "training",
+            8,
+            per_gpu="16GiB",
+            interruption_tolerance="none",
+            allow=ONE_A6000,
+        ),
+        quarter_run(
+            "sp",
+            "batch_inference",
+            8,
+            per_gpu="16GiB",
+            interruption_tolerance="stateless",
+            allow=ONE_A6000,
+        ),
+    ],
+    constraints={
+        "node_limits": {"runpod/CA/1x_RTXA6000_SECURE": 1},
+        "node_limits_per_market": True,
+    },
+)
 
 
 def test_node_limits_per_market(tmp_path):
@@ -1089,8 +1602,11 @@ def test_node_limits_per_market(tmp_path):
     assert check_schedule(loaded, data) == []
 
 
-NOTHING_SCHEDULED = quarter_yaml(name="nothing", runs=[quarter_run("extra", "training", 10, required=False)],
-                                 constraints={"budget": "$5"})
+NOTHING_SCHEDULED = quarter_yaml(
+    name="nothing",
+    runs=[quarter_run("extra", "training", 10, required=False)],
+    constraints={"budget": "$5"},
+)
 
 
 def test_table_of_a_schedule_with_no_run(tmp_path, run):
@@ -1105,23 +1621,40 @@ def test_json_of_a_schedule_with_no_run(tmp_path, run):
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert data["status"] == "OPTIMAL" and data["objective_usd"] == 0.0
-    assert data["runs"] == [{"run": "extra", "scheduled": False, "reason": data["unscheduled"][0]["reason"]}]
+    assert data["runs"] == [
+        {"run": "extra", "scheduled": False, "reason": data["unscheduled"][0]["reason"]}
+    ]
     assert check_schedule(load_quarter(path), data) == []
 
 
 # ---------------------------------------------------------------- bad input
 
+
 def base_quarter(*more_runs, **a_keys) -> str:
     """The valid quarter the bad inputs below are edits of; `a_keys` go on run a, `more_runs` after b."""
-    return quarter_yaml(name="bad", runs=[
-        quarter_run("a", "training", 40, release="2027-01-04", due="2027-01-07", **a_keys),
-        quarter_run("b", "training", 10, after=["a"]),
-        *more_runs,
-    ], reservations=[{"offer": A100_OFFER, "start": "2027-01-04", "end": "2027-01-06", "price_per_node_h": "$0.50",
-                      "max_nodes": 2}])
+    return quarter_yaml(
+        name="bad",
+        runs=[
+            quarter_run(
+                "a", "training", 40, release="2027-01-04", due="2027-01-07", **a_keys
+            ),
+            quarter_run("b", "training", 10, after=["a"]),
+            *more_runs,
+        ],
+        reservations=[
+            {
+                "offer": A100_OFFER,
+                "start": "2027-01-04",
+                "end": "2027-01-06",
+                "price_per_node_h": "$0.50",
+                "max_nodes": 2,
+            }
+        ],
+    )
 
 
 BASE = base_quarter()
+
 
 def line_of(text: str, needle: str) -> int:
     return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
@@ -1129,27 +1662,77 @@ def line_of(text: str, needle: str) -> int:
 
 BAD_CASES = {
     # name: (old, new, key path, needle of the line named, words of the message)
-    "inverted horizon": ("end: 2027-01-08, step", "end: 2027-01-02, step", "horizon", "horizon:",
-                         "is not after start"),
-    "inverted reservation term": ("    end: 2027-01-06", "    end: 2027-01-03", "reservations[0]", "- offer:",
-                                  "is not after start"),
-    "due before release": ("    due: 2027-01-07", "    due: 2027-01-03", "runs[0].due", "due: 2027-01-03",
-                           "is not after release"),
-    "unknown run in after": ("after: [a]", "after: [aa]", "runs[1].after[0]", "after: [aa]",
-                             "unknown run 'aa' in after (did you mean 'a'?)"),
-    "unknown offer": ("offer: lambda/us-east-1/gpu_1x_a100_sxm4", "offer: lambda/us-east-1/gpu_1x_a100_sxm",
-                      "reservations[0].offer", "- offer:",
-                      "unknown offer 'lambda/us-east-1/gpu_1x_a100_sxm' (did you mean "
-                      "'lambda/us-east-1/gpu_1x_a100_sxm4'?)"),
-    "min above max nodes": ("    max_nodes: 2", "    min_nodes: 3\n    max_nodes: 2", "reservations[0]",
-                            "- offer:", "min_nodes (3) is above max_nodes (2)"),
-    "time budget on a run": ("    due: 2027-01-07", "    due: 2027-01-07\n    time_budget: 10h", "runs[0]",
-                             "- name: a", "use release and due instead of time_budget"),
-    "term outside the horizon": ("    end: 2027-01-06", "    end: 2027-01-09", "reservations[0]", "- offer:",
-                                 "must lie inside the horizon"),
-    "window without a whole step": ("    due: 2027-01-07", "    due: 2027-01-04T05:00", "runs[0]", "- name: a",
-                                    "holds no whole time step"),
-    "run after itself": ("after: [a]", "after: [b]", "runs[1].after[0]", "after: [b]", "cannot come after itself"),
+    "inverted horizon": (
+        "end: 2027-01-08, step",
+        "end: 2027-01-02, step",
+        "horizon",
+        "horizon:",
+        "is not after start",
+    ),
+    "inverted reservation term": (
+        "    end: 2027-01-06",
+        "    end: 2027-01-03",
+        "reservations[0]",
+        "- offer:",
+        "is not after start",
+    ),
+    "due before release": (
+        "    due: 2027-01-07",
+        "    due: 2027-01-03",
+        "runs[0].due",
+        "due: 2027-01-03",
+        "is not after release",
+    ),
+    "unknown run in after": (
+        "after: [a]",
+        "after: [aa]",
+        "runs[1].after[0]",
+        "after: [aa]",
+        "unknown run 'aa' in after (did you mean 'a'?)",
+    ),
+    "unknown offer": (
+        "offer: lambda/us-east-1/gpu_1x_a100_sxm4",
+        "offer: lambda/us-east-1/gpu_1x_a100_sxm",
+        "reservations[0].offer",
+        "- offer:",
+        "unknown offer 'lambda/us-east-1/gpu_1x_a100_sxm' (did you mean "
+        "'lambda/us-east-1/gpu_1x_a100_sxm4'?)",
+    ),
+    "min above max nodes": (
+        "    max_nodes: 2",
+        "    min_nodes: 3\n    max_nodes: 2",
+        "reservations[0]",
+        "- offer:",
+        "min_nodes (3) is above max_nodes (2)",
+    ),
+    "time budget on a run": (
+        "    due: 2027-01-07",
+        "    due: 2027-01-07\n    time_budget: 10h",
+        "runs[0]",
+        "- name: a",
+        "use release and due instead of time_budget",
+    ),
+    "term outside the horizon": (
+        "    end: 2027-01-06",
+        "    end: 2027-01-09",
+        "reservations[0]",
+        "- offer:",
+        "must lie inside the horizon",
+    ),
+    "window without a whole step": (
+        "    due: 2027-01-07",
+        "    due: 2027-01-04T05:00",
+        "runs[0]",
+        "- name: a",
+        "holds no whole time step",
+    ),
+    "run after itself": (
+        "after: [a]",
+        "after: [b]",
+        "runs[1].after[0]",
+        "after: [b]",
+        "cannot come after itself",
+    ),
 }
 
 
@@ -1164,41 +1747,91 @@ def test_bad_quarter_is_one_error_line_exit_2(case, tmp_path, run):
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith(f"error: {path}:{line_of(text, needle)} ({key_path}): "), lines[0]
+    assert lines[0].startswith(
+        f"error: {path}:{line_of(text, needle)} ({key_path}): "
+    ), lines[0]
     assert words in lines[0]
     assert "Traceback" not in result.stderr
 
 
 def test_cycle_in_after_names_the_cycle(tmp_path, run):
-    text = base_quarter(quarter_run("c", "training", 10, gpus=None, after=["b"], allow=None), after=["c"])
+    text = base_quarter(
+        quarter_run("c", "training", 10, gpus=None, after=["b"], allow=None),
+        after=["c"],
+    )
     path = write(tmp_path, text)
     result = run("batch", path)
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
-    assert lines[0] == (f"error: {path}:{line_of(text, 'after: [c]')} (runs[0].after): "
-                        "runs wait for each other in a cycle: a -> c -> b -> a")
+    assert lines[0] == (
+        f"error: {path}:{line_of(text, 'after: [c]')} (runs[0].after): "
+        "runs wait for each other in a cycle: a -> c -> b -> a"
+    )
 
 
 def test_validate_accepts_the_base_quarter(tmp_path, run):
     path = write(tmp_path, BASE)
     result = run("validate", path)
     assert result.exit_code == 0, result.output
-    assert "quarter 'bad', 2 run(s), 1 reservation option(s), 8 steps of 12 h" in result.stdout
+    assert (
+        "quarter 'bad', 2 run(s), 1 reservation option(s), 8 steps of 12 h"
+        in result.stdout
+    )
 
 
 # ---------------------------------------------------------------- CLI formats and the JSON contract
 
-CONTRACT_TOP = {"status", "objective_usd", "bound_usd", "solve_report", "reservations", "runs", "months"}
-CONTRACT_RESERVATION = {"provider", "region", "instance_type", "nodes", "start", "end", "cost_usd", "utilisation"}
-CONTRACT_RUN = {"run", "scheduled", "start", "end", "provider", "region", "instance_type", "nodes", "gpus", "market",
-                "expected_wall_h", "p_deadline", "cost_usd"}
+CONTRACT_TOP = {
+    "status",
+    "objective_usd",
+    "bound_usd",
+    "solve_report",
+    "reservations",
+    "runs",
+    "months",
+}
+CONTRACT_RESERVATION = {
+    "provider",
+    "region",
+    "instance_type",
+    "nodes",
+    "start",
+    "end",
+    "cost_usd",
+    "utilisation",
+}
+CONTRACT_RUN = {
+    "run",
+    "scheduled",
+    "start",
+    "end",
+    "provider",
+    "region",
+    "instance_type",
+    "nodes",
+    "gpus",
+    "market",
+    "expected_wall_h",
+    "p_deadline",
+    "cost_usd",
+}
 
 
 @pytest.fixture(scope="module")
 def contract_file(tmp_path_factory) -> Path:
-    text = chain_quarter(reservations=[{"name": "spare", "offer": "lambda/us-east-1/gpu_2x_a100", "start": "2027-01-04",
-                                        "end": "2027-01-06", "price_per_node_h": "$1.00", "max_nodes": 1}])
+    text = chain_quarter(
+        reservations=[
+            {
+                "name": "spare",
+                "offer": "lambda/us-east-1/gpu_2x_a100",
+                "start": "2027-01-04",
+                "end": "2027-01-06",
+                "price_per_node_h": "$1.00",
+                "max_nodes": 1,
+            }
+        ]
+    )
     return write(tmp_path_factory.mktemp("contract"), text)
 
 
@@ -1224,7 +1857,9 @@ def test_json_contract(contract_file, run):
             assert r["market"] in ("on_demand", "spot", "reserved")
             for key in ("start", "end"):
                 parsed = dt.datetime.fromisoformat(r[key])  # ISO 8601 with an offset
-                assert parsed.tzinfo is not None and parsed.utcoffset() == dt.timedelta(0)
+                assert parsed.tzinfo is not None and parsed.utcoffset() == dt.timedelta(
+                    0
+                )
     for month in data["months"]:
         assert set(month) == {"month", "cost_usd"}
         dt.datetime.strptime(month["month"], "%Y-%m")
@@ -1235,30 +1870,43 @@ def test_table_and_csv(contract_file, run):
     table = run("batch", contract_file, "--workers", "1")
     assert table.exit_code == 0, table.output
     assert "schedule for quarter 'chain'" in table.stdout
-    assert "spending per month" in table.stdout and "reservations to buy" in table.stdout
+    assert (
+        "spending per month" in table.stdout and "reservations to buy" in table.stdout
+    )
     assert "OPTIMAL: expected total $" in table.stdout
     csv = run("batch", contract_file, "--workers", "1", "--format", "csv")
     assert csv.exit_code == 0
     header, *rows = csv.stdout.strip().splitlines()
     assert header.split(",")[:5] == ["section", "run", "scheduled", "start", "end"]
-    assert {row.split(",")[1] for row in rows if row.startswith("run,")} == {"a", "b", "c"}
+    assert {row.split(",")[1] for row in rows if row.startswith("run,")} == {
+        "a",
+        "b",
+        "c",
+    }
     assert {row.split(",")[0] for row in rows} == {"run", "reservation", "month"}
 
 
 def test_output_file_is_written_atomically(contract_file, run, tmp_path):
     target = tmp_path / "schedule.json"
-    result = run("batch", contract_file, "--format", "json", "--workers", "1", "-o", target)
+    result = run(
+        "batch", contract_file, "--format", "json", "--workers", "1", "-o", target
+    )
     assert result.exit_code == 0
     assert result.stdout == ""
     assert f"wrote {target}" in result.stderr
     data = json.loads(target.read_text(encoding="utf-8"))
     assert check_schedule(load_quarter(contract_file), data) == []
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["schedule.json"]  # no temporary file left behind
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "schedule.json"
+    ]  # no temporary file left behind
     # Never over the input quarter: exit 2, the quarter untouched.
     before = contract_file.read_text(encoding="utf-8")
     refused = run("batch", contract_file, "--workers", "1", "-o", contract_file)
     assert refused.exit_code == 2
-    assert refused.stderr.startswith("error: ") and "refusing to overwrite an input file" in refused.stderr
+    assert (
+        refused.stderr.startswith("error: ")
+        and "refusing to overwrite an input file" in refused.stderr
+    )
     assert contract_file.read_text(encoding="utf-8") == before
 
 
@@ -1285,8 +1933,13 @@ def test_a_schedule_without_a_bound_says_so():
     from planner.load.quarter import load_quarter
     from planner.report.batch import batch_text
 
-    plan = make_batch_plan(load_quarter(SCENARIOS / "quarter-budget.yaml"), time_limit_s=5.0)
-    plan = dataclasses.replace(plan, result=dataclasses.replace(plan.result, status="FEASIBLE", bound_usd=math.nan))
+    plan = make_batch_plan(
+        load_quarter(SCENARIOS / "quarter-budget.yaml"), time_limit_s=5.0
+    )
+    plan = dataclasses.replace(
+        plan,
+        result=dataclasses.replace(plan.result, status="FEASIBLE", bound_usd=math.nan),
+    )
     assert math.isnan(plan.result.gap)
     data = batch_json(plan)
     assert data["bound_usd"] is None and data["objective_usd"] > 0
@@ -1305,15 +1958,27 @@ def test_a_bound_left_out_for_its_size_says_why():
     why = "the LP bound is left out: 80,000,000 capacity terms, past the 50,000,000 it builds"
     found = BatchResult("FEASIBLE", 10.0, chosen=pd.DataFrame({"run": []}))
     finished = batch_search._finish(found, [], SimpleNamespace(runs={}), 0.0, None, why)
-    assert finished.status == "FEASIBLE" and math.isnan(finished.bound_usd) and finished.no_bound_why == why
-    plan = make_batch_plan(load_quarter(SCENARIOS / "quarter-launch.yaml"), time_limit_s=2.0)
-    plan = dataclasses.replace(plan, result=dataclasses.replace(plan.result, status="FEASIBLE", bound_usd=math.nan,
-                                                                no_bound_why=why))
+    assert (
+        finished.status == "FEASIBLE"
+        and math.isnan(finished.bound_usd)
+        and finished.no_bound_why == why
+    )
+    plan = make_batch_plan(
+        load_quarter(SCENARIOS / "quarter-launch.yaml"), time_limit_s=2.0
+    )
+    plan = dataclasses.replace(
+        plan,
+        result=dataclasses.replace(
+            plan.result, status="FEASIBLE", bound_usd=math.nan, no_bound_why=why
+        ),
+    )
     assert f"feasible, no bound ({why})" in batch_text(plan, "table")
 
 
 @pytest.mark.slow  # 14 s
-def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_schedule(monkeypatch):
+def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_schedule(
+    monkeypatch,
+):
     """If every search phase leaves optional runs out that the greedy schedule placed (as CP-SAT did on a
     500-run quarter), the greedy schedule is checked by CP-SAT with its choices fixed and returned, as
     FEASIBLE (a fixed solve proves nothing), and the checker accepts it."""
@@ -1322,20 +1987,32 @@ def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_sc
 
     def leaves_optional_runs_out(model, *args, **kwargs):
         result = solve_batch(model, *args, **kwargs)
-        start, fixed = args[3], args[4] if len(args) > 4 else kwargs.get("fix_hint", False)
-        if (fixed and "failed_required" in start) or result.status not in ("OPTIMAL", "FEASIBLE"):
+        start, fixed = (
+            args[3],
+            args[4] if len(args) > 4 else kwargs.get("fix_hint", False),
+        )
+        if (fixed and "failed_required" in start) or result.status not in (
+            "OPTIMAL",
+            "FEASIBLE",
+        ):
             return result  # only the check of the greedy schedule (the greedy's own dict) is left whole
         optional = [r.name for r in model.runs.values() if not r.required]
         kept = result.chosen[~result.chosen["run"].isin(optional)]
-        return dataclasses.replace(result, status="FEASIBLE", chosen=kept,
-                                   unscheduled=sorted(set(result.unscheduled) | set(optional)))
+        return dataclasses.replace(
+            result,
+            status="FEASIBLE",
+            chosen=kept,
+            unscheduled=sorted(set(result.unscheduled) | set(optional)),
+        )
 
     monkeypatch.setattr(batch_search, "solve_batch", leaves_optional_runs_out)
     loaded = load_quarter(SCENARIOS / "quarter-team.yaml")
     plan = make_batch_plan(loaded, time_limit_s=20.0)
     optional = {r.name for r in loaded.quarter.runs if not r.required}
     assert plan.result.status == "FEASIBLE"
-    assert optional & set(plan.result.chosen["run"])  # the greedy's optional runs are back
+    assert optional & set(
+        plan.result.chosen["run"]
+    )  # the greedy's optional runs are back
     assert check_schedule(loaded, batch_json(plan)) == []
 
 
@@ -1346,12 +2023,27 @@ def test_of_two_equal_candidates_the_one_with_fewer_nodes_stays():
     from planner.candidates.limits import Limits
 
     def record(instance: str, nodes: int) -> dict:
-        return {"provider": "azure", "gpu": "A100-80GB-PCIe", "gpu_family": "A100", "offer_key": f"azure/x/{instance}",
-                "market": "spot", "max_nodes": math.nan, "gpus": 4, "pool": -1, "cost_cents": 332,
-                "duration_steps": 1, "nodes": nodes, "cid": f"eval|azure/x/{instance}|spot|x{nodes}"}
+        return {
+            "provider": "azure",
+            "gpu": "A100-80GB-PCIe",
+            "gpu_family": "A100",
+            "offer_key": f"azure/x/{instance}",
+            "market": "spot",
+            "max_nodes": math.nan,
+            "gpus": 4,
+            "pool": -1,
+            "cost_cents": 332,
+            "duration_steps": 1,
+            "nodes": nodes,
+            "cid": f"eval|azure/x/{instance}|spot|x{nodes}",
+        }
 
     limits = Limits(gpu_quotas={"azure": 64})
     kept = _keep_useful([record("NC24", 4), record("NC96", 1)], limits)
     assert [r["nodes"] for r in kept] == [1]
-    kept = _keep_useful([record("NC24", 4), record("NC96", 1) | {"cost_cents": 333}], limits)
-    assert [r["nodes"] for r in kept] == [4]  # a cent cheaper wins whatever its node count
+    kept = _keep_useful(
+        [record("NC24", 4), record("NC96", 1) | {"cost_cents": 333}], limits
+    )
+    assert [r["nodes"] for r in kept] == [
+        4
+    ]  # a cent cheaper wins whatever its node count

@@ -1,4 +1,5 @@
 """The shipped catalogs and the `planner catalog` commands."""
+
 import json
 import os
 from pathlib import Path
@@ -7,7 +8,12 @@ import pytest
 from conftest import MINIMAL, SCENARIOS
 from test_bad_input import assert_one_line_error
 
-from planner.load.catalog import CATALOG_DIR, _header_comments, load_catalog, shipped_catalog_names
+from planner.load.catalog import (
+    CATALOG_DIR,
+    _header_comments,
+    load_catalog,
+    shipped_catalog_names,
+)
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +27,9 @@ def test_at_least_the_big_three_and_two_gpu_clouds_are_shipped():
 
 @pytest.mark.parametrize("name", shipped_catalog_names())
 def test_every_offer_file_records_source_and_as_of(name):
-    meta, _ = _header_comments((CATALOG_DIR / "offers" / f"{name}.csv").read_text(encoding="utf-8"))
+    meta, _ = _header_comments(
+        (CATALOG_DIR / "offers" / f"{name}.csv").read_text(encoding="utf-8")
+    )
     assert meta.get("source") and meta.get("as_of")
 
 
@@ -29,7 +37,9 @@ def test_providers_carry_billing_source_and_date(everything):
     for provider in everything.providers.values():
         assert provider.billing_granularity_h > 0 and provider.source and provider.as_of
     aws = everything.providers["aws"]
-    assert aws.billing_granularity_h == pytest.approx(1 / 3600) and aws.billing_minimum_h == pytest.approx(1 / 60)
+    assert aws.billing_granularity_h == pytest.approx(
+        1 / 3600
+    ) and aws.billing_minimum_h == pytest.approx(1 / 60)
 
 
 def test_every_offer_names_a_known_gpu_and_has_a_price(everything):
@@ -57,13 +67,26 @@ def test_data_oddities_are_handled_deliberately(everything):
 
 def test_interconnects_are_real_where_known(everything):
     p5 = everything.offer_models["aws/us-east-1/p5.48xlarge"]
-    assert (p5.gpu, p5.gpus_per_node, p5.intra_node, p5.inter_node, p5.inter_node_gbps) == ("H100-SXM", 8, "nvlink", "efa", 3200)
+    assert (
+        p5.gpu,
+        p5.gpus_per_node,
+        p5.intra_node,
+        p5.inter_node,
+        p5.inter_node_gbps,
+    ) == ("H100-SXM", 8, "nvlink", "efa", 3200)
     nd = everything.offer_models["azure/eastus/Standard_ND96amsr_A100_v4"]
     assert nd.inter_node == "infiniband"
 
 
 def test_models_table_knows_common_architectures(everything):
-    for name in ("llama-2-7b", "llama-3.1-70b", "mixtral-8x7b", "mistral-7b", "qwen2.5-72b", "gemma-2-9b"):
+    for name in (
+        "llama-2-7b",
+        "llama-3.1-70b",
+        "mixtral-8x7b",
+        "mistral-7b",
+        "qwen2.5-72b",
+        "gemma-2-9b",
+    ):
         assert everything.model(name).params > 1e9
     assert everything.model("Llama-3.1-70B").layers == 80  # case-insensitive
 
@@ -79,21 +102,46 @@ def test_catalog_list_h100_json_spans_providers(run):
 
 
 def test_catalog_list_filters(run):
-    rows = json.loads(run("catalog", "list", "--provider", "aws", "--min-vram", "40GiB", "--spot", "--format", "json").stdout)
-    assert rows and all(r["provider"] == "aws" and r["gpu_vram_gib"] >= 40 and r["spot_usd_h"] for r in rows)
+    rows = json.loads(
+        run(
+            "catalog",
+            "list",
+            "--provider",
+            "aws",
+            "--min-vram",
+            "40GiB",
+            "--spot",
+            "--format",
+            "json",
+        ).stdout
+    )
+    assert rows and all(
+        r["provider"] == "aws" and r["gpu_vram_gib"] >= 40 and r["spot_usd_h"]
+        for r in rows
+    )
 
 
 def test_catalog_list_csv_and_table(run):
-    csv = run("catalog", "list", "--provider", "lambda", "--format", "csv").stdout.splitlines()
+    csv = run(
+        "catalog", "list", "--provider", "lambda", "--format", "csv"
+    ).stdout.splitlines()
     assert csv[0].startswith("provider,region,instance_type,gpu")
     table = run("catalog", "list", "--provider", "lambda", "--limit", "3").stdout
     assert "gpu_1x" in table and "3 offers" in table
 
 
 def test_catalog_list_rejects_unknown_names(run):
-    assert_one_line_error(run("catalog", "list", "--gpu", "H1000"), "unknown GPU 'H1000'")
-    assert_one_line_error(run("catalog", "list", "--provider", "awz"), "unknown provider 'awz'", "did you mean 'aws'?")
-    assert_one_line_error(run("catalog", "list", "--min-vram", "lots"), "--min-vram", "expected a size")
+    assert_one_line_error(
+        run("catalog", "list", "--gpu", "H1000"), "unknown GPU 'H1000'"
+    )
+    assert_one_line_error(
+        run("catalog", "list", "--provider", "awz"),
+        "unknown provider 'awz'",
+        "did you mean 'aws'?",
+    )
+    assert_one_line_error(
+        run("catalog", "list", "--min-vram", "lots"), "--min-vram", "expected a size"
+    )
 
 
 def test_catalog_show_marks_defaults(run):
@@ -101,15 +149,26 @@ def test_catalog_show_marks_defaults(run):
     assert result.exit_code == 0
     assert "inter_node" in result.stdout and "(default)" in result.stdout
     billing = run("catalog", "show", "aws/us-east-1/p5.48xlarge").stdout
-    assert "billing_granularity_h        1s" in billing and "billing_minimum_h            1m" in billing
+    assert (
+        "billing_granularity_h        1s" in billing
+        and "billing_minimum_h            1m" in billing
+    )
     assert "0.000277" not in billing  # hours of billing as people write them
-    details = json.loads(run("catalog", "show", "aws/us-east-1/p5.48xlarge", "--format", "json").stdout)
+    details = json.loads(
+        run("catalog", "show", "aws/us-east-1/p5.48xlarge", "--format", "json").stdout
+    )
     assert details["gpu"]["name"] == "H100-SXM" and details["provider"]["name"] == "aws"
 
 
 def test_catalog_show_unknown_and_ambiguous(run):
-    assert_one_line_error(run("catalog", "show", "aws/us-east-1/p5.48xlage"), "unknown offer", "did you mean")
-    assert_one_line_error(run("catalog", "show", "p5.48xlarge"), "offered in", "name one")
+    assert_one_line_error(
+        run("catalog", "show", "aws/us-east-1/p5.48xlage"),
+        "unknown offer",
+        "did you mean",
+    )
+    assert_one_line_error(
+        run("catalog", "show", "p5.48xlarge"), "offered in", "name one"
+    )
 
 
 SKYPILOT = """InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone
@@ -123,13 +182,27 @@ def test_catalog_import_round_trips_into_a_scenario(run, tmp_path, scenario_file
     source = tmp_path / "vms.csv"
     source.write_text(SKYPILOT)
     out = tmp_path / "mine.csv"
-    result = run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o", out)
+    result = run(
+        "catalog",
+        "import",
+        "--from",
+        "skypilot",
+        source,
+        "--provider",
+        "aws",
+        "-o",
+        out,
+    )
     assert result.exit_code == 0, result.stderr
     text = out.read_text()
-    assert text.startswith("# source: ") and "A10G" in text and "0.4," in text  # spot = min over zones
+    assert (
+        text.startswith("# source: ") and "A10G" in text and "0.4," in text
+    )  # spot = min over zones
     assert "m5.large" not in text
-    scenario = scenario_file("name: x\ncatalogs: [mine.csv]\nworkloads:\n  - name: j\n    kind: training\n"
-                             "    memory: {per_gpu: 10GiB}\n    work: {gpu_hours: 1, reference_gpu: A10G}\n")
+    scenario = scenario_file(
+        "name: x\ncatalogs: [mine.csv]\nworkloads:\n  - name: j\n    kind: training\n"
+        "    memory: {per_gpu: 10GiB}\n    work: {gpu_hours: 1, reference_gpu: A10G}\n"
+    )
     (scenario.parent / "mine.csv").write_text(text)
     assert run("validate", scenario).exit_code == 0
 
@@ -137,74 +210,164 @@ def test_catalog_import_round_trips_into_a_scenario(run, tmp_path, scenario_file
 def test_catalog_import_never_overwrites_its_input(run, tmp_path):
     source = tmp_path / "vms.csv"
     source.write_text(SKYPILOT)
-    assert_one_line_error(run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o", source),
-                          "refusing to overwrite an input file")
+    assert_one_line_error(
+        run(
+            "catalog",
+            "import",
+            "--from",
+            "skypilot",
+            source,
+            "--provider",
+            "aws",
+            "-o",
+            source,
+        ),
+        "refusing to overwrite an input file",
+    )
     assert source.read_text() == SKYPILOT
 
 
-@pytest.mark.parametrize("args, table", [
-    (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "offers/aws.csv"),
-    (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "gpus.csv"),
-    (("refresh", "azure"), "offers/azure.csv"),
-    (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "models.csv"),
-    (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "spot_trace_rates.csv")])
-def test_catalog_import_and_refresh_never_overwrite_the_shipped_tables_they_read(run, tmp_path, args, table):
+@pytest.mark.parametrize(
+    "args, table",
+    [
+        (
+            ("import", "--from", "skypilot", "{source}", "--provider", "aws"),
+            "offers/aws.csv",
+        ),
+        (("import", "--from", "skypilot", "{source}", "--provider", "aws"), "gpus.csv"),
+        (("refresh", "azure"), "offers/azure.csv"),
+        (
+            ("import", "--from", "skypilot", "{source}", "--provider", "aws"),
+            "models.csv",
+        ),
+        (
+            ("import", "--from", "skypilot", "{source}", "--provider", "aws"),
+            "spot_trace_rates.csv",
+        ),
+    ],
+)
+def test_catalog_import_and_refresh_never_overwrite_the_shipped_tables_they_read(
+    run, tmp_path, args, table
+):
     """`-o catalogs/offers/aws.csv` replaced the shipped AWS catalog (600 offers, whose facts the import reads)
     with the one imported row."""
     source = tmp_path / "vms.csv"
     source.write_text(SKYPILOT)
     target = CATALOG_DIR / table
     before = target.read_bytes()
-    line = assert_one_line_error(run("catalog", *(a.format(source=source) for a in args), "-o", target),
-                                 "refusing to overwrite an input file")
+    line = assert_one_line_error(
+        run("catalog", *(a.format(source=source) for a in args), "-o", target),
+        "refusing to overwrite an input file",
+    )
     assert line.startswith(f"error: {target}: ") and target.read_bytes() == before
 
 
 VMS_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone\n"
 
 
-@pytest.mark.parametrize("rows, where, fragment", [
-    ("g5.xlarge,A10G,1,4,16,,1.006,0.45,us-east-1,us-east-1a\ng5.2xlarge,A10G,1,8,32,,,,us-east-1,us-east-1a\n",
-     "v.csv:3", "neither an on-demand nor a spot price (g5.2xlarge in us-east-1)"),
-    ("g5.xlarge,A10G,1e20,4,16,,1.006,0.45,us-east-1,us-east-1a\n", "v.csv:2", "at most 1024 GPUs per node")])
-def test_catalog_import_checks_before_writing_and_names_the_input_row(run, tmp_path, rows, where, fragment):
+@pytest.mark.parametrize(
+    "rows, where, fragment",
+    [
+        (
+            "g5.xlarge,A10G,1,4,16,,1.006,0.45,us-east-1,us-east-1a\ng5.2xlarge,A10G,1,8,32,,,,us-east-1,us-east-1a\n",
+            "v.csv:3",
+            "neither an on-demand nor a spot price (g5.2xlarge in us-east-1)",
+        ),
+        (
+            "g5.xlarge,A10G,1e20,4,16,,1.006,0.45,us-east-1,us-east-1a\n",
+            "v.csv:2",
+            "at most 1024 GPUs per node",
+        ),
+    ],
+)
+def test_catalog_import_checks_before_writing_and_names_the_input_row(
+    run, tmp_path, rows, where, fragment
+):
     source, out = tmp_path / "v.csv", tmp_path / "o.csv"
     source.write_text(VMS_HEADER + rows)
     out.write_text("old\n")
-    assert_one_line_error(run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o", out),
-                          f"{where}: ", fragment)
-    assert out.read_text() == "old\n" and sorted(p.name for p in tmp_path.iterdir()) == ["o.csv", "v.csv"]
+    assert_one_line_error(
+        run(
+            "catalog",
+            "import",
+            "--from",
+            "skypilot",
+            source,
+            "--provider",
+            "aws",
+            "-o",
+            out,
+        ),
+        f"{where}: ",
+        fragment,
+    )
+    assert out.read_text() == "old\n" and sorted(
+        p.name for p in tmp_path.iterdir()
+    ) == ["o.csv", "v.csv"]
 
 
 def test_catalog_import_unknown_gpu(run, tmp_path):
     source = tmp_path / "vms.csv"
     source.write_text(SKYPILOT.replace("A10G", "Z9000"))
-    assert_one_line_error(run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o", tmp_path / "o.csv"),
-                          "Z9000")
+    assert_one_line_error(
+        run(
+            "catalog",
+            "import",
+            "--from",
+            "skypilot",
+            source,
+            "--provider",
+            "aws",
+            "-o",
+            tmp_path / "o.csv",
+        ),
+        "Z9000",
+    )
 
 
-@pytest.mark.parametrize("catalog, fragment", [
-    ("./mycats", "expected a file (offers catalog), found a directory"),
-    ("/dev/zero", "expected a regular file (offers catalog), found a device, pipe or socket"),
-])
+@pytest.mark.parametrize(
+    "catalog, fragment",
+    [
+        ("./mycats", "expected a file (offers catalog), found a directory"),
+        (
+            "/dev/zero",
+            "expected a regular file (offers catalog), found a device, pipe or socket",
+        ),
+    ],
+)
 def test_a_catalog_that_is_not_a_file_is_one_line(run, tmp_path, catalog, fragment):
     (tmp_path / "mycats").mkdir()
     path = tmp_path / "s.yaml"
     path.write_text(MINIMAL.replace("catalogs: [aws]", f"catalogs: [aws, {catalog}]"))
     result = run("validate", path)
     assert result.exit_code == 2 and result.stderr.count("\n") == 1, result.output
-    assert result.stderr.startswith(f"error: {path}:2 (catalogs[1]): ") and fragment in result.stderr
-    listing = run("catalog", "list", "--catalog", tmp_path / "mycats" if catalog == "./mycats" else catalog)
-    assert listing.exit_code == 2 and listing.stderr.count("\n") == 1 and fragment in listing.stderr
+    assert (
+        result.stderr.startswith(f"error: {path}:2 (catalogs[1]): ")
+        and fragment in result.stderr
+    )
+    listing = run(
+        "catalog",
+        "list",
+        "--catalog",
+        tmp_path / "mycats" if catalog == "./mycats" else catalog,
+    )
+    assert (
+        listing.exit_code == 2
+        and listing.stderr.count("\n") == 1
+        and fragment in listing.stderr
+    )
 
 
 def test_an_hf_config_that_is_a_device_is_refused(run, tmp_path):
     path = tmp_path / "s.yaml"
-    path.write_text(MINIMAL.replace("memory: {per_gpu: 20GiB}", "model: {hf_config: /dev/zero}"))
+    path.write_text(
+        MINIMAL.replace("memory: {per_gpu: 20GiB}", "model: {hf_config: /dev/zero}")
+    )
     result = run("validate", path)
     assert result.exit_code == 2 and result.stderr == (
         f"error: {path}:6 (workloads[0].model): HF config file /dev/zero: expected a regular file (config.json), "
-        "found a device, pipe or socket\n")
+        "found a device, pipe or socket\n"
+    )
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
@@ -215,7 +378,10 @@ def test_an_unreadable_catalog_is_one_line(run, tmp_path):
     path = tmp_path / "s.yaml"
     path.write_text(MINIMAL.replace("catalogs: [aws]", "catalogs: [aws, ./locked.csv]"))
     result = run("validate", path)
-    assert result.exit_code == 2 and "cannot read offers catalog: Permission denied" in result.stderr
+    assert (
+        result.exit_code == 2
+        and "cannot read offers catalog: Permission denied" in result.stderr
+    )
 
 
 def test_reads_stop_at_the_cap_whatever_size_the_file_reports(monkeypatch):
@@ -230,17 +396,26 @@ def test_reads_stop_at_the_cap_whatever_size_the_file_reports(monkeypatch):
         yamlio.read_capped(status, "offers catalog")
 
 
-OFFERS_HEADER = ("provider,region,instance_type,gpu,gpus_per_node,vcpus,ram_gib,gpu_vram_gib,intra_node,intra_node_gbs,"
-                 "inter_node,inter_node_gbps,on_demand_usd_h,spot_usd_h,spot_preemption_per_h,max_nodes,defaults,notes\n")
+OFFERS_HEADER = (
+    "provider,region,instance_type,gpu,gpus_per_node,vcpus,ram_gib,gpu_vram_gib,intra_node,intra_node_gbs,"
+    "inter_node,inter_node_gbps,on_demand_usd_h,spot_usd_h,spot_preemption_per_h,max_nodes,defaults,notes\n"
+)
 
 
 @pytest.mark.parametrize("gbps", ["", "0"])
 def test_a_cluster_network_without_its_rate_is_refused_at_the_row(run, tmp_path, gbps):
-    (tmp_path / "mine.csv").write_text(OFFERS_HEADER + f"aws,us-east-1,x1,A100-80GB,8,4,16,80,nvlink,600,efa,{gbps},2.5,,,,,\n")
+    (tmp_path / "mine.csv").write_text(
+        OFFERS_HEADER
+        + f"aws,us-east-1,x1,A100-80GB,8,4,16,80,nvlink,600,efa,{gbps},2.5,,,,,\n"
+    )
     path = tmp_path / "s.yaml"
     path.write_text(MINIMAL.replace("catalogs: [aws]", "catalogs: [aws, ./mine.csv]"))
-    assert_one_line_error(run("validate", path), f"{path}:2 (catalogs[1])", "mine.csv:2:",
-                          "inter_node efa needs inter_node_gbps above 0")
+    assert_one_line_error(
+        run("validate", path),
+        f"{path}:2 (catalogs[1])",
+        "mine.csv:2:",
+        "inter_node efa needs inter_node_gbps above 0",
+    )
 
 
 def test_an_empty_catalog_next_to_another_adds_nothing(run, tmp_path):
@@ -257,20 +432,32 @@ def test_catalogs_without_offers_are_refused(run, tmp_path, catalogs, command):
     (tmp_path / "empty.csv").write_text(OFFERS_HEADER)
     path = tmp_path / "s.yaml"
     path.write_text(MINIMAL.replace("catalogs: [aws]", f"catalogs: {catalogs}"))
-    assert_one_line_error(run(command, path), f"{path}:2 (catalogs): the catalogs hold no offers; name one that does")
+    assert_one_line_error(
+        run(command, path),
+        f"{path}:2 (catalogs): the catalogs hold no offers; name one that does",
+    )
 
 
-@pytest.mark.parametrize("command", [("solve", "{scenarios}/lora-finetune.yaml", "-o"),
-                                     ("batch", "{scenarios}/quarter-budget.yaml", "-o"),
-                                     ("whatif", "{scenarios}/lora-finetune.yaml", "--spot-price", "1,2", "-o")])
-@pytest.mark.parametrize("table", ["gpus.csv", "providers.csv", "models.csv", "spot_trace_rates.csv"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ("solve", "{scenarios}/lora-finetune.yaml", "-o"),
+        ("batch", "{scenarios}/quarter-budget.yaml", "-o"),
+        ("whatif", "{scenarios}/lora-finetune.yaml", "--spot-price", "1,2", "-o"),
+    ],
+)
+@pytest.mark.parametrize(
+    "table", ["gpus.csv", "providers.csv", "models.csv", "spot_trace_rates.csv"]
+)
 def test_no_command_writes_over_the_catalog_tables_it_reads(run, command, table):
     """Found by fuzzing: `solve -o catalogs/gpus.csv` replaced the GPU table every later command reads (only the
     offer CSVs a scenario names were protected)."""
     target = CATALOG_DIR / table
     before = target.read_bytes()
     args = [a.format(scenarios=SCENARIOS) for a in command]
-    line = assert_one_line_error(run(*args, target), "refusing to overwrite an input file")
+    line = assert_one_line_error(
+        run(*args, target), "refusing to overwrite an input file"
+    )
     assert line.startswith(f"error: {target}: ") and target.read_bytes() == before
 
 
@@ -278,13 +465,33 @@ def test_a_blank_instance_type_in_a_skypilot_file_is_named_at_its_line(run, tmp_
     """Found by fuzzing: the row at fault was looked up by its instance type, which is blank there (NaN), so the
     error said `(nan in us-east-1)` and no line."""
     source = tmp_path / "vms.csv"
-    source.write_text(VMS_HEADER + "g5.xlarge,A10G,1,4,16,,1.006,0.45,us-east-1,us-east-1a\n"
-                      ",A10G,1,4,16,,1.0,,us-east-1,us-east-1a\n")
-    assert_one_line_error(run("catalog", "import", "--from", "skypilot", source, "--provider", "aws", "-o",
-                              tmp_path / "out.csv"), f"{source}:3: ", "(no InstanceType in us-east-1)")
+    source.write_text(
+        VMS_HEADER + "g5.xlarge,A10G,1,4,16,,1.006,0.45,us-east-1,us-east-1a\n"
+        ",A10G,1,4,16,,1.0,,us-east-1,us-east-1a\n"
+    )
+    assert_one_line_error(
+        run(
+            "catalog",
+            "import",
+            "--from",
+            "skypilot",
+            source,
+            "--provider",
+            "aws",
+            "-o",
+            tmp_path / "out.csv",
+        ),
+        f"{source}:3: ",
+        "(no InstanceType in us-east-1)",
+    )
 
 
-@pytest.mark.parametrize("args, fragment", [(("--limit", "-1"), "'--limit': -1 is not in the range x>=0"),
-                                            (("--min-vram", "-5GiB"), "--min-vram: expected a size of 0 or more")])
+@pytest.mark.parametrize(
+    "args, fragment",
+    [
+        (("--limit", "-1"), "'--limit': -1 is not in the range x>=0"),
+        (("--min-vram", "-5GiB"), "--min-vram: expected a size of 0 or more"),
+    ],
+)
 def test_catalog_list_refuses_negative_limits_and_sizes(run, args, fragment):
     assert_one_line_error(run("catalog", "list", *args), fragment)

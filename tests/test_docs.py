@@ -1,4 +1,5 @@
 """The README, the documentation site and the CLI agree, and `planner --help` stays fast (no heavy imports)."""
+
 import os
 import re
 import subprocess
@@ -34,8 +35,12 @@ def test_the_readme_is_a_front_door():
 def test_generated_pages_are_current():
     """docs/index.md (from the README) and the reference pages (from the pydantic models and the click
     commands): `python tools/reference_docs.py` rewrites them."""
-    done = subprocess.run([sys.executable, str(REPO / "tools" / "reference_docs.py"), "--check"], cwd=REPO,
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "reference_docs.py"), "--check"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -47,21 +52,51 @@ def test_the_reference_names_every_field_and_option():
 
     scenario = (REPO / "docs" / "reference" / "scenario.md").read_text()
     quarter = (REPO / "docs" / "reference" / "quarter.md").read_text()
-    for model, page in ((Scenario, scenario), (Workload, scenario), (Traffic, scenario), (Slo, scenario),
-                        (Quarter, quarter), (Run, quarter), (Reservation, quarter)):
+    for model, page in (
+        (Scenario, scenario),
+        (Workload, scenario),
+        (Traffic, scenario),
+        (Slo, scenario),
+        (Quarter, quarter),
+        (Run, quarter),
+        (Reservation, quarter),
+    ):
         for name in model.model_fields:
-            inherited = model is Run and name in Workload.model_fields  # "every key of Workload, and:"
-            assert f"| `{name}` |" in (scenario if inherited else page), f"{model.__name__}.{name}"
+            inherited = (
+                model is Run and name in Workload.model_fields
+            )  # "every key of Workload, and:"
+            assert f"| `{name}` |" in (scenario if inherited else page), (
+                f"{model.__name__}.{name}"
+            )
     cli = (REPO / "docs" / "reference" / "cli.md").read_text()
-    missing = [f"{path} {opt}" for path, command in all_commands() for param in command.params
-               for opt in param.opts if opt.startswith("--") and opt != "--help" and f"`{opt}`" not in cli]
+    missing = [
+        f"{path} {opt}"
+        for path, command in all_commands()
+        for param in command.params
+        for opt in param.opts
+        if opt.startswith("--") and opt != "--help" and f"`{opt}`" not in cli
+    ]
     assert not missing, f"not in docs/reference/cli.md: {', '.join(missing)}"
 
 
 def test_the_documentation_site_builds_strictly(tmp_path):
     """MkDocs with warnings as errors: every page in the nav, every link and anchor found."""
-    done = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],
-                          cwd=REPO, capture_output=True, text=True, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-q",
+            "-d",
+            str(tmp_path / "site"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert (tmp_path / "site" / "reference" / "scenario" / "index.html").exists()
 
@@ -75,7 +110,9 @@ def test_readme_test_command_is_what_ci_runs():
 
 def test_help_does_not_import_heavy_libraries():
     code = "import sys, planner.cli; print(','.join(m for m in ('pandas', 'ortools', 'numpy', 'pydantic') if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
     assert out == ""
 
 

@@ -1,4 +1,5 @@
 """The domain model on its own: defaults, shorthands and cross-field rules."""
+
 import pytest
 from pydantic import ValidationError
 
@@ -6,11 +7,23 @@ from planner.schema.catalog import ModelArch, Offer
 from planner.schema.scenario import Scenario
 from planner.schema.workload import Checkpointing, MemoryNeed, Work, Workload
 
-BASE = {"name": "w", "kind": "training", "memory": {"per_gpu": "20GiB"}, "work": {"gpu_hours": 5, "reference_gpu": "A10G"}}
+BASE = {
+    "name": "w",
+    "kind": "training",
+    "memory": {"per_gpu": "20GiB"},
+    "work": {"gpu_hours": 5, "reference_gpu": "A10G"},
+}
 
 
 def test_workload_defaults_and_units():
-    w = Workload(**{**BASE, "time_budget": "2d", "restart_overhead": "90s", "checkpoint": {"every": "30m", "size": "1.5TiB"}})
+    w = Workload(
+        **{
+            **BASE,
+            "time_budget": "2d",
+            "restart_overhead": "90s",
+            "checkpoint": {"every": "30m", "size": "1.5TiB"},
+        }
+    )
     assert w.time_budget == 48
     assert w.restart_overhead == pytest.approx(0.025)
     assert w.checkpoint.every == 0.5 and w.checkpoint.size == 1536
@@ -45,11 +58,14 @@ def test_work_needs_a_reference_gpu_for_gpu_hours():
     assert Work(tokens="2B").tokens == 2e9
 
 
-@pytest.mark.parametrize("drop, message", [
-    (("memory", "work"), "both memory and work are missing"),
-    (("memory",), "memory is missing"),
-    (("work",), "work is missing"),
-])
+@pytest.mark.parametrize(
+    "drop, message",
+    [
+        (("memory", "work"), "both memory and work are missing"),
+        (("memory",), "memory is missing"),
+        (("work",), "work is missing"),
+    ],
+)
 def test_workload_needs_memory_and_work(drop, message):
     data = {k: v for k, v in BASE.items() if k not in drop}
     with pytest.raises(ValidationError, match=message):
@@ -66,7 +82,10 @@ def test_inline_model_fills_gqa_defaults():
     assert (m.kv_heads, m.head_dim, m.ffn, m.active_params) == (32, 128, 16384, 7e9)
 
 
-@pytest.mark.parametrize("field, value", [("time_budget", "-2h"), ("time_budget", 0), ("restart_overhead", "-1m")])
+@pytest.mark.parametrize(
+    "field, value",
+    [("time_budget", "-2h"), ("time_budget", 0), ("restart_overhead", "-1m")],
+)
 def test_negative_or_zero_times_are_rejected(field, value):
     with pytest.raises(ValidationError):
         Workload(**{**BASE, field: value})
@@ -84,9 +103,19 @@ def test_scenario_rejects_duplicate_workloads():
 
 
 def test_offer_key_and_price_validation():
-    offer = Offer(provider="aws", region="us-east-1", instance_type="p5.48xlarge", gpu="H100-SXM", gpus_per_node=8,
-                  gpu_vram_gib=80, intra_node="nvlink", intra_node_gbs=900, inter_node="efa", inter_node_gbps=3200,
-                  on_demand_usd_h=55.04)
+    offer = Offer(
+        provider="aws",
+        region="us-east-1",
+        instance_type="p5.48xlarge",
+        gpu="H100-SXM",
+        gpus_per_node=8,
+        gpu_vram_gib=80,
+        intra_node="nvlink",
+        intra_node_gbs=900,
+        inter_node="efa",
+        inter_node_gbps=3200,
+        on_demand_usd_h=55.04,
+    )
     assert offer.key == "aws/us-east-1/p5.48xlarge"
     with pytest.raises(ValidationError):
         Offer(**{**offer.model_dump(), "on_demand_usd_h": -1})

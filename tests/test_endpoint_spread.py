@@ -1,6 +1,7 @@
 """An endpoint an operator can run: at most `max_pools` pools and `max_providers` providers over all its periods
 (defaults 2 and 1), and `headroom` for bursts. The plan at one provider is the best of each provider alone, found
 by solving each apart."""
+
 from __future__ import annotations
 
 import json
@@ -14,15 +15,31 @@ from planner.solve.checker import check_plan
 SPREAD = {
     "name": "spread",
     "catalogs": ["aws", "gcp", "lambda"],
-    "constraints": {"gpu_quotas": {"lambda": 1}},  # one cheap GH200 at Lambda, the rest elsewhere
-    "workloads": [{
-        "name": "chat-8b", "kind": "serving", "model": "llama-3.1-8b",
-        "traffic": {"profile": [{"hours": "0-7", "requests_per_s": 20}, {"hours": "7-19", "requests_per_s": 120},
-                                {"hours": "19-24", "requests_per_s": 60}],
-                    "buckets": [{"prompt_tokens": 512, "output_tokens": 256, "share": 0.7},
-                                {"prompt_tokens": 2048, "output_tokens": 512, "share": 0.3}]},
-        "slo": {"ttft": "500ms", "tpot": "50ms", "quantile": 0.9}, "availability": 0.999, "autoscale": True,
-        "duration": "30d"}],
+    "constraints": {
+        "gpu_quotas": {"lambda": 1}
+    },  # one cheap GH200 at Lambda, the rest elsewhere
+    "workloads": [
+        {
+            "name": "chat-8b",
+            "kind": "serving",
+            "model": "llama-3.1-8b",
+            "traffic": {
+                "profile": [
+                    {"hours": "0-7", "requests_per_s": 20},
+                    {"hours": "7-19", "requests_per_s": 120},
+                    {"hours": "19-24", "requests_per_s": 60},
+                ],
+                "buckets": [
+                    {"prompt_tokens": 512, "output_tokens": 256, "share": 0.7},
+                    {"prompt_tokens": 2048, "output_tokens": 512, "share": 0.3},
+                ],
+            },
+            "slo": {"ttft": "500ms", "tpot": "50ms", "quantile": 0.9},
+            "availability": 0.999,
+            "autoscale": True,
+            "duration": "30d",
+        }
+    ],
 }
 
 
@@ -38,12 +55,24 @@ def _plan(run, tmp_path, name: str = "spread", **endpoint) -> tuple[dict, object
 
 def _spread(plan: dict) -> tuple[set, set]:
     (e,) = plan["endpoints"]
-    pools = {(p["provider"], p["region"], p["instance_type"], p["market"], p["tensor_parallel"])
-             for period in e["periods"] for p in period["pools"] if p["nodes"]}
+    pools = {
+        (
+            p["provider"],
+            p["region"],
+            p["instance_type"],
+            p["market"],
+            p["tensor_parallel"],
+        )
+        for period in e["periods"]
+        for p in period["pools"]
+        if p["nodes"]
+    }
     return pools, {pool[0] for pool in pools}
 
 
-def test_the_default_endpoint_runs_two_pools_at_one_provider_the_best_of_each_provider_alone(run, tmp_path):
+def test_the_default_endpoint_runs_two_pools_at_one_provider_the_best_of_each_provider_alone(
+    run, tmp_path
+):
     plan, loaded = _plan(run, tmp_path)
     pools, providers = _spread(plan)
     assert plan["status"] == "OPTIMAL" and len(pools) <= 2 and len(providers) == 1
@@ -62,7 +91,9 @@ def test_a_wider_spread_where_allowed_and_the_checker_holds_the_limits(run, tmp_
     wide, _ = _plan(run, tmp_path, "wide", max_pools=10, max_providers=5)
     pools, providers = _spread(wide)
     assert len(pools) > 2 and len(providers) > 1
-    assert wide["objective_usd"] < narrow["objective_usd"]  # Lambda's one GH200 beside AWS is cheaper
+    assert (
+        wide["objective_usd"] < narrow["objective_usd"]
+    )  # Lambda's one GH200 beside AWS is cheaper
     problems = check_plan(loaded, wide)  # the wide plan against the default limits
     assert any(f"{len(pools)} pools, max_pools is 2" in p for p in problems)
     assert any(f"{len(providers)} providers, max_providers is 1" in p for p in problems)
@@ -72,11 +103,17 @@ def test_a_wider_spread_where_allowed_and_the_checker_holds_the_limits(run, tmp_
 
 def test_max_pools_is_for_endpoints(run, tmp_path):
     path = tmp_path / "job.yaml"
-    path.write_text("name: j\ncatalogs: [aws]\nworkloads:\n  - name: t\n    kind: training\n"
-                    "    memory: {per_gpu: 20GiB}\n    work: {gpu_hours: 10, reference_gpu: A100-80GB}\n"
-                    "    max_pools: 3\n")
+    path.write_text(
+        "name: j\ncatalogs: [aws]\nworkloads:\n  - name: t\n    kind: training\n"
+        "    memory: {per_gpu: 20GiB}\n    work: {gpu_hours: 10, reference_gpu: A100-80GB}\n"
+        "    max_pools: 3\n"
+    )
     result = run("solve", path)
-    assert result.exit_code == 2 and "headroom, max_pools, max_providers and pool_usd_per_h are for kind: serving" in result.stderr
+    assert (
+        result.exit_code == 2
+        and "headroom, max_pools, max_providers and pool_usd_per_h are for kind: serving"
+        in result.stderr
+    )
 
 
 def test_headroom_keeps_a_share_of_every_replica_free_for_bursts(run, tmp_path):
@@ -85,17 +122,26 @@ def test_headroom_keeps_a_share_of_every_replica_free_for_bursts(run, tmp_path):
     assert check_plan(loaded, roomy) == []
 
     def carried(plan):
-        return {(p["instance_type"], p["tensor_parallel"], p["market"]): p["node_requests_per_s"]
-                for period in plan["endpoints"][0]["periods"] for p in period["pools"]}
+        return {
+            (p["instance_type"], p["tensor_parallel"], p["market"]): p[
+                "node_requests_per_s"
+            ]
+            for period in plan["endpoints"][0]["periods"]
+            for p in period["pools"]
+        }
 
     both = set(carried(plain)) & set(carried(roomy))
     assert both
     for pool in both:
-        assert carried(roomy)[pool] == pytest.approx([0.7 * r for r in carried(plain)[pool]])
+        assert carried(roomy)[pool] == pytest.approx(
+            [0.7 * r for r in carried(plain)[pool]]
+        )
     assert roomy["objective_usd"] > plain["objective_usd"]
 
 
-@pytest.mark.parametrize("quotas", [{"lambda": 1}, {}], ids=["lambda-quota", "no-quota"])
+@pytest.mark.parametrize(
+    "quotas", [{"lambda": 1}, {}], ids=["lambda-quota", "no-quota"]
+)
 def test_one_search_per_provider_finds_the_optimum_of_the_whole_model(tmp_path, quotas):
     """The split is exact: the whole model (every provider's options at once, one CP-SAT search to proof)
     has the same optimal cost."""
@@ -109,12 +155,21 @@ def test_one_search_per_provider_finds_the_optimum_of_the_whole_model(tmp_path, 
     loaded = load_scenario(path)
     found = generate(loaded.scenario, loaded.catalog)
     assert found.endpoints["provider"].nunique() == 3
-    plan = build_model(found.pruned, limits_of(loaded.scenario), serving=(found.endpoints, found.traffic))
+    plan = build_model(
+        found.pruned,
+        limits_of(loaded.scenario),
+        serving=(found.endpoints, found.traffic),
+    )
     split = solve_model(plan, 60.0, 1)
     whole = _search(plan.model, plan.pick, None, 60.0, 1, 0, None, serving=plan.serving)
     assert split.status == whole.status == "OPTIMAL"
-    assert split.objective_usd == pytest.approx(whole.serving["cost_usd"].sum(), abs=0.01)
-    assert (found.endpoints["oid"].iloc[split.serving["option"]].to_numpy() == split.serving["oid"].to_numpy()).all()
+    assert split.objective_usd == pytest.approx(
+        whole.serving["cost_usd"].sum(), abs=0.01
+    )
+    assert (
+        found.endpoints["oid"].iloc[split.serving["option"]].to_numpy()
+        == split.serving["oid"].to_numpy()
+    ).all()
 
 
 def test_a_priced_pool_is_kept_only_where_it_saves_more_than_it_costs(run, tmp_path):
@@ -126,18 +181,27 @@ def test_a_priced_pool_is_kept_only_where_it_saves_more_than_it_costs(run, tmp_p
         plan, _ = _plan(run, tmp_path, f"k{k}", **{**wide, "max_pools": k})
         assert plan["status"] == "OPTIMAL"
         by_pools[k] = (plan["objective_usd"], len(_spread(plan)[0]))
-    assert by_pools[1][0] > by_pools[6][0] and by_pools[6][1] > 2  # spreading saves, unpriced
+    assert (
+        by_pools[1][0] > by_pools[6][0] and by_pools[6][1] > 2
+    )  # spreading saves, unpriced
     hours, used = 30 * 24, []
     for price in (0.05, 0.5, 5.0):
-        priced, loaded = _plan(run, tmp_path, f"priced{price}", **wide, pool_usd_per_h=price)
+        priced, loaded = _plan(
+            run, tmp_path, f"priced{price}", **wide, pool_usd_per_h=price
+        )
         assert priced["status"] == "OPTIMAL" and check_plan(loaded, priced) == []
         best = min(cost + used * price * hours for cost, used in by_pools.values())
         pools = len(_spread(priced)[0])
         (e,) = priced["endpoints"]
         assert e["operating_usd"] == pytest.approx(pools * price * hours)
-        assert priced["objective_usd"] == pytest.approx(best, abs=0.02), (price, by_pools)
+        assert priced["objective_usd"] == pytest.approx(best, abs=0.02), (
+            price,
+            by_pools,
+        )
         used.append(pools)
-    assert used == sorted(used, reverse=True) and used[0] > used[-1]  # dearer pools, fewer of them
+    assert (
+        used == sorted(used, reverse=True) and used[0] > used[-1]
+    )  # dearer pools, fewer of them
 
 
 def test_the_checker_recounts_the_pools_operating_cost(run, tmp_path):

@@ -23,6 +23,7 @@ What is compared:
   runs, placements, reservations and total, 11 runs starting at other times, so the months
   split differently).
 """
+
 from __future__ import annotations
 
 import functools
@@ -45,17 +46,22 @@ EXIT_FOR_STATUS = {"OPTIMAL": 0, "FEASIBLE": 0, "INFEASIBLE": 1}
 
 
 def _load_tool():
-    spec = importlib.util.spec_from_file_location("update_golden", REPO / "tools" / "update_golden.py")
+    spec = importlib.util.spec_from_file_location(
+        "update_golden", REPO / "tools" / "update_golden.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-tool = _load_tool()  # the same example list and command as the script that wrote the golden files
+tool = (
+    _load_tool()
+)  # the same example list and command as the script that wrote the golden files
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("PLANNER_CATALOG_DIR")),
-    reason="PLANNER_CATALOG_DIR replaces the shipped catalogs the golden plans were made on")
+    reason="PLANNER_CATALOG_DIR replaces the shipped catalogs the golden plans were made on",
+)
 
 
 def _example(golden: Path) -> Path:
@@ -73,7 +79,9 @@ def _current(golden: Path) -> tuple[dict, dict]:
     """(golden JSON, the JSON the command prints now), both without timings."""
     expected = json.loads(golden.read_text(encoding="utf-8"))
     code, stdout = _planned(golden.stem)
-    assert code == EXIT_FOR_STATUS.get(expected["status"], 3), f"exit status {code} for a {expected['status']} plan"
+    assert code == EXIT_FOR_STATUS.get(expected["status"], 3), (
+        f"exit status {code} for a {expected['status']} plan"
+    )
     actual = json.loads(stdout)
     for key in TIMINGS:
         expected.pop(key, None)
@@ -83,7 +91,12 @@ def _current(golden: Path) -> tuple[dict, dict]:
 
 def differences(expected, actual, path: str = "$", rel: float = FLOAT_REL) -> list[str]:
     """Where `actual` differs from `expected`: floats to `rel`, everything else exactly."""
-    if isinstance(expected, bool) or isinstance(actual, bool) or expected is None or actual is None:
+    if (
+        isinstance(expected, bool)
+        or isinstance(actual, bool)
+        or expected is None
+        or actual is None
+    ):
         return [] if expected is actual else [f"{path}: {expected!r} -> {actual!r}"]
     if isinstance(expected, (int, float)) and isinstance(actual, (int, float)):
         if type(expected) is not type(actual):  # 2 -> 2.0 changes the JSON contract
@@ -95,39 +108,59 @@ def differences(expected, actual, path: str = "$", rel: float = FLOAT_REL) -> li
         return [] if same else [f"{path}: {expected!r} -> {actual!r}"]
     if isinstance(expected, dict) and isinstance(actual, dict):
         out = [f"{path}.{k}: missing" for k in expected if k not in actual]
-        out += [f"{path}.{k}: unexpected {actual[k]!r}" for k in actual if k not in expected]
+        out += [
+            f"{path}.{k}: unexpected {actual[k]!r}" for k in actual if k not in expected
+        ]
         for k in expected:
             if k in actual:
                 out += differences(expected[k], actual[k], f"{path}.{k}", rel)
         return out
     if isinstance(expected, list) and isinstance(actual, list):
-        out = [] if len(expected) == len(actual) else [f"{path}: {len(expected)} items -> {len(actual)}"]
-        for i, (e, a) in enumerate(zip(expected, actual, strict=False)):  # the common prefix, item by item
+        out = (
+            []
+            if len(expected) == len(actual)
+            else [f"{path}: {len(expected)} items -> {len(actual)}"]
+        )
+        for i, (e, a) in enumerate(
+            zip(expected, actual, strict=False)
+        ):  # the common prefix, item by item
             out += differences(e, a, f"{path}[{i}]", rel)
         return out
     return [] if expected == actual else [f"{path}: {expected!r} -> {actual!r}"]
 
 
 def _report(golden: Path, found: list[str]) -> str:
-    shown = "\n  ".join(found[:40]) + (f"\n  ... and {len(found) - 40} more" if len(found) > 40 else "")
-    return (f"the plan of {_example(golden).name} moved from {golden.relative_to(REPO)}:\n  {shown}\n"
-            "If the change is meant, run `python tools/update_golden.py` and review the diff.")
+    shown = "\n  ".join(found[:40]) + (
+        f"\n  ... and {len(found) - 40} more" if len(found) > 40 else ""
+    )
+    return (
+        f"the plan of {_example(golden).name} moved from {golden.relative_to(REPO)}:\n  {shown}\n"
+        "If the change is meant, run `python tools/update_golden.py` and review the diff."
+    )
 
 
 def _ids(files: list[Path]) -> list[str]:
     return [p.stem for p in files]
 
 
-SOLVE_GOLDEN = [g for g in GOLDEN_FILES if _example(g).exists() and not tool.is_quarter(_example(g))]
-BATCH_GOLDEN = [g for g in GOLDEN_FILES if _example(g).exists() and tool.is_quarter(_example(g))]
+SOLVE_GOLDEN = [
+    g for g in GOLDEN_FILES if _example(g).exists() and not tool.is_quarter(_example(g))
+]
+BATCH_GOLDEN = [
+    g for g in GOLDEN_FILES if _example(g).exists() and tool.is_quarter(_example(g))
+]
 
 
 def test_every_shipped_example_has_a_golden_file():
     shipped = {p.stem for p in tool.examples()}
     golden = {p.stem for p in GOLDEN_FILES}
     assert shipped, "no shipped examples found"
-    assert not shipped - golden, f"no golden file for {sorted(shipped - golden)}: run python tools/update_golden.py"
-    assert not golden - shipped, f"golden files for examples no longer shipped: {sorted(golden - shipped)}"
+    assert not shipped - golden, (
+        f"no golden file for {sorted(shipped - golden)}: run python tools/update_golden.py"
+    )
+    assert not golden - shipped, (
+        f"golden files for examples no longer shipped: {sorted(golden - shipped)}"
+    )
 
 
 @pytest.mark.parametrize("golden", SOLVE_GOLDEN, ids=_ids(SOLVE_GOLDEN))
@@ -142,8 +175,11 @@ def _cents(usd: float | None) -> int | None:
 
 
 def _scheduled(data: dict) -> tuple[set[str], set[str]]:
-    return ({r["run"] for r in data["runs"] if r["scheduled"]},
-            {r["run"] for r in data["runs"] if not r["scheduled"]} | {u["run"] for u in data["unscheduled"]})
+    return (
+        {r["run"] for r in data["runs"] if r["scheduled"]},
+        {r["run"] for r in data["runs"] if not r["scheduled"]}
+        | {u["run"] for u in data["unscheduled"]},
+    )
 
 
 @pytest.mark.parametrize("golden", BATCH_GOLDEN, ids=_ids(BATCH_GOLDEN))
@@ -153,12 +189,18 @@ def test_batch_plan_matches_golden(golden):
     if actual["status"] != expected["status"]:
         found.append(f"status: {expected['status']} -> {actual['status']}")
     if _cents(actual["objective_usd"]) != _cents(expected["objective_usd"]):
-        found.append(f"objective_usd: {expected['objective_usd']} -> {actual['objective_usd']}")
-    if expected["status"] == "OPTIMAL" and _cents(actual["bound_usd"]) != _cents(expected["bound_usd"]):
+        found.append(
+            f"objective_usd: {expected['objective_usd']} -> {actual['objective_usd']}"
+        )
+    if expected["status"] == "OPTIMAL" and _cents(actual["bound_usd"]) != _cents(
+        expected["bound_usd"]
+    ):
         found.append(f"bound_usd: {expected['bound_usd']} -> {actual['bound_usd']}")
     (want_in, want_out), (got_in, got_out) = _scheduled(expected), _scheduled(actual)
     if got_in != want_in:
-        found.append(f"scheduled runs: lost {sorted(want_in - got_in)}, gained {sorted(got_in - want_in)}")
+        found.append(
+            f"scheduled runs: lost {sorted(want_in - got_in)}, gained {sorted(got_in - want_in)}"
+        )
     if got_out != want_out:
         found.append(f"runs left out: was {sorted(want_out)}, now {sorted(got_out)}")
     assert not found, _report(golden, found)
@@ -167,9 +209,17 @@ def test_batch_plan_matches_golden(golden):
 FULL_SCHEDULE = {"quarter-budget", "quarter-launch"}
 """Quarters whose whole schedule is stable: one CP-SAT search (one worker) that ends proven optimal long
 before its clock cap (quarter-launch: 0.05 s of its 3 s); verified over repeated runs and under load."""
-SCHEDULE_CASES = [g if g.stem in FULL_SCHEDULE else pytest.param(g, marks=pytest.mark.skip(
-    reason="its schedule among equal-cost ones depends on machine load (see the module docstring)"))
-    for g in BATCH_GOLDEN]
+SCHEDULE_CASES = [
+    g
+    if g.stem in FULL_SCHEDULE
+    else pytest.param(
+        g,
+        marks=pytest.mark.skip(
+            reason="its schedule among equal-cost ones depends on machine load (see the module docstring)"
+        ),
+    )
+    for g in BATCH_GOLDEN
+]
 
 
 @pytest.mark.parametrize("golden", SCHEDULE_CASES, ids=_ids(BATCH_GOLDEN))

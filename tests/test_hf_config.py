@@ -2,6 +2,7 @@
 
 No network: the shipped configs are in tests/data/hf/ (see its README.md for where each came
 from) and huggingface_hub is replaced by a stand-in module."""
+
 from __future__ import annotations
 
 import json
@@ -13,7 +14,13 @@ from pathlib import Path
 import pytest
 
 from planner.load.catalog import load_models
-from planner.load.hf_config import SUPPORTED, arch_from_config, fetch_config, load_config_file, looks_like_hf_id
+from planner.load.hf_config import (
+    SUPPORTED,
+    arch_from_config,
+    fetch_config,
+    load_config_file,
+    looks_like_hf_id,
+)
 from planner.schema.catalog import ModelArch
 
 DATA = Path(__file__).resolve().parent / "data" / "hf"
@@ -78,7 +85,12 @@ def test_published_parameter_counts():
     assert llama.params == 8_030_261_248
     gpt2 = arch_from_config(shipped("openai-community/gpt2"), "gpt2")
     assert gpt2.params == 124_439_808
-    assert (gpt2.ffn, gpt2.head_dim, gpt2.max_context, gpt2.tied_embeddings) == (3072, 64, 1024, True)
+    assert (gpt2.ffn, gpt2.head_dim, gpt2.max_context, gpt2.tied_embeddings) == (
+        3072,
+        64,
+        1024,
+        True,
+    )
     mixtral = arch_from_config(shipped("mistralai/Mixtral-8x7B-v0.1"), "mixtral-8x7b")
     assert mixtral.params == 46_702_792_704
     assert mixtral.expert_params == 32 * 8 * 3 * 4096 * 14336 == 45_097_156_608
@@ -89,9 +101,17 @@ def test_published_parameter_counts():
 def test_qwen3_moe_counts():
     q = arch_from_config(shipped("Qwen/Qwen3-30B-A3B"), "qwen3-30b-a3b")
     assert q.expert_params == 48 * 128 * 3 * 2048 * 768
-    assert (q.experts, q.experts_per_token, q.ffn, q.head_dim, q.kv_heads) == (128, 8, 768, 128, 4)
+    assert (q.experts, q.experts_per_token, q.ffn, q.head_dim, q.kv_heads) == (
+        128,
+        8,
+        768,
+        128,
+        4,
+    )
     assert round(q.params / 1e9, 1) == 30.5  # model card: 30.5B total, 3.3B active
-    assert abs(q.active_params - 3.3e9) < 0.1e9  # 3.35B: the catalog counts both embedding matrices as active
+    assert (
+        abs(q.active_params - 3.3e9) < 0.1e9
+    )  # 3.35B: the catalog counts both embedding matrices as active
 
 
 def test_qwen3_moe_dense_layers():
@@ -107,16 +127,26 @@ def test_qwen3_moe_dense_layers():
     assert every_other.expert_params == 24 * 128 * 3 * 2048 * 768
     assert every_other.params == full.params - 24 * (moe_layer - dense_layer)
     dense = arch_from_config(dict(base, num_experts=0), "q")
-    assert dense.experts is None and dense.ffn == 6144 and dense.active_params == dense.params
+    assert (
+        dense.experts is None
+        and dense.ffn == 6144
+        and dense.active_params == dense.params
+    )
 
 
 def test_deepseek_v3_mla_and_moe():
     d = arch_from_config(shipped("deepseek-ai/DeepSeek-V3"), "deepseek-v3")
-    assert 2 * d.kv_heads * d.head_dim == 512 + 64  # kv_lora_rank + qk_rope_head_dim cached
+    assert (
+        2 * d.kv_heads * d.head_dim == 512 + 64
+    )  # kv_lora_rank + qk_rope_head_dim cached
     assert (d.heads, d.kv_heads, d.head_dim, d.ffn, d.layers) == (128, 1, 288, 2048, 61)
     assert d.expert_params == 58 * 256 * 3 * 7168 * 2048
-    assert round(d.params / 1e9) == 671 and round(d.active_params / 1e9) == 38  # paper: 671B / 37B
-    assert d.max_context == 163840  # what config.json says (the catalog row keeps 131072)
+    assert (
+        round(d.params / 1e9) == 671 and round(d.active_params / 1e9) == 38
+    )  # paper: 671B / 37B
+    assert (
+        d.max_context == 163840
+    )  # what config.json says (the catalog row keeps 131072)
     assert "MTP module not counted" in d.source
 
 
@@ -130,12 +160,16 @@ def test_deepseek_without_q_lora():
 
 
 def test_source_and_repo():
-    arch = arch_from_config(shipped("openai-community/gpt2"), "gpt2", hf_repo="openai-community/gpt2")
+    arch = arch_from_config(
+        shipped("openai-community/gpt2"), "gpt2", hf_repo="openai-community/gpt2"
+    )
     assert arch.hf_repo == "openai-community/gpt2"
     assert "openai-community/gpt2" in arch.source and "model_type gpt2" in arch.source
     local = arch_from_config(shipped("openai-community/gpt2"), "mine")
     assert local.hf_repo == "" and "a local file" in local.source
-    given = arch_from_config(shipped("openai-community/gpt2"), "mine", source="my notes")
+    given = arch_from_config(
+        shipped("openai-community/gpt2"), "mine", source="my notes"
+    )
     assert given.source == "my notes"
 
 
@@ -145,37 +179,103 @@ def test_source_and_repo():
 
 
 def _llama_shape(model_type, vocab, hidden, layers, heads, kv, ffn, ctx, tied, **extra):
-    return dict(model_type=model_type, vocab_size=vocab, hidden_size=hidden, num_hidden_layers=layers,
-                num_attention_heads=heads, num_key_value_heads=kv, intermediate_size=ffn,
-                max_position_embeddings=ctx, tie_word_embeddings=tied, **extra)
+    return dict(
+        model_type=model_type,
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        num_key_value_heads=kv,
+        intermediate_size=ffn,
+        max_position_embeddings=ctx,
+        tie_word_embeddings=tied,
+        **extra,
+    )
 
 
-GEMMA3_VISION = dict(hidden_size=1152, image_size=896, intermediate_size=4304, model_type="siglip_vision_model",
-                     num_attention_heads=16, num_hidden_layers=27, patch_size=14, vision_use_head=False)
+GEMMA3_VISION = dict(
+    hidden_size=1152,
+    image_size=896,
+    intermediate_size=4304,
+    model_type="siglip_vision_model",
+    num_attention_heads=16,
+    num_hidden_layers=27,
+    patch_size=14,
+    vision_use_head=False,
+)
 
 INLINE = {
-    "mistral-7b": _llama_shape("mistral", 32000, 4096, 32, 32, 8, 14336, 32768, False, sliding_window=4096),
-    "mistral-small-24b": _llama_shape("mistral", 131072, 5120, 40, 32, 8, 32768, 32768, False, head_dim=128),
+    "mistral-7b": _llama_shape(
+        "mistral", 32000, 4096, 32, 32, 8, 14336, 32768, False, sliding_window=4096
+    ),
+    "mistral-small-24b": _llama_shape(
+        "mistral", 131072, 5120, 40, 32, 8, 32768, 32768, False, head_dim=128
+    ),
     "phi-4": _llama_shape("phi3", 100352, 5120, 40, 40, 10, 17920, 16384, False),
-    "llama-3.2-1b": _llama_shape("llama", 128256, 2048, 16, 32, 8, 8192, 131072, True, head_dim=64),
+    "llama-3.2-1b": _llama_shape(
+        "llama", 128256, 2048, 16, 32, 8, 8192, 131072, True, head_dim=64
+    ),
     "llama-2-7b": _llama_shape("llama", 32000, 4096, 32, 32, 32, 11008, 4096, False),
-    "qwen3-32b": _llama_shape("qwen3", 151936, 5120, 64, 64, 8, 25600, 40960, False, head_dim=128),
+    "qwen3-32b": _llama_shape(
+        "qwen3", 151936, 5120, 64, 64, 8, 25600, 40960, False, head_dim=128
+    ),
     # Gemma2Config: tie_word_embeddings defaults to true (the published configs leave it out)
-    "gemma-2-27b": {k: v for k, v in _llama_shape("gemma2", 256000, 4608, 46, 32, 16, 36864, 8192, True,
-                                                  head_dim=128).items() if k != "tie_word_embeddings"},
-    "gemma-3-27b": dict(model_type="gemma3", architectures=["Gemma3ForConditionalGeneration"],
-                        text_config=dict(head_dim=128, hidden_size=5376, intermediate_size=21504,
-                                         model_type="gemma3_text", num_attention_heads=32, num_hidden_layers=62,
-                                         num_key_value_heads=16, query_pre_attn_scalar=168, sliding_window=1024),
-                        vision_config=GEMMA3_VISION),
-    "gemma-3-12b": dict(model_type="gemma3",
-                        text_config=dict(hidden_size=3840, intermediate_size=15360, model_type="gemma3_text",
-                                         num_attention_heads=16, num_hidden_layers=48, num_key_value_heads=8),
-                        vision_config=GEMMA3_VISION),
-    "falcon-40b": dict(model_type="falcon", architectures=["FalconForCausalLM"], alibi=False, bias=False,
-                       hidden_size=8192, new_decoder_architecture=True, num_attention_heads=128,
-                       num_hidden_layers=60, num_kv_heads=8, parallel_attn=True, vocab_size=65024),
-    "gpt2-xl": dict(model_type="gpt2", n_embd=1600, n_head=25, n_layer=48, n_positions=1024, vocab_size=50257),
+    "gemma-2-27b": {
+        k: v
+        for k, v in _llama_shape(
+            "gemma2", 256000, 4608, 46, 32, 16, 36864, 8192, True, head_dim=128
+        ).items()
+        if k != "tie_word_embeddings"
+    },
+    "gemma-3-27b": dict(
+        model_type="gemma3",
+        architectures=["Gemma3ForConditionalGeneration"],
+        text_config=dict(
+            head_dim=128,
+            hidden_size=5376,
+            intermediate_size=21504,
+            model_type="gemma3_text",
+            num_attention_heads=32,
+            num_hidden_layers=62,
+            num_key_value_heads=16,
+            query_pre_attn_scalar=168,
+            sliding_window=1024,
+        ),
+        vision_config=GEMMA3_VISION,
+    ),
+    "gemma-3-12b": dict(
+        model_type="gemma3",
+        text_config=dict(
+            hidden_size=3840,
+            intermediate_size=15360,
+            model_type="gemma3_text",
+            num_attention_heads=16,
+            num_hidden_layers=48,
+            num_key_value_heads=8,
+        ),
+        vision_config=GEMMA3_VISION,
+    ),
+    "falcon-40b": dict(
+        model_type="falcon",
+        architectures=["FalconForCausalLM"],
+        alibi=False,
+        bias=False,
+        hidden_size=8192,
+        new_decoder_architecture=True,
+        num_attention_heads=128,
+        num_hidden_layers=60,
+        num_kv_heads=8,
+        parallel_attn=True,
+        vocab_size=65024,
+    ),
+    "gpt2-xl": dict(
+        model_type="gpt2",
+        n_embd=1600,
+        n_head=25,
+        n_layer=48,
+        n_positions=1024,
+        vocab_size=50257,
+    ),
 }
 
 
@@ -189,18 +289,33 @@ def test_inline_config_matches_catalog_row(name):
 def test_gemma3_text_only():
     cfg = {k: v for k, v in INLINE["gemma-3-27b"].items() if k != "vision_config"}
     arch = arch_from_config(cfg, "g")
-    assert arch.params == 27_009_346_304  # "text decoder alone" in the catalog row's source
+    assert (
+        arch.params == 27_009_346_304
+    )  # "text decoder alone" in the catalog row's source
     assert "text decoder only" in arch.source
 
 
 def test_falcon_7b_older_layout():
     """multi_query, parallel attention with one LayerNorm: the well-known 6,921,720,704."""
-    cfg = dict(model_type="falcon", hidden_size=4544, num_hidden_layers=32, num_attention_heads=71,
-               multi_query=True, parallel_attn=True, bias=False, new_decoder_architecture=False,
-               vocab_size=65024)
+    cfg = dict(
+        model_type="falcon",
+        hidden_size=4544,
+        num_hidden_layers=32,
+        num_attention_heads=71,
+        multi_query=True,
+        parallel_attn=True,
+        bias=False,
+        new_decoder_architecture=False,
+        vocab_size=65024,
+    )
     arch = arch_from_config(cfg, "falcon-7b")
     assert arch.params == 6_921_720_704
-    assert (arch.kv_heads, arch.head_dim, arch.ffn, arch.max_context) == (1, 64, 4 * 4544, 2048)
+    assert (arch.kv_heads, arch.head_dim, arch.ffn, arch.max_context) == (
+        1,
+        64,
+        4 * 4544,
+        2048,
+    )
 
 
 def test_llama_biases():
@@ -208,22 +323,34 @@ def test_llama_biases():
     plain = arch_from_config(cfg, "l").params
     attn = arch_from_config(dict(cfg, attention_bias=True), "l").params
     mlp = arch_from_config(dict(cfg, mlp_bias=True), "l").params
-    assert attn - plain == 32 * (4096 + 2 * 4096 + 4096)  # q, k, v (32 KV heads x 128) and o
+    assert attn - plain == 32 * (
+        4096 + 2 * 4096 + 4096
+    )  # q, k, v (32 KV heads x 128) and o
     assert mlp - plain == 32 * (2 * 11008 + 4096)
 
 
 def test_defaults_where_configs_are_silent():
-    llama = {k: v for k, v in INLINE["llama-2-7b"].items()
-             if k not in ("num_key_value_heads", "max_position_embeddings", "tie_word_embeddings")}
+    llama = {
+        k: v
+        for k, v in INLINE["llama-2-7b"].items()
+        if k
+        not in ("num_key_value_heads", "max_position_embeddings", "tie_word_embeddings")
+    }
     arch = arch_from_config(llama, "l")
-    assert arch.kv_heads == 32 and arch.max_context is None and arch.tied_embeddings is False
+    assert (
+        arch.kv_heads == 32
+        and arch.max_context is None
+        and arch.tied_embeddings is False
+    )
     gpt = dict(INLINE["gpt2-xl"], n_inner=None)
     assert arch_from_config(gpt, "g").ffn == 6400
     assert arch_from_config(dict(gpt, n_inner=4096), "g").ffn == 4096
 
 
 def test_model_type_from_architectures():
-    cfg = {k: v for k, v in shipped("meta-llama/Llama-3.1-8B").items() if k != "model_type"}
+    cfg = {
+        k: v for k, v in shipped("meta-llama/Llama-3.1-8B").items() if k != "model_type"
+    }
     assert arch_from_config(cfg, "l").params == 8_030_261_248
 
 
@@ -234,19 +361,24 @@ def test_unknown_model_type():
     with pytest.raises(ValueError) as exc:
         arch_from_config({"model_type": "bert", "hidden_size": 768}, "b")
     text = one_line(exc)
-    assert "'bert'" in text and "supported" in text and all(t in text for t in SUPPORTED)
+    assert (
+        "'bert'" in text and "supported" in text and all(t in text for t in SUPPORTED)
+    )
 
 
-@pytest.mark.parametrize("hub_id, key", [
-    ("meta-llama/Llama-3.1-8B", "hidden_size"),
-    ("meta-llama/Llama-3.1-8B", "vocab_size"),
-    ("mistralai/Mixtral-8x7B-v0.1", "num_local_experts"),
-    ("mistralai/Mixtral-8x7B-v0.1", "num_key_value_heads"),
-    ("Qwen/Qwen3-30B-A3B", "moe_intermediate_size"),
-    ("deepseek-ai/DeepSeek-V3", "kv_lora_rank"),
-    ("openai-community/gpt2", "n_embd"),
-    ("google/gemma-2-9b", "intermediate_size"),
-])
+@pytest.mark.parametrize(
+    "hub_id, key",
+    [
+        ("meta-llama/Llama-3.1-8B", "hidden_size"),
+        ("meta-llama/Llama-3.1-8B", "vocab_size"),
+        ("mistralai/Mixtral-8x7B-v0.1", "num_local_experts"),
+        ("mistralai/Mixtral-8x7B-v0.1", "num_key_value_heads"),
+        ("Qwen/Qwen3-30B-A3B", "moe_intermediate_size"),
+        ("deepseek-ai/DeepSeek-V3", "kv_lora_rank"),
+        ("openai-community/gpt2", "n_embd"),
+        ("google/gemma-2-9b", "intermediate_size"),
+    ],
+)
 def test_missing_key(hub_id, key):
     cfg = {k: v for k, v in shipped(hub_id).items() if k != key}
     with pytest.raises(ValueError) as exc:
@@ -262,7 +394,10 @@ def test_missing_model_type_and_text_config():
     with pytest.raises(ValueError) as exc:
         arch_from_config({"model_type": "gemma3"}, "m")
     assert "missing 'text_config'" in one_line(exc)
-    cfg = dict(INLINE["gemma-3-27b"], text_config={"hidden_size": 5376, "num_hidden_layers": 62})
+    cfg = dict(
+        INLINE["gemma-3-27b"],
+        text_config={"hidden_size": 5376, "num_hidden_layers": 62},
+    )
     with pytest.raises(ValueError) as exc:
         arch_from_config(cfg, "m")
     assert "missing 'text_config.intermediate_size'" in one_line(exc)
@@ -276,12 +411,30 @@ def test_bad_values(value):
     assert "'hidden_size' must be a positive integer" in one_line(exc)
 
 
-@pytest.mark.parametrize("repo, key, value, words", [
-    ("Qwen/Qwen3-30B-A3B", "num_hidden_layers", 10**15, "no model is that large"),  # looped over per layer: hung
-    ("Qwen/Qwen3-30B-A3B", "vocab_size", 1e308, "no model is that large"),  # overflowed float() in the count
-    ("meta-llama/Llama-3.1-8B", "hidden_size", 10**8, "at most 10,000,000"),
-    ("meta-llama/Llama-3.1-8B", "num_hidden_layers", 10**6, "invalid shape"),  # the shape's own bound on layers
-])
+@pytest.mark.parametrize(
+    "repo, key, value, words",
+    [
+        (
+            "Qwen/Qwen3-30B-A3B",
+            "num_hidden_layers",
+            10**15,
+            "no model is that large",
+        ),  # looped over per layer: hung
+        (
+            "Qwen/Qwen3-30B-A3B",
+            "vocab_size",
+            1e308,
+            "no model is that large",
+        ),  # overflowed float() in the count
+        ("meta-llama/Llama-3.1-8B", "hidden_size", 10**8, "at most 10,000,000"),
+        (
+            "meta-llama/Llama-3.1-8B",
+            "num_hidden_layers",
+            10**6,
+            "invalid shape",
+        ),  # the shape's own bound on layers
+    ],
+)
 def test_absurdly_large_values(repo, key, value, words):
     with pytest.raises(ValueError) as exc:
         arch_from_config(dict(shipped(repo), **{key: value}), "m")
@@ -290,10 +443,14 @@ def test_absurdly_large_values(repo, key, value, words):
 
 def test_bad_flag_and_shape():
     with pytest.raises(ValueError) as exc:
-        arch_from_config(dict(shipped("meta-llama/Llama-3.1-8B"), tie_word_embeddings="no"), "m")
+        arch_from_config(
+            dict(shipped("meta-llama/Llama-3.1-8B"), tie_word_embeddings="no"), "m"
+        )
     assert "'tie_word_embeddings' must be true or false" in one_line(exc)
     with pytest.raises(ValueError) as exc:
-        arch_from_config(dict(shipped("mistralai/Mixtral-8x7B-v0.1"), num_experts_per_tok=9), "m")
+        arch_from_config(
+            dict(shipped("mistralai/Mixtral-8x7B-v0.1"), num_experts_per_tok=9), "m"
+        )
     assert "invalid shape" in one_line(exc)
     with pytest.raises(ValueError) as exc:
         arch_from_config(["not", "a", "dict"], "m")
@@ -309,12 +466,15 @@ def test_load_config_file(tmp_path):
     assert load_config_file(tmp_path) == {"model_type": "gpt2"}  # a model directory
 
 
-@pytest.mark.parametrize("content, words", [
-    (None, "not found"),
-    ('{"model_type": "llama",', "not valid JSON"),
-    ("[1, 2]", "holds a JSON list, not an object"),
-    (b"\xff\xfe\x00garbage", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (None, "not found"),
+        ('{"model_type": "llama",', "not valid JSON"),
+        ("[1, 2]", "holds a JSON list, not an object"),
+        (b"\xff\xfe\x00garbage", "not UTF-8"),
+    ],
+)
 def test_load_config_file_errors(tmp_path, content, words):
     path = tmp_path / "config.json"
     if isinstance(content, bytes):
@@ -328,10 +488,31 @@ def test_load_config_file_errors(tmp_path, content, words):
 
 
 def test_looks_like_hf_id():
-    for good in ("meta-llama/Llama-3.1-8B", "Qwen/Qwen3-30B-A3B", "openai-community/gpt2", "a/b", "x_y/z.v1"):
+    for good in (
+        "meta-llama/Llama-3.1-8B",
+        "Qwen/Qwen3-30B-A3B",
+        "openai-community/gpt2",
+        "a/b",
+        "x_y/z.v1",
+    ):
         assert looks_like_hf_id(good), good
-    for bad in ("gpt2", "llama-3.1-8b", "a/b/c", "/abs/path", "./x/y", "org/", "/name", "org/name.json",
-                "configs/model.yaml", "org--x/name", "org/na..me", "org/-name", "org name/x", "", "o/" + "n" * 95):
+    for bad in (
+        "gpt2",
+        "llama-3.1-8b",
+        "a/b/c",
+        "/abs/path",
+        "./x/y",
+        "org/",
+        "/name",
+        "org/name.json",
+        "configs/model.yaml",
+        "org--x/name",
+        "org/na..me",
+        "org/-name",
+        "org name/x",
+        "",
+        "o/" + "n" * 95,
+    ):
         assert not looks_like_hf_id(bad), bad
 
 
@@ -387,7 +568,9 @@ def test_an_unreachable_hub_reads_the_cache_at_once(monkeypatch):
     from planner.load import hf_config
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")  # the discard port: nothing listens
+    monkeypatch.setenv(
+        "HF_ENDPOINT", "http://127.0.0.1:9"
+    )  # the discard port: nothing listens
     started = time.perf_counter()
     assert not hf_config._hub_reachable()
     assert time.perf_counter() - started < hf_config.HUB_PROBE_S + 1
@@ -395,12 +578,16 @@ def test_an_unreachable_hub_reads_the_cache_at_once(monkeypatch):
 
     def download(repo_id, filename, **kwargs):
         seen.update(kwargs)
-        raise LocalEntryNotFoundError("Cannot find the requested files in the disk cache")
+        raise LocalEntryNotFoundError(
+            "Cannot find the requested files in the disk cache"
+        )
 
     _fake_hub(monkeypatch, download)
     with pytest.raises(ValueError) as exc:
         fetch_config("meta-llama/Llama-3.1-8B")
-    assert seen.get("local_files_only") is True and "could not be reached" in one_line(exc)
+    assert seen.get("local_files_only") is True and "could not be reached" in one_line(
+        exc
+    )
 
 
 def test_fetch_without_huggingface_hub(monkeypatch, online):
@@ -408,7 +595,11 @@ def test_fetch_without_huggingface_hub(monkeypatch, online):
     with pytest.raises(ValueError) as exc:
         fetch_config("meta-llama/Llama-3.1-8B")
     text = one_line(exc)
-    assert "pip install huggingface_hub" in text and "hf_config" in text and "meta-llama/Llama-3.1-8B" in text
+    assert (
+        "pip install huggingface_hub" in text
+        and "hf_config" in text
+        and "meta-llama/Llama-3.1-8B" in text
+    )
 
 
 def test_fetch_reads_the_downloaded_file(monkeypatch, online):
@@ -429,26 +620,46 @@ def test_fetch_offline(monkeypatch):
 
     def download(repo_id, filename, **kwargs):
         seen.update(kwargs)
-        raise LocalEntryNotFoundError("Cannot find the requested files in the disk cache and outgoing "
-                                      "traffic has been disabled.\nTo enable hf.co look-ups, set HF_HUB_OFFLINE=0.")
+        raise LocalEntryNotFoundError(
+            "Cannot find the requested files in the disk cache and outgoing "
+            "traffic has been disabled.\nTo enable hf.co look-ups, set HF_HUB_OFFLINE=0."
+        )
 
     _fake_hub(monkeypatch, download)
     with pytest.raises(ValueError) as exc:
         fetch_config("meta-llama/Llama-3.1-8B")
     text = one_line(exc)
     assert seen.get("local_files_only") is True
-    assert "could not fetch" in text and "HF_HUB_OFFLINE" in text and "hf_config" in text
+    assert (
+        "could not fetch" in text and "HF_HUB_OFFLINE" in text and "hf_config" in text
+    )
 
 
-@pytest.mark.parametrize("error, words", [
-    (GatedRepoError("403 Client Error.\nCannot access gated repo"), "gated"),
-    (RepositoryNotFoundError("404 Client Error.\nRepository Not Found"), "no such repository"),
-    (RevisionNotFoundError("404 revision"), "revision 'v9' not found"),
-    (EntryNotFoundError("404 entry"), "no config.json"),
-    (LocalEntryNotFoundError("An error happened while trying to locate the file on the Hub"), "could not be reached"),
-    (ConnectionError("Max retries exceeded with url\n(Caused by NameResolutionError)"), "could not be reached"),
-    (HfHubHTTPError("500 Server Error"), "answered with an error"),
-])
+@pytest.mark.parametrize(
+    "error, words",
+    [
+        (GatedRepoError("403 Client Error.\nCannot access gated repo"), "gated"),
+        (
+            RepositoryNotFoundError("404 Client Error.\nRepository Not Found"),
+            "no such repository",
+        ),
+        (RevisionNotFoundError("404 revision"), "revision 'v9' not found"),
+        (EntryNotFoundError("404 entry"), "no config.json"),
+        (
+            LocalEntryNotFoundError(
+                "An error happened while trying to locate the file on the Hub"
+            ),
+            "could not be reached",
+        ),
+        (
+            ConnectionError(
+                "Max retries exceeded with url\n(Caused by NameResolutionError)"
+            ),
+            "could not be reached",
+        ),
+        (HfHubHTTPError("500 Server Error"), "answered with an error"),
+    ],
+)
 def test_fetch_failures(monkeypatch, online, error, words):
     def download(repo_id, filename, **kwargs):
         raise error
@@ -481,22 +692,34 @@ def test_fetch_with_real_huggingface_hub(monkeypatch, online):
     from huggingface_hub.utils import LocalEntryNotFoundError as RealLocalEntryNotFound
 
     def download(repo_id, filename, **kwargs):
-        raise RealLocalEntryNotFound("Connection error, and we cannot find the requested files in the cache.")
+        raise RealLocalEntryNotFound(
+            "Connection error, and we cannot find the requested files in the cache."
+        )
 
     monkeypatch.setattr(hub, "hf_hub_download", download)
     with pytest.raises(ValueError) as exc:
         fetch_config("meta-llama/Llama-3.1-8B")
     assert "could not be reached" in one_line(exc)
-    monkeypatch.setattr(hub, "hf_hub_download", lambda *a, **k: str(DATA / "openai-community__gpt2.json"))
+    monkeypatch.setattr(
+        hub,
+        "hf_hub_download",
+        lambda *a, **k: str(DATA / "openai-community__gpt2.json"),
+    )
     assert fetch_config("openai-community/gpt2")["vocab_size"] == 50257
 
 
-@pytest.mark.parametrize("repo_id, name", [
-    ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"), ("google/gemma-2-9b-it", "gemma-2-9b"),
-    ("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"), ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"),
-    ("google/gemma-3-12b-it", "gemma-3-12b"), ("mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-24b"),
-    ("meta-llama/Meta-Llama-3-70B-Instruct", "llama-3-70b"),
-])
+@pytest.mark.parametrize(
+    "repo_id, name",
+    [
+        ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+        ("google/gemma-2-9b-it", "gemma-2-9b"),
+        ("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"),
+        ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"),
+        ("google/gemma-3-12b-it", "gemma-3-12b"),
+        ("mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-24b"),
+        ("meta-llama/Meta-Llama-3-70B-Instruct", "llama-3-70b"),
+    ],
+)
 def test_a_tuned_variants_id_is_its_base_models_shape(repo_id, name):
     """The id people copy from a model card (-Instruct, -chat, -it) is the catalog's base row: the same shape."""
     from planner.load.catalog import load_catalog
@@ -508,13 +731,19 @@ def test_another_version_is_not_taken_for_the_catalogs():
     from planner.load.catalog import load_catalog
 
     with pytest.raises(KeyError):
-        load_catalog(["aws"]).model("mistralai/Mistral-7B-Instruct-v0.2")  # the catalog has v0.1
+        load_catalog(["aws"]).model(
+            "mistralai/Mistral-7B-Instruct-v0.2"
+        )  # the catalog has v0.1
 
 
-def test_a_scenario_naming_an_instruct_id_plans_without_the_hub(run, tmp_path, monkeypatch):
+def test_a_scenario_naming_an_instruct_id_plans_without_the_hub(
+    run, tmp_path, monkeypatch
+):
     monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # any fetch would fail
     path = tmp_path / "instruct.yaml"
-    path.write_text("name: i\ncatalogs: [aws]\nworkloads:\n  - name: tune\n    kind: fine_tuning\n"
-                    "    model: meta-llama/Llama-3.1-8B-Instruct\n    method: lora\n    work: {tokens: 10M}\n")
+    path.write_text(
+        "name: i\ncatalogs: [aws]\nworkloads:\n  - name: tune\n    kind: fine_tuning\n"
+        "    model: meta-llama/Llama-3.1-8B-Instruct\n    method: lora\n    work: {tokens: 10M}\n"
+    )
     result = run("validate", path)
     assert result.exit_code == 0, result.stderr

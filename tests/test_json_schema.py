@@ -1,13 +1,14 @@
 """`planner schema`: the JSON Schema of scenario and quarter files, for editors. Every shipped example
 validates against it as an editor reads YAML (dates as text), and a misspelled key does not."""
+
 from __future__ import annotations
 
 import json
 
 import jsonschema
 import pytest
-
 from conftest import REPO, SCENARIOS
+
 from planner.load.yaml import load_yaml
 
 
@@ -20,7 +21,9 @@ def _validator(run, kind: str):
     assert result.exit_code == 0, result.stderr
     schema = json.loads(result.stdout)
     jsonschema.Draft202012Validator.check_schema(schema)
-    assert schema == json.loads((REPO / "docs" / "schema" / f"{kind}.schema.json").read_text())  # the shipped one
+    assert schema == json.loads(
+        (REPO / "docs" / "schema" / f"{kind}.schema.json").read_text()
+    )  # the shipped one
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -58,7 +61,9 @@ def test_every_shipped_plan_is_its_schema_and_declares_every_key(run, path):
     from planner.schema.plan import PlanRecord, ScheduleRecord, undeclared
 
     data = json.loads(path.read_text())
-    kind, record = ("schedule", ScheduleRecord) if "runs" in data else ("plan", PlanRecord)
+    kind, record = (
+        ("schedule", ScheduleRecord) if "runs" in data else ("plan", PlanRecord)
+    )
     assert [e.message for e in _validator(run, kind).iter_errors(data)] == []
     assert undeclared(record.model_validate(data)) == []
 
@@ -71,8 +76,15 @@ def test_the_timings_block_and_a_renamed_key_are_checked(run):
     assert "solve_report" in data and undeclared(PlanRecord.model_validate(data)) == []
     validator = _validator(run, "plan")
     assert [e.message for e in validator.iter_errors(data)] == []
-    data["assignments"][0]["expect"] = data["assignments"][0].pop("expected")  # a required key renamed
-    assert any("'expected' is a required property" in e.message for e in validator.iter_errors(data))
+    data["assignments"][0]["expect"] = data["assignments"][0].pop(
+        "expected"
+    )  # a required key renamed
+    assert any(
+        "'expected' is a required property" in e.message
+        for e in validator.iter_errors(data)
+    )
     data = json.loads(result.stdout)
-    data["assignments"][0]["gpu_name"] = data["assignments"][0].pop("gpu")  # an optional one
+    data["assignments"][0]["gpu_name"] = data["assignments"][0].pop(
+        "gpu"
+    )  # an optional one
     assert undeclared(PlanRecord.model_validate(data)) == [".assignments[0].gpu_name"]

@@ -1,4 +1,5 @@
 """The step model and the layout search: pipeline bubble, accumulation, ZeRO traffic, experts, pins."""
+
 import math
 
 import pytest
@@ -9,25 +10,66 @@ from planner.physics.collectives import collective_seconds
 from planner.physics.gpus import GpuPerf, Topology
 from planner.physics.speed import training_time
 
-H100 = GpuPerf("H100", "hopper", 3350, {"fp32": 67, "bf16": 989, "fp16": 989, "fp8": 1979})
-LLAMA2_70B = mem.ModelShape(params=68_976_648_192, active_params=68_976_648_192, layers=80, hidden=8192,
-                            heads=64, kv_heads=8, head_dim=128, ffn=28672, vocab=32000)
+H100 = GpuPerf(
+    "H100", "hopper", 3350, {"fp32": 67, "bf16": 989, "fp16": 989, "fp8": 1979}
+)
+LLAMA2_70B = mem.ModelShape(
+    params=68_976_648_192,
+    active_params=68_976_648_192,
+    layers=80,
+    hidden=8192,
+    heads=64,
+    kv_heads=8,
+    head_dim=128,
+    ffn=28672,
+    vocab=32000,
+)
 # Mixtral 8x7B: 8 experts of width 14336 in 32 layers, 2 per token.
-MIXTRAL = mem.ModelShape(params=46_702_792_704, active_params=12_879_925_248, layers=32, hidden=4096, heads=32,
-                         kv_heads=8, head_dim=128, ffn=14336, vocab=32000, experts=8, experts_per_token=2,
-                         expert_params=45_097_156_608)
-IB = dict(intra_node="nvlink", intra_node_gbs=900, inter_node="infiniband", inter_node_gbps=3200)
+MIXTRAL = mem.ModelShape(
+    params=46_702_792_704,
+    active_params=12_879_925_248,
+    layers=32,
+    hidden=4096,
+    heads=32,
+    kv_heads=8,
+    head_dim=128,
+    ffn=14336,
+    vocab=32000,
+    experts=8,
+    experts_per_token=2,
+    expert_params=45_097_156_608,
+)
+IB = dict(
+    intra_node="nvlink",
+    intra_node_gbs=900,
+    inter_node="infiniband",
+    inter_node_gbps=3200,
+)
 
 
 def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():
     topo = Topology(8, 4, **IB)
-    kw = dict(tokens=1e9, gpu=H100, topology=topo, tensor_parallel=8, overlap=1.0, seq_len=4096, mfu=0.5)
-    g = 4 * 4096  # one sequence per micro-batch: m = 4 micro-batches per step on one replica
+    kw = dict(
+        tokens=1e9,
+        gpu=H100,
+        topology=topo,
+        tensor_parallel=8,
+        overlap=1.0,
+        seq_len=4096,
+        mfu=0.5,
+    )
+    g = (
+        4 * 4096
+    )  # one sequence per micro-batch: m = 4 micro-batches per step on one replica
     flat = training_time(LLAMA2_70B, pipeline_parallel=4, global_batch_tokens=g, **kw)
-    deep = training_time(LLAMA2_70B, pipeline_parallel=4, global_batch_tokens=64 * g, **kw)
+    deep = training_time(
+        LLAMA2_70B, pipeline_parallel=4, global_batch_tokens=64 * g, **kw
+    )
     # m = 4 -> (4 + 3) micro-batch times for 4 micro-batches; m = 256 -> 259 for 256
     assert flat.work_h / deep.work_h == pytest.approx((7 / 4) / (259 / 256), rel=0.02)
-    interleaved = training_time(LLAMA2_70B, pipeline_parallel=4, virtual_stages=2, global_batch_tokens=g, **kw)
+    interleaved = training_time(
+        LLAMA2_70B, pipeline_parallel=4, virtual_stages=2, global_batch_tokens=g, **kw
+    )
     assert interleaved.work_h / flat.work_h == pytest.approx((4 + 1.5) / 7, rel=0.03)
 
 
@@ -48,21 +90,32 @@ def test_hierarchical_all_reduce_crosses_the_network_with_a_1_over_g_share():
     intra = 2 * 7 / 8 * s / (450 * 0.80 * 1e9)
     inter = 2 * 3 / 4 * (s / 8) / (3200 / 8 / 8 * 0.85 * 1e9)
     latency = 2 * 7 * 8e-6 + 2 * math.log2(4) * 5e-6
-    assert collective_seconds(s, 32, 8, topo, 2.0) == pytest.approx(intra + inter + latency, rel=1e-3)
+    assert collective_seconds(s, 32, 8, topo, 2.0) == pytest.approx(
+        intra + inter + latency, rel=1e-3
+    )
     # one rank per node (tensor parallelism fills the node): the whole message crosses the NIC
-    assert collective_seconds(s, 4, 1, topo, 2.0) > 3 * collective_seconds(s, 32, 8, topo, 2.0)
+    assert collective_seconds(s, 4, 1, topo, 2.0) > 3 * collective_seconds(
+        s, 32, 8, topo, 2.0
+    )
 
 
 def test_experts_divide_memory_over_ep_and_cost_all_to_all_time():
     one = mem.training_memory(MIXTRAL, sharding="zero1", gpus=8, gpus_per_node=8)
-    ep8 = mem.training_memory(MIXTRAL, sharding="zero1", gpus=8, gpus_per_node=8, expert_parallel=8)
+    ep8 = mem.training_memory(
+        MIXTRAL, sharding="zero1", gpus=8, gpus_per_node=8, expert_parallel=8
+    )
     dense, experts = mem.params_per_gpu(MIXTRAL, 1, 1, 8)
     assert experts == pytest.approx(MIXTRAL.expert_params / 8)
     assert ep8.weights == pytest.approx((dense + experts) * 2 / mem.GIB)
-    assert ep8.total < one.total / 2  # expert optimizer state is sharded over DP / EP = 1 replica only
+    assert (
+        ep8.total < one.total / 2
+    )  # expert optimizer state is sharded over DP / EP = 1 replica only
     topo = Topology(8, 2, **IB)
     kw = dict(tokens=1e9, gpu=H100, topology=topo, seq_len=4096, overlap=1.0, mfu=0.5)
-    assert training_time(MIXTRAL, expert_parallel=16, **kw).work_h > training_time(MIXTRAL, **kw).work_h
+    assert (
+        training_time(MIXTRAL, expert_parallel=16, **kw).work_h
+        > training_time(MIXTRAL, **kw).work_h
+    )
     # FLOPs follow the active parameters
     assert training_time(MIXTRAL, **kw).flops < 0.4 * 6 * MIXTRAL.params * 1e9
     with pytest.raises(ValueError):
@@ -70,47 +123,89 @@ def test_experts_divide_memory_over_ep_and_cost_all_to_all_time():
 
 
 def test_layout_labels_round_trip():
-    layout = par.Layout(tp=8, pp=16, dp=64, ep=4, zero="zero1", recompute="full", micro_batch=2,
-                        sequence_parallel=True, virtual_stages=2)
+    layout = par.Layout(
+        tp=8,
+        pp=16,
+        dp=64,
+        ep=4,
+        zero="zero1",
+        recompute="full",
+        micro_batch=2,
+        sequence_parallel=True,
+        virtual_stages=2,
+    )
     assert layout.label == "TP8 PP16 VPP2 DP64 EP4 zero1 SP full mb2"
     assert par.Layout.parse(layout.label) == layout
     assert par.Layout.parse(par.Layout().label) == par.Layout()
-    cp = par.Layout(tp=8, pp=16, dp=8, zero="zero1", sequence_parallel=True, virtual_stages=4, cp=16)
-    assert cp.label == "TP8 CP16 PP16 VPP4 DP8 zero1 SP selective mb1" and cp.gpus == 16384
+    cp = par.Layout(
+        tp=8, pp=16, dp=8, zero="zero1", sequence_parallel=True, virtual_stages=4, cp=16
+    )
+    assert (
+        cp.label == "TP8 CP16 PP16 VPP4 DP8 zero1 SP selective mb1" and cp.gpus == 16384
+    )
     assert par.Layout.parse(cp.label) == cp
 
 
 def test_context_parallelism_splits_each_sequence_and_shards_over_dp_times_cp():
-    kw = dict(gpus=64, gpus_per_node=8, seq_len=131072, activation_checkpointing="full", tensor_parallel=8,
-              sharding="zero1", pipeline_parallel=1)
+    kw = dict(
+        gpus=64,
+        gpus_per_node=8,
+        seq_len=131072,
+        activation_checkpointing="full",
+        tensor_parallel=8,
+        sharding="zero1",
+        pipeline_parallel=1,
+    )
     plain = mem.training_memory(LLAMA2_70B, **kw)
     split = mem.training_memory(LLAMA2_70B, context_parallel=8, **kw)
     assert split.activations == pytest.approx(plain.activations / 8, rel=1e-9)
     # the same parameters on DP x CP = 8 GPUs: ZeRO-1 shards the optimizer over all of them
     assert split.weights == pytest.approx(plain.weights)
-    assert split.optimizer == pytest.approx(plain.optimizer, rel=1e-9)  # DP8 x CP1 and DP1 x CP8
-    alone = mem.training_memory(LLAMA2_70B, **{**kw, "gpus": 8})  # DP1 x CP1: nothing to shard over
+    assert split.optimizer == pytest.approx(
+        plain.optimizer, rel=1e-9
+    )  # DP8 x CP1 and DP1 x CP8
+    alone = mem.training_memory(
+        LLAMA2_70B, **{**kw, "gpus": 8}
+    )  # DP1 x CP1: nothing to shard over
     assert alone.optimizer == pytest.approx(8 * split.optimizer, rel=1e-9)
     with pytest.raises(ValueError):
         mem.training_memory(LLAMA2_70B, context_parallel=3, **kw)
     # time: with CP one replica runs 8x fewer of its tokens per GPU, so the step needs 8x fewer replicas
     # for the same batch, and at 128K tokens the KV ring hides behind the attention it feeds
     topo = Topology(8, 8, **IB)
-    t_kw = dict(tokens=1e9, gpu=H100, topology=topo, tensor_parallel=8, seq_len=131072, recompute="full",
-                sharding="zero1", global_batch_tokens=16 * 2**20, mfu=0.5)
+    t_kw = dict(
+        tokens=1e9,
+        gpu=H100,
+        topology=topo,
+        tensor_parallel=8,
+        seq_len=131072,
+        recompute="full",
+        sharding="zero1",
+        global_batch_tokens=16 * 2**20,
+        mfu=0.5,
+    )
     ring = training_time(LLAMA2_70B, context_parallel=8, **t_kw)
     dp_only = training_time(LLAMA2_70B, **t_kw)
     assert ring.work_h == pytest.approx(dp_only.work_h, rel=0.05)
     # on a slow network the ring shows: it crosses nodes once t*c exceeds a node
     slow = Topology(8, 8, "nvlink", 900, "ethernet", 25)
-    assert training_time(LLAMA2_70B, context_parallel=8, **{**t_kw, "topology": slow}).work_h > \
-        1.2 * training_time(LLAMA2_70B, **{**t_kw, "topology": slow}).work_h
+    assert (
+        training_time(
+            LLAMA2_70B, context_parallel=8, **{**t_kw, "topology": slow}
+        ).work_h
+        > 1.2 * training_time(LLAMA2_70B, **{**t_kw, "topology": slow}).work_h
+    )
 
 
 def test_context_parallelism_is_searched_only_for_long_sequences_unless_pinned():
     short = par.Job(shape=LLAMA2_70B, seq_len=8192)
     long = par.Job(shape=LLAMA2_70B, seq_len=131072)
-    cps = lambda job, pinned=par.Pinned(): {l.cp for g in par.layouts(job, 64, 8, pinned) for l in g}  # noqa: E731
+
+    def cps(job, pinned=par.Pinned()):
+        return {
+            layout.cp for group in par.layouts(job, 64, 8, pinned) for layout in group
+        }
+
     assert cps(short) == {1}
     assert cps(long) == {1, 2, 4, 8, 16, 32}
     assert cps(short, par.Pinned(cp=4)) == {4}
@@ -120,18 +215,23 @@ def test_search_picks_a_fitting_layout_and_honours_pins():
     job = par.Job(shape=LLAMA2_70B, seq_len=4096, global_batch_tokens=4 * 2**20)
     topo = Topology(8, 8, **IB)
     choice, reason = par.best_layout(job, H100, topo, 80.0, 0.10)
-    assert not reason and mem.fits(choice.memory, 80.0, 0.10) and choice.layout.gpus == 64
+    assert (
+        not reason and mem.fits(choice.memory, 80.0, 0.10) and choice.layout.gpus == 64
+    )
     # no fitting layout is faster: every alternative the generator offers is slower or does not fit
     for group in par.layouts(job, 64, 8, par.Pinned()):
         for layout in group:
             try:
                 memory = par.layout_memory(job, layout, 8)
                 if mem.fits(memory, 80.0, 0.10):
-                    assert par.layout_speed(job, layout, H100, topo).work_h * 3600 / 1e9 >= \
-                        choice.seconds_per_token * (1 - 1e-9)
+                    assert par.layout_speed(
+                        job, layout, H100, topo
+                    ).work_h * 3600 / 1e9 >= choice.seconds_per_token * (1 - 1e-9)
             except ValueError:
                 pass
-    pinned, _ = par.best_layout(job, H100, topo, 80.0, 0.10, par.Pinned(tp=2, zero="zero3"))
+    pinned, _ = par.best_layout(
+        job, H100, topo, 80.0, 0.10, par.Pinned(tp=2, zero="zero3")
+    )
     assert pinned.layout.tp == 2 and pinned.layout.zero == "zero3"
     again, _ = par.best_layout.__wrapped__(job, H100, topo, 80.0, 0.10)
     assert again == choice
@@ -140,12 +240,28 @@ def test_search_picks_a_fitting_layout_and_honours_pins():
 
 
 def test_qlora_recipe_pages_the_optimizer_and_keeps_bf16_adapters():
-    llama65 = mem.ModelShape(params=65_200_000_000, active_params=65_200_000_000, layers=80, hidden=8192, heads=64,
-                             kv_heads=64, head_dim=128, ffn=22016, vocab=32000)
-    m = mem.training_memory(llama65, method="qlora", seq_len=512, activation_checkpointing="full")
+    llama65 = mem.ModelShape(
+        params=65_200_000_000,
+        active_params=65_200_000_000,
+        layers=80,
+        hidden=8192,
+        heads=64,
+        kv_heads=64,
+        head_dim=128,
+        ffn=22016,
+        vocab=32000,
+    )
+    m = mem.training_memory(
+        llama65, method="qlora", seq_len=512, activation_checkpointing="full"
+    )
     assert mem.fits(m, 48.0, 0.10)  # QLoRA paper: 65B on one 48 GB GPU
-    unpaged = mem.training_memory(llama65, method="qlora", seq_len=512, activation_checkpointing="full",
-                                  paged_optimizer=False)
+    unpaged = mem.training_memory(
+        llama65,
+        method="qlora",
+        seq_len=512,
+        activation_checkpointing="full",
+        paged_optimizer=False,
+    )
     assert unpaged.optimizer > m.optimizer
     adapters = mem.lora_params(llama65, 16)
     assert unpaged.gradients == pytest.approx(adapters * 2 / mem.GIB)
@@ -153,13 +269,35 @@ def test_qlora_recipe_pages_the_optimizer_and_keeps_bf16_adapters():
 
 
 def test_kv_pool_gets_headroom_once_and_gives_the_batch():
-    llama2_7b = mem.ModelShape(params=6_738_415_616, active_params=6_738_415_616, layers=32, hidden=4096,
-                               heads=32, kv_heads=32, head_dim=128, ffn=11008, vocab=32000)
+    llama2_7b = mem.ModelShape(
+        params=6_738_415_616,
+        active_params=6_738_415_616,
+        layers=32,
+        hidden=4096,
+        heads=32,
+        kv_heads=32,
+        head_dim=128,
+        ffn=11008,
+        vocab=32000,
+    )
     # TensorRT-LLM v0.6.1 ran batch 60 of 128 + 2048 tokens on one A100-80GB
-    batch = mem.kv_batch_that_fits(llama2_7b, 80.0, 0.10, kv_precision="fp16", weight_precision="fp16",
-                                   context_tokens=2176, prompt_tokens=128)
+    batch = mem.kv_batch_that_fits(
+        llama2_7b,
+        80.0,
+        0.10,
+        kv_precision="fp16",
+        weight_precision="fp16",
+        context_tokens=2176,
+        prompt_tokens=128,
+    )
     assert batch >= 60
-    need = mem.inference_memory(llama2_7b, weight_precision="fp16", kv_precision="fp16", batch=batch,
-                                context_tokens=2176, prompt_tokens=128)
+    need = mem.inference_memory(
+        llama2_7b,
+        weight_precision="fp16",
+        kv_precision="fp16",
+        batch=batch,
+        context_tokens=2176,
+        prompt_tokens=128,
+    )
     assert mem.serving_need_gib(need, 0.10) <= 80.0 < need.total * 1.10
     assert mem.kv_batch_that_fits(llama2_7b, 12.0, 0.10) == 0

@@ -4,6 +4,7 @@ The unit tests pin the formulas; this checks that together they land near realit
 planner still misses say why in benchmarks/published_cases.yaml (`miss:`); any other case leaving
 1.5x, or a fit verdict changing, fails the suite.
 """
+
 import importlib.util
 import sys
 from pathlib import Path
@@ -11,10 +12,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("published", ROOT / "benchmarks" / "published.py")
+_spec = importlib.util.spec_from_file_location(
+    "published", ROOT / "benchmarks" / "published.py"
+)
 published = importlib.util.module_from_spec(_spec)
 sys.modules["published"] = published
 _spec.loader.exec_module(published)
+
 
 @pytest.fixture(scope="module")
 def outcomes():
@@ -31,7 +35,9 @@ def test_at_least_25_cases_with_sources():
 def test_median_ratio_within_target(outcomes):
     s = published.summary(outcomes)
     assert s["ratios"] >= 40
-    assert 1 / published.TARGET_MEDIAN <= s["median_ratio"] <= published.TARGET_MEDIAN, s
+    assert (
+        1 / published.TARGET_MEDIAN <= s["median_ratio"] <= published.TARGET_MEDIAN
+    ), s
 
 
 def test_the_cases_that_miss_are_exactly_those_that_say_why(outcomes):
@@ -57,14 +63,20 @@ def test_at_least_15_fine_tuning_figures_most_within_target(outcomes):
 def test_median_over_training_cases_within_target(outcomes):
     s = published.summary(outcomes)
     assert s["training_ratios"] >= 60
-    assert 1 / published.TARGET_TRAINING_MEDIAN <= s["training_median"] <= published.TARGET_TRAINING_MEDIAN, s
+    assert (
+        1 / published.TARGET_TRAINING_MEDIAN
+        <= s["training_median"]
+        <= published.TARGET_TRAINING_MEDIAN
+    ), s
 
 
 def test_qlora_fits_the_cards_it_was_made_for(outcomes):
     by_case = {o.case: o for o in outcomes}
     assert by_case["qlora-65b-single-48gb"].planner is True
     assert by_case["qlora-33b-single-24gb"].planner is True
-    assert by_case["trtllm061-llama2-7b-a100-bs60-128-2048"].ratio is not None  # batch 60 fits the KV pool
+    assert (
+        by_case["trtllm061-llama2-7b-a100-bs60-128-2048"].ratio is not None
+    )  # batch 60 fits the KV pool
 
 
 def test_long_context_pretraining_splits_sequences_over_gpus(outcomes):
@@ -76,6 +88,7 @@ def test_long_context_pretraining_splits_sequences_over_gpus(outcomes):
 
 # ---------------------------------------------------------------- the same physics through `planner solve`
 
+
 def _solve(scenario_file, text):
     from planner.load.scenario import load_scenario
     from planner.solve.pipeline import make_plan
@@ -83,9 +96,13 @@ def _solve(scenario_file, text):
     return make_plan(load_scenario(scenario_file(text)))
 
 
-def test_solve_prices_a_70b_pretrain_on_1000_plus_h100s_near_its_published_gpu_hours(scenario_file):
+def test_solve_prices_a_70b_pretrain_on_1000_plus_h100s_near_its_published_gpu_hours(
+    scenario_file,
+):
     # Llama 3 70B: 6.4M H100-80GB GPU-hours for 15T tokens (model card), 8K context
-    plan = _solve(scenario_file, """\
+    plan = _solve(
+        scenario_file,
+        """\
         name: llama3-70b-pretrain
         catalogs: [aws]
         workloads:
@@ -100,7 +117,8 @@ def test_solve_prices_a_70b_pretrain_on_1000_plus_h100s_near_its_published_gpu_h
             allow: {gpus: [H100-SXM], instance_types: [p5.48xlarge]}
         constraints:
           node_limits: {aws/us-east-1/p5.48xlarge: 256}
-        """)
+        """,
+    )
     assert plan.status in ("OPTIMAL", "FEASIBLE")
     row = plan.chosen.iloc[0]
     gpu_hours = row.work_h * row.gpus
@@ -110,7 +128,9 @@ def test_solve_prices_a_70b_pretrain_on_1000_plus_h100s_near_its_published_gpu_h
 
 
 def test_solve_plans_qlora_65b_on_one_48gb_card_when_it_is_cheapest(scenario_file):
-    plan = _solve(scenario_file, """\
+    plan = _solve(
+        scenario_file,
+        """\
         name: qlora-65b
         catalogs: [runpod, lambda]
         workloads:
@@ -123,26 +143,38 @@ def test_solve_plans_qlora_65b_on_one_48gb_card_when_it_is_cheapest(scenario_fil
             work: {tokens: 20M}
             gpus: {min: 1, max: 8}
             allow: {gpus: [RTXA6000, A100-80GB]}   # a 48 GB card against 80 GB ones
-        """)
+        """,
+    )
     row = plan.chosen.iloc[0]
     assert row.vram_gib <= 48, (row.instance_type, row.gpus)
     from planner.physics.estimate import Shape, estimate
 
-    one_card = estimate(plan.loaded.scenario.workloads[0], plan.loaded.catalog,
-                        Shape("RTXA6000", 1, 1, 47.99, "pcie", 64, "none", 0), 0.10)
+    one_card = estimate(
+        plan.loaded.scenario.workloads[0],
+        plan.loaded.catalog,
+        Shape("RTXA6000", 1, 1, 47.99, "pcie", 64, "none", 0),
+        0.10,
+    )
     assert one_card.fits, one_card.reason  # the QLoRA paper's 65B on one 48 GB GPU
 
 
 def test_the_docs_tables_are_the_benchmarks_current_output():
     # docs/validation.md and docs/recipes.md quote the table: `python tools/validation_docs.py` rewrites them
-    spec = importlib.util.spec_from_file_location("validation_docs", ROOT / "tools" / "validation_docs.py")
+    spec = importlib.util.spec_from_file_location(
+        "validation_docs", ROOT / "tools" / "validation_docs.py"
+    )
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
     lines = [line for line in _markdown().splitlines() if line.strip()]
-    for name, block in (("validation.md", tool.validation_block(lines)), ("recipes.md", tool.recipes_block(lines))):
+    for name, block in (
+        ("validation.md", tool.validation_block(lines)),
+        ("recipes.md", tool.recipes_block(lines)),
+    ):
         text = (ROOT / "docs" / name).read_text()
-        quoted = text[text.index(tool.BEGIN) + len(tool.BEGIN):text.index(tool.END)]
-        assert _rows(quoted) == _rows(block), f"docs/{name} is stale: run python tools/validation_docs.py"
+        quoted = text[text.index(tool.BEGIN) + len(tool.BEGIN) : text.index(tool.END)]
+        assert _rows(quoted) == _rows(block), (
+            f"docs/{name} is stale: run python tools/validation_docs.py"
+        )
 
 
 def _markdown() -> str:
@@ -156,4 +188,8 @@ def _markdown() -> str:
 
 
 def _rows(text: str) -> list[str]:
-    return [line for line in text.splitlines() if line.startswith(("|", "- `")) or " cases: " in line]
+    return [
+        line
+        for line in text.splitlines()
+        if line.startswith(("|", "- `")) or " cases: " in line
+    ]

@@ -1,5 +1,6 @@
 """Serving endpoints end to end: the file format's errors, the capacity model against published serving
 benchmarks, Mélange's published allocation, optimality against brute force, and determinism."""
+
 from __future__ import annotations
 
 import importlib.util
@@ -18,13 +19,20 @@ import pytest
 from families.factories import endpoint, option
 
 from planner.candidates import endpoints as endpoint_options_module
-from planner.candidates.endpoints import below_capacity, kept_counts, kept_nodes, pool_table
+from planner.candidates.endpoints import (
+    below_capacity,
+    kept_counts,
+    kept_nodes,
+    pool_table,
+)
 from planner.candidates.limits import Limits
 from planner.solve.model import build_model, solve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANNER = [sys.executable, "-m", "planner.cli"]
-_spec = importlib.util.spec_from_file_location("serving_published", ROOT / "benchmarks" / "serving_published.py")
+_spec = importlib.util.spec_from_file_location(
+    "serving_published", ROOT / "benchmarks" / "serving_published.py"
+)
 published = importlib.util.module_from_spec(_spec)
 sys.modules["serving_published"] = published  # its dataclasses look their module up
 _spec.loader.exec_module(published)
@@ -43,14 +51,20 @@ def test_serving_model_is_within_1_5x_of_published_serving_benchmarks(case):
     must take it off the list)."""
     planner = published.planner_figure(case)
     ratio = published.ratio(case, planner)
-    print(f"{case.name}: published {case.published:.4g}, planner {planner:.4g}, ratio {ratio:.2f} ({case.source})")
-    assert (1 / published.TARGET_EACH <= ratio <= published.TARGET_EACH) == (case.name not in published.MISSES)
+    print(
+        f"{case.name}: published {case.published:.4g}, planner {planner:.4g}, ratio {ratio:.2f} ({case.source})"
+    )
+    assert (1 / published.TARGET_EACH <= ratio <= published.TARGET_EACH) == (
+        case.name not in published.MISSES
+    )
 
 
 def test_published_serving_table_meets_its_median_and_size():
     ratios = [published.ratio(c, published.planner_figure(c)) for c in published.CASES]
     assert len(ratios) >= 30 and statistics.median(ratios) <= published.TARGET_MEDIAN
-    assert sum(c.metric == "ttft_ms" for c in published.CASES) >= 10  # time to first token under load included
+    assert (
+        sum(c.metric == "ttft_ms" for c in published.CASES) >= 10
+    )  # time to first token under load included
     assert set(published.MISSES) <= {c.name for c in published.CASES}
 
 
@@ -63,8 +77,14 @@ def test_capacity_falls_as_the_tpot_target_tightens_and_grows_with_fp8_kv():
     tight = serving.capacity(r, 512, 256, ttft_s=1.0, tpot_s=0.02)
     assert 0 < tight.max_requests_per_s < loose.max_requests_per_s
     at = serving.latency(r, 512, 256, loose.max_requests_per_s)
-    assert at.tpot_s <= 0.06 + 1e-9 and at.ttft_s <= 1.0 + 1e-9 and at.batch <= loose.max_batch
-    assert serving.capacity(r, 512, 256, ttft_s=1.0, tpot_s=0.001).max_requests_per_s == 0
+    assert (
+        at.tpot_s <= 0.06 + 1e-9
+        and at.ttft_s <= 1.0 + 1e-9
+        and at.batch <= loose.max_batch
+    )
+    assert (
+        serving.capacity(r, 512, 256, ttft_s=1.0, tpot_s=0.001).max_requests_per_s == 0
+    )
 
 
 # ---------------------------------------------------------------- Mélange's published example
@@ -80,13 +100,23 @@ aws,test-1,melange-a100,A100-80GB,1,12,85,80,pcie,32,none,0,3.67,,,,,
 def melange_scenario(slices: int) -> str:
     """Mélange's example.json: two input x two output size buckets, shares [[0.2, 0.1], [0.5, 0.2]], 30
     requests/s, profiled max requests/s per GPU A10G [[2, 1], [5, 2]] and A100 [[20, 20], [40, 20]]."""
-    sizes = [(100, 100), (100, 1000), (1000, 100), (1000, 1000)]  # abstract buckets: (input i, output j)
+    sizes = [
+        (100, 100),
+        (100, 1000),
+        (1000, 100),
+        (1000, 1000),
+    ]  # abstract buckets: (input i, output j)
     shares = [0.2, 0.1, 0.5, 0.2]
     tputs = {"A10G": [2, 1, 5, 2], "A100-80GB": [20, 20, 40, 20]}
-    buckets = "\n".join(f"        - {{prompt_tokens: {p}, output_tokens: {o}, share: {s}}}"
-                        for (p, o), s in zip(sizes, shares))
-    measured = "\n".join(f"      - {{gpu: {g}, prompt_tokens: {p}, output_tokens: {o}, max_requests_per_s: {t}}}"
-                         for g, ts in tputs.items() for (p, o), t in zip(sizes, ts))
+    buckets = "\n".join(
+        f"        - {{prompt_tokens: {p}, output_tokens: {o}, share: {s}}}"
+        for (p, o), s in zip(sizes, shares)
+    )
+    measured = "\n".join(
+        f"      - {{gpu: {g}, prompt_tokens: {p}, output_tokens: {o}, max_requests_per_s: {t}}}"
+        for g, ts in tputs.items()
+        for (p, o), t in zip(sizes, ts)
+    )
     return f"""name: melange-example
 catalogs: [melange.csv]
 workloads:
@@ -105,14 +135,36 @@ workloads:
 """
 
 
-@pytest.mark.parametrize("slices, a10g, a100, usd_per_h", [
-    (1, 3, 1, 6.70),  # published: README {"A10G": 3, "A100-80GB": 1, "cost": 6.7}, with example.json's slice_factor 1
-    (4, 2, 1, 5.69),  # finer slices route part of a bucket to each type (our own enumeration of the same ILP)
-])
-def test_melange_published_allocation_is_reproduced(tmp_path, slices, a10g, a100, usd_per_h):
+@pytest.mark.parametrize(
+    "slices, a10g, a100, usd_per_h",
+    [
+        (
+            1,
+            3,
+            1,
+            6.70,
+        ),  # published: README {"A10G": 3, "A100-80GB": 1, "cost": 6.7}, with example.json's slice_factor 1
+        (
+            4,
+            2,
+            1,
+            5.69,
+        ),  # finer slices route part of a bucket to each type (our own enumeration of the same ILP)
+    ],
+)
+def test_melange_published_allocation_is_reproduced(
+    tmp_path, slices, a10g, a100, usd_per_h
+):
     (tmp_path / "melange.csv").write_text(MELANGE_CATALOG)
     (tmp_path / "melange.yaml").write_text(melange_scenario(slices))
-    out = run("solve", str(tmp_path / "melange.yaml"), "--format", "json", "--no-timings", cwd=tmp_path)
+    out = run(
+        "solve",
+        str(tmp_path / "melange.yaml"),
+        "--format",
+        "json",
+        "--no-timings",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)
     (report,) = plan["endpoints"]
@@ -134,14 +186,21 @@ def brute_force(options: list[dict], ep) -> float:
     best = math.inf
     ranges = [range(o["most_nodes"] + 1) for o in options]
     for per_period in itertools.product(itertools.product(*ranges), repeat=periods):
-        spot_used = {i for i, o in enumerate(options) if o["market"] == "spot" and any(p[i] for p in per_period)}
+        spot_used = {
+            i
+            for i, o in enumerate(options)
+            if o["market"] == "spot" and any(p[i] for p in per_period)
+        }
         if len(spot_used) > 1:
             continue
         if not ep.autoscale and any(p != per_period[0] for p in per_period):
             continue
         ok = True
         for period, nodes in enumerate(per_period):
-            kept = [o["kept"][n] if o["market"] == "spot" else n for o, n in zip(options, nodes)]
+            kept = [
+                o["kept"][n] if o["market"] == "spot" else n
+                for o, n in zip(options, nodes)
+            ]
             ok &= _routable(options, ep, period, kept)
         if not ok:
             continue
@@ -150,16 +209,26 @@ def brute_force(options: list[dict], ep) -> float:
             base = min(p[i] for p in per_period)
             cost += base * o["node_usd_h"] * 24 * ep.days
             if ep.autoscale:
-                cost += sum((p[i] - base) * o["node_usd_h"] * o["session_h"][k] * ep.days
-                            for k, p in enumerate(per_period))
+                cost += sum(
+                    (p[i] - base) * o["node_usd_h"] * o["session_h"][k] * ep.days
+                    for k, p in enumerate(per_period)
+                )
         best = min(best, cost)
     return best
 
 
 def _routable(options, ep, period, kept) -> bool:
     slices = ep.slices
-    for split in itertools.product(*[[c for c in itertools.product(range(slices + 1), repeat=len(options))
-                                      if sum(c) == slices] for _ in range(ep.rates.shape[1])]):
+    for split in itertools.product(
+        *[
+            [
+                c
+                for c in itertools.product(range(slices + 1), repeat=len(options))
+                if sum(c) == slices
+            ]
+            for _ in range(ep.rates.shape[1])
+        ]
+    ):
         load = [Fraction(0)] * len(options)
         feasible = True
         for bucket, counts in enumerate(split):
@@ -169,7 +238,9 @@ def _routable(options, ep, period, kept) -> bool:
                     if rps <= 0:
                         feasible = False
                         break
-                    load[i] += Fraction(ep.rates[period, bucket]) * n / slices / Fraction(rps)
+                    load[i] += (
+                        Fraction(ep.rates[period, bucket]) * n / slices / Fraction(rps)
+                    )
         if feasible and all(load[i] <= kept[i] for i in range(len(options))):
             return True
     return False
@@ -177,13 +248,40 @@ def _routable(options, ep, period, kept) -> bool:
 
 @pytest.mark.parametrize("autoscale", [False, True])
 def test_endpoint_plan_is_optimal_against_brute_force(autoscale):
-    options = [option(oid="small", node_usd_h=1.0, node_rps=(2.0, 0.5), most_nodes=3, session_h=(8.5, 16.5)),
-               option(oid="big", offer_key="aws/us-east-1/g6.12xlarge", gpus_per_node=4, node_usd_h=3.5,
-                      node_rps=(7.0, 3.0), most_nodes=2, session_h=(8.5, 16.5)),
-               option(oid="spot", offer_key="aws/us-west-2/g6.xlarge", market="spot", node_usd_h=0.4,
-                      node_rps=(2.0, 0.5), most_nodes=3, kept=(0, 0, 1, 2), session_h=(8.5, 16.5))]
-    ep = endpoint(rates=((1.0, 0.5), (5.0, 1.5)), hours=(8, 16), slices=2, autoscale=autoscale)
-    model = build_model(pd.DataFrame(), Limits(), serving=(pd.DataFrame(options), {ep.name: ep}))
+    options = [
+        option(
+            oid="small",
+            node_usd_h=1.0,
+            node_rps=(2.0, 0.5),
+            most_nodes=3,
+            session_h=(8.5, 16.5),
+        ),
+        option(
+            oid="big",
+            offer_key="aws/us-east-1/g6.12xlarge",
+            gpus_per_node=4,
+            node_usd_h=3.5,
+            node_rps=(7.0, 3.0),
+            most_nodes=2,
+            session_h=(8.5, 16.5),
+        ),
+        option(
+            oid="spot",
+            offer_key="aws/us-west-2/g6.xlarge",
+            market="spot",
+            node_usd_h=0.4,
+            node_rps=(2.0, 0.5),
+            most_nodes=3,
+            kept=(0, 0, 1, 2),
+            session_h=(8.5, 16.5),
+        ),
+    ]
+    ep = endpoint(
+        rates=((1.0, 0.5), (5.0, 1.5)), hours=(8, 16), slices=2, autoscale=autoscale
+    )
+    model = build_model(
+        pd.DataFrame(), Limits(), serving=(pd.DataFrame(options), {ep.name: ep})
+    )
     result = solve_model(model, time_limit_s=30, workers=1)
     assert result.status == "OPTIMAL"
     assert result.objective_usd == pytest.approx(brute_force(options, ep), abs=0.02)
@@ -196,7 +294,9 @@ def test_kept_nodes_is_the_binomial_quantile():
     away = 0.05
     for n in range(0, 12):
         k = kept_nodes(n, away, 0.999)
-        assert 1 - below_capacity(n, away, k) >= 0.999 - 1e-12  # keeps k with the availability asked
+        assert (
+            1 - below_capacity(n, away, k) >= 0.999 - 1e-12
+        )  # keeps k with the availability asked
         if k < n:
             assert 1 - below_capacity(n, away, k + 1) < 0.999  # and not one more
     assert kept_nodes(5, 0.0, 0.999) == 5
@@ -210,13 +310,24 @@ def _exact_kept(n: int, away: float, availability: float, zone: float) -> int:
     a, cdf = Fraction(away), Fraction(0)
     for d in range(n + 1):
         cdf += math.comb(n, d) * a**d * (1 - a) ** (n - d)
-        if (1 - Fraction(zone)) * cdf + (Fraction(zone) if d == n else 0) >= Fraction(availability) - Fraction(1e-12):
+        if (1 - Fraction(zone)) * cdf + (Fraction(zone) if d == n else 0) >= Fraction(
+            availability
+        ) - Fraction(1e-12):
             return n - d
     return 0
 
 
-@pytest.mark.parametrize("away, availability, zone", [(0.2, 0.999, 0.001), (0.01, 0.999, 0.001), (0.05, 0.9999, 0.0),
-                                                      (0.5, 0.99, 0.0), (0.0, 0.999, 0.0001), (0.3, 0.9, 0.05)])
+@pytest.mark.parametrize(
+    "away, availability, zone",
+    [
+        (0.2, 0.999, 0.001),
+        (0.01, 0.999, 0.001),
+        (0.05, 0.9999, 0.0),
+        (0.5, 0.99, 0.0),
+        (0.0, 0.999, 0.0001),
+        (0.3, 0.9, 0.05),
+    ],
+)
 def test_kept_counts_are_exact_for_large_pools(away, availability, zone):
     """Pools of hundreds of nodes, where summing the binomial's terms one by one came out a node off
     (0.2 away, 271 nodes: 167 kept for the exact 166)."""
@@ -233,9 +344,13 @@ def _counted(sizes: np.ndarray, kept: np.ndarray, n: np.ndarray) -> np.ndarray:
     return np.maximum(n - (sizes[at] - kept[at]), 0)
 
 
-@pytest.mark.parametrize("away, availability, zone", [(0.03, 0.99, 0.0), (0.0078, 0.999, 0.0005), (0.3, 0.9, 0.05),
-                                                      (0.07, 0.9999, 0.0)])
-def test_spot_pool_tables_stay_small_and_never_count_more_than_a_pool_keeps(away, availability, zone):
+@pytest.mark.parametrize(
+    "away, availability, zone",
+    [(0.03, 0.99, 0.0), (0.0078, 0.999, 0.0005), (0.3, 0.9, 0.05), (0.07, 0.9999, 0.0)],
+)
+def test_spot_pool_tables_stay_small_and_never_count_more_than_a_pool_keeps(
+    away, availability, zone
+):
     """A table listed every pool size up to the largest (hundreds of thousands of entries for an endpoint of a
     million requests a second, and as many in CP-SAT's element constraint): now a few hundred sizes, exact up
     to EXACT_POOL_NODES, conservative by at most 1/64 of the pool above it."""
@@ -246,7 +361,9 @@ def test_spot_pool_tables_stay_small_and_never_count_more_than_a_pool_keeps(away
     every = np.arange(6001)
     exact = kept_counts(every, away, availability, zone)
     counted = _counted(sizes, kept, every)
-    assert np.all(counted <= exact)  # never more than the pool keeps at the availability
+    assert np.all(
+        counted <= exact
+    )  # never more than the pool keeps at the availability
     exact_part = every <= endpoint_options_module.EXACT_POOL_NODES
     assert np.array_equal(counted[exact_part], exact[exact_part])
     assert np.all(exact - counted <= every / 64 + 1)
@@ -264,20 +381,32 @@ def _most_by_scan(need: float, away: float, availability: float, zone: float) ->
 
 
 @pytest.mark.parametrize("need", [0.4, 3, 120.5, 171, 900, 4000])
-@pytest.mark.parametrize("away, availability, zone", [(0.0, 0.99, 0.0), (0.05, 0.999, 0.0), (0.2, 0.99, 0.005)])
-def test_largest_pool_is_found_by_search_as_by_scanning_every_size(need, away, availability, zone):
-    assert endpoint_options_module._most_nodes(need, away, availability, None, zone) == _most_by_scan(
-        need, away, availability, zone)
-    assert endpoint_options_module._most_nodes(need, away, availability, 7, zone) == min(
-        7, _most_by_scan(need, away, availability, zone))
+@pytest.mark.parametrize(
+    "away, availability, zone",
+    [(0.0, 0.99, 0.0), (0.05, 0.999, 0.0), (0.2, 0.99, 0.005)],
+)
+def test_largest_pool_is_found_by_search_as_by_scanning_every_size(
+    need, away, availability, zone
+):
+    assert endpoint_options_module._most_nodes(
+        need, away, availability, None, zone
+    ) == _most_by_scan(need, away, availability, zone)
+    assert endpoint_options_module._most_nodes(
+        need, away, availability, 7, zone
+    ) == min(7, _most_by_scan(need, away, availability, zone))
 
 
 def test_a_spot_pool_beyond_its_exact_sizes_counts_the_absences_of_the_next_listed_size():
     """A pool of 3 keeps 3; of 4 to 7 counts its size less 2; of 8 to 12, less 3: carrying 6 nodes of load
     alone takes 9 nodes (8 would count 5)."""
-    spot = option(oid="spot", market="spot", node_usd_h=0.4, node_rps=(2.0,), most_nodes=12) | {
-        "pool_sizes": [3, 7, 12], "kept": [3, 5, 9]}
-    model = build_model(pd.DataFrame(), Limits(), serving=(pd.DataFrame([spot]), {"chat": endpoint(rates=((12.0,),))}))
+    spot = option(
+        oid="spot", market="spot", node_usd_h=0.4, node_rps=(2.0,), most_nodes=12
+    ) | {"pool_sizes": [3, 7, 12], "kept": [3, 5, 9]}
+    model = build_model(
+        pd.DataFrame(),
+        Limits(),
+        serving=(pd.DataFrame([spot]), {"chat": endpoint(rates=((12.0,),))}),
+    )
     result = solve_model(model, time_limit_s=30, workers=1)
     assert result.status == "OPTIMAL"
     (row,) = result.serving.itertuples(index=False)
@@ -324,20 +453,32 @@ def test_an_endpoint_of_a_million_requests_a_second_plans_in_bounded_memory(tmp_
     def two_gib() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (2 * 1024**3, 2 * 1024**3))
 
-    out = subprocess.run([*PLANNER, "solve", "million.yaml", "--format", "json", "--no-timings"], capture_output=True,
-                         text=True, cwd=tmp_path, preexec_fn=two_gib, timeout=300)
+    out = subprocess.run(
+        [*PLANNER, "solve", "million.yaml", "--format", "json", "--no-timings"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        preexec_fn=two_gib,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)
     assert plan["status"] == "OPTIMAL"
     (e,) = plan["endpoints"]
     (pool,) = e["periods"][0]["pools"]
     assert pool["market"] == "spot" and pool["nodes"] > 40_000
-    assert pool["load_nodes"] <= pool["nodes_counted"] <= kept_nodes(pool["nodes"], pool["away_share"], 0.99)
+    assert (
+        pool["load_nodes"]
+        <= pool["nodes_counted"]
+        <= kept_nodes(pool["nodes"], pool["away_share"], 0.99)
+    )
     assert e["below_capacity_share"] <= 0.01
     from planner.load.scenario import load_scenario
     from planner.solve.checker import check_plan
 
-    assert check_plan(load_scenario(tmp_path / "million.yaml"), plan) == []  # its binomial tail summed term by
+    assert (
+        check_plan(load_scenario(tmp_path / "million.yaml"), plan) == []
+    )  # its binomial tail summed term by
     # term passed floats' range on a pool of 40,000 nodes
 
 
@@ -346,21 +487,33 @@ def test_a_tie_break_that_would_overflow_follows_the_cost():
     so of two options of one price the one first in (price, name) order serves."""
     from planner.solve.model import OBJECTIVE_LIMIT
 
-    options = [option(oid=name, offer_key=f"aws/us-east-1/{name}", node_usd_h=1.0, most_nodes=2_000_000)
-               for name in ("b-node", "a-node")]
+    options = [
+        option(
+            oid=name,
+            offer_key=f"aws/us-east-1/{name}",
+            node_usd_h=1.0,
+            most_nodes=2_000_000,
+        )
+        for name in ("b-node", "a-node")
+    ]
     traffic = {"chat": endpoint(rates=((1_000_000.0,),), days=30.0)}
-    model = build_model(pd.DataFrame(), Limits(), serving=(pd.DataFrame(options), traffic))
+    model = build_model(
+        pd.DataFrame(), Limits(), serving=(pd.DataFrame(options), traffic)
+    )
     assert model.later_ties and model.tie_scale == 1 and model.model.validate() == ""
     result = solve_model(model, time_limit_s=30, workers=1)
-    assert result.status == "OPTIMAL" and result.objective_usd == pytest.approx(500_000 * 24 * 30)
+    assert result.status == "OPTIMAL" and result.objective_usd == pytest.approx(
+        500_000 * 24 * 30
+    )
     (row,) = result.serving.itertuples(index=False)
     assert row.oid == "a-node" and row.nodes == 500_000
     assert OBJECTIVE_LIMIT < 2**62
 
 
-
 @pytest.mark.slow  # 8 s: a scale test
-def test_a_quarter_endpoint_of_ten_million_requests_a_second_beside_optional_runs_plans(tmp_path):
+def test_a_quarter_endpoint_of_ten_million_requests_a_second_beside_optional_runs_plans(
+    tmp_path,
+):
     """The launch quarter's endpoint at 1e7 requests a second with two optional runs of priority 1,000: each
     priority point outweighed the endpoints' cost with every option at the most nodes of all its endpoint's
     options together ($5.4e13), 2,000 points passed 64-bit integers and CP-SAT refused the model (MODEL_INVALID).
@@ -368,21 +521,36 @@ def test_a_quarter_endpoint_of_ten_million_requests_a_second_beside_optional_run
     from conftest import SCENARIOS
 
     text = (SCENARIOS / "quarter-launch.yaml").read_text()
-    for old, new in [("requests_per_s: 150}", "requests_per_s: 10000000}"),
-                     ("requests_per_s: 60}", "requests_per_s: 5000000}"),
-                     ("    due: 2027-01-22\n", "    due: 2027-01-22\n    required: false\n    priority: 1000\n"),
-                     ("    due: 2027-02-26\n", "    due: 2027-02-26\n    required: false\n    priority: 1000\n"),
-                     ("allow: {gpus: [H100], regions: [us-east-1", "allow: {regions: [us-east-1"),
-                     ("  gpu_quotas: {aws/H100: 16}", "  gpu_quotas: {}")]:
+    for old, new in [
+        ("requests_per_s: 150}", "requests_per_s: 10000000}"),
+        ("requests_per_s: 60}", "requests_per_s: 5000000}"),
+        (
+            "    due: 2027-01-22\n",
+            "    due: 2027-01-22\n    required: false\n    priority: 1000\n",
+        ),
+        (
+            "    due: 2027-02-26\n",
+            "    due: 2027-02-26\n    required: false\n    priority: 1000\n",
+        ),
+        ("allow: {gpus: [H100], regions: [us-east-1", "allow: {regions: [us-east-1"),
+        ("  gpu_quotas: {aws/H100: 16}", "  gpu_quotas: {}"),
+    ]:
         assert old in text
         text = text.replace(old, new)
     (tmp_path / "launch.yaml").write_text(text)
-    out = subprocess.run([*PLANNER, "batch", "launch.yaml", "--format", "json", "--no-timings"], capture_output=True,
-                         text=True, cwd=tmp_path, timeout=300)
+    out = subprocess.run(
+        [*PLANNER, "batch", "launch.yaml", "--format", "json", "--no-timings"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     plan = json.loads(out.stdout)
     assert plan["status"] == "OPTIMAL" and plan["unscheduled"] == []
-    assert max(p["requests_per_s"] for p in plan["endpoints"][0]["periods"]) == 10_000_000
+    assert (
+        max(p["requests_per_s"] for p in plan["endpoints"][0]["periods"]) == 10_000_000
+    )
 
 
 def test_priorities_that_would_pass_64_bits_are_refused_saying_how_much_fits():
@@ -395,10 +563,13 @@ def test_priorities_that_would_pass_64_bits_are_refused_saying_how_much_fits():
     fits = OBJECTIVE_LIMIT // weight - 1
     _check_priorities_fit(weight, fits)
     assert weight * (fits + 1) < OBJECTIVE_LIMIT
-    with pytest.raises(PrioritiesTooHeavy, match=f"add up to {fits + 1:,} .* at most {fits:,} fit"):
+    with pytest.raises(
+        PrioritiesTooHeavy, match=f"add up to {fits + 1:,} .* at most {fits:,} fit"
+    ):
         _check_priorities_fit(weight, fits + 1)
     with pytest.raises(PrioritiesTooHeavy, match="make the optional runs required"):
         _check_priorities_fit(OBJECTIVE_LIMIT, 1)
+
 
 # ---------------------------------------------------------------- end to end
 
@@ -415,41 +586,81 @@ def test_shipped_serving_examples_plan_with_every_reported_figure(name):
         assert e["peak"]["tpot_s"] is not None
         for period in e["periods"]:
             for b in range(len(period["pools"][0]["share_of_requests"])):
-                assert sum(p["share_of_requests"][b] for p in period["pools"]) == pytest.approx(1.0)
-    total = sum(e["cost_usd"] for e in plan["endpoints"]) + sum(a["expected"]["cost_usd"] for a in plan["assignments"])
+                assert sum(
+                    p["share_of_requests"][b] for p in period["pools"]
+                ) == pytest.approx(1.0)
+    total = sum(e["cost_usd"] for e in plan["endpoints"]) + sum(
+        a["expected"]["cost_usd"] for a in plan["assignments"]
+    )
     assert plan["objective_usd"] == pytest.approx(total, abs=0.01)
     again = run("solve", f"scenarios/{name}.yaml", "--format", "json", "--no-timings")
     assert again.stdout == out.stdout  # the same input gives the same plan
 
 
 def test_team_endpoint_and_fine_tunes_share_one_quota():
-    plan = json.loads(run("solve", "scenarios/serving-team.yaml", "--format", "json", "--no-timings").stdout)
+    plan = json.loads(
+        run(
+            "solve", "scenarios/serving-team.yaml", "--format", "json", "--no-timings"
+        ).stdout
+    )
     jobs = sum(a["gpus"] for a in plan["assignments"])
-    endpoint_gpus = max(sum(p["nodes"] * 1 for p in period["pools"]) for period in plan["endpoints"][0]["periods"])
+    endpoint_gpus = max(
+        sum(p["nodes"] * 1 for p in period["pools"])
+        for period in plan["endpoints"][0]["periods"]
+    )
     assert jobs + endpoint_gpus <= 16
 
 
-@pytest.mark.parametrize("body, expected", [
-    ("traffic: {requests_per_s: 5}", "needs `traffic` (requests_per_s or a profile) and `slo`"),
-    ("traffic: {requests_per_s: 5}\n    slo: {ttft: 5 parsecs, tpot: 50ms}", "unknown time unit 'parsecs'"),
-    ("traffic: {profile: [{hours: \"0-8\", requests_per_s: 5}]}\n    slo: {ttft: 1s, tpot: 50ms}",
-     "must cover 0-24 once"),
-    ("traffic: {requests_per_s: 5, buckets: [{prompt_tokens: 10, output_tokens: 10, share: 0.5}]}\n"
-     "    slo: {ttft: 1s, tpot: 50ms}", "bucket shares add up to 0.5, expected 1"),
-    ("traffic: {profile: [{hours: \"8-2\", requests_per_s: 5}]}\n    slo: {ttft: 1s, tpot: 50ms}",
-     "expected START-END with 0 <= START < END <= 24"),
-    ("traffic: {requests_per_s: 5}\n    slo: {ttft: 500, tpot: 50ms}", "a latency needs its unit: write 500ms or 500s"),
-    ("traffic: {requests_per_s: 5}\n    slo: {ttft: 1s, tpot: \"0.05\"}", "a latency needs its unit"),
-    ("traffic: {requests_per_s: 5}\n    slo: {quantile: 0.9}", "give a latency target: ttft, tpot or both"),
-])
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (
+            "traffic: {requests_per_s: 5}",
+            "needs `traffic` (requests_per_s or a profile) and `slo`",
+        ),
+        (
+            "traffic: {requests_per_s: 5}\n    slo: {ttft: 5 parsecs, tpot: 50ms}",
+            "unknown time unit 'parsecs'",
+        ),
+        (
+            'traffic: {profile: [{hours: "0-8", requests_per_s: 5}]}\n    slo: {ttft: 1s, tpot: 50ms}',
+            "must cover 0-24 once",
+        ),
+        (
+            "traffic: {requests_per_s: 5, buckets: [{prompt_tokens: 10, output_tokens: 10, share: 0.5}]}\n"
+            "    slo: {ttft: 1s, tpot: 50ms}",
+            "bucket shares add up to 0.5, expected 1",
+        ),
+        (
+            'traffic: {profile: [{hours: "8-2", requests_per_s: 5}]}\n    slo: {ttft: 1s, tpot: 50ms}',
+            "expected START-END with 0 <= START < END <= 24",
+        ),
+        (
+            "traffic: {requests_per_s: 5}\n    slo: {ttft: 500, tpot: 50ms}",
+            "a latency needs its unit: write 500ms or 500s",
+        ),
+        (
+            'traffic: {requests_per_s: 5}\n    slo: {ttft: 1s, tpot: "0.05"}',
+            "a latency needs its unit",
+        ),
+        (
+            "traffic: {requests_per_s: 5}\n    slo: {quantile: 0.9}",
+            "give a latency target: ttft, tpot or both",
+        ),
+    ],
+)
 def test_bad_serving_fields_get_one_located_line(tmp_path, body, expected):
     path = tmp_path / "bad.yaml"
-    path.write_text(f"name: bad\nworkloads:\n  - name: chat\n    kind: serving\n    model: llama-3.1-8b\n    {body}\n")
+    path.write_text(
+        f"name: bad\nworkloads:\n  - name: chat\n    kind: serving\n    model: llama-3.1-8b\n    {body}\n"
+    )
     out = run("solve", str(path))
     assert out.returncode == 2
     assert "Traceback" not in out.stderr
     lines = [line for line in out.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and str(path) in lines[0] and expected in lines[0], out.stderr
+    assert len(lines) == 1 and str(path) in lines[0] and expected in lines[0], (
+        out.stderr
+    )
 
 
 def test_replay_agrees_with_the_analytic_share_below_capacity():
@@ -460,13 +671,17 @@ def test_replay_agrees_with_the_analytic_share_below_capacity():
     analytic = below_capacity(nodes, away, need)
     pool = Pool(nodes, need, lam, replace_h, (10.0,), (1.0,))
     result = replay([PeriodPlan(24.0, (5.0,), (pool,))], days=200, seed=1)
-    print(f"below capacity: simulated {result.below_capacity_share:.4f}, analytic {analytic:.4f}")
+    print(
+        f"below capacity: simulated {result.below_capacity_share:.4f}, analytic {analytic:.4f}"
+    )
     assert result.below_capacity_share == pytest.approx(analytic, rel=0.15)
     assert 0.9 < result.within_slo_share < 1.0
 
 
 def test_simulate_replays_a_serving_scenario():
-    out = run("simulate", "scenarios/serving-team.yaml", "--trials", "200", "--format", "json")
+    out = run(
+        "simulate", "scenarios/serving-team.yaml", "--trials", "200", "--format", "json"
+    )
     assert out.returncode == 0, out.stderr
     data = json.loads(out.stdout)
     (replay,) = data["endpoints"]
@@ -475,7 +690,9 @@ def test_simulate_replays_a_serving_scenario():
     assert {w["workload"] for w in data["workloads"]} == {"tune-8b", "tune-70b"}
 
 
-INDEPENDENT_SPOT = "overrides:\n  - {provider: aws, spot_correlation: 0, spot_capacity_wait: 0h}\n"
+INDEPENDENT_SPOT = (
+    "overrides:\n  - {provider: aws, spot_correlation: 0, spot_capacity_wait: 0h}\n"
+)
 """Spot preempted node by node and replaced at once (the model before the trace fit): the endpoint takes a
 spot pool, so the checks of spot pools have one to check."""
 
@@ -485,22 +702,29 @@ def test_the_checker_catches_spot_nodes_counted_in_full_and_unrouted_requests(tm
     from planner.solve.checker import check_plan
 
     path = tmp_path / "independent.yaml"
-    path.write_text((ROOT / "scenarios" / "serving-team.yaml").read_text() + INDEPENDENT_SPOT)
+    path.write_text(
+        (ROOT / "scenarios" / "serving-team.yaml").read_text() + INDEPENDENT_SPOT
+    )
     loaded = load_scenario(path)
-    plan = json.loads(run("solve", str(path), "--format", "json", "--no-timings").stdout)
+    plan = json.loads(
+        run("solve", str(path), "--format", "json", "--no-timings").stdout
+    )
     assert check_plan(loaded, plan) == []
     pool = plan["endpoints"][0]["periods"][0]["pools"][0]
     assert pool["market"] == "spot" and pool["nodes_counted"] < pool["nodes"]
     pool["nodes_counted"] = pool["nodes"]
     pool["share_of_requests"][0] = 0.5
     problems = check_plan(loaded, plan)
-    assert any("more than it keeps" in p for p in problems) and any("routed 0.5000" in p for p in problems)
+    assert any("more than it keeps" in p for p in problems) and any(
+        "routed 0.5000" in p for p in problems
+    )
 
 
 def test_endpoint_alone_over_its_quota_is_explained_not_a_traceback(tmp_path):
     """An endpoint the quota cannot hold: INFEASIBLE (exit 1) with the binding quota named."""
     path = tmp_path / "tight.yaml"
-    path.write_text("""\
+    path.write_text(
+        """\
 name: tight
 catalogs: [aws]
 workloads:
@@ -513,7 +737,9 @@ workloads:
     duration: 36h
 constraints:
   gpu_quotas: {aws/H100: 1}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     result = run("solve", str(path), "--format", "json")
     assert result.returncode == 1, result.stderr
     data = json.loads(result.stdout)
@@ -530,13 +756,21 @@ def test_an_slo_may_name_one_target_and_both_allow_the_least_of_each_alone(tmp_p
 
     def capacities(slo: str) -> dict:
         path = tmp_path / "one.yaml"
-        path.write_text("name: one\ncatalogs: [aws]\nworkloads:\n  - name: chat\n    kind: serving\n"
-                        f"    model: llama-3.1-8b\n    traffic: {{requests_per_s: 5}}\n    slo: {slo}\n")
+        path.write_text(
+            "name: one\ncatalogs: [aws]\nworkloads:\n  - name: chat\n    kind: serving\n"
+            f"    model: llama-3.1-8b\n    traffic: {{requests_per_s: 5}}\n    slo: {slo}\n"
+        )
         loaded = load_scenario(path)
-        return {(r["gpu"], r["tensor_parallel"]): r["max_requests_per_s"]
-                for r in capacity_rows(loaded.scenario, loaded.catalog, None, ("H100",))}
+        return {
+            (r["gpu"], r["tensor_parallel"]): r["max_requests_per_s"]
+            for r in capacity_rows(loaded.scenario, loaded.catalog, None, ("H100",))
+        }
 
-    both, ttft, tpot = capacities("{ttft: 60ms, tpot: 20ms}"), capacities("{ttft: 60ms}"), capacities("{tpot: 20ms}")
+    both, ttft, tpot = (
+        capacities("{ttft: 60ms, tpot: 20ms}"),
+        capacities("{ttft: 60ms}"),
+        capacities("{tpot: 20ms}"),
+    )
     assert both.keys() == ttft.keys() == tpot.keys() and len(both) == 4
     for key in both:
         assert both[key] == pytest.approx(min(ttft[key], tpot[key]), rel=1e-3)

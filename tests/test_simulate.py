@@ -13,10 +13,20 @@ SEC = 1.0 / 3600.0
 
 
 def spot_job(**kw) -> CandidateInputs:
-    base = dict(work_h=5.0, checkpoint_write_h=0.05, restart_h=0.2, nodes=4,
-                gpus_per_node=8, spot_rate_per_node_h=0.4, checkpoint_interval_h=0.5,
-                billing_granularity_h=1.0, price_per_node_h=3.0,
-                storage_usd_per_h=0.5, egress_usd=7.0, time_budget_h=9.0)
+    base = dict(
+        work_h=5.0,
+        checkpoint_write_h=0.05,
+        restart_h=0.2,
+        nodes=4,
+        gpus_per_node=8,
+        spot_rate_per_node_h=0.4,
+        checkpoint_interval_h=0.5,
+        billing_granularity_h=1.0,
+        price_per_node_h=3.0,
+        storage_usd_per_h=0.5,
+        egress_usd=7.0,
+        time_budget_h=9.0,
+    )
     base.update(kw)
     return CandidateInputs(**base)
 
@@ -31,9 +41,16 @@ def test_same_seed_same_result_and_different_seed_differs():
 
 
 def test_no_failures_is_deterministic_and_hand_billed():
-    inp = CandidateInputs(work_h=3.0, restart_h=0.2, nodes=2, hw_failure_per_gpu_h=0.0,
-                          billing_granularity_h=1.0, interruption_tolerance="none",
-                          price_per_node_h=1.5, time_budget_h=3.2)
+    inp = CandidateInputs(
+        work_h=3.0,
+        restart_h=0.2,
+        nodes=2,
+        hw_failure_per_gpu_h=0.0,
+        billing_granularity_h=1.0,
+        interruption_tolerance="none",
+        price_per_node_h=1.5,
+        time_budget_h=3.2,
+    )
     sim = simulate(inp, trials=50)
     assert np.all(sim.wall_h == pytest.approx(3.2))
     assert np.all(sim.billed_node_h == pytest.approx(8.0))  # 2 nodes × 4 h
@@ -42,9 +59,13 @@ def test_no_failures_is_deterministic_and_hand_billed():
 
 
 def test_minimum_billing_for_a_20s_job():
-    inp = CandidateInputs(work_h=20 * SEC, hw_failure_per_gpu_h=0.0,
-                          billing_granularity_h=SEC, billing_minimum_h=60 * SEC,
-                          interruption_tolerance="none")
+    inp = CandidateInputs(
+        work_h=20 * SEC,
+        hw_failure_per_gpu_h=0.0,
+        billing_granularity_h=SEC,
+        billing_minimum_h=60 * SEC,
+        interruption_tolerance="none",
+    )
     sim = simulate(inp, trials=10)
     assert np.all(sim.billed_node_h == pytest.approx(60 * SEC))
 
@@ -63,7 +84,9 @@ def test_invariants_of_a_spot_run():
     T0 = 0.2 + 5.0 + 10 * 0.05
     assert np.all(sim.wall_h >= T0 - 1e-9)
     assert np.all(sim.wall_h[sim.failures == 0] == pytest.approx(T0))
-    assert np.all(sim.wall_h[sim.failures > 0] >= T0 + 0.2 * sim.failures[sim.failures > 0] - 1e-9)
+    assert np.all(
+        sim.wall_h[sim.failures > 0] >= T0 + 0.2 * sim.failures[sim.failures > 0] - 1e-9
+    )
     assert np.array_equal(sim.met_deadline, sim.wall_h <= 9.0 + 1e-9)
     assert np.allclose(sim.cost_usd, 3.0 * sim.billed_node_h + 0.5 * sim.wall_h + 7.0)
 
@@ -96,8 +119,13 @@ def test_mean_cost_agrees_with_expected():
 
 def test_failure_loses_only_current_segment():
     # one tiny segment after many: with huge R, T − T0 is R per failure plus lost work < s
-    inp = CandidateInputs(work_h=2.0, checkpoint_interval_h=0.1, restart_h=10.0,
-                          spot_rate_per_node_h=0.3, hw_failure_per_gpu_h=0.0)
+    inp = CandidateInputs(
+        work_h=2.0,
+        checkpoint_interval_h=0.1,
+        restart_h=10.0,
+        spot_rate_per_node_h=0.3,
+        hw_failure_per_gpu_h=0.0,
+    )
     sim = simulate(inp, trials=3000, seed=5)
     T0 = 10.0 + 2.0
     lost = sim.wall_h - T0 - 10.0 * sim.failures
@@ -105,11 +133,14 @@ def test_failure_loses_only_current_segment():
     assert np.all(lost < 0.1 * sim.failures + 1e-9)
 
 
-def test_trials_too_many_for_memory_run_in_chunks_that_still_agree_with_the_cost_model(monkeypatch):
+def test_trials_too_many_for_memory_run_in_chunks_that_still_agree_with_the_cost_model(
+    monkeypatch,
+):
     """A plan of 2,500 nodes asked for a million trials allocated trials x nodes session starts at once (18.6 GiB,
     a traceback). Past MAX_NODE_SESSIONS the trials run in chunks, each seeded apart: here 24 of 1,000 node
     sessions for 24,000 trials of a 4-node job, spot alone and the fallback policy alike."""
-    from planner.economics import fallback, simulate as montecarlo
+    from planner.economics import fallback
+    from planner.economics import simulate as montecarlo
 
     monkeypatch.setattr(montecarlo, "MAX_NODE_SESSIONS", 1000)  # 250 trials per chunk
     job = spot_job(capacity_wait_h=0.5, time_budget_h=12.0)
@@ -117,14 +148,23 @@ def test_trials_too_many_for_memory_run_in_chunks_that_still_agree_with_the_cost
     sim = simulate(job, trials=24_000, seed=5, progress=seen.append)
     again = simulate(job, trials=24_000, seed=5)
     assert sim.trials == 24_000 and np.array_equal(sim.cost_usd, again.cost_usd)
-    assert len(np.unique(sim.cost_usd[:250])) > 50 and not np.array_equal(sim.cost_usd[:250], sim.cost_usd[250:500])
+    assert len(np.unique(sim.cost_usd[:250])) > 50 and not np.array_equal(
+        sim.cost_usd[:250], sim.cost_usd[250:500]
+    )
     assert seen == sorted(seen) and seen[-1] == pytest.approx(1.0)
     analytic = expected(job)
-    assert abs(sim.mean() - analytic.cost_usd) < 4 * sim.stderr(), (sim.mean(), analytic.cost_usd, sim.stderr())
+    assert abs(sim.mean() - analytic.cost_usd) < 4 * sim.stderr(), (
+        sim.mean(),
+        analytic.cost_usd,
+        sim.stderr(),
+    )
     assert abs(sim.p_deadline - analytic.p_deadline) < 0.01
 
     on_demand = 3 * job.price_per_node_h
     policy = montecarlo.simulate_fallback(job, on_demand, trials=24_000, seed=5)
     priced = fallback.expected(job, on_demand)
     assert policy.trials == 24_000
-    assert abs(policy.mean() / priced.cost_usd - 1) < 0.02 and abs(policy.p_deadline - priced.p_deadline) < 0.02
+    assert (
+        abs(policy.mean() / priced.cost_usd - 1) < 0.02
+        and abs(policy.p_deadline - priced.p_deadline) < 0.02
+    )

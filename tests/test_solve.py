@@ -5,6 +5,7 @@ Random scenarios are small (2-4 workloads on a few Lambda/RunPod regions and GPU
 memory and reference GPU-hours) so the cartesian product of candidates can be enumerated.
 Limits are derived from each scenario's unconstrained optimum so that they bind often.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -13,7 +14,7 @@ import math
 import random
 import subprocess
 import sys
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -46,8 +47,24 @@ def without_timing(data: dict) -> dict:
 
 # ---------------------------------------------------------------- random scenarios
 
-REGIONS = ("us-east-1", "us-west-1", "CA", "US")  # two Lambda regions, two RunPod regions
-GPUS = ("A100-80GB", "H100-SXM", "L40S", "RTXA6000", "A10", "RTX4090", "A100-40GB", "H100-PCIe", "A40", "L40")
+REGIONS = (
+    "us-east-1",
+    "us-west-1",
+    "CA",
+    "US",
+)  # two Lambda regions, two RunPod regions
+GPUS = (
+    "A100-80GB",
+    "H100-SXM",
+    "L40S",
+    "RTXA6000",
+    "A10",
+    "RTX4090",
+    "A100-40GB",
+    "H100-PCIe",
+    "A40",
+    "L40",
+)
 
 
 @lru_cache(maxsize=1)
@@ -60,18 +77,29 @@ def random_workload(rng: random.Random, number: int) -> dict:
     workload = {
         "name": f"w{number}",
         "kind": rng.choice(("training", "fine_tuning", "batch_inference")),
-        "work": {"gpu_hours": round(rng.uniform(1, 60), 1), "reference_gpu": "A100-80GB"},
+        "work": {
+            "gpu_hours": round(rng.uniform(1, 60), 1),
+            "reference_gpu": "A100-80GB",
+        },
         "gpus": {"min": low, "max": low * rng.choice((1, 2, 4))},
-        "interruption_tolerance": rng.choice(("none", "checkpointed", "checkpointed", "stateless")),
+        "interruption_tolerance": rng.choice(
+            ("none", "checkpointed", "checkpointed", "stateless")
+        ),
         # a fixed cadence: `every: auto` optimises τ per candidate, too slow for 48 scenarios (the
         # shipped team-quarter-mix keeps it covered)
         "checkpoint": {"every": rng.choice(("30m", "1h", "2h"))},
-        "allow": {"regions": rng.sample(REGIONS, rng.randint(1, 3)), "gpus": rng.sample(GPUS, rng.randint(2, 4))},
+        "allow": {
+            "regions": rng.sample(REGIONS, rng.randint(1, 3)),
+            "gpus": rng.sample(GPUS, rng.randint(2, 4)),
+        },
     }
     if rng.random() < 0.6:
         workload["memory"] = {"per_gpu": round(rng.uniform(6, 45), 1)}
     else:
-        workload["memory"] = {"model_states": round(rng.uniform(20, 150)), "activations": round(rng.uniform(1, 6))}
+        workload["memory"] = {
+            "model_states": round(rng.uniform(20, 150)),
+            "activations": round(rng.uniform(1, 6)),
+        }
     if rng.random() < 0.4:
         per_gpu_h = workload["work"]["gpu_hours"] / workload["gpus"]["max"]
         workload["time_budget"] = round(per_gpu_h * rng.uniform(1.0, 4) + 0.5, 2)
@@ -79,7 +107,9 @@ def random_workload(rng: random.Random, number: int) -> dict:
 
 
 def loaded_for(spec: dict, catalog) -> LoadedScenario:
-    return LoadedScenario(Path(f"{spec['name']}.yaml"), Scenario.model_validate(spec), catalog, spec)
+    return LoadedScenario(
+        Path(f"{spec['name']}.yaml"), Scenario.model_validate(spec), catalog, spec
+    )
 
 
 def brute_force(cands: pd.DataFrame, scenario: Scenario, catalog) -> dict | None:
@@ -97,7 +127,10 @@ def brute_force(cands: pd.DataFrame, scenario: Scenario, catalog) -> dict | None
     index = np.indices(shape).reshape(len(shape), -1)
 
     def total(values_per_workload) -> np.ndarray:
-        return sum(np.asarray(v, dtype=float)[index[i]] for i, v in enumerate(values_per_workload))
+        return sum(
+            np.asarray(v, dtype=float)[index[i]]
+            for i, v in enumerate(values_per_workload)
+        )
 
     cost = total([p["cost_usd"] for p in parts])
     cents = total([p["cost_cents"] for p in parts])
@@ -105,8 +138,15 @@ def brute_force(cands: pd.DataFrame, scenario: Scenario, catalog) -> dict | None
     c = scenario.constraints
     for key, quota in c.gpu_quotas.items():
         provider, _, gpu = key.partition("/")
-        use = [np.where((p["provider"] == provider) & p["gpu"].map(lambda g: not gpu or catalog.gpu_matches(g, gpu)),
-                        p["gpus"], 0) for p in parts]
+        use = [
+            np.where(
+                (p["provider"] == provider)
+                & p["gpu"].map(lambda g: not gpu or catalog.gpu_matches(g, gpu)),
+                p["gpus"],
+                0,
+            )
+            for p in parts
+        ]
         ok &= total(use) <= quota
     max_nodes = catalog.offers.set_index("key")["max_nodes"]
     offer_markets = set()
@@ -114,18 +154,33 @@ def brute_force(cands: pd.DataFrame, scenario: Scenario, catalog) -> dict | None
         for key, market in zip(p["offer_key"], p["market"]):
             offer_markets.add((key, market if c.node_limits_per_market else None))
     for key, market in offer_markets:
-        caps = [x for x in (c.node_limits.get(key), max_nodes.get(key)) if x is not None and not pd.isna(x)]
+        caps = [
+            x
+            for x in (c.node_limits.get(key), max_nodes.get(key))
+            if x is not None and not pd.isna(x)
+        ]
         if not caps:
             continue
-        use = [np.where((p["offer_key"] == key) & ((p["market"] == market) if market else True), p["nodes"], 0)
-               for p in parts]
+        use = [
+            np.where(
+                (p["offer_key"] == key) & ((p["market"] == market) if market else True),
+                p["nodes"],
+                0,
+            )
+            for p in parts
+        ]
         ok &= total(use) <= min(caps)
     if c.budget is not None:
         ok &= cost <= c.budget
     for groups, column in ((c.same_region, "place"), (c.same_provider, "provider")):
         for group in groups:
             members = [names.index(n) for n in group]
-            values = [parts[i].assign(place=parts[i]["provider"] + "/" + parts[i]["region"])[column] for i in members]
+            values = [
+                parts[i].assign(place=parts[i]["provider"] + "/" + parts[i]["region"])[
+                    column
+                ]
+                for i in members
+            ]
             codes = {v: k for k, v in enumerate(sorted(set().union(*map(set, values))))}
             first = np.array([codes[v] for v in values[0]])[index[members[0]]]
             for i, v in zip(members[1:], values[1:]):
@@ -133,30 +188,57 @@ def brute_force(cands: pd.DataFrame, scenario: Scenario, catalog) -> dict | None
     if not ok.any():
         return None
     best = int(np.flatnonzero(ok)[np.argmin(cost[ok])])
-    return {"cost_usd": float(cost[best]), "cents": int(cents[ok].min()),
-            "rows": [parts[i].iloc[index[i][best]] for i in range(len(parts))], "all_costs": cost}
+    return {
+        "cost_usd": float(cost[best]),
+        "cents": int(cents[ok].min()),
+        "rows": [parts[i].iloc[index[i][best]] for i in range(len(parts))],
+        "all_costs": cost,
+    }
 
 
-def random_limits(rng: random.Random, spec: dict, best: dict, catalog) -> tuple[dict, dict]:
+def random_limits(
+    rng: random.Random, spec: dict, best: dict, catalog
+) -> tuple[dict, dict]:
     """Limits that cut into the unconstrained optimum `best` (and catalog max_nodes to match)."""
     rows = best["rows"]
     constraints: dict = {}
     max_nodes: dict[str, int] = {}
-    kinds = rng.sample(("quota", "family_quota", "node_limit", "max_nodes", "budget", "same_region",
-                        "same_provider", "per_market"), rng.randint(1, 2))
+    kinds = rng.sample(
+        (
+            "quota",
+            "family_quota",
+            "node_limit",
+            "max_nodes",
+            "budget",
+            "same_region",
+            "same_provider",
+            "per_market",
+        ),
+        rng.randint(1, 2),
+    )
     by_provider: dict[str, int] = {}
     for r in rows:
         by_provider[r["provider"]] = by_provider.get(r["provider"], 0) + int(r["gpus"])
     if "quota" in kinds:
         provider = rng.choice(sorted(by_provider))
-        constraints["gpu_quotas"] = {provider: max(0, by_provider[provider] - rng.choice((1, 1, 2, 4)))}
+        constraints["gpu_quotas"] = {
+            provider: max(0, by_provider[provider] - rng.choice((1, 1, 2, 4)))
+        }
     if "family_quota" in kinds:
         r = rng.choice(rows)
         family = catalog.gpus[r["gpu"]].family
-        used = sum(int(x["gpus"]) for x in rows if x["provider"] == r["provider"] and x["gpu_family"] == family)
-        constraints.setdefault("gpu_quotas", {})[f"{r['provider']}/{family}"] = max(0, used - rng.choice((1, 1, 2, 4)))
+        used = sum(
+            int(x["gpus"])
+            for x in rows
+            if x["provider"] == r["provider"] and x["gpu_family"] == family
+        )
+        constraints.setdefault("gpu_quotas", {})[f"{r['provider']}/{family}"] = max(
+            0, used - rng.choice((1, 1, 2, 4))
+        )
         if rng.random() < 0.5:  # a roomy provider-wide quota beside the family one
-            constraints["gpu_quotas"].setdefault(r["provider"], by_provider[r["provider"]] + rng.randint(0, 8))
+            constraints["gpu_quotas"].setdefault(
+                r["provider"], by_provider[r["provider"]] + rng.randint(0, 8)
+            )
     if "node_limit" in kinds or "max_nodes" in kinds or "per_market" in kinds:
         r = rng.choice(rows)
         used = sum(int(x["nodes"]) for x in rows if x["offer_key"] == r["offer_key"])
@@ -181,29 +263,46 @@ def random_limits(rng: random.Random, spec: dict, best: dict, catalog) -> tuple[
         target = best["cost_usd"] * rng.uniform(0.98, 1.4)
         gaps = [(a + b) / 2 for a, b in zip(totals, totals[1:]) if b - a >= 0.1]
         if gaps:
-            constraints["budget"] = round(float(min(gaps, key=lambda m: abs(m - target))), 4)
+            constraints["budget"] = round(
+                float(min(gaps, key=lambda m: abs(m - target))), 4
+            )
     return constraints, max_nodes
 
 
-@lru_cache(maxsize=None)
+@cache
 def random_run(seed: int) -> dict:
     """Build one random scenario, bind limits on it, and solve it every way there is."""
     rng = random.Random(seed)
     base = small_catalog()
     wanted = rng.randint(2, 4)
-    spec = {"name": f"random-{seed}", "catalogs": ["lambda", "runpod"],
-            "workloads": [random_workload(rng, n) for n in range(wanted + 3)]}
+    spec = {
+        "name": f"random-{seed}",
+        "catalogs": ["lambda", "runpod"],
+        "workloads": [random_workload(rng, n) for n in range(wanted + 3)],
+    }
     # Every candidate of every workload, no limits involved; keep `wanted` workloads that can run
     # somewhere (and, one scenario in eight, one that cannot).
     universe_set = generate(loaded_for(spec, base).scenario, base, exhaustive=True)
-    runnable = [w for w in spec["workloads"] if w["name"] not in universe_set.infeasible]
+    runnable = [
+        w for w in spec["workloads"] if w["name"] not in universe_set.infeasible
+    ]
     hopeless = [w for w in spec["workloads"] if w["name"] in universe_set.infeasible]
-    keep = runnable[:wanted] if seed % 8 or not hopeless else runnable[:wanted - 1] + hopeless[:1]
+    keep = (
+        runnable[:wanted]
+        if seed % 8 or not hopeless
+        else runnable[: wanted - 1] + hopeless[:1]
+    )
     spec["workloads"] = keep if len(keep) >= 2 else spec["workloads"][:wanted]
     names = {w["name"] for w in spec["workloads"]}
-    universe = universe_set.all[universe_set.all["workload"].isin(names)] if not universe_set.all.empty else universe_set.all
+    universe = (
+        universe_set.all[universe_set.all["workload"].isin(names)]
+        if not universe_set.all.empty
+        else universe_set.all
+    )
     free = loaded_for(spec, base)
-    unconstrained = brute_force(universe, free.scenario, base) if not universe.empty else None
+    unconstrained = (
+        brute_force(universe, free.scenario, base) if not universe.empty else None
+    )
     max_nodes: dict[str, int] = {}
     if unconstrained is not None:
         spec["constraints"], max_nodes = random_limits(rng, spec, unconstrained, base)
@@ -219,13 +318,25 @@ def random_run(seed: int) -> dict:
     exhaustive = generate(loaded.scenario, catalog, exhaustive=True)
     plan = make_plan(loaded, time_limit_s=20.0, workers=1)
     default = plan.candidates  # make_plan's own (non-exhaustive) generation
-    reference = brute_force(universe, loaded.scenario, catalog) if not universe.empty else None
+    reference = (
+        brute_force(universe, loaded.scenario, catalog) if not universe.empty else None
+    )
     return {
-        "spec": spec, "loaded": loaded, "plan": plan, "json": as_json(plan),
-        "unconstrained": unconstrained, "reference": reference,
-        "exhaustive_all": brute_force(exhaustive.all, loaded.scenario, catalog) if not exhaustive.infeasible else None,
-        "exhaustive_pruned": brute_force(exhaustive.pruned, loaded.scenario, catalog) if not exhaustive.infeasible else None,
-        "default_pruned": brute_force(default.pruned, loaded.scenario, catalog) if not default.infeasible else None,
+        "spec": spec,
+        "loaded": loaded,
+        "plan": plan,
+        "json": as_json(plan),
+        "unconstrained": unconstrained,
+        "reference": reference,
+        "exhaustive_all": brute_force(exhaustive.all, loaded.scenario, catalog)
+        if not exhaustive.infeasible
+        else None,
+        "exhaustive_pruned": brute_force(exhaustive.pruned, loaded.scenario, catalog)
+        if not exhaustive.infeasible
+        else None,
+        "default_pruned": brute_force(default.pruned, loaded.scenario, catalog)
+        if not default.infeasible
+        else None,
     }
 
 
@@ -233,7 +344,9 @@ def _cents(result: dict | None) -> int | None:
     return None if result is None else result["cents"]
 
 
-@pytest.mark.parametrize("seed", SEEDS)  # seed 30 has gpu_quotas {runpod/L40S: 2, runpod: 12}
+@pytest.mark.parametrize(
+    "seed", SEEDS
+)  # seed 30 has gpu_quotas {runpod/L40S: 2, runpod: 12}
 def test_cp_sat_matches_brute_force(seed):
     run = random_run(seed)
     reference, plan = run["reference"], run["plan"]
@@ -245,7 +358,10 @@ def test_cp_sat_matches_brute_force(seed):
     assert plan.status == "OPTIMAL", context
     assert int(plan.chosen["cost_cents"].sum()) == reference["cents"], context
     n = len(run["spec"]["workloads"])
-    assert abs(run["json"]["objective_usd"] - reference["cost_usd"]) <= HALF_CENT * n + HALF_CENT, context
+    assert (
+        abs(run["json"]["objective_usd"] - reference["cost_usd"])
+        <= HALF_CENT * n + HALF_CENT
+    ), context
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -265,9 +381,15 @@ def test_runner_ups_are_those_of_exhaustive_pricing(seed):
     plan = run["plan"]
     if plan.result is None or not plan.result.solved:
         return
-    exhaustive = dataclasses.replace(plan, candidates=generate(run["loaded"].scenario, run["loaded"].catalog,
-                                                               exhaustive=True))
-    assert runner_ups(plan, RUNNER_UPS) == runner_ups(exhaustive, RUNNER_UPS), f"seed {seed}"
+    exhaustive = dataclasses.replace(
+        plan,
+        candidates=generate(
+            run["loaded"].scenario, run["loaded"].catalog, exhaustive=True
+        ),
+    )
+    assert runner_ups(plan, RUNNER_UPS) == runner_ups(exhaustive, RUNNER_UPS), (
+        f"seed {seed}"
+    )
 
 
 @pytest.mark.parametrize("seed", range(0, 48, 2))
@@ -276,13 +398,27 @@ def test_candidates_without_runner_ups_keep_the_optimum(seed):
     run = random_run(seed)
     lean = generate(run["loaded"].scenario, run["loaded"].catalog, runner_ups=0)
     assert len(lean.all) <= len(run["plan"].candidates.all)
-    found = brute_force(lean.pruned, run["loaded"].scenario, run["loaded"].catalog) if not lean.infeasible else None
+    found = (
+        brute_force(lean.pruned, run["loaded"].scenario, run["loaded"].catalog)
+        if not lean.infeasible
+        else None
+    )
     assert _cents(found) == _cents(run["reference"]), f"seed {seed}"
 
 
-@pytest.mark.parametrize("name", ["batch-generation", "lora-finetune", "full-finetune-70b", "team-quarter-mix",
-                                  "bench_solve-16"])
-def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candidate(name, monkeypatch, tmp_path):
+@pytest.mark.parametrize(
+    "name",
+    [
+        "batch-generation",
+        "lora-finetune",
+        "full-finetune-70b",
+        "team-quarter-mix",
+        "bench_solve-16",
+    ],
+)
+def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candidate(
+    name, monkeypatch, tmp_path
+):
     """Without runner-ups (a what-if point, `planner batch`) a shape is estimated in full only while a row of it
     may still be on the front (`screen.unbeaten_rows`), cheapest floor first. The candidates are those of
     estimating every shape up front, to the bit, at prices and preemption rates a sweep moves, and far fewer
@@ -290,11 +426,15 @@ def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candida
     from planner.candidates import screen as screening
     from planner.candidates.cache import CandidateCache
 
-    if name.startswith("bench_solve"):  # the benchmark's mix of workloads under binding quotas, every catalog
+    if name.startswith(
+        "bench_solve"
+    ):  # the benchmark's mix of workloads under binding quotas, every catalog
         sys.path.insert(0, str(SCENARIOS.parent / "benchmarks"))
         from bench_solve import scenario_yaml
 
-        (tmp_path / "bench.yaml").write_text(scenario_yaml(int(name.split("-")[1]), quotas=True))
+        (tmp_path / "bench.yaml").write_text(
+            scenario_yaml(int(name.split("-")[1]), quotas=True)
+        )
         loaded = load_scenario(tmp_path / "bench.yaml")
     else:
         loaded = load_scenario(SCENARIOS / f"{name}.yaml")
@@ -303,10 +443,14 @@ def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candida
         monkeypatch.setattr(screening, "FIRST_ESTIMATES", first_estimates)
         cache, out = CandidateCache(), []
         for spot, preemption in ((1.0, 1.0), (0.5, 1.0), (1.0, 3.0)):
-            offers = loaded.catalog.offers.assign(spot_usd_h=loaded.catalog.offers["spot_usd_h"] * spot,
-                                                  spot_preemption_per_h=loaded.catalog.offers["spot_preemption_per_h"]
-                                                  * preemption)
-            found = generate(loaded.scenario, loaded.catalog, offers, cache=cache, runner_ups=0)
+            offers = loaded.catalog.offers.assign(
+                spot_usd_h=loaded.catalog.offers["spot_usd_h"] * spot,
+                spot_preemption_per_h=loaded.catalog.offers["spot_preemption_per_h"]
+                * preemption,
+            )
+            found = generate(
+                loaded.scenario, loaded.catalog, offers, cache=cache, runner_ups=0
+            )
             out += [found.all, found.pruned, found.infeasible]
         return out, len(cache.estimates)
 
@@ -320,7 +464,10 @@ def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candida
     assert estimated < all_shapes, (estimated, all_shapes)
 
 
-@pytest.mark.parametrize("name", ["pretrain-deadline", pytest.param("batch-generation", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "name",
+    ["pretrain-deadline", pytest.param("batch-generation", marks=pytest.mark.slow)],
+)
 def test_fallback_screening_drops_nothing_exhaustive_pricing_keeps(name):
     """spot_fallback rows are screened with a Wald bound (`screen._fallback_lo`), tight to a few per cent;
     on the shipped deadline scenarios over every catalog, the Pareto fronts and runner-ups match pricing all."""
@@ -329,9 +476,13 @@ def test_fallback_screening_drops_nothing_exhaustive_pricing_keeps(name):
     assert (full.all["market"] == "spot_fallback").any()
     for runner_ups_kept in (RUNNER_UPS, 0):
         screened = generate(loaded.scenario, loaded.catalog, runner_ups=runner_ups_kept)
-        assert sorted(screened.pruned["cid"]) == sorted(full.pruned["cid"]), runner_ups_kept
+        assert sorted(screened.pruned["cid"]) == sorted(full.pruned["cid"]), (
+            runner_ups_kept
+        )
     plan = make_plan(loaded, time_limit_s=20.0, workers=1)
-    assert runner_ups(plan, RUNNER_UPS) == runner_ups(dataclasses.replace(plan, candidates=full), RUNNER_UPS)
+    assert runner_ups(plan, RUNNER_UPS) == runner_ups(
+        dataclasses.replace(plan, candidates=full), RUNNER_UPS
+    )
 
 
 TWINS = """\
@@ -358,24 +509,34 @@ constraints:
 """
 
 
-def test_a_fallback_row_its_spot_twin_beats_for_sure_is_left_unpriced(tmp_path, monkeypatch):
+def test_a_fallback_row_its_spot_twin_beats_for_sure_is_left_unpriced(
+    tmp_path, monkeypatch
+):
     """A spot_fallback row whose spot twin is a candidate and costs less for sure (`fallback.excess_over_spot`) is
     not priced; the Pareto fronts and runner-ups still match pricing every row."""
     import planner.candidates.generate as generation
 
     beaten = []
     dearer = generation.dearer_than_twin
-    monkeypatch.setattr(generation, "dearer_than_twin", lambda *a: beaten.append(dearer(*a)) or beaten[-1])
+    monkeypatch.setattr(
+        generation,
+        "dearer_than_twin",
+        lambda *a: beaten.append(dearer(*a)) or beaten[-1],
+    )
     path = tmp_path / "twins.yaml"
     path.write_text(TWINS)
     loaded = load_scenario(path)
     full = generate(loaded.scenario, loaded.catalog, exhaustive=True)
     for runner_ups_kept in (RUNNER_UPS, 0):
         screened = generate(loaded.scenario, loaded.catalog, runner_ups=runner_ups_kept)
-        pd.testing.assert_frame_equal(screened.pruned.reset_index(drop=True), full.pruned.reset_index(drop=True))
+        pd.testing.assert_frame_equal(
+            screened.pruned.reset_index(drop=True), full.pruned.reset_index(drop=True)
+        )
     assert sum(beaten) >= 3, beaten
     plan = make_plan(loaded, time_limit_s=20.0, workers=1)
-    assert runner_ups(plan, RUNNER_UPS) == runner_ups(dataclasses.replace(plan, candidates=full), RUNNER_UPS)
+    assert runner_ups(plan, RUNNER_UPS) == runner_ups(
+        dataclasses.replace(plan, candidates=full), RUNNER_UPS
+    )
 
 
 @pytest.mark.parametrize("seed", SEEDS)
@@ -388,13 +549,21 @@ def test_random_scenarios_exercise_binding_limits_and_infeasibility():
     """The brute-force comparison only means something if the limits actually bite."""
     runs = [random_run(s) for s in SEEDS]
     solved = [r for r in runs if r["unconstrained"] is not None]
-    binding = [r for r in solved if r["reference"] is not None
-               and r["reference"]["cents"] > r["unconstrained"]["cents"]]
+    binding = [
+        r
+        for r in solved
+        if r["reference"] is not None
+        and r["reference"]["cents"] > r["unconstrained"]["cents"]
+    ]
     infeasible = [r for r in solved if r["reference"] is None]
     assert len(solved) >= 0.6 * len(runs), f"{len(solved)} of {len(runs)} have any plan"
     assert len(binding) >= 0.25 * len(runs), f"{len(binding)} binding of {len(runs)}"
     assert len(infeasible) >= 3, f"{len(infeasible)} infeasible of {len(runs)}"
-    assert any(r["plan"].chosen["market"].eq("spot").any() for r in runs if r["plan"].status in SOLVED)
+    assert any(
+        r["plan"].chosen["market"].eq("spot").any()
+        for r in runs
+        if r["plan"].status in SOLVED
+    )
 
 
 # ---------------------------------------------------------------- regressions (bugs found by the brute-force tests)
@@ -418,16 +587,28 @@ def test_family_quota_beside_provider_quota(scenario_file):
     """H100s are barred (lambda/H100: 0), the A100 node is allowed; a roomy `lambda: 16` beside it
     must not change that. Pruning puts both candidates in one 'provider' signature with equal quota
     GPUs, drops the dearer A100 one, and the plan becomes INFEASIBLE."""
-    alone = make_plan(load_scenario(scenario_file(FAMILY_QUOTA.replace("QUOTAS", "{lambda/H100: 0}"), "a.yaml")),
-                      workers=1)
+    alone = make_plan(
+        load_scenario(
+            scenario_file(FAMILY_QUOTA.replace("QUOTAS", "{lambda/H100: 0}"), "a.yaml")
+        ),
+        workers=1,
+    )
     assert alone.status == "OPTIMAL" and alone.chosen["gpu"].tolist() == ["A100-80GB"]
-    both = make_plan(load_scenario(scenario_file(FAMILY_QUOTA.replace("QUOTAS", "{lambda: 16, lambda/H100: 0}"),
-                                                 "b.yaml")), workers=1)
+    both = make_plan(
+        load_scenario(
+            scenario_file(
+                FAMILY_QUOTA.replace("QUOTAS", "{lambda: 16, lambda/H100: 0}"), "b.yaml"
+            )
+        ),
+        workers=1,
+    )
     assert both.status == "OPTIMAL"
 
 
 def test_quota_keyed_by_canonical_gpu_name(scenario_file):
-    text = FAMILY_QUOTA.replace("QUOTAS", "{lambda/H100-SXM: 0}").replace("H100-SXM, A100-80GB", "H100-SXM")
+    text = FAMILY_QUOTA.replace("QUOTAS", "{lambda/H100-SXM: 0}").replace(
+        "H100-SXM, A100-80GB", "H100-SXM"
+    )
     loaded = load_scenario(scenario_file(text))
     plan = make_plan(loaded, workers=1)
     assert plan.status == "INFEASIBLE"  # the only GPU allowed is the one the quota bars
@@ -436,9 +617,25 @@ def test_quota_keyed_by_canonical_gpu_name(scenario_file):
 def test_budget_in_cents_is_not_truncated():
     from planner.solve.model import Limits, build_model, solve_model
 
-    row = dict(workload="w", cid="w|p/r/a", cost_usd=0.2875, cost_cents=29, wall_h=1.0, provider="p", region="r",
-               gpus=1, nodes=1, offer_key="p/r/a", market="on_demand", max_nodes=None, gpu_family="X", gpu="X1")
-    result = solve_model(build_model(pd.DataFrame([row]), Limits(budget_usd=0.29)), workers=1)
+    row = dict(
+        workload="w",
+        cid="w|p/r/a",
+        cost_usd=0.2875,
+        cost_cents=29,
+        wall_h=1.0,
+        provider="p",
+        region="r",
+        gpus=1,
+        nodes=1,
+        offer_key="p/r/a",
+        market="on_demand",
+        max_nodes=None,
+        gpu_family="X",
+        gpu="X1",
+    )
+    result = solve_model(
+        build_model(pd.DataFrame([row]), Limits(budget_usd=0.29)), workers=1
+    )
     assert result.status == "OPTIMAL"  # $0.2875 fits a $0.29 budget
 
 
@@ -499,7 +696,9 @@ def test_determinism_on_random_scenarios():
     for seed in (1, 2, 3):
         run = random_run(seed)
         for workers in (1, 2):
-            again = as_json(make_plan(run["loaded"], time_limit_s=20.0, workers=workers))
+            again = as_json(
+                make_plan(run["loaded"], time_limit_s=20.0, workers=workers)
+            )
             assert without_timing(again) == without_timing(run["json"]), (seed, workers)
 
 
@@ -517,7 +716,9 @@ def test_checker_catches_violations(shipped):
 
     # eval-harness (interruption_tolerance: none) moved to spot.
     broken = json.loads(json.dumps(data))
-    eval_harness = next(a for a in broken["assignments"] if a["workload"] == "eval-harness")
+    eval_harness = next(
+        a for a in broken["assignments"] if a["workload"] == "eval-harness"
+    )
     eval_harness["market"] = "spot"
     assert "interruption_tolerance is none" in violations(broken)
     # A quota exceeded: the ranker scaled past its provider's quota (aws: 12 or gcp: 32).
@@ -537,7 +738,9 @@ def test_checker_catches_violations(shipped):
     broken["objective_usd"] -= 1
     assert "objective_usd" in violations(broken)
     broken = json.loads(json.dumps(data))
-    vision = next(a for a in broken["assignments"] if a["workload"] == "vision-finetune")
+    vision = next(
+        a for a in broken["assignments"] if a["workload"] == "vision-finetune"
+    )
     vision["region"] = "us-west-2"
     assert "same_region" in violations(broken)
     # Memory that does not fit, and an offer that does not exist.
@@ -564,8 +767,16 @@ def test_checker_catches_budget_and_failure_rate(shipped):
     broken = json.loads(json.dumps(data))
     broken["assignments"][0]["inputs"]["failure_rate_per_h"] *= 0.5
     assert any("failure_rate_per_h" in v for v in check_plan(loaded, broken))
-    tight = dataclasses.replace(loaded, scenario=loaded.scenario.model_copy(
-        update={"constraints": loaded.scenario.constraints.model_copy(update={"budget": 100.0})}))
+    tight = dataclasses.replace(
+        loaded,
+        scenario=loaded.scenario.model_copy(
+            update={
+                "constraints": loaded.scenario.constraints.model_copy(
+                    update={"budget": 100.0}
+                )
+            }
+        ),
+    )
     assert any(v.startswith("budget") for v in check_plan(tight, data))
     broken = json.loads(json.dumps(data))
     broken["assignments"][0]["breakdown_usd"]["compute"] += 5
@@ -584,30 +795,48 @@ workloads:
 
 
 def tiny(name: str, workloads: list[str], constraints: str = "") -> str:
-    return TINY.format(name=name, workloads="\n".join(workloads), constraints=constraints)
+    return TINY.format(
+        name=name, workloads="\n".join(workloads), constraints=constraints
+    )
 
 
 def test_infeasible_no_gpu_runs_the_precision(run, scenario_file):
-    path = scenario_file(tiny("no-fp8", ["""\
+    path = scenario_file(
+        tiny(
+            "no-fp8",
+            [
+                """\
   - name: strict-fp8
     kind: training
     memory: {per_gpu: 20GiB}
     precision: fp8
     work: {gpu_hours: 10, reference_gpu: A100-80GB}
     allow: {gpus: [A100-80GB]}
-    gpus: {min: 1, max: 8}"""]))
+    gpus: {min: 1, max: 8}"""
+            ],
+        )
+    )
     data = json.loads(run("solve", path, "--format", "json").stdout)
     assert data["status"] == "INFEASIBLE"
-    assert data["infeasible"][0]["reason"].startswith("A100-80GB has no fp8 support"), data["infeasible"][0]
+    assert data["infeasible"][0]["reason"].startswith("A100-80GB has no fp8 support"), (
+        data["infeasible"][0]
+    )
 
 
 def test_infeasible_no_gpu_has_enough_vram(run, scenario_file):
-    path = scenario_file(tiny("too-big", ["""\
+    path = scenario_file(
+        tiny(
+            "too-big",
+            [
+                """\
   - name: giant
     kind: training
     memory: {per_gpu: 400GiB}
     work: {gpu_hours: 10, reference_gpu: A100-80GB}
-    gpus: 1"""]))
+    gpus: 1"""
+            ],
+        )
+    )
     result = run("solve", path)
     assert result.exit_code == 1
     assert "giant" in result.output and "no GPU has enough VRAM" in result.output
@@ -622,32 +851,64 @@ TP3 = "model: llama-3.1-8b\n    work: {tokens: 100M}\n    tensor_parallel: 3"
 EP4 = "model: llama-3.1-8b\n    work: {tokens: 100M}\n    expert_parallel: 4"
 
 
-@pytest.mark.parametrize("job, catalog, reason", [
-    (TP3, "lambda", "no offered shape can run it: tensor_parallel 3 must divide the GPUs of one node"),
-    (TP3_STATED, "aws", "no offered shape can run it: tensor_parallel 3 must divide the GPUs of one node"),
-    (EP4, "lambda", "no offered shape can run it: expert_parallel=4 needs a mixture-of-experts model"),
-], ids=["tp3", "tp3-stated-memory", "ep4-dense"])
-def test_infeasible_layout_pins_say_what_rules_them_out(run, scenario_file, job, catalog, reason):
+@pytest.mark.parametrize(
+    "job, catalog, reason",
+    [
+        (
+            TP3,
+            "lambda",
+            "no offered shape can run it: tensor_parallel 3 must divide the GPUs of one node",
+        ),
+        (
+            TP3_STATED,
+            "aws",
+            "no offered shape can run it: tensor_parallel 3 must divide the GPUs of one node",
+        ),
+        (
+            EP4,
+            "lambda",
+            "no offered shape can run it: expert_parallel=4 needs a mixture-of-experts model",
+        ),
+    ],
+    ids=["tp3", "tp3-stated-memory", "ep4-dense"],
+)
+def test_infeasible_layout_pins_say_what_rules_them_out(
+    run, scenario_file, job, catalog, reason
+):
     """A pinned layout no offered shape can take is not a VRAM problem, and says so (tensor_parallel 3 with
     stated memory once crashed on 3 nodes of 4 GPUs: it divides their 12 GPUs, but not a node)."""
-    path = scenario_file(tiny("pinned", [f"""\
+    path = scenario_file(
+        tiny(
+            "pinned",
+            [
+                f"""\
   - name: pinned
     kind: fine_tuning
     {job}
-    gpus: {{min: 1, max: 16}}"""]).replace("[lambda]", f"[{catalog}]"))
+    gpus: {{min: 1, max: 16}}"""
+            ],
+        ).replace("[lambda]", f"[{catalog}]")
+    )
     data = json.loads(run("solve", path, "--format", "json").stdout)
     assert data["status"] == "INFEASIBLE"
     assert data["infeasible"][0]["reason"].startswith(reason), data["infeasible"]
 
 
 def test_infeasible_time_budget_too_short(run, scenario_file):
-    path = scenario_file(tiny("too-slow", ["""\
+    path = scenario_file(
+        tiny(
+            "too-slow",
+            [
+                """\
   - name: rushed
     kind: training
     memory: {per_gpu: 20GiB}
     work: {gpu_hours: 500, reference_gpu: A100-80GB}
     gpus: {min: 1, max: 2}
-    time_budget: 2h"""]))
+    time_budget: 2h"""
+            ],
+        )
+    )
     result = run("solve", path)
     assert result.exit_code == 1
     assert "rushed" in result.output and "misses the time budget" in result.output
@@ -663,15 +924,25 @@ def test_infeasible_quota_too_small_for_two_workloads(run, scenario_file):
     memory: {{per_gpu: 20GiB}}
     work: {{gpu_hours: 20, reference_gpu: A100-80GB}}
     gpus: 8"""
-    path = scenario_file(tiny("quota-pair", [job.format(name="alpha"), job.format(name="beta")],
-                              "constraints:\n  gpu_quotas: {lambda: 12}"))
+    path = scenario_file(
+        tiny(
+            "quota-pair",
+            [job.format(name="alpha"), job.format(name="beta")],
+            "constraints:\n  gpu_quotas: {lambda: 12}",
+        )
+    )
     result = run("solve", path)
     assert result.exit_code == 1
     data = json.loads(run("solve", path, "--format", "json").stdout)
     assert data["status"] == "INFEASIBLE"
     assert {r["workload"] for r in data["infeasible"]} == {"alpha", "beta"}
     for reason in (r["reason"] for r in data["infeasible"]):
-        assert "alpha" in reason and "beta" in reason and "quota lambda" in reason and "12" in reason
+        assert (
+            "alpha" in reason
+            and "beta" in reason
+            and "quota lambda" in reason
+            and "12" in reason
+        )
     assert "quota lambda" in result.output
 
 
@@ -687,15 +958,27 @@ def test_solve_formats(run, fmt):
     out = result.stdout
     if fmt == "json":
         data = json.loads(out)
-        assert data["status"] == "OPTIMAL" and data["assignments"][0]["workload"] == "llama70b-sft"
+        assert (
+            data["status"] == "OPTIMAL"
+            and data["assignments"][0]["workload"] == "llama70b-sft"
+        )
         assert check_plan(load_scenario(SMALL), data) == []
     elif fmt == "csv":
         header, row, *_ = out.splitlines()
-        assert header.startswith("workload,provider,region") and row.startswith("llama70b-sft,")
+        assert header.startswith("workload,provider,region") and row.startswith(
+            "llama70b-sft,"
+        )
     elif fmt == "markdown":
-        assert out.startswith("# Plan for `llama70b-full-finetune`") and "| llama70b-sft |" in out
+        assert (
+            out.startswith("# Plan for `llama70b-full-finetune`")
+            and "| llama70b-sft |" in out
+        )
     else:
-        assert "llama70b-sft" in out and "TOTAL expected cost $" in out and "OPTIMAL" in out
+        assert (
+            "llama70b-sft" in out
+            and "TOTAL expected cost $" in out
+            and "OPTIMAL" in out
+        )
 
 
 def test_solve_writes_output_file_atomically(run, tmp_path):
@@ -703,7 +986,9 @@ def test_solve_writes_output_file_atomically(run, tmp_path):
     result = run("solve", SMALL, "--format", "json", "-o", target, "--workers", "1")
     assert result.exit_code == 0
     assert json.loads(target.read_text())["status"] == "OPTIMAL"
-    assert [p.name for p in tmp_path.iterdir()] == ["plan.json"]  # no temporary file left behind
+    assert [p.name for p in tmp_path.iterdir()] == [
+        "plan.json"
+    ]  # no temporary file left behind
 
 
 def test_solve_refuses_to_overwrite_the_scenario(run, tmp_path):
@@ -718,22 +1003,41 @@ def test_solve_refuses_to_overwrite_the_scenario(run, tmp_path):
 
 
 def test_solve_explain_prints_runner_ups(run):
-    result = run("solve", SCENARIOS / "team-quarter-mix.yaml", "--explain", "--workers", "1")
+    result = run(
+        "solve", SCENARIOS / "team-quarter-mix.yaml", "--explain", "--workers", "1"
+    )
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    runner_ups = [line for line in lines if line.startswith("  ") and ("cheaper than" in line or "ties with" in line
-                                                                        or "dearer alone" in line)]
+    runner_ups = [
+        line
+        for line in lines
+        if line.startswith("  ")
+        and ("cheaper than" in line or "ties with" in line or "dearer alone" in line)
+    ]
     assert len(runner_ups) >= 5
     assert any(line.startswith("eval-harness:") for line in lines)
-    assert not any("-" in word and word.endswith("%") for line in runner_ups for word in line.split())
+    assert not any(
+        "-" in word and word.endswith("%")
+        for line in runner_ups
+        for word in line.split()
+    )
     # the AWS quota (12 GPUs) holds ranker-train off the cheaper p5 spot_fallback node: say so
-    passed_over = [line for line in runner_ups if "p5.48xlarge spot-fallback" in line and "dearer alone" in line]
-    assert passed_over and all("gpu_quotas aws" in line for line in passed_over), runner_ups
+    passed_over = [
+        line
+        for line in runner_ups
+        if "p5.48xlarge spot-fallback" in line and "dearer alone" in line
+    ]
+    assert passed_over and all("gpu_quotas aws" in line for line in passed_over), (
+        runner_ups
+    )
 
 
 # ---------------------------------------------------------------- the LP bound (HiGHS) beside CP-SAT
 
-def synthetic_candidates(workloads: int, per_workload: int, seed: int, share: float = 0.3) -> tuple:
+
+def synthetic_candidates(
+    workloads: int, per_workload: int, seed: int, share: float = 0.3
+) -> tuple:
     """A candidate table as candidates/generate.py builds it, random, under binding per-provider GPU quotas
     (each `share` of the least GPUs the workloads need together)."""
     from planner.candidates.limits import Limits
@@ -746,10 +1050,24 @@ def synthetic_candidates(workloads: int, per_workload: int, seed: int, share: fl
             gpus = int(rng.choice([1, 2, 4, 8]))
             cost = float(rng.uniform(5, 500)) * (1.5 if gpus == 1 else 1.0)
             provider = str(rng.choice(providers))
-            rows.append({"workload": f"w{w:04d}", "cid": f"w{w:04d}|{provider}/r/i{c}|on_demand|x1", "provider": provider,
-                         "region": "r", "offer_key": f"{provider}/r/i{c}", "market": "on_demand", "gpu": "H100-SXM",
-                         "gpu_family": "H100", "gpus": gpus, "nodes": 1, "max_nodes": np.nan, "cost_usd": cost,
-                         "cost_cents": int(round(cost * 100)), "wall_h": float(rng.uniform(1, 50))})
+            rows.append(
+                {
+                    "workload": f"w{w:04d}",
+                    "cid": f"w{w:04d}|{provider}/r/i{c}|on_demand|x1",
+                    "provider": provider,
+                    "region": "r",
+                    "offer_key": f"{provider}/r/i{c}",
+                    "market": "on_demand",
+                    "gpu": "H100-SXM",
+                    "gpu_family": "H100",
+                    "gpus": gpus,
+                    "nodes": 1,
+                    "max_nodes": np.nan,
+                    "cost_usd": cost,
+                    "cost_cents": int(round(cost * 100)),
+                    "wall_h": float(rng.uniform(1, 50)),
+                }
+            )
     frame = pd.DataFrame(rows)
     demand = frame.groupby("workload")["gpus"].min().sum()
     limits = Limits(gpu_quotas={p: int(demand * share) for p in providers})
@@ -764,11 +1082,21 @@ def mip_optimum_cents(cands: pd.DataFrame, limits) -> float:
     codes = pd.factorize(cands["workload"])[0]
     one = np.zeros((codes.max() + 1, n))
     one[codes, np.arange(n)] = 1
-    quota = np.array([np.where(cands["provider"] == p, cands["gpus"], 0) for p in limits.gpu_quotas])
-    result = milp(cands["cost_cents"].to_numpy(float), integrality=np.ones(n), bounds=Bounds(0, 1),
-                  constraints=[LinearConstraint(one, 1, 1),
-                               LinearConstraint(quota, -np.inf, np.array(list(limits.gpu_quotas.values())))],
-                  options={"time_limit": 60, "mip_rel_gap": 0.0})
+    quota = np.array(
+        [np.where(cands["provider"] == p, cands["gpus"], 0) for p in limits.gpu_quotas]
+    )
+    result = milp(
+        cands["cost_cents"].to_numpy(float),
+        integrality=np.ones(n),
+        bounds=Bounds(0, 1),
+        constraints=[
+            LinearConstraint(one, 1, 1),
+            LinearConstraint(
+                quota, -np.inf, np.array(list(limits.gpu_quotas.values()))
+            ),
+        ],
+        options={"time_limit": 60, "mip_rel_gap": 0.0},
+    )
     assert result.status == 0
     return float(result.fun)
 
@@ -780,14 +1108,24 @@ def test_a_weak_cp_sat_bound_is_replaced_by_the_valid_lp_bound():
 
     cands, limits = synthetic_candidates(600, 6, seed=4)
     optimum = mip_optimum_cents(cands, limits) / 100
-    fewest_gpus = cands.sort_values(["workload", "gpus", "cost_usd"]).groupby("workload").head(1)
+    fewest_gpus = (
+        cands.sort_values(["workload", "gpus", "cost_usd"]).groupby("workload").head(1)
+    )
     hint = dict(zip(fewest_gpus["workload"], fewest_gpus["cid"]))
     weak = {"linearization_level": 0}
-    alone = solve_model(build_model(cands, limits), 1.0, 1, hint=hint, use_lp=False, parameters=weak)
-    both = solve_model(build_model(cands, limits), 1.0, 1, hint=hint, use_lp=True, parameters=weak)
-    assert alone.status == "FEASIBLE" and alone.bound_usd < 0.9 * optimum  # CP-SAT's own bound is weak here
+    alone = solve_model(
+        build_model(cands, limits), 1.0, 1, hint=hint, use_lp=False, parameters=weak
+    )
+    both = solve_model(
+        build_model(cands, limits), 1.0, 1, hint=hint, use_lp=True, parameters=weak
+    )
+    assert (
+        alone.status == "FEASIBLE" and alone.bound_usd < 0.9 * optimum
+    )  # CP-SAT's own bound is weak here
     assert both.bound_usd >= alone.bound_usd
-    assert optimum - 0.01 * len(fewest_gpus) <= both.bound_usd <= optimum + 1e-6  # the LP's: valid and tight
+    assert (
+        optimum - 0.01 * len(fewest_gpus) <= both.bound_usd <= optimum + 1e-6
+    )  # the LP's: valid and tight
     assert both.gap < alone.gap
 
 
@@ -804,15 +1142,23 @@ def test_lp_bound_never_exceeds_the_brute_force_optimum(seed):
         return
     cands = exhaustive.pruned.reset_index(drop=True)
     cands["provider_region"] = cands["provider"] + "/" + cands["region"]
-    relaxed = lp_bound(cands, limits_of(loaded.scenario), cands["cost_cents"].to_numpy(float))
+    relaxed = lp_bound(
+        cands, limits_of(loaded.scenario), cands["cost_cents"].to_numpy(float)
+    )
     if reference is None:
         return  # infeasible: the LP may or may not see it
     assert relaxed is not None and relaxed.value <= reference["cents"] + 1e-6
 
 
 def test_solve_reports_which_bound_proved_it(run):
-    data = json.loads(run("solve", SCENARIOS / "team-quarter-mix.yaml", "--format", "json").stdout)
-    assert data["status"] == "OPTIMAL" and data["solve_report"]["proved_by"] in ("cp-sat", "lp", "mip")
+    data = json.loads(
+        run("solve", SCENARIOS / "team-quarter-mix.yaml", "--format", "json").stdout
+    )
+    assert data["status"] == "OPTIMAL" and data["solve_report"]["proved_by"] in (
+        "cp-sat",
+        "lp",
+        "mip",
+    )
     from planner.report.status import PROVERS
 
     text = run("solve", SCENARIOS / "team-quarter-mix.yaml").stdout
@@ -827,34 +1173,57 @@ def test_the_branch_and_bound_proves_the_optimum_in_cents_where_the_lp_leaves_wo
 
     cands, limits = synthetic_candidates(300, 6, seed=8)
     relaxed = lp_bound(cands, limits, cands["cost_cents"].to_numpy(float))
-    assert ((relaxed.x > 1e-6) & (relaxed.x < 1 - 1e-6)).any()  # the LP alone does not decide it
+    assert (
+        (relaxed.x > 1e-6) & (relaxed.x < 1 - 1e-6)
+    ).any()  # the LP alone does not decide it
     result = solve_model(build_model(cands, limits), 20.0, 1)
     assert result.status == "OPTIMAL" and result.proved_by == "mip"
     assert result.chosen["cost_cents"].sum() == round(mip_optimum_cents(cands, limits))
-    assert result.chosen["workload"].is_unique and len(result.chosen) == cands["workload"].nunique()
+    assert (
+        result.chosen["workload"].is_unique
+        and len(result.chosen) == cands["workload"].nunique()
+    )
     for provider, quota in limits.gpu_quotas.items():
-        assert result.chosen.loc[result.chosen["provider"] == provider, "gpus"].sum() <= quota
+        assert (
+            result.chosen.loc[result.chosen["provider"] == provider, "gpus"].sum()
+            <= quota
+        )
 
 
-def enumerated(cands: pd.DataFrame, limits, column: str = "cost_cents") -> tuple[np.ndarray, np.ndarray]:
+def enumerated(
+    cands: pd.DataFrame, limits, column: str = "cost_cents"
+) -> tuple[np.ndarray, np.ndarray]:
     """Every combination of one candidate per workload: its sum of `column`, and whether it keeps the per-provider
     quotas."""
-    parts = [frame.reset_index(drop=True) for _, frame in cands.groupby("workload", sort=True)]
+    parts = [
+        frame.reset_index(drop=True)
+        for _, frame in cands.groupby("workload", sort=True)
+    ]
     index = np.indices([len(p) for p in parts]).reshape(len(parts), -1)
     total = sum(p[column].to_numpy()[index[i]] for i, p in enumerate(parts))
     ok = np.ones(total.shape, dtype=bool)
     for provider, quota in limits.gpu_quotas.items():
-        ok &= sum(np.where(p["provider"] == provider, p["gpus"], 0)[index[i]] for i, p in enumerate(parts)) <= quota
+        ok &= (
+            sum(
+                np.where(p["provider"] == provider, p["gpus"], 0)[index[i]]
+                for i, p in enumerate(parts)
+            )
+            <= quota
+        )
     return total, ok
 
 
 def keeps_the_quotas(chosen: pd.DataFrame, cands: pd.DataFrame, limits) -> bool:
-    return (sorted(chosen["workload"]) == sorted(cands["workload"].unique()) and all(
-        chosen.loc[chosen["provider"] == p, "gpus"].sum() <= q for p, q in limits.gpu_quotas.items()))
+    return sorted(chosen["workload"]) == sorted(cands["workload"].unique()) and all(
+        chosen.loc[chosen["provider"] == p, "gpus"].sum() <= q
+        for p, q in limits.gpu_quotas.items()
+    )
 
 
 @pytest.mark.parametrize("branch_and_bound", [True, False])
-def test_a_rounded_lp_plan_narrows_the_search_and_keeps_the_optimum(branch_and_bound, monkeypatch):
+def test_a_rounded_lp_plan_narrows_the_search_and_keeps_the_optimum(
+    branch_and_bound, monkeypatch
+):
     """When the LP's rounded solution keeps every limit, what the LP prices above it is dropped before HiGHS's
     branch and bound (or, with it off, CP-SAT) searches, and what it prices above the optimum before the
     tie-break: on 50 random tables the plan still costs what enumerating all 3,125 combinations finds, with
@@ -865,20 +1234,28 @@ def test_a_rounded_lp_plan_narrows_the_search_and_keeps_the_optimum(branch_and_b
     if not branch_and_bound:
         monkeypatch.setattr(model, "MIP_LOOK_S", 0.0)
     seen = []
-    monkeypatch.setattr(model, "admits", lambda *args: seen.append(admits(*args)) or seen[-1])
+    monkeypatch.setattr(
+        model, "admits", lambda *args: seen.append(admits(*args)) or seen[-1]
+    )
     for seed in range(50):
         cands, limits = synthetic_candidates(5, 5, seed=seed, share=0.5)
         cents, ok = enumerated(cands, limits)
-        result = model.solve_model(model.build_model(cands, limits, constrain=False), 20.0, 1)
+        result = model.solve_model(
+            model.build_model(cands, limits, constrain=False), 20.0, 1
+        )
         assert result.status == ("OPTIMAL" if ok.any() else "INFEASIBLE"), seed
         if not ok.any():
             continue
         assert result.chosen["cost_cents"].sum() == cents[ok].min(), seed
         assert keeps_the_quotas(result.chosen, cands, limits), seed
-        ranked = cands.assign(rank=model.tie_ranks(cands.reset_index(drop=True)).to_numpy())
+        ranked = cands.assign(
+            rank=model.tie_ranks(cands.reset_index(drop=True)).to_numpy()
+        )
         ranks, _ = enumerated(ranked, limits, "rank")
-        assert ranked.set_index("cid").loc[result.chosen["cid"], "rank"].sum() == \
-            ranks[ok & (cents == cents[ok].min())].min(), seed
+        assert (
+            ranked.set_index("cid").loc[result.chosen["cid"], "rank"].sum()
+            == ranks[ok & (cents == cents[ok].min())].min()
+        ), seed
     assert sum(seen) >= 5, seen
 
 
@@ -897,9 +1274,15 @@ def test_the_rounded_lp_stands_when_the_search_finds_no_plan_in_time(monkeypatch
         if not ok.any():
             continue
         plan = model.build_model(cands, limits, constrain=False)
-        relaxed = lp_bound(plan.candidates, limits, plan.candidates["cost_cents"].to_numpy())
-        rounded = plan.candidates[model._rounded(plan.candidates, relaxed.x, plan.ranks)]
-        result = model.solve_model(plan, 20.0, 1, parameters={"stop_after_presolve": True})
+        relaxed = lp_bound(
+            plan.candidates, limits, plan.candidates["cost_cents"].to_numpy()
+        )
+        rounded = plan.candidates[
+            model._rounded(plan.candidates, relaxed.x, plan.ranks)
+        ]
+        result = model.solve_model(
+            plan, 20.0, 1, parameters={"stop_after_presolve": True}
+        )
         if np.all((relaxed.x < 1e-9) | (relaxed.x > 1 - 1e-9)):
             continue  # the LP alone decides it
         if keeps_the_quotas(rounded, cands, limits):
@@ -918,9 +1301,13 @@ def test_solving_imports_no_scipy():
     """SciPy's import costs a process 0.2 s (its array-API layer loads much of numpy), and every `planner solve`
     and what-if worker would pay it: the solve path uses numpy's FFT and HiGHS directly; only endpoints and
     `planner batch`'s bound import SciPy."""
-    code = ("import sys; from planner.load.scenario import load_scenario; "
-            "from planner.solve.pipeline import make_plan; "
-            f"plan = make_plan(load_scenario({str(SCENARIOS / 'pretrain-deadline.yaml')!r}), time_limit_s=10.0); "
-            "print(plan.status, sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    code = (
+        "import sys; from planner.load.scenario import load_scenario; "
+        "from planner.solve.pipeline import make_plan; "
+        f"plan = make_plan(load_scenario({str(SCENARIOS / 'pretrain-deadline.yaml')!r}), time_limit_s=10.0); "
+        "print(plan.status, sorted(m for m in sys.modules if m.split('.')[0] == 'scipy'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
     assert out == ["OPTIMAL", "[]"], out

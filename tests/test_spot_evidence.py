@@ -1,5 +1,6 @@
 """Spot promises held to measured availability (economics/spot_evidence.py, docs/cost-model.md §11): every spot
 and spot_fallback candidate is replayed on the traces that speak for its offer before it is offered."""
+
 from __future__ import annotations
 
 import json
@@ -12,18 +13,23 @@ from conftest import REPO, SCENARIOS
 
 from planner.economics import spot_evidence, trace_replay
 from planner.economics.candidate import CandidateInputs
+from planner.economics.inputs import inputs_from_assignment
 from planner.load.scenario import load_scenario
 from planner.load.traces import Trace, load_traces
-from planner.economics.inputs import inputs_from_assignment
 from planner.schema.plan import AssignmentRecord
 from planner.solve.pipeline import assignments, make_plan
 
 
-def _markov_up(rng, samples: int, steps: int, availability: float, flips: float) -> np.ndarray:
+def _markov_up(
+    rng, samples: int, steps: int, availability: float, flips: float
+) -> np.ndarray:
     up = np.zeros((samples, steps), dtype=bool)
     state = rng.random(samples) < availability
     for t in range(steps):
-        state ^= rng.random(samples) < np.where(state, 1 - availability, availability) * flips
+        state ^= (
+            rng.random(samples)
+            < np.where(state, 1 - availability, availability) * flips
+        )
         up[:, t] = state
     return up
 
@@ -34,12 +40,23 @@ def test_spot_window_by_window_is_the_step_by_step_replay():
     rng = np.random.default_rng(7)
     for _ in range(60):
         work = rng.uniform(0.5, 60)
-        inputs = CandidateInputs(work_h=work, checkpoint_write_h=rng.uniform(0, 0.3), restart_h=rng.uniform(0, 1.5),
-                                 nodes=int(rng.integers(1, 5)), price_per_node_h=1.3,
-                                 checkpoint_interval_h=rng.uniform(0.1, 10), time_budget_h=work * rng.uniform(1, 4))
-        up = _markov_up(rng, 20, int(rng.integers(50, 2000)), rng.uniform(0.3, 0.98), 0.1)
+        inputs = CandidateInputs(
+            work_h=work,
+            checkpoint_write_h=rng.uniform(0, 0.3),
+            restart_h=rng.uniform(0, 1.5),
+            nodes=int(rng.integers(1, 5)),
+            price_per_node_h=1.3,
+            checkpoint_interval_h=rng.uniform(0.1, 10),
+            time_budget_h=work * rng.uniform(1, 4),
+        )
+        up = _markov_up(
+            rng, 20, int(rng.integers(50, 2000)), rng.uniform(0.3, 0.98), 0.1
+        )
         job = trace_replay.TraceJob(inputs, 2.0)
-        steps, windows = trace_replay._replay_steps(job, up, 1 / 12, "spot"), trace_replay.replay(job, up, 1 / 12, "spot")
+        steps, windows = (
+            trace_replay._replay_steps(job, up, 1 / 12, "spot"),
+            trace_replay.replay(job, up, 1 / 12, "spot"),
+        )
         assert np.array_equal(np.isnan(steps.wall_h), np.isnan(windows.wall_h))
         np.testing.assert_allclose(windows.wall_h, steps.wall_h, atol=1e-9)
         np.testing.assert_allclose(windows.spot_node_h, steps.spot_node_h, atol=1e-9)
@@ -51,26 +68,54 @@ def _trace(name: str, cloud: str | None, nodes: int, up: list[int]) -> Trace:
 
 
 def test_which_traces_speak_for_an_offer():
-    traces = (_trace("a1", "aws", 4, [4, 3]), _trace("a2", "aws", 16, [16, 9]), _trace("g", "gcp", 16, [16, 0]))
-    assert [t.name for t in spot_evidence.covering(traces, "aws", "x9", 2)[0]] == ["a1", "a2"]
+    traces = (
+        _trace("a1", "aws", 4, [4, 3]),
+        _trace("a2", "aws", 16, [16, 9]),
+        _trace("g", "gcp", 16, [16, 0]),
+    )
+    assert [t.name for t in spot_evidence.covering(traces, "aws", "x9", 2)[0]] == [
+        "a1",
+        "a2",
+    ]
     assert [t.name for t in spot_evidence.covering(traces, "aws", "x9", 8)[0]] == ["a2"]
-    assert spot_evidence.covering(traces, "aws", "x9", 17) == ([], False)  # a gang no trace of aws ever held
-    found, stand_in = spot_evidence.covering(traces, "runpod", "x9", 8)  # no traces of its own: all stand in
+    assert spot_evidence.covering(traces, "aws", "x9", 17) == (
+        [],
+        False,
+    )  # a gang no trace of aws ever held
+    found, stand_in = spot_evidence.covering(
+        traces, "runpod", "x9", 8
+    )  # no traces of its own: all stand in
     assert [t.name for t in found] == ["a2", "g"] and stand_in
-    assert spot_evidence.largest_gang(traces, "aws") == 16 and spot_evidence.largest_gang(traces, "runpod") == 16
+    assert (
+        spot_evidence.largest_gang(traces, "aws") == 16
+        and spot_evidence.largest_gang(traces, "runpod") == 16
+    )
 
 
 def test_verdict_names_what_failed():
-    evidence = spot_evidence.Replayed(0.8, 0.75, 10.0, 0.0, 10.0, 0.0, 20.0, ("a", "b"), False)
-    assert "met its deadline in 80% of replays on 2 measured availability traces (75% in a zone not measured, for " \
-           "how much the traces differ), below the 90% asked" in spot_evidence.verdict(evidence, 0.9, 10.0)
+    evidence = spot_evidence.Replayed(
+        0.8, 0.75, 10.0, 0.0, 10.0, 0.0, 20.0, ("a", "b"), False
+    )
+    assert (
+        "met its deadline in 80% of replays on 2 measured availability traces (75% in a zone not measured, for "
+        "how much the traces differ), below the 90% asked"
+        in spot_evidence.verdict(evidence, 0.9, 10.0)
+    )
     ok = replace(evidence, p_deadline=0.97, p_deadline_low=0.95)
-    assert spot_evidence.verdict(ok, 0.9, 10.0) == ""  # 10 node-hours replayed against 10 fitted
-    assert "its spot node-hours on replays on 2 measured availability traces are 10.0 (1.25x the fitted figure" in (
-        spot_evidence.verdict(ok, 0.9, 8.0))
+    assert (
+        spot_evidence.verdict(ok, 0.9, 10.0) == ""
+    )  # 10 node-hours replayed against 10 fitted
+    assert (
+        "its spot node-hours on replays on 2 measured availability traces are 10.0 (1.25x the fitted figure"
+        in (spot_evidence.verdict(ok, 0.9, 8.0))
+    )
     assert spot_evidence.verdict(ok, 0.9, 10 / (1 + spot_evidence.COST_SLACK)) == ""
-    assert "below the 96% asked" in spot_evidence.verdict(ok, 0.96, 10.0)  # held to the lower figure
-    fell_back = replace(ok, on_demand_node_h=3.0)  # each market on its own: cheap spot cannot hide dear on-demand
+    assert "below the 96% asked" in spot_evidence.verdict(
+        ok, 0.96, 10.0
+    )  # held to the lower figure
+    fell_back = replace(
+        ok, on_demand_node_h=3.0
+    )  # each market on its own: cheap spot cannot hide dear on-demand
     assert "on-demand node-hours" in spot_evidence.verdict(fell_back, 0.9, 20.0, 2.0)
     assert "(none fitted;" in spot_evidence.verdict(fell_back, 0.9, 20.0, 0.0)
     assert spot_evidence.verdict(fell_back, 0.9, 10.0, 3.0) == ""
@@ -79,20 +124,33 @@ def test_verdict_names_what_failed():
 def test_a_stand_in_provider_is_held_at_what_one_more_zone_may_cost():
     """A provider with no traces of its own is one zone not measured: its node-hours are held at the traces'
     mean plus one more zone's spread (an Azure fallback within 1.10x on the mean replayed at 1.32x held out)."""
-    own = spot_evidence.Replayed(0.97, 0.95, 10.0, 2.0, 10.5, 4.0, 20.0, ("a", "b"), False)
-    assert spot_evidence.verdict(own, 0.9, 10.0, 2.0) == ""  # own traces: the mean decides
+    own = spot_evidence.Replayed(
+        0.97, 0.95, 10.0, 2.0, 10.5, 4.0, 20.0, ("a", "b"), False
+    )
+    assert (
+        spot_evidence.verdict(own, 0.9, 10.0, 2.0) == ""
+    )  # own traces: the mean decides
     stand_in = replace(own, stand_in=True)
-    assert "its on-demand node-hours on replays on 2 measured stand-in availability traces are 4.0 in a zone not " \
-           "measured (2.00x the fitted figure" in spot_evidence.verdict(stand_in, 0.9, 10.0, 2.0)
+    assert (
+        "its on-demand node-hours on replays on 2 measured stand-in availability traces are 4.0 in a zone not "
+        "measured (2.00x the fitted figure"
+        in spot_evidence.verdict(stand_in, 0.9, 10.0, 2.0)
+    )
     assert spot_evidence.verdict(stand_in, 0.9, 10.0, 4.0) == ""
-    assert spot_evidence._new_zone_spread(np.array([3.0]), binomial=False) == 0  # one zone says nothing of others
+    assert (
+        spot_evidence._new_zone_spread(np.array([3.0]), binomial=False) == 0
+    )  # one zone says nothing of others
 
 
 def test_the_error_over_traces_is_what_a_new_zone_must_allow_for():
     assert spot_evidence._new_zone_spread(np.array([1.0, 1.0, 1.0])) == 0
     # one more zone, not the mean of these: sd * sqrt(1 + 1/n), never less than the mean's own error
-    assert spot_evidence._new_zone_spread(np.array([1.0, 0.5])) == pytest.approx(np.std([1, 0.5], ddof=1) * 1.5 ** 0.5)
-    assert spot_evidence._new_zone_spread(np.array([0.9])) == pytest.approx((0.9 * 0.1 / 40) ** 0.5)
+    assert spot_evidence._new_zone_spread(np.array([1.0, 0.5])) == pytest.approx(
+        np.std([1, 0.5], ddof=1) * 1.5**0.5
+    )
+    assert spot_evidence._new_zone_spread(np.array([0.9])) == pytest.approx(
+        (0.9 * 0.1 / 40) ** 0.5
+    )
 
 
 SPOT_ONLY = """\
@@ -116,30 +174,52 @@ def test_a_promise_the_traces_do_not_keep_is_not_offered(run, scenario_file):
     """One p3.2xlarge on spot, about 6 h of work in 24 h: the fitted process gives it P(deadline) 0.98, but on
     the measured p3 traces it finishes in time in about 80 % of replays, so at 0.95 nothing is offered, and at a
     confidence the traces do meet the plan's replays meet it."""
-    path = scenario_file(SPOT_ONLY.format(confidence=0.95, gpu_hours=3, gpus=1, budget="24h"))
+    path = scenario_file(
+        SPOT_ONLY.format(confidence=0.95, gpu_hours=3, gpus=1, budget="24h")
+    )
     result = run("solve", path, "--format", "json")
     [reason] = [i["reason"] for i in json.loads(result.stdout)["infeasible"]]
-    assert reason.startswith("no candidate keeps its promise on measured spot availability: the cheapest, 1 x "
-                             "aws/us-east-1/p3.2xlarge (spot), met its deadline in ")
-    assert "% of replays on 10 measured availability traces (" in reason and reason.endswith(
-        "% in a zone not measured, for how much the traces differ), below the 95% asked")
-    loaded = load_scenario(scenario_file(SPOT_ONLY.format(confidence=0.5, gpu_hours=3, gpus=1, budget="24h")))
+    assert reason.startswith(
+        "no candidate keeps its promise on measured spot availability: the cheapest, 1 x "
+        "aws/us-east-1/p3.2xlarge (spot), met its deadline in "
+    )
+    assert (
+        "% of replays on 10 measured availability traces (" in reason
+        and reason.endswith(
+            "% in a zone not measured, for how much the traces differ), below the 95% asked"
+        )
+    )
+    loaded = load_scenario(
+        scenario_file(
+            SPOT_ONLY.format(confidence=0.5, gpu_hours=3, gpus=1, budget="24h")
+        )
+    )
     plan = make_plan(loaded, time_limit_s=10)
     [a] = assignments(plan, alternatives=0)
     assert a["expected"]["p_deadline"] >= 0.95 > a["replayed"]["p_deadline"]
     found, _ = spot_evidence.covering(tuple(load_traces()), "aws", "p3.2xlarge", 1)
-    evidence = spot_evidence.replayed(inputs_from_assignment(AssignmentRecord.model_validate(a)), "spot", found)
-    assert evidence.p_deadline >= 0.5 and a["replayed"]["p_deadline"] == pytest.approx(evidence.p_deadline)
+    evidence = spot_evidence.replayed(
+        inputs_from_assignment(AssignmentRecord.model_validate(a)), "spot", found
+    )
+    assert evidence.p_deadline >= 0.5 and a["replayed"]["p_deadline"] == pytest.approx(
+        evidence.p_deadline
+    )
 
 
-def test_a_gang_larger_than_any_measured_is_ruled_out_with_its_reason(run, scenario_file):
+def test_a_gang_larger_than_any_measured_is_ruled_out_with_its_reason(
+    run, scenario_file
+):
     """144 H100s on GCP spot are 18 nodes of 8; the GCP probes held 16 nodes at most."""
     path = scenario_file(GANG)
     result = run("solve", path, "--format", "json")
     [reason] = [i["reason"] for i in json.loads(result.stdout)["infeasible"]]
-    assert reason.startswith("no candidate keeps its promise on measured spot availability: the cheapest, 18 x gcp/")
-    assert reason.endswith("(spot), is a larger spot gang than any measured: no availability trace of gcp shows 18 "
-                           "nodes held at once (the most: 16)")
+    assert reason.startswith(
+        "no candidate keeps its promise on measured spot availability: the cheapest, 18 x gcp/"
+    )
+    assert reason.endswith(
+        "(spot), is a larger spot gang than any measured: no availability trace of gcp shows 18 "
+        "nodes held at once (the most: 16)"
+    )
 
 
 GANG = """\
@@ -164,16 +244,37 @@ def test_every_shipped_spot_plan_keeps_its_promise_on_its_traces():
     replayed compute is within COST_SLACK of its plan (what `planner simulate --traces` shows)."""
     loaded = load_scenario(SCENARIOS / "pretrain-multinode.yaml")
     plan = make_plan(loaded, time_limit_s=20)
-    spot = [a for a in assignments(plan, alternatives=0) if a["market"] in ("spot", "spot_fallback")]
+    spot = [
+        a
+        for a in assignments(plan, alternatives=0)
+        if a["market"] in ("spot", "spot_fallback")
+    ]
     assert spot
     traces = tuple(load_traces())
     for a in spot:
-        found, stand_in = spot_evidence.covering(traces, a["provider"], a["instance_type"], a["nodes"])
-        evidence = spot_evidence.replayed(inputs_from_assignment(AssignmentRecord.model_validate(a)), a["market"], found,
-                                           stand_in)
-        assert evidence.p_deadline >= evidence.p_deadline_low >= a["inputs"]["deadline_confidence"]
-        fitted = a["expected"]["cost_usd"] - a["breakdown_usd"]["storage"] - a["breakdown_usd"]["egress"]
-        replayed = evidence.compute_usd(a["inputs"]["price_per_node_h"], a["inputs"].get("fallback_price_per_node_h", 0))
+        found, stand_in = spot_evidence.covering(
+            traces, a["provider"], a["instance_type"], a["nodes"]
+        )
+        evidence = spot_evidence.replayed(
+            inputs_from_assignment(AssignmentRecord.model_validate(a)),
+            a["market"],
+            found,
+            stand_in,
+        )
+        assert (
+            evidence.p_deadline
+            >= evidence.p_deadline_low
+            >= a["inputs"]["deadline_confidence"]
+        )
+        fitted = (
+            a["expected"]["cost_usd"]
+            - a["breakdown_usd"]["storage"]
+            - a["breakdown_usd"]["egress"]
+        )
+        replayed = evidence.compute_usd(
+            a["inputs"]["price_per_node_h"],
+            a["inputs"].get("fallback_price_per_node_h", 0),
+        )
         assert replayed <= (1 + spot_evidence.COST_SLACK) * fitted + 1e-6
         assert a["replayed"]["traces"] == len(found)
 
@@ -184,7 +285,11 @@ def test_promises_hold_on_held_out_zones():
     sys.path.insert(0, str(REPO / "benchmarks"))
     from spot_holdout import run as holdout
 
-    rows = [r for name in ("qlora-70b.yaml", "serving-team.yaml") for r in holdout(SCENARIOS / name, 3)]
+    rows = [
+        r
+        for name in ("qlora-70b.yaml", "serving-team.yaml")
+        for r in holdout(SCENARIOS / name, 3)
+    ]
     checked = [r for r in rows if "kept" in r]
     assert checked and all(r["kept"] for r in checked), json.dumps(rows, default=str)
 
@@ -202,4 +307,6 @@ def test_every_shipped_spot_promise_holds_on_held_out_zones():
 
     rows = [r for path in shipped_examples() for r in holdout(path, 3)]
     checked = [r for r in rows if "kept" in r]
-    assert len(checked) >= 5 and all(r["kept"] for r in checked), json.dumps(rows, default=str)
+    assert len(checked) >= 5 and all(r["kept"] for r in checked), json.dumps(
+        rows, default=str
+    )

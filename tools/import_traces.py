@@ -10,6 +10,7 @@ of the 16 requested each 10 minutes).
 
     python tools/import_traces.py [SHARED_DATA_DIR]
 """
+
 from __future__ import annotations
 
 import csv
@@ -30,29 +31,57 @@ SETS = [  # (folder, nodes, kind, date)
 
 
 def write(name: str, metadata: dict, data: list[int]) -> None:
-    (OUT / f"{name}.json").write_text(json.dumps({"metadata": metadata, "data": data}, separators=(",", ":")) + "\n")
+    (OUT / f"{name}.json").write_text(
+        json.dumps({"metadata": metadata, "data": data}, separators=(",", ":")) + "\n"
+    )
 
 
 def main() -> None:
     shared = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "data"
     traces = shared / "spot_traces"
     for folder, nodes, kind, date in SETS:
-        for path in sorted((traces / "skypilot-spot-traces" / folder).glob("*_v100_1.json")):
+        for path in sorted(
+            (traces / "skypilot-spot-traces" / folder).glob("*_v100_1.json")
+        ):
             zone = path.name.split("_")[0]
             raw = json.loads(path.read_text())
-            metadata = {"gap_seconds": raw["metadata"]["gap_seconds"], "cloud": "aws", "zone": zone,
-                        "instance_type": "p3.2xlarge", "gpu": "V100-16GB", "nodes": nodes, "kind": kind,
-                        "start": date, "source": f"{CBL} {folder}/{path.name}"}
-            write(f"aws_{zone}_p3.2xlarge_{nodes}node_{kind.split('_')[0]}_{date}", metadata, raw["data"])
+            metadata = {
+                "gap_seconds": raw["metadata"]["gap_seconds"],
+                "cloud": "aws",
+                "zone": zone,
+                "instance_type": "p3.2xlarge",
+                "gpu": "V100-16GB",
+                "nodes": nodes,
+                "kind": kind,
+                "start": date,
+                "source": f"{CBL} {folder}/{path.name}",
+            }
+            write(
+                f"aws_{zone}_p3.2xlarge_{nodes}node_{kind.split('_')[0]}_{date}",
+                metadata,
+                raw["data"],
+            )
     created = defaultdict(list)
-    with open(traces / "skynomad" / "gcp_h100_a3-highgpu-1g_probe16_2025-10.csv", newline="") as f:
+    with open(
+        traces / "skynomad" / "gcp_h100_a3-highgpu-1g_probe16_2025-10.csv", newline=""
+    ) as f:
         for row in csv.DictReader(f):
             created[row["zone"]].append(int(row["created"]))
     for zone, data in sorted(created.items()):
-        metadata = {"gap_seconds": 600, "cloud": "gcp", "zone": zone, "instance_type": "a3-highgpu-1g",
-                    "gpu": "H100-80GB", "nodes": 16, "kind": "availability_probe", "start": "2025-10-04",
-                    "source": f"{SKYNOMAD} data/h100_16_runs (instances created of 16 requested)"}
-        write(f"gcp_{zone}_a3-highgpu-1g_16node_availability_2025-10-04", metadata, data)
+        metadata = {
+            "gap_seconds": 600,
+            "cloud": "gcp",
+            "zone": zone,
+            "instance_type": "a3-highgpu-1g",
+            "gpu": "H100-80GB",
+            "nodes": 16,
+            "kind": "availability_probe",
+            "start": "2025-10-04",
+            "source": f"{SKYNOMAD} data/h100_16_runs (instances created of 16 requested)",
+        }
+        write(
+            f"gcp_{zone}_a3-highgpu-1g_16node_availability_2025-10-04", metadata, data
+        )
     print(f"wrote {len(list(OUT.glob('*.json')))} traces to {OUT}")
 
 

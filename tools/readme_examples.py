@@ -10,6 +10,7 @@ old block showed, with the `…` lines where they were. `--check` only reports w
 `--only` re-runs only the blocks whose command contains one of the texts.
 Run it from the repository root after a change that moves a figure; the README must stay true.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,10 +27,24 @@ BLOCK = re.compile(r"```\n\$ (planner [^\n]+)\n(.*?)```", re.S)
 
 def run(command: str) -> str:
     env = {**os.environ, "COLUMNS": "240"}
-    done = subprocess.run([sys.executable, "-m", "planner.cli", *shlex.split(command)[1:]], cwd=ROOT, env=env,
-                          capture_output=True, text=True)
-    lines = [line.rstrip() for line in (done.stdout + "".join(
-        line + "\n" for line in done.stderr.splitlines() if line.startswith("wrote "))).splitlines()]
+    done = subprocess.run(
+        [sys.executable, "-m", "planner.cli", *shlex.split(command)[1:]],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    lines = [
+        line.rstrip()
+        for line in (
+            done.stdout
+            + "".join(
+                line + "\n"
+                for line in done.stderr.splitlines()
+                if line.startswith("wrote ")
+            )
+        ).splitlines()
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -58,8 +73,14 @@ def main(argv: list[str] | None = None) -> int:
     def replace(match: re.Match) -> str:
         command, old = match.group(1), match.group(2)
         files = [a for a in shlex.split(command) if a.endswith(".yaml")]
-        if not all((ROOT / f).exists() for f in files) or args.only and not any(t in command for t in args.only):
-            return match.group(0)  # an illustration of an error (broken.yaml), or not asked for: kept as written
+        if (
+            not all((ROOT / f).exists() for f in files)
+            or args.only
+            and not any(t in command for t in args.only)
+        ):
+            return match.group(
+                0
+            )  # an illustration of an error (broken.yaml), or not asked for: kept as written
         new = run(command)
         if "…" in old:
             new = trimmed(new, old)
@@ -71,7 +92,10 @@ def main(argv: list[str] | None = None) -> int:
         text = page.read_text()
         updated = BLOCK.sub(replace, text)
         for command in changed:
-            print(("differs: " if args.check else "updated: ") + f"{page.relative_to(ROOT)}: {command}")
+            print(
+                ("differs: " if args.check else "updated: ")
+                + f"{page.relative_to(ROOT)}: {command}"
+            )
         changed.clear()
         if updated != text:
             stale.append(page)
@@ -82,7 +106,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def example_pages() -> list[Path]:
     """The README and the documentation's pages that people write (not those generated from the code)."""
-    return [ROOT / "README.md"] + sorted(p for p in (ROOT / "docs").glob("*.md") if p.name != "index.md")
+    return [ROOT / "README.md"] + sorted(
+        p for p in (ROOT / "docs").glob("*.md") if p.name != "index.md"
+    )
 
 
 if __name__ == "__main__":

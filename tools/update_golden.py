@@ -10,6 +10,7 @@ written as is, atomically. Run it from the repository root after a change that i
 plan, then read the diff of tests/golden/ before keeping it. NAMES (stems or file names) limit it
 to those examples.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,7 +47,13 @@ def examples() -> list[Path]:
 
 def command(path: Path) -> list[str]:
     """The `planner` arguments (without `planner`) whose JSON output is the golden file of `path`."""
-    return ["batch" if is_quarter(path) else "solve", str(path), "--format", "json", "--no-timings"]
+    return [
+        "batch" if is_quarter(path) else "solve",
+        str(path),
+        "--format",
+        "json",
+        "--no-timings",
+    ]
 
 
 def invoke(path: Path):
@@ -65,7 +72,9 @@ def run(path: Path) -> str:
     """The JSON text `planner` prints for `path`; raises if it did not print a JSON report."""
     result = invoke(path)
     if result.exit_code not in OK_EXITS:
-        raise RuntimeError(f"planner {' '.join(command(path))} exited {result.exit_code}:\n{result.stderr}")
+        raise RuntimeError(
+            f"planner {' '.join(command(path))} exited {result.exit_code}:\n{result.stderr}"
+        )
     json.loads(result.stdout)  # a report, not an error message
     return result.stdout
 
@@ -76,10 +85,14 @@ def golden_path(path: Path) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", help="only these examples (stem or file name)")
+    parser.add_argument(
+        "names", nargs="*", help="only these examples (stem or file name)"
+    )
     args = parser.parse_args(argv)
     if os.environ.get("PLANNER_CATALOG_DIR"):
-        parser.error("PLANNER_CATALOG_DIR is set: the golden plans are made on the shipped catalogs; unset it")
+        parser.error(
+            "PLANNER_CATALOG_DIR is set: the golden plans are made on the shipped catalogs; unset it"
+        )
     chosen = examples()
     if args.names:
         wanted = {Path(n).stem for n in args.names}
@@ -91,7 +104,10 @@ def main(argv: list[str] | None = None) -> int:
     for path in chosen:
         target = golden_path(path)
         write_atomic(target, run(path))
-        print(f"wrote {target.relative_to(ROOT)} (planner {command(path)[0]} {path.name})", flush=True)
+        print(
+            f"wrote {target.relative_to(ROOT)} (planner {command(path)[0]} {path.name})",
+            flush=True,
+        )
     return 0
 
 

@@ -9,6 +9,7 @@ rewritten between their `<!-- published:begin -->` and `<!-- published:end -->` 
 table between `<!-- serving:begin -->` and `<!-- serving:end -->`), atomically.
 Run it from the repository root after a change that moves a figure; `--check` only says which differ.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,24 +27,41 @@ from planner.files import write_atomic  # noqa: E402
 BEGIN, END = "<!-- published:begin -->", "<!-- published:end -->"
 SERVING = ("<!-- serving:begin -->", "<!-- serving:end -->")
 # the cases docs/recipes.md shows: fine-tuning runs, and the throughput runs that set the efficiency table
-RECIPE_CASES = re.compile(r"\| (torchtune|answerai|automodel|nemo2407|unsloth|foundry|fms-fsdp|hf-fa2|litgpt|qlora-"
-                          r"|peft|falcon-180b-(lora|qlora|full))")
+RECIPE_CASES = re.compile(
+    r"\| (torchtune|answerai|automodel|nemo2407|unsloth|foundry|fms-fsdp|hf-fa2|litgpt|qlora-"
+    r"|peft|falcon-180b-(lora|qlora|full))"
+)
 
 
 def published_table(script: str = "published.py") -> list[str]:
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--markdown"], cwd=ROOT,
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / script), "--markdown"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return [line for line in done.stdout.splitlines() if line.strip()]
 
 
 def serving_block(lines: list[str]) -> str:
-    return (f"Real output of `python benchmarks/serving_published.py --markdown`, {date.today().isoformat()}:\n\n"
-            + "\n".join(lines[:-1]) + "\n\n" + lines[-1] + "\n")
+    return (
+        f"Real output of `python benchmarks/serving_published.py --markdown`, {date.today().isoformat()}:\n\n"
+        + "\n".join(lines[:-1])
+        + "\n\n"
+        + lines[-1]
+        + "\n"
+    )
 
 
 def validation_block(lines: list[str]) -> str:
-    return (f"Real output of `python benchmarks/published.py --markdown`, {date.today().isoformat()}:\n\n"
-            + "\n".join(lines[:-1]) + "\n\n" + lines[-1] + "\n")
+    return (
+        f"Real output of `python benchmarks/published.py --markdown`, {date.today().isoformat()}:\n\n"
+        + "\n".join(lines[:-1])
+        + "\n\n"
+        + lines[-1]
+        + "\n"
+    )
 
 
 def recipes_block(lines: list[str]) -> str:
@@ -54,10 +72,17 @@ def recipes_block(lines: list[str]) -> str:
         if "; miss: " in note:
             reasons.append(f"- `{case}`: {note.split('; miss: ', 1)[1].rstrip(' |')}")
     rows = [re.sub(r"; miss: [^|]*\|$", " |", row) for row in rows]
-    return "\n".join(header + rows) + "\n\nWhy the misses miss:\n\n" + "\n".join(reasons) + "\n"
+    return (
+        "\n".join(header + rows)
+        + "\n\nWhy the misses miss:\n\n"
+        + "\n".join(reasons)
+        + "\n"
+    )
 
 
-def rewrite(path: Path, block: str, check: bool, markers: tuple[str, str] = (BEGIN, END)) -> bool:
+def rewrite(
+    path: Path, block: str, check: bool, markers: tuple[str, str] = (BEGIN, END)
+) -> bool:
     text = path.read_text()
     start, end = text.index(markers[0]) + len(markers[0]), text.index(markers[1])
     updated = text[:start] + "\n" + block + text[end:]
@@ -71,10 +96,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true")
     args = parser.parse_args(argv)
     lines = published_table()
-    blocks = (("docs/validation.md", validation_block(lines), (BEGIN, END)),
-              ("docs/recipes.md", recipes_block(lines), (BEGIN, END)),
-              ("docs/validation.md", serving_block(published_table("serving_published.py")), SERVING))
-    differ = sorted({name for name, block, markers in blocks if rewrite(ROOT / name, block, args.check, markers)})
+    blocks = (
+        ("docs/validation.md", validation_block(lines), (BEGIN, END)),
+        ("docs/recipes.md", recipes_block(lines), (BEGIN, END)),
+        (
+            "docs/validation.md",
+            serving_block(published_table("serving_published.py")),
+            SERVING,
+        ),
+    )
+    differ = sorted(
+        {
+            name
+            for name, block, markers in blocks
+            if rewrite(ROOT / name, block, args.check, markers)
+        }
+    )
     for name in differ:
         print(("differs: " if args.check else "updated: ") + name)
     return 1 if args.check and differ else 0

@@ -19,6 +19,7 @@ The LP of the box that gives the bound also says where good plans are: which poo
 candidates it uses and at which starts. The search packs the pools inside that
 neighbourhood (see `batch/search.py`).
 """
+
 from __future__ import annotations
 
 import heapq
@@ -70,7 +71,9 @@ def _columns(cands: pd.DataFrame, runs, pools) -> tuple[np.ndarray, np.ndarray]:
         on = pool == p
         first[on] = np.maximum(first[on], spec.start)
         last[on] = np.minimum(last[on], spec.end - duration[on])
-    starts = np.where(pool >= 0, np.maximum(last - first + 1, 0), (last >= first).astype(int))
+    starts = np.where(
+        pool >= 0, np.maximum(last - first + 1, 0), (last >= first).astype(int)
+    )
     cand = np.repeat(np.arange(len(cands)), starts)
     offset = np.arange(len(cand)) - np.repeat(np.cumsum(starts) - starts, starts)
     return cand, np.repeat(first, starts) + offset
@@ -98,43 +101,79 @@ class _TimeIndexedLP:
         steps = max([steps] + [p.end for p in pools])
         cand, start = _columns(cands, runs, pools)
         n_x, n_b = len(cand), len(pools)
-        run_row = cands["run"].map({r.name: k for k, r in enumerate(runs)}).to_numpy()[cand]
-        one_each = sp.csr_matrix((np.ones(n_x), (run_row, np.arange(n_x))), shape=(len(runs), n_x + n_b))
+        run_row = (
+            cands["run"].map({r.name: k for k, r in enumerate(runs)}).to_numpy()[cand]
+        )
+        one_each = sp.csr_matrix(
+            (np.ones(n_x), (run_row, np.arange(n_x))), shape=(len(runs), n_x + n_b)
+        )
 
         pool = cands["pool"].to_numpy(dtype=int)[cand]
         pooled = np.flatnonzero(pool >= 0)
         span = cands["duration_steps"].to_numpy(dtype=int)[cand[pooled]]
         column = np.repeat(pooled, span)
-        step = start[column] + np.arange(len(column)) - np.repeat(np.cumsum(span) - span, span)
+        step = (
+            start[column]
+            + np.arange(len(column))
+            - np.repeat(np.cumsum(span) - span, span)
+        )
         nodes = cands["nodes"].to_numpy(dtype=int)[cand[column]]
         bought_rows = np.arange(n_b * steps)
         capacity = sp.csr_matrix(
-            (np.concatenate([nodes, -np.ones(n_b * steps)]),
-             (np.concatenate([pool[column] * steps + step, bought_rows]),
-              np.concatenate([column, n_x + bought_rows // steps]))),
-            shape=(n_b * steps, n_x + n_b))
-        self.rounded: dict[int, list[tuple[int, sp.csr_matrix]]] = {}  # pool -> [(k, Σ ⌊nodes/k⌋·x per step)]
+            (
+                np.concatenate([nodes, -np.ones(n_b * steps)]),
+                (
+                    np.concatenate([pool[column] * steps + step, bought_rows]),
+                    np.concatenate([column, n_x + bought_rows // steps]),
+                ),
+            ),
+            shape=(n_b * steps, n_x + n_b),
+        )
+        self.rounded: dict[
+            int, list[tuple[int, sp.csr_matrix]]
+        ] = {}  # pool -> [(k, Σ ⌊nodes/k⌋·x per step)]
         self.sizes: dict[int, set[int]] = {}  # pool -> node counts of its candidates
         for p in range(n_b):
             on = (pool[column] == p) & (nodes >= 2)
             self.sizes[p] = set(nodes[pool[column] == p].tolist())
-            self.rounded[p] = [(k, sp.csr_matrix((nodes[on] // k, (step[on], column[on])),
-                                                 shape=(steps, n_x + n_b)))
-                               for k in range(2, max(self.sizes[p], default=0) + 1)]
+            self.rounded[p] = [
+                (
+                    k,
+                    sp.csr_matrix(
+                        (nodes[on] // k, (step[on], column[on])),
+                        shape=(steps, n_x + n_b),
+                    ),
+                )
+                for k in range(2, max(self.sizes[p], default=0) + 1)
+            ]
         self.n_x, self.n_b = n_x, n_b
         self.cand, self.start, self.pooled = cand, start, pool >= 0
 
         rows = sp.vstack([one_each, capacity]).tocsc()
         lp = highspy.HighsLp()
         lp.num_col_, lp.num_row_ = rows.shape[1], rows.shape[0]
-        lp.col_cost_ = np.concatenate([cands["cost_cents"].to_numpy(dtype=float)[cand],
-                                       [p.cents_per_node for p in pools]])
-        lp.col_lower_ = np.concatenate([np.zeros(n_x), [p.min_nodes for p in pools]]).astype(float)
-        lp.col_upper_ = np.concatenate([np.ones(n_x), [p.max_nodes for p in pools]]).astype(float)
-        lp.row_lower_ = np.concatenate([np.ones(len(runs)), np.full(n_b * steps, -highspy.kHighsInf)])
+        lp.col_cost_ = np.concatenate(
+            [
+                cands["cost_cents"].to_numpy(dtype=float)[cand],
+                [p.cents_per_node for p in pools],
+            ]
+        )
+        lp.col_lower_ = np.concatenate(
+            [np.zeros(n_x), [p.min_nodes for p in pools]]
+        ).astype(float)
+        lp.col_upper_ = np.concatenate(
+            [np.ones(n_x), [p.max_nodes for p in pools]]
+        ).astype(float)
+        lp.row_lower_ = np.concatenate(
+            [np.ones(len(runs)), np.full(n_b * steps, -highspy.kHighsInf)]
+        )
         lp.row_upper_ = np.concatenate([np.ones(len(runs)), np.zeros(n_b * steps)])
         lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = rows.indptr, rows.indices, rows.data
+        lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = (
+            rows.indptr,
+            rows.indices,
+            rows.data,
+        )
         # The bare binding: highspy.Highs's Python layer prints a banner to file descriptor 1
         # before any option can silence it, which would corrupt `planner batch --format json`.
         self.highs = highspy._Highs()
@@ -143,7 +182,9 @@ class _TimeIndexedLP:
         self.highs.passModel(lp)
         self.base_rows = lp.num_row_
 
-    def solve(self, box: Box, seconds: float) -> tuple[str, float, np.ndarray, dict[int, tuple[int, int]]]:
+    def solve(
+        self, box: Box, seconds: float
+    ) -> tuple[str, float, np.ndarray, dict[int, tuple[int, int]]]:
         """("optimal", cents, bought, starts), ("infeasible", ...) or ("stopped", ...) for this box;
         `starts` (see `Relaxation`) only when the box is a leaf: no pool left to branch on."""
         highs = self.highs
@@ -154,32 +195,50 @@ class _TimeIndexedLP:
             if least != most:
                 continue
             for k, rows in self.rounded[p]:
-                if most % k or any(size % k for size in self.sizes[p]):  # else it repeats the capacity row
+                if most % k or any(
+                    size % k for size in self.sizes[p]
+                ):  # else it repeats the capacity row
                     rows = rows.tocsr()
-                    highs.addRows(rows.shape[0], np.full(rows.shape[0], -highspy.kHighsInf),
-                                  np.full(rows.shape[0], float(most // k)), rows.nnz,
-                                  rows.indptr[:-1].astype(np.int32), rows.indices.astype(np.int32),
-                                  rows.data.astype(float))
+                    highs.addRows(
+                        rows.shape[0],
+                        np.full(rows.shape[0], -highspy.kHighsInf),
+                        np.full(rows.shape[0], float(most // k)),
+                        rows.nnz,
+                        rows.indptr[:-1].astype(np.int32),
+                        rows.indices.astype(np.int32),
+                        rows.data.astype(float),
+                    )
                     added += rows.shape[0]
-        highs.setOptionValue("time_limit", highs.getRunTime() + max(seconds, 0.01))  # its clock adds up runs
+        highs.setOptionValue(
+            "time_limit", highs.getRunTime() + max(seconds, 0.01)
+        )  # its clock adds up runs
         highs.run()
         status = highs.getModelStatus()
         value = highs.getInfo().objective_function_value
         solution = np.array(highs.getSolution().col_value)  # read before the rows go
         if added:
-            highs.deleteRows(added, np.arange(self.base_rows, self.base_rows + added, dtype=np.int32))
-        bought = solution[self.n_x:]
+            highs.deleteRows(
+                added, np.arange(self.base_rows, self.base_rows + added, dtype=np.int32)
+            )
+        bought = solution[self.n_x :]
         if status == highspy.HighsModelStatus.kInfeasible:
             return "infeasible", math.inf, bought, {}
         if status != highspy.HighsModelStatus.kOptimal:
             return "stopped", -math.inf, bought, {}
-        starts = self._starts(solution[:self.n_x]) if _open_pool(box, bought) is None else {}
+        starts = (
+            self._starts(solution[: self.n_x])
+            if _open_pool(box, bought) is None
+            else {}
+        )
         return "optimal", float(value), bought, starts
 
     def _starts(self, x: np.ndarray) -> dict[int, tuple[int, int]]:
         used = np.flatnonzero((x > _INTEGRAL) & self.pooled)
-        span = pd.DataFrame({"cand": self.cand[used], "start": self.start[used]}).groupby("cand")["start"].agg(
-            ["min", "max"])
+        span = (
+            pd.DataFrame({"cand": self.cand[used], "start": self.start[used]})
+            .groupby("cand")["start"]
+            .agg(["min", "max"])
+        )
         return {int(c): (int(lo), int(hi)) for c, lo, hi in span.itertuples()}
 
 
@@ -199,18 +258,30 @@ def _split(box: Box, p: int, b: float) -> list[Box]:
         parts = [(least, whole - 1), (whole, whole), (whole + 1, most)]
     else:
         parts = [(least, math.floor(b)), (math.ceil(b), most)]
-    return [box[:p] + (part,) + box[p + 1:] for part in parts if part[0] <= part[1]]
+    return [box[:p] + (part,) + box[p + 1 :] for part in parts if part[0] <= part[1]]
 
 
-def all_runs_lower_bound_usd(cands: pd.DataFrame, runs, pools, steps: int, seconds: float = math.inf,
-                             stop: threading.Event | None = None) -> float | None:
+def all_runs_lower_bound_usd(
+    cands: pd.DataFrame,
+    runs,
+    pools,
+    steps: int,
+    seconds: float = math.inf,
+    stop: threading.Event | None = None,
+) -> float | None:
     """Least cost of a plan that schedules every run, relaxed as above; None if even the
     first LP did not finish (or no plan can schedule every run)."""
     return relax(cands, runs, pools, steps, seconds, stop).bound_usd
 
 
-def relax(cands: pd.DataFrame, runs, pools, steps: int, seconds: float = math.inf,
-          stop: threading.Event | None = None) -> Relaxation:
+def relax(
+    cands: pd.DataFrame,
+    runs,
+    pools,
+    steps: int,
+    seconds: float = math.inf,
+    stop: threading.Event | None = None,
+) -> Relaxation:
     """The bound, with its box's LP solution when branching ended at a leaf.
 
     Best-first over boxes of bought nodes: a box's LP value bounds every plan in it; a box
@@ -219,19 +290,28 @@ def relax(cands: pd.DataFrame, runs, pools, steps: int, seconds: float = math.in
     """
     deadline = time.perf_counter() + seconds
     if (terms := _capacity_terms(cands, runs, pools)) > MAX_LP_TERMS:
-        return Relaxation(None, left_out=f"the LP bound is left out: {terms:,} capacity terms, past the "
-                                         f"{MAX_LP_TERMS:,} it builds")
+        return Relaxation(
+            None,
+            left_out=f"the LP bound is left out: {terms:,} capacity terms, past the "
+            f"{MAX_LP_TERMS:,} it builds",
+        )
     lp = _TimeIndexedLP(cands, runs, pools, steps)
     count = 0  # breaks ties in the heap in creation order
-    heap: list = [(-math.inf, count, tuple((p.min_nodes, p.max_nodes) for p in pools), None)]
-    leaves: dict[int, dict[int, tuple[int, int]]] = {}  # heap entry's count -> its LP's starts
+    heap: list = [
+        (-math.inf, count, tuple((p.min_nodes, p.max_nodes) for p in pools), None)
+    ]
+    leaves: dict[
+        int, dict[int, tuple[int, int]]
+    ] = {}  # heap entry's count -> its LP's starts
     while heap and not (stop is not None and stop.is_set()):
         value, _, box, bought = heap[0]
         if bought is not None and _open_pool(box, bought) is None:
             break  # the least box cannot be lifted by branching
         heapq.heappop(heap)
         if bought is None:
-            state, value_found, bought, starts = lp.solve(box, deadline - time.perf_counter())
+            state, value_found, bought, starts = lp.solve(
+                box, deadline - time.perf_counter()
+            )
             count += 1
             if starts:
                 leaves[count] = starts

@@ -8,6 +8,7 @@ Each reservation pool is sized by the peak demand of the runs whose cheapest can
 compute priced at the reserved rate) is on the pool, and kept only if that pays against their
 cheapest other candidates.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,14 +20,22 @@ from planner.batch.model import BatchLimits, RunInfo
 from planner.candidates.limits import COST_RESOLUTION_USD, node_cap, quota_mask
 
 
-def endpoint_occupancy(options: pd.DataFrame, chosen: pd.DataFrame, windows: dict[str, tuple[int, int]],
-                       limits: BatchLimits) -> list[tuple[tuple, int, int, int]]:
+def endpoint_occupancy(
+    options: pd.DataFrame,
+    chosen: pd.DataFrame,
+    windows: dict[str, tuple[int, int]],
+    limits: BatchLimits,
+) -> list[tuple[tuple, int, int, int]]:
     """What endpoints placed beforehand hold, as the greedy counts it: (limit, first step, end step, amount),
     the most GPUs or nodes they run in any period, for their whole window."""
     if chosen is None or chosen.empty:
         return []
-    frame = chosen.join(options[["offer_key", "provider", "gpu", "gpu_family", "gpus_per_node", "pool"]],
-                        on="option")
+    frame = chosen.join(
+        options[
+            ["offer_key", "provider", "gpu", "gpu_family", "gpus_per_node", "pool"]
+        ],
+        on="option",
+    )
     frame["gpus"] = frame["nodes"] * frame["gpus_per_node"]
     out = []
     for name, mine in frame.groupby("workload", sort=True):
@@ -38,12 +47,25 @@ def endpoint_occupancy(options: pd.DataFrame, chosen: pd.DataFrame, windows: dic
         for (pool, offer), rows in mine.groupby(["pool", "offer_key"]):
             peak = int(rows.groupby("period")["nodes"].sum().max())
             if peak:
-                out.append((("pool", int(pool)) if pool >= 0 else ("offer", offer), start, end, peak))
+                out.append(
+                    (
+                        ("pool", int(pool)) if pool >= 0 else ("offer", offer),
+                        start,
+                        end,
+                        peak,
+                    )
+                )
     return out
 
 
-def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits, steps: int,
-           held: list[tuple[tuple, int, int, int]] = ()) -> dict:
+def greedy(
+    cands: pd.DataFrame,
+    runs: list[RunInfo],
+    pools,
+    limits: BatchLimits,
+    steps: int,
+    held: list[tuple[tuple, int, int, int]] = (),
+) -> dict:
     """The list scheduler described in the module docstring; returns cost, bought, cids, starts. `held`:
     capacity endpoints placed beforehand hold (`endpoint_occupancy`), which the runs fit around."""
     cands = cands.reset_index(drop=True)
@@ -70,9 +92,17 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
         amortised_cents, other_cents = 0.0, 0.0
         for name, rows in by_run.items():
             frame = cands.loc[rows]
-            amortised = frame.assign(eff=np.where(frame["pool"] == p, frame["cost_cents"] + frame["nodes"]
-                                                  * frame["wall_q_h"] * pool.price_per_node_h / COST_RESOLUTION_USD,
-                                                  frame["cost_cents"]))
+            amortised = frame.assign(
+                eff=np.where(
+                    frame["pool"] == p,
+                    frame["cost_cents"]
+                    + frame["nodes"]
+                    * frame["wall_q_h"]
+                    * pool.price_per_node_h
+                    / COST_RESOLUTION_USD,
+                    frame["cost_cents"],
+                )
+            )
             amortised = amortised[(amortised["pool"] == p) | (amortised["pool"] < 0)]
             if amortised.empty:
                 continue
@@ -81,11 +111,15 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
                 continue
             run = run_map[name]
             first = max(run.release, pool.start)
-            demand[first:first + int(best["duration_steps"])] += int(best["nodes"])
+            demand[first : first + int(best["duration_steps"])] += int(best["nodes"])
             amortised_cents += best["cost_cents"]
             others = amortised[amortised["pool"] < 0]
             other_cents += others["cost_cents"].min() if len(others) else math.inf
-        reserved_by_endpoints = [(first, end, amount) for key, first, end, amount in held if key == ("pool", p)]
+        reserved_by_endpoints = [
+            (first, end, amount)
+            for key, first, end, amount in held
+            if key == ("pool", p)
+        ]
         for first, end, amount in reserved_by_endpoints:
             demand[first:end] += amount
         peak = int(min(pool.max_nodes, demand.max()))
@@ -97,16 +131,28 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
     for key, first, end, amount in held:
         if key in usage:
             usage[key][first:end] += amount
-    overfull = [key for key in usage if usage[key].max(initial=0) > capacity[key]]  # endpoints placed one by one
+    overfull = [
+        key for key in usage if usage[key].max(initial=0) > capacity[key]
+    ]  # endpoints placed one by one
     order = sorted(runs, key=lambda r: (r.due, r.release, r.name))
-    latest = _latest_ends(runs, {name: int(_open_market(cands.loc[rows])["duration_steps"].min())
-                                 for name, rows in by_run.items()})
+    latest = _latest_ends(
+        runs,
+        {
+            name: int(_open_market(cands.loc[rows])["duration_steps"].min())
+            for name, rows in by_run.items()
+        },
+    )
     ends: dict[str, int] = {}
     chosen, starts, pending = [], {}, list(order)
-    cost = sum(pool.cents_per_node * b for pool, b in zip(pools, bought)) * COST_RESOLUTION_USD
+    cost = (
+        sum(pool.cents_per_node * b for pool, b in zip(pools, bought))
+        * COST_RESOLUTION_USD
+    )
     failed = []
     while pending:
-        run = next((r for r in pending if all(b in ends or b in failed for b in r.after)), None)
+        run = next(
+            (r for r in pending if all(b in ends or b in failed for b in r.after)), None
+        )
         if run is None:
             break
         pending.remove(run)
@@ -115,8 +161,16 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
             continue
         earliest = max([run.release] + [ends[b] for b in run.after])
         best = None
-        for end_by in dict.fromkeys((latest[run.name], run.due)):  # leaving room for what follows, if it can
-            for i in sorted(by_run[run.name], key=lambda i: (cands.at[i, "cost_cents"], cands.at[i, "duration_steps"])):
+        for end_by in dict.fromkeys(
+            (latest[run.name], run.due)
+        ):  # leaving room for what follows, if it can
+            for i in sorted(
+                by_run[run.name],
+                key=lambda i: (
+                    cands.at[i, "cost_cents"],
+                    cands.at[i, "duration_steps"],
+                ),
+            ):
                 d = int(cands.at[i, "duration_steps"])
                 lo, hi = earliest, end_by - d
                 pool = int(cands.at[i, "pool"])
@@ -129,7 +183,9 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
                     if amount > capacity[key]:
                         ok[:] = False
                         break
-                    window = np.lib.stride_tricks.sliding_window_view(usage[key][lo:hi + d], d).max(axis=1)
+                    window = np.lib.stride_tricks.sliding_window_view(
+                        usage[key][lo : hi + d], d
+                    ).max(axis=1)
                     ok &= window + amount <= capacity[key]
                 if ok.any():
                     best = (i, lo + int(np.argmax(ok)), d)
@@ -141,16 +197,28 @@ def greedy(cands: pd.DataFrame, runs: list[RunInfo], pools, limits: BatchLimits,
             continue
         i, s, d = best
         for key, amount in uses[i]:
-            usage[key][s:s + d] += amount
+            usage[key][s : s + d] += amount
         ends[run.name] = s + d
         starts[run.name] = s
         chosen.append(i)
         cost += float(cands.at[i, "cost_usd"])  # as the model reports its objective
-    required_failed = [r for r in failed if run_map[r].required] + [f"endpoints over {k[1]}" for k in overfull]
-    priority = sum(run_map[cands.at[i, "run"]].priority for i in chosen if not run_map[cands.at[i, "run"]].required)
-    return {"cost_usd": cost, "bought": bought, "cids": {cands.at[i, "cid"] for i in chosen},
-            "starts": starts, "failed_required": required_failed, "priority": priority,
-            "left_out": [r for r in failed if not run_map[r].required]}
+    required_failed = [r for r in failed if run_map[r].required] + [
+        f"endpoints over {k[1]}" for k in overfull
+    ]
+    priority = sum(
+        run_map[cands.at[i, "run"]].priority
+        for i in chosen
+        if not run_map[cands.at[i, "run"]].required
+    )
+    return {
+        "cost_usd": cost,
+        "bought": bought,
+        "cids": {cands.at[i, "cid"] for i in chosen},
+        "starts": starts,
+        "failed_required": required_failed,
+        "priority": priority,
+        "left_out": [r for r in failed if not run_map[r].required],
+    }
 
 
 def _open_market(frame: pd.DataFrame) -> pd.DataFrame:
@@ -167,7 +235,9 @@ def _latest_ends(runs: list[RunInfo], shortest: dict[str, int]) -> dict[str, int
     for r in runs:
         for b in r.after:
             followers.setdefault(b, []).append(r.name)
-    for r in sorted(runs, key=lambda r: -r.due):  # a follower is due no earlier than what it follows
+    for r in sorted(
+        runs, key=lambda r: -r.due
+    ):  # a follower is due no earlier than what it follows
         for f in followers.get(r.name, ()):
             if f in shortest:
                 latest[r.name] = min(latest[r.name], latest[f] - shortest[f])

@@ -21,6 +21,7 @@ Only phases 0 and 3 search the whole model, so only their bounds are reported. L
 schedule's runs start as soon as its cost allows (`soonest`): a search stops at any of the
 schedules of equal cost, and they differ only in when runs start.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,8 +34,15 @@ import pandas as pd
 
 from planner.batch.bound import Relaxation, relax
 from planner.batch.greedy import endpoint_occupancy, greedy
-from planner.batch.model import (BatchLimits, Pool, QuarterEndpoints, RunInfo, build_batch_model, solve_batch,
-                                 total_cost_cents)
+from planner.batch.model import (
+    BatchLimits,
+    Pool,
+    QuarterEndpoints,
+    RunInfo,
+    build_batch_model,
+    solve_batch,
+    total_cost_cents,
+)
 from planner.candidates.limits import COST_RESOLUTION_USD
 from planner.solve.model import OBJECTIVE_LIMIT
 from planner.solve.outcome import BatchResult
@@ -73,8 +81,14 @@ def _small_pieces(cands: pd.DataFrame) -> pd.DataFrame:
 
 
 def _log(phase: str, result: BatchResult, started: float) -> BatchResult:
-    log.debug("%s: %s $%.2f bought %s at %.1f s", phase, result.status, result.objective_usd, result.bought,
-              time.perf_counter() - started)
+    log.debug(
+        "%s: %s $%.2f bought %s at %.1f s",
+        phase,
+        result.status,
+        result.objective_usd,
+        result.bought,
+        time.perf_counter() - started,
+    )
     return result
 
 
@@ -87,17 +101,35 @@ def _solved(result: BatchResult | None) -> bool:
 
 
 def _as_hint(result: BatchResult, runs: set[str] | None = None) -> dict:
-    chosen = result.chosen if runs is None else result.chosen[result.chosen["run"].isin(runs)]
-    hint = {"cids": set(chosen["cid"]), "starts": dict(zip(chosen["run"], chosen["start_step"].astype(int))),
-            "bought": result.bought, "serving": result.serving}
+    chosen = (
+        result.chosen
+        if runs is None
+        else result.chosen[result.chosen["run"].isin(runs)]
+    )
+    hint = {
+        "cids": set(chosen["cid"]),
+        "starts": dict(zip(chosen["run"], chosen["start_step"].astype(int))),
+        "bought": result.bought,
+        "serving": result.serving,
+    }
     if runs is not None:
         hint["runs"] = runs
     return hint
 
 
-def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool], limits: BatchLimits, steps: int,
-                    time_limit_s: float = 60.0, workers: int = 1, seed: int = 0, hint: dict | None = None,
-                    endpoints: QuarterEndpoints | None = None, endpoint_floor_usd: float = 0.0) -> BatchResult:
+def solve_in_phases(
+    cands: pd.DataFrame,
+    runs: list[RunInfo],
+    pools: list[Pool],
+    limits: BatchLimits,
+    steps: int,
+    time_limit_s: float = 60.0,
+    workers: int = 1,
+    seed: int = 0,
+    hint: dict | None = None,
+    endpoints: QuarterEndpoints | None = None,
+    endpoint_floor_usd: float = 0.0,
+) -> BatchResult:
     """The best schedule over the phases; its bound is the best valid one (CP-SAT on the whole
     model, or the time-indexed LP when every run is scheduled). The LP runs in a thread beside
     the search until the search ends (HiGHS and CP-SAT both release the GIL). The LP knows only
@@ -108,67 +140,165 @@ def solve_in_phases(cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool],
     core = core_runs(whole.cands, runs)
     phased = bool(pools) and 0 < len(core) < len(runs)
 
-    ran: list[BatchResult] = []  # every phase, to tell whether the clock cut any (`BatchResult.clocked`)
+    ran: list[
+        BatchResult
+    ] = []  # every phase, to tell whether the clock cut any (`BatchResult.clocked`)
 
-    def search(model, share: float, start: dict | None, fix_hint: bool = False, last: bool = False) -> BatchResult:
+    def search(
+        model,
+        share: float,
+        start: dict | None,
+        fix_hint: bool = False,
+        last: bool = False,
+    ) -> BatchResult:
         """One phase: its share of the work, capped by its share of the clock (the last phase: what is left)."""
-        left = max(1.0, (1 - SOONEST_SHARE) * time_limit_s - (time.perf_counter() - started))  # `soonest` last
-        rate = WHOLE_WORK_PER_SECOND if model is whole and not fix_hint else CORE_WORK_PER_SECOND
-        ran.append(solve_batch(model, left if last else min(left, share * time_limit_s), workers, seed, start,
-                               fix_hint, work_limit=share * time_limit_s * rate))
+        left = max(
+            1.0, (1 - SOONEST_SHARE) * time_limit_s - (time.perf_counter() - started)
+        )  # `soonest` last
+        rate = (
+            WHOLE_WORK_PER_SECOND
+            if model is whole and not fix_hint
+            else CORE_WORK_PER_SECOND
+        )
+        ran.append(
+            solve_batch(
+                model,
+                left if last else min(left, share * time_limit_s),
+                workers,
+                seed,
+                start,
+                fix_hint,
+                work_limit=share * time_limit_s * rate,
+            )
+        )
         return ran[-1]
 
     def finish(best: BatchResult, searched: list[BatchResult], *bound) -> BatchResult:
         work = 0.0  # the tie-break's
         if _solved(best):
-            best, work = soonest(best, whole.cands, runs, pools, limits, steps, endpoints, workers, seed,
-                                 SOONEST_SHARE * time_limit_s, started + time_limit_s)
+            best, work = soonest(
+                best,
+                whole.cands,
+                runs,
+                pools,
+                limits,
+                steps,
+                endpoints,
+                workers,
+                seed,
+                SOONEST_SHARE * time_limit_s,
+                started + time_limit_s,
+            )
             _log("soonest", best, started)
         done = _finish(best, searched, whole, started, *bound)
         clocked = any(r.clocked for r in ran) or relaxed.late
-        return dataclasses.replace(done, clocked=done.status != "OPTIMAL" and clocked,
-                                   deterministic_seconds=done.deterministic_seconds + work)
+        return dataclasses.replace(
+            done,
+            clocked=done.status != "OPTIMAL" and clocked,
+            deterministic_seconds=done.deterministic_seconds + work,
+        )
 
-    with _Background(relax if pools else None, whole.cands, runs, pools, steps,
-                     time_limit_s - (time.perf_counter() - started)) as relaxed:
-        first = _log("whole", search(whole, FIRST_SHARE if phased else 1.0, hint, last=not phased), started)
-        if first.status == "UNKNOWN" and hint and (not pools or time.perf_counter() - started >= time_limit_s):
+    with _Background(
+        relax if pools else None,
+        whole.cands,
+        runs,
+        pools,
+        steps,
+        time_limit_s - (time.perf_counter() - started),
+    ) as relaxed:
+        first = _log(
+            "whole",
+            search(whole, FIRST_SHARE if phased else 1.0, hint, last=not phased),
+            started,
+        )
+        if (
+            first.status == "UNKNOWN"
+            and hint
+            and (not pools or time.perf_counter() - started >= time_limit_s)
+        ):
             fallback = greedy_result(whole, hint)
             return finish(fallback, [first, fallback])
         if first.status not in ("FEASIBLE", "UNKNOWN") or not pools:
             return finish(first, [first])
         results, best = [first], first
         if phased:
-            around = _around_the_core(whole, core, limits, steps, search, started, relaxed,
-                                      NEIGHBOURHOOD_SHARE * time_limit_s, hint)
-            if _solved(around) and (not _solved(best) or _key(around, whole) < _key(best, whole)):
+            around = _around_the_core(
+                whole,
+                core,
+                limits,
+                steps,
+                search,
+                started,
+                relaxed,
+                NEIGHBOURHOOD_SHARE * time_limit_s,
+                hint,
+            )
+            if _solved(around) and (
+                not _solved(best) or _key(around, whole) < _key(best, whole)
+            ):
                 best = around
             # From the core's packing even when it left optional runs out: this phase can add them back.
             start = around if _solved(around) else best
-            final = _log("whole again", search(whole, 1 - FIRST_SHARE - CORE_SHARE - NEIGHBOURHOOD_SHARE - FIXED_SHARE,
-                                               _as_hint(start) if _solved(start) else hint, last=True), started)
+            final = _log(
+                "whole again",
+                search(
+                    whole,
+                    1 - FIRST_SHARE - CORE_SHARE - NEIGHBOURHOOD_SHARE - FIXED_SHARE,
+                    _as_hint(start) if _solved(start) else hint,
+                    last=True,
+                ),
+                started,
+            )
             results.append(final)
-            if _solved(final) and (not _solved(best) or _key(final, whole) <= _key(best, whole)):
+            if _solved(final) and (
+                not _solved(best) or _key(final, whole) <= _key(best, whole)
+            ):
                 best = final
-        if hint and _solved(best) and _key(greedy_result(whole, hint), whole) < _key(best, whole):
+        if (
+            hint
+            and _solved(best)
+            and _key(greedy_result(whole, hint), whole) < _key(best, whole)
+        ):
             # the search ended below the greedy schedule it started from: CP-SAT checks that schedule
             # against every constraint (the greedy does not check them all) and it is kept if it holds.
             # With the schedule fixed its OPTIMAL proves nothing, so it lends no bound (not in `results`).
-            checked = _log("greedy checked", search(whole, FIXED_SHARE, hint, fix_hint=True, last=True), started)
+            checked = _log(
+                "greedy checked",
+                search(whole, FIXED_SHARE, hint, fix_hint=True, last=True),
+                started,
+            )
             if _solved(checked) and _key(checked, whole) < _key(best, whole):
                 best = dataclasses.replace(checked, status="FEASIBLE")
         relaxation = relaxed.finish()
-        if not _solved(best) and hint:  # the clock ran out before CP-SAT completed any schedule
+        if (
+            not _solved(best) and hint
+        ):  # the clock ran out before CP-SAT completed any schedule
             best = greedy_result(whole, hint)
             results.append(best)
-        lp = relaxation.bound_usd if relaxation else None  # None: stopped before its first LP, or left out
-        return finish(best, results, lp + endpoint_floor_usd if lp is not None else None,
-                       relaxation.left_out if relaxation else "")
+        lp = (
+            relaxation.bound_usd if relaxation else None
+        )  # None: stopped before its first LP, or left out
+        return finish(
+            best,
+            results,
+            lp + endpoint_floor_usd if lp is not None else None,
+            relaxation.left_out if relaxation else "",
+        )
 
 
-def soonest(best: BatchResult, cands: pd.DataFrame, runs: list[RunInfo], pools: list[Pool], limits: BatchLimits,
-            steps: int, endpoints: QuarterEndpoints | None, workers: int, seed: int, share_s: float,
-            until: float) -> tuple[BatchResult, float]:
+def soonest(
+    best: BatchResult,
+    cands: pd.DataFrame,
+    runs: list[RunInfo],
+    pools: list[Pool],
+    limits: BatchLimits,
+    steps: int,
+    endpoints: QuarterEndpoints | None,
+    workers: int,
+    seed: int,
+    share_s: float,
+    until: float,
+) -> tuple[BatchResult, float]:
     """`best`'s runs on `best`'s candidates at no more cost, each starting as soon as it can (the least sum of
     start steps). The search stops at one of the schedules of equal cost, which differ only in when runs start;
     the sooner a run starts the more room it keeps before its due date (a replay starts no run before its slot),
@@ -178,9 +308,20 @@ def soonest(best: BatchResult, cands: pd.DataFrame, runs: list[RunInfo], pools: 
     and CP-SAT's deterministic work spent on it."""
     chosen = set(best.chosen["run"])
     kept = [r for r in runs if r.name in chosen]
-    m = build_batch_model(cands[cands["cid"].isin(set(best.chosen["cid"]))], kept, pools, limits, steps, endpoints)
-    weight = max(1, steps) * len(kept) + 1  # one cent outweighs every start step together
-    if weight * m.priority_weight >= OBJECTIVE_LIMIT:  # what the cost can reach, with the endpoints at their most
+    m = build_batch_model(
+        cands[cands["cid"].isin(set(best.chosen["cid"]))],
+        kept,
+        pools,
+        limits,
+        steps,
+        endpoints,
+    )
+    weight = (
+        max(1, steps) * len(kept) + 1
+    )  # one cent outweighs every start step together
+    if (
+        weight * m.priority_weight >= OBJECTIVE_LIMIT
+    ):  # what the cost can reach, with the endpoints at their most
         return best, 0.0
     for run in kept:
         m.model.add(m.scheduled[run.name] == 1)
@@ -188,41 +329,101 @@ def soonest(best: BatchResult, cands: pd.DataFrame, runs: list[RunInfo], pools: 
     left = until - time.perf_counter()
     if left < 0.1:
         return best, 0.0
-    found = solve_batch(m, left, workers, seed, _as_hint(best), work_limit=share_s * CORE_WORK_PER_SECOND)
-    if (not _solved(found) or found.clocked or found.objective_usd > best.objective_usd + COST_RESOLUTION_USD / 2
-            or set(found.chosen["run"]) != chosen):
-        return best, found.deterministic_seconds  # cut by the clock it would make the plan depend on timing
-    return dataclasses.replace(best, chosen=found.chosen, bought=found.bought, serving=found.serving,
-                               objective_usd=found.objective_usd), found.deterministic_seconds
+    found = solve_batch(
+        m,
+        left,
+        workers,
+        seed,
+        _as_hint(best),
+        work_limit=share_s * CORE_WORK_PER_SECOND,
+    )
+    if (
+        not _solved(found)
+        or found.clocked
+        or found.objective_usd > best.objective_usd + COST_RESOLUTION_USD / 2
+        or set(found.chosen["run"]) != chosen
+    ):
+        return (
+            best,
+            found.deterministic_seconds,
+        )  # cut by the clock it would make the plan depend on timing
+    return dataclasses.replace(
+        best,
+        chosen=found.chosen,
+        bought=found.bought,
+        serving=found.serving,
+        objective_usd=found.objective_usd,
+    ), found.deterministic_seconds
 
 
-def _around_the_core(whole, core: list[RunInfo], limits: BatchLimits, steps: int, search, started: float,
-                     relaxed: _Background, wait_s: float, hint: dict | None) -> BatchResult | None:
+def _around_the_core(
+    whole,
+    core: list[RunInfo],
+    limits: BatchLimits,
+    steps: int,
+    search,
+    started: float,
+    relaxed: _Background,
+    wait_s: float,
+    hint: dict | None,
+) -> BatchResult | None:
     """Phases 1 and 2: pack the core alone (both ways), then schedule the rest around the better packing
     (the endpoints, if any, are in every phase, from the caller's hint)."""
     names = {r.name for r in core}
     core_cands = whole.cands[whole.cands["run"].isin(names)]
-    small = build_batch_model(_small_pieces(core_cands), core, whole.pools, limits, steps, whole.endpoints)
+    small = build_batch_model(
+        _small_pieces(core_cands), core, whole.pools, limits, steps, whole.endpoints
+    )
     placed = (hint or {}).get("serving")
-    held = endpoint_occupancy(whole.endpoints.options, placed, whole.endpoints.windows, limits) \
-        if whole.endpoints is not None else []
+    held = (
+        endpoint_occupancy(
+            whole.endpoints.options, placed, whole.endpoints.windows, limits
+        )
+        if whole.endpoints is not None
+        else []
+    )
     start = greedy(small.cands, core, whole.pools, limits, steps, held)
     if placed is not None:
         start["serving"] = placed
-    packings = [_log("core", search(small, CORE_SHARE, None if start["failed_required"] else start), started)]
+    packings = [
+        _log(
+            "core",
+            search(small, CORE_SHARE, None if start["failed_required"] else start),
+            started,
+        )
+    ]
     # Waiting for the bound here keeps the plan independent of the clock unless the LP is slow.
     relaxation = relaxed.wait(wait_s)
     if relaxation is not None and relaxation.starts:
         near = _near_the_relaxation(core_cands, relaxation)
-        pools = [dataclasses.replace(p, min_nodes=b, max_nodes=b) for p, b in zip(whole.pools, relaxation.bought)]
-        packings.append(_log("core near the LP", search(build_batch_model(near, core, pools, limits, steps,
-                                                                          whole.endpoints),
-                                                        NEIGHBOURHOOD_SHARE, None), started))
+        pools = [
+            dataclasses.replace(p, min_nodes=b, max_nodes=b)
+            for p, b in zip(whole.pools, relaxation.bought)
+        ]
+        packings.append(
+            _log(
+                "core near the LP",
+                search(
+                    build_batch_model(
+                        near, core, pools, limits, steps, whole.endpoints
+                    ),
+                    NEIGHBOURHOOD_SHARE,
+                    None,
+                ),
+                started,
+            )
+        )
     # The better packing first; the other when the rest cannot be scheduled around it (a core run placed
     # where the runs after it can no longer meet their due dates).
     fixed = None
-    for packed in sorted((p for p in packings if _solved(p)), key=lambda p: _key(p, whole)):
-        fixed = _log("core fixed", search(whole, FIXED_SHARE, _as_hint(packed, names), fix_hint=True), started)
+    for packed in sorted(
+        (p for p in packings if _solved(p)), key=lambda p: _key(p, whole)
+    ):
+        fixed = _log(
+            "core fixed",
+            search(whole, FIXED_SHARE, _as_hint(packed, names), fix_hint=True),
+            started,
+        )
         if _solved(fixed):
             break
     return fixed
@@ -234,22 +435,38 @@ def greedy_result(whole, schedule: dict) -> BatchResult:
     chosen = whole.cands[whole.cands["cid"].isin(schedule["cids"])].copy()
     chosen["start_step"] = [schedule["starts"][r] for r in chosen["run"]]
     bought = list(schedule["bought"])
-    reservations = sum(p.cents_per_node * b for p, b in zip(whole.pools, bought)) * COST_RESOLUTION_USD
+    reservations = (
+        sum(p.cents_per_node * b for p, b in zip(whole.pools, bought))
+        * COST_RESOLUTION_USD
+    )
     serving = schedule.get("serving")
     serving = serving if serving is not None else pd.DataFrame()
-    objective = float(chosen["cost_usd"].sum()) + reservations + (float(serving["cost_usd"].sum()) if len(serving) else 0)
+    objective = (
+        float(chosen["cost_usd"].sum())
+        + reservations
+        + (float(serving["cost_usd"].sum()) if len(serving) else 0)
+    )
     cheapest = whole.cands.groupby("run")["cost_usd"].min()
     bound = min(objective, float(cheapest.reindex(chosen["run"]).sum()))
     unscheduled = sorted(set(whole.runs) - set(chosen["run"]))
-    return BatchResult("FEASIBLE", objective, bound, chosen=chosen.sort_values("run").reset_index(drop=True),
-                       bought=bought, unscheduled=unscheduled, serving=serving)
+    return BatchResult(
+        "FEASIBLE",
+        objective,
+        bound,
+        chosen=chosen.sort_values("run").reset_index(drop=True),
+        bought=bought,
+        unscheduled=unscheduled,
+        serving=serving,
+    )
 
 
 def _near_the_relaxation(cands: pd.DataFrame, relaxation: Relaxation) -> pd.DataFrame:
     """The candidates that do not use a pool, and the pooled ones the LP uses, each limited to
     the LP's starts widened by `NEIGHBOURHOOD_WIDTH` of its duration (rows of `cands` are
     indexed as the bound's were)."""
-    used = pd.DataFrame.from_dict(relaxation.starts, orient="index", columns=["first_start", "last_start"])
+    used = pd.DataFrame.from_dict(
+        relaxation.starts, orient="index", columns=["first_start", "last_start"]
+    )
     near = cands.join(used)
     keep = (near["pool"] < 0) | near["first_start"].notna()
     widen = (near["duration_steps"] * NEIGHBOURHOOD_WIDTH).apply(math.ceil)
@@ -266,7 +483,11 @@ class _Background:
     def __init__(self, bound, *args):
         self.stop, self.value, self.error = threading.Event(), None, None
         self.late = False  # a `wait` ended before the value: what the caller did then depended on the clock
-        self.thread = threading.Thread(target=self._run, args=(bound, args), daemon=True) if bound else None
+        self.thread = (
+            threading.Thread(target=self._run, args=(bound, args), daemon=True)
+            if bound
+            else None
+        )
 
     def _run(self, bound, args):
         try:
@@ -306,19 +527,45 @@ def _key(result: BatchResult, whole) -> tuple:
     return (-_priority(result, whole.runs), result.objective_usd)
 
 
-def _finish(best: BatchResult, searched: list[BatchResult], whole, started: float,
-            relaxed: float | None = None, lp_left_out: str = "") -> BatchResult:
+def _finish(
+    best: BatchResult,
+    searched: list[BatchResult],
+    whole,
+    started: float,
+    relaxed: float | None = None,
+    lp_left_out: str = "",
+) -> BatchResult:
     """`best` with the highest valid bound for its set of runs: from searches of the whole model
     that ended with the same priority, and the LP when every run is scheduled (`lp_left_out`: why not)."""
-    effort = {"solve_seconds": time.perf_counter() - started,
-              "deterministic_seconds": sum(r.deterministic_seconds for r in searched if r is not None)}
+    effort = {
+        "solve_seconds": time.perf_counter() - started,
+        "deterministic_seconds": sum(
+            r.deterministic_seconds for r in searched if r is not None
+        ),
+    }
     if not _solved(best):
         return dataclasses.replace(best, **effort)
     priority = _priority(best, whole.runs)
-    bounds = [r.bound_usd for r in searched if _solved(r) and _priority(r, whole.runs) == priority]
+    bounds = [
+        r.bound_usd
+        for r in searched
+        if _solved(r) and _priority(r, whole.runs) == priority
+    ]
     if relaxed is not None and not best.unscheduled:
         bounds.append(relaxed)
     optimal = any(r.status == "OPTIMAL" for r in searched)
-    bound = best.objective_usd if optimal else min(best.objective_usd, max(bounds)) if bounds else math.nan
-    return dataclasses.replace(best, status="OPTIMAL" if optimal else "FEASIBLE", bound_usd=bound,
-                               proved_by="cp-sat" if optimal else "", no_bound_why=lp_left_out, **effort)
+    bound = (
+        best.objective_usd
+        if optimal
+        else min(best.objective_usd, max(bounds))
+        if bounds
+        else math.nan
+    )
+    return dataclasses.replace(
+        best,
+        status="OPTIMAL" if optimal else "FEASIBLE",
+        bound_usd=bound,
+        proved_by="cp-sat" if optimal else "",
+        no_bound_why=lp_left_out,
+        **effort,
+    )

@@ -4,6 +4,7 @@ One object, owned by whoever asks for candidates (one `solve` or `batch`, one wh
 nothing is kept behind a caller's back; every part is bounded and keyed on what its values depend
 on, and the whole belongs to one catalog (handing it another empties it).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -11,28 +12,52 @@ from dataclasses import dataclass, field
 
 @dataclass
 class CandidateCache:
-    markets: dict = field(default_factory=dict)  # (offers without prices, limits) -> every (offer, market) row
-    rows: dict = field(default_factory=dict)  # expansion class -> expanded rows with their physics and screens
-    estimates: dict = field(default_factory=dict)  # (workload physics, shape, headroom) -> Estimate
-    exact: dict = field(default_factory=dict)  # (cost settings, timing key, W, item time) -> exact cost at price 1
-    laws: dict = field(default_factory=dict)  # segment plan -> wall_time.WallLaw (P(T <= D) at any D, quantiles)
-    max_rows: int = 2_000_000  # expanded rows kept (~1 GB); past it a sweep rebuilds rows per point
+    markets: dict = field(
+        default_factory=dict
+    )  # (offers without prices, limits) -> every (offer, market) row
+    rows: dict = field(
+        default_factory=dict
+    )  # expansion class -> expanded rows with their physics and screens
+    estimates: dict = field(
+        default_factory=dict
+    )  # (workload physics, shape, headroom) -> Estimate
+    exact: dict = field(
+        default_factory=dict
+    )  # (cost settings, timing key, W, item time) -> exact cost at price 1
+    laws: dict = field(
+        default_factory=dict
+    )  # segment plan -> wall_time.WallLaw (P(T <= D) at any D, quantiles)
+    max_rows: int = (
+        2_000_000  # expanded rows kept (~1 GB); past it a sweep rebuilds rows per point
+    )
     max_entries: int = 500_000  # estimates and exact costs, each
     max_laws: int = 2048  # a law holds its CDF on the grid (64-512 KB)
     max_markets: int = 8  # each every offer's rows (a few MB)
     catalog: object = field(default=None, repr=False)
 
-    def bind(self, catalog) -> "CandidateCache":
+    def bind(self, catalog) -> CandidateCache:
         """This cache for `catalog`: emptied first when it was filled for another one."""
         if self.catalog is not catalog:
-            for part in (self.markets, self.rows, self.estimates, self.exact, self.laws):
+            for part in (
+                self.markets,
+                self.rows,
+                self.estimates,
+                self.exact,
+                self.laws,
+            ):
                 part.clear()
             self.catalog = catalog
         return self
 
     def keep(self, part: dict, key, value):
         """Store `value` under `key` in `part`, emptying the part first when it is full."""
-        limit = self.max_laws if part is self.laws else self.max_markets if part is self.markets else self.max_entries
+        limit = (
+            self.max_laws
+            if part is self.laws
+            else self.max_markets
+            if part is self.markets
+            else self.max_entries
+        )
         if len(part) >= limit:
             part.clear()
         part[key] = value

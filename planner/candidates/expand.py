@@ -5,6 +5,7 @@ and repeat it once per node count they could run on, with the storage and egress
 the group numbers (twins, timing keys, signatures, shapes) later stages work on, and no price, which each call maps
 in (`row_prices`).
 """
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,6 @@ from planner.load.catalog import Catalog, offer_mask
 from planner.physics.estimate import Shape, checkpoint_size_gib
 from planner.schema.workload import Workload
 
-
 HOURS_PER_MONTH = 730.0
 INTER_REGION_USD_PER_GIB = 0.02
 """Moving data between regions of one provider (AWS/GCP list ~0.01-0.02 USD/GB); a stated default."""
@@ -29,7 +29,9 @@ NODE_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384,
 """Node counts considered between a workload's bounds (plus the bounds): dense where it matters."""
 
 
-def _node_counts(low_gpus: int, high_gpus: int, g: int, multi_node: bool, cap: float) -> list[int]:
+def _node_counts(
+    low_gpus: int, high_gpus: int, g: int, multi_node: bool, cap: float
+) -> list[int]:
     low, high = max(1, math.ceil(low_gpus / g)), high_gpus // g
     if not multi_node:
         high = min(high, 1)
@@ -50,13 +52,17 @@ class _Markets:
 
     columns: dict[str, np.ndarray]  # `_OFFER_ROW`: the offer's position
     ladder: np.ndarray  # per row: its number in `ladders`
-    ladders: list[tuple[int, bool, float]]  # (GPUs per node, multi-node, node cap): what its node counts depend on
+    ladders: list[
+        tuple[int, bool, float]
+    ]  # (GPUs per node, multi-node, node cap): what its node counts depend on
     codes: dict = field(default_factory=dict)  # (column, sorted) -> `code`
 
     def code(self, column: str, sort: bool = False) -> np.ndarray:
         """The column's values numbered (NaN too), in order of first appearance or, `sort`, of value."""
         if (column, sort) not in self.codes:
-            self.codes[column, sort] = pd.factorize(self.columns[column], sort=sort, use_na_sentinel=False)[0]
+            self.codes[column, sort] = pd.factorize(
+                self.columns[column], sort=sort, use_na_sentinel=False
+            )[0]
         return self.codes[column, sort]
 
 
@@ -66,29 +72,67 @@ def all_markets(offers: pd.DataFrame, catalog: Catalog, limits: Limits) -> _Mark
     offers = offers.assign(**{_OFFER_ROW: np.arange(len(offers))})
     on_demand = offers[offers["on_demand_usd_h"].notna()]
     spot = offers[offers["spot_usd_h"].notna()].assign(
-        market="spot", correlation=lambda o: o["spot_correlation"], wait_h=lambda o: o["spot_capacity_wait_h"],
-        wait_cv=lambda o: o["spot_capacity_wait_cv"])
-    markets = pd.concat([on_demand.assign(market="on_demand", correlation=0.0, wait_h=0.0, wait_cv=1.0), spot,
-                         spot[spot["on_demand_usd_h"].notna()].assign(market="spot_fallback")], ignore_index=True)
+        market="spot",
+        correlation=lambda o: o["spot_correlation"],
+        wait_h=lambda o: o["spot_capacity_wait_h"],
+        wait_cv=lambda o: o["spot_capacity_wait_cv"],
+    )
+    markets = pd.concat(
+        [
+            on_demand.assign(
+                market="on_demand", correlation=0.0, wait_h=0.0, wait_cv=1.0
+            ),
+            spot,
+            spot[spot["on_demand_usd_h"].notna()].assign(market="spot_fallback"),
+        ],
+        ignore_index=True,
+    )
     markets["fallback"] = markets["market"] == "spot_fallback"
     providers = catalog.providers
     # billing: the offer's own rule where its catalog row gives one (hourly GPU clouds, committed
     # contracts), else the provider's (cost-model §5)
-    markets["granularity_h"] = markets["billing_granularity_h"].astype(float).fillna(
-        markets["provider"].map({p: v.billing_granularity_h for p, v in providers.items()}))
-    markets["minimum_h"] = markets["billing_minimum_h"].astype(float).fillna(
-        markets["provider"].map({p: v.billing_minimum_h for p, v in providers.items()}))
-    markets["gpu_family"] = markets["gpu"].map({name: gpu.family for name, gpu in catalog.gpus.items()})
+    markets["granularity_h"] = (
+        markets["billing_granularity_h"]
+        .astype(float)
+        .fillna(
+            markets["provider"].map(
+                {p: v.billing_granularity_h for p, v in providers.items()}
+            )
+        )
+    )
+    markets["minimum_h"] = (
+        markets["billing_minimum_h"]
+        .astype(float)
+        .fillna(
+            markets["provider"].map(
+                {p: v.billing_minimum_h for p, v in providers.items()}
+            )
+        )
+    )
+    markets["gpu_family"] = markets["gpu"].map(
+        {name: gpu.family for name, gpu in catalog.gpus.items()}
+    )
     markets["provider_region"] = markets["provider"] + "/" + markets["region"]
-    markets["quota_keys"], markets["capped_offer"], limited = limit_keys(markets.assign(gpus=1), limits, "key")
+    markets["quota_keys"], markets["capped_offer"], limited = limit_keys(
+        markets.assign(gpus=1), limits, "key"
+    )
     markets["limited"] = np.array(limited, dtype=bool)  # 1 GPU: limited or not
-    caps = np.minimum(markets["max_nodes"].astype(float).fillna(math.inf),
-                      markets["key"].map(limits.node_limits).astype(float).fillna(math.inf))
-    combos = pd.DataFrame({"g": markets["gpus_per_node"].astype(int), "multi": markets["inter_node"] != "none",
-                           "cap": caps})
-    return _Markets({c: markets[c].to_numpy() for c in markets.columns if c in _BASE_COLUMNS},
-                    combos.groupby(list(combos.columns), sort=False).ngroup().to_numpy(),
-                    list(combos.drop_duplicates().itertuples(index=False, name=None)))
+    caps = np.minimum(
+        markets["max_nodes"].astype(float).fillna(math.inf),
+        markets["key"].map(limits.node_limits).astype(float).fillna(math.inf),
+    )
+    combos = pd.DataFrame(
+        {
+            "g": markets["gpus_per_node"].astype(int),
+            "multi": markets["inter_node"] != "none",
+            "cap": caps,
+        }
+    )
+    return _Markets(
+        {c: markets[c].to_numpy() for c in markets.columns if c in _BASE_COLUMNS},
+        combos.groupby(list(combos.columns), sort=False).ngroup().to_numpy(),
+        list(combos.drop_duplicates().itertuples(index=False, name=None)),
+    )
 
 
 _PER_NODE_COUNT = ("nodes", "gpus", "units")
@@ -97,27 +141,54 @@ _PER_WORKLOAD = _PER_NODE_COUNT + ("storage_h", "egress")
 """The expanded rows' columns that are not the (offer, market) row's: its node count's, and the workload's."""
 
 
-SHAPE_COLUMNS = ["gpu", "gpus_per_node", "nodes", "gpu_vram_gib", "intra_node", "intra_node_gbs", "inter_node",
-                 "inter_node_gbps"]
-TIMING_COLUMNS = SHAPE_COLUMNS + ["lam_spot", "wait_h", "wait_cv", "granularity_h", "minimum_h", "fallback"]
+SHAPE_COLUMNS = [
+    "gpu",
+    "gpus_per_node",
+    "nodes",
+    "gpu_vram_gib",
+    "intra_node",
+    "intra_node_gbs",
+    "inter_node",
+    "inter_node_gbps",
+]
+TIMING_COLUMNS = SHAPE_COLUMNS + [
+    "lam_spot",
+    "wait_h",
+    "wait_cv",
+    "granularity_h",
+    "minimum_h",
+    "fallback",
+]
 
 
 def _stored_gib(workload: Workload, catalog: Catalog) -> float:
     """What the run keeps in storage while it runs: its kept checkpoints and its data set."""
-    kept = (checkpoint_size_gib(workload, catalog) * workload.checkpoint.keep
-            if workload.interruption_tolerance == "checkpointed" else 0.0)
+    kept = (
+        checkpoint_size_gib(workload, catalog) * workload.checkpoint.keep
+        if workload.interruption_tolerance == "checkpointed"
+        else 0.0
+    )
     return kept + workload.data.size
 
 
-def _egress_usd(workload: Workload, catalog: Catalog, providers: np.ndarray, regions: np.ndarray) -> np.ndarray:
+def _egress_usd(
+    workload: Workload, catalog: Catalog, providers: np.ndarray, regions: np.ndarray
+) -> np.ndarray:
     """Moving the data set from where it lives to each candidate (charged by the source provider)."""
     if not workload.data.location or workload.data.size == 0:
         return np.zeros(len(providers))
     home, _, home_region = workload.data.location.partition("/")
     elsewhere = np.asarray(providers != home, dtype=bool)
-    other_region = np.asarray((providers == home) & (regions != home_region), dtype=bool) if home_region else False
-    return np.where(elsewhere, workload.data.size * catalog.providers[home].egress_usd_per_gib,
-                    np.where(other_region, workload.data.size * INTER_REGION_USD_PER_GIB, 0.0))
+    other_region = (
+        np.asarray((providers == home) & (regions != home_region), dtype=bool)
+        if home_region
+        else False
+    )
+    return np.where(
+        elsewhere,
+        workload.data.size * catalog.providers[home].egress_usd_per_gib,
+        np.where(other_region, workload.data.size * INTER_REGION_USD_PER_GIB, 0.0),
+    )
 
 
 def _signature_columns(workload: Workload, limits: Limits) -> list[str]:
@@ -132,18 +203,48 @@ def _signature_columns(workload: Workload, limits: Limits) -> list[str]:
     return columns
 
 
-_TWIN_COLUMNS = SHAPE_COLUMNS + ["market", "lam_spot", "wait_h", "wait_cv", "granularity_h", "minimum_h", "storage_h",
-                                 "egress", "units"]
+_TWIN_COLUMNS = SHAPE_COLUMNS + [
+    "market",
+    "lam_spot",
+    "wait_h",
+    "wait_cv",
+    "granularity_h",
+    "minimum_h",
+    "storage_h",
+    "egress",
+    "units",
+]
 
 
 _OFFER_ROW = "_offer_row"
-ROW_COLUMNS = SHAPE_COLUMNS + ["granularity_h", "minimum_h", "storage_h", "egress", "key", "market", "provider",
-                               "region", "instance_type", "gpu_family", "gpus", "max_nodes", "wait_h", "wait_cv",
-                               "correlation", "fallback"]
+ROW_COLUMNS = SHAPE_COLUMNS + [
+    "granularity_h",
+    "minimum_h",
+    "storage_h",
+    "egress",
+    "key",
+    "market",
+    "provider",
+    "region",
+    "instance_type",
+    "gpu_family",
+    "gpus",
+    "max_nodes",
+    "wait_h",
+    "wait_cv",
+    "correlation",
+    "fallback",
+]
 """What `exact_of` and `candidate_row` read of a row, besides the point's price, λ and physics."""
-Row = namedtuple("Row", ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"])
-_BASE_COLUMNS = set(ROW_COLUMNS + TIMING_COLUMNS + _TWIN_COLUMNS + [
-    "quota_keys", "capped_offer", "provider_region", "limited", _OFFER_ROW]) - {"lam_spot", *_PER_WORKLOAD}
+Row = namedtuple(
+    "Row", ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"]
+)
+_BASE_COLUMNS = set(
+    ROW_COLUMNS
+    + TIMING_COLUMNS
+    + _TWIN_COLUMNS
+    + ["quota_keys", "capped_offer", "provider_region", "limited", _OFFER_ROW]
+) - {"lam_spot", *_PER_WORKLOAD}
 """The columns `_Markets` keeps of every (offer, market) row: no prices or λ, which each call maps in (`row_prices`)."""
 
 
@@ -154,23 +255,37 @@ class Rows:
     catalog: Catalog
     reason: str  # why there are none ('' when there are)
     considered: int
-    columns: dict = field(default_factory=dict)  # ROW_COLUMNS as arrays (strings as Python objects)
-    offer_row: np.ndarray | None = None  # the offer's position in the offers table (None: no rows)
+    columns: dict = field(
+        default_factory=dict
+    )  # ROW_COLUMNS as arrays (strings as Python objects)
+    offer_row: np.ndarray | None = (
+        None  # the offer's position in the offers table (None: no rows)
+    )
     spot: np.ndarray | None = None  # priced at spot: spot and spot_fallback rows
-    fallback: np.ndarray | None = None  # spot_fallback rows, which also carry the on-demand price
+    fallback: np.ndarray | None = (
+        None  # spot_fallback rows, which also carry the on-demand price
+    )
     twin: np.ndarray | None = None  # twin group, before splitting by λ
     timing: np.ndarray | None = None  # timing key without λ
     signature: np.ndarray | None = None
     units: np.ndarray | None = None
-    kind: np.ndarray | None = None  # (instance type, market) number: what runner-ups differ in (`Kinds`)
-    events_per_loss: np.ndarray | None = None  # spot events that touch the job per node loss (§3)
+    kind: np.ndarray | None = (
+        None  # (instance type, market) number: what runner-ups differ in (`Kinds`)
+    )
+    events_per_loss: np.ndarray | None = (
+        None  # spot events that touch the job per node loss (§3)
+    )
     key_rank: np.ndarray | None = None
     market_rank: np.ndarray | None = None
     shape: np.ndarray | None = None  # row -> its hardware shape's number
     shapes: list[Shape] = field(default_factory=list)  # by number
-    twins: dict = field(default_factory=dict)  # digest of λ and fallback prices -> `_twin_groups`
+    twins: dict = field(
+        default_factory=dict
+    )  # digest of λ and fallback prices -> `_twin_groups`
     physics: dict = field(default_factory=dict)  # `Physics.key` -> Physics
-    screens: dict = field(default_factory=dict)  # λ digest -> {(physics, cost settings, hw_rate) -> _Screen}
+    screens: dict = field(
+        default_factory=dict
+    )  # λ digest -> {(physics, cost settings, hw_rate) -> _Screen}
 
     @property
     def size(self) -> int:
@@ -181,19 +296,33 @@ _EXPANSION_FIELDS = {"allow", "forbid", "gpus", "data"}
 """The Workload fields `_build_rows` reads, besides its market rule and the GiB it stores."""
 
 
-def expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, limits: Limits, token: str | None,
-                  cache: CandidateCache) -> Rows:
+def expanded_rows(
+    workload: Workload,
+    catalog: Catalog,
+    offers: pd.DataFrame,
+    limits: Limits,
+    token: str | None,
+    cache: CandidateCache,
+) -> Rows:
     """The workload's price-independent rows, kept per `offers_token` (built afresh without one) and shared
     by every workload with the same expansion inputs: offers allowed, GPU range, markets, storage, data,
     placement groups."""
     if token is None:
-        return _build_rows(workload, catalog, offers, all_markets(offers, catalog, limits), limits)
+        return _build_rows(
+            workload, catalog, offers, all_markets(offers, catalog, limits), limits
+        )
     scope = (token, repr(limits))
     every = cache.markets.get(scope)
     if every is None:
         every = cache.keep(cache.markets, scope, all_markets(offers, catalog, limits))
-    key = (*scope, grouped(workload, limits), workload.model_dump_json(include=_EXPANSION_FIELDS),
-           workload.interruption_tolerance == "none", bool(workload.time_budget), _stored_gib(workload, catalog))
+    key = (
+        *scope,
+        grouped(workload, limits),
+        workload.model_dump_json(include=_EXPANSION_FIELDS),
+        workload.interruption_tolerance == "none",
+        bool(workload.time_budget),
+        _stored_gib(workload, catalog),
+    )
     if key not in cache.rows:
         if sum(r.size for r in cache.rows.values()) >= cache.max_rows:
             cache.rows.clear()
@@ -203,57 +332,104 @@ def expanded_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, li
 
 def grouped(workload: Workload, limits: Limits) -> tuple[bool, bool]:
     """Whether the workload is in a same-provider and a same-region group (its signature columns)."""
-    return (any(workload.name in g for g in limits.same_provider),
-            any(workload.name in g for g in limits.same_region))
+    return (
+        any(workload.name in g for g in limits.same_provider),
+        any(workload.name in g for g in limits.same_region),
+    )
 
 
-def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, every: _Markets, limits: Limits) -> Rows:
+def _build_rows(
+    workload: Workload,
+    catalog: Catalog,
+    offers: pd.DataFrame,
+    every: _Markets,
+    limits: Limits,
+) -> Rows:
     """The workload's (offer, market) rows of `every`, repeated once per node count it could run on, with
     storage, egress and the group numbers every call needs, worked out from the rows' codes so a call works
     on arrays."""
     allowed = offer_mask(catalog, workload.allow, workload.forbid, offers).to_numpy()
     if not allowed.any():
-        return Rows(catalog, "no offer in the scenario's catalogs matches its allow/forbid rules", 0)
-    resumes = workload.interruption_tolerance != "none"  # cost-model §4: `none` cannot resume, so never spot
-    open_market = {"on_demand": True, "spot": resumes,
-                   "spot_fallback": resumes and bool(workload.time_budget)}  # §10: it acts on the slack before it
+        return Rows(
+            catalog,
+            "no offer in the scenario's catalogs matches its allow/forbid rules",
+            0,
+        )
+    resumes = (
+        workload.interruption_tolerance != "none"
+    )  # cost-model §4: `none` cannot resume, so never spot
+    open_market = {
+        "on_demand": True,
+        "spot": resumes,
+        "spot_fallback": resumes and bool(workload.time_budget),
+    }  # §10: it acts on the slack before it
     markets = every.columns["market"]
     wanted = [m for m in _MARKETS if open_market[m] and workload.allows_market(m)]
     pick = np.flatnonzero(allowed[every.columns[_OFFER_ROW]] & np.isin(markets, wanted))
-    ladders = [np.array(_node_counts(workload.gpus.min, workload.gpus.max, *combo), dtype=int)
-               for combo in every.ladders]
+    ladders = [
+        np.array(_node_counts(workload.gpus.min, workload.gpus.max, *combo), dtype=int)
+        for combo in every.ladders
+    ]
     lengths = np.array([len(ladder) for ladder in ladders], dtype=np.int64)
     sizes = lengths[every.ladder[pick]]
     considered = int(sizes.sum())
     if not considered:
-        why = ("no offer can host its GPU count range "
-               f"{workload.gpus.min}-{workload.gpus.max} (node sizes, multi-node networking, node limits)")
-        if workload.interruption_tolerance == "none" and offers["on_demand_usd_h"][allowed].isna().all():
+        why = (
+            "no offer can host its GPU count range "
+            f"{workload.gpus.min}-{workload.gpus.max} (node sizes, multi-node networking, node limits)"
+        )
+        if (
+            workload.interruption_tolerance == "none"
+            and offers["on_demand_usd_h"][allowed].isna().all()
+        ):
             why = "interruption_tolerance none rules out spot, and no allowed offer has an on-demand price"
         return Rows(catalog, why, 0)
     pick, sizes = pick[sizes > 0], sizes[sizes > 0]
     repeat = np.repeat(pick, sizes)  # each row's (offer, market) row in `every`
     firsts = np.cumsum(sizes) - sizes  # each (offer, market)'s first row
-    starts = (np.cumsum(lengths) - lengths)[every.ladder[pick]]  # each ladder's place in their concatenation
-    nodes = np.concatenate(ladders)[np.repeat(starts - firsts, sizes) + np.arange(considered)]
-    columns = {c: every.columns[c][repeat] for c in ROW_COLUMNS if c not in _PER_WORKLOAD}
+    starts = (np.cumsum(lengths) - lengths)[
+        every.ladder[pick]
+    ]  # each ladder's place in their concatenation
+    nodes = np.concatenate(ladders)[
+        np.repeat(starts - firsts, sizes) + np.arange(considered)
+    ]
+    columns = {
+        c: every.columns[c][repeat] for c in ROW_COLUMNS if c not in _PER_WORKLOAD
+    }
     columns["nodes"], columns["gpus"] = nodes, nodes * columns["gpus_per_node"]
     provider = every.columns["provider"][pick]
     stored_gib = _stored_gib(workload, catalog)
     per_offer = {  # what depends on the (offer, market) and the workload
-        "storage_h": pd.Series(provider).map({p: stored_gib * v.storage_usd_per_gib_month / HOURS_PER_MONTH
-                                              for p, v in catalog.providers.items()}).to_numpy(float),
-        "egress": _egress_usd(workload, catalog, provider, every.columns["region"][pick])}
+        "storage_h": pd.Series(provider)
+        .map(
+            {
+                p: stored_gib * v.storage_usd_per_gib_month / HOURS_PER_MONTH
+                for p, v in catalog.providers.items()
+            }
+        )
+        .to_numpy(float),
+        "egress": _egress_usd(
+            workload, catalog, provider, every.columns["region"][pick]
+        ),
+    }
     columns |= {c: np.repeat(v, sizes) for c, v in per_offer.items()}
-    units = np.where(every.columns["limited"][repeat], columns["gpus"], 0)  # GPUs drawn from quotas or a capped offer
+    units = np.where(
+        every.columns["limited"][repeat], columns["gpus"], 0
+    )  # GPUs drawn from quotas or a capped offer
     codes: dict[str, np.ndarray] = {"units": pd.factorize(units)[0]}
 
     def code(column: str) -> np.ndarray:
         """The column's values as codes, worked out per (offer, market) where no node count enters."""
         if column not in codes:
-            codes[column] = (pd.factorize(columns[column])[0] if column in _PER_NODE_COUNT else
-                             np.repeat(pd.factorize(per_offer[column], use_na_sentinel=False)[0], sizes)
-                             if column in per_offer else every.code(column)[repeat])
+            codes[column] = (
+                pd.factorize(columns[column])[0]
+                if column in _PER_NODE_COUNT
+                else np.repeat(
+                    pd.factorize(per_offer[column], use_na_sentinel=False)[0], sizes
+                )
+                if column in per_offer
+                else every.code(column)[repeat]
+            )
         return codes[column]
 
     def number(names: list[str]) -> np.ndarray:
@@ -271,25 +447,45 @@ def _build_rows(workload: Workload, catalog: Catalog, offers: pd.DataFrame, ever
     signature = _signature_columns(workload, limits)
     shape = number(SHAPE_COLUMNS)
     first = np.unique(shape, return_index=True)[1]
-    return Rows(catalog, "", considered, columns=columns, offer_row=every.columns[_OFFER_ROW][repeat],
-                spot=markets[repeat] != "on_demand", fallback=every.columns["fallback"][repeat].astype(bool),
-                twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
-                timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]), signature=number(signature),
-                kind=number(["instance_type", "market"]), units=units.astype(float),
-                events_per_loss=events_per_loss(nodes, columns["correlation"].astype(float)),
-                key_rank=every.code("key", sort=True)[repeat], market_rank=every.code("market", sort=True)[repeat],
-                shape=shape, shapes=[Shape(*s) for s in zip(*(columns[c][first].tolist() for c in SHAPE_COLUMNS))])
+    return Rows(
+        catalog,
+        "",
+        considered,
+        columns=columns,
+        offer_row=every.columns[_OFFER_ROW][repeat],
+        spot=markets[repeat] != "on_demand",
+        fallback=every.columns["fallback"][repeat].astype(bool),
+        twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
+        timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]),
+        signature=number(signature),
+        kind=number(["instance_type", "market"]),
+        units=units.astype(float),
+        events_per_loss=events_per_loss(nodes, columns["correlation"].astype(float)),
+        key_rank=every.code("key", sort=True)[repeat],
+        market_rank=every.code("market", sort=True)[repeat],
+        shape=shape,
+        shapes=[
+            Shape(*s) for s in zip(*(columns[c][first].tolist() for c in SHAPE_COLUMNS))
+        ],
+    )
 
 
-def row_prices(rows: Rows, prices: dict[str, np.ndarray], stateless: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def row_prices(
+    rows: Rows, prices: dict[str, np.ndarray], stateless: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """This call's price, spot preemption rate and fallback (on-demand) price per row (NaN but on
     spot_fallback rows), mapped in from its offers' `offer_prices`."""
+
     def column(name: str) -> np.ndarray:
         return prices[name][rows.offer_row]
 
     price = np.where(rows.spot, column("spot_usd_h"), column("on_demand_usd_h"))
     nodes = rows.columns["nodes"].astype(float)
     lam_node = np.nan_to_num(column("spot_preemption_per_h"), nan=0.0)
-    events = lam_node * (nodes if stateless else rows.events_per_loss)  # candidate.spot_event_rate
-    lam = np.where(rows.spot, events / nodes, 0.0)  # preemption events per node-hour as the job sees them (§3, §4)
+    events = lam_node * (
+        nodes if stateless else rows.events_per_loss
+    )  # candidate.spot_event_rate
+    lam = np.where(
+        rows.spot, events / nodes, 0.0
+    )  # preemption events per node-hour as the job sees them (§3, §4)
     return price, lam, np.where(rows.fallback, column("on_demand_usd_h"), np.nan)

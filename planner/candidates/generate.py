@@ -8,6 +8,7 @@ billing rules); offers in twenty regions at twenty prices reuse it. Work is skip
 bound settles it: a shape is estimated only if a floor on its W leaves a row of it unbeaten,
 and a row is priced only if its screening bounds do.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -19,16 +20,42 @@ import pandas as pd
 
 from planner.candidates.cache import CandidateCache
 from planner.candidates.endpoints import endpoint_options
-from planner.candidates.expand import ROW_COLUMNS, Row, expanded_rows, grouped, row_prices
+from planner.candidates.expand import (
+    ROW_COLUMNS,
+    Row,
+    expanded_rows,
+    grouped,
+    row_prices,
+)
 from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, limits_of
 from planner.candidates.offers import apply_overrides, offer_prices, offers_token
-from planner.candidates.price import (FALLBACK_MIN_SWITCH, Kinds, candidate_row, cost_fingerprint, dearer_than_twin,
-                                      exact_of, replay_evidence, why_unheld)
+from planner.candidates.price import (
+    FALLBACK_MIN_SWITCH,
+    Kinds,
+    candidate_row,
+    cost_fingerprint,
+    dearer_than_twin,
+    exact_of,
+    replay_evidence,
+    why_unheld,
+)
 from planner.candidates.reasons import physics_reason, priced_reason, too_slow_reason
 from planner.candidates.risk import SAFETY, risk_of, saving_kept, too_risky
-from planner.candidates.screen import (Calendar, booked_at_most, cheapest_twins, cost_bounds, dominated, held_to_traces,
-                                       reach, screen_of, screened_bounds, spot_twins, sure_rows, unbeaten_rows,
-                                       uncertain_rows)
+from planner.candidates.screen import (
+    Calendar,
+    booked_at_most,
+    cheapest_twins,
+    cost_bounds,
+    dominated,
+    held_to_traces,
+    reach,
+    screen_of,
+    screened_bounds,
+    spot_twins,
+    sure_rows,
+    unbeaten_rows,
+    uncertain_rows,
+)
 from planner.candidates.shapes import physics_of
 from planner.economics import spot_evidence
 from planner.economics.inputs import estimate_error
@@ -36,7 +63,6 @@ from planner.load.catalog import Catalog
 from planner.physics.estimate import layout_text
 from planner.schema.scenario import Scenario
 from planner.schema.workload import Workload
-
 
 RUNNER_UPS = 3
 """Runner-ups a plan reports per workload: the cheapest candidate of each of the cheapest kinds (instance
@@ -52,11 +78,15 @@ class CandidateSet:
     pruned: pd.DataFrame
     infeasible: dict[str, str] = field(default_factory=dict)
     considered: int = 0  # (offer, nodes, market) rows before any cost evaluation
-    endpoints: pd.DataFrame = field(default_factory=pd.DataFrame)  # serving options (`endpoints.py`)
+    endpoints: pd.DataFrame = field(
+        default_factory=pd.DataFrame
+    )  # serving options (`endpoints.py`)
     traffic: dict = field(default_factory=dict)  # endpoint name -> its Endpoint
 
 
-def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd.DataFrame:
+def _pareto(
+    frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray
+) -> pd.DataFrame:
     """Keep, within each signature, the candidates on the (cost, quota GPUs) Pareto front.
 
     A dominated candidate costs no less and draws no fewer quota GPUs than another of the same
@@ -64,21 +94,41 @@ def _pareto(frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray) -> pd
     constraint, so it only breaks ties (shorter first, then fewer nodes to run, then name). Removing such
     candidates never changes the optimum. `signature` and `units` (limited GPUs) come with the rows, so a
     what-if point does not derive them again."""
-    cents, wall, nodes, cid = (frame[c].tolist() for c in ("cost_cents", "wall_h", "nodes", "cid"))
-    order = sorted(range(len(cid)), key=lambda i: (cents[i], wall[i] != wall[i], wall[i] if wall[i] == wall[i] else 0,
-                                                   nodes[i], cid[i]))  # as pandas sorts: NaN last
+    cents, wall, nodes, cid = (
+        frame[c].tolist() for c in ("cost_cents", "wall_h", "nodes", "cid")
+    )
+    order = sorted(
+        range(len(cid)),
+        key=lambda i: (
+            cents[i],
+            wall[i] != wall[i],
+            wall[i] if wall[i] == wall[i] else 0,
+            nodes[i],
+            cid[i],
+        ),
+    )  # as pandas sorts: NaN last
     keep, fewest = [], {}
     for i in order:
-        if units[i] < fewest.get(signature[i], math.inf):  # every cheaper one before it draws more limited GPUs
+        if units[i] < fewest.get(
+            signature[i], math.inf
+        ):  # every cheaper one before it draws more limited GPUs
             keep.append(i)
             fewest[signature[i]] = units[i]
     return frame.iloc[np.sort(np.array(keep, dtype=np.int64))]
 
 
-def candidate_records(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
-                      limits: Limits, exhaustive: bool = False, offers_key: str | None = None,
-                      prices: dict[str, np.ndarray] | None = None, cache: CandidateCache | None = None,
-                      calendar: Calendar | None = None) -> tuple[list[dict], str, int]:
+def candidate_records(
+    workload: Workload,
+    catalog: Catalog,
+    scenario: Scenario,
+    offers: pd.DataFrame,
+    limits: Limits,
+    exhaustive: bool = False,
+    offers_key: str | None = None,
+    prices: dict[str, np.ndarray] | None = None,
+    cache: CandidateCache | None = None,
+    calendar: Calendar | None = None,
+) -> tuple[list[dict], str, int]:
     """(evaluated feasible candidates, one dict each; reason if none; rows considered). Dicts, so a caller that
     keeps few of many (`planner batch`) makes one table at the end (`records_table`).
 
@@ -90,14 +140,28 @@ def candidate_records(workload: Workload, catalog: Catalog, scenario: Scenario, 
     beaten only by a candidate booked for no more steps than the row can take. No runner-ups are priced:
     what a calendar needs besides the cheapest are the faster rows, which stay.
     """
-    return _workload_candidates(workload, catalog, scenario, offers, limits, exhaustive, offers_key,
-                                offer_prices(offers) if prices is None else prices,
-                                (cache or CandidateCache()).bind(catalog), 0, calendar)[:3]
+    return _workload_candidates(
+        workload,
+        catalog,
+        scenario,
+        offers,
+        limits,
+        exhaustive,
+        offers_key,
+        offer_prices(offers) if prices is None else prices,
+        (cache or CandidateCache()).bind(catalog),
+        0,
+        calendar,
+    )[:3]
 
 
 def records_table(records: list[dict]) -> pd.DataFrame:
     """Candidate records as a table, one row each (empty without records)."""
-    return pd.DataFrame({name: [r[name] for r in records] for name in records[0]}) if records else pd.DataFrame()
+    return (
+        pd.DataFrame({name: [r[name] for r in records] for name in records[0]})
+        if records
+        else pd.DataFrame()
+    )
 
 
 @dataclass
@@ -122,13 +186,24 @@ class _Ranked:
     def take(self, index: np.ndarray) -> _Ranked:
         """The entries `index` picks (a mask, or places in the order it gives them), in every field alike."""
         picked = {f.name: getattr(self, f.name) for f in fields(self)}
-        return _Ranked(**{name: None if a is None else a[index] for name, a in picked.items()})
+        return _Ranked(
+            **{name: None if a is None else a[index] for name, a in picked.items()}
+        )
 
 
-def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenario, offers: pd.DataFrame,
-                         limits: Limits, exhaustive: bool, offers_key: str | None, prices: dict[str, np.ndarray],
-                         cache: CandidateCache, runner_ups: int, calendar: Calendar | None = None
-                         ) -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None]:
+def _workload_candidates(
+    workload: Workload,
+    catalog: Catalog,
+    scenario: Scenario,
+    offers: pd.DataFrame,
+    limits: Limits,
+    exhaustive: bool,
+    offers_key: str | None,
+    prices: dict[str, np.ndarray],
+    cache: CandidateCache,
+    runner_ups: int,
+    calendar: Calendar | None = None,
+) -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None]:
     """`candidate_records` plus each candidate's signature number and limited GPUs, which the rows already
     carry, for `_pareto`; per-row work is on arrays, since a sweep repeats it at every point. Rows are priced
     cheapest bound first; one is skipped once a candidate priced beats it for sure, unless it could still be
@@ -139,20 +214,46 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     none: list[dict] = []
     if not rows.size:
         return none, rows.reason, rows.considered, None
-    headroom, hw_rate = scenario.defaults.vram_headroom, scenario.defaults.hardware_failure_per_gpu_h
+    headroom, hw_rate = (
+        scenario.defaults.vram_headroom,
+        scenario.defaults.hardware_failure_per_gpu_h,
+    )
     q, budget = scenario.defaults.deadline_confidence, workload.time_budget or math.inf
     error = estimate_error(workload, scenario.defaults)
-    price, lam, fallback_price = row_prices(rows, prices, workload.interruption_tolerance == "stateless")
-    state = hashlib.sha1(lam.tobytes()).digest()  # the preemption state: what screening depends on
-    at = np.arange(len(price)) if exhaustive else cheapest_twins(rows, price, lam, fallback_price)
+    price, lam, fallback_price = row_prices(
+        rows, prices, workload.interruption_tolerance == "stateless"
+    )
+    state = hashlib.sha1(
+        lam.tobytes()
+    ).digest()  # the preemption state: what screening depends on
+    at = (
+        np.arange(len(price))
+        if exhaustive
+        else cheapest_twins(rows, price, lam, fallback_price)
+    )
     physics = physics_of(rows, workload, catalog, headroom)
     fingerprint = cost_fingerprint(workload, hw_rate, error)
     screen = screen_of(rows, workload, physics, lam, state, fingerprint)
     # estimate only the shapes of rows that may be on the front (all when none may: the reasons read them)
     screened = False  # `at` is what the screen below keeps
     if not (exhaustive or runner_ups or physics.done[rows.shape[at]].all()):
-        unbeaten = unbeaten_rows(rows, at, physics, screen, workload, price, lam, fallback_price, hw_rate, budget, q,
-                                 calendar, catalog, cache, scenario)
+        unbeaten = unbeaten_rows(
+            rows,
+            at,
+            physics,
+            screen,
+            workload,
+            price,
+            lam,
+            fallback_price,
+            hw_rate,
+            budget,
+            q,
+            calendar,
+            catalog,
+            cache,
+            scenario,
+        )
         if unbeaten.any():
             at, screened = at[unbeaten], True
     physics.estimated(rows.shape[at], rows, catalog, cache)
@@ -167,76 +268,162 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     column = rows.columns
     on_time = bound["t0"] <= reach(budget, q, error)
     if not on_time.any():
-        slow = pd.DataFrame({"t0": bound["t0"], "nodes": column["nodes"][at], "key": column["key"][at]})
-        return none, too_slow_reason(workload, slow, budget, q, error), rows.considered, None
-    at, key, bound = at[on_time], key[on_time], {c: v[on_time] for c, v in bound.items()}
+        slow = pd.DataFrame(
+            {"t0": bound["t0"], "nodes": column["nodes"][at], "key": column["key"][at]}
+        )
+        return (
+            none,
+            too_slow_reason(workload, slow, budget, q, error),
+            rows.considered,
+            None,
+        )
+    at, key, bound = (
+        at[on_time],
+        key[on_time],
+        {c: v[on_time] for c, v in bound.items()},
+    )
     lo, hi = cost_bounds(rows, at, bound, price, lam, fallback_price, workload, hw_rate)
-    stretch = error.factor(q)  # the fewest steps it can be booked for: t0 times this (`reach`)
-    ranked = _Ranked(at, key, lo, column["nodes"][at], rows.signature[at], rows.units[at],
-                     calendar.steps(bound["t0"] * stretch) if calendar else bound["t0"], np.ones(len(at), dtype=bool))
+    stretch = error.factor(
+        q
+    )  # the fewest steps it can be booked for: t0 times this (`reach`)
+    ranked = _Ranked(
+        at,
+        key,
+        lo,
+        column["nodes"][at],
+        rows.signature[at],
+        rows.units[at],
+        calendar.steps(bound["t0"] * stretch) if calendar else bound["t0"],
+        np.ones(len(at), dtype=bool),
+    )
     if not (exhaustive or screened):
-        certain = sure_rows(bound, budget, q, uncertain_rows(rows, at, workload, scenario), error)
-        booked = calendar.steps(booked_at_most({c: v[certain] for c, v in bound.items()}, q, error)) if calendar \
+        certain = sure_rows(
+            bound, budget, q, uncertain_rows(rows, at, workload, scenario), error
+        )
+        booked = (
+            calendar.steps(
+                booked_at_most({c: v[certain] for c, v in bound.items()}, q, error)
+            )
+            if calendar
             else None
-        ranked.front &= ~dominated(ranked.signature, ranked.units, ranked.lo, ranked.signature[certain],
-                                   ranked.units[certain], hi[certain], *((ranked.fastest, booked) if calendar else ()))
+        )
+        ranked.front &= ~dominated(
+            ranked.signature,
+            ranked.units,
+            ranked.lo,
+            ranked.signature[certain],
+            ranked.units[certain],
+            hi[certain],
+            *((ranked.fastest, booked) if calendar else ()),
+        )
         if not runner_ups:  # nothing beaten is priced
             ranked = ranked.take(ranked.front)
     at, lo = ranked.at, ranked.lo
     twin = spot_twins(rows, at)
     ties = (at, ranked.nodes, rows.market_rank[at], rows.key_rank[at])
-    ranked.by_bound = np.argsort(np.lexsort((*ties, lo)))  # each row's place cheapest bound first, as listed
-    order = np.lexsort((*ties, np.where(twin >= 0, np.maximum(lo, lo[twin]), lo)))  # a fallback row after its twin
+    ranked.by_bound = np.argsort(
+        np.lexsort((*ties, lo))
+    )  # each row's place cheapest bound first, as listed
+    order = np.lexsort(
+        (*ties, np.where(twin >= 0, np.maximum(lo, lo[twin]), lo))
+    )  # a fallback row after its twin
     ranked.twin = twin
     ranked = ranked.take(order)
-    ranked.twin = np.where(ranked.twin >= 0, np.argsort(order)[ranked.twin], -1)  # positions in the new order
+    ranked.twin = np.where(
+        ranked.twin >= 0, np.argsort(order)[ranked.twin], -1
+    )  # positions in the new order
     at = ranked.at
     columns = [rows.columns[c][at].tolist() for c in ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
     out, missed, chosen, runaway, unheld, risky = [], [], [], [], [], []
-    spot_allowed = workload.allows_market("spot")  # then every fallback row's spot twin is a row too
+    spot_allowed = workload.allows_market(
+        "spot"
+    )  # then every fallback row's spot twin is a row too
     traces = spot_evidence.catalog_traces(catalog)
     held = held_to_traces(rows, at, workload, scenario)
     risk = risk_of(workload, scenario)
     # under a minimum saving a candidate beats only rows as risky as it, which its saving is no test of
-    safety = np.array([SAFETY[m] for m in rows.columns["market"][at]]) if risk.min_spot_saving else None
+    safety = (
+        np.array([SAFETY[m] for m in rows.columns["market"][at]])
+        if risk.min_spot_saving
+        else None
+    )
     kinds = Kinds(runner_ups, rows.kind[at])
-    spot_priced: dict[int, int] = {}  # position of a spot candidate -> the calendar steps it is booked for
+    spot_priced: dict[
+        int, int
+    ] = {}  # position of a spot candidate -> the calendar steps it is booked for
     for i, row in enumerate(map(Row._make, zip(*columns))):
-        if ranked.front[i] and ranked.twin[i] in spot_priced and safety is None:  # only screening keeps them
+        if (
+            ranked.front[i] and ranked.twin[i] in spot_priced and safety is None
+        ):  # only screening keeps them
             t = ranked.twin[i]
-            if (ranked.signature[t] == ranked.signature[i] and ranked.units[t] <= ranked.units[i]
-                    and spot_priced[t] <= ranked.fastest[i]):
-                ranked.front[i] = not dearer_than_twin(screen.exact[ranked.key[t]], row, budget, cache)
+            if (
+                ranked.signature[t] == ranked.signature[i]
+                and ranked.units[t] <= ranked.units[i]
+                and spot_priced[t] <= ranked.fastest[i]
+            ):
+                ranked.front[i] = not dearer_than_twin(
+                    screen.exact[ranked.key[t]], row, budget, cache
+                )
         if not (ranked.front[i] or kinds.needed(i, ranked.lo[i])):
             continue
         exact = screen.exact.get(ranked.key[i])
         if exact is None:
-            exact = screen.exact[ranked.key[i]] = exact_of(workload, row, hw_rate, fingerprint, cache)
+            exact = screen.exact[ranked.key[i]] = exact_of(
+                workload, row, hw_rate, fingerprint, cache
+            )
         unit = exact.at(budget, cache)
-        if unit is None or row.fallback and unit.p_switch < FALLBACK_MIN_SWITCH and spot_allowed:
+        if (
+            unit is None
+            or row.fallback
+            and unit.p_switch < FALLBACK_MIN_SWITCH
+            and spot_allowed
+        ):
             continue  # a fallback that practically never switches is its spot twin, where that may be bought
         evidence = None  # its replays, where it is held to them and passes
         if unit.p_deadline < q:
             missed.append((row, unit))
-        elif not unit.billed_node_h * np.fmax(row.price, row.fallback_price) <= MAX_CANDIDATE_USD:  # inf, NaN
+        elif (
+            not unit.billed_node_h * np.fmax(row.price, row.fallback_price)
+            <= MAX_CANDIDATE_USD
+        ):  # inf, NaN
             runaway.append(row)
-        elif held[i] and (why := why_unheld(evidence := replay_evidence(exact, row, budget, traces), unit, q)):
+        elif held[i] and (
+            why := why_unheld(
+                evidence := replay_evidence(exact, row, budget, traces), unit, q
+            )
+        ):
             unheld.append((row, why))
         else:
             est = physics.estimates[rows.shape[at[i]]]
-            candidate = candidate_row(workload, catalog, row, unit, est.memory.total, est.precision, layout_text(est),
-                                      exact.inputs.spot_share, evidence)
-            if why := too_risky(candidate, risk, scenario.defaults.spot_placement_scores):
+            candidate = candidate_row(
+                workload,
+                catalog,
+                row,
+                unit,
+                est.memory.total,
+                est.precision,
+                layout_text(est),
+                exact.inputs.spot_share,
+                evidence,
+            )
+            if why := too_risky(
+                candidate, risk, scenario.defaults.spot_placement_scores
+            ):
                 risky.append((row, why))
                 continue
             out.append(candidate)
             chosen.append(i)
             kinds.priced(i, candidate["cost_usd"])
             if not exhaustive:  # what it beats for sure is not on the front
-                rest = slice(i + 1, None)  # `dominated` by this one candidate, written out: it runs per candidate
-                beaten = ((ranked.signature[rest] == ranked.signature[i]) & (ranked.units[rest] >= ranked.units[i])
-                          & (ranked.lo[rest] > candidate["cost_usd"]))
+                rest = slice(
+                    i + 1, None
+                )  # `dominated` by this one candidate, written out: it runs per candidate
+                beaten = (
+                    (ranked.signature[rest] == ranked.signature[i])
+                    & (ranked.units[rest] >= ranked.units[i])
+                    & (ranked.lo[rest] > candidate["cost_usd"])
+                )
                 steps = calendar.steps(calendar.booked_h(candidate)) if calendar else 0
                 if calendar:  # only by a candidate booked for no more steps
                     beaten &= ranked.fastest[rest] >= steps
@@ -248,15 +435,29 @@ def _workload_candidates(workload: Workload, catalog: Catalog, scenario: Scenari
     kept = saving_kept(out, risk)
     out, chosen = [out[j] for j in kept], [chosen[j] for j in kept]
     if not out:
-        return none, priced_reason(workload, q, missed, runaway, unheld, risky), rows.considered, None
-    in_bound_order = np.argsort(ranked.by_bound[chosen])  # the table lists candidates by bound, twins or not
+        return (
+            none,
+            priced_reason(workload, q, missed, runaway, unheld, risky),
+            rows.considered,
+            None,
+        )
+    in_bound_order = np.argsort(
+        ranked.by_bound[chosen]
+    )  # the table lists candidates by bound, twins or not
     out, chosen = [out[j] for j in in_bound_order], np.array(chosen)[in_bound_order]
     return out, "", rows.considered, (ranked.signature[chosen], ranked.units[chosen])
 
 
-def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None = None,
-             exhaustive: bool = False, progress=None, cache: CandidateCache | None = None,
-             runner_ups: int = RUNNER_UPS, time_limit_s: float | None = None) -> CandidateSet:
+def generate(
+    scenario: Scenario,
+    catalog: Catalog,
+    offers: pd.DataFrame | None = None,
+    exhaustive: bool = False,
+    progress=None,
+    cache: CandidateCache | None = None,
+    runner_ups: int = RUNNER_UPS,
+    time_limit_s: float | None = None,
+) -> CandidateSet:
     """All workloads' candidates; `offers` defaults to the catalog's with the scenario's overrides applied.
     `time_limit_s` bounds building the endpoints' options (`endpoint_options`), where many distinct ones add up.
     `progress(done, total)` is called after each workload (a progress bar); `cache` keeps the work for
@@ -270,18 +471,36 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
     token = offers_token(offers) if offers["key"].is_unique else None
     prices = offer_prices(offers)
     infeasible, considered = {}, 0
-    classes: dict[tuple, int] = {}  # workloads identical but for their names are generated once
-    results, members = [], []  # per class: (candidates, reason, rows, front, its first workload's name)
+    classes: dict[
+        tuple, int
+    ] = {}  # workloads identical but for their names are generated once
+    results, members = (
+        [],
+        [],
+    )  # per class: (candidates, reason, rows, front, its first workload's name)
     for number, workload in enumerate(scenario.workloads):
         if progress:
             progress(number, len(scenario.workloads))
         if workload.serving:
             continue
-        kind = (workload.model_dump_json(exclude={"name", "description"}), grouped(workload, limits))
+        kind = (
+            workload.model_dump_json(exclude={"name", "description"}),
+            grouped(workload, limits),
+        )
         if kind not in classes:
             classes[kind] = len(results)
-            records, reason, count, limited = _workload_candidates(workload, catalog, scenario, offers, limits,
-                                                                   exhaustive, token, prices, cache, runner_ups)
+            records, reason, count, limited = _workload_candidates(
+                workload,
+                catalog,
+                scenario,
+                offers,
+                limits,
+                exhaustive,
+                token,
+                prices,
+                cache,
+                runner_ups,
+            )
             frame = records_table(records)
             front = _pareto(frame, *limited) if limited is not None else frame
             results.append((frame, reason, count, front, workload.name))
@@ -291,13 +510,23 @@ def generate(scenario: Scenario, catalog: Catalog, offers: pd.DataFrame | None =
             infeasible[workload.name] = reason
         else:
             members.append((classes[kind], workload.name))
-    options, traffic, unserved = endpoint_options(scenario, catalog, offers, time_limit_s=time_limit_s)
+    options, traffic, unserved = endpoint_options(
+        scenario, catalog, offers, time_limit_s=time_limit_s
+    )
     infeasible.update(unserved)
-    return CandidateSet(_stacked(results, members, 0), _stacked(results, members, 3), infeasible, considered,
-                        options, traffic)
+    return CandidateSet(
+        _stacked(results, members, 0),
+        _stacked(results, members, 3),
+        infeasible,
+        considered,
+        options,
+        traffic,
+    )
 
 
-def _stacked(results: list[tuple], members: list[tuple[int, str]], which: int) -> pd.DataFrame:
+def _stacked(
+    results: list[tuple], members: list[tuple[int, str]], which: int
+) -> pd.DataFrame:
     """One table of every member's candidates (`which`: 0 all, 3 the pruned front), each a copy of its
     class's renamed to it: the candidate id is the workload's name and what follows it."""
     if not members:
@@ -306,7 +535,7 @@ def _stacked(results: list[tuple], members: list[tuple[int, str]], which: int) -
     frames = {c: results[c][which] for c in used}
     starts = dict(zip(used, np.cumsum([0] + [len(frames[c]) for c in used[:-1]])))
     stack = pd.concat([frames[c] for c in used], ignore_index=True)
-    suffix = [cid[len(results[c][4]):] for c in used for cid in frames[c]["cid"]]
+    suffix = [cid[len(results[c][4]) :] for c in used for cid in frames[c]["cid"]]
     at = np.concatenate([starts[c] + np.arange(len(frames[c])) for c, _ in members])
     names = [name for c, name in members for _ in range(len(frames[c]))]
     out = stack.take(at).reset_index(drop=True)

@@ -1,5 +1,6 @@
 """Shared limits of a plan and the cost resolution: plain data both the candidate generator and
 the CP-SAT models read, kept apart so that candidate generation never imports OR-Tools."""
+
 from __future__ import annotations
 
 import math
@@ -21,7 +22,9 @@ integer objective far inside CP-SAT's 64-bit range."""
 class Limits:
     """The shared limits of a scenario, in solver terms."""
 
-    gpu_quotas: dict[str, int] = field(default_factory=dict)  # 'provider' or 'provider/GPU' -> GPUs
+    gpu_quotas: dict[str, int] = field(
+        default_factory=dict
+    )  # 'provider' or 'provider/GPU' -> GPUs
     node_limits: dict[str, int] = field(default_factory=dict)  # offer key -> nodes
     node_limits_per_market: bool = False
     budget_usd: float | None = None
@@ -35,7 +38,9 @@ def quota_mask(frame: pd.DataFrame, key: str) -> pd.Series:
     mask = frame["provider"] == provider
     if gpu:
         gpu = gpu.lower()
-        mask &= (frame["gpu_family"].str.lower() == gpu) | (frame["gpu"].str.lower() == gpu)
+        mask &= (frame["gpu_family"].str.lower() == gpu) | (
+            frame["gpu"].str.lower() == gpu
+        )
     return mask
 
 
@@ -54,19 +59,32 @@ def budget_cents(usd: float) -> int:
 def node_cap(scenario_limit: int | None, catalog_max_nodes) -> int | None:
     """Nodes of one offer that may run at once: the smaller of the scenario's limit and the catalog's
     `max_nodes` (None when neither says)."""
-    caps = [c for c in (scenario_limit, None if pd.isna(catalog_max_nodes) else int(catalog_max_nodes))
-            if c is not None]
+    caps = [
+        c
+        for c in (
+            scenario_limit,
+            None if pd.isna(catalog_max_nodes) else int(catalog_max_nodes),
+        )
+        if c is not None
+    ]
     return min(caps) if caps else None
 
 
 def limits_of(scenario: Scenario) -> Limits:
     c = scenario.constraints
-    return Limits(gpu_quotas=dict(c.gpu_quotas), node_limits=dict(c.node_limits),
-                  node_limits_per_market=c.node_limits_per_market, budget_usd=c.budget,
-                  same_region=c.same_region, same_provider=c.same_provider)
+    return Limits(
+        gpu_quotas=dict(c.gpu_quotas),
+        node_limits=dict(c.node_limits),
+        node_limits_per_market=c.node_limits_per_market,
+        budget_usd=c.budget,
+        same_region=c.same_region,
+        same_provider=c.same_provider,
+    )
 
 
-def limit_keys(table, limits: Limits, offer_column: str) -> tuple[list[str], list[str], list[int]]:
+def limit_keys(
+    table, limits: Limits, offer_column: str
+) -> tuple[list[str], list[str], list[int]]:
     """Per row of `table` (a DataFrame, or columns as lists): the quotas that cover it (`key;key;`), its capped
     offer (and market, when node limits are per market; "" when uncapped), and the GPUs it draws from them
     (on lists: `planner batch` asks this of every run's few candidates). Worked out per distinct hardware, then
@@ -77,10 +95,18 @@ def limit_keys(table, limits: Limits, offer_column: str) -> tuple[list[str], lis
     hardware = ["provider", "gpu", "gpu_family"]
     quotas = tuple(sorted(limits.gpu_quotas))
     distinct = frame[hardware].drop_duplicates()
-    keys = _covering(quotas, distinct)[frame.groupby(hardware, sort=False, dropna=False).ngroup().to_numpy()]
+    keys = _covering(quotas, distinct)[
+        frame.groupby(hardware, sort=False, dropna=False).ngroup().to_numpy()
+    ]
     offers = frame[offer_column].to_numpy(dtype=object)
-    capped = (frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))).to_numpy()
-    named = offers + "|" + frame["market"].to_numpy(dtype=object) if limits.node_limits_per_market else offers
+    capped = (
+        frame["max_nodes"].notna() | frame[offer_column].isin(list(limits.node_limits))
+    ).to_numpy()
+    named = (
+        offers + "|" + frame["market"].to_numpy(dtype=object)
+        if limits.node_limits_per_market
+        else offers
+    )
     capped_offer = np.where(capped, named, "")
     units = np.where((keys != "") | capped, frame["gpus"].to_numpy(), 0)
     return keys.tolist(), capped_offer.tolist(), units.tolist()
@@ -101,5 +127,7 @@ def _covering(quotas: tuple[str, ...], hardware: pd.DataFrame) -> np.ndarray:
     if new:
         masks = [quota_mask(hardware.iloc[new], key).to_numpy() for key in quotas]
         for j, i in enumerate(new):
-            _COVERING[rows[i]] = "".join(key + ";" for key, mask in zip(quotas, masks) if mask[j])
+            _COVERING[rows[i]] = "".join(
+                key + ";" for key, mask in zip(quotas, masks) if mask[j]
+            )
     return np.array([_COVERING[row] for row in rows], dtype=object)

@@ -1,6 +1,7 @@
 """The offers table a call prices: the scenario's and a what-if point's overrides applied, its prices as arrays,
 and a fingerprint of everything in it but the prices, so that calls differing only in prices share their work.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -12,23 +13,42 @@ from planner.load.catalog import Catalog
 from planner.schema.scenario import Override
 
 
-def apply_overrides(offers: pd.DataFrame, overrides: tuple[Override, ...], catalog: Catalog,
-                    spot_mult: float = 1.0, preempt_mult: float = 1.0, on_demand_mult: float = 1.0,
-                    where: dict[str, str] | None = None) -> pd.DataFrame:
+def apply_overrides(
+    offers: pd.DataFrame,
+    overrides: tuple[Override, ...],
+    catalog: Catalog,
+    spot_mult: float = 1.0,
+    preempt_mult: float = 1.0,
+    on_demand_mult: float = 1.0,
+    where: dict[str, str] | None = None,
+) -> pd.DataFrame:
     """Scale spot/on-demand prices and preemption rates of the offers each override matches.
 
     The scenario's overrides apply first; `spot_mult`/`preempt_mult`/`on_demand_mult`
     (what-if sweeps) then apply to the offers `where` selects (all when None).
     """
     offers = offers.copy()
-    rules = [(o, o.spot_price_multiplier, o.on_demand_price_multiplier, o.preemption_rate_multiplier)
-             for o in overrides]
+    rules = [
+        (
+            o,
+            o.spot_price_multiplier,
+            o.on_demand_price_multiplier,
+            o.preemption_rate_multiplier,
+        )
+        for o in overrides
+    ]
     sweep = Override(**(where or {}))
     rules.append((sweep, spot_mult, on_demand_mult, preempt_mult))
     for rule, spot, on_demand, preempt in rules:
-        settings = {c: v for c, v in (("spot_correlation", rule.spot_correlation),
-                                      ("spot_capacity_wait_h", rule.spot_capacity_wait),
-                                      ("spot_capacity_wait_cv", rule.spot_capacity_wait_cv)) if v is not None}
+        settings = {
+            c: v
+            for c, v in (
+                ("spot_correlation", rule.spot_correlation),
+                ("spot_capacity_wait_h", rule.spot_capacity_wait),
+                ("spot_capacity_wait_cv", rule.spot_capacity_wait_cv),
+            )
+            if v is not None
+        }
         if spot == on_demand == preempt == 1.0 and not settings:
             continue
         mask = pd.Series(True, index=offers.index)
@@ -43,7 +63,10 @@ def apply_overrides(offers: pd.DataFrame, overrides: tuple[Override, ...], catal
         offers.loc[mask, "spot_usd_h"] *= spot
         offers.loc[mask, "on_demand_usd_h"] *= on_demand
         offers.loc[mask, "spot_preemption_per_h"] *= preempt
-        for column, value in settings.items():  # set, not scaled, on offers with a spot market
+        for (
+            column,
+            value,
+        ) in settings.items():  # set, not scaled, on offers with a spot market
             offers.loc[mask & offers["spot_usd_h"].notna(), column] = float(value)
     return offers
 
@@ -62,7 +85,9 @@ def offers_token(offers: pd.DataFrame) -> str:
     including which prices exist), so frames that differ only by what-if multipliers share it."""
     rest = offers[[c for c in offers.columns if c not in PRICE_COLUMNS]].astype(str)
     exists = offers[[c for c in PRICE_COLUMNS if c in offers.columns]].notna()
-    digest = hashlib.sha1(pd.util.hash_pandas_object(rest, index=True).to_numpy().tobytes())
+    digest = hashlib.sha1(
+        pd.util.hash_pandas_object(rest, index=True).to_numpy().tobytes()
+    )
     digest.update(pd.util.hash_pandas_object(exists, index=True).to_numpy().tobytes())
     digest.update(repr(list(offers.columns)).encode())
     return digest.hexdigest()

@@ -2,6 +2,7 @@
 no deadline, then per deadline, and a priced row's candidate record; what a spot row's replays on measured
 availability say of it, and which rows the runner-ups still need priced.
 """
+
 from __future__ import annotations
 
 import functools
@@ -13,14 +14,19 @@ import numpy as np
 from planner.candidates.cache import CandidateCache
 from planner.candidates.expand import TIMING_COLUMNS
 from planner.candidates.limits import to_cents
-from planner.economics import costmodel, fallback, segment_plans, spot_evidence, wall_time
+from planner.economics import (
+    costmodel,
+    fallback,
+    segment_plans,
+    spot_evidence,
+    wall_time,
+)
 from planner.economics.candidate import CandidateInputs, CostResult
 from planner.economics.estimate_error import EstimateError
 from planner.economics.inputs import cost_inputs
 from planner.load.catalog import Catalog
 from planner.schema.plan import PRICED_KEYS
 from planner.schema.workload import Workload
-
 
 LAW_AFTER = 8
 """A spot_fallback key met at this many deadlines gets spot alone's law on its grid (one FFT, ~2 ms) to tell
@@ -43,7 +49,10 @@ def _fixed_interval(workload: Workload, work_h: float, item_h: float | None) -> 
 
 
 def interval_is_auto(workload: Workload) -> bool:
-    return workload.interruption_tolerance == "checkpointed" and workload.checkpoint.every == "auto"
+    return (
+        workload.interruption_tolerance == "checkpointed"
+        and workload.checkpoint.every == "auto"
+    )
 
 
 # what-if reuse (planner/whatif.py): the exact cost model at price 1 depends only on the
@@ -60,7 +69,9 @@ through W)."""
 class _Exact:
     """The cost model at price 1 with no deadline, and the result with P(T <= D) per deadline D met so far."""
 
-    unit: CostResult | None  # None for spot_fallback, whose every figure depends on the deadline
+    unit: (
+        CostResult | None
+    )  # None for spot_fallback, whose every figure depends on the deadline
     inputs: CandidateInputs
     tau: float
     by_deadline: dict = field(default_factory=dict)
@@ -75,34 +86,62 @@ class _Exact:
         """A fallback's spot twin at price 1, whatever the deadline (what `fallback.as_spot` prices it as)."""
         return costmodel.expected(self.inputs, self.tau)
 
-    def at(self, budget: float, cache: CandidateCache) -> CostResult | fallback.FallbackResult | None:
+    def at(
+        self, budget: float, cache: CandidateCache
+    ) -> CostResult | fallback.FallbackResult | None:
         if budget not in self.by_deadline:
             law = _law_of(self.plan, cache)  # spot alone's, for a fallback
             if self.unit is None and len(self.by_deadline) >= LAW_AFTER:
                 law.compute()
             if self.unit is not None:
-                self.by_deadline[budget] = replace(self.unit, p_deadline=law.p_met(budget, self.inputs.estimate_error),
-                                                   p_deadline_on_estimate=law.p_le(budget))
+                self.by_deadline[budget] = replace(
+                    self.unit,
+                    p_deadline=law.p_met(budget, self.inputs.estimate_error),
+                    p_deadline_on_estimate=law.p_le(budget),
+                )
             else:
                 inputs = replace(self.inputs, time_budget_h=budget)
-                self.by_deadline[budget] = fallback.unit(inputs, self.tau, FALLBACK_MIN_SWITCH, law) or (
-                    fallback.as_spot(self.inputs, self.spot_alone, law.p_met(budget, self.inputs.estimate_error),
-                                     law.p_le(budget))
-                    if fallback.leaves_room(inputs, self.tau) else None)
+                self.by_deadline[budget] = fallback.unit(
+                    inputs, self.tau, FALLBACK_MIN_SWITCH, law
+                ) or (
+                    fallback.as_spot(
+                        self.inputs,
+                        self.spot_alone,
+                        law.p_met(budget, self.inputs.estimate_error),
+                        law.p_le(budget),
+                    )
+                    if fallback.leaves_room(inputs, self.tau)
+                    else None
+                )
         return self.by_deadline[budget]
 
 
-def replay_evidence(exact: _Exact, row, budget: float, traces: tuple) -> spot_evidence.Replayed | str:
+def replay_evidence(
+    exact: _Exact, row, budget: float, traces: tuple
+) -> spot_evidence.Replayed | str:
     """A spot or spot_fallback row replayed on the traces that speak for its offer, or why no offer of that many
     nodes is: no trace shows so many held at once. Asked of what a replay reads (the job's segments, restarts,
     deadline and policy, not its prices or fitted rates), so offers that differ only there replay once."""
-    found, stand_in = spot_evidence.covering(traces, row.provider, row.instance_type, int(row.nodes))
+    found, stand_in = spot_evidence.covering(
+        traces, row.provider, row.instance_type, int(row.nodes)
+    )
     if not found:
-        return (f"is a larger spot gang than any measured: no availability trace of {row.provider} shows "
-                f"{int(row.nodes)} nodes held at once (the most: {spot_evidence.largest_gang(traces, row.provider)})")
-    inputs = replace(exact.inputs, checkpoint_interval_h=exact.tau, time_budget_h=budget, spot_rate_per_node_h=0.0,
-                     hw_failure_per_gpu_h=0.0, capacity_wait_h=0.0, capacity_wait_cv=1.0, gpus_per_node=1,
-                     billing_granularity_h=1.0, billing_minimum_h=0.0)
+        return (
+            f"is a larger spot gang than any measured: no availability trace of {row.provider} shows "
+            f"{int(row.nodes)} nodes held at once (the most: {spot_evidence.largest_gang(traces, row.provider)})"
+        )
+    inputs = replace(
+        exact.inputs,
+        checkpoint_interval_h=exact.tau,
+        time_budget_h=budget,
+        spot_rate_per_node_h=0.0,
+        hw_failure_per_gpu_h=0.0,
+        capacity_wait_h=0.0,
+        capacity_wait_cv=1.0,
+        gpus_per_node=1,
+        billing_granularity_h=1.0,
+        billing_minimum_h=0.0,
+    )
     return spot_evidence.replayed(inputs, row.market, found, stand_in)
 
 
@@ -111,11 +150,15 @@ def why_unheld(evidence: spot_evidence.Replayed | str, unit, q: float) -> str:
     if isinstance(evidence, str):
         return evidence
     if isinstance(unit, fallback.FallbackResult):
-        return spot_evidence.verdict(evidence, q, sum(unit.spot.values()), sum(unit.on_demand.values()))
+        return spot_evidence.verdict(
+            evidence, q, sum(unit.spot.values()), sum(unit.on_demand.values())
+        )
     return spot_evidence.verdict(evidence, q, unit.billed_node_h)
 
 
-def wall_law(inputs: CandidateInputs, tau: float | None, cache: CandidateCache) -> wall_time.WallLaw:
+def wall_law(
+    inputs: CandidateInputs, tau: float | None, cache: CandidateCache
+) -> wall_time.WallLaw:
     """The law of T for these inputs, kept per segment plan (what it depends on): one grid answers every
     deadline a timing key meets (a quarter's runs each bring their own) and every quantile batch books."""
     return _law_of(segment_plans.segment_plan(inputs, tau), cache)
@@ -123,28 +166,54 @@ def wall_law(inputs: CandidateInputs, tau: float | None, cache: CandidateCache) 
 
 def _law_of(plan, cache: CandidateCache) -> wall_time.WallLaw:
     found = cache.laws.get(plan)
-    return found if found is not None else cache.keep(cache.laws, plan, wall_time.WallLaw(plan))
+    return (
+        found
+        if found is not None
+        else cache.keep(cache.laws, plan, wall_time.WallLaw(plan))
+    )
 
 
 def cost_fingerprint(workload: Workload, hw_rate: float, error: EstimateError) -> tuple:
     return workload.model_dump_json(include=_COST_SETTINGS), hw_rate, error
 
 
-def exact_of(workload: Workload, row, hw_rate: float, fingerprint: tuple, cache: CandidateCache) -> _Exact:
+def exact_of(
+    workload: Workload, row, hw_rate: float, fingerprint: tuple, cache: CandidateCache
+) -> _Exact:
     """The cost model at price 1 without storage/egress (both added per row) or deadline, per timing key
     (`fingerprint`, `cost_fingerprint`: the workload's cost settings, hardware failure rate, estimate error)."""
-    shared = fingerprint + tuple(None if v != v else v for v in  # NaN never equals itself
-                                 tuple(getattr(row, c) for c in TIMING_COLUMNS) + (row.work_h, row.item_h))
+    shared = fingerprint + tuple(
+        None if v != v else v
+        for v in tuple(  # NaN never equals itself
+            getattr(row, c) for c in TIMING_COLUMNS
+        )
+        + (row.work_h, row.item_h)
+    )
     if shared not in cache.exact:
-        inputs = replace(cost_inputs(workload, work_h=row.work_h, nodes=int(row.nodes),
-                                     gpus_per_node=int(row.gpus_per_node), lam_spot=float(row.lam_spot), price=1.0,
-                                     granularity_h=row.granularity_h, minimum_h=row.minimum_h, hw_rate=hw_rate,
-                                     checkpoint_interval_h=_fixed_interval(workload, row.work_h, row.item_h),
-                                     capacity_wait_h=float(row.wait_h), capacity_wait_cv=float(row.wait_cv),
-                                     error=fingerprint[2]),
-                         time_budget_h=math.inf)
+        inputs = replace(
+            cost_inputs(
+                workload,
+                work_h=row.work_h,
+                nodes=int(row.nodes),
+                gpus_per_node=int(row.gpus_per_node),
+                lam_spot=float(row.lam_spot),
+                price=1.0,
+                granularity_h=row.granularity_h,
+                minimum_h=row.minimum_h,
+                hw_rate=hw_rate,
+                checkpoint_interval_h=_fixed_interval(workload, row.work_h, row.item_h),
+                capacity_wait_h=float(row.wait_h),
+                capacity_wait_cv=float(row.wait_cv),
+                error=fingerprint[2],
+            ),
+            time_budget_h=math.inf,
+        )
         # spot's own, for a fallback
-        tau = _auto_interval(inputs) if interval_is_auto(workload) else inputs.checkpoint_interval_h
+        tau = (
+            _auto_interval(inputs)
+            if interval_is_auto(workload)
+            else inputs.checkpoint_interval_h
+        )
         unit = None if row.fallback else costmodel.expected(inputs, tau)
         cache.keep(cache.exact, shared, _Exact(unit, inputs, tau))
     return cache.exact[shared]
@@ -155,14 +224,27 @@ def _auto_interval(inputs: CandidateInputs) -> float:
     waste approximation) is the optimum to within 1e-6 of the cost; coarser billing gets the
     exact search, which also weighs the quick τ (the screen's upper bound is priced there)."""
     quick = costmodel.quick_interval(inputs)
-    if max(inputs.billing_granularity_h, inputs.billing_minimum_h) <= costmodel.FINE_BILLING_H:
+    if (
+        max(inputs.billing_granularity_h, inputs.billing_minimum_h)
+        <= costmodel.FINE_BILLING_H
+    ):
         return quick
-    return costmodel.best_interval(inputs, candidates=[quick])  # never worse than the screen's upper bound
+    return costmodel.best_interval(
+        inputs, candidates=[quick]
+    )  # never worse than the screen's upper bound
 
 
-def candidate_row(workload: Workload, catalog: Catalog, row, unit: CostResult | fallback.FallbackResult,
-                  memory_gib: float, precision: str | None, parallelism: str = "", spot_share: float = 0.0,
-                  evidence: spot_evidence.Replayed | None = None) -> dict:
+def candidate_row(
+    workload: Workload,
+    catalog: Catalog,
+    row,
+    unit: CostResult | fallback.FallbackResult,
+    memory_gib: float,
+    precision: str | None,
+    parallelism: str = "",
+    spot_share: float = 0.0,
+    evidence: spot_evidence.Replayed | None = None,
+) -> dict:
     """One candidate's table row; `spot_share` is ρ, the share of its spot failures that are preemption events;
     `evidence` its replays on measured availability, where it was held to them."""
     if row.fallback:
@@ -176,26 +258,50 @@ def candidate_row(workload: Workload, catalog: Catalog, row, unit: CostResult | 
     return {
         "workload": workload.name,
         "cid": f"{workload.name}|{row.key}|{row.market}|x{int(row.nodes)}",
-        "offer_key": row.key, "provider": row.provider, "region": row.region, "instance_type": row.instance_type,
-        "gpu": row.gpu, "gpu_family": row.gpu_family, "gpus_per_node": int(row.gpus_per_node),
-        "nodes": int(row.nodes), "gpus": int(row.gpus), "market": row.market, "max_nodes": row.max_nodes,
-        "price_per_node_h": float(row.price), "lam_spot": float(row.lam_spot), "capacity_wait_h": float(row.wait_h),
+        "offer_key": row.key,
+        "provider": row.provider,
+        "region": row.region,
+        "instance_type": row.instance_type,
+        "gpu": row.gpu,
+        "gpu_family": row.gpu_family,
+        "gpus_per_node": int(row.gpus_per_node),
+        "nodes": int(row.nodes),
+        "gpus": int(row.gpus),
+        "market": row.market,
+        "max_nodes": row.max_nodes,
+        "price_per_node_h": float(row.price),
+        "lam_spot": float(row.lam_spot),
+        "capacity_wait_h": float(row.wait_h),
         "capacity_wait_cv": float(row.wait_cv),
-        "fallback_price_per_node_h": float(row.fallback_price), "p_fallback": unit.p_switch if row.fallback else 0.0,
-        "checkpoint_interval_h": unit.checkpoint_interval_h, "segments": unit.segments,
-        "work_h": row.work_h, "wall_h": unit.wall_h, "failures": unit.failures, "billed_node_h": unit.billed_node_h,
-        "preemption_events": events, "waiting_h": unit.waiting_h if row.fallback else events * float(row.wait_h),
-        "rounding_waste_node_h": unit.rounding_waste_node_h, "p_deadline": unit.p_deadline,
+        "fallback_price_per_node_h": float(row.fallback_price),
+        "p_fallback": unit.p_switch if row.fallback else 0.0,
+        "checkpoint_interval_h": unit.checkpoint_interval_h,
+        "segments": unit.segments,
+        "work_h": row.work_h,
+        "wall_h": unit.wall_h,
+        "failures": unit.failures,
+        "billed_node_h": unit.billed_node_h,
+        "preemption_events": events,
+        "waiting_h": unit.waiting_h if row.fallback else events * float(row.wait_h),
+        "rounding_waste_node_h": unit.rounding_waste_node_h,
+        "p_deadline": unit.p_deadline,
         "p_deadline_on_estimate": unit.p_deadline_on_estimate,
-        "cost_usd": cost, "cost_cents": to_cents(cost),
+        "cost_usd": cost,
+        "cost_cents": to_cents(cost),
         "replayed_p_deadline": evidence.p_deadline if evidence else math.nan,
-        "replayed_compute_usd": evidence.compute_usd(row.price, row.fallback_price) if evidence else math.nan,
+        "replayed_compute_usd": evidence.compute_usd(row.price, row.fallback_price)
+        if evidence
+        else math.nan,
         "replayed_traces": len(evidence.traces) if evidence else 0,
         "replayed_stand_in": bool(evidence and evidence.stand_in),
         **{f"usd_{k}": v for k, v in parts.items()},
-        "storage_usd_per_h": row.storage_h, "memory_gib": memory_gib, "vram_gib": float(row.gpu_vram_gib),
-        "billing_granularity_h": row.granularity_h, "billing_minimum_h": row.minimum_h,
-        "precision": precision, "parallelism": parallelism,
+        "storage_usd_per_h": row.storage_h,
+        "memory_gib": memory_gib,
+        "vram_gib": float(row.gpu_vram_gib),
+        "billing_granularity_h": row.granularity_h,
+        "billing_minimum_h": row.minimum_h,
+        "precision": precision,
+        "parallelism": parallelism,
     }
 
 
@@ -203,7 +309,12 @@ def dearer_than_twin(twin: _Exact, row, budget: float, cache: CandidateCache) ->
     """Whether the spot_fallback `row` costs at least a cent more than its spot twin for sure
     (`fallback.excess_over_spot`), so that the twin, a candidate with the same limits, leaves it off the front."""
     law = _law_of(twin.plan, cache)
-    return fallback.excess_over_spot(law, budget, twin.unit, row.price, row.fallback_price, row.storage_h) >= 0.01
+    return (
+        fallback.excess_over_spot(
+            law, budget, twin.unit, row.price, row.fallback_price, row.storage_h
+        )
+        >= 0.01
+    )
 
 
 class Kinds:
@@ -213,7 +324,11 @@ class Kinds:
     bound, which its exact cost is not below."""
 
     def __init__(self, count: int, kind: np.ndarray):
-        self.count, self.kind, self.cheapest = count, kind, {}  # kind -> its cheapest cost so far
+        self.count, self.kind, self.cheapest = (
+            count,
+            kind,
+            {},
+        )  # kind -> its cheapest cost so far
 
     def needed(self, i: int, bound: float) -> bool:
         if not self.count or self.cheapest.get(self.kind[i], math.inf) < bound:
@@ -221,4 +336,6 @@ class Kinds:
         return sum(cost < bound for cost in self.cheapest.values()) <= self.count
 
     def priced(self, i: int, cost: float) -> None:
-        self.cheapest[self.kind[i]] = min(cost, self.cheapest.get(self.kind[i], math.inf))
+        self.cheapest[self.kind[i]] = min(
+            cost, self.cheapest.get(self.kind[i], math.inf)
+        )

@@ -2,6 +2,7 @@
 cost <= hi per row, and the rows they prove beaten (by a cheaper twin, or by a sure row of the same limits) before
 the exact cost model is asked about them.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -25,7 +26,6 @@ from planner.physics.estimate import FLOOR_MARGIN
 from planner.schema.scenario import Scenario
 from planner.schema.workload import Risk, Workload
 
-
 FALLBACK_BOUND_SLACK = 0.99
 """The fallback's numeric method (`fallback.unit`) approximates the policy: over 85,547 spot_fallback candidates
 of the shipped and benchmark scenarios it never came below the bound `_fallback_lo` proves for the policy itself
@@ -35,7 +35,9 @@ FIRST_ESTIMATES = 16
 """Shapes estimated in full in the first batch of `unbeaten_rows` (each next batch is twice as large)."""
 
 
-def _screen_timings(keys: dict[str, np.ndarray], workload: Workload, hw_rate: float) -> dict[str, np.ndarray]:
+def _screen_timings(
+    keys: dict[str, np.ndarray], workload: Workload, hw_rate: float
+) -> dict[str, np.ndarray]:
     """Per timing key (`keys`: its nodes, gpus_per_node, lam_spot, granularity_h, minimum_h, work_h and item_h, as
     arrays), closed forms only (no FFT), vectorised over keys: the quick τ with E[T] and E[F] there, the smallest
     E[T] the final τ can have (`et_lo`), the smallest and largest failure-free time (`t0`, `t0_hi`) and a lower
@@ -44,12 +46,17 @@ def _screen_timings(keys: dict[str, np.ndarray], workload: Workload, hw_rate: fl
     tolerance = workload.interruption_tolerance
     # one stream of the job (segment_plans.segment_plan): all n nodes, or one node of a stateless job
     n = keys["nodes"].astype(float) if tolerance != "stateless" else np.ones(len(W))
-    lam = n * keys["lam_spot"].astype(float) + n * keys["gpus_per_node"].astype(float) * hw_rate
+    lam = (
+        n * keys["lam_spot"].astype(float)
+        + n * keys["gpus_per_node"].astype(float) * hw_rate
+    )
     gran = keys["granularity_h"].astype(float)
     R = workload.restart_overhead
     C = 0.0 if tolerance != "checkpointed" else workload.checkpoint.write_time
     if interval_is_auto(workload):
-        k = screen.quick_k(W, C, R, lam, n, gran)  # the exact τ with fine billing (see _auto_interval)
+        k = screen.quick_k(
+            W, C, R, lam, n, gran
+        )  # the exact τ with fine billing (see _auto_interval)
         ks = np.clip(k[:, None] + np.arange(-2, 3)[None, :], 1, None)
         et_all, _ = screen.expected_time(W, C, R, lam, ks)
         tau = W / k
@@ -59,14 +66,18 @@ def _screen_timings(keys: dict[str, np.ndarray], workload: Workload, hw_rate: fl
         p0 = np.exp(-lam * (W + ks.max(axis=1) * C))
         full = last = W / k  # each segment's work; the fallback's bound reads them
         # coarse billing: the exact search may settle on any k, so bound over all of them
-        coarse = np.maximum(gran, keys["minimum_h"].astype(float)) > costmodel.FINE_BILLING_H
+        coarse = (
+            np.maximum(gran, keys["minimum_h"].astype(float)) > costmodel.FINE_BILLING_H
+        )
         if coarse.any():
             k_max = np.minimum(100_000, np.maximum(1, np.ceil(W[coarse] / 1e-3)))
             et_lo[coarse] = screen.min_expected_time(W[coarse], C, R, lam[coarse])
             t0[coarse] = R + W[coarse] + C
             t0_hi[coarse] = R + W[coarse] + k_max * C
             p0[coarse] = np.exp(-lam[coarse] * (W[coarse] + k_max * C))
-            full[coarse] = last[coarse] = np.nan  # the fallback's bound then stays the failure-free one
+            full[coarse] = last[coarse] = (
+                np.nan
+            )  # the fallback's bound then stays the failure-free one
     else:
         if tolerance == "none":
             tau = W
@@ -77,36 +88,69 @@ def _screen_timings(keys: dict[str, np.ndarray], workload: Workload, hw_rate: fl
             tau = np.minimum(float(workload.checkpoint.every), W)
         k = np.maximum(1, np.ceil(W / tau * (1 - 1e-12)))
         last = W - (k - 1) * tau
-        et = R + (k - 1) * screen.segment_time(lam, tau + C, R) + screen.segment_time(lam, last + C, R)
+        et = (
+            R
+            + (k - 1) * screen.segment_time(lam, tau + C, R)
+            + screen.segment_time(lam, last + C, R)
+        )
         full = tau
         ef = (k - 1) * np.expm1(lam * (tau + C)) + np.expm1(lam * (last + C))
         et_lo, t0 = et, R + W + k * C
         t0_hi, p0 = t0, np.exp(-lam * (W + k * C))
     # full, last: each segment's work (the last may be shorter)
-    return {"tau": tau, "et": et, "ef": ef, "et_lo": et_lo,
-            "t0": t0, "t0_hi": t0_hi, "p0": p0, "full": full, "last": last, "full_count": k - 1,
-            "full_busy": screen.segment_time(lam, full + C, R), "last_busy": screen.segment_time(lam, last + C, R)}
+    return {
+        "tau": tau,
+        "et": et,
+        "ef": ef,
+        "et_lo": et_lo,
+        "t0": t0,
+        "t0_hi": t0_hi,
+        "p0": p0,
+        "full": full,
+        "last": last,
+        "full_count": k - 1,
+        "full_busy": screen.segment_time(lam, full + C, R),
+        "last_busy": screen.segment_time(lam, last + C, R),
+    }
 
 
-def dominated(signature: np.ndarray, units: np.ndarray, lo: np.ndarray, dom_signature: np.ndarray,
-              dom_units: np.ndarray, dom_hi: np.ndarray, steps: np.ndarray | None = None,
-              dom_steps: np.ndarray | None = None) -> np.ndarray:
+def dominated(
+    signature: np.ndarray,
+    units: np.ndarray,
+    lo: np.ndarray,
+    dom_signature: np.ndarray,
+    dom_units: np.ndarray,
+    dom_hi: np.ndarray,
+    steps: np.ndarray | None = None,
+    dom_steps: np.ndarray | None = None,
+) -> np.ndarray:
     """Rows whose cost lower bound exceeds the upper bound of some dominator with the same
     signature (number) drawing no more limited GPUs (a row never dominates itself: its hi >= its lo);
     with `steps`, only of a dominator booked for no more calendar steps (`dom_steps`, at most)."""
     out = np.zeros(len(lo), dtype=bool)
     if len(dom_hi) == 0 or len(lo) == 0:
         return out
-    if steps is not None:  # per level of steps, the dominators up to it against the rows from it
+    if (
+        steps is not None
+    ):  # per level of steps, the dominators up to it against the rows from it
         for level in np.unique(dom_steps):
             fast, slow = dom_steps <= level, steps >= level
-            out[slow] |= dominated(signature[slow], units[slow], lo[slow], dom_signature[fast], dom_units[fast],
-                                   dom_hi[fast])
+            out[slow] |= dominated(
+                signature[slow],
+                units[slow],
+                lo[slow],
+                dom_signature[fast],
+                dom_units[fast],
+                dom_hi[fast],
+            )
         return out
     for code in np.unique(dom_signature):
         mine = dom_signature == code
         order = np.argsort(dom_units[mine], kind="stable")
-        levels, best = dom_units[mine][order], np.minimum.accumulate(dom_hi[mine][order])
+        levels, best = (
+            dom_units[mine][order],
+            np.minimum.accumulate(dom_hi[mine][order]),
+        )
         members = np.flatnonzero(signature == code)
         at = np.searchsorted(levels, units[members], side="right") - 1
         ok = at >= 0
@@ -136,15 +180,31 @@ class _Screen:
 
     code: np.ndarray  # row -> timing key number
     first: np.ndarray  # timing key number -> its first row
-    bounds: dict[str, np.ndarray]  # `_screen_timings`' `_BOUNDS`, by timing key number (NaN: not yet screened)
+    bounds: dict[
+        str, np.ndarray
+    ]  # `_screen_timings`' `_BOUNDS`, by timing key number (NaN: not yet screened)
     done: np.ndarray  # timing key number -> screened
     exact: dict = field(default_factory=dict)  # timing key number -> `exact_of`
 
 
-_BOUNDS = ("et", "ef", "et_lo", "t0", "t0_hi", "p0", "full", "last", "full_count", "full_busy", "last_busy")
+_BOUNDS = (
+    "et",
+    "ef",
+    "et_lo",
+    "t0",
+    "t0_hi",
+    "p0",
+    "full",
+    "last",
+    "full_count",
+    "full_busy",
+    "last_busy",
+)
 
 
-def _twin_groups(rows: Rows, split: np.ndarray, state: bytes) -> tuple[np.ndarray, np.ndarray]:
+def _twin_groups(
+    rows: Rows, split: np.ndarray, state: bytes
+) -> tuple[np.ndarray, np.ndarray]:
     """Rows ordered by (twin group split by `split`, offer key, position) and where each group starts,
     kept per `state` (the digest of `split`): only prices then change which twin is cheapest."""
     if state not in rows.twins:
@@ -158,7 +218,9 @@ def _twin_groups(rows: Rows, split: np.ndarray, state: bytes) -> tuple[np.ndarra
     return rows.twins[state]
 
 
-def cheapest_twins(rows: Rows, price: np.ndarray, lam: np.ndarray, fallback_price: np.ndarray) -> np.ndarray:
+def cheapest_twins(
+    rows: Rows, price: np.ndarray, lam: np.ndarray, fallback_price: np.ndarray
+) -> np.ndarray:
     """Of rows identical in everything the cost and the limits depend on but the price (the same
     instance in many regions, say), the positions of the cheapest (ties: the first offer key,
     then the first row). The others are dominated before any physics is computed. Twins share λ
@@ -166,14 +228,24 @@ def cheapest_twins(rows: Rows, price: np.ndarray, lam: np.ndarray, fallback_pric
     split = lam + 1j * np.nan_to_num(fallback_price, nan=0.0)
     order, starts = _twin_groups(rows, split, hashlib.sha1(split.tobytes()).digest())
     ordered = price[order]
-    cheapest = ordered == np.repeat(np.minimum.reduceat(ordered, starts), np.diff(np.r_[starts, len(order)]))
-    hits = np.flatnonzero(cheapest)  # in group order, so each group's first hit is its pick
+    cheapest = ordered == np.repeat(
+        np.minimum.reduceat(ordered, starts), np.diff(np.r_[starts, len(order)])
+    )
+    hits = np.flatnonzero(
+        cheapest
+    )  # in group order, so each group's first hit is its pick
     group = np.searchsorted(starts, hits, side="right")
     return np.sort(order[hits[np.r_[True, group[1:] != group[:-1]]]])
 
 
-def screen_of(rows: Rows, workload: Workload, physics: Physics, lam: np.ndarray, state: bytes, fingerprint: tuple
-              ) -> _Screen:
+def screen_of(
+    rows: Rows,
+    workload: Workload,
+    physics: Physics,
+    lam: np.ndarray,
+    state: bytes,
+    fingerprint: tuple,
+) -> _Screen:
     """The closed-form bounds per timing key, kept per preemption state for every workload of the same
     physics and cost settings: a price multiplier never changes them, a preemption multiplier changes
     every spot key's λ. Deadlines do not enter them (each workload compares with its own). Keys are
@@ -187,69 +259,134 @@ def screen_of(rows: Rows, workload: Workload, physics: Physics, lam: np.ndarray,
         lam_code = pd.factorize(lam)[0]
         code = pd.factorize(rows.timing * (lam_code.max() + 1) + lam_code)[0]
         first = np.unique(code, return_index=True)[1]
-        screens[key] = _Screen(code, first, {c: np.full(len(first), math.nan) for c in _BOUNDS},
-                               np.zeros(len(first), dtype=bool))
+        screens[key] = _Screen(
+            code,
+            first,
+            {c: np.full(len(first), math.nan) for c in _BOUNDS},
+            np.zeros(len(first), dtype=bool),
+        )
     return screens[key]
 
 
-def screened_bounds(screen: _Screen, at: np.ndarray, rows: Rows, workload: Workload, physics: Physics, lam: np.ndarray,
-                    hw_rate: float) -> dict[str, np.ndarray]:
+def screened_bounds(
+    screen: _Screen,
+    at: np.ndarray,
+    rows: Rows,
+    workload: Workload,
+    physics: Physics,
+    lam: np.ndarray,
+    hw_rate: float,
+) -> dict[str, np.ndarray]:
     """The screen's bounds of the rows `at`, whose shapes are estimated and fit, screening the keys not yet."""
     codes = screen.code[at]
     todo = np.unique(codes[~screen.done[codes]])
     if len(todo):
         first = screen.first[todo]
-        keys = {c: rows.columns[c][first] for c in ("nodes", "gpus_per_node", "granularity_h", "minimum_h")}
+        keys = {
+            c: rows.columns[c][first]
+            for c in ("nodes", "gpus_per_node", "granularity_h", "minimum_h")
+        }
         shape = rows.shape[first]
-        bounds = _screen_timings(keys | {"lam_spot": lam[first], "work_h": physics.work_h[shape],
-                                         "item_h": physics.item_h[shape]}, workload, hw_rate)
+        bounds = _screen_timings(
+            keys
+            | {
+                "lam_spot": lam[first],
+                "work_h": physics.work_h[shape],
+                "item_h": physics.item_h[shape],
+            },
+            workload,
+            hw_rate,
+        )
         for c in _BOUNDS:
             screen.bounds[c][todo] = bounds[c]
         screen.done[todo] = True
     return {c: v[codes] for c, v in screen.bounds.items()}
 
 
-def _fallback_lo(spot: np.ndarray, on_demand: np.ndarray, nodes: np.ndarray, storage: np.ndarray,
-                 egress: np.ndarray, bound: dict, R: float) -> np.ndarray:
+def _fallback_lo(
+    spot: np.ndarray,
+    on_demand: np.ndarray,
+    nodes: np.ndarray,
+    storage: np.ndarray,
+    egress: np.ndarray,
+    bound: dict,
+    R: float,
+) -> np.ndarray:
     """A lower bound on a spot_fallback row's cost. Attempts at a segment on spot are independent and the
     switch comes only after one ends, so by Wald's identity each segment finished on spot costs its
     expected busy time there (the screen's `*_busy`, restarts included, capacity waits not), and each
     left to on-demand at least its work: whichever is cheaper, per segment (NaN work: the exact search
     may pick any cadence, so only the failure-free time bounds it)."""
+
     def segment(work: np.ndarray, busy: np.ndarray) -> np.ndarray:
         return np.minimum(spot * busy, on_demand * work)
 
-    node_h = (np.minimum(spot, on_demand) * R + bound["full_count"] * segment(bound["full"], bound["full_busy"])
-              + segment(bound["last"], bound["last_busy"]))
+    node_h = (
+        np.minimum(spot, on_demand) * R
+        + bound["full_count"] * segment(bound["full"], bound["full_busy"])
+        + segment(bound["last"], bound["last_busy"])
+    )
     failure_free = np.minimum(spot, on_demand) * nodes * bound["t0"]
-    node_cost = np.where(np.isnan(node_h), failure_free, FALLBACK_BOUND_SLACK * nodes * node_h)
+    node_cost = np.where(
+        np.isnan(node_h), failure_free, FALLBACK_BOUND_SLACK * nodes * node_h
+    )
     return node_cost + storage * bound["t0"] + egress
 
 
-def cost_bounds(rows: Rows, at: np.ndarray, bound: dict, price: np.ndarray, lam: np.ndarray,
-                fallback_price: np.ndarray, workload: Workload, hw_rate: float) -> tuple[np.ndarray, np.ndarray]:
+def cost_bounds(
+    rows: Rows,
+    at: np.ndarray,
+    bound: dict,
+    price: np.ndarray,
+    lam: np.ndarray,
+    fallback_price: np.ndarray,
+    workload: Workload,
+    hw_rate: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """Closed-form bounds lo <= exact cost <= hi of the rows `at`, from their screen's `bound`."""
     column = rows.columns
     p, nodes = price[at], column["nodes"][at]
-    storage, egress = column["storage_h"][at].astype(float), column["egress"][at].astype(float)
-    events = lam[at] * nodes  # preemption events per hour; the rest of the failures are hardware
+    storage, egress = (
+        column["storage_h"][at].astype(float),
+        column["egress"][at].astype(float),
+    )
+    events = (
+        lam[at] * nodes
+    )  # preemption events per hour; the rest of the failures are hardware
     failures = events + column["gpus"][at] * hw_rate
     rho = np.divide(events, failures, out=np.zeros(len(at)), where=failures > 0)
-    streams = nodes if workload.interruption_tolerance == "stateless" else np.ones(len(at))  # ef is one stream's
+    streams = (
+        nodes if workload.interruption_tolerance == "stateless" else np.ones(len(at))
+    )  # ef is one stream's
     gang = nodes / streams
-    sessions = streams * (gang + (1 + rho * (gang - 1)) * bound["ef"])  # an event restarts every node, a failure one
-    waste_hi = sessions * np.maximum(column["granularity_h"][at].astype(float), column["minimum_h"][at].astype(float))
-    waits = bound["ef"] * rho * column["wait_h"][at].astype(float)  # capacity waits: wall time, storage only
+    sessions = streams * (
+        gang + (1 + rho * (gang - 1)) * bound["ef"]
+    )  # an event restarts every node, a failure one
+    waste_hi = sessions * np.maximum(
+        column["granularity_h"][at].astype(float), column["minimum_h"][at].astype(float)
+    )
+    waits = (
+        bound["ef"] * rho * column["wait_h"][at].astype(float)
+    )  # capacity waits: wall time, storage only
     lo = (p * nodes + storage) * bound["et_lo"] + egress
     hi = (p * nodes + storage) * bound["et"] + p * waste_hi + storage * waits + egress
     falls_back = rows.fallback[at]
     if falls_back.any():
-        lo[falls_back] = _fallback_lo(p, fallback_price[at], nodes, storage, egress, bound,
-                                      workload.restart_overhead)[falls_back]
+        lo[falls_back] = _fallback_lo(
+            p,
+            fallback_price[at],
+            nodes,
+            storage,
+            egress,
+            bound,
+            workload.restart_overhead,
+        )[falls_back]
     return lo, hi
 
 
-def sure_rows(bound: dict, budget: float, q: float, uncertain: np.ndarray, error: EstimateError) -> np.ndarray:
+def sure_rows(
+    bound: dict, budget: float, q: float, uncertain: np.ndarray, error: EstimateError
+) -> np.ndarray:
     """Rows certain to end on time, what beats others (`dominated`): no failure with probability p0 and a
     failure-free time within the budget, whatever the estimate's error, with probability p0·P(ε·t0 <= D) >= q
     (`booked_at_most` is what a calendar books them for); an `uncertain` row is never (a fallback, or a row its
@@ -266,7 +403,9 @@ def booked_at_most(bound: dict, q: float, error: EstimateError) -> np.ndarray:
     if error.exact:
         return bound["t0_hi"]
     share = np.minimum(q / np.maximum(bound["p0"], q), 1.0)
-    return bound["t0_hi"] * np.array([error.factor(x) if x < 1 else math.inf for x in share])
+    return bound["t0_hi"] * np.array(
+        [error.factor(x) if x < 1 else math.inf for x in share]
+    )
 
 
 def reach(budget: float, q: float, error: EstimateError) -> float:
@@ -275,25 +414,49 @@ def reach(budget: float, q: float, error: EstimateError) -> float:
     return budget / error.factor(q)
 
 
-def held_to_traces(rows: "Rows", at: np.ndarray, workload: Workload, scenario: Scenario) -> np.ndarray:
+def held_to_traces(
+    rows: Rows, at: np.ndarray, workload: Workload, scenario: Scenario
+) -> np.ndarray:
     """Which rows of `at` are offered only if their replays on measured availability keep their promise
     (`spot_evidence`): spot and spot_fallback rows, but for a stateless job, whose nodes are lost one by one
     where the replay can only treat them as one gang, and none under `defaults.spot_evidence: fitted`."""
-    held = scenario.defaults.spot_evidence == "traces" and workload.interruption_tolerance != "stateless"
+    held = (
+        scenario.defaults.spot_evidence == "traces"
+        and workload.interruption_tolerance != "stateless"
+    )
     return rows.spot[at] & held
 
 
-def uncertain_rows(rows: "Rows", at: np.ndarray, workload: Workload, scenario: Scenario) -> np.ndarray:
+def uncertain_rows(
+    rows: Rows, at: np.ndarray, workload: Workload, scenario: Scenario
+) -> np.ndarray:
     """Which rows of `at` may not beat others before they are priced (`sure_rows`): fallbacks, rows held to their
     measured record (`held_to_traces`), and spot rows under a risk preference, which may still drop them."""
     limited = risk_of(workload, scenario) != Risk()
-    return rows.fallback[at] | held_to_traces(rows, at, workload, scenario) | (rows.spot[at] & limited)
+    return (
+        rows.fallback[at]
+        | held_to_traces(rows, at, workload, scenario)
+        | (rows.spot[at] & limited)
+    )
 
 
-def unbeaten_rows(rows: Rows, at: np.ndarray, physics: Physics, screen: _Screen, workload: Workload,
-                  price: np.ndarray, lam: np.ndarray, fallback_price: np.ndarray, hw_rate: float, budget: float,
-                  q: float, calendar: Calendar | None, catalog: Catalog, cache: CandidateCache, scenario: Scenario
-                  ) -> np.ndarray:
+def unbeaten_rows(
+    rows: Rows,
+    at: np.ndarray,
+    physics: Physics,
+    screen: _Screen,
+    workload: Workload,
+    price: np.ndarray,
+    lam: np.ndarray,
+    fallback_price: np.ndarray,
+    hw_rate: float,
+    budget: float,
+    q: float,
+    calendar: Calendar | None,
+    catalog: Catalog,
+    cache: CandidateCache,
+    scenario: Scenario,
+) -> np.ndarray:
     """Which rows of `at` the screen keeps, estimating as few shapes as it takes to tell. A row's cost is at
     least its floor: its shape's floor on W run once with no failure, at the cheaper of its prices. A row whose
     floor is above what a sure row with the same limits costs at most, or whose floor misses the deadline, is
@@ -302,21 +465,35 @@ def unbeaten_rows(rows: Rows, at: np.ndarray, physics: Physics, screen: _Screen,
     beaten there by a row left unestimated is beaten by what beat that row's floor (lo <= hi, so it is
     transitive)."""
     shape, column = rows.shape[at], rows.columns
-    t0 = workload.restart_overhead + physics.floor_h[shape]  # a floor on the failure-free time
+    t0 = (
+        workload.restart_overhead + physics.floor_h[shape]
+    )  # a floor on the failure-free time
     error = estimate_error(workload, scenario.defaults)
-    stretch = error.factor(q)  # a booking is at least t0 times this: ε's q-quantile (`reach`)
+    stretch = error.factor(
+        q
+    )  # a booking is at least t0 times this: ε's q-quantile (`reach`)
     open_ = (physics.floor_h[shape] < math.inf) & (t0 <= reach(budget, q, error))
     falls_back = rows.fallback[at]
     uncertain = uncertain_rows(rows, at, workload, scenario)
-    node_price = np.where(falls_back, np.fmin(price[at], fallback_price[at]) * min(1.0, FALLBACK_BOUND_SLACK),
-                          price[at])
-    lo = (((node_price * column["nodes"][at] + column["storage_h"][at].astype(float)) * t0
-           + column["egress"][at].astype(float)) * FLOOR_MARGIN)
+    node_price = np.where(
+        falls_back,
+        np.fmin(price[at], fallback_price[at]) * min(1.0, FALLBACK_BOUND_SLACK),
+        price[at],
+    )
+    lo = (
+        (node_price * column["nodes"][at] + column["storage_h"][at].astype(float)) * t0
+        + column["egress"][at].astype(float)
+    ) * FLOOR_MARGIN
     fastest = calendar.steps(t0 * stretch) if calendar else t0
     signature, units = rows.signature[at], rows.units[at]
     known = np.zeros(len(at), dtype=bool)  # lo and fastest are the screen's
-    sure = np.zeros(len(at), dtype=bool)  # known, and certain to end on time: what beats others (`dominated`)
-    hi, booked = np.full(len(at), math.inf), np.full(len(at), math.inf)  # the sure rows' hi and steps booked
+    sure = np.zeros(
+        len(at), dtype=bool
+    )  # known, and certain to end on time: what beats others (`dominated`)
+    hi, booked = (
+        np.full(len(at), math.inf),
+        np.full(len(at), math.inf),
+    )  # the sure rows' hi and steps booked
     batch = FIRST_ESTIMATES
     while True:
         new = np.flatnonzero(open_ & ~known & physics.done[shape])
@@ -324,24 +501,45 @@ def unbeaten_rows(rows: Rows, at: np.ndarray, physics: Physics, screen: _Screen,
             fits = physics.work_h[shape[new]] < math.inf
             open_[new[~fits]] = False
             new = new[fits]
-            bound = screened_bounds(screen, at[new], rows, workload, physics, lam, hw_rate)
+            bound = screened_bounds(
+                screen, at[new], rows, workload, physics, lam, hw_rate
+            )
             on_time = bound["t0"] <= reach(budget, q, error)
             open_[new[~on_time]] = False
             new, bound = new[on_time], {c: v[on_time] for c, v in bound.items()}
-            lo[new], hi[new] = cost_bounds(rows, at[new], bound, price, lam, fallback_price, workload, hw_rate)
-            fastest[new] = calendar.steps(bound["t0"] * stretch) if calendar else bound["t0"]
+            lo[new], hi[new] = cost_bounds(
+                rows, at[new], bound, price, lam, fallback_price, workload, hw_rate
+            )
+            fastest[new] = (
+                calendar.steps(bound["t0"] * stretch) if calendar else bound["t0"]
+            )
             known[new] = True
             sure[new] = sure_rows(bound, budget, q, uncertain[new], error)
             if calendar:
                 booked[new] = calendar.steps(booked_at_most(bound, q, error))
             rest, by = np.flatnonzero(open_), np.flatnonzero(sure)
-            open_[rest[dominated(signature[rest], units[rest], lo[rest], signature[by], units[by], hi[by],
-                                 *((fastest[rest], booked[by]) if calendar else ()))]] = False
+            open_[
+                rest[
+                    dominated(
+                        signature[rest],
+                        units[rest],
+                        lo[rest],
+                        signature[by],
+                        units[by],
+                        hi[by],
+                        *((fastest[rest], booked[by]) if calendar else ()),
+                    )
+                ]
+            ] = False
         pending = np.flatnonzero(open_ & ~physics.done[shape])
         if not len(pending):
             return open_
-        physics.estimated(pd.unique(shape[pending[np.argsort(lo[pending], kind="stable")]])[:batch], rows, catalog,
-                          cache)
+        physics.estimated(
+            pd.unique(shape[pending[np.argsort(lo[pending], kind="stable")]])[:batch],
+            rows,
+            catalog,
+            cache,
+        )
         batch *= 2
 
 

@@ -2,6 +2,7 @@
 and the full estimate of a shape once a row of it is still in the running (kept for every workload of the same
 physics).
 """
+
 from __future__ import annotations
 
 import math
@@ -12,24 +13,52 @@ import numpy as np
 from planner.candidates.cache import CandidateCache
 from planner.candidates.expand import Rows
 from planner.load.catalog import Catalog
-from planner.physics.estimate import Estimate, Prepared, Shape, estimate_prepared, prepare, work_floor_h
+from planner.physics.estimate import (
+    Estimate,
+    Prepared,
+    Shape,
+    estimate_prepared,
+    prepare,
+    work_floor_h,
+)
 from planner.schema.workload import Workload
 
+_PHYSICS_IRRELEVANT = {
+    "name",
+    "description",
+    "time_budget",
+    "checkpoint",
+    "restart_overhead",
+    "interruption_tolerance",
+    "data",
+    "allow",
+    "forbid",
+}
 
-_PHYSICS_IRRELEVANT = {"name", "description", "time_budget", "checkpoint", "restart_overhead",
-                       "interruption_tolerance", "data", "allow", "forbid"}
 
-
-def _estimate(prepared: Prepared, physics: str, catalog: Catalog, shape: Shape, headroom: float,
-              cache: CandidateCache) -> Estimate:
+def _estimate(
+    prepared: Prepared,
+    physics: str,
+    catalog: Catalog,
+    shape: Shape,
+    headroom: float,
+    cache: CandidateCache,
+) -> Estimate:
     """Physics shared by workloads that differ only in name, deadline, data or placement."""
     key = (physics, shape, headroom)
     found = cache.estimates.get(key)
-    return found if found is not None else cache.keep(cache.estimates, key,
-                                                      estimate_prepared(prepared, catalog, shape, headroom))
+    return (
+        found
+        if found is not None
+        else cache.keep(
+            cache.estimates, key, estimate_prepared(prepared, catalog, shape, headroom)
+        )
+    )
 
 
-def physics_of(rows: "Rows", workload: Workload, catalog: Catalog, headroom: float) -> "Physics":
+def physics_of(
+    rows: Rows, workload: Workload, catalog: Catalog, headroom: float
+) -> Physics:
     """The workload's physics on its rows' shapes, kept with the rows for every workload of the same physics:
     shapes never depend on prices, so what-if points reuse them. Only the cheap floor on W is worked out here;
     a shape is estimated in full when a row of it is still in the running (`Physics.estimated`)."""
@@ -37,10 +66,20 @@ def physics_of(rows: "Rows", workload: Workload, catalog: Catalog, headroom: flo
     key = (physics, headroom)
     if key not in rows.physics:
         prepared = prepare(workload, catalog)
-        floor_h = np.array([work_floor_h(prepared, catalog, shape) for shape in rows.shapes], dtype=float)
+        floor_h = np.array(
+            [work_floor_h(prepared, catalog, shape) for shape in rows.shapes],
+            dtype=float,
+        )
         count = len(rows.shapes)
-        rows.physics[key] = Physics(key, prepared, floor_h, np.full(count, math.inf), np.full(count, math.nan),
-                                    np.zeros(count, dtype=bool), [None] * count)
+        rows.physics[key] = Physics(
+            key,
+            prepared,
+            floor_h,
+            np.full(count, math.inf),
+            np.full(count, math.nan),
+            np.zeros(count, dtype=bool),
+            [None] * count,
+        )
     return rows.physics[key]
 
 
@@ -57,10 +96,17 @@ class Physics:
     done: np.ndarray  # per shape: estimated
     estimates: list  # per shape: its Estimate once estimated
 
-    def estimated(self, shapes: np.ndarray, rows: "Rows", catalog: Catalog, cache: CandidateCache) -> None:
+    def estimated(
+        self, shapes: np.ndarray, rows: Rows, catalog: Catalog, cache: CandidateCache
+    ) -> None:
         """Estimate the shapes numbered `shapes` that are not yet."""
         physics, headroom = self.key
         for number in np.unique(shapes[~self.done[shapes]]).tolist():
-            estimate = _estimate(self.prepared, physics, catalog, rows.shapes[number], headroom, cache)
+            estimate = _estimate(
+                self.prepared, physics, catalog, rows.shapes[number], headroom, cache
+            )
             self.estimates[number], self.done[number] = estimate, True
-            self.work_h[number], self.item_h[number] = estimate.work_h, estimate.item_h or math.nan
+            self.work_h[number], self.item_h[number] = (
+                estimate.work_h,
+                estimate.item_h or math.nan,
+            )

@@ -1,4 +1,5 @@
 """`planner catalog`: list, show, spot, import and refresh the offers the planner prices."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,15 +18,38 @@ def catalog() -> None:
 
 
 @catalog.command("list")
-@click.option("--provider", "providers", multiple=True, help="Only this provider (repeatable).")
-@click.option("--gpu", "gpus", multiple=True, help="GPU name or family, e.g. H100 or H100-SXM; H100:8 for nodes of 8 (repeatable).")
+@click.option(
+    "--provider", "providers", multiple=True, help="Only this provider (repeatable)."
+)
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    help="GPU name or family, e.g. H100 or H100-SXM; H100:8 for nodes of 8 (repeatable).",
+)
 @click.option("--min-vram", help="Minimum VRAM per GPU, e.g. 48GiB.")
-@click.option("--region", "regions", multiple=True, help="Only this region (repeatable).")
+@click.option(
+    "--region", "regions", multiple=True, help="Only this region (repeatable)."
+)
 @click.option("--spot", is_flag=True, help="Only offers with a spot price.")
-@click.option("--catalog", "catalogs", multiple=True, help="Catalog names or CSV paths (default: every shipped one).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--limit", type=click.IntRange(min=0), default=None, help="Show at most this many rows.")
-def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit) -> None:
+@click.option(
+    "--catalog",
+    "catalogs",
+    multiple=True,
+    help="Catalog names or CSV paths (default: every shipped one).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Show at most this many rows.",
+)
+def catalog_list(
+    providers, gpus, min_vram, regions, spot, catalogs, fmt, limit
+) -> None:
     """List offers, cheapest per GPU-hour first.
 
     \b
@@ -33,14 +57,27 @@ def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit)
       planner catalog list --gpu H100 --format json
       planner catalog list --provider aws --min-vram 40GiB --spot
     """
-    from planner.load.catalog import filter_offers, load_catalog, offer_listing, shipped_catalog_names
+    from planner.load.catalog import (
+        filter_offers,
+        load_catalog,
+        offer_listing,
+        shipped_catalog_names,
+    )
 
     try:
         cat = load_catalog(catalogs or tuple(shipped_catalog_names()))
     except KeyError as exc:
         raise PlannerError(str(exc.args[0]), "--catalog") from None
-    frame = offer_listing(filter_offers(cat, providers=providers, gpus=gpus, regions=regions, min_vram=min_vram,
-                                        spot=spot))
+    frame = offer_listing(
+        filter_offers(
+            cat,
+            providers=providers,
+            gpus=gpus,
+            regions=regions,
+            min_vram=min_vram,
+            spot=spot,
+        )
+    )
     if limit is not None:
         frame = frame.head(limit)
     if fmt == "json":
@@ -56,25 +93,62 @@ def catalog_list(providers, gpus, min_vram, regions, spot, catalogs, fmt, limit)
         from planner.report.render import render_table
 
         shown = frame.drop(columns=["defaults", "notes"])
-        shown["network"] = shown.pop("inter_node") + " " + shown.pop("inter_node_gbps").map(lambda g: f"{g:g}G" if g else "")
+        shown["network"] = (
+            shown.pop("inter_node")
+            + " "
+            + shown.pop("inter_node_gbps").map(lambda g: f"{g:g}G" if g else "")
+        )
         as_of = cat.prices_as_of()
-        footer = [f"{len(frame)} offers; prices USD per node-hour" + (f", as of {as_of}" if as_of else "")
-                  + "; preempt = spot preemptions per node-hour"]
-        click.echo(render_table(shown, footer=footer, headers=_SHORT_HEADERS,
-                                drop=("network", "intra_node", "spot_preemption_per_h", "gpu_vram_gib", "region")),
-                   nl=False)
+        footer = [
+            f"{len(frame)} offers; prices USD per node-hour"
+            + (f", as of {as_of}" if as_of else "")
+            + "; preempt = spot preemptions per node-hour"
+        ]
+        click.echo(
+            render_table(
+                shown,
+                footer=footer,
+                headers=_SHORT_HEADERS,
+                drop=(
+                    "network",
+                    "intra_node",
+                    "spot_preemption_per_h",
+                    "gpu_vram_gib",
+                    "region",
+                ),
+            ),
+            nl=False,
+        )
     warn_old_prices(cat)
 
 
-_SHORT_HEADERS = {"instance_type": "instance", "gpus_per_node": "gpus", "gpu_vram_gib": "vram_gib",
-                  "on_demand_usd_h": "on_demand", "spot_usd_h": "spot", "usd_per_gpu_h": "per_gpu_h",
-                  "spot_preemption_per_h": "preempt", "intra_node": "intra"}
+_SHORT_HEADERS = {
+    "instance_type": "instance",
+    "gpus_per_node": "gpus",
+    "gpu_vram_gib": "vram_gib",
+    "on_demand_usd_h": "on_demand",
+    "spot_usd_h": "spot",
+    "usd_per_gpu_h": "per_gpu_h",
+    "spot_preemption_per_h": "preempt",
+    "intra_node": "intra",
+}
 
 
 @catalog.command("show")
 @click.argument("offer")
-@click.option("--catalog", "catalogs", multiple=True, help="Catalog names or CSV paths (default: every shipped one).")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table", show_default=True)
+@click.option(
+    "--catalog",
+    "catalogs",
+    multiple=True,
+    help="Catalog names or CSV paths (default: every shipped one).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "json")),
+    default="table",
+    show_default=True,
+)
 def catalog_show(offer, catalogs, fmt) -> None:
     """Everything about one offer: provider/region/instance_type (or a unique instance type).
 
@@ -92,10 +166,15 @@ def catalog_show(offer, catalogs, fmt) -> None:
     keys = cat.offers["key"]
     matches = keys[(keys == offer) | keys.str.endswith("/" + offer)].tolist()
     if not matches:
-        raise PlannerError(f"unknown offer {offer!r}{did_you_mean(offer, keys)}; expected provider/region/instance_type",
-                           "OFFER")
+        raise PlannerError(
+            f"unknown offer {offer!r}{did_you_mean(offer, keys)}; expected provider/region/instance_type",
+            "OFFER",
+        )
     if len(matches) > 1:
-        raise PlannerError(f"{offer!r} is offered in {len(matches)} places; name one, e.g. {matches[0]!r}", "OFFER")
+        raise PlannerError(
+            f"{offer!r} is offered in {len(matches)} places; name one, e.g. {matches[0]!r}",
+            "OFFER",
+        )
     chosen = cat.offer_models[matches[0]]
     provider = cat.providers[chosen.provider]
     gpu = cat.gpus[chosen.gpu]
@@ -103,7 +182,8 @@ def catalog_show(offer, catalogs, fmt) -> None:
         "offer": chosen.model_dump(),
         "gpu": gpu.model_dump(),
         "provider": provider.model_dump(),
-        "defaulted_fields": list(chosen.defaults) + [f"provider.{d}" for d in provider.defaults],
+        "defaulted_fields": list(chosen.defaults)
+        + [f"provider.{d}" for d in provider.defaults],
     }
     if fmt == "json":
         from planner.report.render import to_json
@@ -113,7 +193,13 @@ def catalog_show(offer, catalogs, fmt) -> None:
     lines = [f"{chosen.key}"]
     for section in ("offer", "gpu", "provider"):
         lines.append(f"[{section}]")
-        marked = chosen.defaults if section == "offer" else provider.defaults if section == "provider" else ()
+        marked = (
+            chosen.defaults
+            if section == "offer"
+            else provider.defaults
+            if section == "provider"
+            else ()
+        )
         for key, value in details[section].items():
             if key == "defaults":
                 continue
@@ -123,10 +209,24 @@ def catalog_show(offer, catalogs, fmt) -> None:
 
 
 @catalog.command("spot")
-@click.option("--traces", "traces_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              metavar="DIR", help="Measured availability traces (Can't Be Late's JSON format); default the shipped ones.")
-@click.option("--provider", "providers", multiple=True, help="Only this provider (repeatable).")
-@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
+@click.option(
+    "--traces",
+    "traces_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    metavar="DIR",
+    help="Measured availability traces (Can't Be Late's JSON format); default the shipped ones.",
+)
+@click.option(
+    "--provider", "providers", multiple=True, help="Only this provider (repeatable)."
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "json", "csv")),
+    default="table",
+    show_default=True,
+)
 def catalog_spot(traces_dir, providers, fmt) -> None:
     """How many spot nodes of each offer family could be held at once, as measured: per gang size, the share
     of time all were up (mean, worst and best zone), how long they stayed up together, how long a lost gang
@@ -142,8 +242,14 @@ def catalog_spot(traces_dir, providers, fmt) -> None:
     from planner.economics.obtainability import Obtainability, obtainability
     from planner.load.traces import load_traces
 
-    rows = [r for r in obtainability(load_traces(traces_dir)) if not providers or r.cloud in providers]
-    frame = pd.DataFrame([vars(r) for r in rows], columns=list(Obtainability.__dataclass_fields__))
+    rows = [
+        r
+        for r in obtainability(load_traces(traces_dir))
+        if not providers or r.cloud in providers
+    ]
+    frame = pd.DataFrame(
+        [vars(r) for r in rows], columns=list(Obtainability.__dataclass_fields__)
+    )
     if fmt == "json":
         from planner.report.render import to_json
 
@@ -159,13 +265,27 @@ def catalog_spot(traces_dir, providers, fmt) -> None:
         for column in ("p_all_up", "p_all_up_worst", "p_all_up_best"):
             shown[column] = shown[column].map(lambda p: f"{p:.1%}")
         for column in ("hold_h", "wait_h"):
-            shown[column] = shown[column].map(lambda h: "-" if h is None or pd.isna(h) else f"{h:.1f}")
-        footer = ["p_all_up: the share of time all n nodes were up, mean over the probes (worst, best probe); "
-                  "hold_h: mean hours all n stayed up together; wait_h: mean hours until all n were up again",
-                  "a spot gang larger than the largest probe is not planned (docs/cost-model.md §11)"]
-        click.echo(render_table(shown, footer=footer, headers={"instance_type": "instance", "p_all_up": "P(all up)",
-                                                               "p_all_up_worst": "worst", "p_all_up_best": "best"}),
-                   nl=False)
+            shown[column] = shown[column].map(
+                lambda h: "-" if h is None or pd.isna(h) else f"{h:.1f}"
+            )
+        footer = [
+            "p_all_up: the share of time all n nodes were up, mean over the probes (worst, best probe); "
+            "hold_h: mean hours all n stayed up together; wait_h: mean hours until all n were up again",
+            "a spot gang larger than the largest probe is not planned (docs/cost-model.md §11)",
+        ]
+        click.echo(
+            render_table(
+                shown,
+                footer=footer,
+                headers={
+                    "instance_type": "instance",
+                    "p_all_up": "P(all up)",
+                    "p_all_up_worst": "worst",
+                    "p_all_up_best": "best",
+                },
+            ),
+            nl=False,
+        )
 
 
 def _shown(key: str, value) -> str:
@@ -182,11 +302,24 @@ def _shown(key: str, value) -> str:
 
 
 @catalog.command("import")
-@click.option("--from", "source", type=click.Choice(["skypilot"]), required=True, help="Input format.")
+@click.option(
+    "--from",
+    "source",
+    type=click.Choice(["skypilot"]),
+    required=True,
+    help="Input format.",
+)
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--provider", required=True, help="Provider name the offers belong to (e.g. aws).")
-@click.option("-o", "--output", required=True, type=OutputPath(Path),
-              help="Catalog CSV to write (atomically).")
+@click.option(
+    "--provider", required=True, help="Provider name the offers belong to (e.g. aws)."
+)
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=OutputPath(Path),
+    help="Catalog CSV to write (atomically).",
+)
 def catalog_import(source, file, provider, output) -> None:
     """Convert a SkyPilot-format vms.csv into this project's offers catalog format.
 
@@ -195,18 +328,29 @@ def catalog_import(source, file, provider, output) -> None:
       planner catalog import --from skypilot vms.csv --provider aws -o my-aws.csv
     """
     from planner.files import check_target, write_atomic
-    from planner.load.skypilot import catalog_header, check_imported, import_skypilot_file
+    from planner.load.skypilot import (
+        catalog_header,
+        check_imported,
+        import_skypilot_file,
+    )
 
     protected = (file, *_shipped_tables(provider))
     check_target(output, protected)
     converted = import_skypilot_file(file, provider)
-    text = catalog_header(source=f"SkyPilot vms.csv imported from {file.name}", as_of=_today()) + converted.to_csv(
-        index=False)
-    check_imported(converted, text, file)  # what we write must load: checked before writing
+    text = catalog_header(
+        source=f"SkyPilot vms.csv imported from {file.name}", as_of=_today()
+    ) + converted.to_csv(index=False)
+    check_imported(
+        converted, text, file
+    )  # what we write must load: checked before writing
     write_atomic(output, text, protected=protected)
-    kept = int(converted["notes"].fillna("").str.contains("facts_from_shipped_catalog").sum())
-    click.echo(f"wrote {len(converted)} offers to {output} ({kept} keep interconnect, network and preemption "
-               f"facts from the shipped catalog)")
+    kept = int(
+        converted["notes"].fillna("").str.contains("facts_from_shipped_catalog").sum()
+    )
+    click.echo(
+        f"wrote {len(converted)} offers to {output} ({kept} keep interconnect, network and preemption "
+        f"facts from the shipped catalog)"
+    )
 
 
 def _shipped_tables(provider: str) -> tuple[Path, ...]:
@@ -218,9 +362,19 @@ def _shipped_tables(provider: str) -> tuple[Path, ...]:
 
 @catalog.command("refresh")
 @click.argument("provider", type=click.Choice(["azure", "aws"]))
-@click.option("-o", "--output", required=True, type=OutputPath(Path),
-              help="Catalog CSV to write (atomically); name it in a scenario's `catalogs`.")
-@click.option("--region", "regions", multiple=True, help="AWS regions to fetch (repeatable; default us-east-1).")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=OutputPath(Path),
+    help="Catalog CSV to write (atomically); name it in a scenario's `catalogs`.",
+)
+@click.option(
+    "--region",
+    "regions",
+    multiple=True,
+    help="AWS regions to fetch (repeatable; default us-east-1).",
+)
 def catalog_refresh(provider, output, regions) -> None:
     """Fetch current on-demand (and spot) GPU prices from the provider's public price API.
 
@@ -261,20 +415,35 @@ def catalog_refresh(provider, output, regions) -> None:
         spot = ""
     else:
         regions = regions or ("us-east-1",)
-        spot_prices = aws_spot_prices(list(regions), sorted(set(load_shipped_offers("aws")["instance_type"])))
+        spot_prices = aws_spot_prices(
+            list(regions), sorted(set(load_shipped_offers("aws")["instance_type"]))
+        )
         frames = []
         with tempfile.TemporaryDirectory() as tmp:
             for region in regions:
-                frames.append(aws_offers(fetch_aws_offer_file(region, directory=Path(tmp)), gpus,
-                                         spot_prices=spot_prices))
+                frames.append(
+                    aws_offers(
+                        fetch_aws_offer_file(region, directory=Path(tmp)),
+                        gpus,
+                        spot_prices=spot_prices,
+                    )
+                )
         frame = pd.concat(frames, ignore_index=True)
         skipped = ""
         source = f"AWS EC2 price list offer files ({', '.join(regions)})"
-        spot = "; spot: EC2 spot price history" if spot_prices is not None else \
-            "; spot: kept the shipped prices (boto3 not installed or no AWS credentials)"
+        spot = (
+            "; spot: EC2 spot price history"
+            if spot_prices is not None
+            else "; spot: kept the shipped prices (boto3 not installed or no AWS credentials)"
+        )
     if frame.empty:
-        raise PlannerError(f"the {provider} price source returned no GPU offers the shipped catalog knows", provider)
-    write_offers_csv(frame, output, source, datetime.date.today().isoformat())  # checked before it writes
+        raise PlannerError(
+            f"the {provider} price source returned no GPU offers the shipped catalog knows",
+            provider,
+        )
+    write_offers_csv(
+        frame, output, source, datetime.date.today().isoformat()
+    )  # checked before it writes
     click.echo(f"wrote {len(frame)} offers to {output}{skipped}{spot}")
 
 

@@ -1,18 +1,28 @@
 """The commands that look before planning: `validate`, `estimate`, `gpus`, `examples`, `schema`."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
 
-from planner.commands.options import FORMATS, OutputPath, check_outputs, emit, inputs_of, warn_old_prices
+from planner.commands.options import (
+    FORMATS,
+    OutputPath,
+    check_outputs,
+    emit,
+    inputs_of,
+    warn_old_prices,
+)
 from planner.errors import PlannerError
 
 # ---------------------------------------------------------------- validate
 
 
 @click.command()
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument(
+    "files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path)
+)
 def validate(files: tuple[Path, ...]) -> None:
     """Check scenario and quarter files (and the catalogs they name); print a short summary.
 
@@ -30,16 +40,19 @@ def validate(files: tuple[Path, ...]) -> None:
         if is_quarter(load_yaml(path)):
             quarter = load_quarter(path)
             q = quarter.quarter
-            click.echo(f"{path}: ok: quarter {q.name!r}, {len(q.runs)} run(s), {len(q.reservations)} reservation "
-                       f"option(s), {quarter.steps} steps of {quarter.step_h:g} h, {len(quarter.catalog.offers)} offers"
-                       + _with_configs(quarter.configs))
+            click.echo(
+                f"{path}: ok: quarter {q.name!r}, {len(q.runs)} run(s), {len(q.reservations)} reservation "
+                f"option(s), {quarter.steps} steps of {quarter.step_h:g} h, {len(quarter.catalog.offers)} offers"
+                + _with_configs(quarter.configs)
+            )
             continue
         loaded = load_scenario(path)
         scenario, offers = loaded.scenario, loaded.catalog.offers
         kinds = ", ".join(sorted({w.kind for w in scenario.workloads}))
         click.echo(
             f"{path}: ok: scenario {scenario.name!r}, {len(scenario.workloads)} workload(s) ({kinds}), "
-            f"{len(offers)} offers from {', '.join(scenario.catalogs)}" + _with_configs(loaded.configs)
+            f"{len(offers)} offers from {', '.join(scenario.catalogs)}"
+            + _with_configs(loaded.configs)
         )
 
 
@@ -54,17 +67,39 @@ def _with_configs(configs) -> str:
 @click.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--workload", help="Only this workload.")
-@click.option("--gpu", "gpus", multiple=True,
-              help="Only this GPU name or family; NAME:COUNT for nodes of COUNT GPUs (H100:8; repeatable).")
-@click.option("--top", type=click.IntRange(min=1), default=None,
-              help="Per workload, only the N fastest shapes that fit (per endpoint, the N GPU and TP replicas that "
-                   "serve the most per GPU).")
-@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
-@click.option("-o", "--output", type=OutputPath(stdout_dash=True),
-              help="Write to this file (atomically) instead of stdout (`-`: stdout).")
-@click.option("--plan", "plan_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="A plan from `planner solve --format json`: each endpoint pool's load, headroom left and "
-                   "TTFT/TPOT percentiles at the planned load.")
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    help="Only this GPU name or family; NAME:COUNT for nodes of COUNT GPUs (H100:8; repeatable).",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Per workload, only the N fastest shapes that fit (per endpoint, the N GPU and TP replicas that "
+    "serve the most per GPU).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "json", "csv")),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "-o",
+    "--output",
+    type=OutputPath(stdout_dash=True),
+    help="Write to this file (atomically) instead of stdout (`-`: stdout).",
+)
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A plan from `planner solve --format json`: each endpoint pool's load, headroom left and "
+    "TTFT/TPOT percentiles at the planned load.",
+)
 def estimate(scenario, workload, gpus, top, fmt, output, plan_file) -> None:
     """Memory per GPU, fit, productive hours W and scaling, per GPU model and count; for endpoints, the
     per-replica capacity table (requests/s within the SLO per GPU model, TP degree and request size).
@@ -94,13 +129,18 @@ def estimate(scenario, workload, gpus, top, fmt, output, plan_file) -> None:
     if workload and workload not in names:
         from planner.errors import did_you_mean
 
-        raise PlannerError(f"unknown workload {workload!r}{did_you_mean(workload, names)}", "--workload")
+        raise PlannerError(
+            f"unknown workload {workload!r}{did_you_mean(workload, names)}",
+            "--workload",
+        )
     for query in gpus:
         if not loaded.catalog.knows_gpu(query):
             from planner.errors import did_you_mean
 
-            raise PlannerError(f"unknown GPU {query!r}{did_you_mean(query, loaded.catalog.gpu_names_and_families())}",
-                               "--gpu")
+            raise PlannerError(
+                f"unknown GPU {query!r}{did_you_mean(query, loaded.catalog.gpu_names_and_families())}",
+                "--gpu",
+            )
     if plan_file:
         emit(_estimate_plan(loaded, plan_file, workload, gpus, fmt), output, protected)
         return
@@ -111,17 +151,30 @@ def estimate(scenario, workload, gpus, top, fmt, output, plan_file) -> None:
         from planner.report.estimate import rows_csv
         from planner.report.render import to_json
 
-        emit(to_json(rows + capacity) if fmt == "json" else rows_csv(rows + capacity), output, protected)
+        emit(
+            to_json(rows + capacity) if fmt == "json" else rows_csv(rows + capacity),
+            output,
+            protected,
+        )
         return
     from planner.economics.inputs import estimate_error
     from planner.report.estimate import capacity_text, estimate_text
 
     order = [w.name for w in loaded.scenario.workloads]
-    errors = {w.name: estimate_error(w, loaded.scenario.defaults) for w in loaded.scenario.workloads}
-    emit(estimate_text(rows, order, errors) + capacity_text(capacity, order), output, protected)
+    errors = {
+        w.name: estimate_error(w, loaded.scenario.defaults)
+        for w in loaded.scenario.workloads
+    }
+    emit(
+        estimate_text(rows, order, errors) + capacity_text(capacity, order),
+        output,
+        protected,
+    )
 
 
-def _estimate_plan(loaded, plan_file: Path, workload: str | None, gpus: tuple[str, ...], fmt: str) -> str:
+def _estimate_plan(
+    loaded, plan_file: Path, workload: str | None, gpus: tuple[str, ...], fmt: str
+) -> str:
     """`planner estimate --plan`: the plan's endpoint pools at their planned load."""
     from planner.candidates.endpoint_load import planned_loads
     from planner.load.catalog import split_accelerator
@@ -129,11 +182,24 @@ def _estimate_plan(loaded, plan_file: Path, workload: str | None, gpus: tuple[st
 
     endpoints = load_plan(plan_file, loaded.scenario).endpoints
     if not endpoints:
-        raise PlannerError("the plan has no endpoints: --plan shows an endpoint's pools at their planned load",
-                           str(plan_file))
-    rows = [r for r in planned_loads(loaded.scenario, loaded.catalog, endpoints, lambda loc: at(plan_file, loc))
-            if (not workload or r["workload"] == workload)
-            and (not gpus or any(loaded.catalog.gpu_matches(r["gpu"], split_accelerator(q)[0]) for q in gpus))]
+        raise PlannerError(
+            "the plan has no endpoints: --plan shows an endpoint's pools at their planned load",
+            str(plan_file),
+        )
+    rows = [
+        r
+        for r in planned_loads(
+            loaded.scenario, loaded.catalog, endpoints, lambda loc: at(plan_file, loc)
+        )
+        if (not workload or r["workload"] == workload)
+        and (
+            not gpus
+            or any(
+                loaded.catalog.gpu_matches(r["gpu"], split_accelerator(q)[0])
+                for q in gpus
+            )
+        )
+    ]
     from planner.report.estimate import planned_load_text, rows_csv
     from planner.report.render import to_json
 
@@ -146,9 +212,21 @@ def _estimate_plan(loaded, plan_file: Path, workload: str | None, gpus: tuple[st
 
 
 @click.command()
-@click.option("--gpu", "gpus", multiple=True, help="Only this GPU name or family, e.g. H100; H100:8 for nodes of 8 (repeatable).")
-@click.option("--catalog", "catalogs", multiple=True, help="Catalog names or CSV paths (default: every shipped one).")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
+@click.option(
+    "--gpu",
+    "gpus",
+    multiple=True,
+    help="Only this GPU name or family, e.g. H100; H100:8 for nodes of 8 (repeatable).",
+)
+@click.option(
+    "--catalog",
+    "catalogs",
+    multiple=True,
+    help="Catalog names or CSV paths (default: every shipped one).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
+)
 def gpus(gpus, catalogs, fmt) -> None:
     """Each GPU model on offer: VRAM, bandwidth, FP8, the cheapest price per GPU-hour, node sizes.
 
@@ -169,12 +247,18 @@ def gpus(gpus, catalogs, fmt) -> None:
         raise PlannerError(str(exc.args[0]), "--catalog") from None
     for gpu in gpus:
         if not cat.knows_gpu(gpu):
-            raise PlannerError(f"unknown GPU {gpu!r}{did_you_mean(gpu, cat.gpu_names_and_families())}", "--gpu")
+            raise PlannerError(
+                f"unknown GPU {gpu!r}{did_you_mean(gpu, cat.gpu_names_and_families())}",
+                "--gpu",
+            )
     frame = gpu_summary(cat, tuple(gpus))
     if fmt == "json":
         from planner.report.render import to_json
 
-        click.echo(to_json(frame.astype(object).where(frame.notna(), None).to_dict("records")), nl=False)
+        click.echo(
+            to_json(frame.astype(object).where(frame.notna(), None).to_dict("records")),
+            nl=False,
+        )
     elif fmt == "csv":
         from planner.report.render import to_csv
 
@@ -183,12 +267,31 @@ def gpus(gpus, catalogs, fmt) -> None:
         from planner.report.render import render_table
 
         as_of = cat.prices_as_of()
-        footer = [f"{len(frame)} GPU models; USD per GPU-hour" + (f", prices as of {as_of}" if as_of else "")]
-        click.echo(render_table(frame, footer=footer, headers={"on_demand_usd_per_gpu_h": "on_demand",
-                                                               "spot_usd_per_gpu_h": "spot", "bandwidth_gbs": "GB/s",
-                                                               "gpus_per_node": "per_node", "vram_gib": "vram"},
-                                drop=("providers", "gpus_per_node", "bandwidth_gbs", "on_demand_from", "spot_from")),
-                   nl=False)
+        footer = [
+            f"{len(frame)} GPU models; USD per GPU-hour"
+            + (f", prices as of {as_of}" if as_of else "")
+        ]
+        click.echo(
+            render_table(
+                frame,
+                footer=footer,
+                headers={
+                    "on_demand_usd_per_gpu_h": "on_demand",
+                    "spot_usd_per_gpu_h": "spot",
+                    "bandwidth_gbs": "GB/s",
+                    "gpus_per_node": "per_node",
+                    "vram_gib": "vram",
+                },
+                drop=(
+                    "providers",
+                    "gpus_per_node",
+                    "bandwidth_gbs",
+                    "on_demand_from",
+                    "spot_from",
+                ),
+            ),
+            nl=False,
+        )
     warn_old_prices(cat)
 
 
@@ -197,9 +300,17 @@ def gpus(gpus, catalogs, fmt) -> None:
 
 @click.command()
 @click.argument("names", nargs=-1)
-@click.option("--dir", "directory", type=click.Path(file_okay=False, path_type=Path), default=Path("scenarios"),
-              show_default=True, help="Folder to copy the examples into (created if missing).")
-@click.option("--list", "list_only", is_flag=True, help="Only list the shipped examples.")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("scenarios"),
+    show_default=True,
+    help="Folder to copy the examples into (created if missing).",
+)
+@click.option(
+    "--list", "list_only", is_flag=True, help="Only list the shipped examples."
+)
 def examples(names, directory, list_only) -> None:
     """Copy the shipped example scenarios (all, or NAMES) into a folder of yours.
 
@@ -228,8 +339,17 @@ def examples(names, directory, list_only) -> None:
 
 
 @click.command()
-@click.argument("kind", type=click.Choice(("scenario", "quarter", "plan", "schedule")), default="scenario")
-@click.option("-o", "--output", type=OutputPath(stdout_dash=True), help="Write it to this file (atomically).")
+@click.argument(
+    "kind",
+    type=click.Choice(("scenario", "quarter", "plan", "schedule")),
+    default="scenario",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=OutputPath(stdout_dash=True),
+    help="Write it to this file (atomically).",
+)
 def schema(kind, output) -> None:
     """The JSON Schema of scenario (or quarter) files, for an editor to check YAML as it is written; or of a plan
     (`planner solve --format json`) or a schedule (`planner batch --format json`), for the tools that read them.

@@ -1,5 +1,6 @@
 """What every command shares: option types, exit statuses, output files written atomically (and together),
 progress bars on stderr, the old-prices warning."""
+
 from __future__ import annotations
 
 import contextlib
@@ -39,7 +40,11 @@ class OutputPath(click.Path):
         if value == "-":
             if self.stdout_dash:
                 return None  # what the option's absence means: print
-            self.fail("'-' (standard output) cannot take this output; expected a file name", param, ctx)
+            self.fail(
+                "'-' (standard output) cannot take this output; expected a file name",
+                param,
+                ctx,
+            )
         if isinstance(value, str) and value.endswith(("/", os.sep)):
             self.fail(f"{value!r} names a folder; expected a file name", param, ctx)
         return super().convert(value, param, ctx)
@@ -48,7 +53,14 @@ class OutputPath(click.Path):
 MAX_TRIALS, MAX_SEED, MAX_PROCESSES = 1_000_000, 2**32 - 1, 256
 """Monte-Carlo trials (memory grows with them), seeds numpy takes, local processes (the sweep's points are fewer)."""
 
-EXIT_PLAN, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_TIME_LIMIT, EXIT_INTERRUPTED, EXIT_CLOSED_OUTPUT = 0, 1, 2, 3, 130, 141
+(
+    EXIT_PLAN,
+    EXIT_INFEASIBLE,
+    EXIT_BAD_INPUT,
+    EXIT_TIME_LIMIT,
+    EXIT_INTERRUPTED,
+    EXIT_CLOSED_OUTPUT,
+) = 0, 1, 2, 3, 130, 141
 """The exit statuses every command keeps (docs/commands.md, `planner --help`)."""
 
 
@@ -59,11 +71,17 @@ def exit_for(status: str) -> None:
     if status == "INFEASIBLE":
         sys.exit(EXIT_INFEASIBLE)
     if status == "MODEL_INVALID":  # not the time limit: more time would not help
-        click.echo("error: CP-SAT refused the model as invalid (its figures passed 64-bit integers, which only "
-                   "sizes far beyond real ones reach); please report it with the input", err=True)
+        click.echo(
+            "error: CP-SAT refused the model as invalid (its figures passed 64-bit integers, which only "
+            "sizes far beyond real ones reach); please report it with the input",
+            err=True,
+        )
         sys.exit(EXIT_TIME_LIMIT)
     if status not in SOLVED:
-        click.echo("error: the time limit was reached before any plan was found; raise --time-limit", err=True)
+        click.echo(
+            "error: the time limit was reached before any plan was found; raise --time-limit",
+            err=True,
+        )
         sys.exit(EXIT_TIME_LIMIT)
 
 
@@ -85,8 +103,11 @@ def check_outputs(inputs: tuple[Path, ...], *outputs: str | Path | None) -> None
         if output:
             check_target(Path(output), inputs)
             if any(same_target(Path(output), other) for other in given):
-                raise PlannerError("given for two outputs of this command, so one would replace the other; "
-                                   "give each output its own file", str(output))
+                raise PlannerError(
+                    "given for two outputs of this command, so one would replace the other; "
+                    "give each output its own file",
+                    str(output),
+                )
             given.append(Path(output))
 
 
@@ -101,7 +122,9 @@ def emit(text: str, output: str | None, inputs: tuple[Path, ...] = ()) -> None:
         click.echo(text, nl=not text.endswith("\n"))
 
 
-_written: list[str] | None = None  # inside `outputs_together`: the files written, said once they are in place
+_written: list[str] | None = (
+    None  # inside `outputs_together`: the files written, said once they are in place
+)
 
 
 def wrote(path) -> None:

@@ -1,13 +1,26 @@
 """`planner solve`, `planner batch` and `planner simulate`: plan a scenario, schedule a quarter, replay either."""
+
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
 
-from planner.commands.options import (FiniteFloatRange, MAX_SEED, MAX_TRIALS, OutputPath, building_candidates,
-                                      check_outputs, emit, exit_for, inputs_of, outputs_together, warn_old_prices,
-                                      with_progress, wrote)
+from planner.commands.options import (
+    MAX_SEED,
+    MAX_TRIALS,
+    FiniteFloatRange,
+    OutputPath,
+    building_candidates,
+    check_outputs,
+    emit,
+    exit_for,
+    inputs_of,
+    outputs_together,
+    warn_old_prices,
+    with_progress,
+    wrote,
+)
 from planner.errors import PlannerError
 
 # ---------------------------------------------------------------- solve
@@ -15,16 +28,44 @@ from planner.errors import PlannerError
 
 @click.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv", "markdown")), default="table",
-              show_default=True)
-@click.option("-o", "--output", type=OutputPath(stdout_dash=True),
-              help="Write to this file (atomically) instead of stdout (`-`: stdout).")
-@click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
-              help="Seconds CP-SAT may search; the best plan so far is reported with its gap.")
-@click.option("--workers", type=click.IntRange(min=1), default=2, show_default=True, help="CP-SAT search workers.")
-@click.option("--explain", is_flag=True, help="Add runner-up candidates and why the winner beat them.")
-@click.option("--no-timings", "no_timings", is_flag=True,
-              help="Leave `solve_report` (the clock readings) out of the JSON, so runs can be diffed byte for byte.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "json", "csv", "markdown")),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "-o",
+    "--output",
+    type=OutputPath(stdout_dash=True),
+    help="Write to this file (atomically) instead of stdout (`-`: stdout).",
+)
+@click.option(
+    "--time-limit",
+    type=FiniteFloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds CP-SAT may search; the best plan so far is reported with its gap.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=2,
+    show_default=True,
+    help="CP-SAT search workers.",
+)
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Add runner-up candidates and why the winner beat them.",
+)
+@click.option(
+    "--no-timings",
+    "no_timings",
+    is_flag=True,
+    help="Leave `solve_report` (the clock readings) out of the JSON, so runs can be diffed byte for byte.",
+)
 def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> None:
     """The cheapest plan that meets every deadline, with its cost breakdown.
 
@@ -45,8 +86,13 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
 
     loaded = load_scenario(scenario)
     check_outputs(loaded.inputs, output)
-    plan = building_candidates(lambda progress: make_plan(loaded, time_limit_s=time_limit, workers=workers,
-                                                           progress=progress), fmt, output)
+    plan = building_candidates(
+        lambda progress: make_plan(
+            loaded, time_limit_s=time_limit, workers=workers, progress=progress
+        ),
+        fmt,
+        output,
+    )
     emit(solve_text(plan, fmt, explain, not no_timings), output, inputs=loaded.inputs)
     warn_old_prices(loaded.catalog)
     exit_for(plan.status)
@@ -57,22 +103,55 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
 
 @click.command()
 @click.argument("quarter", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
-@click.option("-o", "--output", type=OutputPath(stdout_dash=True),
-              help="Write to this file (atomically) instead of stdout (`-`: stdout).")
-@click.option("--gantt", type=OutputPath(), help="Draw the schedule to FILE.png or FILE.html.")
-@click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
-              help="Seconds for the whole search (all its phases), which sets its amount of CP-SAT work; the "
-                   "best schedule so far is reported with its gap.")
-@click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True,
-              help="CP-SAT search workers; the bound's LP runs beside them on one more core.")
-@click.option("--no-timings", "no_timings", is_flag=True,
-              help="Leave `solve_report` (the clock readings) out of the JSON, so runs can be diffed byte for byte.")
-@click.option("--schedule-confidence", "schedule_confidence", type=FiniteFloatRange(0.5, 0.9999), default=None,
-              help="Size every run's slot so that the whole schedule holds (every run by its due date) with at "
-                   "least this probability, not only each run on its own; the schedule is then replayed to "
-                   "measure it.")
-def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule_confidence) -> None:
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "json", "csv")),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "-o",
+    "--output",
+    type=OutputPath(stdout_dash=True),
+    help="Write to this file (atomically) instead of stdout (`-`: stdout).",
+)
+@click.option(
+    "--gantt", type=OutputPath(), help="Draw the schedule to FILE.png or FILE.html."
+)
+@click.option(
+    "--time-limit",
+    type=FiniteFloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Seconds for the whole search (all its phases), which sets its amount of CP-SAT work; the "
+    "best schedule so far is reported with its gap.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="CP-SAT search workers; the bound's LP runs beside them on one more core.",
+)
+@click.option(
+    "--no-timings",
+    "no_timings",
+    is_flag=True,
+    help="Leave `solve_report` (the clock readings) out of the JSON, so runs can be diffed byte for byte.",
+)
+@click.option(
+    "--schedule-confidence",
+    "schedule_confidence",
+    type=FiniteFloatRange(0.5, 0.9999),
+    default=None,
+    help="Size every run's slot so that the whole schedule holds (every run by its due date) with at "
+    "least this probability, not only each run on its own; the schedule is then replayed to "
+    "measure it.",
+)
+def batch(
+    quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule_confidence
+) -> None:
     """Schedule a quarter's runs over time: start dates, placements, reservations to buy.
 
     --time-limit covers the search (every phase); candidates are built before it. When it
@@ -92,14 +171,28 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
     from planner.load.quarter import load_quarter
     from planner.report.batch import batch_text
 
-    if gantt is not None and not gantt.lower().endswith((".png", ".html")):  # '' too: not "no chart"
-        raise PlannerError(f"expected a .png or .html file name, got {gantt!r}", "--gantt")
+    if gantt is not None and not gantt.lower().endswith(
+        (".png", ".html")
+    ):  # '' too: not "no chart"
+        raise PlannerError(
+            f"expected a .png or .html file name, got {gantt!r}", "--gantt"
+        )
     loaded = load_quarter(quarter)
     check_outputs(loaded.inputs, output, gantt)
-    plan = building_candidates(lambda progress: make_batch_plan(
-        loaded, time_limit_s=time_limit, workers=workers, progress=progress, schedule_confidence=schedule_confidence),
-        fmt, output)
-    data = batch_json(plan, not no_timings)  # once: the table and the chart are drawn from it
+    plan = building_candidates(
+        lambda progress: make_batch_plan(
+            loaded,
+            time_limit_s=time_limit,
+            workers=workers,
+            progress=progress,
+            schedule_confidence=schedule_confidence,
+        ),
+        fmt,
+        output,
+    )
+    data = batch_json(
+        plan, not no_timings
+    )  # once: the table and the chart are drawn from it
     with outputs_together():  # the table and its chart land together or not at all
         emit(batch_text(plan, fmt, data=data), output, inputs=loaded.inputs)
         if gantt and plan.result is not None and plan.result.solved:
@@ -116,22 +209,60 @@ def batch(quarter, fmt, output, gantt, time_limit, workers, no_timings, schedule
 
 @click.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--plan", "plan_file", type=click.Path(dir_okay=False, path_type=Path),
-              help="A plan from `planner solve --format json`, or for a quarter file a schedule from `planner batch "
-                   "--format json` (default: plan it now).")
-@click.option("--trials", type=click.IntRange(100, MAX_TRIALS), default=10_000, show_default=True,
-              help="Monte-Carlo trials (memory grows with them).")
-@click.option("--seed", type=click.IntRange(0, MAX_SEED), default=0, show_default=True,
-              help="Same seed, same numbers.")
-@click.option("--format", "fmt", type=click.Choice(("table", "json", "csv")), default="table", show_default=True)
-@click.option("-o", "--output", type=OutputPath(stdout_dash=True),
-              help="Write to this file (atomically) instead of stdout (`-`: stdout).")
-@click.option("--time-limit", type=FiniteFloatRange(min=0.1), default=60.0, show_default=True,
-              help="Solver time limit when no --plan is given.")
-@click.option("--traces", "traces_dir", is_flag=False, flag_value="shipped", default=None, metavar="[DIR]",
-              help="Replay the spot and spot_fallback assignments on measured availability traces instead: the "
-                   "shipped public ones, or DIR's (Can't Be Late's JSON format).")
-def simulate(scenario, plan_file, trials, seed, fmt, output, time_limit, traces_dir) -> None:
+@click.option(
+    "--plan",
+    "plan_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A plan from `planner solve --format json`, or for a quarter file a schedule from `planner batch "
+    "--format json` (default: plan it now).",
+)
+@click.option(
+    "--trials",
+    type=click.IntRange(100, MAX_TRIALS),
+    default=10_000,
+    show_default=True,
+    help="Monte-Carlo trials (memory grows with them).",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, MAX_SEED),
+    default=0,
+    show_default=True,
+    help="Same seed, same numbers.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(("table", "json", "csv")),
+    default="table",
+    show_default=True,
+)
+@click.option(
+    "-o",
+    "--output",
+    type=OutputPath(stdout_dash=True),
+    help="Write to this file (atomically) instead of stdout (`-`: stdout).",
+)
+@click.option(
+    "--time-limit",
+    type=FiniteFloatRange(min=0.1),
+    default=60.0,
+    show_default=True,
+    help="Solver time limit when no --plan is given.",
+)
+@click.option(
+    "--traces",
+    "traces_dir",
+    is_flag=False,
+    flag_value="shipped",
+    default=None,
+    metavar="[DIR]",
+    help="Replay the spot and spot_fallback assignments on measured availability traces instead: the "
+    "shipped public ones, or DIR's (Can't Be Late's JSON format).",
+)
+def simulate(
+    scenario, plan_file, trials, seed, fmt, output, time_limit, traces_dir
+) -> None:
     """Monte-Carlo the plan (failures, lost work, restarts, billing sessions) against the analytic model.
 
     Endpoints are replayed minute by minute for their duration (Poisson arrivals, spot nodes preempted
@@ -165,23 +296,34 @@ def simulate(scenario, plan_file, trials, seed, fmt, output, time_limit, traces_
 
     if is_quarter(load_yaml(scenario)):
         if traces_dir is not None:
-            raise PlannerError("--traces replays a scenario's plan; a quarter schedule is replayed without it",
-                               str(scenario))
+            raise PlannerError(
+                "--traces replays a scenario's plan; a quarter schedule is replayed without it",
+                str(scenario),
+            )
         from planner.load.quarter import load_quarter
 
         loaded = load_quarter(scenario)
         check_outputs(loaded.inputs + inputs_of(plan_file), output)
         record = replay.schedule_record(loaded, plan_file, time_limit)
-        text = report.schedule_text(replay.replay_schedule(loaded, record, trials, seed), fmt)
+        text = report.schedule_text(
+            replay.replay_schedule(loaded, record, trials, seed), fmt
+        )
     else:
         loaded = load_scenario(scenario)
         check_outputs(loaded.inputs + inputs_of(plan_file), output)
         record = replay.plan_record(loaded, plan_file, time_limit)
         if traces_dir is not None:
-            text = report.trace_text(replay.replay_traces(loaded, record, traces_dir), fmt)
+            text = report.trace_text(
+                replay.replay_traces(loaded, record, traces_dir), fmt
+            )
         else:
             show = trials * len(record.assignments) >= 200_000 and fmt == "table"
-            text = report.simulation_text(with_progress(
-                lambda progress: replay.replay_plan(record, trials, seed, progress), show), fmt)
+            text = report.simulation_text(
+                with_progress(
+                    lambda progress: replay.replay_plan(record, trials, seed, progress),
+                    show,
+                ),
+                fmt,
+            )
     emit(text, output, loaded.inputs + inputs_of(plan_file))
     warn_old_prices(loaded.catalog)

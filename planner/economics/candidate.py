@@ -2,6 +2,7 @@
 (`CostResult`), and the small laws every part of it reads: how spot events touch a job of n nodes (§3), the
 capacity wait's phases (§3) and billed hours (§5).
 """
+
 from __future__ import annotations
 
 import math
@@ -10,7 +11,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.economics.estimate_error import EXACT, EstimateError
-
 
 TOLERANCES = ("none", "checkpointed", "stateless")
 # Above this many expected failures the job is hopeless and the grid methods
@@ -27,7 +27,9 @@ class CandidateInputs:
     restart_h: float = 0.0  # R, at the first start and after each failure
     nodes: int = 1  # n
     gpus_per_node: int = 1  # g
-    spot_rate_per_node_h: float = 0.0  # preemption events per node-hour as the job sees them (§3); 0 on demand
+    spot_rate_per_node_h: float = (
+        0.0  # preemption events per node-hour as the job sees them (§3); 0 on demand
+    )
     hw_failure_per_gpu_h: float = 2e-5  # φ (Llama 3: 419 in 54 d on 16,384 GPUs)
     price_per_node_h: float = 0.0
     billing_granularity_h: float = 1.0 / 3600.0  # γ
@@ -37,9 +39,15 @@ class CandidateInputs:
     time_budget_h: float = math.inf  # D
     storage_usd_per_h: float = 0.0  # per wall-clock hour, already converted
     egress_usd: float = 0.0  # one-off
-    capacity_wait_h: float = 0.0  # m: mean hours until spot capacity returns after a preemption event
-    capacity_wait_cv: float = 1.0  # its coefficient of variation (1: exponential; the traces' are 2-6)
-    estimate_error: EstimateError = EXACT  # of the throughput estimate W came from: in P(T <= D) only (§12)
+    capacity_wait_h: float = (
+        0.0  # m: mean hours until spot capacity returns after a preemption event
+    )
+    capacity_wait_cv: float = (
+        1.0  # its coefficient of variation (1: exponential; the traces' are 2-6)
+    )
+    estimate_error: EstimateError = (
+        EXACT  # of the throughput estimate W came from: in P(T <= D) only (§12)
+    )
 
     def __post_init__(self) -> None:
         if not self.work_h > 0:
@@ -53,14 +61,19 @@ class CandidateInputs:
             raise ValueError("nodes and gpus_per_node must be >= 1")
         if not self.billing_granularity_h > 0:
             raise ValueError("billing_granularity_h must be > 0")
-        for name in ("checkpoint_write_h", "restart_h", "spot_rate_per_node_h",
-                     "hw_failure_per_gpu_h", "billing_minimum_h", "capacity_wait_h"):
+        for name in (
+            "checkpoint_write_h",
+            "restart_h",
+            "spot_rate_per_node_h",
+            "hw_failure_per_gpu_h",
+            "billing_minimum_h",
+            "capacity_wait_h",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if not self.capacity_wait_cv >= 1:
             raise ValueError("capacity_wait_cv must be >= 1")
-        if (self.interruption_tolerance != "none"
-                and not self.checkpoint_interval_h > 0):
+        if self.interruption_tolerance != "none" and not self.checkpoint_interval_h > 0:
             raise ValueError("checkpoint_interval_h must be > 0")
 
     @property
@@ -72,7 +85,10 @@ class CandidateInputs:
         """Failures per hour across the job, n·λ_spot + N·φ (§3). λ_spot is the preemption events per node-hour
         as the job sees them: `spot_event_rate(...) / n` for a gang, which restarts at every event that takes
         any of its nodes; each node's own rate for a stateless job, whose nodes are lost alone (§4)."""
-        return self.nodes * self.spot_rate_per_node_h + self.gpus * self.hw_failure_per_gpu_h
+        return (
+            self.nodes * self.spot_rate_per_node_h
+            + self.gpus * self.hw_failure_per_gpu_h
+        )
 
     @property
     def spot_share(self) -> float:
@@ -94,7 +110,9 @@ class CostResult:
     breakdown: dict = field(default_factory=dict)
     segments: int = 1  # k
     checkpoint_interval_h: float = math.inf  # τ used
-    p_deadline_on_estimate: float = math.nan  # P(T <= D), the estimate taken as exact (NaN: not asked)
+    p_deadline_on_estimate: float = (
+        math.nan
+    )  # P(T <= D), the estimate taken as exact (NaN: not asked)
 
 
 def spot_event_rate(lam_node, nodes, correlation):
@@ -110,12 +128,16 @@ def events_per_loss(nodes, correlation):
     node also take any other given node. η(1) = 1; c = 0 gives n (independent), c = 1 gives 1 (every event
     takes every node). Vectorised over whole node counts and c: the sum itself, exactly rounded, per distinct
     (c, n), and n − c·n(n − 1)/2 to first order where c is tiny."""
-    n, c = np.broadcast_arrays(np.asarray(nodes, dtype=float), np.asarray(correlation, dtype=float))
+    n, c = np.broadcast_arrays(
+        np.asarray(nodes, dtype=float), np.asarray(correlation, dtype=float)
+    )
     factor = np.where(c >= 1, 1.0, n - c * n * (n - 1) / 2)
     exact = (c >= 1e-6) & (c < 1)
     if exact.any():
         pairs, inverse = np.unique(c[exact] + 1j * n[exact], return_inverse=True)
-        factor[exact] = np.array([_events_per_loss(pair.real, round(pair.imag)) for pair in pairs])[inverse]
+        factor[exact] = np.array(
+            [_events_per_loss(pair.real, round(pair.imag)) for pair in pairs]
+        )[inverse]
     return float(factor) if factor.ndim == 0 else factor
 
 
@@ -132,8 +154,16 @@ def event_sizes(nodes: int, correlation: float) -> np.ndarray:
     if correlation <= 0:
         return (k == 1).astype(float)
     b = (1 - correlation) / correlation
-    log_w = np.array([math.lgamma(nodes + 1) - math.lgamma(i + 1) - math.lgamma(nodes - i + 1) + math.lgamma(i)
-                      + math.lgamma(b + nodes - i) for i in k.tolist()])
+    log_w = np.array(
+        [
+            math.lgamma(nodes + 1)
+            - math.lgamma(i + 1)
+            - math.lgamma(nodes - i + 1)
+            + math.lgamma(i)
+            + math.lgamma(b + nodes - i)
+            for i in k.tolist()
+        ]
+    )
     w = np.exp(log_w - log_w.max())
     return w / w.sum()
 

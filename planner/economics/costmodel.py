@@ -19,6 +19,7 @@ make them exact (the contract's tolerances are against simulation):
   per-segment compound-geometric laws), not a normal approximation;
 * 'none' writes no checkpoints, so its C is 0 as for 'stateless' (§4).
 """
+
 from __future__ import annotations
 
 import math
@@ -32,7 +33,9 @@ from planner.economics.segment_plans import _moments, _wall_moments, segment_pla
 from planner.economics.wall_time import WallLaw
 
 
-def completion_quantile(inputs: CandidateInputs, q: float, tau: float | None = None) -> float:
+def completion_quantile(
+    inputs: CandidateInputs, q: float, tau: float | None = None
+) -> float:
     """Smallest D with P(ε·T ≤ D) ≥ q: the same law as `p_deadline`, inverted (what `planner batch` books
     on the calendar)."""
     return WallLaw(segment_plan(inputs, tau)).quantile_met(q, inputs.estimate_error)
@@ -46,20 +49,26 @@ def p_deadline(inputs: CandidateInputs, tau: float | None = None) -> float:
     return WallLaw(segment_plan(inputs, tau)).p_met(D, inputs.estimate_error)
 
 
-def _evaluate(inputs: CandidateInputs, tau: float | None,
-              with_deadline: bool) -> CostResult:
+def _evaluate(
+    inputs: CandidateInputs, tau: float | None, with_deadline: bool
+) -> CostResult:
     p = segment_plan(inputs, tau)
-    ET, EF, sd = _moments(p)  # of one stream (§4): the whole job but for a stateless one
+    ET, EF, sd = _moments(
+        p
+    )  # of one stream (§4): the whole job but for a stateless one
     n, price = inputs.nodes, inputs.price_per_node_h
     gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
     waste = p.streams * _waste(p, gran, minimum, ET, EF, sd).total
     billed = float(n * ET + waste)
     waste = float(waste)
     W, kC = inputs.work_h, p.k * p.C
+
     def usd(rate: float, amount: float) -> float:  # 0 · inf is 0 here
         return float(rate * amount) if rate else 0.0
 
-    wall, _ = _wall_moments(p, ET, EF, sd)  # plus the capacity waits, which are not billed
+    wall, _ = _wall_moments(
+        p, ET, EF, sd
+    )  # plus the capacity waits, which are not billed
     breakdown = {
         "compute": usd(price, n * W),
         "checkpointing": usd(price, n * kC),
@@ -74,11 +83,22 @@ def _evaluate(inputs: CandidateInputs, tau: float | None,
     pd = on_estimate = 1.0
     if with_deadline and math.isfinite(inputs.time_budget_h):
         law = WallLaw(p, (ET, EF, sd))
-        pd, on_estimate = law.p_met(inputs.time_budget_h, inputs.estimate_error), law.p_le(inputs.time_budget_h)
-    return CostResult(wall_h=wall, failures=p.streams * EF, billed_node_h=billed,
-                      rounding_waste_node_h=waste, p_deadline=pd,
-                      cost_usd=cost, breakdown=breakdown, segments=p.k,
-                      checkpoint_interval_h=p.tau, p_deadline_on_estimate=on_estimate)
+        pd, on_estimate = (
+            law.p_met(inputs.time_budget_h, inputs.estimate_error),
+            law.p_le(inputs.time_budget_h),
+        )
+    return CostResult(
+        wall_h=wall,
+        failures=p.streams * EF,
+        billed_node_h=billed,
+        rounding_waste_node_h=waste,
+        p_deadline=pd,
+        cost_usd=cost,
+        breakdown=breakdown,
+        segments=p.k,
+        checkpoint_interval_h=p.tau,
+        p_deadline_on_estimate=on_estimate,
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -113,7 +133,12 @@ def quick_interval(inputs: CandidateInputs) -> float:
     W, lam = inputs.work_h, inputs.failure_rate_per_h
     if inputs.interruption_tolerance != "checkpointed" or lam == 0:
         return segment_plan(inputs).tau
-    C, R, n, gran = inputs.checkpoint_write_h, inputs.restart_h, inputs.nodes, inputs.billing_granularity_h
+    C, R, n, gran = (
+        inputs.checkpoint_write_h,
+        inputs.restart_h,
+        inputs.nodes,
+        inputs.billing_granularity_h,
+    )
     k_max = int(min(100_000, max(1, math.ceil(W / max(W / 1e5, 1e-3)))))
 
     def proxy(ks):
@@ -141,10 +166,14 @@ def best_interval(inputs: CandidateInputs, candidates=None) -> float:
     if inputs.interruption_tolerance != "checkpointed":
         return segment_plan(inputs).tau
     fine = max(inputs.billing_granularity_h, inputs.billing_minimum_h) <= FINE_BILLING_H
-    if fine and not candidates:  # the quick optimum, settled against its neighbours at the exact cost
+    if (
+        fine and not candidates
+    ):  # the quick optimum, settled against its neighbours at the exact cost
         k0 = round(W / quick_interval(inputs))
         near = [W / k for k in range(max(1, k0 - 2), k0 + 3)]
-        return min(near, key=lambda t: (_evaluate(inputs, t, with_deadline=False).cost_usd, -t))
+        return min(
+            near, key=lambda t: (_evaluate(inputs, t, with_deadline=False).cost_usd, -t)
+        )
     lam, C = inputs.failure_rate_per_h, inputs.checkpoint_write_h
     k_max = int(min(100_000, max(1, math.ceil(W / 1e-3))))
     cache: dict[float, float] = {}
@@ -167,7 +196,9 @@ def best_interval(inputs: CandidateInputs, candidates=None) -> float:
     # refine: a fine log grid around the two best, then integer neighbours
     for t in sorted(cache, key=lambda t: (cache[t], -t))[:2]:
         k0 = W / t
-        for kk in np.unique(np.geomspace(max(1, k0 / 1.35), min(k_max, k0 * 1.35), 16).round()):
+        for kk in np.unique(
+            np.geomspace(max(1, k0 / 1.35), min(k_max, k0 * 1.35), 16).round()
+        ):
             cost(W / int(kk))
     k0 = round(W / min(cache, key=lambda t: (cache[t], -t)))
     for kk in range(max(1, k0 - 4), min(k_max, k0 + 4) + 1):

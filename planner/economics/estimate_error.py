@@ -9,6 +9,7 @@ wall-time law over ε. ε is lognormal; `PUBLISHED` is its robust fit to those 6
 run's throughput, listed with their reasons in docs/validation.md, which a standard deviation would let
 decide the spread). `tests/test_estimate_error.py` refits it from the benchmark, so it follows the physics.
 """
+
 from __future__ import annotations
 
 import math
@@ -19,7 +20,9 @@ import numpy as np
 
 __all__ = ["EstimateError", "EXACT", "PUBLISHED", "NODES"]
 
-_erfc = np.frompyfunc(math.erfc, 1, 1)  # numpy has no erfc, and SciPy's import is not worth one function
+_erfc = np.frompyfunc(
+    math.erfc, 1, 1
+)  # numpy has no erfc, and SciPy's import is not worth one function
 NODES = 97
 """Points of the normal law ln ε is integrated over (±6 standard deviations, an eighth of one apart)."""
 
@@ -42,13 +45,19 @@ class EstimateError:
             log = np.log(np.maximum(ratio, 0.0))
         if self.sigma == 0:
             return (log >= self.median - 1e-12).astype(float)
-        return np.asarray(0.5 * _erfc((self.median - log) / (self.sigma * math.sqrt(2))), dtype=float)
+        return np.asarray(
+            0.5 * _erfc((self.median - log) / (self.sigma * math.sqrt(2))), dtype=float
+        )
 
     def factor(self, q: float) -> float:
         """The q-quantile of ε: a failure-free time at most D over it can meet D with probability q."""
-        return math.exp(self.median + (self.sigma * NormalDist().inv_cdf(q) if self.sigma else 0.0))
+        return math.exp(
+            self.median + (self.sigma * NormalDist().inv_cdf(q) if self.sigma else 0.0)
+        )
 
-    def met(self, wall_h: np.ndarray, deadline_h: float, t0_h: float, fallback: bool) -> np.ndarray:
+    def met(
+        self, wall_h: np.ndarray, deadline_h: float, t0_h: float, fallback: bool
+    ) -> np.ndarray:
         """Per run of wall time `wall_h` (NaN: not done), the chance it meets the deadline had the estimate been off
         by ε: P(ε·T <= D), or for a spot_fallback run P(T <= D)·P(ε·t0 <= D), its switch reading the work left
         as measured."""

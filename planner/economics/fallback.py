@@ -22,6 +22,7 @@ checkpoint where billing is coarse (`_switch_law`). `planner.economics.simulate.
 replays the policy trial by trial (the tests hold the two within 2 % on cost and 2 points on
 P(deadline)).
 """
+
 from __future__ import annotations
 
 import math
@@ -31,13 +32,27 @@ import numpy as np
 from numpy import fft as _fft
 
 from planner.economics import costmodel, grids, rounding_waste, segment_plans, wall_time
-from planner.economics.candidate import _MAX_EXP, CandidateInputs, CostResult, billed_hours, wait_phases
+from planner.economics.candidate import (
+    _MAX_EXP,
+    CandidateInputs,
+    CostResult,
+    billed_hours,
+    wait_phases,
+)
 from planner.economics.estimate_error import EXACT
 from planner.economics.segment_plans import segment_plan
 from planner.schema.plan import PRICED_KEYS
 
-__all__ = ["FallbackResult", "margin_h", "switch_at", "leaves_room", "unit", "excess_over_spot", "completion_quantile",
-           "expected"]
+__all__ = [
+    "FallbackResult",
+    "margin_h",
+    "switch_at",
+    "leaves_room",
+    "unit",
+    "excess_over_spot",
+    "completion_quantile",
+    "expected",
+]
 
 PRICED = PRICED_KEYS
 """The breakdown parts paid at a node-hour price (storage and egress are not)."""
@@ -83,13 +98,17 @@ class FallbackResult:
 
     def parts(self, spot_price: float, on_demand_price: float) -> dict:
         """The priced breakdown parts in USD."""
-        return {k: self.spot[k] * spot_price + self.on_demand[k] * on_demand_price for k in PRICED}
+        return {
+            k: self.spot[k] * spot_price + self.on_demand[k] * on_demand_price
+            for k in PRICED
+        }
 
 
 def _rarely_switches(p, B: float, min_switch: float, law: wall_time.WallLaw) -> bool:
     """P(spot alone's overhead passes B) < min_switch, by spot alone's law or Chernoff's bound on it (either
     settles it): the law first when its grid is computed (microseconds), else the bound, which settles nine
     times in ten in candidate generation without an FFT."""
+
     def by_law() -> bool:
         return 1 - law.p_le(p.R + p.S + B) < min_switch
 
@@ -99,17 +118,28 @@ def _rarely_switches(p, B: float, min_switch: float, law: wall_time.WallLaw) -> 
     return by_law() or by_bound() if law.ready else by_bound() or by_law()
 
 
-def as_spot(inputs: CandidateInputs, spot: CostResult, p_deadline: float,
-            p_deadline_on_estimate: float = math.nan) -> FallbackResult:
+def as_spot(
+    inputs: CandidateInputs,
+    spot: CostResult,
+    p_deadline: float,
+    p_deadline_on_estimate: float = math.nan,
+) -> FallbackResult:
     """The policy where it practically never switches (fewer than `unit`'s `min_switch` of runs): spot alone's
     outcome `spot` for `inputs`, every node-hour at the spot price, P(ε·T <= D) spot alone's (and P(T <= D)),
     every event's wait done."""
-    return FallbackResult(spot={k: spot.breakdown[k] for k in PRICED}, on_demand={k: 0.0 for k in PRICED},
-                          wall_h=spot.wall_h, failures=spot.failures, p_deadline=p_deadline, p_switch=0.0,
-                          segments=spot.segments, checkpoint_interval_h=spot.checkpoint_interval_h,
-                          spot_failures=spot.failures,
-                          waiting_h=spot.failures * inputs.spot_share * inputs.capacity_wait_h,
-                          p_deadline_on_estimate=p_deadline_on_estimate)
+    return FallbackResult(
+        spot={k: spot.breakdown[k] for k in PRICED},
+        on_demand={k: 0.0 for k in PRICED},
+        wall_h=spot.wall_h,
+        failures=spot.failures,
+        p_deadline=p_deadline,
+        p_switch=0.0,
+        segments=spot.segments,
+        checkpoint_interval_h=spot.checkpoint_interval_h,
+        spot_failures=spot.failures,
+        waiting_h=spot.failures * inputs.spot_share * inputs.capacity_wait_h,
+        p_deadline_on_estimate=p_deadline_on_estimate,
+    )
 
 
 def _levels(p, D: float) -> tuple[float, float] | None:
@@ -117,7 +147,9 @@ def _levels(p, D: float) -> tuple[float, float] | None:
     the last, and the last, may end with and stay on spot (Z_(i+1) <= D − margin − 2R − S − s_i); None when
     they leave spot no room, not even one failure-free segment before the switch point (B < 0 or B_k <= 0)."""
     margin = margin_h(p.R, p.tau)
-    B_k = D - margin - 2 * p.R - p.S - p.s_k  # the overhead the last segment may end with
+    B_k = (
+        D - margin - 2 * p.R - p.S - p.s_k
+    )  # the overhead the last segment may end with
     B = D - margin - 2 * p.R - p.S - p.s if p.k > 1 else B_k
     if B < 0 or B_k <= 0:
         return None
@@ -131,15 +163,21 @@ def leaves_room(inputs: CandidateInputs, tau: float | None = None) -> bool:
     return _levels(segment_plan(inputs, tau), inputs.time_budget_h) is not None
 
 
-def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 0.0,
-         law: wall_time.WallLaw | None = None) -> FallbackResult | None:
+def unit(
+    inputs: CandidateInputs,
+    tau: float | None = None,
+    min_switch: float = 0.0,
+    law: wall_time.WallLaw | None = None,
+) -> FallbackResult | None:
     """The policy's expected outcome at unit prices; None when the deadline leaves no room for spot
     (not even one failure-free segment before the switch point), when there is no deadline, when spot is
     hopeless (the cost model's inf: more than e^600 failures a segment), or when it would switch in fewer
     than `min_switch` of runs (then it is spot alone): spot alone ending by
     R + S + B, which its law (`law`, if the caller keeps it) tells, never switches, so that bounds the
     switching cheaply first."""
-    p = law.plan if law is not None else segment_plan(inputs, tau)  # a deadline is not part of the plan
+    p = (
+        law.plan if law is not None else segment_plan(inputs, tau)
+    )  # a deadline is not part of the plan
     D = inputs.time_budget_h
     if not math.isfinite(D):
         return None
@@ -149,31 +187,59 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     B, B_k = levels
     k, s, s_k, R, S, lam, n = p.k, p.s, p.s_k, p.R, p.S, p.lam, p.n
     margin = margin_h(R, p.tau)
-    if min_switch > 0 and _rarely_switches(p, B, min_switch, law or wall_time.WallLaw(p)):
+    if min_switch > 0 and _rarely_switches(
+        p, B, min_switch, law or wall_time.WallLaw(p)
+    ):
         return None
-    lost = segment_plans._trexp_mean(lam, s) if lam > 0 else 0.0  # work lost per failure, on average
-    lump = lost + R + p.rho * p.wait  # what a failure adds: lost work, a restart, maybe a capacity wait
+    lost = (
+        segment_plans._trexp_mean(lam, s) if lam > 0 else 0.0
+    )  # work lost per failure, on average
+    lump = (
+        lost + R + p.rho * p.wait
+    )  # what a failure adds: lost work, a restart, maybe a capacity wait
     reached = None  # P(Z_i <= B) for i < k, where the on-demand phase's bill needs J's law (`_switch_law`)
     needs_law = _coarse(inputs) and p.streams == 1 and k <= MAX_SWITCH_LAW
     if lam == 0:
         stay, z_stay, below, cut = 1.0, 0.0, float(k - 1), np.zeros(2)
     else:
-        longest = max(mean for _, mean in wait_phases(p.wait, p.wait_cv))  # a heavy-tailed wait's
-        span = B_k + 12 * (lump + p.rho * (longest - p.wait)) + 4 * s  # room for the overshoot past the switch level
-        N = int(min(65536, max(8192, grids.fast_len(int(4 * span / grids.lump_scale(p)) + 2))))
+        longest = max(
+            mean for _, mean in wait_phases(p.wait, p.wait_cv)
+        )  # a heavy-tailed wait's
+        span = (
+            B_k + 12 * (lump + p.rho * (longest - p.wait)) + 4 * s
+        )  # room for the overshoot past the switch level
+        N = int(
+            min(
+                65536,
+                max(8192, grids.fast_len(int(4 * span / grids.lump_scale(p)) + 2)),
+            )
+        )
         h = span / (N - 2)
         tilt, untilt, z1, _ = grids._grid(N)
         waits = grids._wait_factor(p, h, N)
         x = np.arange(N) * h
 
-        def overhead(length: float) -> np.ndarray:  # one segment's overhead law, transformed
+        def overhead(
+            length: float,
+        ) -> np.ndarray:  # one segment's overhead law, transformed
             fail = -math.expm1(-lam * length)
-            return (1 - fail) / (1 - fail * _fft.rfft(grids._hat_trexp(lam, length, R, h, N) * tilt) * waits)
+            return (1 - fail) / (
+                1
+                - fail
+                * _fft.rfft(grids._hat_trexp(lam, length, R, h, N) * tilt)
+                * waits
+            )
 
         def law(transform: np.ndarray) -> np.ndarray:
             return _fft.irfft(transform, N) * untilt
 
-        def overshoot(masses: np.ndarray, level: float, length: float, before: np.ndarray, tail: float) -> np.ndarray:
+        def overshoot(
+            masses: np.ndarray,
+            level: float,
+            length: float,
+            before: np.ndarray,
+            tail: float,
+        ) -> np.ndarray:
             """E[(O − length)^+] and P(O > length) of `masses`, O = Z − level: the law of Z = Z' + Y, Z' the
             measure `before` and Y one segment's overhead, of mean `tail`. Read from the masses up to level + length
             only, by Σ_(z>a) m·(z − a) = E[Z] − a·mass − Σ_(z<=a) m·(z − a) with the mass and E[Z] exact (before's
@@ -187,10 +253,16 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             # numpy's own sums, not BLAS's dot: that splits long vectors across threads, so its last bits
             # followed the machine's cores (and on a busy machine its threads took 2 s of 2.4)
             past = mean - (level + length) * mass - np.sum(m * (z - level - length))
-            return np.maximum(np.array([past, mass - np.sum(m)]), 0.0)  # cancellation can leave −1e-16
+            return np.maximum(
+                np.array([past, mass - np.sum(m)]), 0.0
+            )  # cancellation can leave −1e-16
 
-        def mean_overhead(length: float) -> float:  # E[Y] of one segment's overhead: failures times a lump
-            return math.expm1(lam * length) * (segment_plans._trexp_mean(lam, length) + R + p.rho * p.wait)
+        def mean_overhead(
+            length: float,
+        ) -> float:  # E[Y] of one segment's overhead: failures times a lump
+            return math.expm1(lam * length) * (
+                segment_plans._trexp_mean(lam, length) + R + p.rho * p.wait
+            )
 
         last = overhead(s_k)
         if k == 1:
@@ -202,14 +274,20 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             gap = 1 - full
             small = np.abs(gap) < 1e-12
             power = np.power(full, k - 1)
-            series = np.where(small, (k - 1) * full, full * (1 - power) / np.where(small, 1.0, gap))  # Σ_(0<i<k) ψ^i
+            series = np.where(
+                small, (k - 1) * full, full * (1 - power) / np.where(small, 1.0, gap)
+            )  # Σ_(0<i<k) ψ^i
             visits = law(series)  # Σ_(0<i<k) P(Z_i ∈ dz)
             below = float(grids._half_cdf(visits, h, 0.0, B))
             start = law(power)  # Z_(k−1)
             earlier = visits - start  # Σ_(0<i<k−1)
-            earlier[0] += 1.0  # and Z_0 = 0: the segments that may end in a switch before the last
+            earlier[0] += (
+                1.0  # and Z_0 = 0: the segments that may end in a switch before the last
+            )
             earlier[x > B] = 0.0
-            cut = overshoot(law(_fft.rfft(earlier * tilt) * full), B, s, earlier, mean_overhead(s))
+            cut = overshoot(
+                law(_fft.rfft(earlier * tilt) * full), B, s, earlier, mean_overhead(s)
+            )
             if needs_law:
                 reached, power_i = np.ones(k), np.ones_like(full)
                 for i in range(1, k):
@@ -221,7 +299,9 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
         z_stay = max(0.0, float(grids._half_cdf(ends, h, 0.0, B_k, x)))
         cut = cut + overshoot(ends, B_k, s_k, start, mean_overhead(s_k))
     switch = 1.0 - stay
-    at_switch = min(max(below - (k - 1) * stay, 0.0), (k - 1) * switch)  # E[checkpoint at the switch; switch]
+    at_switch = min(
+        max(below - (k - 1) * stay, 0.0), (k - 1) * switch
+    )  # E[checkpoint at the switch; switch]
     # time on spot: the run's end when it stays, the switch point L_J when it moves
     on_spot = (R + S) * stay + z_stay + switch * (D - margin - R - S) + s * at_switch
     # The run continued to the end of the segment it leaves runs O past the switch point: its last min(O, s) work,
@@ -236,20 +316,42 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
     failures = lam * (on_spot - R + cut_left) / (1 + lam * (R + p.rho * p.wait))
     # billed: spot time less the waits done by the switch (Wald again: ρ·m per failure), of which the cut failure's
     # was not all done; its restart, which follows the wait, not at all (a session open at the switch is billed)
-    waiting = failures * p.rho * p.wait - max(cut_left - beyond * R, 0.0)  # E[waits done by the switch]
+    waiting = failures * p.rho * p.wait - max(
+        cut_left - beyond * R, 0.0
+    )  # E[waits done by the switch]
     busy = on_spot - waiting
-    alone = costmodel.expected(replace(inputs, time_budget_h=math.inf), tau)  # spot alone: its sessions and rounding
-    beta, streams = 1 + p.rho * (n - 1), p.streams  # each stream of a stateless job switches on its own
-    if math.isfinite(alone.rounding_waste_node_h) and _coarse(inputs) and streams == 1 and lam > 0:
+    alone = costmodel.expected(
+        replace(inputs, time_budget_h=math.inf), tau
+    )  # spot alone: its sessions and rounding
+    beta, streams = (
+        1 + p.rho * (n - 1),
+        p.streams,
+    )  # each stream of a stateless job switches on its own
+    if (
+        math.isfinite(alone.rounding_waste_node_h)
+        and _coarse(inputs)
+        and streams == 1
+        and lam > 0
+    ):
         waste = _spot_waste(inputs, p, failures, stay, switch, cut[1], lost, lump)
     elif math.isfinite(alone.rounding_waste_node_h):
-        waste = alone.rounding_waste_node_h * (n + beta * failures) / (n + beta * alone.failures / streams)
+        waste = (
+            alone.rounding_waste_node_h
+            * (n + beta * failures)
+            / (n + beta * alone.failures / streams)
+        )
     else:
         waste = streams * (n + beta * failures) * inputs.billing_granularity_h / 2
     nodes, failures = n * streams, failures * streams
-    spot = {"compute": nodes * (p.tau * at_switch + inputs.work_h * stay),
-            "checkpointing": nodes * p.C * (k * stay + at_switch), "startup": nodes * R, "rounding_waste": waste}
-    spot["preemption_rework"] = max(0.0, nodes * busy - spot["compute"] - spot["checkpointing"] - spot["startup"])
+    spot = {
+        "compute": nodes * (p.tau * at_switch + inputs.work_h * stay),
+        "checkpointing": nodes * p.C * (k * stay + at_switch),
+        "startup": nodes * R,
+        "rounding_waste": waste,
+    }
+    spot["preemption_rework"] = max(
+        0.0, nodes * busy - spot["compute"] - spot["checkpointing"] - spot["startup"]
+    )
     on_demand = dict.fromkeys(PRICED, 0.0)
     wall, p_deadline, total_failures = on_spot, stay, failures
     switch_law = None
@@ -271,12 +373,27 @@ def unit(inputs: CandidateInputs, tau: float | None = None, min_switch: float = 
             wall += switch * weight * od.wall_h
             p_deadline += switch * weight * od.p_deadline
             total_failures += switch * weight * od.failures
-        if switch_law is not None:  # the bill is not linear in J where a minimum or a coarse step binds
+        if (
+            switch_law is not None
+        ):  # the bill is not linear in J where a minimum or a coarse step binds
             waste = _first_session_waste(inputs, p)
-            on_demand["rounding_waste"] += n * (float(np.sum(switch_law * waste))
-                                               - switch * sum(w * waste[j] for j, w in weights.items()))
-    return FallbackResult(spot, on_demand, wall, total_failures, min(1.0, p_deadline) * met_if_slower(inputs, p),
-                          switch, k, p.tau, failures, max(waiting, 0.0) * streams, min(1.0, p_deadline))
+            on_demand["rounding_waste"] += n * (
+                float(np.sum(switch_law * waste))
+                - switch * sum(w * waste[j] for j, w in weights.items())
+            )
+    return FallbackResult(
+        spot,
+        on_demand,
+        wall,
+        total_failures,
+        min(1.0, p_deadline) * met_if_slower(inputs, p),
+        switch,
+        k,
+        p.tau,
+        failures,
+        max(waiting, 0.0) * streams,
+        min(1.0, p_deadline),
+    )
 
 
 def met_if_slower(inputs: CandidateInputs, p) -> float:
@@ -285,8 +402,14 @@ def met_if_slower(inputs: CandidateInputs, p) -> float:
     return float(inputs.estimate_error.cdf(inputs.time_budget_h / p.T0))
 
 
-def excess_over_spot(law: wall_time.WallLaw, deadline_h: float, alone: CostResult, spot_price: float,
-                     on_demand_price: float, storage_usd_per_h: float) -> float:
+def excess_over_spot(
+    law: wall_time.WallLaw,
+    deadline_h: float,
+    alone: CostResult,
+    spot_price: float,
+    on_demand_price: float,
+    storage_usd_per_h: float,
+) -> float:
     """What the policy costs at least beyond spot alone on the same offer, in USD (0 when nothing is proven;
     docs/cost-model.md §10). `law` is spot alone's wall-time law and `alone` its cost-model result at unit price.
 
@@ -301,14 +424,31 @@ def excess_over_spot(law: wall_time.WallLaw, deadline_h: float, alone: CostResul
     levels = _levels(p, deadline_h) if math.isfinite(deadline_h) else None
     if levels is None:
         return 0.0
-    full, last = segment_plans._seg_time(p.lam, p.s, p.R), segment_plans._seg_time(p.lam, p.s_k, p.R)
-    if (on_demand_price < spot_price or on_demand_price * p.s_k < spot_price * last
-            or p.k > 1 and on_demand_price * p.s < spot_price * full):
+    full, last = (
+        segment_plans._seg_time(p.lam, p.s, p.R),
+        segment_plans._seg_time(p.lam, p.s_k, p.R),
+    )
+    if (
+        on_demand_price < spot_price
+        or on_demand_price * p.s_k < spot_price * last
+        or p.k > 1
+        and on_demand_price * p.s < spot_price * full
+    ):
         return 0.0
     switch = 1.0 - law.p_le(p.R + p.S + levels[1])
-    extra = switch * p.n * p.streams * ((on_demand_price - spot_price) * p.R + on_demand_price * p.s_k
-                                         - spot_price * last)
-    saved = spot_price * alone.rounding_waste_node_h + storage_usd_per_h * max(alone.wall_h - p.T0, 0.0)
+    extra = (
+        switch
+        * p.n
+        * p.streams
+        * (
+            (on_demand_price - spot_price) * p.R
+            + on_demand_price * p.s_k
+            - spot_price * last
+        )
+    )
+    saved = spot_price * alone.rounding_waste_node_h + storage_usd_per_h * max(
+        alone.wall_h - p.T0, 0.0
+    )
     return max(extra - saved, 0.0)
 
 
@@ -320,7 +460,10 @@ inverse FFT per segment); beyond, the on-demand phase is priced at the two check
 def _coarse(inputs: CandidateInputs) -> bool:
     """Billing coarse enough (a minimum or a step above `costmodel.FINE_BILLING_H`) that a session's bill is
     not its length plus half a step."""
-    return max(inputs.billing_granularity_h, inputs.billing_minimum_h) > costmodel.FINE_BILLING_H
+    return (
+        max(inputs.billing_granularity_h, inputs.billing_minimum_h)
+        > costmodel.FINE_BILLING_H
+    )
 
 
 def _switch_law(reached: np.ndarray, stay: float) -> np.ndarray:
@@ -331,8 +474,16 @@ def _switch_law(reached: np.ndarray, stay: float) -> np.ndarray:
     return np.maximum(reached - after, 0.0)
 
 
-def _spot_waste(inputs: CandidateInputs, p, failures: float, stay: float, switch: float, cut_lump: float,
-                lost: float, lump: float) -> float:
+def _spot_waste(
+    inputs: CandidateInputs,
+    p,
+    failures: float,
+    stay: float,
+    switch: float,
+    cut_lump: float,
+    lost: float,
+    lump: float,
+) -> float:
     """The spot phase's rounding waste where billing is coarse, session by session: each failure before the
     switch ends sessions as spot alone's failures do (their mean waste from `rounding_waste.session_waste`); the
     last sessions end with the job as spot alone's last ones, or at the switch. A switch that cuts a failure's
@@ -340,15 +491,31 @@ def _spot_waste(inputs: CandidateInputs, p, failures: float, stay: float, switch
     capacity wait (ρ·m of the mean `lump`; the sessions already ended with the event), in its restart (R of it;
     sessions as old as the restart so far, billed the minimum) or before the failure, while working (`lost`
     of it; sessions as old as spot alone's last ones)."""
-    parts = rounding_waste.session_waste(p, inputs.billing_granularity_h, inputs.billing_minimum_h)
+    parts = rounding_waste.session_waste(
+        p, inputs.billing_granularity_h, inputs.billing_minimum_h
+    )
     per_failure = parts.rest / parts.rest_sessions if parts.rest_sessions > 0 else 0.0
     per_last = parts.last / parts.last_sessions if parts.last_sessions > 0 else 0.0
-    ages = (np.arange(64) + 0.5) / 64 * p.R  # a session cut in its restart, as old as the restart so far
-    in_restart = float(np.mean(billed_hours(ages, inputs.billing_granularity_h,
-                                            inputs.billing_minimum_h) - ages)) if p.R > 0 else per_last
+    ages = (
+        (np.arange(64) + 0.5) / 64 * p.R
+    )  # a session cut in its restart, as old as the restart so far
+    in_restart = (
+        float(
+            np.mean(
+                billed_hours(
+                    ages, inputs.billing_granularity_h, inputs.billing_minimum_h
+                )
+                - ages
+            )
+        )
+        if p.R > 0
+        else per_last
+    )
     working = switch - cut_lump + cut_lump * lost / lump
     beta = 1 + p.rho * (p.n - 1)
-    return beta * failures * per_failure + p.n * ((stay + working) * per_last + cut_lump * p.R / lump * in_restart)
+    return beta * failures * per_failure + p.n * (
+        (stay + working) * per_last + cut_lump * p.R / lump * in_restart
+    )
 
 
 def _first_session_waste(inputs: CandidateInputs, p) -> np.ndarray:
@@ -358,7 +525,10 @@ def _first_session_waste(inputs: CandidateInputs, p) -> np.ndarray:
     j = np.arange(p.k)
     work = np.maximum(inputs.work_h - j * p.tau, 0.0)
     length = p.R + work + np.ceil(work / p.tau - 1e-9) * p.C
-    return billed_hours(length, inputs.billing_granularity_h, inputs.billing_minimum_h) - length
+    return (
+        billed_hours(length, inputs.billing_granularity_h, inputs.billing_minimum_h)
+        - length
+    )
 
 
 def _on_demand(inputs: CandidateInputs, p, checkpoint: int) -> CostResult:
@@ -367,12 +537,25 @@ def _on_demand(inputs: CandidateInputs, p, checkpoint: int) -> CostResult:
     deadlines a timing key meets switch at the same few checkpoints."""
     work = inputs.work_h - checkpoint * p.tau
     k_left = segment_plans._split(work, p.tau)[0]
-    return costmodel.expected(replace(inputs, work_h=work, spot_rate_per_node_h=0.0, capacity_wait_h=0.0,
-                                      price_per_node_h=1.0, storage_usd_per_h=0.0, egress_usd=0.0, estimate_error=EXACT,
-                                      time_budget_h=margin_h(p.R, p.tau) + p.R + work + k_left * p.C), p.tau)
+    return costmodel.expected(
+        replace(
+            inputs,
+            work_h=work,
+            spot_rate_per_node_h=0.0,
+            capacity_wait_h=0.0,
+            price_per_node_h=1.0,
+            storage_usd_per_h=0.0,
+            egress_usd=0.0,
+            estimate_error=EXACT,
+            time_budget_h=margin_h(p.R, p.tau) + p.R + work + k_left * p.C,
+        ),
+        p.tau,
+    )
 
 
-def completion_quantile(inputs: CandidateInputs, q: float, spot_quantile: float, tau: float | None = None) -> float:
+def completion_quantile(
+    inputs: CandidateInputs, q: float, spot_quantile: float, tau: float | None = None
+) -> float:
     """What `planner batch` books for the policy at confidence q: spot alone's q-quantile while it lies below
     the switch level (a run that ends by then never switched, so the two laws agree there), else the
     deadline, by which a switched run ends with the margin to spare."""
@@ -381,7 +564,9 @@ def completion_quantile(inputs: CandidateInputs, q: float, spot_quantile: float,
     return spot_quantile if spot_quantile <= level else inputs.time_budget_h
 
 
-def expected(inputs: CandidateInputs, on_demand_price: float, tau: float | None = None) -> CostResult | None:
+def expected(
+    inputs: CandidateInputs, on_demand_price: float, tau: float | None = None
+) -> CostResult | None:
     """The policy's expected outcome in USD: `inputs` priced at spot, the fallback at `on_demand_price`."""
     result = unit(inputs, tau)
     if result is None:
@@ -389,7 +574,14 @@ def expected(inputs: CandidateInputs, on_demand_price: float, tau: float | None 
     breakdown = result.parts(inputs.price_per_node_h, on_demand_price)
     breakdown["storage"] = inputs.storage_usd_per_h * result.wall_h
     breakdown["egress"] = inputs.egress_usd
-    return CostResult(wall_h=result.wall_h, failures=result.failures, billed_node_h=result.billed_node_h,
-                      rounding_waste_node_h=result.rounding_waste_node_h, p_deadline=result.p_deadline,
-                      cost_usd=math.fsum(breakdown.values()), breakdown=breakdown, segments=result.segments,
-                      checkpoint_interval_h=result.checkpoint_interval_h)
+    return CostResult(
+        wall_h=result.wall_h,
+        failures=result.failures,
+        billed_node_h=result.billed_node_h,
+        rounding_waste_node_h=result.rounding_waste_node_h,
+        p_deadline=result.p_deadline,
+        cost_usd=math.fsum(breakdown.values()),
+        breakdown=breakdown,
+        segments=result.segments,
+        checkpoint_interval_h=result.checkpoint_interval_h,
+    )

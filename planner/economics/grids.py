@@ -2,6 +2,7 @@
 lump split onto grid points, the capacity waits' transform, and a CDF read back off a grid; shared by the law of
 the wall time, the rounding waste and the fallback policy.
 """
+
 from __future__ import annotations
 
 import math
@@ -35,11 +36,15 @@ def _wait_factor(p: _Plan, h: float, N: int) -> np.ndarray | float:
     computing them)."""
     if not p.wait or not p.rho:
         return 1.0
-    step = _grid(N)[3]  # e^(−z): 1 − e^(−z−a) = 1 − e^(−z)·e^(−a) loses < 1e-12 here (z ≥ αh, a > 0)
+    step = _grid(N)[
+        3
+    ]  # e^(−z): 1 − e^(−z−a) = 1 − e^(−z)·e^(−a) loses < 1e-12 here (z ≥ αh, a > 0)
     law = 0.0
     for share, mean in wait_phases(p.wait, p.wait_cv):
         a = h / mean
-        if a < 1e-6:  # the grid is far finer than the wait: I0 = 1/2 − a/6, I1 = 1/2 − a/3 to second order
+        if (
+            a < 1e-6
+        ):  # the grid is far finer than the wait: I0 = 1/2 − a/6, I1 = 1/2 − a/3 to second order
             i1, i0 = 0.5 - a / 3, 0.5 - a / 6
         else:
             i1 = -(math.expm1(-a) + a * math.exp(-a)) / (a * a)
@@ -76,7 +81,9 @@ def _hat_trexp(lam: float, s: float, R: float, h: float, N: int) -> np.ndarray:
     up = (mom + (a - left) * mass) / h  # share of the right-hand grid point
     stop = i0 + cells.size  # the cells are consecutive: slices, not index arrays
     w[i0:stop] += mass - up
-    w[i0 + 1:stop + 1] += up[:N - 1 - i0]  # a right-hand point past the grid is dropped
+    w[i0 + 1 : stop + 1] += up[
+        : N - 1 - i0
+    ]  # a right-hand point past the grid is dropped
     return w
 
 

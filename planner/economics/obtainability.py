@@ -3,6 +3,7 @@
 up together and how long a lost gang waited for n again. These are the odds the replay gate
 (`spot_evidence`) holds every spot candidate to; a gang larger than any probe held is not offered at all.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -29,14 +30,20 @@ class Obtainability:
     p_all_up_worst: float  # in the worst probe's zone
     p_all_up_best: float
     hold_h: float | None  # mean unbroken time with all n up; None: never held
-    wait_h: float | None  # mean time from losing one of n until all n are up again; None: never lost
+    wait_h: (
+        float | None
+    )  # mean time from losing one of n until all n are up again; None: never lost
 
 
-def obtainability(traces: tuple[Trace, ...] | list[Trace], sizes: tuple[int, ...] = GANG_SIZES) -> list[Obtainability]:
+def obtainability(
+    traces: tuple[Trace, ...] | list[Trace], sizes: tuple[int, ...] = GANG_SIZES
+) -> list[Obtainability]:
     """One row per family and gang size no larger than its largest probe, families in name order."""
     families: dict[tuple[str, str], list[Trace]] = {}
     for trace in traces:
-        families.setdefault((trace.cloud or "any", trace.instance_type or "any"), []).append(trace)
+        families.setdefault(
+            (trace.cloud or "any", trace.instance_type or "any"), []
+        ).append(trace)
     rows = []
     for (cloud, instance_type), found in sorted(families.items()):
         for n in sizes:
@@ -49,8 +56,19 @@ def obtainability(traces: tuple[Trace, ...] | list[Trace], sizes: tuple[int, ...
                 held, waited = _runs(t.up >= n, t.gap_h)
                 holds += held
                 waits += waited
-            rows.append(Obtainability(cloud, instance_type, n, len(probes), float(np.mean(shares)), min(shares),
-                                      max(shares), _mean(holds), _mean(waits)))
+            rows.append(
+                Obtainability(
+                    cloud,
+                    instance_type,
+                    n,
+                    len(probes),
+                    float(np.mean(shares)),
+                    min(shares),
+                    max(shares),
+                    _mean(holds),
+                    _mean(waits),
+                )
+            )
     return rows
 
 

@@ -1,6 +1,7 @@
 """Rounding waste (§5): the expected billed hours beyond the hours used, over every billing session's length
 rather than the γ/2 rule of thumb, split by how a session ends.
 """
+
 from __future__ import annotations
 
 import math
@@ -8,11 +9,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
-from numpy import fft as _fft  # pocketfft, as scipy.fft's (the same transforms to the bit), without SciPy's import
+from numpy import (
+    fft as _fft,  # pocketfft, as scipy.fft's (the same transforms to the bit), without SciPy's import
+)
 
 from planner.economics.candidate import billed_hours
 from planner.economics.grids import _grid, _half_cdf, _hat_trexp, fast_len
-from planner.economics.segment_plans import _Plan, _moments
+from planner.economics.segment_plans import _moments, _Plan
 
 
 @dataclass(frozen=True)
@@ -31,8 +34,15 @@ class Waste:
         return self.last + self.rest
 
 
-def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
-           sd: float, cut_granules: int = 1000) -> Waste:
+def _waste(
+    p: _Plan,
+    gran: float,
+    minimum: float,
+    ET: float,
+    EF: float,
+    sd: float,
+    cut_granules: int = 1000,
+) -> Waste:
     """Expected Σ over billing sessions of billed(L) − L, in node-hours (`Waste`).
 
     Sessions per node slot: the slot's session started at the beginning of
@@ -59,15 +69,20 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
         # hopeless candidate (e^(λs) huge): the grid sums would overflow;
         # half a granule per session is plenty to rank it last
         return Waste(n * gran / 2, n, EF * gran / 2, EF)
-    beta = 1 + p.rho * (n - 1)  # sessions a failure starts: all n after a preemption event, else one
+    beta = 1 + p.rho * (
+        n - 1
+    )  # sessions a failure starts: all n after a preemption event, else one
     mass_total = n + beta * EF
     J = max(0, math.ceil(minimum / gran - 1e-9) - 1)
     L_tail = p.T0 + (ET - p.T0) + 14.0 * sd + 2.0 * (R + s)
-    I = max(J + 1, math.ceil(min(cut_granules * gran, L_tail) / gran - 1e-9))
+    I = max(J + 1, math.ceil(min(cut_granules * gran, L_tail) / gran - 1e-9))  # noqa: E741 (§5's I)
     cut = I * gran
 
     pf, pk = -math.expm1(-lam * s), -math.expm1(-lam * s_k)
-    c, ck = beta * math.expm1(lam * s), beta * math.expm1(lam * s_k)  # sessions started per segment
+    c, ck = (
+        beta * math.expm1(lam * s),
+        beta * math.expm1(lam * s_k),
+    )  # sessions started per segment
 
     # ---- atoms: sessions with no failure from their start to the job end.
     # m = k − j segments after the start segment j; length R + s_k + m·s.
@@ -91,7 +106,9 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     if k == 1:
         atom_total = (1 - pk) * (n + ck)
     else:
-        geo = beta * -math.expm1(-lam * s * (k - 1))  # c·Σ_{m=1}^{k−1}(1−p)^m, c(1−p)/p = β
+        geo = beta * -math.expm1(
+            -lam * s * (k - 1)
+        )  # c·Σ_{m=1}^{k−1}(1−p)^m, c(1−p)/p = β
         atom_total = (1 - pk) * (n * math.exp((k - 1) * log1mp) + geo + ck)
     # atoms not enumerated (only when k > 200,000): γ/2 each
     waste_atoms += max(atom_total - float(amass.sum()), 0.0) * gran / 2
@@ -99,8 +116,12 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     # ---- continuous part on a damped grid over x = L − R.
     range_x = cut - R
     cont_total = max(mass_total - atom_total, 0.0)
-    if (range_x <= 0 or cont_total <= 1e-12 * mass_total
-            or minimum <= R and _half_granule_error(p, gran, EF) <= SMOOTH_WASTE_REL * n * ET):
+    if (
+        range_x <= 0
+        or cont_total <= 1e-12 * mass_total
+        or minimum <= R
+        and _half_granule_error(p, gran, EF) <= SMOOTH_WASTE_REL * n * ET
+    ):
         return Waste(waste_atoms, atom_total, cont_total * gran / 2, cont_total)
     # resolve the billing step, the segment (X's support) and 1/λ; the
     # session law is lumpy at those scales (many lengths ≈ m·R + small)
@@ -118,7 +139,9 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     shift = np.exp(-ms * z1)
     if frac:  # s not on the grid: hat-split the shift too (mean exact)
         shift = (1 - frac) * shift + frac * np.exp(-(ms + 1) * z1)
-    q = (1 - p.rho) * (n - 1) / n  # a failure passes this slot's session: another node's hardware failure
+    q = (
+        (1 - p.rho) * (n - 1) / n
+    )  # a failure passes this slot's session: another node's hardware failure
 
     fYk = _fft.rfft(_hat_trexp(lam, s_k, R, h, N) * tilt)
     fXk = _fft.rfft(_hat_trexp(lam, s_k, 0.0, h, N) * tilt)
@@ -154,8 +177,9 @@ def _waste(p: _Plan, gran: float, minimum: float, ET: float, EF: float,
     F = _half_cdf(g1, h, o1, pts) + _half_cdf(g2, h, o2, pts)
     F_J, F_I = F[0], F[-1]
     billed_le = minimum * F_J + gran * (J * (F_I - F_J) + float(np.sum(F_I - F[:-1])))
-    len_le = (float(_half_cdf(g1, h, o1, cut, o1 + x))
-              + float(_half_cdf(g2, h, o2, cut, o2 + x)))
+    len_le = float(_half_cdf(g1, h, o1, cut, o1 + x)) + float(
+        _half_cdf(g2, h, o2, cut, o2 + x)
+    )
     waste_cont = billed_le - len_le + max(cont_total - F_I, 0.0) * gran / 2
     return Waste(waste_atoms, atom_total, waste_cont, cont_total)
 

@@ -11,6 +11,7 @@ Nothing spills to on-demand and other limits (quotas, node limits) are not repla
 moves only what waits for the late run. A run holds when it ends by its due date; the quarter
 holds when every scheduled run does.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,40 +41,54 @@ class ScheduleReplay:
     holds: float  # P(every run ends by its due date)
 
 
-def replay_schedule(runs: list[PlannedRun], wall_h: dict[str, np.ndarray], bought: list[int]) -> ScheduleReplay:
+def replay_schedule(
+    runs: list[PlannedRun], wall_h: dict[str, np.ndarray], bought: list[int]
+) -> ScheduleReplay:
     """Replay `runs` with each run's sampled wall times (`wall_h[name]`, one per trial)."""
     trials = len(next(iter(wall_h.values()))) if wall_h else 0
     end: dict[str, np.ndarray] = {}
-    on_pool: dict[int, list[tuple[np.ndarray, int]]] = {}  # pool -> (end per trial, nodes) of runs so far
+    on_pool: dict[
+        int, list[tuple[np.ndarray, int]]
+    ] = {}  # pool -> (end per trial, nodes) of runs so far
     for run in sorted(runs, key=lambda r: (r.start_h, r.end_h, r.name)):
         start = np.full(trials, run.start_h)
         for before in run.after:
             if before in end:
                 start = np.maximum(start, end[before])
         if run.pool >= 0:
-            start = _free_nodes_at(start, on_pool.setdefault(run.pool, []), bought[run.pool] - run.nodes)
+            start = _free_nodes_at(
+                start, on_pool.setdefault(run.pool, []), bought[run.pool] - run.nodes
+            )
             on_pool[run.pool].append((start + wall_h[run.name], run.nodes))
         end[run.name] = start + wall_h[run.name]
     holds = np.ones(trials, dtype=bool)
     for run in runs:
         holds &= end[run.name] <= run.due_h + 1e-9
     return ScheduleReplay(
-        trials, end,
+        trials,
+        end,
         {r.name: float(np.mean(end[r.name] <= r.due_h + 1e-9)) for r in runs},
         {r.name: float(np.mean(np.maximum(0.0, end[r.name] - r.end_h))) for r in runs},
         {r.name: float(np.mean(np.maximum(0.0, end[r.name] - r.due_h))) for r in runs},
-        float(np.mean(holds)) if trials else 1.0)
+        float(np.mean(holds)) if trials else 1.0,
+    )
 
 
-def _free_nodes_at(earliest: np.ndarray, earlier: list[tuple[np.ndarray, int]], room: int) -> np.ndarray:
+def _free_nodes_at(
+    earliest: np.ndarray, earlier: list[tuple[np.ndarray, int]], room: int
+) -> np.ndarray:
     """Per trial, the first time at or after `earliest` when the runs already on the pool hold at most
     `room` nodes (they all started by then, first come, first served: only their ends free nodes)."""
     if not earlier:
         return earliest
     ends = np.stack([e for e, _ in earlier], axis=1)  # trials x runs
     nodes = np.array([n for _, n in earlier])
-    times = np.concatenate([earliest[:, None], np.maximum(ends, earliest[:, None])], axis=1)  # candidate starts
-    held = ((ends[:, None, :] > times[:, :, None]) * nodes).sum(axis=2)  # trials x candidates
+    times = np.concatenate(
+        [earliest[:, None], np.maximum(ends, earliest[:, None])], axis=1
+    )  # candidate starts
+    held = ((ends[:, None, :] > times[:, :, None]) * nodes).sum(
+        axis=2
+    )  # trials x candidates
     fits = np.where(held <= room, times, np.inf)
     return fits.min(axis=1)
 
@@ -119,13 +134,27 @@ def replay_record(quarter, schedule, trials: int, seed: int) -> ScheduleOutlook:
     scheduled = [r for r in schedule.runs if isinstance(r, ScheduledRunRecord)]
     for number, r in enumerate(scheduled):
         run, inputs = by_name[r.run], inputs_from_run(r)
-        if r.market == "spot_fallback":  # wall time only: the on-demand price does not move it
-            walls[run.name] = simulate_fallback(inputs, 1.0, trials, seed + number).actual_h
+        if (
+            r.market == "spot_fallback"
+        ):  # wall time only: the on-demand price does not move it
+            walls[run.name] = simulate_fallback(
+                inputs, 1.0, trials, seed + number
+            ).actual_h
         else:
             walls[run.name] = simulate(inputs, trials, seed + number).actual_h
         due = run.due or horizon.end
-        runs.append(PlannedRun(run.name, hours(r.start), hours(r.end), hours(due), tuple(run.after), r.pool, r.nodes,
-                               run.required))
+        runs.append(
+            PlannedRun(
+                run.name,
+                hours(r.start),
+                hours(r.end),
+                hours(due),
+                tuple(run.after),
+                r.pool,
+                r.nodes,
+                run.required,
+            )
+        )
     result = replay_schedule(runs, walls, [e.nodes for e in schedule.reservations])
 
     def moment(h: float) -> str | None:
@@ -134,8 +163,20 @@ def replay_record(quarter, schedule, trials: int, seed: int) -> ScheduleOutlook:
         except OverflowError:  # a run that waits millennia
             return None
 
-    return ScheduleOutlook(trials, seed, result.holds, tuple(
-        RunOutlook(p.name, result.on_time[p.name], result.delay_h[p.name], result.late_h[p.name],
-                   r.end.isoformat(), (by_name[p.name].due or horizon.end).isoformat(),
-                   moment(float(np.quantile(result.end_h[p.name], 0.9))))
-        for p, r in zip(runs, scheduled)))
+    return ScheduleOutlook(
+        trials,
+        seed,
+        result.holds,
+        tuple(
+            RunOutlook(
+                p.name,
+                result.on_time[p.name],
+                result.delay_h[p.name],
+                result.late_h[p.name],
+                r.end.isoformat(),
+                (by_name[p.name].due or horizon.end).isoformat(),
+                moment(float(np.quantile(result.end_h[p.name], 0.9))),
+            )
+            for p, r in zip(runs, scheduled)
+        ),
+    )

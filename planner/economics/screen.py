@@ -4,6 +4,7 @@ Each function is the array form of a scalar one in `costmodel` (named in its doc
 tested against it (tests/test_costmodel.py); screening bounds come from these, exact costs from
 `costmodel.expected`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,7 +24,9 @@ def expected_time(W, C, R, lam, ks):
     s = W[:, None] / ks + C
     grow = np.expm1(np.minimum(lam[:, None] * s, _MAX_EXP))
     safe = np.where(lam > 0, lam, 1.0)[:, None]
-    et = np.where(lam[:, None] > 0, R + ks * grow * (1.0 / safe + R), R + W[:, None] + ks * C)
+    et = np.where(
+        lam[:, None] > 0, R + ks * grow * (1.0 / safe + R), R + W[:, None] + ks * C
+    )
     return et, np.where(lam[:, None] > 0, ks * grow, 0.0)
 
 
@@ -31,20 +34,39 @@ def quick_k(W, C, R, lam, n, gran):
     """costmodel.quick_interval's k = W/τ, vectorised over keys: the same log grid, the same window
     around its best and the same ties, so the same k (tests/test_costmodel.py holds them together)."""
     W, lam, n, gran = (np.asarray(a, dtype=float) for a in (W, lam, n, gran))
-    k_max = np.minimum(100_000, np.maximum(1, np.ceil(W / np.maximum(W / 1e5, 1e-3)))).astype(np.int64)
+    k_max = np.minimum(
+        100_000, np.maximum(1, np.ceil(W / np.maximum(W / 1e5, 1e-3)))
+    ).astype(np.int64)
     # quick_interval's grid, unique(geomspace(1, k_max, 64).round()), per key: its repeats sit next to each
     # other and give the same proxy, so the first minimum is the same k without dropping them
-    coarse = np.geomspace(np.ones(len(W)), k_max, 64, axis=-1).round().astype(np.int64).reshape(len(W), 64)
+    coarse = (
+        np.geomspace(np.ones(len(W)), k_max, 64, axis=-1)
+        .round()
+        .astype(np.int64)
+        .reshape(len(W), 64)
+    )
     first = _argmin_k(coarse, W, C, R, lam, n, gran)
     lo = np.maximum(1, (first / 1.2).astype(np.int64) - 1)
     hi = np.minimum(k_max, (first * 1.2).astype(np.int64) + 2)
     k = first.copy()
     span = hi - lo + 1
-    bucket = np.where(span <= _WINDOW, np.ceil(np.log2(np.maximum(span, 1))), -np.arange(len(W)) - 1)
-    for b in np.unique(bucket):  # keys of similar window width together (a wide window alone), padded to it
+    bucket = np.where(
+        span <= _WINDOW, np.ceil(np.log2(np.maximum(span, 1))), -np.arange(len(W)) - 1
+    )
+    for b in np.unique(
+        bucket
+    ):  # keys of similar window width together (a wide window alone), padded to it
         chunk = np.flatnonzero(bucket == b)
         steps = lo[chunk, None] + np.arange(int(span[chunk].max()))[None, :]
-        k[chunk] = _argmin_k(np.minimum(steps, hi[chunk, None]), W[chunk], C, R, lam[chunk], n[chunk], gran[chunk])
+        k[chunk] = _argmin_k(
+            np.minimum(steps, hi[chunk, None]),
+            W[chunk],
+            C,
+            R,
+            lam[chunk],
+            n[chunk],
+            gran[chunk],
+        )
     return np.where(lam > 0, k, 1).astype(float)
 
 
@@ -65,7 +87,9 @@ def min_expected_time(W, C, R, lam):
     ternary search per key: a lower bound on E[T] whatever cadence the exact search settles on."""
     W, lam = np.asarray(W, dtype=float), np.asarray(lam, dtype=float)
     lo = np.ones(len(W), dtype=np.int64)
-    hi = np.minimum(100_000, np.maximum(1, np.ceil(W / 1e-3))).astype(np.int64)  # best_interval's k_max
+    hi = np.minimum(100_000, np.maximum(1, np.ceil(W / 1e-3))).astype(
+        np.int64
+    )  # best_interval's k_max
 
     def et(k):
         return expected_time(W, C, R, lam, k[:, None].astype(float))[0][:, 0]

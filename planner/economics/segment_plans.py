@@ -2,6 +2,7 @@
 the closed-form moments of one stream's busy and wall time, E[T], E[F] and sd, that the rest of the cost model
 starts from.
 """
+
 from __future__ import annotations
 
 import math
@@ -79,11 +80,20 @@ def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> _Plan:
     tau_used = inputs.work_h if k == 1 else tau
     s_full = tau_used + C if k > 1 else last + C
     streams = inputs.nodes if tol == "stateless" else 1
-    return _Plan(k=k, tau=float(tau_used), s=float(s_full), s_k=float(last + C),
-                 C=float(C), R=float(inputs.restart_h),
-                 lam=float(inputs.failure_rate_per_h / streams), n=int(inputs.nodes // streams),
-                 rho=float(inputs.spot_share), wait=float(inputs.capacity_wait_h),
-                 wait_cv=float(inputs.capacity_wait_cv) if inputs.capacity_wait_h else 1.0, streams=streams)
+    return _Plan(
+        k=k,
+        tau=float(tau_used),
+        s=float(s_full),
+        s_k=float(last + C),
+        C=float(C),
+        R=float(inputs.restart_h),
+        lam=float(inputs.failure_rate_per_h / streams),
+        n=int(inputs.nodes // streams),
+        rho=float(inputs.spot_share),
+        wait=float(inputs.capacity_wait_h),
+        wait_cv=float(inputs.capacity_wait_cv) if inputs.capacity_wait_h else 1.0,
+        streams=streams,
+    )
 
 
 def _seg_time(lam: float, s: float, R: float) -> float:
@@ -108,7 +118,9 @@ def _trexp_second_moment(lam: float, s: float) -> float:
     x = lam * s
     if x < 1e-6:
         return s * s / 3
-    return (2 / lam ** 2 - math.exp(-x) * (s * s + 2 * s / lam + 2 / lam ** 2)) / -math.expm1(-x)
+    return (
+        2 / lam**2 - math.exp(-x) * (s * s + 2 * s / lam + 2 / lam**2)
+    ) / -math.expm1(-x)
 
 
 def _moments(p: _Plan) -> tuple[float, float, float]:
@@ -139,5 +151,5 @@ def _wall_moments(p: _Plan, ET: float, EF: float, sd: float) -> tuple[float, flo
     if not p.wait or not p.rho or not math.isfinite(ET):
         return ET, sd
     var_f = EF * (1 + EF)  # Var(F) ≤ E[F](1 + E[F]) for the sum of geometric counts
-    extra = EF * p.rho * (1 + p.wait_cv ** 2) * p.wait ** 2 + var_f * (p.rho * p.wait) ** 2
+    extra = EF * p.rho * (1 + p.wait_cv**2) * p.wait**2 + var_f * (p.rho * p.wait) ** 2
     return ET + EF * p.rho * p.wait, math.sqrt(sd * sd + extra) + p.wait

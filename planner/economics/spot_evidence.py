@@ -10,6 +10,7 @@ The fitted process and the traces disagree most where availability differs from 
 a gang needs many nodes at once (the fit pools zones and has one capacity wait for every gang size), so
 this is where the measured record decides.
 """
+
 from __future__ import annotations
 
 import functools
@@ -23,7 +24,16 @@ from planner.economics.candidate import CandidateInputs
 from planner.economics.segment_plans import segment_plan
 from planner.load.traces import Trace, load_traces
 
-__all__ = ["COST_SLACK", "STARTS_PER_TRACE", "Replayed", "covering", "largest_gang", "replayed", "verdict", "catalog_traces"]
+__all__ = [
+    "COST_SLACK",
+    "STARTS_PER_TRACE",
+    "Replayed",
+    "covering",
+    "largest_gang",
+    "replayed",
+    "verdict",
+    "catalog_traces",
+]
 
 COST_SLACK = 0.10
 """How far a candidate's node-hours on replay, market by market, may run above its fitted ones and still be
@@ -52,11 +62,14 @@ class Replayed:
 
     def compute_usd(self, spot_price: float, on_demand_price: float = 0.0) -> float:
         """Node-hours at their prices: what `planner simulate --traces` reports as realised."""
-        return spot_price * self.spot_node_h + (on_demand_price * self.on_demand_node_h if self.on_demand_node_h
-                                                else 0.0)
+        return spot_price * self.spot_node_h + (
+            on_demand_price * self.on_demand_node_h if self.on_demand_node_h else 0.0
+        )
 
 
-def covering(traces: tuple[Trace, ...], provider: str, instance_type: str, nodes: int) -> tuple[list[Trace], bool]:
+def covering(
+    traces: tuple[Trace, ...], provider: str, instance_type: str, nodes: int
+) -> tuple[list[Trace], bool]:
     """The traces that speak for `nodes` nodes of an offer, and whether they stand in for a provider without
     traces of its own (module doc); empty when the provider's traces hold fewer nodes than that."""
     own = [t for t in traces if t.cloud in (None, provider)]
@@ -78,7 +91,9 @@ the traces, and every solve, sweep point and test of the same examples asks for 
 _memo: dict = {}
 
 
-def replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_in: bool = False) -> Replayed:
+def replayed(
+    inputs: CandidateInputs, market: str, traces: list[Trace], stand_in: bool = False
+) -> Replayed:
     """`inputs` (its time budget the deadline) replayed under `market`'s policy on each of `traces`, read from
     `STARTS_PER_TRACE` starts over twice the deadline (four times the failure-free time without one)."""
     key = (inputs, market, tuple(t.key for t in traces), stand_in)
@@ -90,29 +105,56 @@ def replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_in
     return found
 
 
-def _replayed(inputs: CandidateInputs, market: str, traces: list[Trace], stand_in: bool) -> Replayed:
+def _replayed(
+    inputs: CandidateInputs, market: str, traces: list[Trace], stand_in: bool
+) -> Replayed:
     deadline = inputs.time_budget_h
-    horizon = 2 * deadline if math.isfinite(deadline) else 4 * (inputs.work_h + inputs.restart_h)
+    horizon = (
+        2 * deadline
+        if math.isfinite(deadline)
+        else 4 * (inputs.work_h + inputs.restart_h)
+    )
     job = trace_replay.TraceJob(inputs, 1.0)  # node-hours are what it keeps
     groups: dict[float, list[np.ndarray]] = {}  # traces of one step replay together
     step = min(horizon / STEPS, (inputs.work_h + inputs.restart_h) / 50)
     for trace in traces:
         up, step_h = _windows(trace, inputs.nodes, horizon, step)
         groups.setdefault(step_h, []).append(up)
-    out = [trace_replay.replay(job, np.vstack(ups), step, market) for step, ups in sorted(groups.items())]
+    out = [
+        trace_replay.replay(job, np.vstack(ups), step, market)
+        for step, ups in sorted(groups.items())
+    ]
     wall = np.concatenate([o.wall_h for o in out])
     done = np.isfinite(wall)
-    on_time = inputs.estimate_error.met(wall, deadline, segment_plan(inputs).T0, market == "spot_fallback")
-    per_trace = on_time.reshape(len(traces), STARTS_PER_TRACE).mean(axis=1)  # each trace's starts lie together
-    spot = np.concatenate([o.spot_node_h for o in out]).reshape(len(traces), STARTS_PER_TRACE).mean(axis=1)
-    on_demand = np.concatenate([o.on_demand_node_h for o in out]).reshape(len(traces), STARTS_PER_TRACE).mean(axis=1)
+    on_time = inputs.estimate_error.met(
+        wall, deadline, segment_plan(inputs).T0, market == "spot_fallback"
+    )
+    per_trace = on_time.reshape(len(traces), STARTS_PER_TRACE).mean(
+        axis=1
+    )  # each trace's starts lie together
+    spot = (
+        np.concatenate([o.spot_node_h for o in out])
+        .reshape(len(traces), STARTS_PER_TRACE)
+        .mean(axis=1)
+    )
+    on_demand = (
+        np.concatenate([o.on_demand_node_h for o in out])
+        .reshape(len(traces), STARTS_PER_TRACE)
+        .mean(axis=1)
+    )
     return Replayed(
-        p_deadline=float(np.mean(on_time)), p_deadline_low=float(np.mean(on_time) - _new_zone_spread(per_trace)),
-        spot_node_h=float(np.mean(spot)), on_demand_node_h=float(np.mean(on_demand)),
+        p_deadline=float(np.mean(on_time)),
+        p_deadline_low=float(np.mean(on_time) - _new_zone_spread(per_trace)),
+        spot_node_h=float(np.mean(spot)),
+        on_demand_node_h=float(np.mean(on_demand)),
         spot_node_h_high=float(np.mean(spot) + _new_zone_spread(spot, binomial=False)),
-        on_demand_node_h_high=float(np.mean(on_demand) + _new_zone_spread(on_demand, binomial=False)),
+        on_demand_node_h_high=float(
+            np.mean(on_demand) + _new_zone_spread(on_demand, binomial=False)
+        ),
         wall_h=float(np.mean(wall[done])) if done.any() else None,
-        traces=tuple(t.name for t in traces), stand_in=stand_in)
+        traces=tuple(t.name for t in traces),
+        stand_in=stand_in,
+    )
 
 
 def _new_zone_spread(per_trace: np.ndarray, binomial: bool = True) -> float:
@@ -135,40 +177,70 @@ WINDOW_ENTRIES = 256
 in their segments far more often than in their node count and deadline, which is all the windows depend on."""
 
 
-def _windows(trace: Trace, nodes: int, horizon: float, step: float) -> tuple[np.ndarray, float]:
+def _windows(
+    trace: Trace, nodes: int, horizon: float, step: float
+) -> tuple[np.ndarray, float]:
     """`trace_replay.windows` over `horizon` in steps of `step` (five minutes at least)."""
     key = (trace.key, nodes, horizon, step)
     found = _windows_memo.get(key)
     if found is None:
         if len(_windows_memo) >= WINDOW_ENTRIES:
             _windows_memo.clear()
-        found = _windows_memo[key] = trace_replay.windows(trace.up, trace.gap_h, nodes, STARTS_PER_TRACE, horizon,
-                                                          max(trace_replay.STEP_H, step))
+        found = _windows_memo[key] = trace_replay.windows(
+            trace.up,
+            trace.gap_h,
+            nodes,
+            STARTS_PER_TRACE,
+            horizon,
+            max(trace_replay.STEP_H, step),
+        )
     return found
 
 
-def verdict(evidence: Replayed, confidence: float, fitted_spot_node_h: float, fitted_on_demand_node_h: float = 0.0
-            ) -> str:
+def verdict(
+    evidence: Replayed,
+    confidence: float,
+    fitted_spot_node_h: float,
+    fitted_on_demand_node_h: float = 0.0,
+) -> str:
     """Why a candidate with this replay is not offered ('' when it is). Node-hours of each market, not dollars:
     the verdict must not depend on prices, or offers alike but for their prices (screening prices only the
     cheapest of them) would be judged apart; and with each market's node-hours within `COST_SLACK` of the
     fitted ones, so is the cost at any prices. A provider with no traces of its own (`stand_in`) is itself a
     zone not measured: its node-hours are held at what one more zone may rise to, not the zones' mean (its
     mean cost is one draw from the zones', not their average)."""
-    where = f"{len(evidence.traces)} measured {'stand-in ' if evidence.stand_in else ''}availability trace" + (
-        "s" if len(evidence.traces) != 1 else "")
+    where = (
+        f"{len(evidence.traces)} measured {'stand-in ' if evidence.stand_in else ''}availability trace"
+        + ("s" if len(evidence.traces) != 1 else "")
+    )
     if evidence.p_deadline_low < confidence:
-        return (f"met its deadline in {evidence.p_deadline:.0%} of replays on {where} ({evidence.p_deadline_low:.0%} "
-                f"in a zone not measured, for how much the traces differ), below the {confidence:.0%} asked")
+        return (
+            f"met its deadline in {evidence.p_deadline:.0%} of replays on {where} ({evidence.p_deadline_low:.0%} "
+            f"in a zone not measured, for how much the traces differ), below the {confidence:.0%} asked"
+        )
     high = evidence.stand_in
     for market, replayed, fitted in (
-            ("spot", evidence.spot_node_h_high if high else evidence.spot_node_h, fitted_spot_node_h),
-            ("on-demand", evidence.on_demand_node_h_high if high else evidence.on_demand_node_h,
-             fitted_on_demand_node_h)):
+        (
+            "spot",
+            evidence.spot_node_h_high if high else evidence.spot_node_h,
+            fitted_spot_node_h,
+        ),
+        (
+            "on-demand",
+            evidence.on_demand_node_h_high if high else evidence.on_demand_node_h,
+            fitted_on_demand_node_h,
+        ),
+    ):
         if replayed > (1 + COST_SLACK) * fitted + 1e-9:
-            ratio = f"{replayed / fitted:.2f}x the fitted figure" if fitted > 0 else "none fitted"
-            return (f"its {market} node-hours on replays on {where} are {replayed:,.1f}"
-                    f"{' in a zone not measured' if high else ''} ({ratio}; at most {1 + COST_SLACK:.2f}x is offered)")
+            ratio = (
+                f"{replayed / fitted:.2f}x the fitted figure"
+                if fitted > 0
+                else "none fitted"
+            )
+            return (
+                f"its {market} node-hours on replays on {where} are {replayed:,.1f}"
+                f"{' in a zone not measured' if high else ''} ({ratio}; at most {1 + COST_SLACK:.2f}x is offered)"
+            )
     return ""
 
 

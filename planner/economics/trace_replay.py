@@ -22,6 +22,7 @@ the trace is the only source of interruptions. Policies, each over the same trac
 Every trace is resampled to steps of at least five minutes (a step is up only if it is up
 throughout) and read cyclically from many start offsets, as Can't Be Late evaluates its policies.
 """
+
 from __future__ import annotations
 
 import math
@@ -65,18 +66,32 @@ class Outcomes:
     cost_usd: np.ndarray
 
     def hit_rate(self, deadline_h: float) -> float:
-        return float(np.mean(np.nan_to_num(self.wall_h, nan=math.inf) <= deadline_h + 1e-9))
+        return float(
+            np.mean(np.nan_to_num(self.wall_h, nan=math.inf) <= deadline_h + 1e-9)
+        )
 
 
-def windows(up_counts: np.ndarray, gap_h: float, nodes: int, starts: int, horizon_h: float,
-            min_step_h: float = STEP_H) -> tuple[np.ndarray, float]:
+def windows(
+    up_counts: np.ndarray,
+    gap_h: float,
+    nodes: int,
+    starts: int,
+    horizon_h: float,
+    min_step_h: float = STEP_H,
+) -> tuple[np.ndarray, float]:
     """(samples x steps) of whether a gang of `nodes` can run on spot, from `starts` offsets spread over
     the trace (read cyclically), over `horizon_h` (at most MAX_STEPS); and the step in hours (`min_step_h` or
     the trace's gap if coarser; a step is up only if it is up throughout)."""
     step = max(gap_h, min_step_h)
-    per = max(1, min(round(step / gap_h), len(up_counts)))  # a step no longer than the trace
-    usable = (up_counts >= nodes)
-    usable = usable[: len(usable) // per * per].reshape(-1, per).all(axis=1) if per > 1 else usable
+    per = max(
+        1, min(round(step / gap_h), len(up_counts))
+    )  # a step no longer than the trace
+    usable = up_counts >= nodes
+    usable = (
+        usable[: len(usable) // per * per].reshape(-1, per).all(axis=1)
+        if per > 1
+        else usable
+    )
     step = gap_h * per
     length = len(usable)
     steps = min(int(math.ceil(horizon_h / step)), MAX_STEPS)
@@ -88,7 +103,11 @@ def windows(up_counts: np.ndarray, gap_h: float, nodes: int, starts: int, horizo
 def replay(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcomes:
     """Replay `job` under `policy` on each row of `up` (samples x steps): spot alone window by window
     (`_replay_windows`, what the planner runs for every spot candidate), the others step by step."""
-    return _replay_windows(job, up, step_h) if policy == "spot" else _replay_steps(job, up, step_h, policy)
+    return (
+        _replay_windows(job, up, step_h)
+        if policy == "spot"
+        else _replay_steps(job, up, step_h, policy)
+    )
 
 
 def _replay_windows(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
@@ -104,32 +123,50 @@ def _replay_windows(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
     rows, begin = np.nonzero(edge == 1)  # row-major: each row's windows in time order
     _, end = np.nonzero(edge == -1)
     counts = np.bincount(rows, minlength=samples)
-    number = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]  # the window's place in its row
+    number = (
+        np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]
+    )  # the window's place in its row
     most = int(counts.max(initial=0))
     starts = np.zeros((samples, most))
     lengths = np.zeros((samples, most))
     starts[rows, number] = begin * step_h
     lengths[rows, number] = (end - begin) * step_h
-    progress, wall, spot_h = np.zeros(samples), np.full(samples, np.nan), np.zeros(samples)
+    progress, wall, spot_h = (
+        np.zeros(samples),
+        np.full(samples, np.nan),
+        np.zeros(samples),
+    )
     for k in range(most):
         active = np.isnan(wall) & (k < counts)
         if not active.any():
             break
         length = lengths[:, k]
-        need = R + (W - progress) / pace  # from the window's start to the end of the work
+        need = (
+            R + (W - progress) / pace
+        )  # from the window's start to the end of the work
         finishing = active & (need <= length + 1e-12 * (1 + length)) & (length > R)
         wall = np.where(finishing, starts[:, k] + need, wall)
         spot_h += np.where(finishing, need, np.where(active, length, 0.0))
         gained = progress + np.maximum(length - R, 0.0) * pace
-        progress = np.where(active & ~finishing, np.floor(gained / tau + 1e-9) * tau, progress)
+        progress = np.where(
+            active & ~finishing, np.floor(gained / tau + 1e-9) * tau, progress
+        )
     cost = n * job.inputs.price_per_node_h * spot_h
     return Outcomes(wall, n * spot_h, np.zeros(samples), cost)
 
 
-def _replay_steps(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcomes:
+def _replay_steps(
+    job: TraceJob, up: np.ndarray, step_h: float, policy: str
+) -> Outcomes:
     """Replay `job` under `policy` step by step (module doc)."""
     p = segment_plan(job.inputs)
-    W, tau, C, R, n = job.inputs.work_h, p.tau, p.C, p.R, job.inputs.nodes  # a stateless job too, as a gang
+    W, tau, C, R, n = (
+        job.inputs.work_h,
+        p.tau,
+        p.C,
+        p.R,
+        job.inputs.nodes,
+    )  # a stateless job too, as a gang
     D = job.deadline_h
     margin = margin_h(R, tau)
     pace = tau / (tau + C)  # saved-work hours per working hour, checkpoints included
@@ -155,11 +192,17 @@ def _replay_steps(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> 
             line = W * now / max(D - margin, 1e-9)
             behind = saved < line - 1e-9
             on_demand = mode == 2
-            want = np.where(up[:, t], np.where(on_demand & behind, 2, 1), np.where(behind | on_demand, 2, 0))
+            want = np.where(
+                up[:, t],
+                np.where(on_demand & behind, 2, 1),
+                np.where(behind | on_demand, 2, 0),
+            )
             want = want.astype(np.int8)
         want = np.where(switched, 2, want).astype(np.int8)
         change = active & (want != mode)
-        progress = np.where(change, saved, progress)  # leaving a market loses the work since the checkpoint
+        progress = np.where(
+            change, saved, progress
+        )  # leaving a market loses the work since the checkpoint
         restart = np.where(change & (want != 0), R, restart)
         mode = np.where(active, want, mode).astype(np.int8)
         running = active & (mode != 0)
@@ -167,13 +210,18 @@ def _replay_steps(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> 
         restart = restart - spent_restart
         gain = np.where(running, (step_h - spent_restart) * pace, 0.0)
         finishing = running & (progress + gain >= W - 1e-12)
-        used = np.where(finishing, spent_restart + (W - progress) / pace, step_h)  # hours of the step billed
+        used = np.where(
+            finishing, spent_restart + (W - progress) / pace, step_h
+        )  # hours of the step billed
         wall = np.where(finishing, now + used, wall)
         progress = np.where(running, np.minimum(progress + gain, W), progress)
         saved = np.where(running, np.floor(progress / tau + 1e-9) * tau, saved)
         spot_h += np.where(running & (mode == 1), used, 0.0)
         od_h += np.where(running & (mode == 2), used, 0.0)
-    cost = n * (job.inputs.price_per_node_h * spot_h + np.where(od_h > 0, job.on_demand_price * od_h, 0.0))
+    cost = n * (
+        job.inputs.price_per_node_h * spot_h
+        + np.where(od_h > 0, job.on_demand_price * od_h, 0.0)
+    )
     return Outcomes(wall, n * spot_h, n * od_h, cost)
 
 
@@ -196,7 +244,9 @@ def omniscient(job: TraceJob, up: np.ndarray, step_h: float) -> np.ndarray:
             spot += take + R + C
             left -= take
         od = R + left + C if left > 1e-12 else 0.0
-        if spot + od > D and left > 1e-12:  # no room for the on-demand stretch beside the windows: all on demand
+        if (
+            spot + od > D and left > 1e-12
+        ):  # no room for the on-demand stretch beside the windows: all on demand
             spot, od = 0.0, R + W + C
         out[i] = n * (job.inputs.price_per_node_h * spot + job.on_demand_price * od)
     return out

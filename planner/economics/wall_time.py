@@ -2,18 +2,26 @@
 compound-geometric laws), its quantiles, and Chernoff's bound on its tail, kept per segment plan so one grid
 answers every deadline.
 """
+
 from __future__ import annotations
 
 import math
 
 import numpy as np
-from numpy import fft as _fft  # pocketfft, as scipy.fft's (the same transforms to the bit), without SciPy's import
+from numpy import (
+    fft as _fft,  # pocketfft, as scipy.fft's (the same transforms to the bit), without SciPy's import
+)
 
 from planner.economics.candidate import wait_phases
 from planner.economics.estimate_error import EstimateError
-from planner.economics.grids import _grid, _hat_trexp, _wait_factor, fast_len, lump_scale
-from planner.economics.segment_plans import _Plan, _moments, _wall_moments
-
+from planner.economics.grids import (
+    _grid,
+    _hat_trexp,
+    _wait_factor,
+    fast_len,
+    lump_scale,
+)
+from planner.economics.segment_plans import _moments, _Plan, _wall_moments
 
 LAW_ERROR = 5e-5
 """What the grid may move P(T <= D) by, at most (§6)."""
@@ -28,7 +36,7 @@ KINK_POINTS = 8192
 """The finest grid the kinks' bound asks for (what every law had before the grid was sized per law)."""
 
 
-def law_points(law: "WallLaw") -> int:
+def law_points(law: WallLaw) -> int:
     """Points of a grid over Z in [0, z_max] for P(Z <= z) within LAW_ERROR, at least 256, at most 65,536. Three
     bounds on the step h:
     - four points per lump X + R (`lump_scale`);
@@ -42,23 +50,32 @@ def law_points(law: "WallLaw") -> int:
     lump = lump_scale(p)
     h = lump / 4
     if law.failures > 0:
-        h = min(h, max(law.sd, lump) * math.sqrt(LAW_ERROR / (HAT_SPREAD * law.failures)),
-                max(kink_step(law), law.z_max / (KINK_POINTS - 2)))
+        h = min(
+            h,
+            max(law.sd, lump) * math.sqrt(LAW_ERROR / (HAT_SPREAD * law.failures)),
+            max(kink_step(law), law.z_max / (KINK_POINTS - 2)),
+        )
     return max(256, fast_len(int(min(law.z_max / h, 65534)) + 2))
 
 
-def kink_step(law: "WallLaw") -> float:
+def kink_step(law: WallLaw) -> float:
     """The step that reads the CDF's kinks within LAW_ERROR (inf when none matters): where the lump of a run's
     only failure starts (and, with no wait, ends) the density jumps, by P(F = 1) over the item's width s, or
     times the wait's density at 0 after a preemption event, and reading the CDF between nodes misses it by
     about the jump times h/4; a jump whose mass is within 2·LAW_ERROR is read within it anyway. A wait's kink
     can ask for millions of points, and lies within a few steps of D − T0 = R only."""
     p = law.plan
-    one = law.P0 * ((p.k - 1) * -math.expm1(-p.lam * p.s) + -math.expm1(-p.lam * p.s_k))  # P(F = 1)
+    one = law.P0 * (
+        (p.k - 1) * -math.expm1(-p.lam * p.s) + -math.expm1(-p.lam * p.s_k)
+    )  # P(F = 1)
     waits = p.rho if p.wait else 0.0  # the share of failures a capacity wait follows
     if max(one * (1 - waits), one * waits) <= 2 * LAW_ERROR:
         return math.inf
-    at_zero = sum(share / mean for share, mean in wait_phases(p.wait, p.wait_cv)) if waits else 0.0
+    at_zero = (
+        sum(share / mean for share, mean in wait_phases(p.wait, p.wait_cv))
+        if waits
+        else 0.0
+    )
     return LAW_ERROR / (one * ((1 - waits) / p.width + waits * at_zero))
 
 
@@ -75,8 +92,12 @@ class WallLaw:
         self.finite = math.isfinite(ET)
         ET, sd = _wall_moments(p, ET, EF, sd)
         self.mean, self.sd, self.failures = ET, sd, EF
-        self.P0 = math.exp(-p.lam * p.S) if p.lam else 1.0  # no failure at all: T = T0 exactly
-        self.z_max = (ET - p.T0) + 14.0 * sd + 2.0 * (p.R + p.s) if self.finite else math.inf
+        self.P0 = (
+            math.exp(-p.lam * p.S) if p.lam else 1.0
+        )  # no failure at all: T = T0 exactly
+        self.z_max = (
+            (ET - p.T0) + 14.0 * sd + 2.0 * (p.R + p.s) if self.finite else math.inf
+        )
         self._cdf: tuple[float, np.ndarray] | None = None
 
     @property
@@ -84,7 +105,7 @@ class WallLaw:
         """Whether the grid is computed (reading it is then microseconds)."""
         return self._cdf is not None
 
-    def compute(self) -> "WallLaw":
+    def compute(self) -> WallLaw:
         """The grid now, for a caller that will read it many times."""
         if self.finite and self.plan.lam:
             self.cdf
@@ -105,7 +126,9 @@ class WallLaw:
         if zD <= 0:
             return self.P0
         h, cdf = self.cdf
-        at = zD / h + 0.5  # position among the nodes 0, h/2, 3h/2, ... (node i > 0 at (i − 1/2)h)
+        at = (
+            zD / h + 0.5
+        )  # position among the nodes 0, h/2, 3h/2, ... (node i > 0 at (i − 1/2)h)
         i = min(int(at), cdf.size - 2)
         if i == 0:
             value = cdf[0] + (cdf[1] - cdf[0]) * zD / (0.5 * h)
@@ -188,11 +211,15 @@ class WallLaw:
             tilt, untilt, z1, _ = _grid(N)
             pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
             waits = _wait_factor(p, h, N)
-            zhat = (1 - pk) / (1 - pk * _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt) * waits)
+            zhat = (1 - pk) / (
+                1 - pk * _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt) * waits
+            )
             if p.k > 1:
                 fY = _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt) * waits
                 zhat = zhat * np.power((1 - pf) / (1 - pf * fY), p.k - 1)
-            z = _fft.irfft(zhat - self.P0, N) * untilt  # the atom at Z = 0 (no failure) is added exactly
+            z = (
+                _fft.irfft(zhat - self.P0, N) * untilt
+            )  # the atom at Z = 0 (no failure) is added exactly
             # no mass below 0 (lengths start there), so the first node is (0, P0), not (−h/2, P0)
             self._cdf = h, self.P0 + np.concatenate(([0.0], np.cumsum(z)))
         return self._cdf
@@ -212,16 +239,27 @@ def overhead_tail_bound(p: _Plan, level: float) -> float:
     log_mgf = np.zeros_like(theta)
     ok = np.ones_like(theta, dtype=bool)
     with np.errstate(all="ignore"):
-        wait = (1 - rho) + rho * sum(share / (1 - theta * mean) for share, mean in phases) if rho and m else 1.0
+        wait = (
+            (1 - rho) + rho * sum(share / (1 - theta * mean) for share, mean in phases)
+            if rho and m
+            else 1.0
+        )
         for count, s in ((p.k - 1, p.s), (1, p.s_k)):
             if count == 0:
                 continue
             fail = -math.expm1(-lam * s)
             d = lam - theta
             near = np.abs(d) < 1e-12
-            lost = np.where(near, lam * s, lam * -np.expm1(-d * s) / np.where(near, 1.0, d)) / fail  # E[e^(θX)]
+            lost = (
+                np.where(
+                    near, lam * s, lam * -np.expm1(-d * s) / np.where(near, 1.0, d)
+                )
+                / fail
+            )  # E[e^(θX)]
             phi = np.exp(theta * R) * lost * wait
             ok &= fail * phi < 1
-            log_mgf += count * (-lam * s - np.log(1 - fail * phi))  # log(1 − fail) = −λs, finite however long s is
+            log_mgf += count * (
+                -lam * s - np.log(1 - fail * phi)
+            )  # log(1 − fail) = −λs, finite however long s is
     bound = np.where(ok, log_mgf - theta * level, np.inf)
     return float(min(1.0, np.exp(bound.min())))

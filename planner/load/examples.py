@@ -4,6 +4,7 @@ A wheel (or pipx) install has no checkout to read `scenarios/` from; `planner ex
 puts the same files in a folder of the user's, with the catalogs they name next to them.
 Files already there are never overwritten: the user may have edited them.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -17,12 +18,21 @@ def shipped_examples() -> dict[str, str]:
     """Example file name -> its first comment line (what it shows)."""
     out = {}
     for path in sorted(EXAMPLES_DIR.glob("*.yaml")):
-        first = next((line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("#")), "")
+        first = next(
+            (
+                line
+                for line in path.read_text(encoding="utf-8").splitlines()
+                if line.startswith("#")
+            ),
+            "",
+        )
         out[path.name] = first.lstrip("# ").strip()
     return out
 
 
-def copy_examples(destination: Path, names: tuple[str, ...] = ()) -> tuple[list[Path], list[Path]]:
+def copy_examples(
+    destination: Path, names: tuple[str, ...] = ()
+) -> tuple[list[Path], list[Path]]:
     """Copy the named examples (all when none are named) and the offer files they use into
     `destination`; returns (written, kept because they already existed)."""
     known = shipped_examples()
@@ -30,9 +40,14 @@ def copy_examples(destination: Path, names: tuple[str, ...] = ()) -> tuple[list[
     if unknown:
         from planner.errors import did_you_mean
 
-        raise PlannerError(f"no shipped example {unknown[0]!r}{did_you_mean(unknown[0], known)}", "NAMES")
+        raise PlannerError(
+            f"no shipped example {unknown[0]!r}{did_you_mean(unknown[0], known)}",
+            "NAMES",
+        )
     chosen = [n if n in known else f"{n}.yaml" for n in names] or list(known)
-    files = [EXAMPLES_DIR / n for n in chosen] + sorted((EXAMPLES_DIR / "catalogs").glob("*.csv"))
+    files = [EXAMPLES_DIR / n for n in chosen] + sorted(
+        (EXAMPLES_DIR / "catalogs").glob("*.csv")
+    )
     _make_folder(destination)
     written, kept = [], []
     for source in files:
@@ -51,4 +66,6 @@ def _make_folder(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise PlannerError(f"cannot make the folder: {exc.strerror or exc}", str(folder)) from None
+        raise PlannerError(
+            f"cannot make the folder: {exc.strerror or exc}", str(folder)
+        ) from None

@@ -13,9 +13,9 @@ Where a published config leaves a key out, the architecture's transformers confi
 supplies the value; such defaults are used only where written below, any other missing shape
 key is an error. All errors are ValueError with a one-line message.
 """
+
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -27,16 +27,37 @@ from planner.load.yaml import parse_json, read_capped
 from planner.schema.catalog import ModelArch
 from planner.schema.fields import MAX_WIDTH
 
-SUPPORTED = ("deepseek_v3", "falcon", "gemma2", "gemma3", "gemma3_text", "gpt2", "llama", "mistral",
-             "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe")
+SUPPORTED = (
+    "deepseek_v3",
+    "falcon",
+    "gemma2",
+    "gemma3",
+    "gemma3_text",
+    "gpt2",
+    "llama",
+    "mistral",
+    "mixtral",
+    "phi3",
+    "qwen2",
+    "qwen3",
+    "qwen3_moe",
+)
 
 # an old config without model_type still names its class
 _ARCHITECTURES = {
-    "LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "MixtralForCausalLM": "mixtral",
-    "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3", "Qwen3MoeForCausalLM": "qwen3_moe",
-    "Gemma2ForCausalLM": "gemma2", "Gemma3ForConditionalGeneration": "gemma3",
-    "Gemma3ForCausalLM": "gemma3_text", "Phi3ForCausalLM": "phi3", "GPT2LMHeadModel": "gpt2",
-    "DeepseekV3ForCausalLM": "deepseek_v3", "FalconForCausalLM": "falcon",
+    "LlamaForCausalLM": "llama",
+    "MistralForCausalLM": "mistral",
+    "MixtralForCausalLM": "mixtral",
+    "Qwen2ForCausalLM": "qwen2",
+    "Qwen3ForCausalLM": "qwen3",
+    "Qwen3MoeForCausalLM": "qwen3_moe",
+    "Gemma2ForCausalLM": "gemma2",
+    "Gemma3ForConditionalGeneration": "gemma3",
+    "Gemma3ForCausalLM": "gemma3_text",
+    "Phi3ForCausalLM": "phi3",
+    "GPT2LMHeadModel": "gpt2",
+    "DeepseekV3ForCausalLM": "deepseek_v3",
+    "FalconForCausalLM": "falcon",
 }
 
 _LOCAL_HINT = "give a local file instead: model: {hf_config: path/to/config.json}"
@@ -45,13 +66,32 @@ _LOCAL_HINT = "give a local file instead: model: {hf_config: path/to/config.json
 # ---------------------------------------------------------------- counting rules
 
 
-def decoder_params(vocab, hidden, layers, heads, kv_heads, head_dim, ffn, tied, *, qkv_bias=False,
-                   qk_norm=False, norms_per_layer=2, extra=0):
+def decoder_params(
+    vocab,
+    hidden,
+    layers,
+    heads,
+    kv_heads,
+    head_dim,
+    ffn,
+    tied,
+    *,
+    qkv_bias=False,
+    qk_norm=False,
+    norms_per_layer=2,
+    extra=0,
+):
     """Parameter count of a Llama-style decoder from its HF config.json: embedding V*h (twice unless
     tie_word_embeddings), per layer q/k/v/o (GQA widths), gate/up/down 3*h*ffn and the norms, final norm.
     tools/build_catalogs.py counts the shipped models' parameters with it too."""
-    attn = hidden * heads * head_dim + 2 * hidden * kv_heads * head_dim + heads * head_dim * hidden
-    attn += (heads * head_dim + 2 * kv_heads * head_dim if qkv_bias else 0) + (2 * head_dim if qk_norm else 0)
+    attn = (
+        hidden * heads * head_dim
+        + 2 * hidden * kv_heads * head_dim
+        + heads * head_dim * hidden
+    )
+    attn += (heads * head_dim + 2 * kv_heads * head_dim if qkv_bias else 0) + (
+        2 * head_dim if qk_norm else 0
+    )
     per_layer = attn + 3 * hidden * ffn + norms_per_layer * hidden
     return vocab * hidden * (1 if tied else 2) + layers * per_layer + hidden + extra
 
@@ -76,7 +116,12 @@ class _Reader:
     """Typed look-ups in one config dict, with one-line errors naming the key."""
 
     def __init__(self, config: dict, name: str, model_type: str, prefix: str = ""):
-        self.config, self.name, self.model_type, self.prefix = config, name, model_type, prefix
+        self.config, self.name, self.model_type, self.prefix = (
+            config,
+            name,
+            model_type,
+            prefix,
+        )
 
     def _key(self, key: str) -> str:
         return repr(self.prefix + key)
@@ -90,7 +135,9 @@ class _Reader:
                 return key, self.config[key]
         return keys[0], None
 
-    def integer(self, *keys: str, default: int | None = None, positive: bool = True) -> int:
+    def integer(
+        self, *keys: str, default: int | None = None, positive: bool = True
+    ) -> int:
         key, value = self._value(keys)
         if value is None:
             if default is not None:
@@ -98,12 +145,22 @@ class _Reader:
             raise ValueError(f"{self._where()} is missing {self._key(key)}")
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int) or value < (1 if positive else 0):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int)
+            or value < (1 if positive else 0)
+        ):
             need = "a positive integer" if positive else "a non-negative integer"
-            raise ValueError(f"{self._where()}: {self._key(key)} must be {need}, not {value!r}")
-        if value > MAX_WIDTH:  # the shape's bound (a layer count has its own, checked with the shape)
-            raise ValueError(f"{self._where()}: {self._key(key)} is {value:,}; no model is that large "
-                             f"(at most {MAX_WIDTH:,})")
+            raise ValueError(
+                f"{self._where()}: {self._key(key)} must be {need}, not {value!r}"
+            )
+        if (
+            value > MAX_WIDTH
+        ):  # the shape's bound (a layer count has its own, checked with the shape)
+            raise ValueError(
+                f"{self._where()}: {self._key(key)} is {value:,}; no model is that large "
+                f"(at most {MAX_WIDTH:,})"
+            )
         return value
 
     def optional(self, *keys: str, positive: bool = True) -> int | None:
@@ -115,7 +172,9 @@ class _Reader:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise ValueError(f"{self._where()}: {self._key(key)} must be true or false, not {value!r}")
+            raise ValueError(
+                f"{self._where()}: {self._key(key)} must be true or false, not {value!r}"
+            )
         return value
 
     def text(self, key: str, default: str) -> str:
@@ -126,8 +185,12 @@ class _Reader:
         value = self.config.get(key)
         if value is None:
             return []
-        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-            raise ValueError(f"{self._where()}: {self._key(key)} must be a list of layer numbers, not {value!r}")
+        if not isinstance(value, list) or not all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value
+        ):
+            raise ValueError(
+                f"{self._where()}: {self._key(key)} must be a list of layer numbers, not {value!r}"
+            )
         return value
 
 
@@ -154,12 +217,19 @@ def _llama_like(r: _Reader, model_type: str) -> tuple[dict, str]:
         heads = r.integer("num_attention_heads")
         # LlamaConfig and Phi3Config take a missing num_key_value_heads as num_attention_heads;
         # the other classes default it to a fixed number, so it must be given
-        kv_heads = r.integer("num_key_value_heads", default=heads if model_type in ("llama", "phi3") else None)
+        kv_heads = r.integer(
+            "num_key_value_heads",
+            default=heads if model_type in ("llama", "phi3") else None,
+        )
         # Gemma2Config's head_dim defaults to 256; the others to hidden_size / num_attention_heads
-        head_dim = r.integer("head_dim", default=256 if model_type == "gemma2" else hidden // heads)
+        head_dim = r.integer(
+            "head_dim", default=256 if model_type == "gemma2" else hidden // heads
+        )
         vocab = r.integer("vocab_size")
         max_context = r.optional("max_position_embeddings")  # absent: unknown
-    tied = r.flag("tie_word_embeddings", default=model_type in ("gemma2", "gemma3_text"))
+    tied = r.flag(
+        "tie_word_embeddings", default=model_type in ("gemma2", "gemma3_text")
+    )
 
     extra, notes = 0, []
     if model_type == "qwen2":
@@ -181,10 +251,32 @@ def _llama_like(r: _Reader, model_type: str) -> tuple[dict, str]:
     qk_norm = model_type in ("qwen3", "gemma3_text")  # per-head RMSNorm on q and k
     # Gemma 2/3: input, post-attention, pre-feedforward and post-feedforward norms per layer
     norms = 4 if model_type in ("gemma2", "gemma3_text") else 2
-    params = decoder_params(vocab, hidden, layers, heads, kv_heads, head_dim, ffn, tied,
-                            qkv_bias=qkv_bias, qk_norm=qk_norm, norms_per_layer=norms, extra=extra)
-    fields = dict(params=params, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
-                  head_dim=head_dim, ffn=ffn, vocab=vocab, max_context=max_context, tied_embeddings=tied)
+    params = decoder_params(
+        vocab,
+        hidden,
+        layers,
+        heads,
+        kv_heads,
+        head_dim,
+        ffn,
+        tied,
+        qkv_bias=qkv_bias,
+        qk_norm=qk_norm,
+        norms_per_layer=norms,
+        extra=extra,
+    )
+    fields = dict(
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        ffn=ffn,
+        vocab=vocab,
+        max_context=max_context,
+        tied_embeddings=tied,
+    )
     return fields, ", ".join(notes)
 
 
@@ -193,22 +285,33 @@ def _gemma3(config: dict, name: str) -> tuple[dict, str]:
     vision_config, and the projector (mm_input_projection 1152 x hidden + its norm) between them."""
     text = config.get("text_config")
     if not isinstance(text, dict):
-        raise ValueError(f"HF config for {name!r} (model_type gemma3) is missing 'text_config'")
+        raise ValueError(
+            f"HF config for {name!r} (model_type gemma3) is missing 'text_config'"
+        )
     if "tie_word_embeddings" not in text and "tie_word_embeddings" in config:
         text = dict(text, tie_word_embeddings=config["tie_word_embeddings"])
-    fields, note = _llama_like(_Reader(text, name, "gemma3", prefix="text_config."), "gemma3_text")
+    fields, note = _llama_like(
+        _Reader(text, name, "gemma3", prefix="text_config."), "gemma3_text"
+    )
     vision = config.get("vision_config")
     if not isinstance(vision, dict):
         return fields, "text decoder only (no vision_config)"
     v = _Reader(vision, name, "gemma3", prefix="vision_config.")
     d = v.integer("hidden_size")
-    tower = siglip_params(d=d, layers=v.integer("num_hidden_layers"), ffn=v.integer("intermediate_size"),
-                          patch=v.integer("patch_size"), image=v.integer("image_size"))
+    tower = siglip_params(
+        d=d,
+        layers=v.integer("num_hidden_layers"),
+        ffn=v.integer("intermediate_size"),
+        patch=v.integer("patch_size"),
+        image=v.integer("image_size"),
+    )
     projector = d * fields["hidden"] + d
     text_only = fields["params"]
     fields["params"] = text_only + tower + projector
-    return fields, (f"incl. the SigLIP vision tower and projector ({tower + projector:,}; "
-                    f"text decoder alone {text_only:,})")
+    return fields, (
+        f"incl. the SigLIP vision tower and projector ({tower + projector:,}; "
+        f"text decoder alone {text_only:,})"
+    )
 
 
 def _mixtral(r: _Reader) -> tuple[dict, str]:
@@ -221,8 +324,13 @@ def _mixtral(r: _Reader) -> tuple[dict, str]:
     expert_params = layers * experts * 3 * hidden * ffn
     dense_mlp = layers * 3 * hidden * ffn  # counted by _llama_like as if one dense MLP
     params = fields["params"] - dense_mlp + layers * experts * hidden + expert_params
-    fields.update(params=params, experts=experts, experts_per_token=per_token, expert_params=expert_params,
-                  active_params=moe_active(params, experts, per_token, expert_params))
+    fields.update(
+        params=params,
+        experts=experts,
+        experts_per_token=per_token,
+        expert_params=expert_params,
+        active_params=moe_active(params, experts, per_token, expert_params),
+    )
     return fields, "ffn = one expert's width"
 
 
@@ -236,19 +344,38 @@ def _qwen3_moe(r: _Reader) -> tuple[dict, str]:
     experts = r.integer("num_experts", positive=False, default=0)
     step = r.integer("decoder_sparse_step", default=1)
     dense_only = set(r.layer_list("mlp_only_layers"))
-    sparse = [i for i in range(layers) if experts > 0 and i not in dense_only and (i + 1) % step == 0]
+    sparse = [
+        i
+        for i in range(layers)
+        if experts > 0 and i not in dense_only and (i + 1) % step == 0
+    ]
     if not sparse:
         return fields, note  # no sparse layer: a dense Qwen3
     per_token = r.integer("num_experts_per_tok")
     moe_ffn = r.integer("moe_intermediate_size")
     dense_layers, dense_ffn = layers - len(sparse), fields["ffn"]
     expert_params = len(sparse) * experts * 3 * hidden * moe_ffn
-    params = (fields["params"] - len(sparse) * 3 * hidden * dense_ffn  # sparse layers have no dense MLP
-              + len(sparse) * experts * hidden + expert_params)
-    fields.update(params=params, ffn=moe_ffn, experts=experts, experts_per_token=per_token,
-                  expert_params=expert_params, active_params=moe_active(params, experts, per_token, expert_params))
-    return fields, ", ".join(filter(None, [note, "ffn = one expert's width"]
-                                + ([f"{dense_layers} dense layers of {dense_ffn}"] if dense_layers else [])))
+    params = (
+        fields["params"]
+        - len(sparse) * 3 * hidden * dense_ffn  # sparse layers have no dense MLP
+        + len(sparse) * experts * hidden
+        + expert_params
+    )
+    fields.update(
+        params=params,
+        ffn=moe_ffn,
+        experts=experts,
+        experts_per_token=per_token,
+        expert_params=expert_params,
+        active_params=moe_active(params, experts, per_token, expert_params),
+    )
+    return fields, ", ".join(
+        filter(
+            None,
+            [note, "ffn = one expert's width"]
+            + ([f"{dense_layers} dense layers of {dense_ffn}"] if dense_layers else []),
+        )
+    )
 
 
 def _deepseek_v3(r: _Reader) -> tuple[dict, str]:
@@ -270,37 +397,66 @@ def _deepseek_v3(r: _Reader) -> tuple[dict, str]:
     first_dense = r.integer("first_k_dense_replace", positive=False, default=0)
     freq = r.integer("moe_layer_freq", default=1)
     kv_rank = r.integer("kv_lora_rank")
-    q_rank = r.optional("q_lora_rank")  # null: q_proj is one hidden x heads*q_head_dim matrix
+    q_rank = r.optional(
+        "q_lora_rank"
+    )  # null: q_proj is one hidden x heads*q_head_dim matrix
     rope = r.integer("qk_rope_head_dim")
     nope = r.integer("qk_nope_head_dim")
     v_dim = r.integer("v_head_dim")
     tied = r.flag("tie_word_embeddings", default=False)
-    bias = r.flag("attention_bias", default=False)  # biases on q_a/q, kv_a and o projections
+    bias = r.flag(
+        "attention_bias", default=False
+    )  # biases on q_a/q, kv_a and o projections
     q_head = nope + rope
     if q_rank is None:
         q = hidden * heads * q_head
     else:  # q_a_proj, q_a_layernorm, q_b_proj (no bias)
         q = hidden * q_rank + (q_rank if bias else 0) + q_rank + q_rank * heads * q_head
-    mla = (q + hidden * (kv_rank + rope) + (kv_rank + rope if bias else 0)  # kv_a_proj_with_mqa
-           + kv_rank  # kv_a_layernorm
-           + kv_rank * heads * (nope + v_dim)  # kv_b_proj
-           + heads * v_dim * hidden + (hidden if bias else 0))  # o_proj
+    mla = (
+        q
+        + hidden * (kv_rank + rope)
+        + (kv_rank + rope if bias else 0)  # kv_a_proj_with_mqa
+        + kv_rank  # kv_a_layernorm
+        + kv_rank * heads * (nope + v_dim)  # kv_b_proj
+        + heads * v_dim * hidden
+        + (hidden if bias else 0)
+    )  # o_proj
     moe_layers = [i for i in range(layers) if i >= first_dense and i % freq == 0]
     dense_layers = layers - len(moe_layers)
-    router = experts * hidden + (experts if r.text("topk_method", "noaux_tc") == "noaux_tc" else 0)
+    router = experts * hidden + (
+        experts if r.text("topk_method", "noaux_tc") == "noaux_tc" else 0
+    )
     expert_params = len(moe_layers) * experts * 3 * hidden * moe_ffn
-    params = (vocab * hidden * (1 if tied else 2) + layers * (mla + 2 * hidden) + hidden
-              + dense_layers * 3 * hidden * dense_ffn
-              + len(moe_layers) * (shared * 3 * hidden * moe_ffn + router) + expert_params)
+    params = (
+        vocab * hidden * (1 if tied else 2)
+        + layers * (mla + 2 * hidden)
+        + hidden
+        + dense_layers * 3 * hidden * dense_ffn
+        + len(moe_layers) * (shared * 3 * hidden * moe_ffn + router)
+        + expert_params
+    )
     cached = kv_rank + rope  # the latent and the shared rope key, per token per layer
-    fields = dict(params=params, layers=layers, hidden=hidden, heads=heads, kv_heads=1,
-                  head_dim=(cached + 1) // 2, ffn=moe_ffn, vocab=vocab,
-                  max_context=r.optional("max_position_embeddings"), tied_embeddings=tied,
-                  experts=experts, experts_per_token=per_token, expert_params=expert_params,
-                  active_params=moe_active(params, experts, per_token, expert_params))
-    note = (f"MLA caches kv_lora_rank + qk_rope_head_dim = {cached} elements per token per layer, written as "
-            f"kv_heads 1 x head_dim {(cached + 1) // 2}; ffn = one routed expert's width (dense layers "
-            f"{dense_ffn}); MTP module not counted")
+    fields = dict(
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=1,
+        head_dim=(cached + 1) // 2,
+        ffn=moe_ffn,
+        vocab=vocab,
+        max_context=r.optional("max_position_embeddings"),
+        tied_embeddings=tied,
+        experts=experts,
+        experts_per_token=per_token,
+        expert_params=expert_params,
+        active_params=moe_active(params, experts, per_token, expert_params),
+    )
+    note = (
+        f"MLA caches kv_lora_rank + qk_rope_head_dim = {cached} elements per token per layer, written as "
+        f"kv_heads 1 x head_dim {(cached + 1) // 2}; ffn = one routed expert's width (dense layers "
+        f"{dense_ffn}); MTP module not counted"
+    )
     return fields, note
 
 
@@ -312,14 +468,41 @@ def _gpt2(r: _Reader) -> tuple[dict, str]:
     layers = r.integer("n_layer", "num_hidden_layers")
     heads = r.integer("n_head", "num_attention_heads")
     vocab = r.integer("vocab_size")
-    positions = r.integer("n_positions", "max_position_embeddings", default=1024)  # GPT2Config default
+    positions = r.integer(
+        "n_positions", "max_position_embeddings", default=1024
+    )  # GPT2Config default
     ffn = r.integer("n_inner", default=4 * hidden)  # n_inner null: 4 x n_embd
     tied = r.flag("tie_word_embeddings", default=True)
-    layer = (2 * hidden + hidden * 3 * hidden + 3 * hidden + hidden * hidden + hidden
-             + 2 * hidden + hidden * ffn + ffn + ffn * hidden + hidden)
-    params = vocab * hidden * (1 if tied else 2) + positions * hidden + layers * layer + 2 * hidden
-    fields = dict(params=params, layers=layers, hidden=hidden, heads=heads, kv_heads=heads,
-                  head_dim=hidden // heads, ffn=ffn, vocab=vocab, max_context=positions, tied_embeddings=tied)
+    layer = (
+        2 * hidden
+        + hidden * 3 * hidden
+        + 3 * hidden
+        + hidden * hidden
+        + hidden
+        + 2 * hidden
+        + hidden * ffn
+        + ffn
+        + ffn * hidden
+        + hidden
+    )
+    params = (
+        vocab * hidden * (1 if tied else 2)
+        + positions * hidden
+        + layers * layer
+        + 2 * hidden
+    )
+    fields = dict(
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=heads,
+        head_dim=hidden // heads,
+        ffn=ffn,
+        vocab=vocab,
+        max_context=positions,
+        tied_embeddings=tied,
+    )
     return fields, "learned position embeddings, biases, LayerNorm"
 
 
@@ -346,37 +529,73 @@ def _falcon(r: _Reader) -> tuple[dict, str]:
     qkv_out = (heads + 2 * kv_heads) * head_dim
     attn = hidden * qkv_out + hidden * hidden + ((qkv_out + hidden) if bias else 0)
     mlp = 2 * hidden * ffn + ((ffn + hidden) if bias else 0)
-    ln_count = r.integer("num_ln_in_parallel_attn", default=2 if new_arch else 1) if parallel else 2
+    ln_count = (
+        r.integer("num_ln_in_parallel_attn", default=2 if new_arch else 1)
+        if parallel
+        else 2
+    )
     tied = r.flag("tie_word_embeddings", default=True)
-    params = vocab * hidden * (1 if tied else 2) + layers * (attn + mlp + ln_count * 2 * hidden) + 2 * hidden
+    params = (
+        vocab * hidden * (1 if tied else 2)
+        + layers * (attn + mlp + ln_count * 2 * hidden)
+        + 2 * hidden
+    )
     # FalconConfig's max_position_embeddings default (2048); the Falcon-7B/40B configs leave it out
     max_context = r.integer("max_position_embeddings", default=2048)
-    fields = dict(params=params, layers=layers, hidden=hidden, heads=heads, kv_heads=kv_heads,
-                  head_dim=head_dim, ffn=ffn, vocab=vocab, max_context=max_context, tied_embeddings=tied)
-    return fields, ("new decoder architecture, " if new_arch else "") + f"{kv_heads} KV heads"
+    fields = dict(
+        params=params,
+        layers=layers,
+        hidden=hidden,
+        heads=heads,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        ffn=ffn,
+        vocab=vocab,
+        max_context=max_context,
+        tied_embeddings=tied,
+    )
+    return fields, (
+        "new decoder architecture, " if new_arch else ""
+    ) + f"{kv_heads} KV heads"
 
 
 # ---------------------------------------------------------------- public functions
 
 
-def arch_from_config(config: dict, name: str, *, hf_repo: str = "", source: str = "") -> ModelArch:
+def arch_from_config(
+    config: dict, name: str, *, hf_repo: str = "", source: str = ""
+) -> ModelArch:
     """A Hugging Face config.json (as a dict) to a ModelArch named `name`.
 
     `hf_repo` (the Hub id it came from, if any) is kept on the ModelArch; `source` replaces the
     generated description of where the numbers came from."""
     if not isinstance(config, dict):
-        raise ValueError(f"HF config for {name!r} must be a JSON object, not {type(config).__name__}")
+        raise ValueError(
+            f"HF config for {name!r} must be a JSON object, not {type(config).__name__}"
+        )
     model_type = config.get("model_type")
     if model_type is None:
         archs = config.get("architectures") or []
-        model_type = next((_ARCHITECTURES[a] for a in archs if a in _ARCHITECTURES), None)
+        model_type = next(
+            (_ARCHITECTURES[a] for a in archs if a in _ARCHITECTURES), None
+        )
         if model_type is None:
             raise ValueError(f"HF config for {name!r} is missing 'model_type'")
     if model_type not in SUPPORTED:
-        raise ValueError(f"HF config for {name!r}: model_type {model_type!r} is not supported "
-                         f"(supported: {', '.join(SUPPORTED)})")
+        raise ValueError(
+            f"HF config for {name!r}: model_type {model_type!r} is not supported "
+            f"(supported: {', '.join(SUPPORTED)})"
+        )
     r = _Reader(config, name, model_type)
-    if model_type in ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3_text"):
+    if model_type in (
+        "llama",
+        "mistral",
+        "qwen2",
+        "qwen3",
+        "phi3",
+        "gemma2",
+        "gemma3_text",
+    ):
         fields, note = _llama_like(r, model_type)
     elif model_type == "gemma3":
         fields, note = _gemma3(config, name)
@@ -391,18 +610,26 @@ def arch_from_config(config: dict, name: str, *, hf_repo: str = "", source: str 
     else:
         fields, note = _falcon(r)
     if "experts" in fields:
-        note = ", ".join(filter(None, [note, "active = params less the unused routed experts"]))
+        note = ", ".join(
+            filter(None, [note, "active = params less the unused routed experts"])
+        )
     if not source:
         where = hf_repo or "a local file"
-        source = (f"HF config.json ({where}, model_type {model_type}); params computed from the config "
-                  f"by planner.hf_config" + (f"; note: {note}" if note else ""))
+        source = (
+            f"HF config.json ({where}, model_type {model_type}); params computed from the config "
+            f"by planner.hf_config" + (f"; note: {note}" if note else "")
+        )
     try:
         return ModelArch(name=name, hf_repo=hf_repo, source=source, **fields)
-    except ValueError as exc:  # pydantic: a shape the model rejects (e.g. experts_per_token > experts)
+    except (
+        ValueError
+    ) as exc:  # pydantic: a shape the model rejects (e.g. experts_per_token > experts)
         errors = getattr(exc, "errors", lambda: [])()
         detail = errors[0].get("msg", str(exc)) if errors else str(exc).splitlines()[0]
-        raise ValueError(f"HF config for {name!r} (model_type {model_type}) gives an invalid shape: "
-                         f"{detail}") from None
+        raise ValueError(
+            f"HF config for {name!r} (model_type {model_type}) gives an invalid shape: "
+            f"{detail}"
+        ) from None
 
 
 def load_config_file(path: Path) -> dict:
@@ -413,17 +640,23 @@ def load_config_file(path: Path) -> dict:
     if not p.exists():
         raise ValueError(f"HF config file {p} not found")
     try:
-        text = read_capped(p, "config.json").decode("utf-8")  # capped: /dev/zero would never end
+        text = read_capped(p, "config.json").decode(
+            "utf-8"
+        )  # capped: /dev/zero would never end
     except PlannerError as exc:
         raise ValueError(f"HF config file {p}: {exc.message}") from None
     except UnicodeDecodeError:
-        raise ValueError(f"HF config file {p} is not UTF-8 text (is it a config.json?)") from None
+        raise ValueError(
+            f"HF config file {p} is not UTF-8 text (is it a config.json?)"
+        ) from None
     try:
         data = parse_json(text, p, "config.json")
     except PlannerError as exc:
         raise ValueError(f"HF config file {exc.where}: {exc.message}") from None
     if not isinstance(data, dict):
-        raise ValueError(f"HF config file {p} holds a JSON {type(data).__name__}, not an object") from None
+        raise ValueError(
+            f"HF config file {p} holds a JSON {type(data).__name__}, not an object"
+        ) from None
     return data
 
 
@@ -438,7 +671,9 @@ def looks_like_hf_id(value: str) -> bool:
         return False
     if "--" in value or ".." in value:
         return False
-    return not value.lower().endswith((".git", ".json", ".yaml", ".yml", ".csv", ".toml", ".txt"))
+    return not value.lower().endswith(
+        (".git", ".json", ".yaml", ".yml", ".csv", ".toml", ".txt")
+    )
 
 
 def _env_true(name: str) -> bool:
@@ -451,17 +686,31 @@ def _first_line(exc: BaseException) -> str:
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-_CONNECTION_ERRORS = ("ConnectionError", "ConnectTimeout", "ReadTimeout", "Timeout", "TimeoutException",
-                      "ConnectError", "NetworkError", "TransportError", "ProxyError", "SSLError")
+_CONNECTION_ERRORS = (
+    "ConnectionError",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "Timeout",
+    "TimeoutException",
+    "ConnectError",
+    "NetworkError",
+    "TransportError",
+    "ProxyError",
+    "SSLError",
+)
 
 
-def _why_not_fetched(exc: BaseException, offline: bool, revision: str | None) -> str | None:
+def _why_not_fetched(
+    exc: BaseException, offline: bool, revision: str | None
+) -> str | None:
     """The reason a download failed, in a few words; None for errors that are not about fetching
     (a bug should surface as itself)."""
     names = {cls.__name__ for cls in type(exc).__mro__}
     if "GatedRepoError" in names:
-        return ("the repository is gated: accept its terms on huggingface.co and log in "
-                "(`huggingface-cli login` or HF_TOKEN)")
+        return (
+            "the repository is gated: accept its terms on huggingface.co and log in "
+            "(`huggingface-cli login` or HF_TOKEN)"
+        )
     if "RevisionNotFoundError" in names:
         return f"revision {revision!r} not found"
     if "RepositoryNotFoundError" in names:
@@ -469,7 +718,9 @@ def _why_not_fetched(exc: BaseException, offline: bool, revision: str | None) ->
     if names & {"LocalEntryNotFoundError", "OfflineModeIsEnabled"}:
         if offline:
             return "HF_HUB_OFFLINE is set and it is not in the local Hugging Face cache"
-        return "the Hub could not be reached and it is not in the local Hugging Face cache"
+        return (
+            "the Hub could not be reached and it is not in the local Hugging Face cache"
+        )
     if "EntryNotFoundError" in names:
         return "the repository has no config.json"
     if names & set(_CONNECTION_ERRORS):
@@ -490,8 +741,10 @@ def _hub_reachable() -> bool:
     network, huggingface_hub retries for half a minute before it gives up, so the cache is then read at once."""
     url = urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
     try:
-        socket.create_connection((url.hostname or "", url.port or (443 if url.scheme == "https" else 80)),
-                                 timeout=HUB_PROBE_S).close()
+        socket.create_connection(
+            (url.hostname or "", url.port or (443 if url.scheme == "https" else 80)),
+            timeout=HUB_PROBE_S,
+        ).close()
     except OSError:
         return False
     return True
@@ -505,8 +758,10 @@ def fetch_config(repo_id: str, revision: str | None = None) -> dict:
     try:
         from huggingface_hub import hf_hub_download
     except ImportError:
-        raise ValueError(f"cannot fetch the config of {repo_id!r}: huggingface_hub is not installed; "
-                         f"`pip install huggingface_hub`, or {_LOCAL_HINT}") from None
+        raise ValueError(
+            f"cannot fetch the config of {repo_id!r}: huggingface_hub is not installed; "
+            f"`pip install huggingface_hub`, or {_LOCAL_HINT}"
+        ) from None
     offline = _env_true("HF_HUB_OFFLINE")
     kwargs: dict = {"revision": revision}
     if offline or not _hub_reachable():
@@ -518,6 +773,8 @@ def fetch_config(repo_id: str, revision: str | None = None) -> dict:
         if reason is None:
             raise
         at = f" at revision {revision!r}" if revision else ""
-        raise ValueError(f"could not fetch config.json of {repo_id!r}{at}: {reason}; "
-                         f"download it by hand and {_LOCAL_HINT}") from exc
+        raise ValueError(
+            f"could not fetch config.json of {repo_id!r}{at}: {reason}; "
+            f"download it by hand and {_LOCAL_HINT}"
+        ) from exc
     return load_config_file(Path(path))

@@ -6,11 +6,13 @@ skews every multi-node plan (an AWS p5.48xlarge really has EFA at 3200 Gbit/s). 
 shipped catalog already holds those facts (from provider docs and the build's rules), so
 a fresh source row takes them from there instead of from a default.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -20,9 +22,17 @@ from planner.load.catalog import CATALOG_DIR, OFFER_COLUMNS, read_table_file
 # A tuple is a group: the first column says what the second one measures (`inter_node`
 # `none` has no Gbit/s), so the second follows the first when the first is taken.
 FACT_GROUPS: tuple[tuple[str, ...], ...] = (
-    ("gpu",), ("gpus_per_node",), ("vcpus",), ("ram_gib",), ("gpu_vram_gib",),
-    ("intra_node", "intra_node_gbs"), ("inter_node", "inter_node_gbps"),
-    ("spot_preemption_per_h",), ("max_nodes",), ("billing_granularity_h",), ("billing_minimum_h",),
+    ("gpu",),
+    ("gpus_per_node",),
+    ("vcpus",),
+    ("ram_gib",),
+    ("gpu_vram_gib",),
+    ("intra_node", "intra_node_gbs"),
+    ("inter_node", "inter_node_gbps"),
+    ("spot_preemption_per_h",),
+    ("max_nodes",),
+    ("billing_granularity_h",),
+    ("billing_minimum_h",),
 )
 FACT_COLUMNS = tuple(c for group in FACT_GROUPS for c in group)
 # Facts that differ by region (the AWS Spot Advisor rate): never borrowed from another region.
@@ -40,8 +50,18 @@ FACT_TAGS = {
 }
 SAME_REGION_TAG = "facts_from_shipped_catalog"
 OTHER_REGION_TAG = "facts_from_shipped_catalog_other_region"
-_NUMERIC = ("gpus_per_node", "vcpus", "ram_gib", "gpu_vram_gib", "intra_node_gbs", "inter_node_gbps",
-            "on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h", "max_nodes")
+_NUMERIC = (
+    "gpus_per_node",
+    "vcpus",
+    "ram_gib",
+    "gpu_vram_gib",
+    "intra_node_gbs",
+    "inter_node_gbps",
+    "on_demand_usd_h",
+    "spot_usd_h",
+    "spot_preemption_per_h",
+    "max_nodes",
+)
 
 
 def missing(value: Any) -> bool:
@@ -100,7 +120,9 @@ def _same(a: Any, b: Any) -> bool:
         return str(a) == str(b)
 
 
-def _shipped_rows(shipped: pd.DataFrame | None, providers: Iterable[str]) -> dict[str, dict[str, list[dict]]]:
+def _shipped_rows(
+    shipped: pd.DataFrame | None, providers: Iterable[str]
+) -> dict[str, dict[str, list[dict]]]:
     """provider -> instance_type -> shipped rows as dicts, by region (read from catalogs/offers/
     unless given)."""
     out: dict[str, dict[str, list[dict]]] = {}
@@ -108,7 +130,11 @@ def _shipped_rows(shipped: pd.DataFrame | None, providers: Iterable[str]) -> dic
         if shipped is None:
             frame = load_shipped_offers(provider)
         else:
-            frame = shipped[shipped["provider"] == provider] if "provider" in shipped else shipped
+            frame = (
+                shipped[shipped["provider"] == provider]
+                if "provider" in shipped
+                else shipped
+            )
         rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
         by_type: dict[str, list[dict]] = {}
         for r in sorted(rows, key=lambda r: str(r.get("region"))):
@@ -153,21 +179,29 @@ def _take(row: dict, ship: dict, same_region: bool, has_spot_column: bool) -> li
     for lead, *rest in FACT_GROUPS:
         if lead not in ship or (lead in REGIONAL_FACTS and not same_region):
             continue
-        if lead == "spot_preemption_per_h" and has_spot_column and missing(row.get("spot_usd_h")):
+        if (
+            lead == "spot_preemption_per_h"
+            and has_spot_column
+            and missing(row.get("spot_usd_h"))
+        ):
             continue  # no spot price, no preemption rate
         if open_to_shipped(lead) and not missing(ship.get(lead)):
             copy(lead)
             lead_agrees = True
         else:
             lead_agrees = _same(row.get(lead), ship.get(lead))
-        for col in rest:  # the measure follows its kind (never over a real source value)
+        for (
+            col
+        ) in rest:  # the measure follows its kind (never over a real source value)
             if col in ship and lead_agrees and open_to_shipped(col):
                 copy(col)
     row["defaults"] = order_defaults(row_defaults)
     return taken
 
 
-def keep_known_facts(frame: pd.DataFrame, shipped: pd.DataFrame | None = None) -> pd.DataFrame:
+def keep_known_facts(
+    frame: pd.DataFrame, shipped: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """Give each offer of `frame` the facts its shipped-catalog row knows.
 
     For every row whose (provider, instance_type) - and gpu/gpus_per_node when the row names
@@ -190,17 +224,31 @@ def keep_known_facts(frame: pd.DataFrame, shipped: pd.DataFrame | None = None) -
         by_type = shipped_by_provider.get(str(row.get("provider")), {})
         ship, same_region = _find(row, by_type.get(str(row.get("instance_type")), []))
         if ship is None:
-            unmatched.append((str(row.get("provider")), str(row.get("region")), str(row.get("instance_type"))))
+            unmatched.append(
+                (
+                    str(row.get("provider")),
+                    str(row.get("region")),
+                    str(row.get("instance_type")),
+                )
+            )
             continue
         taken = _take(row, ship, same_region, has_spot_column)
         if taken:
-            carried = [t for t in split_tags(ship.get("notes")) if FACT_TAGS.get(t) in taken]
+            carried = [
+                t for t in split_tags(ship.get("notes")) if FACT_TAGS.get(t) in taken
+            ]
             tag = SAME_REGION_TAG if same_region else OTHER_REGION_TAG
             row["notes"] = join_tags([*split_tags(row.get("notes")), tag, *carried])
     # the frame's own columns, plus the facts it gained, in the catalog's column order
-    gained = {c for c in FACT_COLUMNS if c not in frame.columns and any(not missing(r.get(c)) for r in rows)}
+    gained = {
+        c
+        for c in FACT_COLUMNS
+        if c not in frame.columns and any(not missing(r.get(c)) for r in rows)
+    }
     wanted = set(frame.columns) | gained | {"defaults", "notes"}
-    columns = [c for c in OFFER_COLUMNS if c in wanted] + [c for c in frame.columns if c not in OFFER_COLUMNS]
+    columns = [c for c in OFFER_COLUMNS if c in wanted] + [
+        c for c in frame.columns if c not in OFFER_COLUMNS
+    ]
     out = pd.DataFrame(rows, columns=columns) if rows else pd.DataFrame(columns=columns)
     for col in ("defaults", "notes"):
         out[col] = out[col].map(lambda v: "" if missing(v) else v)

@@ -1,5 +1,6 @@
 """Loading a quarter file of `planner batch`: parse, validate, resolve models, check names,
 windows and `after` chains; and its calendar in integer steps of `horizon.step`."""
+
 from __future__ import annotations
 
 import datetime as dt
@@ -25,8 +26,12 @@ class LoadedQuarter:
     quarter: Quarter
     catalog: Catalog
     raw: Any
-    hf_configs: tuple[Path, ...] = ()  # the Hugging Face config files its models were read from
-    configs: tuple[Path, ...] = ()  # the team's planner.toml files it was read with (`team_config`)
+    hf_configs: tuple[
+        Path, ...
+    ] = ()  # the Hugging Face config files its models were read from
+    configs: tuple[
+        Path, ...
+    ] = ()  # the team's planner.toml files it was read with (`team_config`)
 
     @property
     def inputs(self) -> tuple[Path, ...]:
@@ -45,7 +50,9 @@ class LoadedQuarter:
     @property
     def steps(self) -> int:
         horizon = self.quarter.horizon
-        return math.floor((horizon.end - horizon.start).total_seconds() / 3600 / self.step_h + 1e-9)
+        return math.floor(
+            (horizon.end - horizon.start).total_seconds() / 3600 / self.step_h + 1e-9
+        )
 
     def to_step(self, moment: dt.datetime, up: bool = False) -> int:
         hours = (moment - self.quarter.horizon.start).total_seconds() / 3600
@@ -67,10 +74,15 @@ def load_quarter(path: str | Path, text: str | None = None) -> LoadedQuarter:
     path = Path(path)
     raw = load_yaml(path, "quarter file", text)
     if not isinstance(raw, dict):
-        raise PlannerError("expected a mapping of quarter keys (name, horizon, runs, ...)", where(path, raw, ()))
+        raise PlannerError(
+            "expected a mapping of quarter keys (name, horizon, runs, ...)",
+            where(path, raw, ()),
+        )
     if "workloads" in raw and not is_quarter(raw):
-        raise PlannerError("this is a scenario (workloads, no horizon): plan it with `planner solve`",
-                           where(path, raw, ("workloads",)))
+        raise PlannerError(
+            "this is a scenario (workloads, no horizon): plan it with `planner solve`",
+            where(path, raw, ("workloads",)),
+        )
     check_duplicate_names(path, raw, "runs")
     raw, configs = with_team_config(raw, path.parent, "runs")
     quarter = validate_model(Quarter, raw, path)
@@ -87,7 +99,9 @@ def load_quarter(path: str | Path, text: str | None = None) -> LoadedQuarter:
 
     check_some_offers(catalog, path, raw)
     hf_configs = hf_config_files(quarter.runs, path)
-    quarter = quarter.model_copy(update={"runs": resolve_models(quarter.runs, catalog, path, raw, "runs")})
+    quarter = quarter.model_copy(
+        update={"runs": resolve_models(quarter.runs, catalog, path, raw, "runs")}
+    )
     loaded = LoadedQuarter(path, quarter, catalog, raw, hf_configs, configs)
     _check_quarter(loaded)
     return loaded
@@ -109,11 +123,20 @@ def _check_calendar(quarter: Quarter, path: Path, raw: Any) -> None:
     if steps <= MAX_STEPS:
         return
     least = hours / MAX_STEPS
-    suggest = f"{math.ceil(least * 60 - 1e-9)}m" if least < 1 else f"{math.ceil(least - 1e-9)}h"
-    count = f"{steps:,}" if steps < 1e12 else f"{steps:.3g}"  # a step of 1e-300 h: not 300 digits
-    raise PlannerError(f"a horizon of {count} steps of {format_hours(horizon.step)} ({format_hours(hours)}); "
-                       f"at most {MAX_STEPS:,} steps (the schedule's bound grows with the steps squared): "
-                       f"use a longer step, {suggest} or more", where(path, raw, ("horizon", "step")))
+    suggest = (
+        f"{math.ceil(least * 60 - 1e-9)}m"
+        if least < 1
+        else f"{math.ceil(least - 1e-9)}h"
+    )
+    count = (
+        f"{steps:,}" if steps < 1e12 else f"{steps:.3g}"
+    )  # a step of 1e-300 h: not 300 digits
+    raise PlannerError(
+        f"a horizon of {count} steps of {format_hours(horizon.step)} ({format_hours(hours)}); "
+        f"at most {MAX_STEPS:,} steps (the schedule's bound grows with the steps squared): "
+        f"use a longer step, {suggest} or more",
+        where(path, raw, ("horizon", "step")),
+    )
 
 
 def _check_quarter(loaded: LoadedQuarter) -> None:
@@ -121,52 +144,105 @@ def _check_quarter(loaded: LoadedQuarter) -> None:
     from planner.load.scenario import LoadedScenario, check_references
 
     quarter = loaded.quarter
-    fail = lambda message, loc: (_ for _ in ()).throw(PlannerError(message, loaded.where(loc)))  # noqa: E731
+
+    def fail(message, loc):
+        raise PlannerError(message, loaded.where(loc))
+
     names = {r.name for r in quarter.runs}
     horizon = quarter.horizon
     for i, run in enumerate(quarter.runs):
         for j, before in enumerate(run.after):
             if before not in names:
-                fail(f"unknown run {before!r} in after{did_you_mean(before, names)}", ("runs", i, "after", j))
+                fail(
+                    f"unknown run {before!r} in after{did_you_mean(before, names)}",
+                    ("runs", i, "after", j),
+                )
             if before == run.name:
                 fail("a run cannot come after itself", ("runs", i, "after", j))
-            if before in names and next(r for r in quarter.runs if r.name == before).serving:
-                fail(f"{before!r} is an endpoint: it ends at its due date, so wait with `release` instead",
-                     ("runs", i, "after", j))
+            if (
+                before in names
+                and next(r for r in quarter.runs if r.name == before).serving
+            ):
+                fail(
+                    f"{before!r} is an endpoint: it ends at its due date, so wait with `release` instead",
+                    ("runs", i, "after", j),
+                )
         if run.release and run.due and run.due <= run.release:
-            fail(f"due ({run.due.isoformat()}) is not after release ({run.release.isoformat()})", ("runs", i, "due"))
-        if run.serving and (run.due and run.due > horizon.end or run.release and run.release < horizon.start):
-            fail("an endpoint serves from its release to its due date, inside the horizon "
-                 f"({horizon.start.isoformat()} to {horizon.end.isoformat()})", ("runs", i, "due" if run.due and
-                                                                                run.due > horizon.end else "release"))
+            fail(
+                f"due ({run.due.isoformat()}) is not after release ({run.release.isoformat()})",
+                ("runs", i, "due"),
+            )
+        if run.serving and (
+            run.due
+            and run.due > horizon.end
+            or run.release
+            and run.release < horizon.start
+        ):
+            fail(
+                "an endpoint serves from its release to its due date, inside the horizon "
+                f"({horizon.start.isoformat()} to {horizon.end.isoformat()})",
+                ("runs", i, "due" if run.due and run.due > horizon.end else "release"),
+            )
         release, due = loaded.window(run)
-        if run.due and run.due <= horizon.start or run.release and run.release >= horizon.end:
-            fail("the run's window lies outside the horizon", ("runs", i, "due" if run.due else "release"))
+        if (
+            run.due
+            and run.due <= horizon.start
+            or run.release
+            and run.release >= horizon.end
+        ):
+            fail(
+                "the run's window lies outside the horizon",
+                ("runs", i, "due" if run.due else "release"),
+            )
         if due <= release:
-            fail("the run's window (release to due) holds no whole time step", ("runs", i))
+            fail(
+                "the run's window (release to due) holds no whole time step",
+                ("runs", i),
+            )
     # Names the catalog must know: reuse the scenario checks on the runs as workloads (after the
     # windows, which give each endpoint its duration).
     try:
         runs_as_scenario = as_scenario(quarter)
-    except ValidationError as exc:  # a rule of the scenario's the quarter's own schema does not repeat
+    except (
+        ValidationError
+    ) as exc:  # a rule of the scenario's the quarter's own schema does not repeat
         error = exc.errors()[0]
         loc = tuple("runs" if part == "workloads" else part for part in error["loc"])
-        fail(error["msg"].removeprefix("Value error, "), loc[:2] if loc[:1] == ("runs",) else ())
-    check_references(LoadedScenario(loaded.path, runs_as_scenario, loaded.catalog, loaded.raw), collection="runs")
+        fail(
+            error["msg"].removeprefix("Value error, "),
+            loc[:2] if loc[:1] == ("runs",) else (),
+        )
+    check_references(
+        LoadedScenario(loaded.path, runs_as_scenario, loaded.catalog, loaded.raw),
+        collection="runs",
+    )
     cycle = _find_cycle({r.name: r.after for r in quarter.runs})
     if cycle:
         index = next(i for i, r in enumerate(quarter.runs) if r.name == cycle[0])
-        fail(f"runs wait for each other in a cycle: {' -> '.join(cycle)}", ("runs", index, "after"))
+        fail(
+            f"runs wait for each other in a cycle: {' -> '.join(cycle)}",
+            ("runs", index, "after"),
+        )
     offer_keys = set(loaded.catalog.offers["key"])
     for i, reservation in enumerate(quarter.reservations):
         if reservation.offer not in offer_keys:
-            fail(f"unknown offer {reservation.offer!r}{did_you_mean(reservation.offer, offer_keys)}; "
-                 "expected provider/region/instance_type", ("reservations", i, "offer"))
+            fail(
+                f"unknown offer {reservation.offer!r}{did_you_mean(reservation.offer, offer_keys)}; "
+                "expected provider/region/instance_type",
+                ("reservations", i, "offer"),
+            )
         if reservation.start < horizon.start or reservation.end > horizon.end:
-            fail("the reservation term must lie inside the horizon", ("reservations", i))
-        if loaded.to_step(reservation.end) <= loaded.to_step(reservation.start, up=True):
-            fail(f"the reservation term holds no whole step of {format_hours(horizon.step)}: runs could never use it "
-                 "(it is paid for all the same)", ("reservations", i))
+            fail(
+                "the reservation term must lie inside the horizon", ("reservations", i)
+            )
+        if loaded.to_step(reservation.end) <= loaded.to_step(
+            reservation.start, up=True
+        ):
+            fail(
+                f"the reservation term holds no whole step of {format_hours(horizon.step)}: runs could never use it "
+                "(it is paid for all the same)",
+                ("reservations", i),
+            )
 
 
 def _find_cycle(graph: dict[str, tuple[str, ...]]) -> list[str] | None:
@@ -178,7 +254,7 @@ def _find_cycle(graph: dict[str, tuple[str, ...]]) -> list[str] | None:
         stack.append(node)
         for nxt in graph.get(node, ()):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt in graph and state.get(nxt) is None:
                 found = visit(nxt)
                 if found:

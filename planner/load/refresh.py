@@ -10,15 +10,17 @@ Network access is only in the ``fetch_*`` functions (``requests``, imported lazi
 object with the same ``get``); the parsers take the recorded responses, so tests need no
 network.  Every failure a user can meet is a one-line ``PlannerError``.
 """
+
 from __future__ import annotations
 
 import json
 import math
 import re
 import tempfile
-from datetime import date, datetime, timezone
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator, Mapping, Optional, Union
+from typing import IO, Any
 from urllib.parse import urlsplit
 
 import pandas as pd
@@ -34,12 +36,26 @@ from planner.load.offer_facts import (
     order_defaults,
     split_tags,
 )
-from planner.load.skypilot import SPOT_PREEMPTION_DEFAULT, SPOT_PREEMPTION_FALLBACK, catalog_header, clean_prices
+from planner.load.skypilot import (
+    SPOT_PREEMPTION_DEFAULT,
+    SPOT_PREEMPTION_FALLBACK,
+    catalog_header,
+    clean_prices,
+)
 from planner.schema.catalog import Gpu
 
 TIMEOUT_S = 60.0
-_PRICE_COLUMNS = ["provider", "region", "instance_type", "vcpus", "ram_gib", "on_demand_usd_h", "spot_usd_h",
-                  "defaults", "notes"]
+_PRICE_COLUMNS = [
+    "provider",
+    "region",
+    "instance_type",
+    "vcpus",
+    "ram_gib",
+    "on_demand_usd_h",
+    "spot_usd_h",
+    "defaults",
+    "notes",
+]
 
 # ---------------------------------------------------------------- HTTP (requests or a look-alike)
 
@@ -50,7 +66,9 @@ def _session(session: Any) -> Any:
     try:
         import requests
     except ImportError:  # pragma: no cover - requests is a dependency
-        raise PlannerError("fetching prices needs the 'requests' package (pip install requests)") from None
+        raise PlannerError(
+            "fetching prices needs the 'requests' package (pip install requests)"
+        ) from None
     return requests.Session()
 
 
@@ -66,11 +84,20 @@ def _network_reason(exc: BaseException) -> str:
     m = re.search(r"\[Errno [^\]]+\][^)\"'(]*", text)
     if m:
         return m.group(0).strip()
-    return f"{type(exc).__name__}: {_one_line(text, 100)}" if text else type(exc).__name__
+    return (
+        f"{type(exc).__name__}: {_one_line(text, 100)}" if text else type(exc).__name__
+    )
 
 
-def _get(session: Any, url: str, what: str, *, params: Optional[dict] = None, stream: bool = False,
-         timeout: float = TIMEOUT_S) -> Any:
+def _get(
+    session: Any,
+    url: str,
+    what: str,
+    *,
+    params: dict | None = None,
+    stream: bool = False,
+    timeout: float = TIMEOUT_S,
+) -> Any:
     """GET that turns "offline" and "the API said no" into one clear line each.
 
     requests' exceptions derive from OSError (IOError), as do the built-in connection errors.
@@ -83,15 +110,20 @@ def _get(session: Any, url: str, what: str, *, params: Optional[dict] = None, st
     try:
         response = session.get(url, **kwargs)
     except OSError as exc:
-        raise PlannerError(f"cannot reach {what} ({url.split('?')[0]}): {_network_reason(exc)}; "
-                           "check the network connection or proxy and retry") from None
+        raise PlannerError(
+            f"cannot reach {what} ({url.split('?')[0]}): {_network_reason(exc)}; "
+            "check the network connection or proxy and retry"
+        ) from None
     status = int(getattr(response, "status_code", 200))
     if status >= 400:
         detail = ""
         if not stream:
             detail = _one_line(getattr(response, "text", "") or "", 120)
         _close(response)
-        raise PlannerError(f"{what} answered HTTP {status} for {url.split('?')[0]}" + (f": {detail}" if detail else ""))
+        raise PlannerError(
+            f"{what} answered HTTP {status} for {url.split('?')[0]}"
+            + (f": {detail}" if detail else "")
+        )
     return response
 
 
@@ -112,16 +144,24 @@ def _preemption_defaults(frame: pd.DataFrame, provider: str) -> pd.DataFrame:
     has_spot = frame["spot_usd_h"].notna()
     need = has_spot & frame["spot_preemption_per_h"].isna()
     frame.loc[need, "spot_preemption_per_h"] = default
-    frame.loc[need, "defaults"] = [order_defaults([*split_tags(d), "spot_preemption_per_h"])
-                                   for d in frame.loc[need, "defaults"]]
+    frame.loc[need, "defaults"] = [
+        order_defaults([*split_tags(d), "spot_preemption_per_h"])
+        for d in frame.loc[need, "defaults"]
+    ]
     frame.loc[~has_spot, "spot_preemption_per_h"] = math.nan
-    frame.loc[~has_spot, "defaults"] = [order_defaults(t for t in split_tags(d) if t != "spot_preemption_per_h")
-                                        for d in frame.loc[~has_spot, "defaults"]]
+    frame.loc[~has_spot, "defaults"] = [
+        order_defaults(t for t in split_tags(d) if t != "spot_preemption_per_h")
+        for d in frame.loc[~has_spot, "defaults"]
+    ]
     return frame
 
 
-def _with_facts(prices: pd.DataFrame, provider: str, gpus: Optional[Mapping[str, Gpu]],
-                shipped: Optional[pd.DataFrame]) -> pd.DataFrame:
+def _with_facts(
+    prices: pd.DataFrame,
+    provider: str,
+    gpus: Mapping[str, Gpu] | None,
+    shipped: pd.DataFrame | None,
+) -> pd.DataFrame:
     """Prices + shipped facts -> offer rows.  Rows of sizes the shipped catalog lacks are
     dropped: attrs["unknown_instance_types"] names the sizes, attrs["dropped_rows"] counts rows."""
     if shipped is None:
@@ -132,16 +172,27 @@ def _with_facts(prices: pd.DataFrame, provider: str, gpus: Optional[Mapping[str,
     out = merged[[k not in unmatched for k in keys]].reindex(columns=OFFER_COLUMNS)
     out["defaults"] = out["defaults"].fillna("")
     out["notes"] = out["notes"].fillna("")
-    if gpus is not None:  # a shipped row without VRAM: the GPU's marketed memory, marked as a default
+    if (
+        gpus is not None
+    ):  # a shipped row without VRAM: the GPU's marketed memory, marked as a default
         no_vram = out["gpu_vram_gib"].isna() & out["gpu"].isin(list(gpus))
-        out.loc[no_vram, "gpu_vram_gib"] = [gpus[g].vram_gib for g in out.loc[no_vram, "gpu"]]
-        out.loc[no_vram, "defaults"] = [order_defaults([*split_tags(d), "gpu_vram_gib"])
-                                        for d in out.loc[no_vram, "defaults"]]
+        out.loc[no_vram, "gpu_vram_gib"] = [
+            gpus[g].vram_gib for g in out.loc[no_vram, "gpu"]
+        ]
+        out.loc[no_vram, "defaults"] = [
+            order_defaults([*split_tags(d), "gpu_vram_gib"])
+            for d in out.loc[no_vram, "defaults"]
+        ]
     if len(out):
         out = _preemption_defaults(out, provider)
     out = out[out["on_demand_usd_h"].notna() | out["spot_usd_h"].notna()]
-    out = out.sort_values(["instance_type", "region"], kind="mergesort").reset_index(drop=True)
-    out.attrs = {"unknown_instance_types": sorted({it for _, _, it in unmatched}), "dropped_rows": len(unmatched)}
+    out = out.sort_values(["instance_type", "region"], kind="mergesort").reset_index(
+        drop=True
+    )
+    out.attrs = {
+        "unknown_instance_types": sorted({it for _, _, it in unmatched}),
+        "dropped_rows": len(unmatched),
+    }
     return out
 
 
@@ -151,11 +202,15 @@ AZURE_PRICES_URL = "https://prices.azure.com/api/retail/prices"
 # OData filter of the Retail Prices API (values are case-sensitive): VM pay-as-you-go meters
 # of the N-series (every Azure GPU size is Standard_N*).  Linux/Windows and spot/low priority
 # share this price type; they are told apart by productName / skuName below.
-AZURE_FILTER = ("serviceName eq 'Virtual Machines' and priceType eq 'Consumption' "
-                "and startswith(armSkuName, 'Standard_N')")
+AZURE_FILTER = (
+    "serviceName eq 'Virtual Machines' and priceType eq 'Consumption' "
+    "and startswith(armSkuName, 'Standard_N')"
+)
 
 
-def fetch_azure(session: Any = None, max_pages: int = 200, timeout: float = TIMEOUT_S) -> Iterator[dict]:
+def fetch_azure(
+    session: Any = None, max_pages: int = 200, timeout: float = TIMEOUT_S
+) -> Iterator[dict]:
     """Pages of the Azure Retail Prices API for GPU VM consumption prices (no account needed).
 
     Follows ``NextPageLink`` (the API answers in pages of at most 1,000 items), and only to
@@ -163,25 +218,35 @@ def fetch_azure(session: Any = None, max_pages: int = 200, timeout: float = TIME
     non-JSON answer, or after ``max_pages`` pages (rather than silently truncating).
     """
     session = _session(session)
-    url: Optional[str] = AZURE_PRICES_URL
-    params: Optional[dict] = {"$filter": AZURE_FILTER}
+    url: str | None = AZURE_PRICES_URL
+    params: dict | None = {"$filter": AZURE_FILTER}
     what = "the Azure Retail Prices API"
     for _ in range(max_pages):
         response = _get(session, url, what, params=params, timeout=timeout)
         try:
             page = response.json()
         except ValueError:
-            raise PlannerError(f"{what} answered something that is not JSON ({url.split('?')[0]})") from None
+            raise PlannerError(
+                f"{what} answered something that is not JSON ({url.split('?')[0]})"
+            ) from None
         if not isinstance(page, dict) or not isinstance(page.get("Items"), list):
-            raise PlannerError(f"{what} answered JSON without an 'Items' list ({url.split('?')[0]})")
+            raise PlannerError(
+                f"{what} answered JSON without an 'Items' list ({url.split('?')[0]})"
+            )
         yield page
         url, params = page.get("NextPageLink"), None
         if not url:
             return
         link = urlsplit(str(url))
-        if link.scheme != "https" or link.hostname != "prices.azure.com":  # it may say ':443'
-            raise PlannerError(f"{what} sent a next-page link off prices.azure.com; refusing it: {_one_line(url, 80)}")
-    raise PlannerError(f"{what} has more than {max_pages} pages for {AZURE_FILTER!r}; stopped (raise max_pages)")
+        if (
+            link.scheme != "https" or link.hostname != "prices.azure.com"
+        ):  # it may say ':443'
+            raise PlannerError(
+                f"{what} sent a next-page link off prices.azure.com; refusing it: {_one_line(url, 80)}"
+            )
+    raise PlannerError(
+        f"{what} has more than {max_pages} pages for {AZURE_FILTER!r}; stopped (raise max_pages)"
+    )
 
 
 def _azure_family(sku: str) -> str:
@@ -190,22 +255,38 @@ def _azure_family(sku: str) -> str:
     return m.group(0) if m else sku
 
 
-def _azure_kind(item: Mapping[str, Any]) -> Optional[str]:
+def _azure_kind(item: Mapping[str, Any]) -> str | None:
     """'on_demand', 'spot', or None for an item that is not a Linux pay-as-you-go hourly VM price."""
-    if item.get("serviceName") != "Virtual Machines" or item.get("type") != "Consumption":
+    if (
+        item.get("serviceName") != "Virtual Machines"
+        or item.get("type") != "Consumption"
+    ):
         return None
-    if item.get("unitOfMeasure") != "1 Hour" or item.get("currencyCode", "USD") != "USD":
+    if (
+        item.get("unitOfMeasure") != "1 Hour"
+        or item.get("currencyCode", "USD") != "USD"
+    ):
         return None
-    if item.get("isPrimaryMeterRegion") is False or float(item.get("tierMinimumUnits") or 0) > 0:
+    if (
+        item.get("isPrimaryMeterRegion") is False
+        or float(item.get("tierMinimumUnits") or 0) > 0
+    ):
         return None
     sku_name, meter = str(item.get("skuName", "")), str(item.get("meterName", ""))
-    if "Windows" in str(item.get("productName", "")) or "Low Priority" in sku_name or "Low Priority" in meter:
+    if (
+        "Windows" in str(item.get("productName", ""))
+        or "Low Priority" in sku_name
+        or "Low Priority" in meter
+    ):
         return None
     return "spot" if sku_name.endswith(" Spot") else "on_demand"
 
 
-def azure_offers(pages: Iterable[dict], gpus: Optional[Mapping[str, Gpu]] = None,
-                 shipped: Optional[pd.DataFrame] = None) -> pd.DataFrame:
+def azure_offers(
+    pages: Iterable[dict],
+    gpus: Mapping[str, Gpu] | None = None,
+    shipped: pd.DataFrame | None = None,
+) -> pd.DataFrame:
     """Azure Retail Prices API pages -> offers (one row per region and size, shipped format).
 
     Keeps Linux consumption prices per hour of sizes in the shipped catalog's families
@@ -240,11 +321,25 @@ def azure_offers(pages: Iterable[dict], gpus: Optional[Mapping[str, Gpu]] = None
         offers.setdefault((region, sku), {})[kind] = price
     rows = []
     for (region, sku), found in sorted(offers.items()):
-        od, spot, notes = clean_prices(found.get("on_demand", math.nan), found.get("spot", math.nan), "azure")
-        rows.append({"provider": "azure", "region": region, "instance_type": sku, "vcpus": math.nan,
-                     "ram_gib": math.nan, "on_demand_usd_h": od, "spot_usd_h": spot, "defaults": "",
-                     "notes": join_tags(notes)})
-    return _with_facts(pd.DataFrame(rows, columns=_PRICE_COLUMNS), "azure", gpus, shipped)
+        od, spot, notes = clean_prices(
+            found.get("on_demand", math.nan), found.get("spot", math.nan), "azure"
+        )
+        rows.append(
+            {
+                "provider": "azure",
+                "region": region,
+                "instance_type": sku,
+                "vcpus": math.nan,
+                "ram_gib": math.nan,
+                "on_demand_usd_h": od,
+                "spot_usd_h": spot,
+                "defaults": "",
+                "notes": join_tags(notes),
+            }
+        )
+    return _with_facts(
+        pd.DataFrame(rows, columns=_PRICE_COLUMNS), "azure", gpus, shipped
+    )
 
 
 # ---------------------------------------------------------------- AWS
@@ -253,14 +348,26 @@ AWS_OFFER_URL = "https://pricing.us-east-1.amazonaws.com/offers/v1.0/aws/AmazonE
 _AWS_REGION = re.compile(r"[a-z]{2}(-[a-z]+)+-\d+")
 # Product attributes of a plain pay-as-you-go Linux instance (capacitystatus Used excludes the
 # $0 reservation rows; marketoption excludes Capacity Blocks, which share every other value).
-AWS_PRODUCT_FILTER = {"operatingSystem": "Linux", "tenancy": "Shared", "preInstalledSw": "NA",
-                      "capacitystatus": "Used"}
-AWS_OPTIONAL_FILTER = {"licenseModel": "No License required", "marketoption": "OnDemand",
-                       "locationType": "AWS Region"}
+AWS_PRODUCT_FILTER = {
+    "operatingSystem": "Linux",
+    "tenancy": "Shared",
+    "preInstalledSw": "NA",
+    "capacitystatus": "Used",
+}
+AWS_OPTIONAL_FILTER = {
+    "licenseModel": "No License required",
+    "marketoption": "OnDemand",
+    "locationType": "AWS Region",
+}
 
 
-def fetch_aws_offer_file(region: str, session: Any = None, directory: Optional[Path] = None,
-                         timeout: float = TIMEOUT_S, chunk_bytes: int = 1 << 20) -> Path:
+def fetch_aws_offer_file(
+    region: str,
+    session: Any = None,
+    directory: Path | None = None,
+    timeout: float = TIMEOUT_S,
+    chunk_bytes: int = 1 << 20,
+) -> Path:
     """Download AWS's public EC2 price-list file of one region to a temporary file; its path.
 
     The file is large (every EC2 product and term of the region: hundreds of MB for the big
@@ -270,12 +377,15 @@ def fetch_aws_offer_file(region: str, session: Any = None, directory: Optional[P
     cleaned up).  No AWS account is needed.
     """
     if not _AWS_REGION.fullmatch(region):
-        raise PlannerError(f"not an AWS region code: {region!r} (expected e.g. us-east-1)")
+        raise PlannerError(
+            f"not an AWS region code: {region!r} (expected e.g. us-east-1)"
+        )
     url = AWS_OFFER_URL.format(region=region)
     what = "the AWS price list"
     response = _get(_session(session), url, what, stream=True, timeout=timeout)
-    handle = tempfile.NamedTemporaryFile("wb", dir=directory, prefix=f"aws-ec2-{region}-", suffix=".json",
-                                         delete=False)
+    handle = tempfile.NamedTemporaryFile(
+        "wb", dir=directory, prefix=f"aws-ec2-{region}-", suffix=".json", delete=False
+    )
     path = Path(handle.name)
     try:
         with handle:
@@ -284,7 +394,9 @@ def fetch_aws_offer_file(region: str, session: Any = None, directory: Optional[P
                     handle.write(chunk)
     except OSError as exc:
         path.unlink(missing_ok=True)
-        raise PlannerError(f"download of {url} failed: {_network_reason(exc)}") from None
+        raise PlannerError(
+            f"download of {url} failed: {_network_reason(exc)}"
+        ) from None
     except BaseException:
         path.unlink(missing_ok=True)
         raise
@@ -305,14 +417,20 @@ class _JsonStream:
     MAX_VALUE_CHARS = 1 << 26  # one member larger than 64 MiB: not a price-list file
 
     def __init__(self, handle: IO[str], chunk_chars: int = 1 << 20):
-        self.handle, self.chunk, self.buf, self.pos, self.eof = handle, chunk_chars, "", 0, False
+        self.handle, self.chunk, self.buf, self.pos, self.eof = (
+            handle,
+            chunk_chars,
+            "",
+            0,
+            False,
+        )
         self.base = 0  # characters dropped from the front of buf (for error offsets)
         self.decoder = json.JSONDecoder()
 
     def _more(self) -> bool:
         data = self.handle.read(self.chunk)
         self.base += self.pos
-        self.buf, self.pos = self.buf[self.pos:] + data, 0
+        self.buf, self.pos = self.buf[self.pos :] + data, 0
         self.eof = not data
         return bool(data)
 
@@ -327,7 +445,9 @@ class _JsonStream:
     def _expect(self, char: str) -> None:
         got = self._peek()
         if got != char:
-            raise ValueError(f"expected {char!r} at offset ~{self.base + self.pos}, found {got or 'end of file'!r}")
+            raise ValueError(
+                f"expected {char!r} at offset ~{self.base + self.pos}, found {got or 'end of file'!r}"
+            )
         self.pos += 1
 
     def value(self) -> Any:
@@ -338,8 +458,10 @@ class _JsonStream:
                 value, end = self.decoder.raw_decode(self.buf, self.pos)
             except json.JSONDecodeError:
                 if len(self.buf) - self.pos > self.MAX_VALUE_CHARS:
-                    raise ValueError(f"a JSON value near offset ~{self.base + self.pos} is larger than "
-                                     f"{self.MAX_VALUE_CHARS >> 20} MiB or malformed") from None
+                    raise ValueError(
+                        f"a JSON value near offset ~{self.base + self.pos} is larger than "
+                        f"{self.MAX_VALUE_CHARS >> 20} MiB or malformed"
+                    ) from None
                 if self._more():
                     continue
                 raise
@@ -364,7 +486,9 @@ class _JsonStream:
             if sep == "}":
                 return
             if sep != ",":
-                raise ValueError(f"expected ',' or '}}' at offset ~{self.base + self.pos}")
+                raise ValueError(
+                    f"expected ',' or '}}' at offset ~{self.base + self.pos}"
+                )
 
     def skip(self) -> None:
         """Consume a value; a large object is walked member by member, not decoded whole."""
@@ -375,10 +499,13 @@ class _JsonStream:
             self.value()
 
 
-def _aws_product(product: Mapping[str, Any], known: set[str]) -> Optional[dict]:
+def _aws_product(product: Mapping[str, Any], known: set[str]) -> dict | None:
     """A wanted product -> {region, instance_type, vcpus, ram_gib}; None otherwise."""
     attrs = product.get("attributes") or {}
-    if product.get("productFamily") != "Compute Instance" or attrs.get("instanceType") not in known:
+    if (
+        product.get("productFamily") != "Compute Instance"
+        or attrs.get("instanceType") not in known
+    ):
         return None
     if any(attrs.get(k) != v for k, v in AWS_PRODUCT_FILTER.items()):
         return None
@@ -391,8 +518,12 @@ def _aws_product(product: Mapping[str, Any], known: set[str]) -> Optional[dict]:
         m = re.match(r"\s*([0-9][0-9,]*\.?[0-9]*)", str(text or ""))
         return float(m.group(1).replace(",", "")) if m else math.nan
 
-    return {"region": attrs["regionCode"], "instance_type": attrs["instanceType"],
-            "vcpus": number(attrs.get("vcpu")), "ram_gib": number(attrs.get("memory"))}
+    return {
+        "region": attrs["regionCode"],
+        "instance_type": attrs["instanceType"],
+        "vcpus": number(attrs.get("vcpu")),
+        "ram_gib": number(attrs.get("memory")),
+    }
 
 
 def _aws_hourly_usd(terms: Mapping[str, Any]) -> float:
@@ -411,7 +542,9 @@ def _aws_hourly_usd(terms: Mapping[str, Any]) -> float:
     return min(prices) if prices else math.nan
 
 
-def _read_aws_offer_file(handle: IO[str], known: set[str], chunk_chars: int) -> tuple[dict, dict]:
+def _read_aws_offer_file(
+    handle: IO[str], known: set[str], chunk_chars: int
+) -> tuple[dict, dict]:
     """(sku -> product facts, sku -> on-demand USD/h) of the wanted products, streaming."""
     stream = _JsonStream(handle, chunk_chars)
     products: dict[str, dict] = {}
@@ -441,9 +574,13 @@ def _read_aws_offer_file(handle: IO[str], known: set[str], chunk_chars: int) -> 
     return products, prices
 
 
-def aws_offers(offer_file: Union[str, Path, IO[str]], gpus: Optional[Mapping[str, Gpu]] = None,
-               spot_prices: Optional[pd.DataFrame] = None, shipped: Optional[pd.DataFrame] = None,
-               chunk_chars: int = 1 << 20) -> pd.DataFrame:
+def aws_offers(
+    offer_file: str | Path | IO[str],
+    gpus: Mapping[str, Gpu] | None = None,
+    spot_prices: pd.DataFrame | None = None,
+    shipped: pd.DataFrame | None = None,
+    chunk_chars: int = 1 << 20,
+) -> pd.DataFrame:
     """AWS EC2 price-list file (JSON, read as a stream) -> offers in the shipped format.
 
     Keeps Linux, Shared tenancy, no pre-installed software, capacitystatus Used (and, where
@@ -464,36 +601,73 @@ def aws_offers(offer_file: Union[str, Path, IO[str]], gpus: Optional[Mapping[str
         else:
             products, prices = _read_aws_offer_file(offer_file, known, chunk_chars)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise PlannerError(f"not an AWS price-list JSON file: {_one_line(exc)}",
-                           str(offer_file) if isinstance(offer_file, (str, Path)) else None) from None
+        raise PlannerError(
+            f"not an AWS price-list JSON file: {_one_line(exc)}",
+            str(offer_file) if isinstance(offer_file, (str, Path)) else None,
+        ) from None
     on_demand: dict[tuple[str, str], dict] = {}
     for sku, facts in products.items():
         usd = prices.get(sku, math.nan)
         key = (facts["region"], facts["instance_type"])
         if usd == usd and (key not in on_demand or usd < on_demand[key]["usd"]):
             on_demand[key] = {**facts, "usd": usd}
-    from_api = spot_prices is not None  # None: no spot source, keep the shipped spot prices
-    spot_of = ({(r.region, r.instance_type): float(r.spot_usd_h) for r in spot_prices.itertuples()}
-               if from_api else {})
-    shipped_rows = {} if from_api else {(r["region"], r["instance_type"]): r for r in shipped.to_dict("records")}
-    spot_tags = {"spot_no_discount", "spot_price_floor", "spot_price_floor_unverifiable", "spot_zero"}
+    from_api = (
+        spot_prices is not None
+    )  # None: no spot source, keep the shipped spot prices
+    spot_of = (
+        {
+            (r.region, r.instance_type): float(r.spot_usd_h)
+            for r in spot_prices.itertuples()
+        }
+        if from_api
+        else {}
+    )
+    shipped_rows = (
+        {}
+        if from_api
+        else {(r["region"], r["instance_type"]): r for r in shipped.to_dict("records")}
+    )
+    spot_tags = {
+        "spot_no_discount",
+        "spot_price_floor",
+        "spot_price_floor_unverifiable",
+        "spot_zero",
+    }
     rows = []
     for (region, it), facts in sorted(on_demand.items()):
         notes: list[str] = []
         spot = spot_of.get((region, it), math.nan)
         old = shipped_rows.get((region, it))
-        if old is not None:  # the shipped spot price (blank or not) and the tags that explain a blank
-            spot = math.nan if missing(old.get("spot_usd_h")) else float(old["spot_usd_h"])
-            notes = ["spot_price_from_shipped_catalog", *(t for t in split_tags(old.get("notes")) if t in spot_tags)]
+        if (
+            old is not None
+        ):  # the shipped spot price (blank or not) and the tags that explain a blank
+            spot = (
+                math.nan if missing(old.get("spot_usd_h")) else float(old["spot_usd_h"])
+            )
+            notes = [
+                "spot_price_from_shipped_catalog",
+                *(t for t in split_tags(old.get("notes")) if t in spot_tags),
+            ]
         od, spot, price_notes = clean_prices(facts["usd"], spot, "aws")
-        rows.append({"provider": "aws", "region": region, "instance_type": it, "vcpus": facts["vcpus"],
-                     "ram_gib": facts["ram_gib"], "on_demand_usd_h": od, "spot_usd_h": spot, "defaults": "",
-                     "notes": join_tags([*notes, *price_notes])})
+        rows.append(
+            {
+                "provider": "aws",
+                "region": region,
+                "instance_type": it,
+                "vcpus": facts["vcpus"],
+                "ram_gib": facts["ram_gib"],
+                "on_demand_usd_h": od,
+                "spot_usd_h": spot,
+                "defaults": "",
+                "notes": join_tags([*notes, *price_notes]),
+            }
+        )
     return _with_facts(pd.DataFrame(rows, columns=_PRICE_COLUMNS), "aws", gpus, shipped)
 
 
-def aws_spot_prices(regions: Iterable[str], instance_types: Iterable[str],
-                    session: Any = None) -> Optional[pd.DataFrame]:
+def aws_spot_prices(
+    regions: Iterable[str], instance_types: Iterable[str], session: Any = None
+) -> pd.DataFrame | None:
     """Current Linux/UNIX spot prices from EC2 ``describe_spot_price_history`` (needs boto3
     and AWS credentials; the Spot API has no anonymous access).
 
@@ -517,20 +691,30 @@ def aws_spot_prices(regions: Iterable[str], instance_types: Iterable[str],
         try:
             client = session.client("ec2", region_name=region)
             pages = client.get_paginator("describe_spot_price_history").paginate(
-                InstanceTypes=types, ProductDescriptions=["Linux/UNIX"], StartTime=datetime.now(timezone.utc))
+                InstanceTypes=types,
+                ProductDescriptions=["Linux/UNIX"],
+                StartTime=datetime.now(UTC),
+            )
             for page in pages:
                 for item in page.get("SpotPriceHistory", []):
                     key = (item["InstanceType"], item["AvailabilityZone"])
                     if key not in latest or item["Timestamp"] > latest[key][0]:
                         latest[key] = (item["Timestamp"], float(item["SpotPrice"]))
-        except Exception as exc:  # botocore raises many types; all mean "no spot prices from here"
-            raise PlannerError(f"EC2 spot price history for {region} failed: {type(exc).__name__}: "
-                               f"{_one_line(exc)}") from None
+        except (
+            Exception
+        ) as exc:  # botocore raises many types; all mean "no spot prices from here"
+            raise PlannerError(
+                f"EC2 spot price history for {region} failed: {type(exc).__name__}: "
+                f"{_one_line(exc)}"
+            ) from None
         per_type: dict[str, float] = {}
         for (it, _), (_, usd) in latest.items():
             if usd > 0:
                 per_type[it] = min(usd, per_type.get(it, math.inf))
-        rows += [{"region": region, "instance_type": it, "spot_usd_h": usd} for it, usd in sorted(per_type.items())]
+        rows += [
+            {"region": region, "instance_type": it, "spot_usd_h": usd}
+            for it, usd in sorted(per_type.items())
+        ]
     return pd.DataFrame(rows, columns=["region", "instance_type", "spot_usd_h"])
 
 
@@ -554,7 +738,9 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def write_offers_csv(frame: pd.DataFrame, path: Union[str, Path], source: str, as_of: str) -> None:
+def write_offers_csv(
+    frame: pd.DataFrame, path: str | Path, source: str, as_of: str
+) -> None:
     """Write offers in the shipped catalog format, atomically (temp file + os.replace), once what
     would be written loads as a catalog (`check_offers_csv`): a bad refresh never replaces a good file.
 
@@ -565,14 +751,19 @@ def write_offers_csv(frame: pd.DataFrame, path: Union[str, Path], source: str, a
     try:
         date.fromisoformat(as_of)
     except (TypeError, ValueError):
-        raise PlannerError(f"as_of must be an ISO date YYYY-MM-DD, got {as_of!r}") from None
+        raise PlannerError(
+            f"as_of must be an ISO date YYYY-MM-DD, got {as_of!r}"
+        ) from None
     if len(as_of) != 10:
         raise PlannerError(f"as_of must be an ISO date YYYY-MM-DD, got {as_of!r}")
     out = frame.reindex(columns=OFFER_COLUMNS)
     if len(out):
         out = out.sort_values(["instance_type", "region"], kind="mergesort")
     body = out.astype(object).map(_cell).to_csv(index=False, lineterminator="\n")
-    text = catalog_header(source=source, as_of=as_of, built_by="planner price refresh") + body
+    text = (
+        catalog_header(source=source, as_of=as_of, built_by="planner price refresh")
+        + body
+    )
     check_offers_csv(out, text, Path(path))
     write_atomic(Path(path), text)
 
@@ -584,7 +775,12 @@ def check_offers_csv(out: pd.DataFrame, text: str, path: Path) -> None:
     found = offers_text_error(text)
     if found:
         exc, index = found
-        offer = (f" ({out.iloc[index]['instance_type']} in {out.iloc[index]['region']})"
-                 if index is not None and 0 <= index < len(out) else "")
-        raise PlannerError(f"not written, the refreshed offers do not load as a catalog: {exc.message}{offer}",
-                           str(path))
+        offer = (
+            f" ({out.iloc[index]['instance_type']} in {out.iloc[index]['region']})"
+            if index is not None and 0 <= index < len(out)
+            else ""
+        )
+        raise PlannerError(
+            f"not written, the refreshed offers do not load as a catalog: {exc.message}{offer}",
+            str(path),
+        )

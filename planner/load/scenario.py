@@ -3,6 +3,7 @@
 Every problem becomes one `PlannerError` naming the file, the line and key path, and what was
 expected (with the closest valid name where there is one).
 """
+
 from __future__ import annotations
 
 import types
@@ -26,8 +27,12 @@ class LoadedScenario:
     scenario: Scenario
     catalog: Catalog
     raw: Any  # the parsed YAML, for line numbers in later errors
-    hf_configs: tuple[Path, ...] = ()  # the Hugging Face config files its models were read from
-    configs: tuple[Path, ...] = ()  # the team's planner.toml files it was read with (`team_config`)
+    hf_configs: tuple[
+        Path, ...
+    ] = ()  # the Hugging Face config files its models were read from
+    configs: tuple[
+        Path, ...
+    ] = ()  # the team's planner.toml files it was read with (`team_config`)
 
     @property
     def inputs(self) -> tuple[Path, ...]:
@@ -44,11 +49,15 @@ def load_scenario(path: str | Path, text: str | None = None) -> LoadedScenario:
     path = Path(path)
     raw = load_yaml(path, text=text)
     if not isinstance(raw, dict):
-        raise PlannerError(f"expected a mapping of scenario keys (name, workloads, ...), got a {type(to_plain(raw)).__name__}",
-                           where(path, raw, ()))
+        raise PlannerError(
+            f"expected a mapping of scenario keys (name, workloads, ...), got a {type(to_plain(raw)).__name__}",
+            where(path, raw, ()),
+        )
     if is_quarter(raw):
-        raise PlannerError("this is a quarter file (it has a horizon): plan it with `planner batch`",
-                           where(path, raw, ("horizon",)))
+        raise PlannerError(
+            "this is a quarter file (it has a horizon): plan it with `planner batch`",
+            where(path, raw, ("horizon",)),
+        )
     check_duplicate_names(path, raw)
     raw, configs = with_team_config(raw, path.parent, "workloads")
     scenario = validate_model(Scenario, raw, path)
@@ -62,7 +71,9 @@ def load_scenario(path: str | Path, text: str | None = None) -> LoadedScenario:
         raise located_catalog_error(exc, scenario.catalogs, path, raw) from None
     check_some_offers(catalog, path, raw)
     hf_configs = hf_config_files(scenario.workloads, path)
-    scenario = scenario.model_copy(update={"workloads": resolve_models(scenario.workloads, catalog, path, raw)})
+    scenario = scenario.model_copy(
+        update={"workloads": resolve_models(scenario.workloads, catalog, path, raw)}
+    )
     loaded = LoadedScenario(path, scenario, catalog, raw, hf_configs, configs)
     check_references(loaded)
     return loaded
@@ -74,17 +85,31 @@ def check_some_offers(catalog: Catalog, path: Path, raw: Any) -> None:
         from planner.load.catalog import shipped_catalog_names
 
         shipped = ", ".join(shipped_catalog_names())
-        raise PlannerError(f"the catalogs hold no offers; name one that does (shipped: {shipped})",
-                           where(path, raw, ("catalogs",)))
+        raise PlannerError(
+            f"the catalogs hold no offers; name one that does (shipped: {shipped})",
+            where(path, raw, ("catalogs",)),
+        )
 
 
-def located_catalog_error(exc: PlannerError, catalogs: tuple[str, ...], path: Path, raw: Any) -> PlannerError:
+def located_catalog_error(
+    exc: PlannerError, catalogs: tuple[str, ...], path: Path, raw: Any
+) -> PlannerError:
     """A problem inside an offers file, located also at the scenario line that named the file."""
-    index = next((i for i, c in enumerate(catalogs) if Path(c).name in (exc.where or "")), 0)
-    return PlannerError(f"catalog {catalogs[index]!r}: {exc}", where(path, raw, ("catalogs", index)))
+    index = next(
+        (i for i, c in enumerate(catalogs) if Path(c).name in (exc.where or "")), 0
+    )
+    return PlannerError(
+        f"catalog {catalogs[index]!r}: {exc}", where(path, raw, ("catalogs", index))
+    )
 
 
-def resolve_models(workloads: tuple, catalog: Catalog, path: Path, raw: Any, collection: str = "workloads") -> tuple:
+def resolve_models(
+    workloads: tuple,
+    catalog: Catalog,
+    path: Path,
+    raw: Any,
+    collection: str = "workloads",
+) -> tuple:
     """Models given as a Hugging Face config (a local `{hf_config: path}`, or an `org/name` id the catalog
     does not hold, fetched through huggingface_hub's cache) become inline shapes; catalog names stay."""
     from planner.load import hf_config
@@ -97,10 +122,22 @@ def resolve_models(workloads: tuple, catalog: Catalog, path: Path, raw: Any, col
             if isinstance(model, HfConfigFile):
                 file = hf_config_path(model, path)
                 config = hf_config.load_config_file(file)
-                arch = hf_config.arch_from_config(config, file.resolve().parent.name if file.name == "config.json" else file.stem)
-            elif isinstance(model, str) and hf_config.looks_like_hf_id(model) and not _in_catalog(catalog, model):
-                arch = hf_config.arch_from_config(hf_config.fetch_config(model), model.split("/")[-1].lower(),
-                                                  hf_repo=model)
+                arch = hf_config.arch_from_config(
+                    config,
+                    file.resolve().parent.name
+                    if file.name == "config.json"
+                    else file.stem,
+                )
+            elif (
+                isinstance(model, str)
+                and hf_config.looks_like_hf_id(model)
+                and not _in_catalog(catalog, model)
+            ):
+                arch = hf_config.arch_from_config(
+                    hf_config.fetch_config(model),
+                    model.split("/")[-1].lower(),
+                    hf_repo=model,
+                )
             else:
                 out.append(workload)
                 continue
@@ -119,7 +156,11 @@ def hf_config_path(model, path: Path) -> Path:
 def hf_config_files(workloads: tuple, path: Path) -> tuple[Path, ...]:
     from planner.schema.catalog import HfConfigFile
 
-    return tuple(hf_config_path(w.model, path) for w in workloads if isinstance(w.model, HfConfigFile))
+    return tuple(
+        hf_config_path(w.model, path)
+        for w in workloads
+        if isinstance(w.model, HfConfigFile)
+    )
 
 
 def _in_catalog(catalog: Catalog, name: str) -> bool:
@@ -139,7 +180,9 @@ def validate_model(model: type[BaseModel], raw: Any, path: Path):
         raise PlannerError(message, where(path, raw, loc)) from None
 
 
-def validation_problem(model: type[BaseModel], exc: ValidationError, raw: Any) -> tuple[str, tuple]:
+def validation_problem(
+    model: type[BaseModel], exc: ValidationError, raw: Any
+) -> tuple[str, tuple]:
     """The most useful error of a failed `model` validation of `raw`: what was expected and found, and the key
     path into `raw` where (pydantic's union-branch labels dropped)."""
     error = _most_useful(exc.errors())
@@ -178,19 +221,31 @@ def _describe(model: type[BaseModel], error: dict, loc: tuple) -> str:
         key = loc[-1]
         allowed = _allowed_keys(model, loc[:-1])
         hint = did_you_mean(key, allowed) if allowed else ""
-        expected = f"; expected one of: {', '.join(sorted(allowed))}" if allowed and not hint else ""
+        expected = (
+            f"; expected one of: {', '.join(sorted(allowed))}"
+            if allowed and not hint
+            else ""
+        )
         return f"unknown key {key!r}{hint}{expected}"
     if kind == "missing":
         return f"missing required key {loc[-1]!r}" if loc else "missing required key"
     if message.startswith("Value error, "):
-        message = message[len("Value error, "):]
+        message = message[len("Value error, ") :]
     if kind == "literal_error":
         options = error.get("ctx", {}).get("expected", "")
-        hint = did_you_mean(value, [o.strip(" '") for o in options.replace(" or ", ",").split(",")]) if isinstance(value, str) else ""
+        hint = (
+            did_you_mean(
+                value, [o.strip(" '") for o in options.replace(" or ", ",").split(",")]
+            )
+            if isinstance(value, str)
+            else ""
+        )
         return f"got {value!r}; {message.lower()}{hint}"
     if kind in ("value_error", "assertion_error"):
         return message
-    if kind == "model_type":  # a section given as something other than a mapping of its keys
+    if (
+        kind == "model_type"
+    ):  # a section given as something other than a mapping of its keys
         keys = _allowed_keys(model, loc)
         listed = f" ({', '.join(keys)})" if keys else ""
         return f"expected a mapping of keys{listed}, got {value!r}"
@@ -214,7 +269,11 @@ def _allowed_keys(model: type[BaseModel], loc: tuple) -> list[str]:
             args = typing.get_args(current)
             current = args[0] if args else current
     current = _unwrap(current)
-    return list(current.model_fields) if isinstance(current, type) and issubclass(current, BaseModel) else []
+    return (
+        list(current.model_fields)
+        if isinstance(current, type) and issubclass(current, BaseModel)
+        else []
+    )
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -224,8 +283,12 @@ def _unwrap(annotation: Any) -> Any:
         if origin is typing.Annotated:
             annotation = typing.get_args(annotation)[0]
         elif origin in (typing.Union, types.UnionType):
-            members = [_unwrap(a) for a in typing.get_args(annotation)]  # also tagged, discriminated members
-            models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
+            members = [
+                _unwrap(a) for a in typing.get_args(annotation)
+            ]  # also tagged, discriminated members
+            models = [
+                a for a in members if isinstance(a, type) and issubclass(a, BaseModel)
+            ]
             annotation = models[0] if models else annotation
             if not models:
                 break
@@ -245,8 +308,10 @@ def check_duplicate_names(path: Path, raw: dict, collection: str = "workloads") 
         name = item.get("name") if isinstance(item, dict) else None
         if isinstance(name, str):
             if name in first:
-                raise PlannerError(f"duplicate {what} name {name!r} (first used at {collection}[{first[name]}])",
-                                   where(path, raw, (collection, index, "name")))
+                raise PlannerError(
+                    f"duplicate {what} name {name!r} (first used at {collection}[{first[name]}])",
+                    where(path, raw, (collection, index, "name")),
+                )
             first[name] = index
 
 
@@ -265,11 +330,17 @@ def check_references(loaded: LoadedScenario, collection: str = "workloads") -> N
 
     def check_gpu(name: str, loc: tuple) -> None:
         if not catalog.knows_gpu(name):
-            fail(f"unknown GPU {name!r}{did_you_mean(name, catalog.gpu_names_and_families())}", loc)
+            fail(
+                f"unknown GPU {name!r}{did_you_mean(name, catalog.gpu_names_and_families())}",
+                loc,
+            )
 
     def check_provider(name: str, loc: tuple) -> None:
         if name not in providers:
-            fail(f"unknown provider {name!r}{did_you_mean(name, providers)}; known: {', '.join(sorted(providers))}", loc)
+            fail(
+                f"unknown provider {name!r}{did_you_mean(name, providers)}; known: {', '.join(sorted(providers))}",
+                loc,
+            )
 
     for i, workload in enumerate(scenario.workloads):
         base = (collection, i)
@@ -287,14 +358,19 @@ def check_references(loaded: LoadedScenario, collection: str = "workloads") -> N
             for j, provider in enumerate(spec.providers):
                 check_provider(provider, base + (placement, "providers", j))
         if workload.data.location:
-            check_provider(workload.data.location.split("/")[0], base + ("data", "location"))
+            check_provider(
+                workload.data.location.split("/")[0], base + ("data", "location")
+            )
     names = {w.name for w in scenario.workloads}
     for kind in ("same_region", "same_provider"):
         for g, group in enumerate(getattr(scenario.constraints, kind)):
             for k, name in enumerate(group):
                 if name not in names:
                     what = "run" if collection == "runs" else "workload"
-                    fail(f"unknown {what} {name!r}{did_you_mean(name, names)}", ("constraints", kind, g, k))
+                    fail(
+                        f"unknown {what} {name!r}{did_you_mean(name, names)}",
+                        ("constraints", kind, g, k),
+                    )
     for key in scenario.constraints.gpu_quotas:
         provider, _, gpu = key.partition("/")
         check_provider(provider, ("constraints", "gpu_quotas", key))
@@ -302,8 +378,10 @@ def check_references(loaded: LoadedScenario, collection: str = "workloads") -> N
             check_gpu(gpu, ("constraints", "gpu_quotas", key))
     for key in scenario.constraints.node_limits:
         if key not in offer_keys:
-            fail(f"unknown offer {key!r}{did_you_mean(key, offer_keys)}; expected provider/region/instance_type",
-                 ("constraints", "node_limits", key))
+            fail(
+                f"unknown offer {key!r}{did_you_mean(key, offer_keys)}; expected provider/region/instance_type",
+                ("constraints", "node_limits", key),
+            )
     for i, override in enumerate(scenario.overrides):
         if override.provider:
             check_provider(override.provider, ("overrides", i, "provider"))
@@ -311,4 +389,10 @@ def check_references(loaded: LoadedScenario, collection: str = "workloads") -> N
             check_gpu(override.gpu, ("overrides", i, "gpu"))
 
 
-__all__ = ["LoadedScenario", "load_scenario", "validate_model", "validation_problem", "key_path"]
+__all__ = [
+    "LoadedScenario",
+    "load_scenario",
+    "validate_model",
+    "validation_problem",
+    "key_path",
+]

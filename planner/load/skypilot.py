@@ -4,42 +4,96 @@ Used by ``tools/build_catalogs.py`` (shipped catalogs) and by the CLI (user file
 so that both paths apply the same zone collapse, GPU naming, price-oddity and
 interconnect-default rules.  Pure pandas; no I/O.
 """
+
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
 import pandas as pd
 
 from planner.schema.catalog import MAX_GPUS_PER_NODE
 
 OFFER_COLUMNS = [
-    "provider", "region", "instance_type", "gpu", "gpus_per_node", "vcpus", "ram_gib",
-    "gpu_vram_gib", "intra_node", "intra_node_gbs", "inter_node", "inter_node_gbps",
-    "on_demand_usd_h", "spot_usd_h", "spot_preemption_per_h", "max_nodes", "defaults", "notes",
+    "provider",
+    "region",
+    "instance_type",
+    "gpu",
+    "gpus_per_node",
+    "vcpus",
+    "ram_gib",
+    "gpu_vram_gib",
+    "intra_node",
+    "intra_node_gbs",
+    "inter_node",
+    "inter_node_gbps",
+    "on_demand_usd_h",
+    "spot_usd_h",
+    "spot_preemption_per_h",
+    "max_nodes",
+    "defaults",
+    "notes",
 ]
 
 # SkyPilot column -> our lower-case layout (the layout of catalogs/offers/*.csv).
 _SKYPILOT_COLUMNS = {
-    "InstanceType": "instance_type", "AcceleratorName": "accelerator_name",
-    "AcceleratorCount": "accelerator_count", "vCPUs": "vcpus", "MemoryGiB": "memory_gib",
-    "Price": "price_usd_per_hour", "SpotPrice": "spot_price_usd_per_hour",
-    "Region": "region", "AvailabilityZone": "zone", "GpuInfo": "gpu_info",
+    "InstanceType": "instance_type",
+    "AcceleratorName": "accelerator_name",
+    "AcceleratorCount": "accelerator_count",
+    "vCPUs": "vcpus",
+    "MemoryGiB": "memory_gib",
+    "Price": "price_usd_per_hour",
+    "SpotPrice": "spot_price_usd_per_hour",
+    "Region": "region",
+    "AvailabilityZone": "zone",
+    "GpuInfo": "gpu_info",
 }
 
 # GPUs sold only on NVLink/NVSwitch baseboards (SXM): a multi-GPU node of them is
 # assumed NVLink-connected.  Value = NVIDIA's bidirectional GB/s per GPU.
 NVLINK_BASEBOARD_GBS = {
-    "B200": 1800, "H200": 900, "H100-SXM": 900, "A100-40GB": 600, "A100-80GB": 600,
-    "V100-16GB": 300, "V100-32GB": 300, "H800": 400, "H20": 900,
+    "B200": 1800,
+    "H200": 900,
+    "H100-SXM": 900,
+    "A100-40GB": 600,
+    "A100-80GB": 600,
+    "V100-16GB": 300,
+    "V100-32GB": 300,
+    "H800": 400,
+    "H20": 900,
 }
 # Bidirectional GB/s of a x16 slot: Gen3 32, Gen4 64, Gen5 128.  GPUs not listed: Gen4.
-_PCIE_GEN3 = {"V100-16GB-PCIe", "V100-32GB-PCIe", "V100-16GB", "V100-32GB", "T4", "T4G",
-              "P4", "P100", "M60", "M4000", "P4000", "RTX6000"}
-_PCIE_GEN5 = {"H100-PCIe", "H100-NVL", "H100-SXM", "H200", "B200", "GH200", "MI300X",
-              "RTX5090", "RTXPRO6000-WS", "H800", "H20", "MI325X", "Gaudi3"}
+_PCIE_GEN3 = {
+    "V100-16GB-PCIe",
+    "V100-32GB-PCIe",
+    "V100-16GB",
+    "V100-32GB",
+    "T4",
+    "T4G",
+    "P4",
+    "P100",
+    "M60",
+    "M4000",
+    "P4000",
+    "RTX6000",
+}
+_PCIE_GEN5 = {
+    "H100-PCIe",
+    "H100-NVL",
+    "H100-SXM",
+    "H200",
+    "B200",
+    "GH200",
+    "MI300X",
+    "RTX5090",
+    "RTXPRO6000-WS",
+    "H800",
+    "H20",
+    "MI325X",
+    "Gaudi3",
+}
 # Providers whose offers are single rented machines/pods that cannot be placed on a
 # shared cluster network: inter_node = none.  Everyone else: 25 Gbit/s Ethernet,
 # a typical (conservative) figure for a general-purpose VM NIC.
@@ -49,7 +103,11 @@ DEFAULT_ETHERNET_GBPS = 25
 # Spot preemptions per node-hour when nothing better is known (calibrated on
 # shared/data/spot_trace_rates.csv; see catalogs/README.md).
 SPOT_PREEMPTION_DEFAULT = {
-    "aws": 0.47, "gcp": 0.24, "azure": 0.24, "nebius": 0.24, "runpod": 0.5,
+    "aws": 0.47,
+    "gcp": 0.24,
+    "azure": 0.24,
+    "nebius": 0.24,
+    "runpod": 0.5,
 }
 SPOT_PREEMPTION_FALLBACK = 0.5
 
@@ -77,8 +135,12 @@ def interconnect_defaults(provider: str, gpu: str, gpus_per_node: int) -> dict:
         inter, inter_gbps = "none", None
     else:
         inter, inter_gbps = "ethernet", DEFAULT_ETHERNET_GBPS
-    return {"intra_node": intra, "intra_node_gbs": intra_gbs,
-            "inter_node": inter, "inter_node_gbps": inter_gbps}
+    return {
+        "intra_node": intra,
+        "intra_node_gbs": intra_gbs,
+        "inter_node": inter,
+        "inter_node_gbps": inter_gbps,
+    }
 
 
 _NUMBER = r"[0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?"
@@ -116,7 +178,9 @@ def _join(*parts: str) -> str:
     return ";".join(p for p in parts if p)
 
 
-def clean_prices(on_demand: float, spot: float, provider: str) -> tuple[float, float, list[str]]:
+def clean_prices(
+    on_demand: float, spot: float, provider: str
+) -> tuple[float, float, list[str]]:
     """Blank prices that are not usable as prices; return the tags explaining why.
 
     - spot 0: a placeholder (Vast), not a free machine;
@@ -151,9 +215,9 @@ def import_skypilot(
     df: pd.DataFrame,
     provider: str,
     gpu_aliases: dict[str, str],
-    resolve_gpu: Optional[Callable[[str, str, float], Optional[str]]] = None,
+    resolve_gpu: Callable[[str, str, float], str | None] | None = None,
     keep_facts: bool = False,
-    shipped: Optional[pd.DataFrame] = None,
+    shipped: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """Convert a SkyPilot vms.csv (or the lower-case shared offers layout) to offers.
 
@@ -174,8 +238,14 @@ def import_skypilot(
     for col in ("instance_type", "accelerator_name", "accelerator_count", "region"):
         if col not in d:
             raise ValueError(f"missing column {col!r} (or its SkyPilot equivalent)")
-    for col in ("vcpus", "memory_gib", "price_usd_per_hour", "spot_price_usd_per_hour",
-                "gpu_memory_mib_per_gpu", "gpu_info"):
+    for col in (
+        "vcpus",
+        "memory_gib",
+        "price_usd_per_hour",
+        "spot_price_usd_per_hour",
+        "gpu_memory_mib_per_gpu",
+        "gpu_info",
+    ):
         if col not in d:
             d[col] = math.nan
     d["accelerator_count"] = pd.to_numeric(d["accelerator_count"], errors="coerce")
@@ -192,11 +262,18 @@ def import_skypilot(
     canon = []
     for idx, r in d.iterrows():
         name = str(r["accelerator_name"])
-        gpu = resolve_gpu(r["instance_type"], name, r["gpu_memory_mib_per_gpu"]) if resolve_gpu else None
+        gpu = (
+            resolve_gpu(r["instance_type"], name, r["gpu_memory_mib_per_gpu"])
+            if resolve_gpu
+            else None
+        )
         gpu = gpu or aliases.get(name.upper())
         if gpu is None:
-            raise RowError(f"unknown GPU name {name!r} (instance_type={r['instance_type']!r}, "
-                           f"region={r['region']!r}); add it to the aliases of a GPU in catalogs/gpus.csv", idx)
+            raise RowError(
+                f"unknown GPU name {name!r} (instance_type={r['instance_type']!r}, "
+                f"region={r['region']!r}); add it to the aliases of a GPU in catalogs/gpus.csv",
+                idx,
+            )
         canon.append(gpu)
     d["gpu"] = canon
 
@@ -207,7 +284,9 @@ def import_skypilot(
         spot_raw = g["spot_price_usd_per_hour"]
         # a 0 spot is a placeholder: ignore it in the min unless it is all there is
         spot = spot_raw[spot_raw > 0].min() if (spot_raw > 0).any() else spot_raw.max()
-        od, spot, notes = clean_prices(_as_float(g["price_usd_per_hour"].min()), _as_float(spot), provider)
+        od, spot, notes = clean_prices(
+            _as_float(g["price_usd_per_hour"].min()), _as_float(spot), provider
+        )
         if len(g) > 1 and ("zone" not in g or g["zone"].isna().all()):
             notes.append("duplicate_rows_merged")
         ic = interconnect_defaults(provider, gpu, int(n))
@@ -219,17 +298,33 @@ def import_skypilot(
             preempt = SPOT_PREEMPTION_DEFAULT.get(provider, SPOT_PREEMPTION_FALLBACK)
             defaults.append("spot_preemption_per_h")
         mib_v = g["gpu_memory_mib_per_gpu"].max()
-        rows.append({
-            "provider": provider, "region": region, "instance_type": it, "gpu": gpu,
-            "gpus_per_node": int(n), "vcpus": g["vcpus"].iloc[0], "ram_gib": g["memory_gib"].iloc[0],
-            "gpu_vram_gib": round(mib_v / 1024, 2) if mib_v == mib_v else math.nan,
-            **ic, "on_demand_usd_h": od, "spot_usd_h": spot, "spot_preemption_per_h": preempt,
-            "max_nodes": math.nan, "defaults": _join(*defaults), "notes": _join(*notes),
-        })
+        rows.append(
+            {
+                "provider": provider,
+                "region": region,
+                "instance_type": it,
+                "gpu": gpu,
+                "gpus_per_node": int(n),
+                "vcpus": g["vcpus"].iloc[0],
+                "ram_gib": g["memory_gib"].iloc[0],
+                "gpu_vram_gib": round(mib_v / 1024, 2) if mib_v == mib_v else math.nan,
+                **ic,
+                "on_demand_usd_h": od,
+                "spot_usd_h": spot,
+                "spot_preemption_per_h": preempt,
+                "max_nodes": math.nan,
+                "defaults": _join(*defaults),
+                "notes": _join(*notes),
+            }
+        )
     out = pd.DataFrame(rows, columns=OFFER_COLUMNS)
-    out = out.sort_values(["instance_type", "region", "gpu"], kind="mergesort").reset_index(drop=True)
+    out = out.sort_values(
+        ["instance_type", "region", "gpu"], kind="mergesort"
+    ).reset_index(drop=True)
     if keep_facts:
-        from planner.load.offer_facts import keep_known_facts  # needs the catalog loader; the build script does not
+        from planner.load.offer_facts import (
+            keep_known_facts,  # needs the catalog loader; the build script does not
+        )
 
         out = keep_known_facts(out, shipped)
     return out
@@ -246,9 +341,13 @@ def gpu_aliases(gpus: pd.DataFrame) -> dict[str, str]:
     return out
 
 
-def catalog_header(source: str, as_of: str, built_by: str = "planner catalog import") -> str:
+def catalog_header(
+    source: str, as_of: str, built_by: str = "planner catalog import"
+) -> str:
     """The `# key: value` lines every offers catalog starts with (each value kept on one line)."""
-    source, as_of, built_by = (" ".join(str(v).split()) for v in (source, as_of, built_by))
+    source, as_of, built_by = (
+        " ".join(str(v).split()) for v in (source, as_of, built_by)
+    )
     return f"# source: {source}\n# as_of: {as_of}\n# built_by: {built_by}\n"
 
 
@@ -257,36 +356,58 @@ def import_skypilot_file(file: Path, provider: str) -> pd.DataFrame:
     input file, keeping the shipped catalog's facts, with the GPU's marketed memory where the source
     has no GpuInfo (marked as defaulted)."""
     from planner.errors import PlannerError, did_you_mean
-    from planner.load.catalog import CATALOG_DIR, load_gpus, load_providers, read_table_file
+    from planner.load.catalog import (
+        CATALOG_DIR,
+        load_gpus,
+        load_providers,
+        read_table_file,
+    )
 
     providers = load_providers()
     if provider not in providers:
-        raise PlannerError(f"unknown provider {provider!r}{did_you_mean(provider, providers)}; "
-                           f"known: {', '.join(sorted(providers))}", "--provider")
+        raise PlannerError(
+            f"unknown provider {provider!r}{did_you_mean(provider, providers)}; "
+            f"known: {', '.join(sorted(providers))}",
+            "--provider",
+        )
     read_table_file(file, "SkyPilot catalog")  # the same refusals as every input file
     frame = read_vms(file)
     if "AcceleratorCount" in frame:
         counts = pd.to_numeric(frame["AcceleratorCount"], errors="coerce")
         absurd = counts[(counts > MAX_GPUS_PER_NODE) | (counts == math.inf)]
         if not absurd.empty:  # a count past int64 would be written as a negative number
-            raise PlannerError(f"AcceleratorCount {absurd.iloc[0]:g}: expected a whole number of at most "
-                               f"{MAX_GPUS_PER_NODE} GPUs per node", f"{file}:{absurd.index[0]}")
+            raise PlannerError(
+                f"AcceleratorCount {absurd.iloc[0]:g}: expected a whole number of at most "
+                f"{MAX_GPUS_PER_NODE} GPUs per node",
+                f"{file}:{absurd.index[0]}",
+            )
     gpus = load_gpus()
     try:
-        converted = import_skypilot(frame, provider, gpu_aliases(pd.read_csv(CATALOG_DIR / "gpus.csv",
-                                                                             keep_default_na=False)), keep_facts=True)
+        converted = import_skypilot(
+            frame,
+            provider,
+            gpu_aliases(pd.read_csv(CATALOG_DIR / "gpus.csv", keep_default_na=False)),
+            keep_facts=True,
+        )
     except RowError as exc:
         raise PlannerError(str(exc), f"{file}:{exc.row}") from None
     except ValueError as exc:
         raise PlannerError(str(exc), str(file)) from None
     missing_vram = converted["gpu_vram_gib"].isna()
     if missing_vram.any():
-        converted.loc[missing_vram, "gpu_vram_gib"] = converted.loc[missing_vram, "gpu"].map(
-            {name: gpu.vram_gib for name, gpu in gpus.items()})
-        converted.loc[missing_vram, "defaults"] = converted.loc[missing_vram, "defaults"].fillna("").map(
-            lambda d: ";".join(filter(None, [d, "gpu_vram_gib"])))
+        converted.loc[missing_vram, "gpu_vram_gib"] = converted.loc[
+            missing_vram, "gpu"
+        ].map({name: gpu.vram_gib for name, gpu in gpus.items()})
+        converted.loc[missing_vram, "defaults"] = (
+            converted.loc[missing_vram, "defaults"]
+            .fillna("")
+            .map(lambda d: ";".join(filter(None, [d, "gpu_vram_gib"])))
+        )
     if converted.empty:
-        raise PlannerError("no GPU offers found (expected rows with AcceleratorName and AcceleratorCount)", str(file))
+        raise PlannerError(
+            "no GPU offers found (expected rows with AcceleratorName and AcceleratorCount)",
+            str(file),
+        )
     return converted
 
 
@@ -305,10 +426,14 @@ def check_imported(converted: pd.DataFrame, text: str, file: Path) -> None:
     row = converted.iloc[index]
     source = read_vms(file, dtype=str)
 
-    def same(column: str, value) -> pd.Series:  # a blank cell is NaN on both sides: match it as ""
+    def same(
+        column: str, value
+    ) -> pd.Series:  # a blank cell is NaN on both sides: match it as ""
         return source[column].fillna("") == ("" if pd.isna(value) else str(value))
 
-    match = source.index[same("InstanceType", row["instance_type"]) & same("Region", row["region"])]
+    match = source.index[
+        same("InstanceType", row["instance_type"]) & same("Region", row["region"])
+    ]
     line = f":{match[0]}" if len(match) else ""
     name = "no InstanceType" if pd.isna(row["instance_type"]) else row["instance_type"]
     region = "no Region" if pd.isna(row["region"]) else row["region"]

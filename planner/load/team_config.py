@@ -17,6 +17,7 @@ What a file says itself always wins:
 
 `PLANNER_CONFIG=none` reads no file; `PLANNER_CONFIG=PATH` reads that one instead of searching.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,10 +39,14 @@ CONFIG_NAME = "planner.toml"
 class TeamConfig(Strict):
     """What `planner.toml` may say (each part as the scenario file writes it)."""
 
-    catalogs: tuple[str, ...] | None = Field(None, description="catalogs for files that name none")
+    catalogs: tuple[str, ...] | None = Field(
+        None, description="catalogs for files that name none"
+    )
     defaults: Defaults | None = None
     constraints: Constraints | None = None
-    allow: Placement | None = Field(None, description="every workload's placement rules, key by key")
+    allow: Placement | None = Field(
+        None, description="every workload's placement rules, key by key"
+    )
 
 
 def config_files(start: Path) -> list[Path]:
@@ -50,7 +55,11 @@ def config_files(start: Path) -> list[Path]:
     chosen = os.environ.get("PLANNER_CONFIG")
     if chosen:
         return [] if chosen.lower() == "none" else [Path(chosen)]
-    home = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "planner" / CONFIG_NAME
+    home = (
+        Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        / "planner"
+        / CONFIG_NAME
+    )
     found = [home] if home.is_file() else []
     for folder in [start.resolve(), *start.resolve().parents]:
         if (folder / CONFIG_NAME).is_file():
@@ -74,7 +83,9 @@ def read_config(path: Path) -> dict:
         TeamConfig.model_validate(data)
     except ValidationError as exc:
         message, loc = validation_problem(TeamConfig, exc, data)
-        raise PlannerError(message, f"{path}: {key_path(loc)}" if loc else str(path)) from None
+        raise PlannerError(
+            message, f"{path}: {key_path(loc)}" if loc else str(path)
+        ) from None
     return data
 
 
@@ -95,8 +106,12 @@ def with_team_config(raw: Any, start: Path, items: str) -> tuple[Any, tuple[Path
         if key in config:
             out[key] = _merged(config[key], raw.get(key) or {})
     if "allow" in config and isinstance(raw.get(items), list):
-        out[items] = [{**w, "allow": _merged(config["allow"], w.get("allow") or {})} if isinstance(w, dict) else w
-                      for w in raw[items]]
+        out[items] = [
+            {**w, "allow": _merged(config["allow"], w.get("allow") or {})}
+            if isinstance(w, dict)
+            else w
+            for w in raw[items]
+        ]
     return out, files
 
 
@@ -104,5 +119,9 @@ def _merged(under: dict, over: dict) -> dict:
     """`over`'s keys over `under`'s, mappings merged key by key."""
     out = dict(under)
     for key, value in over.items():
-        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+        out[key] = (
+            _merged(out[key], value)
+            if isinstance(value, dict) and isinstance(out.get(key), dict)
+            else value
+        )
     return out

@@ -2,6 +2,7 @@
 (`{"metadata": {"gap_seconds": G}, "data": [n0, n1, ...]}`, n = spot nodes up at each tick), with
 optional metadata the replay matches on (cloud, instance_type, nodes, zone, kind, source). The
 shipped ones are in catalogs/spot_traces/ (tools/import_traces.py, sources there)."""
+
 from __future__ import annotations
 
 import functools
@@ -50,11 +51,16 @@ def load_traces(folder: Path | None = None) -> list[Trace]:
     traces = []
     for path in _trace_files(folder):
         if len(traces) == MAX_TRACE_FILES:
-            raise PlannerError(f"more than {MAX_TRACE_FILES:,} *.json files below it; expected a folder of spot "
-                               "traces", str(folder))
+            raise PlannerError(
+                f"more than {MAX_TRACE_FILES:,} *.json files below it; expected a folder of spot "
+                "traces",
+                str(folder),
+            )
         traces.append(_trace(path))
     if not traces:
-        raise PlannerError("no trace files (*.json in Can't Be Late's format) in it", str(folder))
+        raise PlannerError(
+            "no trace files (*.json in Can't Be Late's format) in it", str(folder)
+        )
     return traces
 
 
@@ -64,35 +70,73 @@ def _trace_files(folder: Path):
     `/`), the first file that is not a trace stops the reading, not a walk of everything below it first."""
     for root, subfolders, names in os.walk(folder):
         subfolders.sort()
-        yield from (Path(root) / name for name in sorted(names) if name.endswith(".json"))
+        yield from (
+            Path(root) / name for name in sorted(names) if name.endswith(".json")
+        )
 
 
 def _trace(path: Path) -> Trace:
-    text = read_capped(path, "trace file")  # like every input: no folder, device or pipe, nothing above the cap
+    text = read_capped(
+        path, "trace file"
+    )  # like every input: no folder, device or pipe, nothing above the cap
     try:
         raw = parse_json(text.decode("utf-8"), path, "trace file")
     except UnicodeDecodeError as exc:
         raise PlannerError(f"not a trace file: {exc}", str(path)) from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("metadata"), dict) or not isinstance(raw.get("data"), list):
-        raise PlannerError('expected {"metadata": {"gap_seconds": ...}, "data": [nodes up per tick, ...]}', str(path))
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("metadata"), dict)
+        or not isinstance(raw.get("data"), list)
+    ):
+        raise PlannerError(
+            'expected {"metadata": {"gap_seconds": ...}, "data": [nodes up per tick, ...]}',
+            str(path),
+        )
     meta, data = raw["metadata"], raw["data"]
     gap = meta.get("gap_seconds")
-    if not isinstance(gap, (int, float)) or isinstance(gap, bool) or not 0 < gap <= MAX_HOURS * 3600:
-        raise PlannerError(f"metadata.gap_seconds: expected a number of seconds > 0 and at most {MAX_HOURS * 3600:g} "
-                           f"(a century), got {gap!r}", str(path))
+    if (
+        not isinstance(gap, (int, float))
+        or isinstance(gap, bool)
+        or not 0 < gap <= MAX_HOURS * 3600
+    ):
+        raise PlannerError(
+            f"metadata.gap_seconds: expected a number of seconds > 0 and at most {MAX_HOURS * 3600:g} "
+            f"(a century), got {gap!r}",
+            str(path),
+        )
 
     def whole(n) -> bool:
         return isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_GPUS
 
     if not data or not all(whole(n) for n in data):
         where = next((i for i, n in enumerate(data) if not whole(n)), 0)
-        raise PlannerError(f"data[{where}]: expected a whole number of nodes up, 0 to {MAX_GPUS:,}", str(path))
+        raise PlannerError(
+            f"data[{where}]: expected a whole number of nodes up, 0 to {MAX_GPUS:,}",
+            str(path),
+        )
     if len(data) * gap < REPLAY_STEP_S:
-        raise PlannerError(f"data: {len(data)} tick(s) of {gap:g} s span less than the replay's {REPLAY_STEP_S} s step; "
-                           "expected a longer trace", str(path))
+        raise PlannerError(
+            f"data: {len(data)} tick(s) of {gap:g} s span less than the replay's {REPLAY_STEP_S} s step; "
+            "expected a longer trace",
+            str(path),
+        )
     up = np.asarray(data, dtype=np.int64)
     nodes = meta.get("nodes", int(up.max()) or 1)
-    if not isinstance(nodes, int) or isinstance(nodes, bool) or not 1 <= nodes <= MAX_GPUS:
-        raise PlannerError(f"metadata.nodes: expected a whole number from 1 to {MAX_GPUS:,}, got {nodes!r}", str(path))
-    return Trace(path.stem, float(gap) / 3600, up, meta.get("cloud"), meta.get("instance_type"), nodes,
-                 str(meta.get("source", "")))
+    if (
+        not isinstance(nodes, int)
+        or isinstance(nodes, bool)
+        or not 1 <= nodes <= MAX_GPUS
+    ):
+        raise PlannerError(
+            f"metadata.nodes: expected a whole number from 1 to {MAX_GPUS:,}, got {nodes!r}",
+            str(path),
+        )
+    return Trace(
+        path.stem,
+        float(gap) / 3600,
+        up,
+        meta.get("cloud"),
+        meta.get("instance_type"),
+        nodes,
+        str(meta.get("source", "")),
+    )

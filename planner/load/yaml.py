@@ -1,5 +1,6 @@
 """Safe reading of user files: YAML that keeps line numbers, refuses hostile input and maps key paths to lines,
 and JSON (traces, plans, HF configs) that cannot crash the reader."""
+
 from __future__ import annotations
 
 import functools
@@ -16,9 +17,13 @@ MAX_FILE_BYTES = 64 * 2**20
 """Input files above this size are refused before parsing (`planner --max-input-size` raises it);
 a 20,000-workload scenario is about 4 MiB."""
 MAX_DEPTH = 64  # a scenario nests about 5 levels; deeper input is refused before anything recurses
-MAX_ALIAS_NODES = 100_000  # nodes that aliases may add by expansion ("billion laughs" guard)
-_CORE_TAGS = {f"tag:yaml.org,2002:{name}" for name in ("str", "int", "float", "bool", "null", "map", "seq",
-                                                       "timestamp")}
+MAX_ALIAS_NODES = (
+    100_000  # nodes that aliases may add by expansion ("billion laughs" guard)
+)
+_CORE_TAGS = {
+    f"tag:yaml.org,2002:{name}"
+    for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")
+}
 
 
 class YamlMapping(dict):
@@ -39,21 +44,30 @@ def read_capped(path: Path, what: str = "file") -> bytes:
     except FileNotFoundError:
         raise PlannerError(f"no such {what}", str(path)) from None
     except OSError as exc:
-        raise PlannerError(f"cannot read {what}: {exc.strerror or exc}", str(path)) from None
+        raise PlannerError(
+            f"cannot read {what}: {exc.strerror or exc}", str(path)
+        ) from None
     if stat.S_ISDIR(mode):
         raise PlannerError(f"expected a file ({what}), found a directory", str(path))
     if not stat.S_ISREG(mode):
-        raise PlannerError(f"expected a regular file ({what}), found a device, pipe or socket", str(path))
+        raise PlannerError(
+            f"expected a regular file ({what}), found a device, pipe or socket",
+            str(path),
+        )
     _check_size(path, path.stat().st_size)  # before reading, when the size is known
     try:
-        with path.open("rb") as handle:  # in pieces: read(n) allocates n bytes first, and the cap may be 100GiB
+        with (
+            path.open("rb") as handle
+        ):  # in pieces: read(n) allocates n bytes first, and the cap may be 100GiB
             pieces, left = [], MAX_FILE_BYTES + 1
             while left > 0 and (piece := handle.read(min(left, READ_PIECE_BYTES))):
                 pieces.append(piece)
                 left -= len(piece)
         raw = b"".join(pieces)
     except OSError as exc:
-        raise PlannerError(f"cannot read {what}: {exc.strerror or exc}", str(path)) from None
+        raise PlannerError(
+            f"cannot read {what}: {exc.strerror or exc}", str(path)
+        ) from None
     _check_size(path, len(raw))
     return raw
 
@@ -62,7 +76,9 @@ def _check_size(path: Path, size: int) -> None:
     if size > MAX_FILE_BYTES:
         raise PlannerError(
             f"file is {size / 2**20:.1f} MiB; refusing input above {MAX_FILE_BYTES / 2**20:g} MiB "
-            f"(raise the limit with: planner --max-input-size {math.ceil(size / 2**20) + 1}MiB ...)", str(path))
+            f"(raise the limit with: planner --max-input-size {math.ceil(size / 2**20) + 1}MiB ...)",
+            str(path),
+        )
 
 
 def read_text(path: Path, what: str = "file", language: str = "YAML") -> str:
@@ -70,13 +86,20 @@ def read_text(path: Path, what: str = "file", language: str = "YAML") -> str:
     expected (`a JSON plan file`, `a TOML config file`)."""
     raw = read_capped(path, what)
     if b"\x00" in raw:
-        raise PlannerError(f"this is a binary file, expected a {language} {what}", str(path))
+        raise PlannerError(
+            f"this is a binary file, expected a {language} {what}", str(path)
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise PlannerError(f"not UTF-8 text (byte {exc.start}); expected a {language} {what}", str(path)) from None
+        raise PlannerError(
+            f"not UTF-8 text (byte {exc.start}); expected a {language} {what}",
+            str(path),
+        ) from None
     if not text.strip():
-        raise PlannerError(f"the file is empty; expected a {language} {what}", str(path))
+        raise PlannerError(
+            f"the file is empty; expected a {language} {what}", str(path)
+        )
     return text
 
 
@@ -88,19 +111,27 @@ def parse_json(text: str, path: Path, what: str) -> Any:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise PlannerError(f"not valid JSON: {exc.msg} (column {exc.colno}); expected a {what}",
-                           f"{path}:{exc.lineno}") from None
+        raise PlannerError(
+            f"not valid JSON: {exc.msg} (column {exc.colno}); expected a {what}",
+            f"{path}:{exc.lineno}",
+        ) from None
     except RecursionError:
         raise PlannerError(deep, str(path)) from None
     except ValueError:  # Python reads integers of at most 4,300 digits
-        raise PlannerError(f"an integer of thousands of digits; expected a {what}", str(path)) from None
+        raise PlannerError(
+            f"an integer of thousands of digits; expected a {what}", str(path)
+        ) from None
     level, depth = [data], 0
     while level:
         depth += 1
         if depth > MAX_DEPTH:
             raise PlannerError(deep, str(path))
-        level = [child for node in level if isinstance(node, (dict, list))
-                 for child in (node.values() if isinstance(node, dict) else node)]
+        level = [
+            child
+            for node in level
+            if isinstance(node, (dict, list))
+            for child in (node.values() if isinstance(node, dict) else node)
+        ]
     return data
 
 
@@ -128,7 +159,9 @@ def load_yaml(path: Path, what: str = "scenario file", text: str | None = None) 
     line_at = _Lines(text)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # YAML library notices: the errors below say what matters
+            warnings.simplefilter(
+                "ignore"
+            )  # YAML library notices: the errors below say what matters
             builder = _Builder(yaml)
             lines = _scan(yaml.parse(text), path, line_at, builder)
             data = yaml.load(text) if builder.deferred else builder.root
@@ -138,20 +171,36 @@ def load_yaml(path: Path, what: str = "scenario file", text: str | None = None) 
         context = exc.context or ""
         if context and exc.context_mark is not None and exc.problem_mark is not None:
             context += f" (line {line_at(exc.context_mark)})"
-        problem = " ".join(", ".join(p for p in (context, exc.problem) if p).split()) or "invalid YAML"
+        problem = (
+            " ".join(", ".join(p for p in (context, exc.problem) if p).split())
+            or "invalid YAML"
+        )
         raise PlannerError(f"YAML syntax error: {problem}", f"{path}{line}") from None
     except ReaderError as exc:  # a character YAML does not allow
         line = text.count("\n", 0, exc.position) + 1
-        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
-        raise PlannerError(f"character U+{code:04X} is not allowed in YAML (control characters are not)",
-                           f"{path}:{line}") from None
+        code = (
+            exc.character
+            if isinstance(exc.character, int)
+            else ord(str(exc.character)[:1] or "?")
+        )
+        raise PlannerError(
+            f"character U+{code:04X} is not allowed in YAML (control characters are not)",
+            f"{path}:{line}",
+        ) from None
     except _BadScalar as exc:
-        raise PlannerError(f"a number of {exc.length:,} characters (Python reads integers of at most 4,300 digits); "
-                           "quote it if it is text", f"{path}:{line_at(exc.mark)}") from None
+        raise PlannerError(
+            f"a number of {exc.length:,} characters (Python reads integers of at most 4,300 digits); "
+            "quote it if it is text",
+            f"{path}:{line_at(exc.mark)}",
+        ) from None
     except (YAMLError, ValueError, TypeError) as exc:
-        raise PlannerError(f"YAML error: {' '.join(str(exc).split())}", str(path)) from None
+        raise PlannerError(
+            f"YAML error: {' '.join(str(exc).split())}", str(path)
+        ) from None
     if data is None:
-        raise PlannerError(f"the file holds no YAML document; expected a {what}", str(path))
+        raise PlannerError(
+            f"the file holds no YAML document; expected a {what}", str(path)
+        )
     if isinstance(data, dict):
         data = YamlMapping(data)
         data.lines = lines
@@ -194,25 +243,51 @@ class _Builder:
     anchor name, an undefined alias, a scalar the core schema does not construct, a `%YAML` directive, a
     second document."""
 
-    CONSTRUCTED = tuple(f"tag:yaml.org,2002:{name}" for name in ("null", "bool", "int", "float", "timestamp"))
+    CONSTRUCTED = tuple(
+        f"tag:yaml.org,2002:{name}"
+        for name in ("null", "bool", "int", "float", "timestamp")
+    )
     STR = "tag:yaml.org,2002:str"
 
     def __init__(self, yaml):
-        from ruamel.yaml.events import AliasEvent, CollectionStartEvent, MappingStartEvent, ScalarEvent
+        from ruamel.yaml.events import (
+            AliasEvent,
+            CollectionStartEvent,
+            MappingStartEvent,
+            ScalarEvent,
+        )
         from ruamel.yaml.nodes import ScalarNode
 
-        self.events = AliasEvent, CollectionStartEvent, MappingStartEvent, ScalarEvent, ScalarNode
-        self.table = yaml.resolver.versioned_resolver  # first character -> [(tag, regexp)], YAML 1.2
+        self.events = (
+            AliasEvent,
+            CollectionStartEvent,
+            MappingStartEvent,
+            ScalarEvent,
+            ScalarNode,
+        )
+        self.table = (
+            yaml.resolver.versioned_resolver
+        )  # first character -> [(tag, regexp)], YAML 1.2
         self.constructor = yaml.constructor
-        self.makers = {tag: yaml.constructor.yaml_constructors[tag] for tag in self.CONSTRUCTED}
-        self.stack: list[list] = []  # per open collection: [container, key read (mappings; _NO_KEY if none)]
+        self.makers = {
+            tag: yaml.constructor.yaml_constructors[tag] for tag in self.CONSTRUCTED
+        }
+        self.stack: list[
+            list
+        ] = []  # per open collection: [container, key read (mappings; _NO_KEY if none)]
         self.anchors: dict[str, Any] = {}
         self.root, self.roots, self.deferred = None, 0, False
 
     def node(self, event) -> None:
         """A scalar, an alias or the start of a collection: build it and put it in its place."""
-        AliasEvent, CollectionStartEvent, MappingStartEvent, ScalarEvent, ScalarNode = self.events
-        if self.deferred or isinstance(event, AliasEvent) and event.anchor not in self.anchors:
+        AliasEvent, CollectionStartEvent, MappingStartEvent, ScalarEvent, ScalarNode = (
+            self.events
+        )
+        if (
+            self.deferred
+            or isinstance(event, AliasEvent)
+            and event.anchor not in self.anchors
+        ):
             self.deferred = True
             if isinstance(event, CollectionStartEvent):
                 self.stack.append([None, None])  # kept for its end
@@ -224,13 +299,21 @@ class _Builder:
             if tag is None or tag == "!":
                 tag = self.STR
                 if event.implicit[0]:
-                    tag = next((t for t, regexp in self.table.get(event.value[:1], ()) if regexp.match(event.value)),
-                               self.STR)
+                    tag = next(
+                        (
+                            t
+                            for t, regexp in self.table.get(event.value[:1], ())
+                            if regexp.match(event.value)
+                        ),
+                        self.STR,
+                    )
             if tag == self.STR:
                 value = event.value
             elif tag in self.makers:
                 try:
-                    value = self.makers[tag](self.constructor, ScalarNode(tag, event.value))
+                    value = self.makers[tag](
+                        self.constructor, ScalarNode(tag, event.value)
+                    )
                 except ValueError:  # Python reads integers of at most 4,300 digits
                     raise _BadScalar(event.start_mark, len(event.value)) from None
             else:
@@ -239,11 +322,15 @@ class _Builder:
         else:
             value = {} if isinstance(event, MappingStartEvent) else []
         if getattr(event, "anchor", None) and not isinstance(event, AliasEvent):
-            self.deferred |= event.anchor in self.anchors  # the library refuses a second anchor of one name
+            self.deferred |= (
+                event.anchor in self.anchors
+            )  # the library refuses a second anchor of one name
             self.anchors[event.anchor] = value
         self._place(value)
         if not isinstance(event, (AliasEvent, ScalarEvent)):
-            self.stack.append([value, _NO_KEY] if isinstance(value, dict) else [value, None])
+            self.stack.append(
+                [value, _NO_KEY] if isinstance(value, dict) else [value, None]
+            )
 
     def _place(self, value) -> None:
         if not self.stack:
@@ -289,7 +376,9 @@ def _scan(events, path: Path, line_at: _Lines, builder: _Builder) -> dict[tuple,
     )
 
     lines: dict[tuple, int] = {}
-    stack: list[list] = []  # per open collection: [is_mapping, path, next index or current key, key read]
+    stack: list[
+        list
+    ] = []  # per open collection: [is_mapping, path, next index or current key, key read]
     sizes: dict[str, int] = {}  # anchor -> nodes it stands for
     open_anchors: list[tuple[str | None, int]] = []
     nodes = expanded = 0
@@ -311,12 +400,16 @@ def _scan(events, path: Path, line_at: _Lines, builder: _Builder) -> dict[tuple,
 
     for event in events:
         if not isinstance(event, (NodeEvent, CollectionEndEvent)):
-            builder.deferred |= isinstance(event, DocumentStartEvent) and event.version is not None
+            builder.deferred |= (
+                isinstance(event, DocumentStartEvent) and event.version is not None
+            )
             continue
         line = line_at(event.start_mark)
         tag = getattr(event, "tag", None)
         if tag and tag != "!" and tag not in _CORE_TAGS:
-            raise PlannerError(f"YAML tags such as {tag!r} are not allowed", f"{path}:{line}")
+            raise PlannerError(
+                f"YAML tags such as {tag!r} are not allowed", f"{path}:{line}"
+            )
         if isinstance(event, CollectionEndEvent):
             stack.pop()
             builder.end()
@@ -325,13 +418,27 @@ def _scan(events, path: Path, line_at: _Lines, builder: _Builder) -> dict[tuple,
                 sizes[anchor] = nodes - before
             continue
         loc = place(line)
-        if isinstance(event, ScalarEvent) and event.implicit[0] and event.value[:1].isdigit():
-            _check_timestamp(event.value, path, line, stack[-1][1] if loc is None else loc)
+        if (
+            isinstance(event, ScalarEvent)
+            and event.implicit[0]
+            and event.value[:1].isdigit()
+        ):
+            _check_timestamp(
+                event.value, path, line, stack[-1][1] if loc is None else loc
+            )
         if loc is None:  # a mapping key
-            if isinstance(event, CollectionStartEvent):  # `[a]: 1`, `? [a, b]`: the loader cannot build these
-                raise PlannerError("mapping keys must be plain strings, not a list or mapping",
-                                   _place(path, line, stack[-1][1]))
-            key = event.value if isinstance(event, ScalarEvent) else f"<{type(event).__name__}>"
+            if isinstance(
+                event, CollectionStartEvent
+            ):  # `[a]: 1`, `? [a, b]`: the loader cannot build these
+                raise PlannerError(
+                    "mapping keys must be plain strings, not a list or mapping",
+                    _place(path, line, stack[-1][1]),
+                )
+            key = (
+                event.value
+                if isinstance(event, ScalarEvent)
+                else f"<{type(event).__name__}>"
+            )
             stack[-1][2], stack[-1][3] = _key(key), True
             lines.setdefault(stack[-1][1] + (stack[-1][2],), line)
             nodes += 1
@@ -339,20 +446,28 @@ def _scan(events, path: Path, line_at: _Lines, builder: _Builder) -> dict[tuple,
             continue
         if isinstance(event, AliasEvent):
             if event.anchor in (a for a, _ in open_anchors):
-                raise PlannerError(f"recursive YAML alias *{event.anchor} (it refers to a node that contains it)",
-                                   f"{path}:{line}")
+                raise PlannerError(
+                    f"recursive YAML alias *{event.anchor} (it refers to a node that contains it)",
+                    f"{path}:{line}",
+                )
             grow = sizes.get(event.anchor, 1)
             nodes += grow
             expanded += grow
             if expanded > MAX_ALIAS_NODES:
-                raise PlannerError(f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (alias bomb?); "
-                                   "refusing it", f"{path}:{line}")
+                raise PlannerError(
+                    f"YAML aliases expand to more than {MAX_ALIAS_NODES:,} nodes (alias bomb?); "
+                    "refusing it",
+                    f"{path}:{line}",
+                )
             builder.node(event)
             continue
         nodes += 1
         if isinstance(event, CollectionStartEvent):
             if len(stack) >= MAX_DEPTH:
-                raise PlannerError(f"YAML nested deeper than {MAX_DEPTH} levels; refusing it", f"{path}:{line}")
+                raise PlannerError(
+                    f"YAML nested deeper than {MAX_DEPTH} levels; refusing it",
+                    f"{path}:{line}",
+                )
             stack.append([isinstance(event, MappingStartEvent), loc, 0, False])
             open_anchors.append((event.anchor, nodes - 1))
         elif event.anchor:
@@ -375,14 +490,21 @@ def _check_timestamp(value: str, path: Path, line: int, loc: tuple) -> None:
     try:
         create_timestamp(**SafeConstructor.timestamp_regexp.match(value).groupdict())
     except ValueError as exc:
-        raise PlannerError(f"{value!r} is not a valid date or date-time ({exc})", _place(path, line, loc)) from None
+        raise PlannerError(
+            f"{value!r} is not a valid date or date-time ({exc})",
+            _place(path, line, loc),
+        ) from None
 
 
 @functools.cache
 def _timestamp_patterns() -> tuple:
     from ruamel.yaml.resolver import implicit_resolvers
 
-    return tuple(regexp for _, tag, regexp, _ in implicit_resolvers if tag == "tag:yaml.org,2002:timestamp")
+    return tuple(
+        regexp
+        for _, tag, regexp, _ in implicit_resolvers
+        if tag == "tag:yaml.org,2002:timestamp"
+    )
 
 
 def _key(value: str):
@@ -407,7 +529,11 @@ def key_path(loc: tuple) -> str:
     """('workloads', 0, 'memory') -> 'workloads[0].memory'."""
     text = ""
     for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        text += (
+            f"[{part}]"
+            if isinstance(part, int)
+            else (f".{part}" if text else str(part))
+        )
     return text
 
 
@@ -422,7 +548,10 @@ def to_plain(data: Any) -> Any:
     """Parsed YAML -> plain dicts/lists with str/int/float/bool keys (pydantic validates plain data);
     depth is bounded by the scan, so the recursion is too."""
     if isinstance(data, dict):
-        return {k if isinstance(k, (str, int, float, bool)) else str(k): to_plain(v) for k, v in data.items()}
+        return {
+            k if isinstance(k, (str, int, float, bool)) else str(k): to_plain(v)
+            for k, v in data.items()
+        }
     if isinstance(data, list):
         return [to_plain(v) for v in data]
     return data

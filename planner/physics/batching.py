@@ -19,26 +19,36 @@ through. `simulate` replays this for equal requests (one bucket's size), Poisson
 endpoint's traffic) or a fixed number of clients that each send again when answered (a benchmark's
 concurrency). It is deterministic for a seed, and takes milliseconds to a few tenths of a second.
 """
+
 from __future__ import annotations
 
-import math
 from collections import deque
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from typing import TYPE_CHECKING
-
-from planner.physics import memory as mem
 from planner.physics import collectives
-from planner.physics.generation import DECODE_BW_EFFICIENCY, generation_precision, kv_read_efficiency
+from planner.physics import memory as mem
+from planner.physics.generation import (
+    DECODE_BW_EFFICIENCY,
+    generation_precision,
+    kv_read_efficiency,
+)
 from planner.physics.gpus import default_mfu
 
 if TYPE_CHECKING:
     from planner.physics.serving import Replica
 
-__all__ = ["Scheduler", "StepCost", "Served", "default_scheduler", "step_cost", "simulate"]
+__all__ = [
+    "Scheduler",
+    "StepCost",
+    "Served",
+    "default_scheduler",
+    "step_cost",
+    "simulate",
+]
 
 
 @dataclass(frozen=True)
@@ -64,16 +74,22 @@ class StepCost:
     """The roofline of one mixed step on a replica, in seconds per unit (from `speed`'s formulas)."""
 
     weights_s: float  # streaming the weights (dense: once per step)
-    moe_share_per_token: float  # MoE: share of the weights one token's experts touch (0: dense)
+    moe_share_per_token: (
+        float  # MoE: share of the weights one token's experts touch (0: dense)
+    )
     kv_s_per_token: float  # streaming one token of KV cache
     flop_s: float  # seconds per FLOP at the decode rate
     prefill_flop_s: float  # seconds per FLOP at the prefill rate
     active_flops_per_token: float  # 2 * P_active
-    attention_flops: float  # 2 * L * h: decode 2x this per context token, prefill this per s^2
+    attention_flops: (
+        float  # 2 * L * h: decode 2x this per context token, prefill this per s^2
+    )
     allreduce_s: float  # per step: 2 * L all-reduce latencies (0 at TP 1)
     allreduce_s_per_token: float
 
-    def seconds(self, decode_seqs: float, context_tokens: float, prompt_tokens, prompt_flops):
+    def seconds(
+        self, decode_seqs: float, context_tokens: float, prompt_tokens, prompt_flops
+    ):
         """One step: `decode_seqs` sequences holding `context_tokens` of KV, plus `prompt_tokens` of prompts
         whose FLOPs (attention included) are `prompt_flops`. The prompt arguments may be numpy arrays (one
         step per element): every operation below works on both, so the replay's hot loop stays on floats."""
@@ -86,14 +102,22 @@ class StepCost:
         if decode_seqs:
             kv /= kv_read_efficiency(context_tokens / decode_seqs)
         memory = weights + kv
-        compute = ((self.active_flops_per_token * decode_seqs + 2 * self.attention_flops * context_tokens)
-                   * self.flop_s + prompt_flops * self.prefill_flop_s)
-        roofline = (memory + compute + abs(memory - compute)) / 2  # max(memory, compute)
-        return roofline + (tokens > 0) * (self.allreduce_s + self.allreduce_s_per_token * tokens)
+        compute = (
+            self.active_flops_per_token * decode_seqs
+            + 2 * self.attention_flops * context_tokens
+        ) * self.flop_s + prompt_flops * self.prefill_flop_s
+        roofline = (
+            memory + compute + abs(memory - compute)
+        ) / 2  # max(memory, compute)
+        return roofline + (tokens > 0) * (
+            self.allreduce_s + self.allreduce_s_per_token * tokens
+        )
 
     def prompt_flops(self, start: int, end: int) -> float:
         """FLOPs of prompt tokens start..end (`speed.prefill_flops` cut at a chunk boundary)."""
-        return self.active_flops_per_token * (end - start) + self.attention_flops * (end * end - start * start)
+        return self.active_flops_per_token * (end - start) + self.attention_flops * (
+            end * end - start * start
+        )
 
 
 @lru_cache(maxsize=4096)
@@ -101,20 +125,48 @@ def step_cost(replica: Replica) -> StepCost:
     """A `serving.Replica`'s step roofline, from the same formulas as `generation.generation_time`."""
     shape, gpu, t = replica.model, replica.gpu, replica.tp
     prec = generation_precision(gpu, replica.weight_precision)
-    rate = gpu.peak(prec) * default_mfu(gpu.generation, prec, hidden=shape.hidden, gpu_name=gpu.name)
+    rate = gpu.peak(prec) * default_mfu(
+        gpu.generation, prec, hidden=shape.hidden, gpu_name=gpu.name
+    )
     bw = gpu.mem_bandwidth_gbs * 1e9 * DECODE_BW_EFFICIENCY
     weights = mem.weight_bytes(shape, replica.weight_precision) / t / bw
-    moe = shape.active_params / shape.params if shape.params and shape.active_params < shape.params else 0.0
+    moe = (
+        shape.active_params / shape.params
+        if shape.params and shape.active_params < shape.params
+        else 0.0
+    )
     kv = mem.kv_bytes_per_token(shape, replica.kv_precision, t) / bw
     attention = 2.0 * shape.layers * shape.hidden
     active = 2.0 * shape.active_params
     if t > 1:
         topology = replica.topology()
-        latency = 2 * shape.layers * collectives.ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6)
-        per_token = 2 * shape.layers * shape.hidden * 4.0 * (t - 1) / t / (collectives._intra_bus_gbs(topology) * 1e9)
+        latency = (
+            2
+            * shape.layers
+            * collectives.ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6)
+        )
+        per_token = (
+            2
+            * shape.layers
+            * shape.hidden
+            * 4.0
+            * (t - 1)
+            / t
+            / (collectives._intra_bus_gbs(topology) * 1e9)
+        )
     else:
         latency = per_token = 0.0
-    return StepCost(weights, moe, kv, 1 / (t * rate), 1 / (t * rate), active, attention, latency, per_token)
+    return StepCost(
+        weights,
+        moe,
+        kv,
+        1 / (t * rate),
+        1 / (t * rate),
+        active,
+        attention,
+        latency,
+        per_token,
+    )
 
 
 @dataclass(frozen=True)
@@ -129,10 +181,18 @@ class Served:
     saturated: bool  # open loop: the queue grew through the run (the rate is beyond what it serves)
 
     def ttft(self, quantile: float | None = None) -> float:
-        return float(np.mean(self.ttft_s) if quantile is None else np.quantile(self.ttft_s, quantile))
+        return float(
+            np.mean(self.ttft_s)
+            if quantile is None
+            else np.quantile(self.ttft_s, quantile)
+        )
 
     def tpot(self, quantile: float | None = None) -> float:
-        return float(np.mean(self.tpot_s) if quantile is None else np.quantile(self.tpot_s, quantile))
+        return float(
+            np.mean(self.tpot_s)
+            if quantile is None
+            else np.quantile(self.tpot_s, quantile)
+        )
 
 
 CLIENT_S = 0.002
@@ -147,9 +207,18 @@ SATURATED_BACKLOG = 0.05
 arrives: a stable queue stays a few requests long, one past capacity grows with every arrival."""
 
 
-def simulate(replica: Replica, prompt: int, output: int, *, rate: float | None = None,
-             concurrency: int | None = None, together: bool = False, scheduler: Scheduler | None = None,
-             requests: int | None = None, seed: int = 0) -> Served:
+def simulate(
+    replica: Replica,
+    prompt: int,
+    output: int,
+    *,
+    rate: float | None = None,
+    concurrency: int | None = None,
+    together: bool = False,
+    scheduler: Scheduler | None = None,
+    requests: int | None = None,
+    seed: int = 0,
+) -> Served:
     """One replica serving equal requests of `prompt` and `output` tokens, at Poisson `rate` requests/s or with
     `concurrency` clients in a closed loop (exactly one of them). Clients drift apart, as a benchmark's do once
     running (their first requests spread over one unloaded request's time, and a few milliseconds of client
@@ -157,7 +226,9 @@ def simulate(replica: Replica, prompt: int, output: int, *, rate: float | None =
     (vLLM's latency benchmark)."""
     if (rate is None) == (concurrency is None):
         raise ValueError("give rate or concurrency")
-    from planner.physics import serving  # the KV budget is the closed forms' (serving imports this module)
+    from planner.physics import (
+        serving,  # the KV budget is the closed forms' (serving imports this module)
+    )
 
     scheduler = scheduler or default_scheduler(replica.gpu.name, replica.vram_gib)
     fits = serving.max_batch(replica, prompt, output)
@@ -167,15 +238,40 @@ def simulate(replica: Replica, prompt: int, output: int, *, rate: float | None =
     if together:
         requests = concurrency
     elif requests is None:  # as many as MAX_STEPS / 2 steps hold, REQUESTS at most
-        running = min(concurrency or max(1.0, rate * output * cost.seconds(1, prompt, 0, 0.0)), fits)
-        requests = int(min(REQUESTS, max(MIN_REQUESTS, MAX_STEPS / 2 * running / output)))
-    return _simulate(cost, prompt, output, rate, concurrency, together, scheduler,
-                     min(fits, scheduler.max_seqs), requests, seed)
+        running = min(
+            concurrency or max(1.0, rate * output * cost.seconds(1, prompt, 0, 0.0)),
+            fits,
+        )
+        requests = int(
+            min(REQUESTS, max(MIN_REQUESTS, MAX_STEPS / 2 * running / output))
+        )
+    return _simulate(
+        cost,
+        prompt,
+        output,
+        rate,
+        concurrency,
+        together,
+        scheduler,
+        min(fits, scheduler.max_seqs),
+        requests,
+        seed,
+    )
 
 
 @lru_cache(maxsize=512)
-def _simulate(cost: StepCost, prompt: int, output: int, rate: float | None, concurrency: int | None,
-              together: bool, scheduler: Scheduler, most: int, requests: int, seed: int) -> Served:
+def _simulate(
+    cost: StepCost,
+    prompt: int,
+    output: int,
+    rate: float | None,
+    concurrency: int | None,
+    together: bool,
+    scheduler: Scheduler,
+    most: int,
+    requests: int,
+    seed: int,
+) -> Served:
     warmup = 0 if together else requests // 10
     total = warmup + requests
     if rate is not None:
@@ -184,12 +280,22 @@ def _simulate(cost: StepCost, prompt: int, output: int, rate: float | None, conc
         waiting: deque = deque()
     else:
         rng = np.random.default_rng(seed)
-        alone = 0.0 if together else (cost.seconds(0, 0, prompt, cost.prompt_flops(0, prompt))
-                                      + output * cost.seconds(1, prompt, 0, 0.0))
+        alone = (
+            0.0
+            if together
+            else (
+                cost.seconds(0, 0, prompt, cost.prompt_flops(0, prompt))
+                + output * cost.seconds(1, prompt, 0, 0.0)
+            )
+        )
         arrivals = deque((np.arange(concurrency) * alone / concurrency).tolist())
         waiting = deque()
-    prefilling: deque = deque()  # [arrival, prompt tokens done] of admitted requests, in arrival order
-    cohorts: deque = deque()  # [last step, first-token time, count, arrival times]: requests decoding
+    prefilling: deque = (
+        deque()
+    )  # [arrival, prompt tokens done] of admitted requests, in arrival order
+    cohorts: deque = (
+        deque()
+    )  # [last step, first-token time, count, arrival times]: requests decoding
     decoding = 0
     context = 0.0  # KV tokens of the decoding sequences
     now, step = 0.0, 0
@@ -209,7 +315,7 @@ def _simulate(cost: StepCost, prompt: int, output: int, rate: float | None, conc
         budget = scheduler.token_budget - decoding
         while waiting and decoding + len(prefilling) < most:
             prefilling.append([waiting.popleft(), 0])
-        chunk_tokens, chunk_flops, finished = 0, 0.0, []
+        chunk_tokens, chunk_flops = 0, 0.0
         for request in prefilling:
             if budget <= 0:
                 break
@@ -240,7 +346,9 @@ def _simulate(cost: StepCost, prompt: int, output: int, rate: float | None, conc
                     ttft.append(first_time - a)
                     tpot.append((now - first_time) / (output - 1))
             if concurrency is not None and not together:
-                arrivals = deque(sorted([*arrivals, *(now + rng.exponential(CLIENT_S, count))]))
+                arrivals = deque(
+                    sorted([*arrivals, *(now + rng.exponential(CLIENT_S, count))])
+                )
         while prefilling and prefilling[0][1] >= prompt:
             arrived = []
             while prefilling and prefilling[0][1] >= prompt:
@@ -250,7 +358,14 @@ def _simulate(cost: StepCost, prompt: int, output: int, rate: float | None, conc
                 ttft.extend(now - a for a in arrived)
                 tpot.extend(0.0 for _ in arrived)
                 if concurrency is not None and not together:
-                    arrivals = deque(sorted([*arrivals, *(now + rng.exponential(CLIENT_S, len(arrived)))]))
+                    arrivals = deque(
+                        sorted(
+                            [
+                                *arrivals,
+                                *(now + rng.exponential(CLIENT_S, len(arrived))),
+                            ]
+                        )
+                    )
                 continue
             cohorts.append([step + output - 1, now, len(arrived), arrived])
             decoding += len(arrived)
@@ -258,10 +373,24 @@ def _simulate(cost: StepCost, prompt: int, output: int, rate: float | None, conc
         step += 1
     if together:
         served = len(tpot) / now
-        return Served(np.asarray(ttft), np.asarray(tpot), served * output, served,
-                      busy_seqs / busy_time if busy_time else 0.0, False)
+        return Served(
+            np.asarray(ttft),
+            np.asarray(tpot),
+            served * output,
+            served,
+            busy_seqs / busy_time if busy_time else 0.0,
+            False,
+        )
     measured = max(now - (warm_at or 0.0), 1e-12)
     served = len(tpot) / measured
-    saturated = rate is not None and (backlog > SATURATED_BACKLOG * total or done < total)
-    return Served(np.asarray(ttft), np.asarray(tpot), served * output, served,
-                  busy_seqs / busy_time if busy_time else 0.0, saturated)
+    saturated = rate is not None and (
+        backlog > SATURATED_BACKLOG * total or done < total
+    )
+    return Served(
+        np.asarray(ttft),
+        np.asarray(tpot),
+        served * output,
+        served,
+        busy_seqs / busy_time if busy_time else 0.0,
+        saturated,
+    )

@@ -4,11 +4,17 @@ Physics layer.  DeepSpeed ships estimate_zero2/zero3_model_states_mem_needs; the
 the planner's ZeRO memory (memory.training_memory) can be held against the framework's own figures
 (tests/test_memory.py).  Not used for planning.
 """
+
 from __future__ import annotations
 
 
-def deepspeed_zero2_gpu_bytes(P: int, gpus_per_node: int = 1, nodes: int = 1,
-                              cpu_offload: bool = True, legacy: bool = False) -> int:
+def deepspeed_zero2_gpu_bytes(
+    P: int,
+    gpus_per_node: int = 1,
+    nodes: int = 1,
+    cpu_offload: bool = True,
+    legacy: bool = False,
+) -> int:
     """GPU bytes of estimate_zero2_model_states_mem_needs (stage_1_and_2.py).
 
     offload: 2P.  No offload: 2P + int(18P/total_gpus) (code since PR #5099),
@@ -22,9 +28,13 @@ def deepspeed_zero2_gpu_bytes(P: int, gpus_per_node: int = 1, nodes: int = 1,
     return 2 * P + int(18 * P / total)
 
 
-def deepspeed_zero2_cpu_bytes(P: int, gpus_per_node: int = 1, nodes: int = 1,
-                              cpu_offload: bool = True,
-                              additional_buffer_factor: float = 1.5) -> float:
+def deepspeed_zero2_cpu_bytes(
+    P: int,
+    gpus_per_node: int = 1,
+    nodes: int = 1,
+    cpu_offload: bool = True,
+    additional_buffer_factor: float = 1.5,
+) -> float:
     """CPU bytes of estimate_zero2_model_states_mem_needs."""
     total = gpus_per_node * nodes
     if cpu_offload:
@@ -32,9 +42,14 @@ def deepspeed_zero2_cpu_bytes(P: int, gpus_per_node: int = 1, nodes: int = 1,
     return P * 4 * gpus_per_node * additional_buffer_factor
 
 
-def deepspeed_zero3_gpu_bytes(P: int, largest_layer_params: int, gpus_per_node: int = 1,
-                              nodes: int = 1, offload_optimizer: bool = True,
-                              offload_param: bool = True) -> int:
+def deepspeed_zero3_gpu_bytes(
+    P: int,
+    largest_layer_params: int,
+    gpus_per_node: int = 1,
+    nodes: int = 1,
+    offload_optimizer: bool = True,
+    offload_param: bool = True,
+) -> int:
     """GPU bytes of estimate_zero3_model_states_mem_needs (stage3.py).
 
     LLM = 4*largest_layer_params; both offloaded: LLM; optimizer only:
@@ -47,14 +62,22 @@ def deepspeed_zero3_gpu_bytes(P: int, largest_layer_params: int, gpus_per_node: 
     if offload_optimizer:
         return llm + int(2 * P / total)
     if offload_param:
-        raise ValueError("offload_param without offload_optimizer is not estimated by DeepSpeed")
+        raise ValueError(
+            "offload_param without offload_optimizer is not estimated by DeepSpeed"
+        )
     return llm + int(18 * P / total)
 
 
-def deepspeed_zero3_cpu_bytes(P: int, largest_layer_params: int, gpus_per_node: int = 1,
-                              nodes: int = 1, offload_optimizer: bool = True,
-                              offload_param: bool = True, zero_init: bool = True,
-                              additional_buffer_factor: float = 1.5) -> float:
+def deepspeed_zero3_cpu_bytes(
+    P: int,
+    largest_layer_params: int,
+    gpus_per_node: int = 1,
+    nodes: int = 1,
+    offload_optimizer: bool = True,
+    offload_param: bool = True,
+    zero_init: bool = True,
+    additional_buffer_factor: float = 1.5,
+) -> float:
     """CPU bytes of estimate_zero3_model_states_mem_needs."""
     n, f, buf = gpus_per_node, 1.0 / nodes, additional_buffer_factor
     if offload_optimizer and offload_param:
@@ -62,5 +85,7 @@ def deepspeed_zero3_cpu_bytes(P: int, largest_layer_params: int, gpus_per_node: 
     if offload_optimizer:
         return P * 16 * f * buf if zero_init else P * max(4 * n, 16 * f) * buf
     if offload_param:
-        raise ValueError("offload_param without offload_optimizer is not estimated by DeepSpeed")
+        raise ValueError(
+            "offload_param without offload_optimizer is not estimated by DeepSpeed"
+        )
     return largest_layer_params * 4 * n * buf if zero_init else P * 4 * n * buf

@@ -2,15 +2,26 @@
 candidate's GPUs are joined (`Topology`), the precision it computes in, and the kernel efficiency (MFU) its
 generation reaches. The constants' sources are in their comments.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Mapping
 
-
-GENERATIONS = ("volta", "turing", "ampere", "ada", "hopper", "blackwell",
-               "cdna2", "cdna3", "pascal", "maxwell", "other")
+GENERATIONS = (
+    "volta",
+    "turing",
+    "ampere",
+    "ada",
+    "hopper",
+    "blackwell",
+    "cdna2",
+    "cdna3",
+    "pascal",
+    "maxwell",
+    "other",
+)
 PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8")
 
 # ---------------------------------------------------------------------------
@@ -22,31 +33,33 @@ PRECISIONS = ("fp32", "fp16", "bf16", "fp8", "int8")
 # training_time adds, and before default_mfu's width and micro-batch factors.  Each is the figure that
 # fits its generation's throughput runs in benchmarks/published_cases.yaml best (docs/recipes.md has
 # the table with every source and ratio), not any one run.
-MFU_TABLE: Mapping[str, float] = MappingProxyType({
-    # LLM Foundry MPT 760M-70B on 8-512 H100 (35-46 % MFU), fms-fsdp Llama 2 7B/70B on 96 H100 (46 %,
-    # 38 %), Megatron-core GPT-3 175B (47 % at 96 GPUs), NeMo AutoModel LoRA on H100, llm.c GPT-2 1.5B.
-    "hopper": 0.53,
-    # The same Foundry configurations on A100 reach 45-64 % (MPT-7B: 64 % against 46 % on H100), fms-fsdp
-    # 68 % and 55 %, Megatron's A100 papers 52-54 % hardware FLOPs; Answer.AI's FSDP-QLoRA on A5000s and
-    # A100-40GB and torchtune's 70B LoRA agree.  Model-card GPU-hours (Llama 2, Pythia, BLOOM) sit lower:
-    # they hold failures, restarts and evaluations that the cost model adds on its own.
-    "ampere": 0.62,
-    # Blackwell: no published training run in the set; stas00's MAMF 1745/2250 = 78 % matmul ceiling (H100
-    # 80 %) and young software stacks: hopper's figure times the earlier 0.88 (judgement).
-    "blackwell": 0.47,
-    # Ada's datacenter parts (L4, L40S, RTX 6000 Ada): no published training run in the set; the earlier
-    # ratio to hopper (judgement).  TensorRT-LLM's 20K-token prefills on L40S sit within 1.4x with it.
-    "ada": 0.5,
-    # V100: Megatron-LM (Shoeybi et al. 2019) sustained 39 TFLOP/s on one V100 = 31 % of 125
-    # end to end.
-    "volta": 0.37,
-    "turing": 0.31,     # T4: 70 W part, throttles under sustained tensor load; judgement
-    "cdna3": 0.37,      # MI300X: stas00 MAMF 668/1300 = 51 % matmul ceiling; judgement
-    "cdna2": 0.35,     # MI250X; judgement
-    "pascal": 0.31,     # no tensor cores; judgement
-    "maxwell": 0.25,
-    "other": 0.31,
-})
+MFU_TABLE: Mapping[str, float] = MappingProxyType(
+    {
+        # LLM Foundry MPT 760M-70B on 8-512 H100 (35-46 % MFU), fms-fsdp Llama 2 7B/70B on 96 H100 (46 %,
+        # 38 %), Megatron-core GPT-3 175B (47 % at 96 GPUs), NeMo AutoModel LoRA on H100, llm.c GPT-2 1.5B.
+        "hopper": 0.53,
+        # The same Foundry configurations on A100 reach 45-64 % (MPT-7B: 64 % against 46 % on H100), fms-fsdp
+        # 68 % and 55 %, Megatron's A100 papers 52-54 % hardware FLOPs; Answer.AI's FSDP-QLoRA on A5000s and
+        # A100-40GB and torchtune's 70B LoRA agree.  Model-card GPU-hours (Llama 2, Pythia, BLOOM) sit lower:
+        # they hold failures, restarts and evaluations that the cost model adds on its own.
+        "ampere": 0.62,
+        # Blackwell: no published training run in the set; stas00's MAMF 1745/2250 = 78 % matmul ceiling (H100
+        # 80 %) and young software stacks: hopper's figure times the earlier 0.88 (judgement).
+        "blackwell": 0.47,
+        # Ada's datacenter parts (L4, L40S, RTX 6000 Ada): no published training run in the set; the earlier
+        # ratio to hopper (judgement).  TensorRT-LLM's 20K-token prefills on L40S sit within 1.4x with it.
+        "ada": 0.5,
+        # V100: Megatron-LM (Shoeybi et al. 2019) sustained 39 TFLOP/s on one V100 = 31 % of 125
+        # end to end.
+        "volta": 0.37,
+        "turing": 0.31,  # T4: 70 W part, throttles under sustained tensor load; judgement
+        "cdna3": 0.37,  # MI300X: stas00 MAMF 668/1300 = 51 % matmul ceiling; judgement
+        "cdna2": 0.35,  # MI250X; judgement
+        "pascal": 0.31,  # no tensor cores; judgement
+        "maxwell": 0.25,
+        "other": 0.31,
+    }
+)
 
 # Tokens per micro-batch at which the GEMMs run at half their large-batch rate
 # (judgement: a 4K-token micro-batch runs at 94 % of the large-GEMM rate, 512 tokens at 67 %).
@@ -69,8 +82,9 @@ WIDTH_HALF = 440.0
 # MFU against the *fp8* (or int8) peak is lower than bf16 MFU against the bf16
 # peak: end-to-end fp8 training speedups over bf16 are ~1.3-1.5x, not 2x
 # (Transformer Engine / NeMo reports; judgement).  0.7 * 2 = 1.4x.
-PRECISION_FACTOR: Mapping[str, float] = MappingProxyType({
-    "bf16": 1.0, "fp16": 1.0, "fp32": 1.0, "fp8": 0.70, "int8": 0.70})
+PRECISION_FACTOR: Mapping[str, float] = MappingProxyType(
+    {"bf16": 1.0, "fp16": 1.0, "fp32": 1.0, "fp8": 0.70, "int8": 0.70}
+)
 
 
 _INTRA = ("nvlink", "pcie", "infinity_fabric", "none")
@@ -80,6 +94,7 @@ _INTER = ("infiniband", "efa", "roce", "ethernet", "none")
 # ---------------------------------------------------------------------------
 # Data classes
 # ---------------------------------------------------------------------------
+
 
 class UnsupportedPrecision(ValueError):
     """The GPU cannot run the precision asked for, and falling back to bf16 is not allowed."""
@@ -103,18 +118,32 @@ class GpuPerf:
 
     def __post_init__(self) -> None:
         if self.generation not in GENERATIONS:
-            raise ValueError(f"generation={self.generation!r}: expected one of {', '.join(GENERATIONS)}")
+            raise ValueError(
+                f"generation={self.generation!r}: expected one of {', '.join(GENERATIONS)}"
+            )
         if self.memory_type not in ("hbm", "gddr"):
             raise ValueError(f"memory_type={self.memory_type!r}: expected hbm or gddr")
         bad = set(self.tflops) - set(PRECISIONS)
         if bad:
-            raise ValueError(f"tflops keys {sorted(bad)}: expected {', '.join(PRECISIONS)}")
-        object.__setattr__(self, "tflops", MappingProxyType(
-            {k: float(v) for k, v in self.tflops.items() if v}))
+            raise ValueError(
+                f"tflops keys {sorted(bad)}: expected {', '.join(PRECISIONS)}"
+            )
+        object.__setattr__(
+            self,
+            "tflops",
+            MappingProxyType({k: float(v) for k, v in self.tflops.items() if v}),
+        )
 
     def __hash__(self) -> int:
-        return hash((self.name, self.generation, self.mem_bandwidth_gbs, self.memory_type,
-                     tuple(sorted(self.tflops.items()))))
+        return hash(
+            (
+                self.name,
+                self.generation,
+                self.mem_bandwidth_gbs,
+                self.memory_type,
+                tuple(sorted(self.tflops.items())),
+            )
+        )
 
     def peak(self, precision: str) -> float:
         """Dense peak in FLOP/s (not TFLOP/s) at ``precision``; KeyError if unsupported."""
@@ -141,11 +170,17 @@ class Topology:
 
     def __post_init__(self) -> None:
         if self.gpus_per_node < 1 or self.nodes < 1:
-            raise ValueError(f"gpus_per_node={self.gpus_per_node}, nodes={self.nodes}: must be >= 1")
+            raise ValueError(
+                f"gpus_per_node={self.gpus_per_node}, nodes={self.nodes}: must be >= 1"
+            )
         if self.intra_node not in _INTRA:
-            raise ValueError(f"intra_node={self.intra_node!r}: expected one of {', '.join(_INTRA)}")
+            raise ValueError(
+                f"intra_node={self.intra_node!r}: expected one of {', '.join(_INTRA)}"
+            )
         if self.inter_node not in _INTER:
-            raise ValueError(f"inter_node={self.inter_node!r}: expected one of {', '.join(_INTER)}")
+            raise ValueError(
+                f"inter_node={self.inter_node!r}: expected one of {', '.join(_INTER)}"
+            )
 
     @property
     def n_gpus(self) -> int:
@@ -156,8 +191,14 @@ class Topology:
 # Precision and MFU
 # ---------------------------------------------------------------------------
 
-def default_mfu(generation: str, precision: str = "bf16", micro_batch_tokens: float | None = None,
-                hidden: int | None = None, gpu_name: str = "") -> float:
+
+def default_mfu(
+    generation: str,
+    precision: str = "bf16",
+    micro_batch_tokens: float | None = None,
+    hidden: int | None = None,
+    gpu_name: str = "",
+) -> float:
     """Default kernel MFU = MFU_TABLE[generation] (MFU_BY_GPU[gpu_name] where a GPU has its own) * PRECISION_FACTOR[precision] * x / (x + MICRO_BATCH_HALF_TOKENS)
     for x = tokens per micro-batch (GEMMs with few rows run below the large-GEMM rate) * h / (h + WIDTH_HALF)
     for a model of width h (narrow GEMMs likewise).
@@ -168,16 +209,30 @@ def default_mfu(generation: str, precision: str = "bf16", micro_batch_tokens: fl
     fine-tuning runs of docs/recipes.md show no lower efficiency for any of them.
     """
     if generation not in MFU_TABLE:
-        raise ValueError(f"generation={generation!r}: expected one of {', '.join(MFU_TABLE)}")
+        raise ValueError(
+            f"generation={generation!r}: expected one of {', '.join(MFU_TABLE)}"
+        )
     if precision not in PRECISION_FACTOR:
-        raise ValueError(f"precision={precision!r}: expected one of {', '.join(PRECISION_FACTOR)}")
-    rows = 1.0 if micro_batch_tokens is None else micro_batch_tokens / (micro_batch_tokens + MICRO_BATCH_HALF_TOKENS)
+        raise ValueError(
+            f"precision={precision!r}: expected one of {', '.join(PRECISION_FACTOR)}"
+        )
+    rows = (
+        1.0
+        if micro_batch_tokens is None
+        else micro_batch_tokens / (micro_batch_tokens + MICRO_BATCH_HALF_TOKENS)
+    )
     width = 1.0 if hidden is None else hidden / (hidden + WIDTH_HALF)
-    return MFU_BY_GPU.get(gpu_name, MFU_TABLE[generation]) * PRECISION_FACTOR[precision] * rows * width
+    return (
+        MFU_BY_GPU.get(gpu_name, MFU_TABLE[generation])
+        * PRECISION_FACTOR[precision]
+        * rows
+        * width
+    )
 
 
-def effective_precision(gpu: GpuPerf, precision: str,
-                        fallback_to_bf16: bool = False) -> str | None:
+def effective_precision(
+    gpu: GpuPerf, precision: str, fallback_to_bf16: bool = False
+) -> str | None:
     """Compute precision actually used on ``gpu``, or None when infeasible.
 
     Supported -> unchanged.  fp8/int8 unsupported -> None, or the bf16 path
@@ -185,7 +240,9 @@ def effective_precision(gpu: GpuPerf, precision: str,
     memory; needs loss scaling).  fp16 unsupported -> fp32.  fp32 missing -> None.
     """
     if precision not in PRECISIONS:
-        raise ValueError(f"precision={precision!r}: expected one of {', '.join(PRECISIONS)}")
+        raise ValueError(
+            f"precision={precision!r}: expected one of {', '.join(PRECISIONS)}"
+        )
     t = gpu.tflops
     if precision in t:
         return precision

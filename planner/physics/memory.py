@@ -41,18 +41,24 @@ FRAMEWORK_OVERHEAD_GIB = 1.5
 DEFAULT_HEADROOM = 0.10
 
 # Bytes per parameter of the *model weights* seen by the training recipe.
-_TRAIN_WEIGHT_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0,
-                       # fp8 (Transformer Engine): parameters stay bf16 and an
-                       # fp8 cast of every weight is cached between micro-batches
-                       # (+1 B/param); grads and optimizer as in bf16 training.
-                       "fp8": 3.0}
+_TRAIN_WEIGHT_BYTES = {
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp32": 4.0,
+    # fp8 (Transformer Engine): parameters stay bf16 and an
+    # fp8 cast of every weight is cached between micro-batches
+    # (+1 B/param); grads and optimizer as in bf16 training.
+    "fp8": 3.0,
+}
 _TRAIN_GRAD_BYTES = {"bf16": 2.0, "fp16": 2.0, "fp32": 4.0, "fp8": 2.0}
 
 # Optimizer-state bytes per trainable parameter (the ZeRO paper's K, EleutherAI's transformer-math).
 # Mixed precision keeps a 4-byte fp32 master copy; pure fp32 does not.
-_OPT_BYTES_MIXED = {"adamw": 12.0,       # 4 master + 4 m + 4 v (ZeRO K = 12)
-                    "adamw_8bit": 6.0,   # 4 master + 1 + 1 (bitsandbytes)
-                    "sgd": 8.0}          # 4 master + 4 momentum
+_OPT_BYTES_MIXED = {
+    "adamw": 12.0,  # 4 master + 4 m + 4 v (ZeRO K = 12)
+    "adamw_8bit": 6.0,  # 4 master + 1 + 1 (bitsandbytes)
+    "sgd": 8.0,
+}  # 4 master + 4 momentum
 _OPT_BYTES_FP32 = {"adamw": 8.0, "adamw_8bit": 2.0, "sgd": 4.0}
 # Pure 16-bit training (torchtune's dtype: bf16): no master copy, and the optimizer's states take the
 # parameters' dtype (PyTorch's AdamW: m and v in bf16; bitsandbytes' 8-bit states stay 1 byte each).
@@ -72,8 +78,14 @@ QLORA_ADAPTER_BYTES = 2.0
 NF4_DQ_BYTES_PER_PARAM = (4 + 8 / 64 + 32 / (64 * 256)) / 8
 
 # Inference weight storage per parameter of quantised linear layers.
-WEIGHT_BYTES_PER_PARAM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0,
-                          "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+WEIGHT_BYTES_PER_PARAM = {
+    "fp32": 4.0,
+    "bf16": 2.0,
+    "fp16": 2.0,
+    "fp8": 1.0,
+    "int8": 1.0,
+    "int4": 0.5,
+}
 # int4 group-quantisation scales: ~0.25 bit/param at group 128 with fp16 scales.
 INT4_SCALE_BYTES_PER_PARAM = 0.25 / 8
 KV_BYTES_PER_ELEM = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0}
@@ -149,7 +161,13 @@ class ModelShape:
         """Layers with routed experts: expert_params / (experts * 3*h*ffn), ffn being one expert's width."""
         if not self.moe:
             return 0
-        return min(self.layers, max(1, round(self.expert_params / (self.experts * 3 * self.hidden * self.ffn))))
+        return min(
+            self.layers,
+            max(
+                1,
+                round(self.expert_params / (self.experts * 3 * self.hidden * self.ffn)),
+            ),
+        )
 
     @property
     def mlp_width(self) -> float:
@@ -182,8 +200,14 @@ class MemoryBreakdown:
 
     @property
     def total(self) -> float:
-        return (self.weights + self.gradients + self.optimizer
-                + self.activations + self.kv_cache + self.overhead)
+        return (
+            self.weights
+            + self.gradients
+            + self.optimizer
+            + self.activations
+            + self.kv_cache
+            + self.overhead
+        )
 
     def as_dict(self) -> dict[str, float]:
         d = asdict(self)
@@ -200,9 +224,16 @@ def _check(name: str, value: str, allowed: tuple[str, ...]) -> None:
 # Model states
 # ---------------------------------------------------------------------------
 
-def model_state_bytes(params: float, *, precision: str = "bf16", optimizer: str = "adamw",
-                      sharding: str = "none", dp_degree: int = 1,
-                      tensor_parallel: int = 1) -> tuple[float, float, float]:
+
+def model_state_bytes(
+    params: float,
+    *,
+    precision: str = "bf16",
+    optimizer: str = "adamw",
+    sharding: str = "none",
+    dp_degree: int = 1,
+    tensor_parallel: int = 1,
+) -> tuple[float, float, float]:
     """Per-GPU (weights, gradients, optimizer) bytes of full training, without ZeRO-3 live params.
 
     ZeRO paper Fig. 1 / EleutherAI: zero1 divides optimizer by N, zero2 also
@@ -215,7 +246,10 @@ def model_state_bytes(params: float, *, precision: str = "bf16", optimizer: str 
     per_gpu = params / tensor_parallel
     w = per_gpu * _TRAIN_WEIGHT_BYTES[precision]
     g = per_gpu * _TRAIN_GRAD_BYTES[precision]
-    o = per_gpu * (_OPT_BYTES_FP32 if precision == "fp32" else _OPT_BYTES_MIXED)[optimizer]
+    o = (
+        per_gpu
+        * (_OPT_BYTES_FP32 if precision == "fp32" else _OPT_BYTES_MIXED)[optimizer]
+    )
     n = max(int(dp_degree), 1)
     if sharding in ("zero1", "zero2", "zero3", "hybrid"):
         o /= n
@@ -226,7 +260,9 @@ def model_state_bytes(params: float, *, precision: str = "bf16", optimizer: str 
     return w, g, o
 
 
-def lora_params(shape: ModelShape, rank: int = 16, targets_fraction: float = 1.0) -> float:
+def lora_params(
+    shape: ModelShape, rank: int = 16, targets_fraction: float = 1.0
+) -> float:
     """Trainable LoRA parameters: r*(d_in + d_out) summed over adapted linears.
 
     Counts all seven linears of a Llama-style block (q, k, v, o, gate, up,
@@ -234,8 +270,12 @@ def lora_params(shape: ModelShape, rank: int = 16, targets_fraction: float = 1.0
     (1.0 = all linear layers, as QLoRA recommends; q,v only on Llama-2-7B is
     ~0.21).  MoE experts are not multiplied (dense approximation).
     """
-    h, q_out, kv_out, f = shape.hidden, shape.heads * shape.head_dim, \
-        shape.kv_heads * shape.head_dim, shape.ffn
+    h, q_out, kv_out, f = (
+        shape.hidden,
+        shape.heads * shape.head_dim,
+        shape.kv_heads * shape.head_dim,
+        shape.ffn,
+    )
     per_layer = (h + q_out) + 2 * (h + kv_out) + (q_out + h) + 2 * (h + f) + (f + h)
     return rank * per_layer * shape.layers * targets_fraction
 
@@ -244,10 +284,19 @@ def lora_params(shape: ModelShape, rank: int = 16, targets_fraction: float = 1.0
 # Activations (Korthikanti et al. 2022; EleutherAI Transformer Math 101)
 # ---------------------------------------------------------------------------
 
-def activation_bytes_per_layer(*, seq_len: int, micro_batch: int, hidden: int, heads: int,
-                               ffn: float | None = None, tensor_parallel: int = 1,
-                               recompute: str = "selective", flash_attention: bool = True,
-                               sequence_parallel: bool = False) -> float:
+
+def activation_bytes_per_layer(
+    *,
+    seq_len: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    ffn: float | None = None,
+    tensor_parallel: int = 1,
+    recompute: str = "selective",
+    flash_attention: bool = True,
+    sequence_parallel: bool = False,
+) -> float:
     """Activation bytes stored by one transformer layer on one GPU (16-bit activations).
 
     Korthikanti (TP without sequence parallelism):
@@ -270,11 +319,19 @@ def activation_bytes_per_layer(*, seq_len: int, micro_batch: int, hidden: int, h
     return s * b * h * coeff
 
 
-def activation_bytes(shape: ModelShape, *, seq_len: int, micro_batch: int,
-                     recompute: str = "selective", tensor_parallel: int = 1,
-                     flash_attention: bool = True, pipeline_parallel: int = 1,
-                     in_flight: int = 1, sequence_parallel: bool = False,
-                     logit_bytes: float = FUSED_LOGIT_BYTES) -> float:
+def activation_bytes(
+    shape: ModelShape,
+    *,
+    seq_len: int,
+    micro_batch: int,
+    recompute: str = "selective",
+    tensor_parallel: int = 1,
+    flash_attention: bool = True,
+    pipeline_parallel: int = 1,
+    in_flight: int = 1,
+    sequence_parallel: bool = False,
+    logit_bytes: float = FUSED_LOGIT_BYTES,
+) -> float:
     """Activation bytes on the busiest GPU: the first pipeline stage.
 
     ceil(L/p) layers per stage times the micro-batches in flight there (1F1B keeps
@@ -285,19 +342,39 @@ def activation_bytes(shape: ModelShape, *, seq_len: int, micro_batch: int,
     experts_per_token experts.
     """
     s, b, t = seq_len, micro_batch, tensor_parallel
-    kw = dict(seq_len=s, micro_batch=b, hidden=shape.hidden, heads=shape.heads,
-              ffn=shape.mlp_width, tensor_parallel=t, flash_attention=flash_attention,
-              sequence_parallel=sequence_parallel)
+    kw = dict(
+        seq_len=s,
+        micro_batch=b,
+        hidden=shape.hidden,
+        heads=shape.heads,
+        ffn=shape.mlp_width,
+        tensor_parallel=t,
+        flash_attention=flash_attention,
+        sequence_parallel=sequence_parallel,
+    )
     stage_layers = ceil(shape.layers / max(pipeline_parallel, 1))
-    total = stage_layers * max(in_flight, 1) * activation_bytes_per_layer(recompute=recompute, **kw)
+    total = (
+        stage_layers
+        * max(in_flight, 1)
+        * activation_bytes_per_layer(recompute=recompute, **kw)
+    )
     if recompute == "full":
         total += activation_bytes_per_layer(recompute="none", **kw)
-    total += 4.0 * s * b * shape.hidden + logit_bytes * s * b * shape.vocab / t + 8.0 * s * b
+    total += (
+        4.0 * s * b * shape.hidden + logit_bytes * s * b * shape.vocab / t + 8.0 * s * b
+    )
     return total
 
 
-def lora_dropout_bytes(shape: ModelShape, *, seq_len: int, micro_batch: int, tensor_parallel: int = 1,
-                       pipeline_parallel: int = 1, in_flight: int = 1) -> float:
+def lora_dropout_bytes(
+    shape: ModelShape,
+    *,
+    seq_len: int,
+    micro_batch: int,
+    tensor_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    in_flight: int = 1,
+) -> float:
     """Activations LoRA adds: PEFT applies dropout to the input of every adapted linear before its
     A matrix, so each keeps its own 16-bit copy of that input: 2 * (3h + q_out + 2h + ffn) bytes per
     token per layer for q, k, v, o, gate, up and down (litgpt's Llama 2 7B LoRA at 1,304 tokens:
@@ -312,8 +389,13 @@ def lora_dropout_bytes(shape: ModelShape, *, seq_len: int, micro_batch: int, ten
 # Training
 # ---------------------------------------------------------------------------
 
-def params_per_gpu(shape: ModelShape, tensor_parallel: int = 1, pipeline_parallel: int = 1,
-                   expert_parallel: int = 1) -> tuple[float, float]:
+
+def params_per_gpu(
+    shape: ModelShape,
+    tensor_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int = 1,
+) -> tuple[float, float]:
     """(dense, expert) parameters one GPU holds before ZeRO sharding.
 
     Transformer blocks split over t*p (the busiest stage also holds one embedding
@@ -330,22 +412,44 @@ def params_per_gpu(shape: ModelShape, tensor_parallel: int = 1, pipeline_paralle
 def check_expert_parallel(ep: int, dp: int, moe: bool) -> None:
     """Experts are split over the data-parallel replicas, so EP must divide DP, and only an MoE has experts."""
     if ep > 1 and not moe:
-        raise ValueError(f"expert_parallel={ep} needs a mixture-of-experts model; this one is dense")
+        raise ValueError(
+            f"expert_parallel={ep} needs a mixture-of-experts model; this one is dense"
+        )
     if ep < 1 or dp % ep:
-        raise ValueError(f"expert_parallel={ep} must divide the data-parallel degree {dp}")
+        raise ValueError(
+            f"expert_parallel={ep} must divide the data-parallel degree {dp}"
+        )
 
 
-def training_memory(shape: ModelShape, *, method: str = "full", precision: str = "bf16",
-                    optimizer: str = "adamw", sharding: str = "none", gpus: int = 1,
-                    gpus_per_node: int = 1, seq_len: int = 2048, micro_batch: int = 1,
-                    activation_checkpointing: str = "selective", tensor_parallel: int = 1,
-                    pipeline_parallel: int = 1, expert_parallel: int = 1,
-                    sequence_parallel: bool = False, context_parallel: int = 1, in_flight: int | None = None,
-                    paged_optimizer: bool | None = None, logit_bytes: float = FUSED_LOGIT_BYTES,
-                    activation_offload: bool = False, lora_dropout: bool = True, master_weights: bool = True,
-                    optimizer_in_backward: bool = False, lora_rank: int = 16, lora_targets_fraction: float = 1.0,
-                    flash_attention: bool = True,
-                    overhead_gib: float = FRAMEWORK_OVERHEAD_GIB) -> MemoryBreakdown:
+def training_memory(
+    shape: ModelShape,
+    *,
+    method: str = "full",
+    precision: str = "bf16",
+    optimizer: str = "adamw",
+    sharding: str = "none",
+    gpus: int = 1,
+    gpus_per_node: int = 1,
+    seq_len: int = 2048,
+    micro_batch: int = 1,
+    activation_checkpointing: str = "selective",
+    tensor_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int = 1,
+    sequence_parallel: bool = False,
+    context_parallel: int = 1,
+    in_flight: int | None = None,
+    paged_optimizer: bool | None = None,
+    logit_bytes: float = FUSED_LOGIT_BYTES,
+    activation_offload: bool = False,
+    lora_dropout: bool = True,
+    master_weights: bool = True,
+    optimizer_in_backward: bool = False,
+    lora_rank: int = 16,
+    lora_targets_fraction: float = 1.0,
+    flash_attention: bool = True,
+    overhead_gib: float = FRAMEWORK_OVERHEAD_GIB,
+) -> MemoryBreakdown:
     """Per-GPU training memory (GiB) of the busiest GPU of one candidate.
 
     method: 'full' | 'lora' (frozen 16-bit base, fp32 adapters: PEFT's default) |
@@ -383,10 +487,17 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
     _check("optimizer", optimizer, _OPTIMIZERS)
     _check("sharding", sharding, _SHARDINGS)
     _check("activation_checkpointing", activation_checkpointing, _RECOMPUTE)
-    t, p, e, c = int(tensor_parallel), int(pipeline_parallel), int(expert_parallel), int(context_parallel)
+    t, p, e, c = (
+        int(tensor_parallel),
+        int(pipeline_parallel),
+        int(expert_parallel),
+        int(context_parallel),
+    )
     if gpus < 1 or t < 1 or p < 1 or c < 1 or gpus % (t * p * c):
-        raise ValueError(f"gpus={gpus} must be a positive multiple of tensor_parallel={t} x pipeline_parallel={p}"
-                         + (f" x context_parallel={c}" if c != 1 else ""))
+        raise ValueError(
+            f"gpus={gpus} must be a positive multiple of tensor_parallel={t} x pipeline_parallel={p}"
+            + (f" x context_parallel={c}" if c != 1 else "")
+        )
     if t > max(gpus_per_node, 1):
         raise ValueError(f"tensor_parallel={t} exceeds gpus_per_node={gpus_per_node}")
     dp = gpus // (t * p * c)
@@ -397,19 +508,35 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
     zero3 = sharding in ("zero3", "hybrid")
     dense, expert = params_per_gpu(shape, t, p, e)
     emb_all = min(shape.embedding_params, shape.dense_params)
-    block = (shape.dense_params - emb_all) / shape.layers + shape.expert_params / max(shape.moe_layers, 1) / e
+    block = (shape.dense_params - emb_all) / shape.layers + shape.expert_params / max(
+        shape.moe_layers, 1
+    ) / e
     unit = max(block, shape.vocab * shape.hidden) / t  # largest gathered unit
 
     def sharded(dense_bytes: float, expert_bytes: float, shard: bool) -> float:
-        return dense_bytes / n + expert_bytes / n_exp if shard else dense_bytes + expert_bytes
+        return (
+            dense_bytes / n + expert_bytes / n_exp
+            if shard
+            else dense_bytes + expert_bytes
+        )
 
     if method == "full":
         wb, gb = _TRAIN_WEIGHT_BYTES[precision], _TRAIN_GRAD_BYTES[precision]
-        ob = (_OPT_BYTES_FP32 if precision == "fp32" else
-              _OPT_BYTES_MIXED if master_weights else _OPT_BYTES_PURE16)[optimizer]
+        ob = (
+            _OPT_BYTES_FP32
+            if precision == "fp32"
+            else _OPT_BYTES_MIXED
+            if master_weights
+            else _OPT_BYTES_PURE16
+        )[optimizer]
         w = sharded(dense * wb, expert * wb, zero3)
-        g = unit * gb if optimizer_in_backward else \
-            sharded(dense * gb, expert * gb, sharding in ("zero2", "zero3", "hybrid"))
+        g = (
+            unit * gb
+            if optimizer_in_backward
+            else sharded(
+                dense * gb, expert * gb, sharding in ("zero2", "zero3", "hybrid")
+            )
+        )
         o = sharded(dense * ob, expert * ob, sharding != "none")
         if zero3 and n > 1:
             w += 2.0 * unit
@@ -417,12 +544,27 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
     else:
         if method == "lora":
             base = (dense + expert) * (4.0 if precision == "fp32" else 2.0)
-            aw, ag, ob = _ADAPTER_WEIGHT_BYTES, _ADAPTER_GRAD_BYTES, _OPT_BYTES_FP32[optimizer]
+            aw, ag, ob = (
+                _ADAPTER_WEIGHT_BYTES,
+                _ADAPTER_GRAD_BYTES,
+                _OPT_BYTES_FP32[optimizer],
+            )
         else:
-            emb = min(shape.vocab * shape.hidden * (1 if p > 1 else (1 if shape.tied_embeddings else 2)),
-                      dense * t) / t
+            emb = (
+                min(
+                    shape.vocab
+                    * shape.hidden
+                    * (1 if p > 1 else (1 if shape.tied_embeddings else 2)),
+                    dense * t,
+                )
+                / t
+            )
             base = (dense - emb + expert) * NF4_DQ_BYTES_PER_PARAM + emb * 2.0
-            aw, ag, ob = QLORA_ADAPTER_BYTES, QLORA_ADAPTER_BYTES, _OPT_BYTES_FP32[optimizer]
+            aw, ag, ob = (
+                QLORA_ADAPTER_BYTES,
+                QLORA_ADAPTER_BYTES,
+                _OPT_BYTES_FP32[optimizer],
+            )
         p_lora = lora_params(shape, lora_rank, lora_targets_fraction) / (t * p)
         adapters = p_lora * aw
         g = p_lora * ag
@@ -439,30 +581,66 @@ def training_memory(shape: ModelShape, *, method: str = "full", precision: str =
 
     in_flight = p if in_flight is None else in_flight
     seq_len = seq_len / c  # tokens of each sequence on this GPU
-    act = activation_bytes(shape, seq_len=seq_len, micro_batch=micro_batch,
-                           recompute=activation_checkpointing, tensor_parallel=t,
-                           flash_attention=flash_attention, pipeline_parallel=p, in_flight=in_flight,
-                           sequence_parallel=sequence_parallel, logit_bytes=logit_bytes)
+    act = activation_bytes(
+        shape,
+        seq_len=seq_len,
+        micro_batch=micro_batch,
+        recompute=activation_checkpointing,
+        tensor_parallel=t,
+        flash_attention=flash_attention,
+        pipeline_parallel=p,
+        in_flight=in_flight,
+        sequence_parallel=sequence_parallel,
+        logit_bytes=logit_bytes,
+    )
     if activation_offload and activation_checkpointing == "full":
-        kept = ceil(shape.layers / p) * max(in_flight, 1)  # layer inputs activation_bytes counted on the GPU
-        act -= (kept - 2) * activation_bytes_per_layer(
-            seq_len=seq_len, micro_batch=micro_batch, hidden=shape.hidden, heads=shape.heads, ffn=shape.mlp_width,
-            tensor_parallel=t, recompute="full", sequence_parallel=sequence_parallel) if kept > 2 else 0.0
+        kept = ceil(shape.layers / p) * max(
+            in_flight, 1
+        )  # layer inputs activation_bytes counted on the GPU
+        act -= (
+            (kept - 2)
+            * activation_bytes_per_layer(
+                seq_len=seq_len,
+                micro_batch=micro_batch,
+                hidden=shape.hidden,
+                heads=shape.heads,
+                ffn=shape.mlp_width,
+                tensor_parallel=t,
+                recompute="full",
+                sequence_parallel=sequence_parallel,
+            )
+            if kept > 2
+            else 0.0
+        )
     if method != "full" and activation_checkpointing != "full" and lora_dropout:
-        act += lora_dropout_bytes(shape, seq_len=seq_len, micro_batch=micro_batch, tensor_parallel=t,
-                                  pipeline_parallel=p, in_flight=in_flight)
+        act += lora_dropout_bytes(
+            shape,
+            seq_len=seq_len,
+            micro_batch=micro_batch,
+            tensor_parallel=t,
+            pipeline_parallel=p,
+            in_flight=in_flight,
+        )
     if paged_optimizer if paged_optimizer is not None else method == "qlora":
         o = 0.0
-    return MemoryBreakdown(weights=w / GIB, gradients=g / GIB, optimizer=o / GIB,
-                           activations=act / GIB, kv_cache=0.0, overhead=overhead_gib)
+    return MemoryBreakdown(
+        weights=w / GIB,
+        gradients=g / GIB,
+        optimizer=o / GIB,
+        activations=act / GIB,
+        kv_cache=0.0,
+        overhead=overhead_gib,
+    )
 
 
 # ---------------------------------------------------------------------------
 # Inference
 # ---------------------------------------------------------------------------
 
-def kv_bytes_per_token(shape: ModelShape, kv_precision: str = "bf16",
-                       tensor_parallel: int = 1) -> float:
+
+def kv_bytes_per_token(
+    shape: ModelShape, kv_precision: str = "bf16", tensor_parallel: int = 1
+) -> float:
     """KV-cache bytes per token on one GPU: 2 * L * ceil(kv_heads/t) * head_dim * bytes.
 
     GQA-aware; with t > kv_heads each GPU keeps one (replicated) KV head.
@@ -470,7 +648,13 @@ def kv_bytes_per_token(shape: ModelShape, kv_precision: str = "bf16",
     """
     _check("kv_precision", kv_precision, tuple(KV_BYTES_PER_ELEM))
     heads_per_gpu = max(ceil(shape.kv_heads / tensor_parallel), 1)
-    return 2.0 * shape.layers * heads_per_gpu * shape.head_dim * KV_BYTES_PER_ELEM[kv_precision]
+    return (
+        2.0
+        * shape.layers
+        * heads_per_gpu
+        * shape.head_dim
+        * KV_BYTES_PER_ELEM[kv_precision]
+    )
 
 
 def weight_bytes(shape: ModelShape, precision: str = "bf16") -> float:
@@ -490,10 +674,17 @@ def weight_bytes(shape: ModelShape, precision: str = "bf16") -> float:
     return (shape.params - emb) * bpp + emb * 2.0
 
 
-def inference_memory(shape: ModelShape, *, weight_precision: str = "bf16",
-                     kv_precision: str = "bf16", batch: int = 1, context_tokens: int = 4096,
-                     tensor_parallel: int = 1, prompt_tokens: int | None = None,
-                     overhead_gib: float = FRAMEWORK_OVERHEAD_GIB) -> MemoryBreakdown:
+def inference_memory(
+    shape: ModelShape,
+    *,
+    weight_precision: str = "bf16",
+    kv_precision: str = "bf16",
+    batch: int = 1,
+    context_tokens: int = 4096,
+    tensor_parallel: int = 1,
+    prompt_tokens: int | None = None,
+    overhead_gib: float = FRAMEWORK_OVERHEAD_GIB,
+) -> MemoryBreakdown:
     """Per-GPU serving memory (GiB) of one tensor-parallel replica.
 
     weights = weight_bytes / t; kv_cache = kv_bytes_per_token(t) * batch *
@@ -508,19 +699,32 @@ def inference_memory(shape: ModelShape, *, weight_precision: str = "bf16",
         raise ValueError(f"tensor_parallel={t} must be >= 1")
     w = weight_bytes(shape, weight_precision) / t
     kv = kv_bytes_per_token(shape, kv_precision, t) * batch * context_tokens
-    tokens = min(batch * (prompt_tokens or context_tokens), INFERENCE_MAX_BATCHED_TOKENS)
-    act = tokens * 2.0 * (4 * shape.hidden + 3 * shape.ffn / t) + batch * 4.0 * shape.vocab / t
-    return MemoryBreakdown(weights=w / GIB, activations=act / GIB, kv_cache=kv / GIB,
-                           overhead=overhead_gib)
+    tokens = min(
+        batch * (prompt_tokens or context_tokens), INFERENCE_MAX_BATCHED_TOKENS
+    )
+    act = (
+        tokens * 2.0 * (4 * shape.hidden + 3 * shape.ffn / t)
+        + batch * 4.0 * shape.vocab / t
+    )
+    return MemoryBreakdown(
+        weights=w / GIB, activations=act / GIB, kv_cache=kv / GIB, overhead=overhead_gib
+    )
 
 
 # ---------------------------------------------------------------------------
 # Workloads that state memory directly
 # ---------------------------------------------------------------------------
 
-def stated_memory(*, per_gpu_gib: float | None = None, model_states_gib: float | None = None,
-                  activations_gib: float | None = None, shardable: bool = True,
-                  sharding_gpus: int = 1, overhead_gib: float = 0.0) -> MemoryBreakdown:
+
+def stated_memory(
+    *,
+    per_gpu_gib: float | None = None,
+    model_states_gib: float | None = None,
+    activations_gib: float | None = None,
+    shardable: bool = True,
+    sharding_gpus: int = 1,
+    overhead_gib: float = 0.0,
+) -> MemoryBreakdown:
     """Breakdown for a workload that states its memory instead of a model shape.
 
     Either ``per_gpu_gib`` (a fixed per-GPU total, reported under ``weights``
@@ -528,36 +732,63 @@ def stated_memory(*, per_gpu_gib: float | None = None, model_states_gib: float |
     grads + optimizer, divided by ``sharding_gpus`` when ``shardable``) plus
     ``activations_gib`` (per GPU, never divided).  ``overhead_gib`` is added as is.
     """
-    if per_gpu_gib is not None and (model_states_gib is not None or activations_gib is not None):
-        raise ValueError("give per_gpu_gib or model_states_gib/activations_gib, not both")
+    if per_gpu_gib is not None and (
+        model_states_gib is not None or activations_gib is not None
+    ):
+        raise ValueError(
+            "give per_gpu_gib or model_states_gib/activations_gib, not both"
+        )
     if per_gpu_gib is not None:
         return MemoryBreakdown(weights=float(per_gpu_gib), overhead=overhead_gib)
     states = float(model_states_gib or 0.0)
     if shardable:
         states /= max(int(sharding_gpus), 1)
-    return MemoryBreakdown(weights=states, activations=float(activations_gib or 0.0),
-                           overhead=overhead_gib)
+    return MemoryBreakdown(
+        weights=states, activations=float(activations_gib or 0.0), overhead=overhead_gib
+    )
 
 
-def serving_need_gib(breakdown: MemoryBreakdown, headroom: float = DEFAULT_HEADROOM) -> float:
+def serving_need_gib(
+    breakdown: MemoryBreakdown, headroom: float = DEFAULT_HEADROOM
+) -> float:
     """GiB per GPU an inference engine needs: headroom on everything but the KV cache it sizes itself
     (vLLM's gpu_memory_utilization and TensorRT-LLM's free_gpu_memory_fraction leave the margin outside the pool)."""
-    return (breakdown.total - breakdown.kv_cache) * (1.0 + headroom) + breakdown.kv_cache
+    return (breakdown.total - breakdown.kv_cache) * (
+        1.0 + headroom
+    ) + breakdown.kv_cache
 
 
-@lru_cache(maxsize=1 << 14)  # the same model on every shape of one VRAM size: a few dozen distinct per scenario
-def kv_batch_that_fits(shape: ModelShape, vram_gib: float, headroom: float = DEFAULT_HEADROOM, *,
-                       weight_precision: str = "bf16", kv_precision: str = "bf16", context_tokens: int = 4096,
-                       tensor_parallel: int = 1, prompt_tokens: int | None = None, most: int = 1 << 16) -> int:
+@lru_cache(
+    maxsize=1 << 14
+)  # the same model on every shape of one VRAM size: a few dozen distinct per scenario
+def kv_batch_that_fits(
+    shape: ModelShape,
+    vram_gib: float,
+    headroom: float = DEFAULT_HEADROOM,
+    *,
+    weight_precision: str = "bf16",
+    kv_precision: str = "bf16",
+    context_tokens: int = 4096,
+    tensor_parallel: int = 1,
+    prompt_tokens: int | None = None,
+    most: int = 1 << 16,
+) -> int:
     """The most concurrent sequences of ``context_tokens`` (at most ``most``) that fit; 0: not even one.
 
     Fits means serving_need_gib <= vram: the KV cache whole, headroom on the rest.  The need
     grows with the batch, so a bisection finds the largest.
     """
+
     def fits_with(batch: int) -> bool:
-        need = inference_memory(shape, weight_precision=weight_precision, kv_precision=kv_precision, batch=batch,
-                                context_tokens=context_tokens, tensor_parallel=tensor_parallel,
-                                prompt_tokens=prompt_tokens)
+        need = inference_memory(
+            shape,
+            weight_precision=weight_precision,
+            kv_precision=kv_precision,
+            batch=batch,
+            context_tokens=context_tokens,
+            tensor_parallel=tensor_parallel,
+            prompt_tokens=prompt_tokens,
+        )
         return serving_need_gib(need, headroom) <= vram_gib + 1e-9
 
     if not fits_with(1):
@@ -569,7 +800,9 @@ def kv_batch_that_fits(shape: ModelShape, vram_gib: float, headroom: float = DEF
     return low
 
 
-def fits(breakdown: MemoryBreakdown, vram_gib: float, headroom: float = DEFAULT_HEADROOM) -> bool:
+def fits(
+    breakdown: MemoryBreakdown, vram_gib: float, headroom: float = DEFAULT_HEADROOM
+) -> bool:
     """True when breakdown.total * (1 + headroom) <= vram_gib (both GiB per GPU).
 
     The overhead part is already inside ``total``; headroom covers allocator

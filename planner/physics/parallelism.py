@@ -9,6 +9,7 @@ ZeRO stage over DP, activation recomputation, the micro-batch and sequence paral
 every hardware shape it prices) and keeps the one that finishes soonest; fields the workload
 pins are not searched.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -25,13 +26,18 @@ from planner.physics import recipes, speed
 from planner.physics.gpus import GpuPerf, Topology, effective_precision
 
 ZERO_STAGES = ("none", "zero1", "zero2", "zero3")
-RECOMPUTE = ("selective", "full")  # 'none' stores what 'selective' does under FlashAttention, so it is never faster
+RECOMPUTE = (
+    "selective",
+    "full",
+)  # 'none' stores what 'selective' does under FlashAttention, so it is never faster
 MICRO_BATCHES = (1, 2, 4, 8)
 TENSOR_PARALLEL = (1, 2, 4, 8)
 PIPELINE_PARALLEL = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGES = (2, 4)
 CONTEXT_PARALLEL = (2, 4, 8, 16, 32)
-CONTEXT_PARALLEL_FROM_TOKENS = 32768  # searched from this sequence length (Megatron uses CP for long context;
+CONTEXT_PARALLEL_FROM_TOKENS = (
+    32768  # searched from this sequence length (Megatron uses CP for long context;
+)
 # below it one sequence already fills a GPU's micro-batch); a workload may pin it at any length
 
 
@@ -69,8 +75,14 @@ class Layout:
     @cached_property  # a search compares labels of the same layouts shape after shape
     def label(self) -> str:
         """`megatron TP8 CP16 PP16 DP8 zero1 SP full mb1`: the layout in one short, parseable string."""
-        parts = ([self.recipe] if self.recipe else []) + [f"TP{self.tp}"] + ([f"CP{self.cp}"] if self.cp > 1 else []) + [f"PP{self.pp}"] + ([f"VPP{self.virtual_stages}"] if self.virtual_stages > 1 else []) \
+        parts = (
+            ([self.recipe] if self.recipe else [])
+            + [f"TP{self.tp}"]
+            + ([f"CP{self.cp}"] if self.cp > 1 else [])
+            + [f"PP{self.pp}"]
+            + ([f"VPP{self.virtual_stages}"] if self.virtual_stages > 1 else [])
             + [f"DP{self.dp}"]
+        )
         if self.ep > 1:
             parts.append(f"EP{self.ep}")
         parts.append(self.zero)
@@ -83,14 +95,25 @@ class Layout:
         return {**asdict(self), "label": self.label}
 
     @classmethod
-    def parse(cls, label: str) -> "Layout":
+    def parse(cls, label: str) -> Layout:
         """The inverse of `label`."""
-        num = {k: int(v) for k, v in re.findall(r"\b(TP|CP|PP|VPP|DP|EP|mb)(\d+)\b", label)}
+        num = {
+            k: int(v) for k, v in re.findall(r"\b(TP|CP|PP|VPP|DP|EP|mb)(\d+)\b", label)
+        }
         words = label.split()
-        return cls(tp=num.get("TP", 1), pp=num.get("PP", 1), dp=num.get("DP", 1), ep=num.get("EP", 1),
-                   zero=next(w for w in words if w in ZERO_STAGES), recompute=words[-2], micro_batch=num.get("mb", 1), sequence_parallel="SP" in words,
-                   virtual_stages=num.get("VPP", 1), cp=num.get("CP", 1),
-                   recipe=words[0] if words[0] in recipes.RECIPES else "")
+        return cls(
+            tp=num.get("TP", 1),
+            pp=num.get("PP", 1),
+            dp=num.get("DP", 1),
+            ep=num.get("EP", 1),
+            zero=next(w for w in words if w in ZERO_STAGES),
+            recompute=words[-2],
+            micro_batch=num.get("mb", 1),
+            sequence_parallel="SP" in words,
+            virtual_stages=num.get("VPP", 1),
+            cp=num.get("CP", 1),
+            recipe=words[0] if words[0] in recipes.RECIPES else "",
+        )
 
 
 @dataclass(frozen=True)
@@ -130,7 +153,9 @@ class Job:
 
     @property
     def candidate_recipes(self) -> tuple[recipes.Recipe, ...]:
-        return recipes.candidates(self.recipe, self.method, pretrain=self.kind == "pretrain")
+        return recipes.candidates(
+            self.recipe, self.method, pretrain=self.kind == "pretrain"
+        )
 
 
 @dataclass(frozen=True)
@@ -148,8 +173,9 @@ class Choice:
 @lru_cache(maxsize=1 << 16)
 def micro_batches(job: Job, layout: Layout) -> int:
     """Micro-batches per optimizer step per data-parallel replica, m = ceil(G / (DP*b*s))."""
-    g = job.global_batch_tokens or speed.default_global_batch_tokens(job.kind, layout.dp, layout.micro_batch,
-                                                                     job.seq_len)
+    g = job.global_batch_tokens or speed.default_global_batch_tokens(
+        job.kind, layout.dp, layout.micro_batch, job.seq_len
+    )
     return max(1, math.ceil(g / (layout.dp * layout.micro_batch * job.seq_len) - 1e-9))
 
 
@@ -172,25 +198,61 @@ def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBre
     """Memory of the busiest GPU; the same for every GPU model and network of that node size (so cached)."""
     recipe = recipes.recipe(layout.recipe or "megatron")
     return mem.training_memory(
-        job.shape, method=job.method, precision=job.precision, optimizer=job.optimizer, sharding=layout.zero,
-        gpus=layout.gpus, gpus_per_node=gpus_per_node, seq_len=job.seq_len, micro_batch=layout.micro_batch,
-        activation_checkpointing=layout.recompute, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
-        expert_parallel=layout.ep, sequence_parallel=layout.sequence_parallel, context_parallel=layout.cp,
-        in_flight=in_flight(job, layout), paged_optimizer=job.paged_optimizer,
-        logit_bytes=recipe.logit_bytes, activation_offload=recipe.activation_offload, lora_dropout=recipe.lora_dropout,
+        job.shape,
+        method=job.method,
+        precision=job.precision,
+        optimizer=job.optimizer,
+        sharding=layout.zero,
+        gpus=layout.gpus,
+        gpus_per_node=gpus_per_node,
+        seq_len=job.seq_len,
+        micro_batch=layout.micro_batch,
+        activation_checkpointing=layout.recompute,
+        tensor_parallel=layout.tp,
+        pipeline_parallel=layout.pp,
+        expert_parallel=layout.ep,
+        sequence_parallel=layout.sequence_parallel,
+        context_parallel=layout.cp,
+        in_flight=in_flight(job, layout),
+        paged_optimizer=job.paged_optimizer,
+        logit_bytes=recipe.logit_bytes,
+        activation_offload=recipe.activation_offload,
+        lora_dropout=recipe.lora_dropout,
         master_weights=recipe.master_weights,
-        optimizer_in_backward=recipe.optimizer_in_backward and layout.gpus == 1, lora_rank=job.lora_rank)
+        optimizer_in_backward=recipe.optimizer_in_backward and layout.gpus == 1,
+        lora_rank=job.lora_rank,
+    )
 
 
-def layout_speed(job: Job, layout: Layout, gpu: GpuPerf, topology: Topology) -> speed.SpeedResult:
+def layout_speed(
+    job: Job, layout: Layout, gpu: GpuPerf, topology: Topology
+) -> speed.SpeedResult:
     """The step model for one layout, over 1e9 tokens (time is linear in tokens)."""
     return speed.training_time(
-        job.shape, tokens=1e9, gpu=gpu, topology=topology, precision=job.precision, method=job.method, mfu=job.mfu,
-        kind=job.kind, recompute=layout.recompute, sharding=layout.zero, overlap=job.overlap,
-        global_batch_tokens=job.global_batch_tokens, tensor_parallel=layout.tp, pipeline_parallel=layout.pp,
-        expert_parallel=layout.ep, micro_batch=layout.micro_batch, seq_len=job.seq_len, lora_rank=job.lora_rank,
-        virtual_stages=layout.virtual_stages, context_parallel=layout.cp, fallback_to_bf16=job.fallback_to_bf16,
-        moe_overlap=bool(layout.recipe) and recipes.recipe(layout.recipe).moe_overlap, naive_pipeline=_naive(layout))
+        job.shape,
+        tokens=1e9,
+        gpu=gpu,
+        topology=topology,
+        precision=job.precision,
+        method=job.method,
+        mfu=job.mfu,
+        kind=job.kind,
+        recompute=layout.recompute,
+        sharding=layout.zero,
+        overlap=job.overlap,
+        global_batch_tokens=job.global_batch_tokens,
+        tensor_parallel=layout.tp,
+        pipeline_parallel=layout.pp,
+        expert_parallel=layout.ep,
+        micro_batch=layout.micro_batch,
+        seq_len=job.seq_len,
+        lora_rank=job.lora_rank,
+        virtual_stages=layout.virtual_stages,
+        context_parallel=layout.cp,
+        fallback_to_bf16=job.fallback_to_bf16,
+        moe_overlap=bool(layout.recipe) and recipes.recipe(layout.recipe).moe_overlap,
+        naive_pipeline=_naive(layout),
+    )
 
 
 def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
@@ -202,18 +264,53 @@ def layouts(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned):
             yield from _recipe_layouts(job, recipe, gpus, gpus_per_node, pinned)
 
 
-def _recipe_layouts(job: Job, recipe: recipes.Recipe, gpus: int, gpus_per_node: int, pinned: Pinned):
+def _recipe_layouts(
+    job: Job, recipe: recipes.Recipe, gpus: int, gpus_per_node: int, pinned: Pinned
+):
     shape = job.shape
     axes = recipe.megatron_axes
-    tps = [pinned.tp] if pinned.tp else [t for t in TENSOR_PARALLEL if t <= gpus_per_node and gpus_per_node % t == 0
-                                         and shape.heads % t == 0 and (axes or t == 1)]
-    cps = [pinned.cp] if pinned.cp else [1] + [c for c in CONTEXT_PARALLEL if axes and
-                                                job.seq_len >= CONTEXT_PARALLEL_FROM_TOKENS
-                                                and job.seq_len % (2 * c) == 0]
+    tps = (
+        [pinned.tp]
+        if pinned.tp
+        else [
+            t
+            for t in TENSOR_PARALLEL
+            if t <= gpus_per_node
+            and gpus_per_node % t == 0
+            and shape.heads % t == 0
+            and (axes or t == 1)
+        ]
+    )
+    cps = (
+        [pinned.cp]
+        if pinned.cp
+        else [1]
+        + [
+            c
+            for c in CONTEXT_PARALLEL
+            if axes
+            and job.seq_len >= CONTEXT_PARALLEL_FROM_TOKENS
+            and job.seq_len % (2 * c) == 0
+        ]
+    )
     staged = recipe.pipeline != "none"
-    pps = [pinned.pp] if pinned.pp else [p for p in PIPELINE_PARALLEL if p <= shape.layers and (staged or p == 1)
-                                         and (recipe.pipeline != "naive" or p <= gpus_per_node)]
-    if not axes and (max(tps) > 1 or max(cps) > 1 or pinned.sequence_parallel) or not staged and max(pps) > 1:
+    pps = (
+        [pinned.pp]
+        if pinned.pp
+        else [
+            p
+            for p in PIPELINE_PARALLEL
+            if p <= shape.layers
+            and (staged or p == 1)
+            and (recipe.pipeline != "naive" or p <= gpus_per_node)
+        ]
+    )
+    if (
+        not axes
+        and (max(tps) > 1 or max(cps) > 1 or pinned.sequence_parallel)
+        or not staged
+        and max(pps) > 1
+    ):
         return  # a pinned axis this framework does not have
     stages = recipe.zero_stages(job.method)
     for tp, pp, cp in itertools.product(tps, pps, cps):
@@ -222,19 +319,47 @@ def _recipe_layouts(job: Job, recipe: recipes.Recipe, gpus: int, gpus_per_node: 
         dp = gpus // (tp * pp * cp)
         if pp > 1 and recipe.pipeline == "naive" and dp > 1:
             continue  # device_map splits one replica over the GPUs
-        eps = [pinned.ep] if pinned.ep else [1] + [e for e in (2, 4, 8, 16, 32, 64, 128, 256)
-                                                  if shape.moe and e <= dp and dp % e == 0
-                                                  and shape.experts % e == 0]
+        eps = (
+            [pinned.ep]
+            if pinned.ep
+            else [1]
+            + [
+                e
+                for e in (2, 4, 8, 16, 32, 64, 128, 256)
+                if shape.moe and e <= dp and dp % e == 0 and shape.experts % e == 0
+            ]
+        )
         for ep in eps:
-            zeros = [pinned.zero] if pinned.zero else [z for z in ZERO_STAGES if (dp * cp > 1 or z == "none")
-                                                       and (pp == 1 or z in ("none", "zero1"))]
+            zeros = (
+                [pinned.zero]
+                if pinned.zero
+                else [
+                    z
+                    for z in ZERO_STAGES
+                    if (dp * cp > 1 or z == "none")
+                    and (pp == 1 or z in ("none", "zero1"))
+                ]
+            )
             zeros = [z for z in zeros if z in stages or (dp * cp == 1 and z == "none")]
-            vs = [1] + [v for v in VIRTUAL_STAGES if pp > 1 and pp * v <= shape.layers and recipe.pipeline == "1f1b"]
+            vs = [1] + [
+                v
+                for v in VIRTUAL_STAGES
+                if pp > 1 and pp * v <= shape.layers and recipe.pipeline == "1f1b"
+            ]
             for zero, recompute, v in itertools.product(
-                    zeros, [pinned.recompute] if pinned.recompute else RECOMPUTE, vs):
-                sp = pinned.sequence_parallel if pinned.sequence_parallel is not None else tp > 1
-                yield [Layout(tp, pp, dp, ep, zero, recompute, mb, sp, v, cp, recipe.name)
-                       for mb in ([pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES)]
+                zeros, [pinned.recompute] if pinned.recompute else RECOMPUTE, vs
+            ):
+                sp = (
+                    pinned.sequence_parallel
+                    if pinned.sequence_parallel is not None
+                    else tp > 1
+                )
+                yield [
+                    Layout(tp, pp, dp, ep, zero, recompute, mb, sp, v, cp, recipe.name)
+                    for mb in (
+                        [pinned.micro_batch] if pinned.micro_batch else MICRO_BATCHES
+                    )
+                ]
 
 
 @dataclass(frozen=True)
@@ -245,13 +370,19 @@ class _Space:
     What a search works out that depends on no more than that is kept here for the next one."""
 
     layouts: tuple  # every layout, group by group
-    light_of: np.ndarray  # per layout: the index of its group's lightest layout in `lights`
+    light_of: (
+        np.ndarray
+    )  # per layout: the index of its group's lightest layout in `lights`
     lights: tuple  # the distinct lightest layouts, first seen first, with their memory (None: not buildable)
     reason: str  # the last reason a lightest layout could not be built
-    lightest: tuple | None  # (total GiB, layout, memory) of the least memory among `lights`
+    lightest: (
+        tuple | None
+    )  # (total GiB, layout, memory) of the least memory among `lights`
     compute_keys: tuple  # distinct (recompute, micro-batch, CP), each as its first layout on one stage (PP1, VPP1)
     key_of: np.ndarray  # per layout: the index of its compute key
-    bubble: np.ndarray  # per layout: 1 + (p-1)/v/m, the pipeline's factor on the compute floor
+    bubble: (
+        np.ndarray
+    )  # per layout: 1 + (p-1)/v/m, the pipeline's factor on the compute floor
     families: tuple  # per layout: the layout but its micro-batch (one too big rules out the larger ones)
     memories: list  # per layout: its memory once a search needed it (None: not yet; a ValueError: not buildable)
     compute: dict  # (GPU, precision) -> per compute key its floor (these GPUs' count is the space's)
@@ -263,8 +394,20 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
     if not groups:
         return None
     index, lights, reason, lightest = {}, [], "", None
-    base_batch = speed.PRETRAIN_GLOBAL_BATCH_TOKENS if job.kind == "pretrain" else speed.FINETUNE_GLOBAL_BATCH_TOKENS
-    layouts, light_of, key_index, firsts, key_of, bubble, families = [], [], {}, [], [], [], []
+    base_batch = (
+        speed.PRETRAIN_GLOBAL_BATCH_TOKENS
+        if job.kind == "pretrain"
+        else speed.FINETUNE_GLOBAL_BATCH_TOKENS
+    )
+    layouts, light_of, key_index, firsts, key_of, bubble, families = (
+        [],
+        [],
+        {},
+        [],
+        [],
+        [],
+        [],
+    )
     for group in groups:
         light = _lightest(group[0], pinned, job.method)
         if light not in index:
@@ -280,25 +423,70 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
             layouts.append(layout)
             light_of.append(index[light])
             key = (layout.recompute, layout.micro_batch, layout.cp)
-            if key not in key_index:  # the key's first layout stands for it (the floor depends on the key alone)
+            if (
+                key not in key_index
+            ):  # the key's first layout stands for it (the floor depends on the key alone)
                 key_index[key] = len(firsts)
                 firsts.append(dataclasses.replace(layout, pp=1, virtual_stages=1))
             key_of.append(key_index[key])
-            families.append((layout.tp, layout.cp, layout.pp, layout.dp, layout.ep, layout.zero, layout.recompute,
-                             layout.sequence_parallel, layout.virtual_stages, layout.recipe))
+            families.append(
+                (
+                    layout.tp,
+                    layout.cp,
+                    layout.pp,
+                    layout.dp,
+                    layout.ep,
+                    layout.zero,
+                    layout.recompute,
+                    layout.sequence_parallel,
+                    layout.virtual_stages,
+                    layout.recipe,
+                )
+            )
             if layout.pp == 1:
                 bubble.append(1.0)
             else:
-                tokens = layout.dp * layout.micro_batch * job.seq_len  # micro_batches(), inlined
-                m = max(1, math.ceil((job.global_batch_tokens or max(base_batch, tokens)) / tokens - 1e-9))
-                bubble.append(float(layout.pp) if _naive(layout) else 1.0 + (layout.pp - 1) / layout.virtual_stages / m)
-    return _Space(tuple(layouts), np.array(light_of), tuple(lights), reason, lightest, tuple(firsts),
-                  np.array(key_of), np.array(bubble), tuple(families), [None] * len(layouts), {})
+                tokens = (
+                    layout.dp * layout.micro_batch * job.seq_len
+                )  # micro_batches(), inlined
+                m = max(
+                    1,
+                    math.ceil(
+                        (job.global_batch_tokens or max(base_batch, tokens)) / tokens
+                        - 1e-9
+                    ),
+                )
+                bubble.append(
+                    float(layout.pp)
+                    if _naive(layout)
+                    else 1.0 + (layout.pp - 1) / layout.virtual_stages / m
+                )
+    return _Space(
+        tuple(layouts),
+        np.array(light_of),
+        tuple(lights),
+        reason,
+        lightest,
+        tuple(firsts),
+        np.array(key_of),
+        np.array(bubble),
+        tuple(families),
+        [None] * len(layouts),
+        {},
+    )
 
 
-@lru_cache(maxsize=1 << 17)  # ~170 distinct jobs x ~600 shapes of a varied 10,000-workload scenario
-def best_layout(job: Job, gpu: GpuPerf, topology: Topology, vram_gib: float, headroom: float,
-                pinned: Pinned = Pinned()) -> tuple[Choice | None, str]:
+@lru_cache(
+    maxsize=1 << 17
+)  # ~170 distinct jobs x ~600 shapes of a varied 10,000-workload scenario
+def best_layout(
+    job: Job,
+    gpu: GpuPerf,
+    topology: Topology,
+    vram_gib: float,
+    headroom: float,
+    pinned: Pinned = Pinned(),
+) -> tuple[Choice | None, str]:
     """The layout that finishes soonest among those that fit; (None, why) when none does.
 
     Exact, but it evaluates few layouts: each group's lightest layout (its largest ZeRO stage, full
@@ -309,7 +497,12 @@ def best_layout(job: Job, gpu: GpuPerf, topology: Topology, vram_gib: float, hea
     space = _space(job, topology.n_gpus, topology.gpus_per_node, pinned)
     if space is None:
         return None, "no layout divides these GPUs"
-    light_fits = np.array([memory is not None and mem.fits(memory, vram_gib, headroom) for _, memory in space.lights])
+    light_fits = np.array(
+        [
+            memory is not None and mem.fits(memory, vram_gib, headroom)
+            for _, memory in space.lights
+        ]
+    )
     candidates = np.flatnonzero(light_fits[space.light_of])
     if not len(candidates):
         if space.lightest is None:
@@ -317,15 +510,23 @@ def best_layout(job: Job, gpu: GpuPerf, topology: Topology, vram_gib: float, hea
         total, light, memory = space.lightest
         return Choice(light, memory, math.inf, 0.0, 0.0, job.precision), (
             f"needs {total * (1 + headroom):.1f} GiB per GPU (with {headroom:.0%} headroom) even as {light.label}, "
-            f"{gpu.name} has {vram_gib:.1f} GiB")
+            f"{gpu.name} has {vram_gib:.1f} GiB"
+        )
     precision = _compute_precision(job, gpu)
     compute = space.compute.get((gpu, precision))
     if compute is None:
         compute = space.compute[gpu, precision] = np.array(
-            [_floor(job, layout, gpu, topology, precision) for layout in space.compute_keys])
+            [
+                _floor(job, layout, gpu, topology, precision)
+                for layout in space.compute_keys
+            ]
+        )
     floors = (compute[space.key_of] * space.bubble)[candidates]
     order = np.argsort(floors, kind="stable")  # ties in the layouts' order
-    best, too_big = None, {}  # too_big: layout without its micro-batch -> the smallest micro-batch that did not fit
+    best, too_big = (
+        None,
+        {},
+    )  # too_big: layout without its micro-batch -> the smallest micro-batch that did not fit
     for floor, number in zip(floors[order].tolist(), candidates[order].tolist()):
         if best is not None and floor > best[0][0]:
             break  # no layout left can be faster
@@ -350,29 +551,51 @@ def best_layout(job: Job, gpu: GpuPerf, topology: Topology, vram_gib: float, hea
             continue
         key = (result.work_h, memory.total, layout.label)
         if best is None or key < best[0]:
-            best = (key, Choice(layout, memory, result.work_h * 3600 / 1e9, result.scaling_efficiency, result.mfu,
-                                result.precision))
+            best = (
+                key,
+                Choice(
+                    layout,
+                    memory,
+                    result.work_h * 3600 / 1e9,
+                    result.scaling_efficiency,
+                    result.mfu,
+                    result.precision,
+                ),
+            )
     if best is None:
         return None, "no layout both fits and divides these GPUs"
     return best[1], ""
 
 
-def work_floor_seconds_per_token(job: Job, gpu: GpuPerf, gpus: int, pinned: Pinned = Pinned()) -> float:
+def work_floor_seconds_per_token(
+    job: Job, gpu: GpuPerf, gpus: int, pinned: Pinned = Pinned()
+) -> float:
     """Seconds per token that no layout `best_layout` can choose on `gpus` GPUs beats: the compute floor at the
     least work (selective recomputation), the best MFU (the largest micro-batch, no context parallelism) and no
     pipeline bubble, within the pins. Far cheaper than the search, so a planner runs the search only on shapes
     this does not already rule out."""
     precision = _compute_precision(job, gpu)
     return speed.compute_floor_seconds_per_token(
-        job.shape, gpu=gpu, n_gpus=gpus, precision=precision, method=job.method,
-        recompute=pinned.recompute or "selective", seq_len=job.seq_len,
-        micro_batch=pinned.micro_batch or max(MICRO_BATCHES), kind=job.kind, micro_batches=1, mfu=job.mfu,
-        context_parallel=pinned.cp or 1)
+        job.shape,
+        gpu=gpu,
+        n_gpus=gpus,
+        precision=precision,
+        method=job.method,
+        recompute=pinned.recompute or "selective",
+        seq_len=job.seq_len,
+        micro_batch=pinned.micro_batch or max(MICRO_BATCHES),
+        kind=job.kind,
+        micro_batches=1,
+        mfu=job.mfu,
+        context_parallel=pinned.cp or 1,
+    )
 
 
 def _compute_precision(job: Job, gpu: GpuPerf) -> str:
     """The precision the job's GEMMs run in on `gpu` (its memory precision where the GPU lacks a faster path)."""
-    return effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
+    return (
+        effective_precision(gpu, job.precision, job.fallback_to_bf16) or job.precision
+    )
 
 
 @lru_cache(maxsize=1 << 12)
@@ -385,19 +608,51 @@ def _lightest(layout: Layout, pinned: Pinned, method: str) -> Layout:
     """The layout of the same recipe, TP, PP, DP and EP that needs the least memory (within the pins and the
     ZeRO stages its recipe offers)."""
     replicas = layout.dp * layout.cp  # GPUs holding the same parameters
-    stages = recipes.recipe(layout.recipe).zero_stages(method) if layout.recipe else ZERO_STAGES
-    want = ("zero3", "zero2", "zero1", "none") if layout.pp == 1 and replicas > 1 else \
-        ("zero1", "none") if replicas > 1 else ("none",)
+    stages = (
+        recipes.recipe(layout.recipe).zero_stages(method)
+        if layout.recipe
+        else ZERO_STAGES
+    )
+    want = (
+        ("zero3", "zero2", "zero1", "none")
+        if layout.pp == 1 and replicas > 1
+        else ("zero1", "none")
+        if replicas > 1
+        else ("none",)
+    )
     zero = pinned.zero or next(z for z in want if z in stages or z == "none")
-    return dataclasses.replace(layout, zero=zero, recompute=pinned.recompute or "full",
-                               micro_batch=pinned.micro_batch or 1, virtual_stages=1)
+    return dataclasses.replace(
+        layout,
+        zero=zero,
+        recompute=pinned.recompute or "full",
+        micro_batch=pinned.micro_batch or 1,
+        virtual_stages=1,
+    )
 
 
-def _floor(job: Job, layout: Layout, gpu: GpuPerf, topology: Topology, precision: str) -> float:
+def _floor(
+    job: Job, layout: Layout, gpu: GpuPerf, topology: Topology, precision: str
+) -> float:
     """Seconds per 1e9 tokens the layout cannot beat (compute and bubble: speed.compute_floor_seconds_per_token),
     in the units of SpeedResult.work_h over layout_speed's 1e9 tokens."""
-    return speed.compute_floor_seconds_per_token(
-        job.shape, gpu=gpu, n_gpus=topology.n_gpus, precision=precision, method=job.method,
-        recompute=layout.recompute, seq_len=job.seq_len, micro_batch=layout.micro_batch, kind=job.kind,
-        micro_batches=micro_batches(job, layout), pipeline_parallel=layout.pp, virtual_stages=layout.virtual_stages,
-        mfu=job.mfu, context_parallel=layout.cp, naive_pipeline=_naive(layout)) * 1e9 / 3600
+    return (
+        speed.compute_floor_seconds_per_token(
+            job.shape,
+            gpu=gpu,
+            n_gpus=topology.n_gpus,
+            precision=precision,
+            method=job.method,
+            recompute=layout.recompute,
+            seq_len=job.seq_len,
+            micro_batch=layout.micro_batch,
+            kind=job.kind,
+            micro_batches=micro_batches(job, layout),
+            pipeline_parallel=layout.pp,
+            virtual_stages=layout.virtual_stages,
+            mfu=job.mfu,
+            context_parallel=layout.cp,
+            naive_pipeline=_naive(layout),
+        )
+        * 1e9
+        / 3600
+    )

@@ -8,14 +8,19 @@ NeMo have every axis.  A workload names its recipe (`recipe:`), or leaves it to 
 the recipes in `AUTO` and keeps the fastest that fits on each hardware shape (on one shape, the
 fastest is the cheapest).  Sources and assumptions per recipe: docs/recipes.md.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Mapping
 
-from planner.physics.memory import (CHUNKED_LOGIT_BYTES, CUT_LOGIT_BYTES, FUSED_LOGIT_BYTES,
-                                    UNFUSED_LOGIT_BYTES)
+from planner.physics.memory import (
+    CHUNKED_LOGIT_BYTES,
+    CUT_LOGIT_BYTES,
+    FUSED_LOGIT_BYTES,
+    UNFUSED_LOGIT_BYTES,
+)
 from planner.schema.fields import MEGATRON_RECIPES, RECIPE_METHODS
 
 
@@ -71,33 +76,89 @@ def _shardings(**by_method: tuple[str, ...]) -> Mapping[str, tuple[str, ...]]:
     return MappingProxyType(by_method)
 
 
-RECIPES: Mapping[str, Recipe] = MappingProxyType({r.name: r for r in (
-    Recipe("hf", _shardings(full=_ALL_ZERO, lora=_ALL_ZERO, qlora=_DDP), UNFUSED_LOGIT_BYTES, pipeline="naive",
-           lora_dropout=True, source="Transformers Trainer + PEFT + bitsandbytes (QLoRA paper's qlora.py): DDP, or FSDP/DeepSpeed "
-                  "through accelerate for 16-bit weights; 4-bit weights are replicated (DDP) or split over the "
-                  "GPUs of one node with device_map='auto'"),
-    Recipe("axolotl", _shardings(full=_ALL_ZERO, lora=_ALL_ZERO, qlora=("none", "zero3")), UNFUSED_LOGIT_BYTES,
-           pipeline="naive", lora_dropout=True,
-           source="axolotl on Transformers: DeepSpeed ZeRO or FSDP, FSDP-QLoRA for 4-bit bases; HF loss"),
-    Recipe("fsdp-qlora", _shardings(lora=("zero3",), qlora=("zero3",)), UNFUSED_LOGIT_BYTES, lora_dropout=True,
-           source="Answer.AI fsdp_qlora train.py: FSDP FULL_SHARD of the NF4 base (bnb quant_storage), HF loss"),
-    Recipe("torchtune", _shardings(full=("none", "zero3"), lora=("none", "zero3"), qlora=("none", "zero3")),
-           CHUNKED_LOGIT_BYTES, master_weights=False, optimizer_in_backward=True,
-           source="torchtune single-device and FSDP2 distributed recipes; CEWithChunkedOutputLoss; lora_dropout "
-                  "0.0; dtype bf16 (no fp32 master copy); optimizer_in_bwd in its single-device full fine-tunes"),
-    Recipe("unsloth", _shardings(full=_DDP, lora=_DDP, qlora=_DDP), CUT_LOGIT_BYTES, activation_offload=True,
-           source="Unsloth: Cut Cross-Entropy, use_gradient_checkpointing='unsloth' offloads layer inputs to "
-                  "host memory, LoRA dropout 0; multi-GPU as DDP"),
-    Recipe("deepspeed", _shardings(full=_ALL_ZERO, lora=_ALL_ZERO), UNFUSED_LOGIT_BYTES, lora_dropout=True,
-           source="DeepSpeed ZeRO 0-3 with Transformers models (HF loss)"),
-    Recipe("megatron", _shardings(full=("none", "zero1", "zero2", "zero3"), lora=("none", "zero1", "zero2", "zero3")),
-           FUSED_LOGIT_BYTES, moe_overlap=True, pipeline="1f1b",
-           source="Megatron-LM / Megatron-core: TP, SP, PP (interleaved), CP, EP, distributed optimizer; fused "
-                  "vocab-parallel cross-entropy; EP all-to-all overlapped with 1F1B"),
-    Recipe("nemo", _shardings(full=("none", "zero1", "zero2", "zero3"), lora=("none", "zero1", "zero2", "zero3")),
-           FUSED_LOGIT_BYTES, moe_overlap=True, pipeline="1f1b",
-           source="NeMo 2.0 / Megatron-Bridge: Megatron-core's axes and loss, LoRA through its PEFT"),
-)})
+RECIPES: Mapping[str, Recipe] = MappingProxyType(
+    {
+        r.name: r
+        for r in (
+            Recipe(
+                "hf",
+                _shardings(full=_ALL_ZERO, lora=_ALL_ZERO, qlora=_DDP),
+                UNFUSED_LOGIT_BYTES,
+                pipeline="naive",
+                lora_dropout=True,
+                source="Transformers Trainer + PEFT + bitsandbytes (QLoRA paper's qlora.py): DDP, or FSDP/DeepSpeed "
+                "through accelerate for 16-bit weights; 4-bit weights are replicated (DDP) or split over the "
+                "GPUs of one node with device_map='auto'",
+            ),
+            Recipe(
+                "axolotl",
+                _shardings(full=_ALL_ZERO, lora=_ALL_ZERO, qlora=("none", "zero3")),
+                UNFUSED_LOGIT_BYTES,
+                pipeline="naive",
+                lora_dropout=True,
+                source="axolotl on Transformers: DeepSpeed ZeRO or FSDP, FSDP-QLoRA for 4-bit bases; HF loss",
+            ),
+            Recipe(
+                "fsdp-qlora",
+                _shardings(lora=("zero3",), qlora=("zero3",)),
+                UNFUSED_LOGIT_BYTES,
+                lora_dropout=True,
+                source="Answer.AI fsdp_qlora train.py: FSDP FULL_SHARD of the NF4 base (bnb quant_storage), HF loss",
+            ),
+            Recipe(
+                "torchtune",
+                _shardings(
+                    full=("none", "zero3"),
+                    lora=("none", "zero3"),
+                    qlora=("none", "zero3"),
+                ),
+                CHUNKED_LOGIT_BYTES,
+                master_weights=False,
+                optimizer_in_backward=True,
+                source="torchtune single-device and FSDP2 distributed recipes; CEWithChunkedOutputLoss; lora_dropout "
+                "0.0; dtype bf16 (no fp32 master copy); optimizer_in_bwd in its single-device full fine-tunes",
+            ),
+            Recipe(
+                "unsloth",
+                _shardings(full=_DDP, lora=_DDP, qlora=_DDP),
+                CUT_LOGIT_BYTES,
+                activation_offload=True,
+                source="Unsloth: Cut Cross-Entropy, use_gradient_checkpointing='unsloth' offloads layer inputs to "
+                "host memory, LoRA dropout 0; multi-GPU as DDP",
+            ),
+            Recipe(
+                "deepspeed",
+                _shardings(full=_ALL_ZERO, lora=_ALL_ZERO),
+                UNFUSED_LOGIT_BYTES,
+                lora_dropout=True,
+                source="DeepSpeed ZeRO 0-3 with Transformers models (HF loss)",
+            ),
+            Recipe(
+                "megatron",
+                _shardings(
+                    full=("none", "zero1", "zero2", "zero3"),
+                    lora=("none", "zero1", "zero2", "zero3"),
+                ),
+                FUSED_LOGIT_BYTES,
+                moe_overlap=True,
+                pipeline="1f1b",
+                source="Megatron-LM / Megatron-core: TP, SP, PP (interleaved), CP, EP, distributed optimizer; fused "
+                "vocab-parallel cross-entropy; EP all-to-all overlapped with 1F1B",
+            ),
+            Recipe(
+                "nemo",
+                _shardings(
+                    full=("none", "zero1", "zero2", "zero3"),
+                    lora=("none", "zero1", "zero2", "zero3"),
+                ),
+                FUSED_LOGIT_BYTES,
+                moe_overlap=True,
+                pipeline="1f1b",
+                source="NeMo 2.0 / Megatron-Bridge: Megatron-core's axes and loss, LoRA through its PEFT",
+            ),
+        )
+    }
+)
 
 RECIPE_NAMES = tuple(RECIPES)
 
@@ -105,23 +166,30 @@ RECIPE_NAMES = tuple(RECIPES)
 # need more memory at the loss than megatron with fewer axes (full, LoRA) or than torchtune (QLoRA, where
 # FSDP sharding beats device_map stages run one at a time); nemo has megatron's axes and memory;
 # fsdp-qlora is torchtune's FSDP2 QLoRA with the Hugging Face loss.  Pre-training runs on Megatron's axes.
-AUTO: Mapping[str, tuple[str, ...]] = MappingProxyType({
-    "pretrain": ("megatron",),
-    "full": ("megatron", "torchtune", "unsloth"),
-    "lora": ("megatron", "torchtune", "unsloth"),
-    "qlora": ("torchtune", "unsloth"),
-})
+AUTO: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "pretrain": ("megatron",),
+        "full": ("megatron", "torchtune", "unsloth"),
+        "lora": ("megatron", "torchtune", "unsloth"),
+        "qlora": ("torchtune", "unsloth"),
+    }
+)
 
 
 def recipe(name: str) -> Recipe:
     try:
         return RECIPES[name]
     except KeyError:
-        raise ValueError(f"recipe={name!r}: expected one of {', '.join(RECIPE_NAMES)}") from None
+        raise ValueError(
+            f"recipe={name!r}: expected one of {', '.join(RECIPE_NAMES)}"
+        ) from None
 
 
 def candidates(name: str, method: str, pretrain: bool = False) -> tuple[Recipe, ...]:
     """The recipes a job with `recipe: name` may run as: the named one, or auto's set for its method."""
     if name == "auto":
-        return tuple(RECIPES[n] for n in AUTO["pretrain" if pretrain and method == "full" else method])
+        return tuple(
+            RECIPES[n]
+            for n in AUTO["pretrain" if pretrain and method == "full" else method]
+        )
     return (recipe(name),)

@@ -24,6 +24,7 @@ budget at light load) and 0.9-1.1x on TPOT, from a fifth to nine tenths of what 
 (tests/test_batching.py); at the very edge of the KV cache the replay's queue for a free slot is longer. Measured capacities (`measured:` in the workload) replace all of
 this for the sizes they cover.
 """
+
 from __future__ import annotations
 
 import math
@@ -32,8 +33,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from planner.physics import memory as mem
 from planner.physics import batching
+from planner.physics import memory as mem
 from planner.physics.gpus import GpuPerf, Topology
 
 MAX_BATCH = 4096
@@ -82,18 +83,28 @@ class Replica:
     headroom: float = mem.DEFAULT_HEADROOM
 
     def topology(self) -> Topology:
-        return Topology(gpus_per_node=self.tp, nodes=1,
-                        intra_node=self.intra_node if self.tp > 1 else "none",
-                        intra_node_gbs=self.intra_node_gbs)
+        return Topology(
+            gpus_per_node=self.tp,
+            nodes=1,
+            intra_node=self.intra_node if self.tp > 1 else "none",
+            intra_node_gbs=self.intra_node_gbs,
+        )
 
 
 @lru_cache(maxsize=16384)
 def max_batch(replica: Replica, prompt: int, output: int) -> int:
     """Sequences of full context (prompt + output) whose KV cache fits beside the weights; 0: not one."""
-    return mem.kv_batch_that_fits(replica.model, replica.vram_gib, replica.headroom,
-                                  weight_precision=replica.weight_precision, kv_precision=replica.kv_precision,
-                                  context_tokens=prompt + output, tensor_parallel=replica.tp, prompt_tokens=prompt,
-                                  most=MAX_BATCH)
+    return mem.kv_batch_that_fits(
+        replica.model,
+        replica.vram_gib,
+        replica.headroom,
+        weight_precision=replica.weight_precision,
+        kv_precision=replica.kv_precision,
+        context_tokens=prompt + output,
+        tensor_parallel=replica.tp,
+        prompt_tokens=prompt,
+        most=MAX_BATCH,
+    )
 
 
 STEP_MOST_S = 600.0
@@ -103,17 +114,38 @@ CHAIN_MAX = 256
 deviations more): a law with mass beyond is a replica past what it serves."""
 
 
-def latency(replica: Replica, prompt: int, output: int, rate: float, quantile: float | None = 0.9) -> Latency | None:
+def latency(
+    replica: Replica,
+    prompt: int,
+    output: int,
+    rate: float,
+    quantile: float | None = 0.9,
+) -> Latency | None:
     """TTFT (at `quantile`; the mean when None), mean TPOT and mean decode batch at `rate` requests/s; None when
     the replica is overloaded (the steps grow without bound)."""
     scheduler = batching.default_scheduler(replica.gpu.name, replica.vram_gib)
     seats = min(max_batch(replica, prompt, output), scheduler.max_seqs)
-    return _latency(batching.step_cost(replica), scheduler, seats, prompt, output, float(rate), quantile)
+    return _latency(
+        batching.step_cost(replica),
+        scheduler,
+        seats,
+        prompt,
+        output,
+        float(rate),
+        quantile,
+    )
 
 
 @lru_cache(maxsize=65536)
-def _latency(cost: batching.StepCost, scheduler: batching.Scheduler, seats: int, prompt: int, output: int,
-             rate: float, quantile: float | None) -> Latency | None:
+def _latency(
+    cost: batching.StepCost,
+    scheduler: batching.Scheduler,
+    seats: int,
+    prompt: int,
+    output: int,
+    rate: float,
+    quantile: float | None,
+) -> Latency | None:
     flops = cost.prompt_flops(0, prompt)
 
     def again(step: float) -> _Steps | None:
@@ -139,8 +171,18 @@ def _latency(cost: batching.StepCost, scheduler: batching.Scheduler, seats: int,
         step = max(step, 1e-9)
     else:
         return None
-    seated = _seat_wait(rate, state.decodes / rate, seats, quantile) if seats > 0 else math.inf
-    return Latency(rate, _ttft(state, rate, quantile) + seated, state.mean, state.decodes, state.prefill_share)
+    seated = (
+        _seat_wait(rate, state.decodes / rate, seats, quantile)
+        if seats > 0
+        else math.inf
+    )
+    return Latency(
+        rate,
+        _ttft(state, rate, quantile) + seated,
+        state.mean,
+        state.decodes,
+        state.prefill_share,
+    )
 
 
 @dataclass(frozen=True)
@@ -150,14 +192,20 @@ class _Steps:
     mean: float  # mean step: TPOT
     decodes: float
     prefill_share: float
-    lengths: np.ndarray | None = None  # L(j), one prompt per step: the step carrying j prompts
+    lengths: np.ndarray | None = (
+        None  # L(j), one prompt per step: the step carrying j prompts
+    )
     law: np.ndarray | None = None  # stationary P(j)
     chunks: int = 1
     full: float = 0.0  # chunked: a step carrying a full budget of prompt tokens
-    queue_s: float = 0.0  # chunked: how long one prompt's chunks hold the prompts behind it
+    queue_s: float = (
+        0.0  # chunked: how long one prompt's chunks hold the prompts behind it
+    )
 
 
-def _steps(cost, scheduler, prompt: int, output: int, rate: float, flops: float, step: float) -> _Steps | None:
+def _steps(
+    cost, scheduler, prompt: int, output: int, rate: float, flops: float, step: float
+) -> _Steps | None:
     """The steps' stationary law given a mean step (which sets the decode batch): one round of the fixed point."""
     decodes = 1 + rate * step * (output - 1)
     context = decodes * (prompt + output / 2)
@@ -172,13 +220,23 @@ def _steps(cost, scheduler, prompt: int, output: int, rate: float, flops: float,
         if share >= 1:
             return None
         held = prompt / budget * full
-        return _Steps(share * full + (1 - share) * alone, decodes, rate * held, chunks=chunks, full=full,
-                      queue_s=held)
+        return _Steps(
+            share * full + (1 - share) * alone,
+            decodes,
+            rate * held,
+            chunks=chunks,
+            full=full,
+            queue_s=held,
+        )
     idle = cost.seconds(decodes, context, 0, 0.0)
-    per_prompt = cost.seconds(decodes, context, prompt, flops) - idle  # what one more prompt adds to a step (compute-bound: a constant)
+    per_prompt = (
+        cost.seconds(decodes, context, prompt, flops) - idle
+    )  # what one more prompt adds to a step (compute-bound: a constant)
     if rate * per_prompt >= 1:
         return None  # the prompts alone outrun the steps
-    reach = rate * idle / (1 - rate * per_prompt)  # prompts per step where arrivals keep up
+    reach = (
+        rate * idle / (1 - rate * per_prompt)
+    )  # prompts per step where arrivals keep up
     most = int(min(CHAIN_MAX, math.ceil(reach + 8 * math.sqrt(reach + 1) + 8)))
     counts = np.arange(most + 1, dtype=float)
     lengths = cost.seconds(decodes, context, counts * prompt, counts * flops)
@@ -186,7 +244,9 @@ def _steps(cost, scheduler, prompt: int, output: int, rate: float, flops: float,
     if law is None:
         return None
     mean = float(law @ lengths)
-    return _Steps(mean, decodes, float(law @ (lengths - lengths[0])) / mean, lengths, law)
+    return _Steps(
+        mean, decodes, float(law @ (lengths - lengths[0])) / mean, lengths, law
+    )
 
 
 def _poisson(means: np.ndarray, most: int) -> np.ndarray:
@@ -194,7 +254,11 @@ def _poisson(means: np.ndarray, most: int) -> np.ndarray:
     k = np.arange(most + 1)
     log_factorial = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, most + 1)))))
     with np.errstate(divide="ignore"):
-        logs = k[None, :] * np.log(means[:, None]) - means[:, None] - log_factorial[None, :]
+        logs = (
+            k[None, :] * np.log(means[:, None])
+            - means[:, None]
+            - log_factorial[None, :]
+        )
     pmf = np.exp(logs)
     pmf[:, -1] += np.clip(1 - pmf.sum(axis=1), 0, None)
     return pmf
@@ -213,26 +277,39 @@ def _stationary(means: np.ndarray, most: int) -> np.ndarray | None:
         return None
     law = np.clip(law, 0, None)
     law /= law.sum()
-    if law[-max(1, most // 8):].sum() > 1e-6:
+    if law[-max(1, most // 8) :].sum() > 1e-6:
         return None
     return law
 
 
 def _ttft(state: _Steps, rate: float, quantile: float | None) -> float:
     """Time to first token at `quantile` (mean when None), from the steps' law."""
-    if state.chunks > 1:  # the prompts ahead, an M/D/1 queue of budget-full steps, then its own chunks
-        own = state.chunks * state.full + (quantile if quantile is not None else 0.5) * state.mean
+    if (
+        state.chunks > 1
+    ):  # the prompts ahead, an M/D/1 queue of budget-full steps, then its own chunks
+        own = (
+            state.chunks * state.full
+            + (quantile if quantile is not None else 0.5) * state.mean
+        )
         return own + _md1_wait(rate, state.queue_s, quantile)
     lengths, law = state.lengths, state.law
-    landed = law * lengths / float(law @ lengths)  # the step a request lands in: length-biased
-    others = _poisson(rate * lengths, len(lengths) - 1)  # [landed step, arrivals beside it]
-    carried = lengths[np.minimum(np.arange(len(lengths)) + 1, len(lengths) - 1)]  # the next step, with itself
+    landed = (
+        law * lengths / float(law @ lengths)
+    )  # the step a request lands in: length-biased
+    others = _poisson(
+        rate * lengths, len(lengths) - 1
+    )  # [landed step, arrivals beside it]
+    carried = lengths[
+        np.minimum(np.arange(len(lengths)) + 1, len(lengths) - 1)
+    ]  # the next step, with itself
     if quantile is None:
         return float(landed @ (lengths / 2) + landed @ (others @ carried))
     weight = landed[:, None] * others
 
     def below(t: float) -> float:
-        return float((weight * np.clip((t - carried[None, :]) / lengths[:, None], 0, 1)).sum())
+        return float(
+            (weight * np.clip((t - carried[None, :]) / lengths[:, None], 0, 1)).sum()
+        )
 
     low, high = 0.0, float(lengths[-1] + carried[-1])
     for _ in range(50):
@@ -243,7 +320,9 @@ def _ttft(state: _Steps, rate: float, quantile: float | None) -> float:
     return high
 
 
-def _seat_wait(rate: float, holding_s: float, seats: int, quantile: float | None) -> float:
+def _seat_wait(
+    rate: float, holding_s: float, seats: int, quantile: float | None
+) -> float:
     """Waiting for a free sequence slot (the KV cache or the scheduler's cap), each request holding one for
     `holding_s`: Erlang C with `seats` servers, its mean (quantile None) or its exponential tail at `quantile`.
     Negligible until the running sequences near the seats, and what dominates time to first token there."""
@@ -275,12 +354,20 @@ def _md1_wait(rate: float, service: float, quantile: float | None) -> float:
     low, high = 1e-12 / service, 50.0 / service
     for _ in range(100):
         mid = (low + high) / 2
-        low, high = (mid, high) if rate * math.expm1(mid * service) < mid else (low, mid)
+        low, high = (
+            (mid, high) if rate * math.expm1(mid * service) < mid else (low, mid)
+        )
     return math.log(rho / (1 - quantile)) / low
 
 
-def capacity(replica: Replica, prompt: int, output: int, ttft_s: float, tpot_s: float,
-             quantile: float = 0.9) -> Capacity:
+def capacity(
+    replica: Replica,
+    prompt: int,
+    output: int,
+    ttft_s: float,
+    tpot_s: float,
+    quantile: float = 0.9,
+) -> Capacity:
     """The largest request rate one replica serves within the SLO at one request size."""
     fits = max_batch(replica, prompt, output)
     if fits < 1:
@@ -306,7 +393,10 @@ def capacity(replica: Replica, prompt: int, output: int, ttft_s: float, tpot_s: 
         return ""
 
     cost = batching.step_cost(replica)
-    low, high = 0.0, 1.0 / (cost.prompt_flops(0, prompt) * cost.prefill_flop_s)  # the prompts' compute alone
+    low, high = (
+        0.0,
+        1.0 / (cost.prompt_flops(0, prompt) * cost.prefill_flop_s),
+    )  # the prompts' compute alone
     limit = meets(high * (1 - 1e-9)) or "prefill"
     for _ in range(60):
         mid = (low + high) / 2
@@ -317,4 +407,9 @@ def capacity(replica: Replica, prompt: int, output: int, ttft_s: float, tpot_s: 
             low = mid
         if high - low <= 1e-4 * high:
             break
-    return Capacity(low, limit, fits, latency(replica, prompt, output, low, quantile) if low > 0 else None)
+    return Capacity(
+        low,
+        limit,
+        fits,
+        latency(replica, prompt, output, low, quantile) if low > 0 else None,
+    )

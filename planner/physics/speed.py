@@ -26,17 +26,36 @@ collectives: scaling_efficiency(step_compute_s, comm_s, overlap=DEFAULT_OVERLAP,
 generation: generation_time(shape, *, gpu, topology, ...) -> SpeedResult
 generation: decode_tokens_per_s_bound(weight_bytes, kv_bytes, bandwidth_gbs) -> float
 """
+
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from planner.physics.collectives import (ALLREDUCE_LATENCY_S, BUCKET_BYTES, NETWORK_LATENCY_S, _SHARDINGS,
-                                         _inter_bus_gbs, _intra_bus_gbs, all_to_all_seconds, collective_seconds)
-from planner.physics.gpus import GpuPerf, Topology, UnsupportedPrecision, default_mfu, effective_precision
-from planner.physics.memory import (NF4_DQ_BYTES_PER_PARAM, ModelShape, check_expert_parallel, lora_params,
-                                    params_per_gpu)
-
+from planner.physics.collectives import (
+    _SHARDINGS,
+    ALLREDUCE_LATENCY_S,
+    BUCKET_BYTES,
+    NETWORK_LATENCY_S,
+    _inter_bus_gbs,
+    _intra_bus_gbs,
+    all_to_all_seconds,
+    collective_seconds,
+)
+from planner.physics.gpus import (
+    GpuPerf,
+    Topology,
+    UnsupportedPrecision,
+    default_mfu,
+    effective_precision,
+)
+from planner.physics.memory import (
+    NF4_DQ_BYTES_PER_PARAM,
+    ModelShape,
+    check_expert_parallel,
+    lora_params,
+    params_per_gpu,
+)
 
 # Extra time of QLoRA over LoRA on the same base: bitsandbytes de-quantises each NF4 weight to bf16 in
 # every forward, recomputed forward and backward.  torchtune's README measured Llama 3.1 8B on one RTX
@@ -76,7 +95,9 @@ class SpeedResult:
     tokens_per_s_per_gpu: float = 0.0
     bound: str = ""
     decode_step_s: float = 0.0  # generation: one decode step of a replica's batch
-    prefill_s: float = 0.0      # generation: prefill of one batch (compute-bound; the time to first token)
+    prefill_s: float = (
+        0.0  # generation: prefill of one batch (compute-bound; the time to first token)
+    )
     # generation: time between a sequence's tokens under continuous batching, where the prefills of the
     # other batch - 1 sequences are interleaved with its decode steps: ((b-1)/b * prefill + n * step) / n
     time_per_output_token_s: float = 0.0
@@ -86,60 +107,123 @@ class SpeedResult:
 # Training
 # ---------------------------------------------------------------------------
 
-def default_global_batch_tokens(kind: str, dp: int, micro_batch: int, seq_len: int) -> float:
+
+def default_global_batch_tokens(
+    kind: str, dp: int, micro_batch: int, seq_len: int
+) -> float:
     """Tokens per optimizer step when the workload gives none.
 
     Pre-training: 4M tokens (Llama 2: 4M; Llama 3 405B: 4M rising to 16M; OLMo 4M);
     fine-tuning: 512K (128 sequences of 4K, as SFT recipes such as Tulu use).  Never
     below one micro-batch per data-parallel rank.
     """
-    base = PRETRAIN_GLOBAL_BATCH_TOKENS if kind == "pretrain" else FINETUNE_GLOBAL_BATCH_TOKENS
+    base = (
+        PRETRAIN_GLOBAL_BATCH_TOKENS
+        if kind == "pretrain"
+        else FINETUNE_GLOBAL_BATCH_TOKENS
+    )
     return float(max(base, dp * micro_batch * seq_len))
 
 
-def flops_per_token(model: ModelShape | float, method: str, recompute: str, seq_len: int | None) -> float:
+def flops_per_token(
+    model: ModelShape | float, method: str, recompute: str, seq_len: int | None
+) -> float:
     """Hardware FLOPs per trained token: 6·N (8· with full recompute) for N the parameters a token multiplies
     (the active ones less an untied input embedding, a lookup); LoRA 4·N (no weight gradients for the frozen
     base; +2N with full recompute), QLoRA times QLORA_DEQUANT_FACTOR; with a shape and `seq_len`, PaLM's
     attention 12·L·h·s."""
     shape = model if isinstance(model, ModelShape) else None
-    n = float(shape.active_params - (0 if shape.tied_embeddings else shape.vocab * shape.hidden) if shape else model)
+    n = float(
+        shape.active_params
+        - (0 if shape.tied_embeddings else shape.vocab * shape.hidden)
+        if shape
+        else model
+    )
     if method == "full":
         per_token = (8.0 if recompute == "full" else 6.0) * n
     else:
         per_token = (6.0 if recompute == "full" else 4.0) * n
     if shape is not None and seq_len:
-        per_token += 12.0 * shape.layers * shape.hidden * seq_len * (4 / 3 if recompute == "full" else 1)
+        per_token += (
+            12.0
+            * shape.layers
+            * shape.hidden
+            * seq_len
+            * (4 / 3 if recompute == "full" else 1)
+        )
     if method == "qlora":
         per_token *= QLORA_DEQUANT_FACTOR
     return per_token
 
 
-def compute_floor_seconds_per_token(model: ModelShape | float, *, gpu: GpuPerf, n_gpus: int, precision: str,
-                                    method: str, recompute: str, seq_len: int, micro_batch: int, kind: str,
-                                    micro_batches: int, pipeline_parallel: int = 1, virtual_stages: int = 1,
-                                    mfu: float | None = None, context_parallel: int = 1,
-                                    naive_pipeline: bool = False) -> float:
+def compute_floor_seconds_per_token(
+    model: ModelShape | float,
+    *,
+    gpu: GpuPerf,
+    n_gpus: int,
+    precision: str,
+    method: str,
+    recompute: str,
+    seq_len: int,
+    micro_batch: int,
+    kind: str,
+    micro_batches: int,
+    pipeline_parallel: int = 1,
+    virtual_stages: int = 1,
+    mfu: float | None = None,
+    context_parallel: int = 1,
+    naive_pipeline: bool = False,
+) -> float:
     """A lower bound on training_time's seconds per token for a layout: its compute and pipeline bubble
     alone, with no communication (which only adds). Lets the layout search skip layouts that cannot win."""
     if mfu is None:
-        mfu = default_mfu(gpu.generation, precision, gpu_name=gpu.name,
-                          micro_batch_tokens=micro_batch * seq_len / context_parallel,
-                          hidden=model.hidden if isinstance(model, ModelShape) else None)
-    bubble = float(pipeline_parallel) if naive_pipeline else 1.0 + (pipeline_parallel - 1) / virtual_stages / micro_batches
-    return flops_per_token(model, method, recompute, seq_len) / (n_gpus * gpu.peak(precision) * mfu) * bubble
+        mfu = default_mfu(
+            gpu.generation,
+            precision,
+            gpu_name=gpu.name,
+            micro_batch_tokens=micro_batch * seq_len / context_parallel,
+            hidden=model.hidden if isinstance(model, ModelShape) else None,
+        )
+    bubble = (
+        float(pipeline_parallel)
+        if naive_pipeline
+        else 1.0 + (pipeline_parallel - 1) / virtual_stages / micro_batches
+    )
+    return (
+        flops_per_token(model, method, recompute, seq_len)
+        / (n_gpus * gpu.peak(precision) * mfu)
+        * bubble
+    )
 
 
-def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, topology: Topology,
-                  precision: str = "bf16", method: str = "full", mfu: float | None = None,
-                  kind: str | None = None, recompute: str = "selective",
-                  sharding: str = "none", overlap: float | None = None,
-                  global_batch_tokens: float | None = None,
-                  tensor_parallel: int = 1, pipeline_parallel: int = 1, expert_parallel: int = 1,
-                  micro_batch: int = 1, seq_len: int | None = None, virtual_stages: int = 1,
-                  context_parallel: int = 1, lora_rank: int = 16, lora_targets_fraction: float = 1.0,
-                  trainable_params: float | None = None, moe_overlap: bool = False, naive_pipeline: bool = False,
-                  fallback_to_bf16: bool = False) -> SpeedResult:
+def training_time(
+    model: ModelShape | float,
+    *,
+    tokens: float,
+    gpu: GpuPerf,
+    topology: Topology,
+    precision: str = "bf16",
+    method: str = "full",
+    mfu: float | None = None,
+    kind: str | None = None,
+    recompute: str = "selective",
+    sharding: str = "none",
+    overlap: float | None = None,
+    global_batch_tokens: float | None = None,
+    tensor_parallel: int = 1,
+    pipeline_parallel: int = 1,
+    expert_parallel: int = 1,
+    micro_batch: int = 1,
+    seq_len: int | None = None,
+    virtual_stages: int = 1,
+    context_parallel: int = 1,
+    lora_rank: int = 16,
+    lora_targets_fraction: float = 1.0,
+    trainable_params: float | None = None,
+    moe_overlap: bool = False,
+    naive_pipeline: bool = False,
+    fallback_to_bf16: bool = False,
+) -> SpeedResult:
     """Productive hours to train on ``tokens`` tokens with every GPU of ``topology``.
 
     The step model, as Megatron/DeepSpeed/FSDP run it.  DP = n / (t*p) replicas each
@@ -179,40 +263,65 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     if recompute not in ("none", "selective", "full"):
         raise ValueError(f"recompute={recompute!r}: expected none, selective or full")
     if sharding not in _SHARDINGS:
-        raise ValueError(f"sharding={sharding!r}: expected one of {', '.join(_SHARDINGS)}")
+        raise ValueError(
+            f"sharding={sharding!r}: expected one of {', '.join(_SHARDINGS)}"
+        )
     if overlap is not None and not 0.0 <= overlap <= 1.0:
         raise ValueError(f"overlap={overlap}: expected 0..1")
     prec = effective_precision(gpu, precision, fallback_to_bf16)
     if prec is None:
-        raise UnsupportedPrecision(f"{gpu.name} has no {precision} support (set fallback_to_bf16 to run in bf16)")
+        raise UnsupportedPrecision(
+            f"{gpu.name} has no {precision} support (set fallback_to_bf16 to run in bf16)"
+        )
     shape = model if isinstance(model, ModelShape) else None
     p_total = float(shape.params if shape else model)
     p_active = float(shape.active_params if shape else model)
     n = topology.n_gpus
-    t, p, e, b = int(tensor_parallel), int(pipeline_parallel), int(expert_parallel), int(micro_batch)
+    t, p, e, b = (
+        int(tensor_parallel),
+        int(pipeline_parallel),
+        int(expert_parallel),
+        int(micro_batch),
+    )
     c = int(context_parallel)
     if t < 1 or t > topology.gpus_per_node or topology.gpus_per_node % t:
-        raise ValueError(f"tensor_parallel={t} must divide gpus_per_node={topology.gpus_per_node}")
+        raise ValueError(
+            f"tensor_parallel={t} must divide gpus_per_node={topology.gpus_per_node}"
+        )
     if p < 1 or c < 1 or n % (t * p * c):
-        raise ValueError(f"pipeline_parallel={p} x tensor_parallel={t}"
-                         + (f" x context_parallel={c}" if c != 1 else "") + f" must divide {n} GPUs")
+        raise ValueError(
+            f"pipeline_parallel={p} x tensor_parallel={t}"
+            + (f" x context_parallel={c}" if c != 1 else "")
+            + f" must divide {n} GPUs"
+        )
     v = int(virtual_stages)
     if shape is not None and p * v > shape.layers:
-        raise ValueError(f"pipeline_parallel={p} x virtual_stages={v} exceeds the model's {shape.layers} layers")
+        raise ValueError(
+            f"pipeline_parallel={p} x virtual_stages={v} exceeds the model's {shape.layers} layers"
+        )
     if v < 1 or (v > 1 and p == 1):
         raise ValueError(f"virtual_stages={v} needs pipeline_parallel > 1")
     dp = n // (t * p * c)
     check_expert_parallel(e, dp, shape is not None and shape.moe)
     if sharding in ("zero3", "hybrid") and p > 1:
-        raise ValueError("ZeRO-3 shards parameters that pipeline stages already split: use zero1 with pipeline_parallel")
+        raise ValueError(
+            "ZeRO-3 shards parameters that pipeline stages already split: use zero1 with pipeline_parallel"
+        )
     s = int(seq_len or DEFAULT_SEQ_LEN)
     kind = kind or ("pretrain" if method == "full" else method)
 
-    per_token = flops_per_token(shape if shape is not None else p_active, method, recompute, seq_len)
+    per_token = flops_per_token(
+        shape if shape is not None else p_active, method, recompute, seq_len
+    )
     flops = per_token * tokens
     if mfu is None:
-        mfu = default_mfu(gpu.generation, prec, gpu_name=gpu.name, micro_batch_tokens=b * s / c,
-                          hidden=shape.hidden if shape is not None else None)
+        mfu = default_mfu(
+            gpu.generation,
+            prec,
+            gpu_name=gpu.name,
+            micro_batch_tokens=b * s / c,
+            hidden=shape.hidden if shape is not None else None,
+        )
     peak = gpu.peak(prec)
 
     G = global_batch_tokens or default_global_batch_tokens(kind, dp, b, s)
@@ -227,17 +336,25 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
         stage_layers = math.ceil(shape.layers / p)
         act_bytes = micro_tokens / c * shape.hidden * 2.0
         if c > 1:
-            micro += stage_layers * _context_ring_seconds(shape, topology, t, c, micro_tokens / c, recompute,
-                                                          peak * mfu)
+            micro += stage_layers * _context_ring_seconds(
+                shape, topology, t, c, micro_tokens / c, recompute, peak * mfu
+            )
         if t > 1:
             msgs = 6 if recompute == "full" else 4
-            micro += msgs * stage_layers * collective_seconds(act_bytes, t, t, topology, 2.0)
+            micro += (
+                msgs * stage_layers * collective_seconds(act_bytes, t, t, topology, 2.0)
+            )
         if e > 1:
             local_ep = max(1, min(e, topology.gpus_per_node // t))
             moe_layers = math.ceil(shape.moe_layers / p)
             msgs = 6 if recompute == "full" else 4
-            a2a = msgs * moe_layers * all_to_all_seconds(act_bytes * shape.experts_per_token / t, e, local_ep,
-                                                         topology)
+            a2a = (
+                msgs
+                * moe_layers
+                * all_to_all_seconds(
+                    act_bytes * shape.experts_per_token / t, e, local_ep, topology
+                )
+            )
             micro += max(0.0, a2a - compute) if moe_overlap else a2a
         if p > 1:
             cross = t * p > topology.gpus_per_node
@@ -264,8 +381,11 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     local_exp = max(1, min(dp // e, topology.gpus_per_node // (t * e)))
 
     def collective(factor: float) -> float:
-        return (collective_seconds(dense * grad_b, dp * c, local_dp, topology, factor, BUCKET_BYTES)
-                + collective_seconds(expert * grad_b, dp // e * c, local_exp, topology, factor, BUCKET_BYTES))
+        return collective_seconds(
+            dense * grad_b, dp * c, local_dp, topology, factor, BUCKET_BYTES
+        ) + collective_seconds(
+            expert * grad_b, dp // e * c, local_exp, topology, factor, BUCKET_BYTES
+        )
 
     buckets = max(1, math.ceil((dense + expert) * grad_b / BUCKET_BYTES))
 
@@ -280,24 +400,49 @@ def training_time(model: ModelShape | float, *, tokens: float, gpu: GpuPerf, top
     elif sharding == "zero2":
         per_micro = exposed(collective(1.0), backward)
         per_step = collective(1.0) * (1.0 - overlap if overlap is not None else 1.0)
-    elif method == "full":  # zero3 / hybrid: gather parameters for forward and backward, reduce-scatter grads
+    elif (
+        method == "full"
+    ):  # zero3 / hybrid: gather parameters for forward and backward, reduce-scatter grads
         per_micro = exposed(3.0 * collective(1.0), micro)
     else:  # zero3 LoRA/QLoRA (FSDP-QLoRA): the frozen base is gathered as stored for every pass over it
-        base_bytes = (NF4_DQ_BYTES_PER_PARAM if method == "qlora" else (4.0 if prec == "fp32" else 2.0)) \
-            * p_total / (t * p)
+        base_bytes = (
+            (
+                NF4_DQ_BYTES_PER_PARAM
+                if method == "qlora"
+                else (4.0 if prec == "fp32" else 2.0)
+            )
+            * p_total
+            / (t * p)
+        )
         passes = 3 if recompute == "full" else 2
-        gather = passes * collective_seconds(base_bytes, dp * c, local_dp, topology, 1.0, BUCKET_BYTES)
+        gather = passes * collective_seconds(
+            base_bytes, dp * c, local_dp, topology, 1.0, BUCKET_BYTES
+        )
         per_micro = exposed(gather + collective(1.0), micro)
     step = pipeline + m * per_micro + per_step
     seconds = flops / per_token / step_tokens * step if step_tokens else 0.0
     eff = m * compute / step if step > 0 else 1.0
     tps = tokens / seconds if seconds > 0 else float("inf")
-    return SpeedResult(work_h=seconds / 3600.0, tokens_per_s=tps, scaling_efficiency=eff,
-                       mfu=mfu * eff, flops=flops, precision=prec, tokens_per_s_per_gpu=tps / n)
+    return SpeedResult(
+        work_h=seconds / 3600.0,
+        tokens_per_s=tps,
+        scaling_efficiency=eff,
+        mfu=mfu * eff,
+        flops=flops,
+        precision=prec,
+        tokens_per_s_per_gpu=tps / n,
+    )
 
 
-def _context_ring_seconds(shape: ModelShape, topology: Topology, t: int, c: int, local_tokens: float,
-                          recompute: str, flops_per_s: float) -> float:
+def _context_ring_seconds(
+    shape: ModelShape,
+    topology: Topology,
+    t: int,
+    c: int,
+    local_tokens: float,
+    recompute: str,
+    flops_per_s: float,
+) -> float:
     """Exposed seconds per layer and micro-batch of context parallelism's KV ring (Megatron's CP,
     ring attention): c-1 sends of the local K and V chunk (2 x kv_heads x head_dim 16-bit values per
     token, split over TP) in the forward, twice that in the backward (KV and its gradient), once more
@@ -306,21 +451,40 @@ def _context_ring_seconds(shape: ModelShape, topology: Topology, t: int, c: int,
     chunk = local_tokens * 2 * shape.kv_heads * shape.head_dim * 2.0 / t
     inside = t * c <= topology.gpus_per_node
     bandwidth = (_intra_bus_gbs(topology) if inside else _inter_bus_gbs(topology)) * 1e9
-    latency = ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6) if inside else \
-        NETWORK_LATENCY_S.get(topology.inter_node, 50e-6)
+    latency = (
+        ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6)
+        if inside
+        else NETWORK_LATENCY_S.get(topology.inter_node, 50e-6)
+    )
     passes = 4 if recompute == "full" else 3
-    attention = 12.0 * shape.hidden * local_tokens * local_tokens / t / flops_per_s \
-        * (4 / 3 if recompute == "full" else 1)  # over one chunk, all passes (flops_per_token's 12*L*h*s)
-    return passes * (c - 1) * (max(chunk / bandwidth - attention / passes, 0.0) + latency)
+    attention = (
+        12.0
+        * shape.hidden
+        * local_tokens
+        * local_tokens
+        / t
+        / flops_per_s
+        * (4 / 3 if recompute == "full" else 1)
+    )  # over one chunk, all passes (flops_per_token's 12*L*h*s)
+    return (
+        passes * (c - 1) * (max(chunk / bandwidth - attention / passes, 0.0) + latency)
+    )
 
 
 # ---------------------------------------------------------------------------
 # Reference benchmarks
 # ---------------------------------------------------------------------------
 
-def reference_scaled_hours(gpu_hours: float, ref_gpu: GpuPerf, gpu: GpuPerf, n_gpus: int,
-                           precision: str = "bf16", scaling_eff: float = 1.0,
-                           fallback_to_bf16: bool = False) -> float:
+
+def reference_scaled_hours(
+    gpu_hours: float,
+    ref_gpu: GpuPerf,
+    gpu: GpuPerf,
+    n_gpus: int,
+    precision: str = "bf16",
+    scaling_eff: float = 1.0,
+    fallback_to_bf16: bool = False,
+) -> float:
     """Wall-clock hours on ``n_gpus`` x ``gpu`` for a job measured as ``gpu_hours`` on ``ref_gpu``.
 
     hours = gpu_hours * (peak_ref * MFU_ref) / (peak * MFU) / n_gpus / scaling_eff,
@@ -333,5 +497,7 @@ def reference_scaled_hours(gpu_hours: float, ref_gpu: GpuPerf, gpu: GpuPerf, n_g
             raise UnsupportedPrecision(f"{g.name} has no {precision} support")
         thr.append(g.peak(p) * default_mfu(g.generation, p, gpu_name=g.name))
     if n_gpus < 1 or scaling_eff <= 0:
-        raise ValueError(f"n_gpus={n_gpus}, scaling_eff={scaling_eff}: must be positive")
+        raise ValueError(
+            f"n_gpus={n_gpus}, scaling_eff={scaling_eff}: must be positive"
+        )
     return gpu_hours * thr[0] / thr[1] / n_gpus / scaling_eff

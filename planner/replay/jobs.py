@@ -1,5 +1,6 @@
 """Each job of a plan Monte-Carlo'd (failures, lost work, restarts, billing sessions) and set beside the cost
 model's analytic figures: the check `planner simulate` exists for."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -53,29 +54,52 @@ def unreplayable(jobs: list[AssignmentRecord]) -> tuple[int, str, str] | None:
     return None
 
 
-def replay_jobs(jobs: list[AssignmentRecord], trials: int, seed: int, progress=None) -> list[JobReplay]:
+def replay_jobs(
+    jobs: list[AssignmentRecord], trials: int, seed: int, progress=None
+) -> list[JobReplay]:
     """Monte-Carlo each job and set the analytic figures beside the simulated ones."""
     out = []
     for number, a in enumerate(jobs):
         inputs = inputs_from_assignment(a)
         step = (lambda f, n=number: progress((n + f) / len(jobs))) if progress else None
-        if a.market == "spot_fallback":  # the policy as cost-model §10 prices it and as it would act
+        if (
+            a.market == "spot_fallback"
+        ):  # the policy as cost-model §10 prices it and as it would act
             on_demand = a.inputs.fallback_price_per_node_h
             analytic = fallback.expected(inputs, on_demand)
-            sim = simulate_fallback(inputs, on_demand, trials=trials, seed=seed + number)
+            sim = simulate_fallback(
+                inputs, on_demand, trials=trials, seed=seed + number
+            )
             if step:
                 step(1.0)
         else:
             analytic = expected(inputs)
             sim = simulate(inputs, trials=trials, seed=seed + number, progress=step)
-        out.append(JobReplay(
-            a.workload, trials, _compared(sim, "wall_h", analytic.wall_h), _compared(sim, "cost_usd", analytic.cost_usd),
-            _compared(sim, "billed_node_h", analytic.billed_node_h),
-            DeadlineCompared(sim.p_deadline, analytic.p_deadline, 100 * (sim.p_deadline - analytic.p_deadline))))
+        out.append(
+            JobReplay(
+                a.workload,
+                trials,
+                _compared(sim, "wall_h", analytic.wall_h),
+                _compared(sim, "cost_usd", analytic.cost_usd),
+                _compared(sim, "billed_node_h", analytic.billed_node_h),
+                DeadlineCompared(
+                    sim.p_deadline,
+                    analytic.p_deadline,
+                    100 * (sim.p_deadline - analytic.p_deadline),
+                ),
+            )
+        )
     return out
 
 
 def _compared(sim, name: str, analytic: float) -> Compared:
     mean = sim.mean(name)
-    return Compared(mean, sim.p50(name), sim.p90(name), sim.p99(name), sim.stderr(name), analytic,
-                    (mean - analytic) / analytic if analytic else 0.0)
+    return Compared(
+        mean,
+        sim.p50(name),
+        sim.p90(name),
+        sim.p99(name),
+        sim.stderr(name),
+        analytic,
+        (mean - analytic) / analytic if analytic else 0.0,
+    )

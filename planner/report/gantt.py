@@ -7,6 +7,7 @@ a picture; `.html` a self-contained page with the figure as inline SVG and a tab
 
 matplotlib (Agg backend) is imported inside `write_gantt` so `planner --help` stays fast.
 """
+
 from __future__ import annotations
 
 import datetime as dt
@@ -17,9 +18,18 @@ from pathlib import Path
 
 from planner.errors import PlannerError
 
-MARKET_COLOURS = {"spot": "#f28e2b", "spot_fallback": "#edc948", "on_demand": "#4e79a7", "reserved": "#59a14f"}
-MARKET_LABELS = {"spot": "spot", "spot_fallback": "spot, on-demand fallback", "on_demand": "on-demand",
-                 "reserved": "reserved"}
+MARKET_COLOURS = {
+    "spot": "#f28e2b",
+    "spot_fallback": "#edc948",
+    "on_demand": "#4e79a7",
+    "reserved": "#59a14f",
+}
+MARKET_LABELS = {
+    "spot": "spot",
+    "spot_fallback": "spot, on-demand fallback",
+    "on_demand": "on-demand",
+    "reserved": "reserved",
+}
 OTHER_COLOUR = "#9c9c9c"
 BAND_COLOUR = "#59a14f"
 
@@ -27,7 +37,9 @@ BAND_COLOUR = "#59a14f"
 @dataclass
 class Lane:
     key: tuple[str, str, str]
-    rows: list[list[dict]] = field(default_factory=list)  # sub-rows of non-overlapping runs
+    rows: list[list[dict]] = field(
+        default_factory=list
+    )  # sub-rows of non-overlapping runs
     reservations: list[dict] = field(default_factory=list)
 
     @property
@@ -49,7 +61,7 @@ class Lane:
 
 def _time(value: str) -> dt.datetime:
     moment = dt.datetime.fromisoformat(value)
-    return moment if moment.tzinfo else moment.replace(tzinfo=dt.timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
 
 
 def bar_label(run: dict) -> str:
@@ -64,11 +76,26 @@ def endpoint_bars(schedule: dict) -> list[dict]:
     for e in schedule.get("endpoints") or []:
         for period in e["periods"]:
             for pool in period["pools"]:
-                key = (e["workload"], pool["provider"], pool["region"], pool["instance_type"], pool["market"])
-                bar = bars.setdefault(key, {"run": f"{e['workload']} (endpoint)", "start": e["start"], "end": e["end"],
-                                            "provider": pool["provider"], "region": pool["region"],
-                                            "instance_type": pool["instance_type"], "market": pool["market"],
-                                            "nodes": 0})
+                key = (
+                    e["workload"],
+                    pool["provider"],
+                    pool["region"],
+                    pool["instance_type"],
+                    pool["market"],
+                )
+                bar = bars.setdefault(
+                    key,
+                    {
+                        "run": f"{e['workload']} (endpoint)",
+                        "start": e["start"],
+                        "end": e["end"],
+                        "provider": pool["provider"],
+                        "region": pool["region"],
+                        "instance_type": pool["instance_type"],
+                        "market": pool["market"],
+                        "nodes": 0,
+                    },
+                )
                 bar["nodes"] = max(bar["nodes"], int(pool["nodes"]))
     return [bar for bar in bars.values() if bar["nodes"]]
 
@@ -81,8 +108,11 @@ def build_lanes(schedule: dict, label_h_per_char: float = 0.0) -> list[Lane]:
     the row up to the end of that text (`label_h_per_char` hours per character).
     """
     lanes: dict[tuple[str, str, str], Lane] = {}
-    runs = sorted([r for r in schedule.get("runs", []) if r.get("scheduled")] + endpoint_bars(schedule),
-                  key=lambda r: (r["start"], r["end"], r["run"]))
+    runs = sorted(
+        [r for r in schedule.get("runs", []) if r.get("scheduled")]
+        + endpoint_bars(schedule),
+        key=lambda r: (r["start"], r["end"], r["run"]),
+    )
     occupied: dict[int, dt.datetime] = {}
     for run in runs:
         key = (run["provider"], run["region"], run["instance_type"])
@@ -92,14 +122,20 @@ def build_lanes(schedule: dict, label_h_per_char: float = 0.0) -> list[Lane]:
         if (end - start).total_seconds() / 3600 < text_h:
             end = end + dt.timedelta(hours=text_h)
         occupied[id(run)] = end
-        for row in lane.rows:  # first sub-row that is free again (interval partitioning)
+        for (
+            row
+        ) in lane.rows:  # first sub-row that is free again (interval partitioning)
             if occupied[id(row[-1])] <= start:
                 row.append(run)
                 break
         else:
             lane.rows.append([run])
     for reservation in schedule.get("reservations", []):
-        key = (reservation["provider"], reservation["region"], reservation["instance_type"])
+        key = (
+            reservation["provider"],
+            reservation["region"],
+            reservation["instance_type"],
+        )
         if reservation.get("nodes", 0) > 0 or key in lanes:
             lanes.setdefault(key, Lane(key)).reservations.append(reservation)
 
@@ -122,7 +158,9 @@ def _title(schedule: dict) -> str:
         text += f", expected total ${objective:,.0f}"
         bound = schedule.get("bound_usd")
         if bound is not None and status != "OPTIMAL" and objective:
-            text += f" (gap {max(0.0, (objective - bound) / objective):.1%} to the bound)"
+            text += (
+                f" (gap {max(0.0, (objective - bound) / objective):.1%} to the bound)"
+            )
     return text
 
 
@@ -136,10 +174,20 @@ def draw(schedule: dict):
     from matplotlib.patches import Patch
 
     width_in, axes_width_in = 15.0, 11.0
-    dates = [_time(r[k]) for r in schedule.get("runs", []) if r.get("scheduled") for k in ("start", "end")]
-    dates += [_time(r[k]) for r in schedule.get("reservations", []) for k in ("start", "end")]
+    dates = [
+        _time(r[k])
+        for r in schedule.get("runs", [])
+        if r.get("scheduled")
+        for k in ("start", "end")
+    ]
+    dates += [
+        _time(r[k]) for r in schedule.get("reservations", []) for k in ("start", "end")
+    ]
     if not dates:
-        dates = [dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc), dt.datetime(2000, 1, 2, tzinfo=dt.timezone.utc)]
+        dates = [
+            dt.datetime(2000, 1, 1, tzinfo=dt.UTC),
+            dt.datetime(2000, 1, 2, tzinfo=dt.UTC),
+        ]
     first, last = min(dates), max(dates)
     span_h = max(1.0, (last - first).total_seconds() / 3600)
     h_per_char = span_h / axes_width_in * 0.052  # ~0.052 in per character at 6.5 pt
@@ -155,31 +203,83 @@ def draw(schedule: dict):
         if index % 2:
             ax.axhspan(top - 0.5, top + height - 0.5, color="#f3f3f3", zorder=0, lw=0)
         for reservation in lane.reservations:
-            start, end = mdates.date2num(_time(reservation["start"])), mdates.date2num(_time(reservation["end"]))
+            start, end = (
+                mdates.date2num(_time(reservation["start"])),
+                mdates.date2num(_time(reservation["end"])),
+            )
             if int(reservation.get("nodes", 0)) > 0:
-                ax.broken_barh([(start, end - start)], (top - 0.5, height), facecolors=BAND_COLOUR, alpha=0.18,
-                               edgecolor=BAND_COLOUR, hatch="//", linewidth=0.8, zorder=1)
+                ax.broken_barh(
+                    [(start, end - start)],
+                    (top - 0.5, height),
+                    facecolors=BAND_COLOUR,
+                    alpha=0.18,
+                    edgecolor=BAND_COLOUR,
+                    hatch="//",
+                    linewidth=0.8,
+                    zorder=1,
+                )
             else:
-                ax.broken_barh([(start, end - start)], (top - 0.5, height), facecolors="none",
-                               edgecolor="#bbbbbb", linestyle="--", linewidth=0.8, zorder=1)
+                ax.broken_barh(
+                    [(start, end - start)],
+                    (top - 0.5, height),
+                    facecolors="none",
+                    edgecolor="#bbbbbb",
+                    linestyle="--",
+                    linewidth=0.8,
+                    zorder=1,
+                )
         for r, row in enumerate(lane.rows):
             for run in row:
                 start_t, end_t = _time(run["start"]), _time(run["end"])
                 start, end = mdates.date2num(start_t), mdates.date2num(end_t)
                 colour = MARKET_COLOURS.get(run.get("market", ""), OTHER_COLOUR)
-                ax.broken_barh([(start, end - start)], (top + r - row_h / 2, row_h), facecolors=colour,
-                               edgecolor="white", linewidth=0.6, zorder=3)
+                ax.broken_barh(
+                    [(start, end - start)],
+                    (top + r - row_h / 2, row_h),
+                    facecolors=colour,
+                    edgecolor="white",
+                    linewidth=0.6,
+                    zorder=3,
+                )
                 text = bar_label(run)
-                fits = (end_t - start_t).total_seconds() / 3600 >= (len(text) + 2) * h_per_char
+                fits = (end_t - start_t).total_seconds() / 3600 >= (
+                    len(text) + 2
+                ) * h_per_char
                 if fits:
-                    ax.text((start + end) / 2, top + r, text, ha="center", va="center", fontsize=6.5,
-                            color="white", zorder=5)
-                elif last - end_t < dt.timedelta(hours=(len(text) + 2) * h_per_char):  # no room on the right
-                    ax.text(start, top + r, text + " ", ha="right", va="center", fontsize=6.5, color="#333333",
-                            zorder=5)
+                    ax.text(
+                        (start + end) / 2,
+                        top + r,
+                        text,
+                        ha="center",
+                        va="center",
+                        fontsize=6.5,
+                        color="white",
+                        zorder=5,
+                    )
+                elif last - end_t < dt.timedelta(
+                    hours=(len(text) + 2) * h_per_char
+                ):  # no room on the right
+                    ax.text(
+                        start,
+                        top + r,
+                        text + " ",
+                        ha="right",
+                        va="center",
+                        fontsize=6.5,
+                        color="#333333",
+                        zorder=5,
+                    )
                 else:
-                    ax.text(end, top + r, " " + text, ha="left", va="center", fontsize=6.5, color="#333333",
-                            zorder=5)
+                    ax.text(
+                        end,
+                        top + r,
+                        " " + text,
+                        ha="left",
+                        va="center",
+                        fontsize=6.5,
+                        color="#333333",
+                        zorder=5,
+                    )
         ticks.append(top + (height - 1) / 2)
         tick_labels.append(lane.label)
         y += height
@@ -194,14 +294,40 @@ def draw(schedule: dict):
     ax.set_axisbelow(True)
     ax.set_xlabel("date (UTC)")
     ax.set_title(_title(schedule), loc="left", fontsize=10)
-    handles = [Patch(facecolor=MARKET_COLOURS[m], label=MARKET_LABELS[m]) for m in MARKET_COLOURS]
-    handles.append(Patch(facecolor=BAND_COLOUR, alpha=0.25, hatch="//", edgecolor=BAND_COLOUR,
-                         label="reservation term\n(nodes bought)"))
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
+    handles = [
+        Patch(facecolor=MARKET_COLOURS[m], label=MARKET_LABELS[m])
+        for m in MARKET_COLOURS
+    ]
+    handles.append(
+        Patch(
+            facecolor=BAND_COLOUR,
+            alpha=0.25,
+            hatch="//",
+            edgecolor=BAND_COLOUR,
+            label="reservation term\n(nodes bought)",
+        )
+    )
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(1.005, 1.0),
+        fontsize=8,
+        frameon=False,
+    )
     left_out = [u["run"] for u in schedule.get("unscheduled", [])]
     if left_out:
-        shown = ", ".join(left_out[:12]) + (f" and {len(left_out) - 12} more" if len(left_out) > 12 else "")
-        fig.text(0.01, 0.005, f"left out: {shown}", fontsize=7.5, color="#a33333", ha="left", va="bottom")
+        shown = ", ".join(left_out[:12]) + (
+            f" and {len(left_out) - 12} more" if len(left_out) > 12 else ""
+        )
+        fig.text(
+            0.01,
+            0.005,
+            f"left out: {shown}",
+            fontsize=7.5,
+            color="#a33333",
+            ha="left",
+            va="bottom",
+        )
     fig.tight_layout(rect=(0, 0.02 if left_out else 0, 1, 1))
     return fig
 
@@ -212,22 +338,55 @@ def _page(schedule: dict, svg: str) -> str:
     for run in schedule.get("runs", []):
         if run.get("scheduled"):
             offer = f"{run['provider']}/{run['region']}/{run['instance_type']}"
-            cells = [run["run"], run["start"][:16], run["end"][:16], offer, run["nodes"], run["gpus"],
-                     MARKET_LABELS.get(run["market"], run["market"]), f"{run['cost_usd']:,.2f}"]
+            cells = [
+                run["run"],
+                run["start"][:16],
+                run["end"][:16],
+                offer,
+                run["nodes"],
+                run["gpus"],
+                MARKET_LABELS.get(run["market"], run["market"]),
+                f"{run['cost_usd']:,.2f}",
+            ]
         else:
-            cells = [run["run"], "-", "-", f"left out: {run.get('reason', '')}", "", "", "", ""]
-        rows.append("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in cells) + "</tr>")
+            cells = [
+                run["run"],
+                "-",
+                "-",
+                f"left out: {run.get('reason', '')}",
+                "",
+                "",
+                "",
+                "",
+            ]
+        rows.append(
+            "<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in cells) + "</tr>"
+        )
     reservations = []
     for r in schedule.get("reservations", []):
-        cells = [r.get("name", ""), f"{r['provider']}/{r['region']}/{r['instance_type']}", r["nodes"],
-                 r["start"][:10], r["end"][:10], f"{r['utilisation']:.0%}", f"{r['cost_usd']:,.2f}"]
-        reservations.append("<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in cells) + "</tr>")
+        cells = [
+            r.get("name", ""),
+            f"{r['provider']}/{r['region']}/{r['instance_type']}",
+            r["nodes"],
+            r["start"][:10],
+            r["end"][:10],
+            f"{r['utilisation']:.0%}",
+            f"{r['cost_usd']:,.2f}",
+        ]
+        reservations.append(
+            "<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in cells) + "</tr>"
+        )
     head = lambda names: "<tr>" + "".join(f"<th>{esc(n)}</th>" for n in names) + "</tr>"  # noqa: E731
     reservation_table = ""
     if reservations:
-        reservation_table = ("<h2>Reservations</h2><table>"
-                             + head(["name", "offer", "nodes", "start", "end", "utilisation", "cost_usd"])
-                             + "".join(reservations) + "</table>")
+        reservation_table = (
+            "<h2>Reservations</h2><table>"
+            + head(
+                ["name", "offer", "nodes", "start", "end", "utilisation", "cost_usd"]
+            )
+            + "".join(reservations)
+            + "</table>"
+        )
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -282,10 +441,18 @@ def write_gantt(schedule: dict, path: Path, protected: tuple[Path, ...] = ()) ->
     try:
         buffer = io.BytesIO() if suffix == ".png" else io.StringIO()
         if suffix == ".html":
-            with matplotlib.rc_context({"svg.hashsalt": "planner-gantt", "svg.fonttype": "none", **LITERAL_TEXT}):
+            with matplotlib.rc_context(
+                {
+                    "svg.hashsalt": "planner-gantt",
+                    "svg.fonttype": "none",
+                    **LITERAL_TEXT,
+                }
+            ):
                 fig.savefig(buffer, format="svg", metadata={"Date": None})
             svg = buffer.getvalue()
-            svg = svg[svg.index("<svg"):]  # drop the XML prolog and doctype: inline SVG in HTML5
+            svg = svg[
+                svg.index("<svg") :
+            ]  # drop the XML prolog and doctype: inline SVG in HTML5
             write_atomic(path, _page(schedule, svg), protected=tuple(protected))
             return
         fig.savefig(buffer, format="png", dpi=110, metadata={"Software": None})

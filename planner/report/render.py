@@ -1,4 +1,5 @@
 """One DataFrame rendered as table, CSV, JSON or Markdown (files are written by `planner.files`)."""
+
 from __future__ import annotations
 
 import shutil
@@ -12,8 +13,17 @@ def to_json(data: Any) -> str:
     """`json.dumps(data, indent=2)` to the byte, by simplejson, whose C encoder also indents (the standard
     library's indents in Python: 2 s of a 20,000-workload plan's 12 s). The options pin the standard library's
     behaviour where simplejson's own defaults differ (namedtuples, Decimal, NaN)."""
-    return simplejson.dumps(data, indent=2, default=_json_default, namedtuple_as_object=False, use_decimal=False,
-                            allow_nan=True) + "\n"
+    return (
+        simplejson.dumps(
+            data,
+            indent=2,
+            default=_json_default,
+            namedtuple_as_object=False,
+            use_decimal=False,
+            allow_nan=True,
+        )
+        + "\n"
+    )
 
 
 FORMULA_LEADS = ("=", "+", "-", "@", "\t", "\r")
@@ -50,9 +60,15 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def render_table(frame, title: str | None = None, footer: list[str] | None = None, width: int | None = None,
-                 fold: tuple[str, ...] = ("note", "why"), drop: tuple[str, ...] = (),
-                 headers: dict[str, str] | None = None) -> str:
+def render_table(
+    frame,
+    title: str | None = None,
+    footer: list[str] | None = None,
+    width: int | None = None,
+    fold: tuple[str, ...] = ("note", "why"),
+    drop: tuple[str, ...] = (),
+    headers: dict[str, str] | None = None,
+) -> str:
     """A rich table as plain text (no colour codes, so it pastes and diffs cleanly), as wide as the terminal (or
     $COLUMNS; 240 columns to a pipe or a file, so nothing is cut there).
 
@@ -62,10 +78,14 @@ def render_table(frame, title: str | None = None, footer: list[str] | None = Non
     for some columns (CSV and JSON keep the frame's)."""
     width = width or shutil.get_terminal_size((PIPE_WIDTH, 24)).columns
     columns = list(frame.columns)
-    order = [c for c in drop if c in columns] + [c for c in reversed(columns[1:]) if c not in drop and not is_money(c)]
+    order = [c for c in drop if c in columns] + [
+        c for c in reversed(columns[1:]) if c not in drop and not is_money(c)
+    ]
     left_out = []
     headers = headers or {}
-    table = _table(frame, columns, title, fold, headers, wrap=False)  # text on one line where it fits
+    table = _table(
+        frame, columns, title, fold, headers, wrap=False
+    )  # text on one line where it fits
     if _least_width(table) > width:
         table = _table(frame, columns, title, fold, headers, wrap=True)
     while _least_width(table) > width and order:
@@ -73,8 +93,14 @@ def render_table(frame, title: str | None = None, footer: list[str] | None = Non
         columns.remove(victim)
         left_out.append(headers.get(victim, str(victim)))
         table = _table(frame, columns, title, fold, headers, wrap=True)
-    note = [f"left out at {width} columns: {', '.join(left_out)} (a wider terminal, --format csv or json shows "
-            "them)"] if left_out else []
+    note = (
+        [
+            f"left out at {width} columns: {', '.join(left_out)} (a wider terminal, --format csv or json shows "
+            "them)"
+        ]
+        if left_out
+        else []
+    )
     console = _console(width)
     with console.capture() as capture:
         console.print(table)
@@ -92,7 +118,14 @@ def render_lines(lines: list[str], width: int | None = None) -> str:
     return capture.get()
 
 
-def _table(frame, columns: list, title: str | None, fold: tuple[str, ...], headers: dict[str, str], wrap: bool):
+def _table(
+    frame,
+    columns: list,
+    title: str | None,
+    fold: tuple[str, ...],
+    headers: dict[str, str],
+    wrap: bool,
+):
     """`fold` columns wrap at 60 characters; with `wrap`, every text column may wrap."""
     from rich.table import Table
 
@@ -105,8 +138,13 @@ def _table(frame, columns: list, title: str | None, fold: tuple[str, ...], heade
         if numeric:  # never cut: its widest cell sets its width
             table.add_column(header, justify="right", no_wrap=True, min_width=widest)
         else:
-            table.add_column(header, justify="left", overflow="fold", no_wrap=not (wrap or column in fold),
-                             max_width=60 if column in fold else None)
+            table.add_column(
+                header,
+                justify="left",
+                overflow="fold",
+                no_wrap=not (wrap or column in fold),
+                max_width=60 if column in fold else None,
+            )
     money = [is_money(c) for c in columns]
     for row in frame[columns].itertuples(index=False):
         table.add_row(*(_cell(v, m) for v, m in zip(row, money)))
@@ -146,5 +184,8 @@ def render_markdown(frame) -> str:
     head = "| " + " | ".join(map(str, frame.columns)) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
     money = [is_money(c) for c in frame.columns]
-    rows = ["| " + " | ".join(_cell(v, m) for v, m in zip(row, money)) + " |" for row in frame.itertuples(index=False)]
+    rows = [
+        "| " + " | ".join(_cell(v, m) for v, m in zip(row, money)) + " |"
+        for row in frame.itertuples(index=False)
+    ]
     return "\n".join([head, rule, *rows]) + "\n"

@@ -1,9 +1,16 @@
 """Turn a solved plan into what people read: table, JSON contract, CSV, Markdown, explanations (`solve/explain.py`)."""
+
 from __future__ import annotations
 
 import pandas as pd
 
-from planner.report.render import render_lines, render_markdown, render_table, to_csv, to_json
+from planner.report.render import (
+    render_lines,
+    render_markdown,
+    render_table,
+    to_csv,
+    to_json,
+)
 from planner.report.serving import ENDPOINT_DROP, endpoint_footer, endpoint_frame
 from planner.report.status import status_line
 from planner.schema.plan import BREAKDOWN_KEYS
@@ -12,6 +19,7 @@ from planner.solve.endpoint_report import endpoint_reports
 from planner.solve.explain import explanations
 from planner.solve.outcome import SOLVED, solve_report_json
 from planner.solve.pipeline import Plan, assignments
+
 
 def plan_json(plan: Plan, timings: bool = True) -> dict:
     """The documented JSON contract of `planner solve --format json`; without `timings` it holds no
@@ -39,24 +47,38 @@ def plan_frame(plan: Plan) -> pd.DataFrame:
     for a in assignments(plan, alternatives=0):
         e = a["expected"]
         interval = a["checkpoint_interval_h"]
-        rows.append({
-            "workload": a["workload"], "provider": a["provider"], "region": a["region"],
-            "instance": a["instance_type"], "gpu": a["gpu"], "gpus_per_node": a["gpus_per_node"],
-            "nodes": a["nodes"], "gpus": a["gpus"],
-            "market": a["market"], "parallelism": (a["parallelism"] or {}).get("label", ""),
-            "checkpoint": format_hours(interval) if interval else "none",
-            "expected_h": round(e["wall_h"], 2), "p_deadline": round(e["p_deadline"], 3),
-            "cost_usd": round(e["cost_usd"], 2),
-        })
+        rows.append(
+            {
+                "workload": a["workload"],
+                "provider": a["provider"],
+                "region": a["region"],
+                "instance": a["instance_type"],
+                "gpu": a["gpu"],
+                "gpus_per_node": a["gpus_per_node"],
+                "nodes": a["nodes"],
+                "gpus": a["gpus"],
+                "market": a["market"],
+                "parallelism": (a["parallelism"] or {}).get("label", ""),
+                "checkpoint": format_hours(interval) if interval else "none",
+                "expected_h": round(e["wall_h"], 2),
+                "p_deadline": round(e["p_deadline"], 3),
+                "cost_usd": round(e["cost_usd"], 2),
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def breakdown_totals(plan: Plan) -> dict[str, float]:
     chosen = plan.chosen
-    return {k: float(chosen[f"usd_{k}"].sum()) if len(chosen) else 0.0 for k in BREAKDOWN_KEYS}
+    return {
+        k: float(chosen[f"usd_{k}"].sum()) if len(chosen) else 0.0
+        for k in BREAKDOWN_KEYS
+    }
 
 
-def solve_text(plan: Plan, fmt: str, explain: bool = False, timings: bool = True) -> str:
+def solve_text(
+    plan: Plan, fmt: str, explain: bool = False, timings: bool = True
+) -> str:
     if fmt == "json":
         return to_json(plan_json(plan, timings))
     if plan.status not in SOLVED:
@@ -76,16 +98,33 @@ def _as_of(catalog) -> str | None:
 
 def _status_line(plan: Plan) -> str:
     cands = plan.candidates
-    served = f"; {len(cands.endpoints)} endpoint options" if len(cands.endpoints) else ""
-    return status_line(plan.result, f"{len(cands.pruned)} candidates after pruning ({len(cands.all)} evaluated, "
-                                    f"{cands.considered} considered){served}",
-                       _as_of(plan.loaded.catalog))
+    served = (
+        f"; {len(cands.endpoints)} endpoint options" if len(cands.endpoints) else ""
+    )
+    return status_line(
+        plan.result,
+        f"{len(cands.pruned)} candidates after pruning ({len(cands.all)} evaluated, "
+        f"{cands.considered} considered){served}",
+        _as_of(plan.loaded.catalog),
+    )
 
 
-PLAN_DROP = ("parallelism", "checkpoint", "region", "provider", "gpus_per_node", "nodes", "gpu")
+PLAN_DROP = (
+    "parallelism",
+    "checkpoint",
+    "region",
+    "provider",
+    "gpus_per_node",
+    "nodes",
+    "gpu",
+)
 """A plan's columns left out first in a narrow terminal: at 80 columns it keeps the workload, the offer, GPUs,
 market, hours, P(deadline) and cost."""
-PLAN_HEADERS = {"gpus_per_node": "per_node", "expected_h": "hours", "p_deadline": "P(dl)"}
+PLAN_HEADERS = {
+    "gpus_per_node": "per_node",
+    "expected_h": "hours",
+    "p_deadline": "P(dl)",
+}
 
 
 def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
@@ -94,17 +133,30 @@ def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
     total = sum(totals.values()) + sum(e["cost_usd"] for e in endpoints)
     footer = [f"TOTAL expected cost ${total:,.2f}"]
     if len(frame):
-        footer.append(("jobs' breakdown: " if endpoints else "breakdown: ")
-                      + ", ".join(f"{k} ${v:,.2f}" for k, v in totals.items()))
+        footer.append(
+            ("jobs' breakdown: " if endpoints else "breakdown: ")
+            + ", ".join(f"{k} ${v:,.2f}" for k, v in totals.items())
+        )
     footer.append(_status_line(plan))
     text = ""
     if endpoints:
-        text += render_table(endpoint_frame(endpoints), title=f"endpoints of scenario {plan.loaded.scenario.name!r}",
-                             drop=ENDPOINT_DROP,
-                             footer=endpoint_footer(endpoints)) + "\n"
+        text += (
+            render_table(
+                endpoint_frame(endpoints),
+                title=f"endpoints of scenario {plan.loaded.scenario.name!r}",
+                drop=ENDPOINT_DROP,
+                footer=endpoint_footer(endpoints),
+            )
+            + "\n"
+        )
     if len(frame) or not endpoints:
-        text += render_table(frame, title=f"plan for scenario {plan.loaded.scenario.name!r}", footer=footer,
-                             drop=PLAN_DROP, headers=PLAN_HEADERS)
+        text += render_table(
+            frame,
+            title=f"plan for scenario {plan.loaded.scenario.name!r}",
+            footer=footer,
+            drop=PLAN_DROP,
+            headers=PLAN_HEADERS,
+        )
     else:
         text += render_lines(footer)
     if explain:
@@ -116,13 +168,36 @@ def _markdown(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
     totals = breakdown_totals(plan)
     endpoints = endpoint_reports(plan)
     total = sum(totals.values()) + sum(e["cost_usd"] for e in endpoints)
-    served = ["## Endpoints", "", render_markdown(endpoint_frame(endpoints)),
-              *[f"- {line}" for line in endpoint_footer(endpoints)], ""] if endpoints else []
-    lines = [f"# Plan for `{plan.loaded.scenario.name}`", "", *served, render_markdown(frame) if len(frame) else "",
-             f"**Total expected cost: ${total:,.2f}** ({plan.status.lower()})", "",
-             "| part | USD |", "|---|---|", *[f"| {k} | {v:,.2f} |" for k, v in totals.items()], ""]
+    served = (
+        [
+            "## Endpoints",
+            "",
+            render_markdown(endpoint_frame(endpoints)),
+            *[f"- {line}" for line in endpoint_footer(endpoints)],
+            "",
+        ]
+        if endpoints
+        else []
+    )
+    lines = [
+        f"# Plan for `{plan.loaded.scenario.name}`",
+        "",
+        *served,
+        render_markdown(frame) if len(frame) else "",
+        f"**Total expected cost: ${total:,.2f}** ({plan.status.lower()})",
+        "",
+        "| part | USD |",
+        "|---|---|",
+        *[f"| {k} | {v:,.2f} |" for k, v in totals.items()],
+        "",
+    ]
     if explain:
-        lines += ["## Why these choices", "", *[f"- {line.strip()}" for line in explanations(plan)], ""]
+        lines += [
+            "## Why these choices",
+            "",
+            *[f"- {line.strip()}" for line in explanations(plan)],
+            "",
+        ]
     return "\n".join(lines)
 
 
@@ -131,8 +206,12 @@ def _infeasible_text(plan: Plan, fmt: str) -> str:
     if fmt == "csv":
         return to_csv(frame)
     if fmt == "markdown":
-        return f"# `{plan.loaded.scenario.name}`: {plan.status}\n\n" + render_markdown(frame)
+        return f"# `{plan.loaded.scenario.name}`: {plan.status}\n\n" + render_markdown(
+            frame
+        )
     if plan.status == "INFEASIBLE":
-        return render_table(frame.rename(columns={"reason": "why"}),
-                            title=f"INFEASIBLE: scenario {plan.loaded.scenario.name!r} cannot be planned")
+        return render_table(
+            frame.rename(columns={"reason": "why"}),
+            title=f"INFEASIBLE: scenario {plan.loaded.scenario.name!r} cannot be planned",
+        )
     return f"{plan.status}: no plan found within the time limit; raise --time-limit\n"

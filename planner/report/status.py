@@ -1,4 +1,5 @@
 """The one status line of both commands' reports (`solve` and `batch`)."""
+
 from __future__ import annotations
 
 from planner.solve.outcome import SolveReport
@@ -15,10 +16,14 @@ def status_line(r: SolveReport, candidates: str, prices_as_of: str | None) -> st
     elif r.gap == r.gap:
         proof = f"feasible, gap {r.gap:.2%} to the bound ${r.bound_usd:,.2f}"
     else:
-        proof = "feasible, no bound " + (f"({r.no_bound_why})" if r.no_bound_why else "within the time limit")
+        proof = "feasible, no bound " + (
+            f"({r.no_bound_why})" if r.no_bound_why else "within the time limit"
+        )
     if r.clocked:
         proof += " (the time limit cut the search before its set work: a faster or idler machine may find another)"
-    return (f"{r.status}: expected total ${r.objective_usd:,.2f}, {proof}; {candidates}; solved in "
-            f"{r.solve_seconds:.2f} s ({r.deterministic_seconds:.2f} deterministic) on {r.workers} "
-            f"worker{'s' if r.workers != 1 else ''}, seed {r.seed}; candidates built in {r.candidates_seconds:.2f} s"
-            + (f"; prices as of {prices_as_of}" if prices_as_of else ""))
+    return (
+        f"{r.status}: expected total ${r.objective_usd:,.2f}, {proof}; {candidates}; solved in "
+        f"{r.solve_seconds:.2f} s ({r.deterministic_seconds:.2f} deterministic) on {r.workers} "
+        f"worker{'s' if r.workers != 1 else ''}, seed {r.seed}; candidates built in {r.candidates_seconds:.2f} s"
+        + (f"; prices as of {prices_as_of}" if prices_as_of else "")
+    )

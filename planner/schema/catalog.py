@@ -1,14 +1,29 @@
 """Catalogs' rows as the schema reads them: GPUs, providers, offers and model architectures (inline, by name or
 from a Hugging Face config), with the physical bounds an offer must stay within.
 """
+
 from __future__ import annotations
 
 from typing import Annotated
 
 from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
-from planner.schema.fields import (MAX_COUNT, MAX_HOURS, MAX_LAYERS, BillingStep, Count, HoursOrZero, InterNode,
-                                   IntraNode, Name, PricePerHour, Rate, Strict, Width, _billing_step)
+from planner.schema.fields import (
+    MAX_COUNT,
+    MAX_HOURS,
+    MAX_LAYERS,
+    BillingStep,
+    Count,
+    HoursOrZero,
+    InterNode,
+    IntraNode,
+    Name,
+    PricePerHour,
+    Rate,
+    Strict,
+    Width,
+    _billing_step,
+)
 
 
 class Gpu(Strict):
@@ -29,8 +44,13 @@ class Gpu(Strict):
 
     def tflops(self, precision: str) -> float | None:
         """Dense peak at a precision; None where the GPU has no such tensor math."""
-        return {"fp32": self.fp32_tflops, "fp16": self.fp16_tflops, "bf16": self.bf16_tflops,
-                "fp8": self.fp8_tflops, "int8": self.int8_tops}.get(precision)
+        return {
+            "fp32": self.fp32_tflops,
+            "fp16": self.fp16_tflops,
+            "bf16": self.bf16_tflops,
+            "fp8": self.fp8_tflops,
+            "int8": self.int8_tops,
+        }.get(precision)
 
 
 class Provider(Strict):
@@ -40,11 +60,20 @@ class Provider(Strict):
     storage_usd_per_gib_month: float = Field(ge=0)
     egress_usd_per_gib: float = Field(ge=0)
     spot_preemption_per_node_h: float | None = Field(None, ge=0)
-    spot_correlation: float | None = Field(None, ge=0, le=1, description="share of the preemption events "
-                                                                        "taking one node that also take any other "
-                                                                        "(fitted to traces)")
-    spot_capacity_wait_h: float | None = Field(None, ge=0, description="mean hours until spot capacity returns")
-    spot_capacity_wait_cv: float | None = Field(None, ge=1, description="coefficient of variation of that wait")
+    spot_correlation: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="share of the preemption events "
+        "taking one node that also take any other "
+        "(fitted to traces)",
+    )
+    spot_capacity_wait_h: float | None = Field(
+        None, ge=0, description="mean hours until spot capacity returns"
+    )
+    spot_capacity_wait_cv: float | None = Field(
+        None, ge=1, description="coefficient of variation of that wait"
+    )
     source: str = ""
     as_of: str = ""
     defaults: tuple[str, ...] = ()
@@ -71,16 +100,26 @@ class Offer(Strict):
     ram_gib: float | None = Field(None, gt=0, le=MAX_RAM_GIB)
     gpu_vram_gib: float = Field(gt=0, le=MAX_GPU_VRAM_GIB)
     intra_node: IntraNode
-    intra_node_gbs: float = Field(gt=0, le=MAX_INTRA_NODE_GBS, description="GB/s per GPU")
+    intra_node_gbs: float = Field(
+        gt=0, le=MAX_INTRA_NODE_GBS, description="GB/s per GPU"
+    )
     inter_node: InterNode
-    inter_node_gbps: float = Field(0.0, ge=0, le=MAX_INTER_NODE_GBPS,
-                                   description="Gbit/s per node (0 with inter_node none)")
+    inter_node_gbps: float = Field(
+        0.0,
+        ge=0,
+        le=MAX_INTER_NODE_GBPS,
+        description="Gbit/s per node (0 with inter_node none)",
+    )
     on_demand_usd_h: PricePerHour | None = Field(None, description="USD per node-hour")
     spot_usd_h: PricePerHour | None = Field(None, description="USD per node-hour")
     spot_preemption_per_h: Rate | None = Field(None, description="per node-hour")
     max_nodes: int | None = Field(None, gt=0)
-    billing_granularity_h: BillingStep | None = Field(None, description="blank: the provider's rule (e.g. `1h`, `60s`)")
-    billing_minimum_h: HoursOrZero | None = Field(None, description="blank: the provider's rule")
+    billing_granularity_h: BillingStep | None = Field(
+        None, description="blank: the provider's rule (e.g. `1h`, `60s`)"
+    )
+    billing_minimum_h: HoursOrZero | None = Field(
+        None, description="blank: the provider's rule"
+    )
     defaults: tuple[str, ...] = ()
     notes: str = ""
 
@@ -94,36 +133,50 @@ class ModelArch(Strict):
 
     name: Name = "custom"
     params: Count
-    active_params: Count | None = Field(None, description="MoE: parameters used per token")
+    active_params: Count | None = Field(
+        None, description="MoE: parameters used per token"
+    )
     layers: int = Field(gt=0, le=MAX_LAYERS)
     hidden: Width
     heads: Width
-    kv_heads: Width | None = Field(None, description="grouped-query attention; default = heads")
+    kv_heads: Width | None = Field(
+        None, description="grouped-query attention; default = heads"
+    )
     head_dim: Width | None = Field(None, description="default hidden / heads")
     ffn: Width | None = Field(None, description="MLP width; default 4 x hidden")
     vocab: Width = 32000
     max_context: int | None = Field(None, gt=0, le=MAX_COUNT)
     tied_embeddings: bool = False
     experts: Width | None = Field(None, description="MoE: routed experts per MoE layer")
-    experts_per_token: Width | None = Field(None, description="MoE: routed experts each token uses")
-    expert_params: Count | None = Field(None, description="MoE: parameters in routed experts, all layers")
+    experts_per_token: Width | None = Field(
+        None, description="MoE: routed experts each token uses"
+    )
+    expert_params: Count | None = Field(
+        None, description="MoE: parameters in routed experts, all layers"
+    )
     hf_repo: str = ""
     source: str = ""
 
     @model_validator(mode="after")
-    def _fill(self) -> "ModelArch":
+    def _fill(self) -> ModelArch:
         object.__setattr__(self, "kv_heads", self.kv_heads or self.heads)
         object.__setattr__(self, "head_dim", self.head_dim or self.hidden // self.heads)
         object.__setattr__(self, "ffn", self.ffn or 4 * self.hidden)
         object.__setattr__(self, "active_params", self.active_params or self.params)
         moe = (self.experts, self.experts_per_token, self.expert_params)
         if any(v is not None for v in moe) and any(v is None for v in moe):
-            raise ValueError("an MoE model gives experts, experts_per_token and expert_params together")
+            raise ValueError(
+                "an MoE model gives experts, experts_per_token and expert_params together"
+            )
         if self.experts is not None:
             if self.experts_per_token > self.experts:
-                raise ValueError(f"experts_per_token ({self.experts_per_token}) is above experts ({self.experts})")
+                raise ValueError(
+                    f"experts_per_token ({self.experts_per_token}) is above experts ({self.experts})"
+                )
             if self.expert_params >= self.params:
-                raise ValueError("expert_params must be below params (attention and embeddings are not experts)")
+                raise ValueError(
+                    "expert_params must be below params (attention and embeddings are not experts)"
+                )
         return self
 
 
@@ -138,9 +191,15 @@ def _model_form(value: object) -> str:
     otherwise report every branch of the union, and the wrong one first)."""
     if isinstance(value, dict):
         return "<hf_config>" if "hf_config" in value else "<shape>"
-    return {ModelArch: "<shape>", HfConfigFile: "<hf_config>"}.get(type(value), "<name>")  # built, when serialized
+    return {ModelArch: "<shape>", HfConfigFile: "<hf_config>"}.get(
+        type(value), "<name>"
+    )  # built, when serialized
 
 
-ModelSpec = Annotated[Annotated[str, Tag("<name>")] | Annotated[ModelArch, Tag("<shape>")]
-                      | Annotated[HfConfigFile, Tag("<hf_config>")], Discriminator(_model_form)]
+ModelSpec = Annotated[
+    Annotated[str, Tag("<name>")]
+    | Annotated[ModelArch, Tag("<shape>")]
+    | Annotated[HfConfigFile, Tag("<hf_config>")],
+    Discriminator(_model_form),
+]
 """Tags in <> so they never match a key of the file when the loader drops them from error paths."""

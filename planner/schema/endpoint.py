@@ -1,6 +1,7 @@
 """A serving endpoint's load and promise as a scenario writes them: its request mix, its traffic (steady or by
 weekly period), its latency SLO, and a replica's measured capacity where one was measured.
 """
+
 from __future__ import annotations
 
 import math
@@ -15,9 +16,12 @@ class RequestBucket(Strict):
     """One request size of an endpoint's mix and its share of the requests (Mélange's histogram cell)."""
 
     prompt_tokens: int = Field(gt=0, le=10_000_000, description="tokens per prompt")
-    output_tokens: int = Field(gt=0, le=10_000_000, description="tokens generated per request")
+    output_tokens: int = Field(
+        gt=0, le=10_000_000, description="tokens generated per request"
+    )
     share: Annotated[float, Field(gt=0, le=1)] = Field(
-        1.0, description="share of requests of this size (the shares add up to 1)")
+        1.0, description="share of requests of this size (the shares add up to 1)"
+    )
 
 
 WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
@@ -26,7 +30,7 @@ MAX_REQUESTS_PER_S = 1e7
 
 
 def weekdays_of(days: str) -> tuple[int, ...]:
-    """"mon-fri", "sat-sun", "fri-mon" (wrapping), "mon,wed" or "daily" -> weekday numbers (Monday 0)."""
+    """ "mon-fri", "sat-sun", "fri-mon" (wrapping), "mon,wed" or "daily" -> weekday numbers (Monday 0)."""
     found: list[int] = []
     for part in days.lower().replace(" ", "").split(","):
         first, dash, last = part.partition("-")
@@ -34,8 +38,13 @@ def weekdays_of(days: str) -> tuple[int, ...]:
             found += range(7)
             continue
         if first not in WEEKDAYS or (dash and last not in WEEKDAYS):
-            raise ValueError(f"days {days!r}: expected weekdays such as \"mon-fri\", \"sat-sun\" or \"mon,wed\"")
-        a, b = WEEKDAYS.index(first), WEEKDAYS.index(last) if dash else WEEKDAYS.index(first)
+            raise ValueError(
+                f'days {days!r}: expected weekdays such as "mon-fri", "sat-sun" or "mon,wed"'
+            )
+        a, b = (
+            WEEKDAYS.index(first),
+            WEEKDAYS.index(last) if dash else WEEKDAYS.index(first),
+        )
         found += [(a + k) % 7 for k in range((b - a) % 7 + 1)]
     if len(set(found)) != len(found):
         raise ValueError(f"days {days!r} names a weekday twice")
@@ -46,10 +55,14 @@ class TrafficPeriod(Strict):
     """`{hours: "8-20", requests_per_s: 40}`: the rate during those hours of every day, or, with
     `days: mon-fri`, of those days only (a weekly profile)."""
 
-    hours: str = Field(description="span of hours of the day: \"8-20\"")
-    days: str = Field("daily", description="weekdays the period applies to: mon-fri, sat-sun, mon,wed, daily")
+    hours: str = Field(description='span of hours of the day: "8-20"')
+    days: str = Field(
+        "daily",
+        description="weekdays the period applies to: mon-fri, sat-sun, mon,wed, daily",
+    )
     requests_per_s: Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)] = Field(
-        description="the rate during those hours")
+        description="the rate during those hours"
+    )
 
     @field_validator("days")
     @classmethod
@@ -68,9 +81,13 @@ class TrafficPeriod(Strict):
         try:
             a, b = float(start), float(end)
         except ValueError:
-            raise ValueError(f"hours {hours!r}: expected START-END in hours of the day, e.g. \"8-20\"") from None
+            raise ValueError(
+                f'hours {hours!r}: expected START-END in hours of the day, e.g. "8-20"'
+            ) from None
         if not dash or not 0 <= a < b <= 24:
-            raise ValueError(f"hours {hours!r}: expected START-END with 0 <= START < END <= 24")
+            raise ValueError(
+                f"hours {hours!r}: expected START-END with 0 <= START < END <= 24"
+            )
         return hours
 
     @property
@@ -83,24 +100,45 @@ class Traffic(Strict):
     """A steady rate or a daily profile, and the mix of request sizes (one bucket by default)."""
 
     requests_per_s: Annotated[float, Field(gt=0, le=MAX_REQUESTS_PER_S)] | None = Field(
-        None, description="a steady rate all day")
-    profile: tuple[TrafficPeriod, ...] = Field((), description="or a rate per span of hours (and weekdays)")
+        None, description="a steady rate all day"
+    )
+    profile: tuple[TrafficPeriod, ...] = Field(
+        (), description="or a rate per span of hours (and weekdays)"
+    )
     buckets: tuple[RequestBucket, ...] = Field(
         (RequestBucket(prompt_tokens=512, output_tokens=256),),
-        description="request sizes and their shares (default: one of 512 prompt and 256 output tokens)")
-    slices: int = Field(4, ge=1, le=64, description="parts each bucket's rate may be split into across GPU types "
-                                                   "(Mélange's slice_factor)")
+        description="request sizes and their shares (default: one of 512 prompt and 256 output tokens)",
+    )
+    slices: int = Field(
+        4,
+        ge=1,
+        le=64,
+        description="parts each bucket's rate may be split into across GPU types "
+        "(Mélange's slice_factor)",
+    )
 
     @model_validator(mode="after")
-    def _one_form(self) -> "Traffic":
+    def _one_form(self) -> Traffic:
         if (self.requests_per_s is None) == (not self.profile):
-            raise ValueError("give either requests_per_s or a daily profile of {hours, requests_per_s}")
+            raise ValueError(
+                "give either requests_per_s or a daily profile of {hours, requests_per_s}"
+            )
         for day in range(7) if self.profile else ():
             spans = sorted(p.span for p in self.profile if day in p.weekdays)
-            if not spans or spans[0][0] != 0 or spans[-1][1] != 24 or any(
-                    a[1] != b[0] for a, b in zip(spans, spans[1:])):
-                on = "" if all(p.days == "daily" for p in self.profile) else f" on {WEEKDAYS[day]}"
-                raise ValueError(f"the profile's hours{on} must cover 0-24 once, without gaps or overlaps")
+            if (
+                not spans
+                or spans[0][0] != 0
+                or spans[-1][1] != 24
+                or any(a[1] != b[0] for a, b in zip(spans, spans[1:]))
+            ):
+                on = (
+                    ""
+                    if all(p.days == "daily" for p in self.profile)
+                    else f" on {WEEKDAYS[day]}"
+                )
+                raise ValueError(
+                    f"the profile's hours{on} must cover 0-24 once, without gaps or overlaps"
+                )
         total = sum(b.share for b in self.buckets)
         if abs(total - 1) > 1e-6:
             raise ValueError(f"bucket shares add up to {total:g}, expected 1")
@@ -121,25 +159,42 @@ class Traffic(Strict):
     def peak(self) -> float:
         return max(p.requests_per_s for p in self.periods)
 
-    def scaled(self, factor: float) -> "Traffic":
+    def scaled(self, factor: float) -> Traffic:
         """The same profile and request sizes at `factor` times every period's rate (`whatif --rate`)."""
-        return self.model_copy(update={
-            "requests_per_s": None if self.requests_per_s is None else self.requests_per_s * factor,
-            "profile": tuple(p.model_copy(update={"requests_per_s": p.requests_per_s * factor}) for p in self.profile)})
+        return self.model_copy(
+            update={
+                "requests_per_s": None
+                if self.requests_per_s is None
+                else self.requests_per_s * factor,
+                "profile": tuple(
+                    p.model_copy(update={"requests_per_s": p.requests_per_s * factor})
+                    for p in self.profile
+                ),
+            }
+        )
 
 
 class Slo(Strict):
     """Latency targets: time to first token at `quantile`, and the mean time per output token."""
 
-    ttft: Seconds | None = Field(None, description="time to first token at `quantile` (`500ms`, `2s`); none: no "
-                                                   "target")
-    tpot: Seconds | None = Field(None, description="mean time per output token (`50ms`); none: no target")
-    quantile: Fraction = Field(0.9, description="the share of requests that must meet the TTFT target")
+    ttft: Seconds | None = Field(
+        None,
+        description="time to first token at `quantile` (`500ms`, `2s`); none: no "
+        "target",
+    )
+    tpot: Seconds | None = Field(
+        None, description="mean time per output token (`50ms`); none: no target"
+    )
+    quantile: Fraction = Field(
+        0.9, description="the share of requests that must meet the TTFT target"
+    )
 
     @model_validator(mode="after")
-    def _a_target(self) -> "Slo":
+    def _a_target(self) -> Slo:
         if self.ttft is None and self.tpot is None:
-            raise ValueError("give a latency target: ttft, tpot or both, e.g. {ttft: 500ms, tpot: 50ms}")
+            raise ValueError(
+                "give a latency target: ttft, tpot or both, e.g. {ttft: 500ms, tpot: 50ms}"
+            )
         return self
 
     @property
@@ -161,4 +216,5 @@ class MeasuredCapacity(Strict):
     prompt_tokens: int = Field(gt=0, description="the request size it was measured at")
     output_tokens: int = Field(gt=0, description="the request size it was measured at")
     max_requests_per_s: Annotated[float, Field(gt=0, le=MAX_REQUESTS_PER_S)] = Field(
-        description="the most requests/s one replica served within the SLO")
+        description="the most requests/s one replica served within the SLO"
+    )

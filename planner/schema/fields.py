@@ -5,17 +5,32 @@ Units inside the model: hours, GiB, USD, and seconds for latency targets. Files 
 `3d`; `80GiB`, `1.5TiB`; `$2.50/h`); a bare number means the unit in the field's name or description, except a
 latency, which must name its unit (`500ms`, `2s`).
 """
+
 from __future__ import annotations
 
 import types
 import typing
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+)
 
-from planner.schema.units import (MAX_GIB, parse_count, parse_gib, parse_hours, parse_seconds, parse_share,
-                                  parse_usd)
-
+from planner.schema.units import (
+    MAX_GIB,
+    parse_count,
+    parse_gib,
+    parse_hours,
+    parse_seconds,
+    parse_share,
+    parse_usd,
+)
 
 # Upper bounds far above any real job keep every number the user gives finite through the cost
 # model (1e308 as a multiplier or budget would overflow to inf): a century, an exabyte (units.MAX_GIB), a trillion
@@ -44,7 +59,9 @@ rounding waste's grid past floating point (NaN, or an overflow)."""
 
 def _billing_step(hours: float) -> float:
     if not MIN_BILLING_H <= hours <= MAX_HOURS:
-        raise ValueError(f"expected a billing step from 1 ms to {MAX_HOURS:,.0f} h, got {hours:g} h")
+        raise ValueError(
+            f"expected a billing step from 1 ms to {MAX_HOURS:,.0f} h, got {hours:g} h"
+        )
     return hours
 
 
@@ -55,12 +72,16 @@ USD = Annotated[float, _written(parse_usd), Field(gt=0, le=MAX_USD)]
 Count = Annotated[float, _written(parse_count), Field(gt=0, le=MAX_COUNT)]
 Fraction = Annotated[float, Field(gt=0, lt=1)]
 Multiplier = Annotated[float, Field(gt=0, le=MAX_MULTIPLIER)]
+
+
 def _printable_name(value: str) -> str:
     """Names are data that reach terminals, spreadsheets and plots: a control character (an escape sequence, a
     newline, a bell) would act there instead of being shown, so it is refused where it is written."""
     if not value.isprintable():
         bad = next(c for c in value if not c.isprintable())
-        raise ValueError(f"a name may not hold control or other non-printing characters; found {bad!r}")
+        raise ValueError(
+            f"a name may not hold control or other non-printing characters; found {bad!r}"
+        )
     return value
 
 
@@ -77,19 +98,38 @@ IntraNode = Literal["nvlink", "pcie"]
 InterNode = Literal["infiniband", "efa", "roce", "ethernet", "none"]
 Market = Literal["on_demand", "spot"]
 Tolerance = Literal["none", "checkpointed", "stateless"]
-Recipe = Literal["auto", "hf", "axolotl", "fsdp-qlora", "torchtune", "unsloth", "deepspeed", "megatron", "nemo"]
+Recipe = Literal[
+    "auto",
+    "hf",
+    "axolotl",
+    "fsdp-qlora",
+    "torchtune",
+    "unsloth",
+    "deepspeed",
+    "megatron",
+    "nemo",
+]
 RECIPE_METHODS: dict[str, tuple[str, ...]] = {
     # the training methods each framework runs (physics/recipes.py has what else each decides)
-    "hf": ("full", "lora", "qlora"), "axolotl": ("full", "lora", "qlora"), "fsdp-qlora": ("lora", "qlora"),
-    "torchtune": ("full", "lora", "qlora"), "unsloth": ("full", "lora", "qlora"), "deepspeed": ("full", "lora"),
-    "megatron": ("full", "lora"), "nemo": ("full", "lora"),
+    "hf": ("full", "lora", "qlora"),
+    "axolotl": ("full", "lora", "qlora"),
+    "fsdp-qlora": ("lora", "qlora"),
+    "torchtune": ("full", "lora", "qlora"),
+    "unsloth": ("full", "lora", "qlora"),
+    "deepspeed": ("full", "lora"),
+    "megatron": ("full", "lora"),
+    "nemo": ("full", "lora"),
 }
 MEGATRON_RECIPES = ("megatron", "nemo")
 """The recipes with tensor, sequence and context parallelism."""
 STAGED_RECIPES = MEGATRON_RECIPES + ("hf", "axolotl")
 """The recipes with pipeline stages: Megatron's schedules, or Accelerate's device_map run one stage at a time."""
 
-Seconds = Annotated[float, BeforeValidator(parse_seconds, json_schema_input_type=str), Field(gt=0, le=3600)]
+Seconds = Annotated[
+    float,
+    BeforeValidator(parse_seconds, json_schema_input_type=str),
+    Field(gt=0, le=3600),
+]
 
 HARDWARE_FAILURE_PER_GPU_H = 2e-5
 """Llama 3 (arXiv:2407.21783): 419 unexpected interruptions in 54 days on 16,384 H100s."""
@@ -104,7 +144,9 @@ class Strict(BaseModel):
     @field_validator("*", mode="before")
     @classmethod
     def _no_truth_for_a_number(cls, value, info: ValidationInfo):
-        if isinstance(value, bool) and _numeric(cls.model_fields[info.field_name].annotation):
+        if isinstance(value, bool) and _numeric(
+            cls.model_fields[info.field_name].annotation
+        ):
             raise ValueError(f"expected a number, got {str(value).lower()}")
         return value
 

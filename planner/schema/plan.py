@@ -7,6 +7,7 @@ traces, endpoints and schedules) is typed and bounded: a finite number in the sc
 century, a trillion dollars, a million GPUs, ...), so nothing a plan file says can make a replay divide by zero
 or allocate gigabytes. `load/plan_file.py` reads a file into them and checks it against its scenario or quarter.
 """
+
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
@@ -14,11 +15,25 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_serializer
 
 from planner.schema.endpoint import MAX_REQUESTS_PER_S
-from planner.schema.fields import MAX_HOURS, MAX_USD, MAX_WAIT_CV, BillingStep, PricePerHour, Rate, Tolerance
+from planner.schema.fields import (
+    MAX_HOURS,
+    MAX_USD,
+    MAX_WAIT_CV,
+    BillingStep,
+    PricePerHour,
+    Rate,
+    Tolerance,
+)
 from planner.schema.quarter import When
 from planner.schema.workload import MAX_GPUS
 
-PRICED_KEYS = ("compute", "checkpointing", "startup", "preemption_rework", "rounding_waste")
+PRICED_KEYS = (
+    "compute",
+    "checkpointing",
+    "startup",
+    "preemption_rework",
+    "rounding_waste",
+)
 """The parts of a job's expected cost priced per node-hour (the cost model's)."""
 BREAKDOWN_KEYS = PRICED_KEYS + ("storage", "egress")
 """Every part of a job's expected cost, in the order `breakdown_usd` lists them."""
@@ -59,21 +74,35 @@ class EstimateErrorRecord(Record):
 class Process(Record):
     """A placed job's failure process (`economics/inputs.py` `process_json`), read back by `inputs_from_process`."""
 
-    work_h: Hours = Field(description="hours of useful compute on its nodes, before failures and checkpoints")
+    work_h: Hours = Field(
+        description="hours of useful compute on its nodes, before failures and checkpoints"
+    )
     checkpoint_write_h: HoursOrZero = Field(description="hours per checkpoint written")
     restart_h: HoursOrZero = Field(description="hours to restart after a failure")
-    failure_rate_per_h: PerHour = Field(description="interruptions of the whole job per hour: preemption events and "
-                                                    "hardware failures")
-    preemption_events_per_h: PerHour | None = Field(None, description="the preemption events among them (absent in "
-                                                                      "older plans: every failure counts as one)")
-    capacity_wait_h: HoursOrZero = Field(0.0, description="mean hours waiting for spot capacity after an event")
+    failure_rate_per_h: PerHour = Field(
+        description="interruptions of the whole job per hour: preemption events and "
+        "hardware failures"
+    )
+    preemption_events_per_h: PerHour | None = Field(
+        None,
+        description="the preemption events among them (absent in "
+        "older plans: every failure counts as one)",
+    )
+    capacity_wait_h: HoursOrZero = Field(
+        0.0, description="mean hours waiting for spot capacity after an event"
+    )
     capacity_wait_cv: Annotated[float, Field(ge=1, le=MAX_WAIT_CV)] = Field(
-        1.0, description="coefficient of variation of that wait")
+        1.0, description="coefficient of variation of that wait"
+    )
     interruption_tolerance: Tolerance
-    time_budget_h: Hours | None = Field(None, description="a schedule's spot_fallback run: the slack it switches "
-                                                          "against")
-    estimate_error: EstimateErrorRecord | None = Field(None, description="the throughput estimate's error (absent in "
-                                                                         "older plans: exact)")
+    time_budget_h: Hours | None = Field(
+        None,
+        description="a schedule's spot_fallback run: the slack it switches against",
+    )
+    estimate_error: EstimateErrorRecord | None = Field(
+        None,
+        description="the throughput estimate's error (absent in older plans: exact)",
+    )
 
 
 class AssignmentInputs(Process):
@@ -82,10 +111,16 @@ class AssignmentInputs(Process):
     price_per_node_h: PricePerHour
     billing_granularity_h: BillingStep
     billing_minimum_h: HoursOrZero
-    time_budget_h: Hours | None = Field(description="the deadline in hours from the start; null: none")
+    time_budget_h: Hours | None = Field(
+        description="the deadline in hours from the start; null: none"
+    )
     deadline_confidence: float | None = described("P(deadline) the plan was held to")
-    fallback_price_per_node_h: PricePerHour | None = described("spot_fallback: the on-demand price it falls back to")
-    p_fallback: float | None = described("spot_fallback: the probability it moves to on-demand")
+    fallback_price_per_node_h: PricePerHour | None = described(
+        "spot_fallback: the on-demand price it falls back to"
+    )
+    p_fallback: float | None = described(
+        "spot_fallback: the probability it moves to on-demand"
+    )
 
 
 class Expected(Record):
@@ -96,9 +131,13 @@ class Expected(Record):
     preemption_events: float | None = described("the preemption events among them")
     waiting_h: float | None = described("hours waiting for spot capacity")
     billed_node_h: float | None = described("node-hours billed")
-    rounding_waste_node_h: float | None = described("node-hours billed past use by the billing step and minimum")
+    rounding_waste_node_h: float | None = described(
+        "node-hours billed past use by the billing step and minimum"
+    )
     p_deadline: Share = Field(description="probability it ends within its time budget")
-    p_deadline_on_estimate: float | None = described("the same on the throughput estimate alone (null: equal)")
+    p_deadline_on_estimate: float | None = described(
+        "the same on the throughput estimate alone (null: equal)"
+    )
     cost_usd: Dollars = Field(description="expected total cost")
 
 
@@ -152,14 +191,18 @@ class AssignmentRecord(Record):
     nodes: Nodes
     gpus: int | None = None
     market: Market
-    checkpoint_interval_h: Hours | None = Field(description="hours between checkpoints; null: none (one segment)")
+    checkpoint_interval_h: Hours | None = Field(
+        description="hours between checkpoints; null: none (one segment)"
+    )
     inputs: AssignmentInputs
     expected: Expected
     breakdown_usd: Breakdown
     replayed: Replayed | None = None
     memory: Memory | None = None
-    parallelism: dict[str, Any] | None = described("the training layout (recipe, tp, pp, dp, ..., label) or a "
-                                                   "generation job's replicas; null: stated memory")
+    parallelism: dict[str, Any] | None = described(
+        "the training layout (recipe, tp, pp, dp, ..., label) or a "
+        "generation job's replicas; null: stated memory"
+    )
     alternatives: list[Alternative] | None = None
 
 
@@ -178,10 +221,18 @@ class PoolRecord(Record):
     nodes: Annotated[int, Field(ge=0, le=MAX_GPUS)]
     replicas: int | None = None
     nodes_counted: Annotated[int, Field(ge=0, le=MAX_GPUS)] | None = None
-    load_nodes: Annotated[float, Field(ge=0, le=MAX_GPUS)] = Field(description="nodes' worth of load routed to it")
-    load_share: float | None = described("the share of its capacity within the SLO that load uses")
-    share_of_requests: list[Share] = Field(description="per request size (bucket): the share it serves")
-    node_requests_per_s: list[RequestsPerS] = Field(description="per request size: a node's capacity within the SLO")
+    load_nodes: Annotated[float, Field(ge=0, le=MAX_GPUS)] = Field(
+        description="nodes' worth of load routed to it"
+    )
+    load_share: float | None = described(
+        "the share of its capacity within the SLO that load uses"
+    )
+    share_of_requests: list[Share] = Field(
+        description="per request size (bucket): the share it serves"
+    )
+    node_requests_per_s: list[RequestsPerS] = Field(
+        description="per request size: a node's capacity within the SLO"
+    )
     preemptions_per_node_h: Rate
     away_share: float | None = None
     zone_away_share: float | None = None
@@ -299,7 +350,9 @@ class ScheduledRunRecord(Record):
     waiting_h: float | None = None
     cost_usd: float | None = None
     gpus_per_node: Nodes
-    pool: Annotated[int, Field(ge=-1)] = Field(description="the reservation's index, or -1")
+    pool: Annotated[int, Field(ge=-1)] = Field(
+        description="the reservation's index, or -1"
+    )
     checkpoint_interval_h: Hours | None
     inputs: Process
 
@@ -317,7 +370,11 @@ class UnscheduledRunRecord(Record):
 
 
 def _run_kind(value: Any) -> str:
-    return "<scheduled>" if isinstance(value, dict) and value.get("scheduled") is True else "<unscheduled>"
+    return (
+        "<scheduled>"
+        if isinstance(value, dict) and value.get("scheduled") is True
+        else "<unscheduled>"
+    )
 
 
 class ReservationRecord(Record):
@@ -359,8 +416,13 @@ class ScheduleRecord(Record):
     bound_usd: float | None = None
     prices_as_of: str | None = None
     reservations: list[ReservationRecord] = []
-    runs: list[Annotated[Annotated[ScheduledRunRecord, Tag("<scheduled>")]
-                         | Annotated[UnscheduledRunRecord, Tag("<unscheduled>")], Discriminator(_run_kind)]]
+    runs: list[
+        Annotated[
+            Annotated[ScheduledRunRecord, Tag("<scheduled>")]
+            | Annotated[UnscheduledRunRecord, Tag("<unscheduled>")],
+            Discriminator(_run_kind),
+        ]
+    ]
     endpoints: list[EndpointRecord] = []
     months: list[Month] = []
     unscheduled: list[Unscheduled] = []
@@ -376,5 +438,8 @@ def undeclared(record: BaseModel, path: str = "") -> list[str]:
         value = getattr(record, name)
         for i, item in enumerate(value if isinstance(value, list) else [value]):
             if isinstance(item, BaseModel):
-                found += undeclared(item, f"{path}.{name}" + (f"[{i}]" if isinstance(value, list) else ""))
+                found += undeclared(
+                    item,
+                    f"{path}.{name}" + (f"[{i}]" if isinstance(value, list) else ""),
+                )
     return found

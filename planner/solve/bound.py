@@ -7,6 +7,7 @@ below it. The rows come from `rows.py` (the same as the CP-SAT model's); same-re
 same-provider groups enter as their linear relaxation: one value y_v per group with Σ y_v = 1,
 and each member's picks with value v at most y_v.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,9 +47,14 @@ class LpBound:
             return np.ones(len(self.x), dtype=bool)
         return self.reduced <= upper - self.value + 1e-6
 
-    def narrowed(self, keep: np.ndarray) -> "LpBound":
+    def narrowed(self, keep: np.ndarray) -> LpBound:
         """The same bound over the candidates `keep` marks (still a bound: a plan among them is a plan of all)."""
-        return LpBound(self.value, self.x[keep], self.seconds, None if self.reduced is None else self.reduced[keep])
+        return LpBound(
+            self.value,
+            self.x[keep],
+            self.seconds,
+            None if self.reduced is None else self.reduced[keep],
+        )
 
 
 @dataclass(frozen=True)
@@ -62,23 +68,35 @@ class _Sparse:
     rows: int
 
     @classmethod
-    def of(cls, row, col, val, rows: int) -> "_Sparse":
-        row, col, val = np.asarray(row, dtype=np.int64), np.asarray(col, dtype=np.int64), np.asarray(val, dtype=float)
+    def of(cls, row, col, val, rows: int) -> _Sparse:
+        row, col, val = (
+            np.asarray(row, dtype=np.int64),
+            np.asarray(col, dtype=np.int64),
+            np.asarray(val, dtype=float),
+        )
         order = np.lexsort((col, row))
         return cls(row[order], col[order], val[order], rows)
 
     def __matmul__(self, x: np.ndarray) -> np.ndarray:
-        return np.bincount(self.row, weights=self.val * x[self.col], minlength=self.rows)
+        return np.bincount(
+            self.row, weights=self.val * x[self.col], minlength=self.rows
+        )
 
-    def below(self, other: "_Sparse") -> "_Sparse":
+    def below(self, other: _Sparse) -> _Sparse:
         """This matrix with `other`'s rows under it."""
-        return _Sparse(np.concatenate([self.row, other.row + self.rows]), np.concatenate([self.col, other.col]),
-                       np.concatenate([self.val, other.val]), self.rows + other.rows)
+        return _Sparse(
+            np.concatenate([self.row, other.row + self.rows]),
+            np.concatenate([self.col, other.col]),
+            np.concatenate([self.val, other.val]),
+            self.rows + other.rows,
+        )
 
     def by_column(self, columns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(start, index, value) column by column, rows ascending in each: HiGHS's column-wise matrix."""
         order = np.lexsort((self.row, self.col))
-        start = np.concatenate([[0], np.cumsum(np.bincount(self.col, minlength=columns))]).astype(np.int32)
+        start = np.concatenate(
+            [[0], np.cumsum(np.bincount(self.col, minlength=columns))]
+        ).astype(np.int32)
         return start, self.row[order].astype(np.int32), self.val[order]
 
 
@@ -94,8 +112,12 @@ class _Matrices:
     n: int
 
 
-def lp_bound(cands: pd.DataFrame, limits: Limits, objective: np.ndarray,
-             extra: list | None = None) -> LpBound | None:
+def lp_bound(
+    cands: pd.DataFrame,
+    limits: Limits,
+    objective: np.ndarray,
+    extra: list | None = None,
+) -> LpBound | None:
     """min objective · x over the relaxation (x in [0, 1]); None when HiGHS finds it infeasible or fails.
 
     `extra` adds rows (`LinearRow`s) such as the cost ceiling of the tie-break stage.
@@ -105,14 +127,28 @@ def lp_bound(cands: pd.DataFrame, limits: Limits, objective: np.ndarray,
     highs = _run(m, integer=False, options={"simplex_strategy": 1})  # dual simplex
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
-    solution, at_lower = highs.getSolution(), np.array(highs.getBasis().col_status) == highspy.HighsBasisStatus.kLower
-    reduced = np.where(at_lower, np.array(solution.col_dual), 0.0)  # what raising x from 0 costs at least
-    return LpBound(float(highs.getInfo().objective_function_value), np.array(solution.col_value)[:m.n],
-                   time.perf_counter() - started, reduced[:m.n])
+    solution, at_lower = (
+        highs.getSolution(),
+        np.array(highs.getBasis().col_status) == highspy.HighsBasisStatus.kLower,
+    )
+    reduced = np.where(
+        at_lower, np.array(solution.col_dual), 0.0
+    )  # what raising x from 0 costs at least
+    return LpBound(
+        float(highs.getInfo().objective_function_value),
+        np.array(solution.col_value)[: m.n],
+        time.perf_counter() - started,
+        reduced[: m.n],
+    )
 
 
-def mip_optimum(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, time_limit_s: float,
-                extra: list | None = None) -> np.ndarray | None:
+def mip_optimum(
+    cands: pd.DataFrame,
+    limits: Limits,
+    objective: np.ndarray,
+    time_limit_s: float,
+    extra: list | None = None,
+) -> np.ndarray | None:
     """The picks of a proven optimum of the integer model (HiGHS's branch and bound on the same rows,
     no gap allowed), or None when it is not proven within the time limit. With a few coupling rows the
     LP leaves only a few workloads fractional, so this is a small search where CP-SAT's bound is weak.
@@ -120,13 +156,18 @@ def mip_optimum(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, time
     if time_limit_s <= 0:
         return None
     m = _matrices(cands, limits, objective, extra)
-    highs = _run(m, integer=True, options={"time_limit": float(time_limit_s), "mip_rel_gap": 0.0})
+    highs = _run(
+        m, integer=True, options={"time_limit": float(time_limit_s), "mip_rel_gap": 0.0}
+    )
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     z = np.round(np.array(highs.getSolution().col_value))
-    if not (np.array_equal(m.a_eq @ z, m.b_eq) and (m.a_ub is None or np.all(m.a_ub @ z <= m.b_ub))):
+    if not (
+        np.array_equal(m.a_eq @ z, m.b_eq)
+        and (m.a_ub is None or np.all(m.a_ub @ z <= m.b_ub))
+    ):
         return None  # HiGHS's tolerances let a row slip: leave it to CP-SAT
-    return z[:m.n] > 0.5
+    return z[: m.n] > 0.5
 
 
 def _run(m: _Matrices, integer: bool, options: dict) -> highspy._Highs:
@@ -141,21 +182,32 @@ def _run(m: _Matrices, integer: bool, options: dict) -> highspy._Highs:
     lp = highspy.HighsLp()
     lp.num_col_, lp.num_row_ = width, rows.rows
     lp.col_cost_, lp.col_lower_, lp.col_upper_ = m.cost, np.zeros(width), np.ones(width)
-    lp.row_lower_, lp.row_upper_ = np.asarray(lower, dtype=float), np.asarray(upper, dtype=float)
+    lp.row_lower_, lp.row_upper_ = (
+        np.asarray(lower, dtype=float),
+        np.asarray(upper, dtype=float),
+    )
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
-    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = rows.by_column(width)
+    lp.a_matrix_.start_, lp.a_matrix_.index_, lp.a_matrix_.value_ = rows.by_column(
+        width
+    )
     if integer:
         lp.integrality_ = [highspy.HighsVarType.kInteger] * width
-    highs = highspy._Highs()  # the bare binding: highspy.Highs prints a banner to standard output
+    highs = (
+        highspy._Highs()
+    )  # the bare binding: highspy.Highs prints a banner to standard output
     highs.setOptionValue("output_flag", False)
-    highs.setOptionValue("threads", 1)  # a worker process per core already (what-if points)
+    highs.setOptionValue(
+        "threads", 1
+    )  # a worker process per core already (what-if points)
     highs.setOptionValue("presolve", "on")
     for name, value in options.items():
         highs.setOptionValue(name, value)
     highs.passModel(lp)
     stop = threading.Event()
 
-    def interrupt(kind, message, data_out, data_in, user_data) -> None:  # HiGHS asks at each iteration and node
+    def interrupt(
+        kind, message, data_out, data_in, user_data
+    ) -> None:  # HiGHS asks at each iteration and node
         if stop.is_set():
             data_in.user_interrupt = True
 
@@ -166,19 +218,29 @@ def _run(m: _Matrices, integer: bool, options: dict) -> highspy._Highs:
     return highs
 
 
-_INTERRUPTS = (cb.HighsCallbackType.kCallbackSimplexInterrupt, cb.HighsCallbackType.kCallbackIpmInterrupt,
-               cb.HighsCallbackType.kCallbackMipInterrupt)
+_INTERRUPTS = (
+    cb.HighsCallbackType.kCallbackSimplexInterrupt,
+    cb.HighsCallbackType.kCallbackIpmInterrupt,
+    cb.HighsCallbackType.kCallbackMipInterrupt,
+)
 """Where HiGHS asks whether to stop: simplex iterations, interior-point iterations, branch-and-bound nodes."""
 
 
-def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra: list | None) -> _Matrices:
+def _matrices(
+    cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra: list | None
+) -> _Matrices:
     n = len(cands)
     rows = coupling_rows(cands, limits) + (extra or [])
     groups = coupling_groups(cands, limits)
-    values = [v for _, by_value in groups for v in by_value]  # one y per (group, value), after the x's
+    values = [
+        v for _, by_value in groups for v in by_value
+    ]  # one y per (group, value), after the x's
 
     workload_codes = pd.factorize(cands["workload"])[0]
-    eq_rows, eq_cols = [workload_codes], [np.arange(n)]  # each workload picks one candidate
+    eq_rows, eq_cols = (
+        [workload_codes],
+        [np.arange(n)],
+    )  # each workload picks one candidate
     equalities = workload_codes.max() + 1
     eq_rhs = [np.ones(equalities)]
     ub_rows, ub_cols, ub_vals, ub_rhs = [], [], [], []
@@ -196,7 +258,9 @@ def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra:
         equalities += 1
         workloads = cands["workload"].to_numpy()
         for k, (_, picks) in enumerate(by_value.items()):
-            for workload in sorted(set(workloads[picks])):  # Σ_{c of w with value v} x_c - y_v <= 0
+            for workload in sorted(
+                set(workloads[picks])
+            ):  # Σ_{c of w with value v} x_c - y_v <= 0
                 own = [i for i in picks if workloads[i] == workload]
                 ub_rows += [r] * (len(own) + 1)
                 ub_cols += own + [y + k]
@@ -208,4 +272,6 @@ def _matrices(cands: pd.DataFrame, limits: Limits, objective: np.ndarray, extra:
     eq_rows, eq_cols = np.concatenate(eq_rows), np.concatenate(eq_cols)
     a_eq = _Sparse.of(eq_rows, eq_cols, np.ones(len(eq_rows)), equalities)
     cost = np.concatenate([np.asarray(objective, dtype=float), np.zeros(len(values))])
-    return _Matrices(cost, a_ub, np.array(ub_rhs) if r else None, a_eq, np.concatenate(eq_rhs), n)
+    return _Matrices(
+        cost, a_ub, np.array(ub_rhs) if r else None, a_eq, np.concatenate(eq_rhs), n
+    )

@@ -5,6 +5,7 @@ from first principles. It shares no code with `model.py`, `candidates/generate.p
 bug there cannot hide itself here: a plan either satisfies the scenario as written, or
 `check_plan` names every way it does not.
 """
+
 from __future__ import annotations
 
 import math
@@ -38,10 +39,15 @@ def number(value) -> float | None:
 
 
 def _matches(override, offer: dict, catalog) -> bool:
-    return ((not override.provider or override.provider == offer["provider"])
-            and (not override.region or override.region == offer["region"])
-            and (not override.instance_type or override.instance_type == offer["instance_type"])
-            and (not override.gpu or catalog.gpu_matches(offer["gpu"], override.gpu)))
+    return (
+        (not override.provider or override.provider == offer["provider"])
+        and (not override.region or override.region == offer["region"])
+        and (
+            not override.instance_type
+            or override.instance_type == offer["instance_type"]
+        )
+        and (not override.gpu or catalog.gpu_matches(offer["gpu"], override.gpu))
+    )
 
 
 def _multipliers(loaded: LoadedScenario, offer: dict) -> tuple[float, float, float]:
@@ -59,45 +65,87 @@ def spot_settings(overrides, offer: dict, catalog) -> tuple[float, float, float]
     """(correlation, mean capacity wait in hours, its coefficient of variation) of a spot offer: the provider's
     trace fit, unless a matching override sets them (the last one wins)."""
     provider = catalog.providers[offer["provider"]]
-    correlation, wait = provider.spot_correlation or 0.0, provider.spot_capacity_wait_h or 0.0
+    correlation, wait = (
+        provider.spot_correlation or 0.0,
+        provider.spot_capacity_wait_h or 0.0,
+    )
     spread = provider.spot_capacity_wait_cv or 1.0
     for override in overrides:
         if _matches(override, offer, catalog):
-            correlation = correlation if override.spot_correlation is None else override.spot_correlation
-            wait = wait if override.spot_capacity_wait is None else override.spot_capacity_wait
-            spread = spread if override.spot_capacity_wait_cv is None else override.spot_capacity_wait_cv
+            correlation = (
+                correlation
+                if override.spot_correlation is None
+                else override.spot_correlation
+            )
+            wait = (
+                wait
+                if override.spot_capacity_wait is None
+                else override.spot_capacity_wait
+            )
+            spread = (
+                spread
+                if override.spot_capacity_wait_cv is None
+                else override.spot_capacity_wait_cv
+            )
     return correlation, wait, spread
 
 
-def one_entry_each(entries: list[dict], key: str, names, noun: str, plural: str) -> list[str]:
+def one_entry_each(
+    entries: list[dict], key: str, names, noun: str, plural: str
+) -> list[str]:
     """Exactly one entry per name (`entries[i][key]`), and none for a name not in `names`."""
     counts: dict = defaultdict(int)
     for entry in entries:
         counts[entry.get(key)] += 1
-    out = [f"{name}: {counts[name]} {plural}, expected exactly one" for name in names if counts[name] != 1]
-    return out + [f"{noun} for unknown {key} {name!r}" for name in counts if name not in names]
+    out = [
+        f"{name}: {counts[name]} {plural}, expected exactly one"
+        for name in names
+        if counts[name] != 1
+    ]
+    return out + [
+        f"{noun} for unknown {key} {name!r}" for name in counts if name not in names
+    ]
 
 
-def over_node_limits(usage: dict[tuple, list], constraints, offers: dict) -> list[tuple[str, int, int, str]]:
+def over_node_limits(
+    usage: dict[tuple, list], constraints, offers: dict
+) -> list[tuple[str, int, int, str]]:
     """(offer [and market], nodes used, its limit, who uses them) for each offer over its node limit: the
     scenario's, else the catalog's max_nodes. `usage` maps (offer key, market or "any") to (name, nodes)."""
     out = []
     for (key, market), users in sorted(usage.items()):
-        caps = [cap for cap in (constraints.node_limits.get(key), number(offers[key]["max_nodes"])) if cap is not None]
+        caps = [
+            cap
+            for cap in (
+                constraints.node_limits.get(key),
+                number(offers[key]["max_nodes"]),
+            )
+            if cap is not None
+        ]
         used = sum(n for _, n in users)
         if caps and used > min(caps):
-            out.append((key if market == "any" else f"{key} ({market})", used, int(min(caps)),
-                        ", ".join(f"{name} {n}" for name, n in users)))
+            out.append(
+                (
+                    key if market == "any" else f"{key} ({market})",
+                    used,
+                    int(min(caps)),
+                    ", ".join(f"{name} {n}" for name, n in users),
+                )
+            )
     return out
 
 
-def size_violations(workload: Workload, offer: dict, key: str, nodes: int, gpus: int) -> list[str]:
+def size_violations(
+    workload: Workload, offer: dict, key: str, nodes: int, gpus: int
+) -> list[str]:
     """The placement's size against the offer (whole nodes, a network to span them) and the workload's GPU range."""
     out = []
     if nodes < 1:
         out.append(f"{nodes} nodes")
     if gpus != nodes * int(offer["gpus_per_node"]):
-        out.append(f"gpus {gpus} != {nodes} nodes x {int(offer['gpus_per_node'])} GPUs per node of {key}")
+        out.append(
+            f"gpus {gpus} != {nodes} nodes x {int(offer['gpus_per_node'])} GPUs per node of {key}"
+        )
     if not workload.gpus.min <= gpus <= workload.gpus.max:
         out.append(f"{gpus} GPUs outside gpus {workload.gpus.min}..{workload.gpus.max}")
     if nodes > 1 and offer["inter_node"] == "none":
@@ -107,18 +155,30 @@ def size_violations(workload: Workload, offer: dict, key: str, nodes: int, gpus:
 
 def placement_violations(workload: Workload, offer: dict, catalog) -> list[str]:
     out = []
-    fields = (("providers", "provider"), ("regions", "region"), ("instance_types", "instance_type"))
+    fields = (
+        ("providers", "provider"),
+        ("regions", "region"),
+        ("instance_types", "instance_type"),
+    )
     for plural, column in fields:
         allowed = getattr(workload.allow, plural)
         if allowed and offer[column] not in allowed:
-            out.append(f"{column} {offer[column]!r} is not in allow.{plural} {list(allowed)}")
+            out.append(
+                f"{column} {offer[column]!r} is not in allow.{plural} {list(allowed)}"
+            )
         if offer[column] in getattr(workload.forbid, plural):
             out.append(f"{column} {offer[column]!r} is in forbid.{plural}")
+
     def listed(queries) -> bool:
-        return any(catalog.accelerator_matches(offer["gpu"], offer["gpus_per_node"], q) for q in queries)
+        return any(
+            catalog.accelerator_matches(offer["gpu"], offer["gpus_per_node"], q)
+            for q in queries
+        )
 
     if workload.allow.gpus and not listed(workload.allow.gpus):
-        out.append(f"GPU {offer['gpu']!r} is not in allow.gpus {list(workload.allow.gpus)}")
+        out.append(
+            f"GPU {offer['gpu']!r} is not in allow.gpus {list(workload.allow.gpus)}"
+        )
     if listed(workload.forbid.gpus):
         out.append(f"GPU {offer['gpu']!r} is in forbid.gpus")
     return out
@@ -135,7 +195,9 @@ def stated_memory_floor(workload: Workload, gpus: int) -> float | None:
     return states + need.activations
 
 
-def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offers: dict) -> list[str]:
+def _check_assignment(
+    loaded: LoadedScenario, a: dict, workload: Workload, offers: dict
+) -> list[str]:
     scenario, catalog = loaded.scenario, loaded.catalog
     name = workload.name
     out: list[str] = []
@@ -151,7 +213,9 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     if a["gpu"] != offer["gpu"]:
         bad(f"GPU {a['gpu']!r} but offer {key} has {offer['gpu']!r}")
     if int(a["gpus_per_node"]) != int(offer["gpus_per_node"]):
-        bad(f"gpus_per_node {a['gpus_per_node']} but offer {key} has {int(offer['gpus_per_node'])}")
+        bad(
+            f"gpus_per_node {a['gpus_per_node']} but offer {key} has {int(offer['gpus_per_node'])}"
+        )
     nodes, gpus = int(a["nodes"]), int(a["gpus"])
     out += [f"{name}: {m}" for m in size_violations(workload, offer, key, nodes, gpus)]
     out += [f"{name}: {m}" for m in placement_violations(workload, offer, catalog)]
@@ -172,14 +236,23 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
             bad(f"{market}, but interruption_tolerance is none")
         expected_price = None if base is None else base * spot_mult
         spot_rate = (number(offer["spot_preemption_per_h"]) or 0.0) * preempt_mult
-        if market == "spot_fallback":  # it falls back to the offer's on-demand price (cost-model §10)
+        if (
+            market == "spot_fallback"
+        ):  # it falls back to the offer's on-demand price (cost-model §10)
             od = number(offer["on_demand_usd_h"])
             if od is None or not workload.time_budget:
-                bad(f"spot_fallback, but offer {key} has no on-demand price" if od is None else
-                    "spot_fallback, but the workload has no time budget to fall back against")
-            elif not _close(inputs.get("fallback_price_per_node_h", math.nan), od * on_demand_mult):
-                bad(f"fallback_price_per_node_h {inputs.get('fallback_price_per_node_h')} but the on-demand price "
-                    f"of {key} (with overrides) is {od * on_demand_mult}")
+                bad(
+                    f"spot_fallback, but offer {key} has no on-demand price"
+                    if od is None
+                    else "spot_fallback, but the workload has no time budget to fall back against"
+                )
+            elif not _close(
+                inputs.get("fallback_price_per_node_h", math.nan), od * on_demand_mult
+            ):
+                bad(
+                    f"fallback_price_per_node_h {inputs.get('fallback_price_per_node_h')} but the on-demand price "
+                    f"of {key} (with overrides) is {od * on_demand_mult}"
+                )
     elif market == "on_demand":
         base = number(offer["on_demand_usd_h"])
         if base is None:
@@ -188,45 +261,74 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     else:
         bad(f"unknown market {market!r}")
         expected_price = None
-    if expected_price is not None and not _close(inputs["price_per_node_h"], expected_price):
-        bad(f"price_per_node_h {inputs['price_per_node_h']} but the {market} price of {key} "
-            f"(with overrides) is {expected_price}")
+    if expected_price is not None and not _close(
+        inputs["price_per_node_h"], expected_price
+    ):
+        bad(
+            f"price_per_node_h {inputs['price_per_node_h']} but the {market} price of {key} "
+            f"(with overrides) is {expected_price}"
+        )
 
     # Failure rate: preemption events (an event takes each node with a probability that varies from event to
     # event, so a share c of the events taking one node also take any other: a job on n nodes sees
     # λ·Σ_{i<n} (1 − c)/(1 − c + i·c) of them) plus hardware failures per GPU; a capacity wait after each event.
     hw = scenario.defaults.hardware_failure_per_gpu_h
-    correlation, wait, spread = spot_settings(scenario.overrides, offer, catalog) if on_spot else (0.0, 0.0, 1.0)
-    gang = math.fsum(1.0 if i == 0 else (1 - correlation) / (1 - correlation + i * correlation) for i in range(nodes))
+    correlation, wait, spread = (
+        spot_settings(scenario.overrides, offer, catalog)
+        if on_spot
+        else (0.0, 0.0, 1.0)
+    )
+    gang = math.fsum(
+        1.0 if i == 0 else (1 - correlation) / (1 - correlation + i * correlation)
+        for i in range(nodes)
+    )
     if workload.interruption_tolerance == "stateless":
         gang = nodes  # each node is lost on its own and costs only its own item: every loss counts
     events = spot_rate * gang if on_spot else 0.0
     expected_rate = events + gpus * hw
     if not _close(inputs["failure_rate_per_h"], expected_rate):
-        bad(f"failure_rate_per_h {inputs['failure_rate_per_h']} != {spot_rate} x {gang} (events on {nodes} nodes at "
-            f"correlation {correlation}) + {gpus} x {hw} = {expected_rate}")
+        bad(
+            f"failure_rate_per_h {inputs['failure_rate_per_h']} != {spot_rate} x {gang} (events on {nodes} nodes at "
+            f"correlation {correlation}) + {gpus} x {hw} = {expected_rate}"
+        )
     if not _close(inputs.get("preemption_events_per_h", 0.0), events):
-        bad(f"preemption_events_per_h {inputs.get('preemption_events_per_h')} != {events}")
+        bad(
+            f"preemption_events_per_h {inputs.get('preemption_events_per_h')} != {events}"
+        )
     if not _close(inputs.get("capacity_wait_h", 0.0), wait):
-        bad(f"capacity_wait_h {inputs.get('capacity_wait_h')} but the offer's is {wait}")
+        bad(
+            f"capacity_wait_h {inputs.get('capacity_wait_h')} but the offer's is {wait}"
+        )
     if not _close(inputs.get("capacity_wait_cv", 1.0), spread):
-        bad(f"capacity_wait_cv {inputs.get('capacity_wait_cv')} but the offer's is {spread}")
+        bad(
+            f"capacity_wait_cv {inputs.get('capacity_wait_cv')} but the offer's is {spread}"
+        )
 
     # Inputs that restate the scenario and the provider.
     provider = catalog.providers[offer["provider"]]
     restated = {
         "interruption_tolerance": workload.interruption_tolerance,
         "restart_h": workload.restart_overhead,
-        "checkpoint_write_h": 0.0 if workload.interruption_tolerance == "stateless" else workload.checkpoint.write_time,
+        "checkpoint_write_h": 0.0
+        if workload.interruption_tolerance == "stateless"
+        else workload.checkpoint.write_time,
         "time_budget_h": workload.time_budget,
         "deadline_confidence": scenario.defaults.deadline_confidence,
         # the offer's own billing rule where its catalog row gives one, else the provider's
-        "billing_granularity_h": _given(offer.get("billing_granularity_h"), provider.billing_granularity_h),
-        "billing_minimum_h": _given(offer.get("billing_minimum_h"), provider.billing_minimum_h),
+        "billing_granularity_h": _given(
+            offer.get("billing_granularity_h"), provider.billing_granularity_h
+        ),
+        "billing_minimum_h": _given(
+            offer.get("billing_minimum_h"), provider.billing_minimum_h
+        ),
     }
     for field, want in restated.items():
         got = inputs.get(field)
-        same = got == want if isinstance(want, str) or want is None or got is None else _close(got, want)
+        same = (
+            got == want
+            if isinstance(want, str) or want is None or got is None
+            else _close(got, want)
+        )
         if not same:
             bad(f"inputs.{field} is {got!r}, the scenario says {want!r}")
 
@@ -235,17 +337,28 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     headroom = scenario.defaults.vram_headroom
     vram = float(offer["gpu_vram_gib"])
     if not _close(memory["vram_gib"], vram):
-        bad(f"memory.vram_gib {memory['vram_gib']} but {offer['gpu']} in {key} has {vram} GiB")
+        bad(
+            f"memory.vram_gib {memory['vram_gib']} but {offer['gpu']} in {key} has {vram} GiB"
+        )
     if memory["per_gpu_gib"] * (1 + headroom) > vram * (1 + 1e-9):
-        bad(f"needs {memory['per_gpu_gib']:.2f} GiB per GPU (+{headroom:.0%} headroom) on {vram:.1f} GiB")
+        bad(
+            f"needs {memory['per_gpu_gib']:.2f} GiB per GPU (+{headroom:.0%} headroom) on {vram:.1f} GiB"
+        )
     floor = stated_memory_floor(workload, gpus)
     if floor is not None and memory["per_gpu_gib"] < floor * (1 - 1e-9):
-        bad(f"memory.per_gpu_gib {memory['per_gpu_gib']} is below the stated {floor} GiB")
+        bad(
+            f"memory.per_gpu_gib {memory['per_gpu_gib']} is below the stated {floor} GiB"
+        )
 
     # Deadline and cost arithmetic.
     expected = a["expected"]
-    if workload.time_budget is not None and expected["p_deadline"] < scenario.defaults.deadline_confidence:
-        bad(f"p_deadline {expected['p_deadline']:.4f} below deadline_confidence {scenario.defaults.deadline_confidence}")
+    if (
+        workload.time_budget is not None
+        and expected["p_deadline"] < scenario.defaults.deadline_confidence
+    ):
+        bad(
+            f"p_deadline {expected['p_deadline']:.4f} below deadline_confidence {scenario.defaults.deadline_confidence}"
+        )
     _check_estimate_error(workload, scenario, inputs, expected, bad)
     parts = a["breakdown_usd"]
     if set(parts) != set(BREAKDOWN_KEYS):
@@ -254,18 +367,28 @@ def _check_assignment(loaded: LoadedScenario, a: dict, workload: Workload, offer
     if negative:
         bad(f"negative cost parts {negative}")
     if not _close(math.fsum(parts.values()), expected["cost_usd"], abs_tol=1e-9):
-        bad(f"breakdown sums to {math.fsum(parts.values())} but expected.cost_usd is {expected['cost_usd']}")
+        bad(
+            f"breakdown sums to {math.fsum(parts.values())} but expected.cost_usd is {expected['cost_usd']}"
+        )
     if expected["cost_usd"] < 0 or expected["wall_h"] <= 0:
-        bad(f"cost {expected['cost_usd']} / wall time {expected['wall_h']} out of range")
+        bad(
+            f"cost {expected['cost_usd']} / wall time {expected['wall_h']} out of range"
+        )
     _check_risk(expected, inputs, a["market"], bad)
     return out
 
 
-def _check_estimate_error(workload: Workload, scenario, inputs: dict, expected: dict, bad) -> None:
+def _check_estimate_error(
+    workload: Workload, scenario, inputs: dict, expected: dict, bad
+) -> None:
     """The estimate's error the job carries is the scenario's (`published`: some spread about a median within a
     factor e; a stated share: that spread about the estimate), and P(deadline) is at most the chance that ε times
     the failure-free time, restart and work, is within the budget."""
-    setting = workload.estimate_error if workload.estimate_error is not None else scenario.defaults.estimate_error
+    setting = (
+        workload.estimate_error
+        if workload.estimate_error is not None
+        else scenario.defaults.estimate_error
+    )
     error = inputs.get("estimate_error") or {"median": 0.0, "sigma": 0.0}
     median, sigma = error["median"], error["sigma"]
     if setting == "published" and not (sigma > 0 and abs(median) < 1):
@@ -277,7 +400,9 @@ def _check_estimate_error(workload: Workload, scenario, inputs: dict, expected: 
     floor = inputs["restart_h"] + inputs["work_h"]  # no run is faster
     z = (math.log(workload.time_budget / floor) - median) / sigma
     if expected["p_deadline"] > 0.5 * math.erfc(-z / math.sqrt(2)) + 1e-6:
-        bad(f"p_deadline {expected['p_deadline']:.4f} above P(ε x {floor:.3f} h <= {workload.time_budget} h)")
+        bad(
+            f"p_deadline {expected['p_deadline']:.4f} above P(ε x {floor:.3f} h <= {workload.time_budget} h)"
+        )
 
 
 def _check_risk(expected: dict, inputs: dict, market: str, bad) -> None:
@@ -292,55 +417,96 @@ def _check_risk(expected: dict, inputs: dict, market: str, bad) -> None:
     if market == "on_demand" and events != 0:
         bad(f"expected.preemption_events {events} on demand")
     elif market == "spot" and not _close(events, failures * share):
-        bad(f"expected.preemption_events {events}, but {failures} failures of which a share {share} are events")
+        bad(
+            f"expected.preemption_events {events}, but {failures} failures of which a share {share} are events"
+        )
     elif not -1e-9 <= events <= failures * share * (1 + 1e-9) + 1e-12:
         bad(f"expected.preemption_events {events} out of range for {failures} failures")
     full = events * inputs.get("capacity_wait_h", 0.0)
     if market == "spot_fallback":  # the switch may cut the wait it comes in short
         if not -1e-9 <= expected["waiting_h"] <= full * (1 + 1e-9) + 1e-12:
-            bad(f"expected.waiting_h {expected['waiting_h']} out of range for {events} events each waiting "
-                f"{inputs.get('capacity_wait_h', 0.0)} h")
+            bad(
+                f"expected.waiting_h {expected['waiting_h']} out of range for {events} events each waiting "
+                f"{inputs.get('capacity_wait_h', 0.0)} h"
+            )
     elif not _close(expected["waiting_h"], full):
-        bad(f"expected.waiting_h {expected['waiting_h']}, but {events} events each wait "
-            f"{inputs.get('capacity_wait_h', 0.0)} h")
+        bad(
+            f"expected.waiting_h {expected['waiting_h']}, but {events} events each wait "
+            f"{inputs.get('capacity_wait_h', 0.0)} h"
+        )
 
 
 def _endpoint_periods(plan: dict, offers: dict) -> list[tuple[str, list]]:
     """Endpoint pools that run at once, per weekday (when a profile is weekly) and span of hours where the
     periods of all endpoints change."""
     endpoints = plan.get("endpoints") or []
-    cuts = sorted({float(x) for e in endpoints for p in e["periods"] for x in p["hours"].split("-")})
+    cuts = sorted(
+        {
+            float(x)
+            for e in endpoints
+            for p in e["periods"]
+            for x in p["hours"].split("-")
+        }
+    )
     weekly = any("days" in p for e in endpoints for p in e["periods"])
     out = []
     for day in range(7) if weekly else [None]:
         for start, end in zip(cuts, cuts[1:]):
-            pools = [(e["workload"], pool, offers[f"{pool['provider']}/{pool['region']}/{pool['instance_type']}"])
-                     for e in endpoints for p in e["periods"]
-                     if (day is None or day in weekdays_of(p.get("days", "daily")))
-                     and float(p["hours"].split("-")[0]) <= start and end <= float(p["hours"].split("-")[1])
-                     for pool in p["pools"]]
-            out.append((("" if day is None else WEEKDAYS[day] + " ") + f"{start:g}-{end:g}", pools))
+            pools = [
+                (
+                    e["workload"],
+                    pool,
+                    offers[
+                        f"{pool['provider']}/{pool['region']}/{pool['instance_type']}"
+                    ],
+                )
+                for e in endpoints
+                for p in e["periods"]
+                if (day is None or day in weekdays_of(p.get("days", "daily")))
+                and float(p["hours"].split("-")[0]) <= start
+                and end <= float(p["hours"].split("-")[1])
+                for pool in p["pools"]
+            ]
+            out.append(
+                (
+                    ("" if day is None else WEEKDAYS[day] + " ") + f"{start:g}-{end:g}",
+                    pools,
+                )
+            )
     return out
 
 
 def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str]:
     scenario, catalog = loaded.scenario, loaded.catalog
     c = scenario.constraints
-    placed = [(a, offers[k]) for a in plan["assignments"]
-              if (k := f"{a['provider']}/{a['region']}/{a['instance_type']}") in offers]
+    placed = [
+        (a, offers[k])
+        for a in plan["assignments"]
+        if (k := f"{a['provider']}/{a['region']}/{a['instance_type']}") in offers
+    ]
     out: list[str] = []
     periods = _endpoint_periods(plan, offers)
     for key, quota in sorted(c.gpu_quotas.items()):
         provider, _, gpu = key.partition("/")
-        users = [(a["workload"], int(a["gpus"])) for a, _ in placed
-                 if a["provider"] == provider and (not gpu or catalog.gpu_matches(a["gpu"], gpu))]
+        users = [
+            (a["workload"], int(a["gpus"]))
+            for a, _ in placed
+            if a["provider"] == provider
+            and (not gpu or catalog.gpu_matches(a["gpu"], gpu))
+        ]
         for hours, pools in periods or [("", [])]:
-            at_once = users + [(w, int(p["nodes"]) * int(offer["gpus_per_node"])) for w, p, offer in pools
-                               if p["provider"] == provider and (not gpu or catalog.gpu_matches(p["gpu"], gpu))]
+            at_once = users + [
+                (w, int(p["nodes"]) * int(offer["gpus_per_node"]))
+                for w, p, offer in pools
+                if p["provider"] == provider
+                and (not gpu or catalog.gpu_matches(p["gpu"], gpu))
+            ]
             used = sum(n for _, n in at_once)
             if used > quota:
                 detail = ", ".join(f"{w} {n}" for w, n in at_once)
-                out.append(f"quota {key}{' ' + hours if hours else ''}: {used} GPUs ({detail}) > {quota}")
+                out.append(
+                    f"quota {key}{' ' + hours if hours else ''}: {used} GPUs ({detail}) > {quota}"
+                )
     # Node limits: the scenario's and the catalog's max_nodes, per market if asked.
     for _, pools in periods or [("", [])]:
         usage: dict[tuple, list] = defaultdict(list)
@@ -348,24 +514,37 @@ def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str
             market = a["market"] if c.node_limits_per_market else "any"
             usage[(offer["key"], market)].append((a["workload"], int(a["nodes"])))
         for w, p, offer in pools:
-            usage[(offer["key"], p["market"] if c.node_limits_per_market else "any")].append((w, int(p["nodes"])))
+            usage[
+                (offer["key"], p["market"] if c.node_limits_per_market else "any")
+            ].append((w, int(p["nodes"])))
         for where, used, cap, detail in over_node_limits(usage, c, offers):
             out.append(f"node limit {where}: {used} nodes ({detail}) > {cap}")
-    total = math.fsum([a["expected"]["cost_usd"] for a in plan["assignments"]]
-                      + [e["cost_usd"] for e in plan.get("endpoints") or []])
-    terms = len(plan["assignments"]) + sum(len(p["pools"]) * 2 for e in plan.get("endpoints") or [] for p in e["periods"])
+    total = math.fsum(
+        [a["expected"]["cost_usd"] for a in plan["assignments"]]
+        + [e["cost_usd"] for e in plan.get("endpoints") or []]
+    )
+    terms = len(plan["assignments"]) + sum(
+        len(p["pools"]) * 2 for e in plan.get("endpoints") or [] for p in e["periods"]
+    )
     if c.budget is not None and total > c.budget + CENT / 2 * terms:
         out.append(f"budget: expected total ${total:,.2f} > ${c.budget:,.2f}")
     by_name = {a["workload"]: a for a in plan["assignments"]}
-    for label, groups, part in (("same_region", c.same_region, lambda a: f"{a['provider']}/{a['region']}"),
-                                ("same_provider", c.same_provider, lambda a: a["provider"])):
+    for label, groups, part in (
+        ("same_region", c.same_region, lambda a: f"{a['provider']}/{a['region']}"),
+        ("same_provider", c.same_provider, lambda a: a["provider"]),
+    ):
         for group in groups:
             seen = {w: part(by_name[w]) for w in group if w in by_name}
             if len(set(seen.values())) > 1:
-                out.append(f"{label} {list(group)}: " + ", ".join(f"{w} on {v}" for w, v in seen.items()))
+                out.append(
+                    f"{label} {list(group)}: "
+                    + ", ".join(f"{w} on {v}" for w, v in seen.items())
+                )
     objective = plan.get("objective_usd")
     if objective is None or abs(objective - total) > CENT / 2 + 1e-6 * total:
-        out.append(f"objective_usd {objective} but the assignments' costs sum to {total:.4f}")
+        out.append(
+            f"objective_usd {objective} but the assignments' costs sum to {total:.4f}"
+        )
     bound = plan.get("bound_usd")
     if bound is not None and objective is not None and bound > objective + 1e-9:
         out.append(f"bound_usd {bound} above objective_usd {objective}")
@@ -379,48 +558,94 @@ def check_endpoint(e: dict, workload: Workload) -> list[str]:
     out = []
     periods = workload.traffic.periods
     shares = [b.share for b in workload.traffic.buckets]
-    if [(p["hours"], p.get("days", "daily")) for p in e["periods"]] != [(p.hours, p.days) for p in periods]:
-        return [f"{e['workload']}: periods {[p['hours'] for p in e['periods']]} are not the traffic's"]
-    spot = {(p["provider"], p["region"], p["instance_type"], p["tensor_parallel"]) for period in e["periods"]
-            for p in period["pools"] if p["market"] == "spot" and p["nodes"]}
+    if [(p["hours"], p.get("days", "daily")) for p in e["periods"]] != [
+        (p.hours, p.days) for p in periods
+    ]:
+        return [
+            f"{e['workload']}: periods {[p['hours'] for p in e['periods']]} are not the traffic's"
+        ]
+    spot = {
+        (p["provider"], p["region"], p["instance_type"], p["tensor_parallel"])
+        for period in e["periods"]
+        for p in period["pools"]
+        if p["market"] == "spot" and p["nodes"]
+    }
     if len(spot) > 1:
         out.append(f"{e['workload']}: {len(spot)} spot pools, at most one")
-    running = {(p["provider"], p["region"], p["instance_type"], p["market"], p["tensor_parallel"])
-               for period in e["periods"] for p in period["pools"] if p["nodes"]}
+    running = {
+        (
+            p["provider"],
+            p["region"],
+            p["instance_type"],
+            p["market"],
+            p["tensor_parallel"],
+        )
+        for period in e["periods"]
+        for p in period["pools"]
+        if p["nodes"]
+    }
     if len(running) > workload.max_pools:
-        out.append(f"{e['workload']}: {len(running)} pools, max_pools is {workload.max_pools}")
+        out.append(
+            f"{e['workload']}: {len(running)} pools, max_pools is {workload.max_pools}"
+        )
     if len({pool[0] for pool in running}) > workload.max_providers:
-        out.append(f"{e['workload']}: {len({pool[0] for pool in running})} providers, max_providers is "
-                   f"{workload.max_providers}")
+        out.append(
+            f"{e['workload']}: {len({pool[0] for pool in running})} providers, max_providers is "
+            f"{workload.max_providers}"
+        )
     operating = len(running) * workload.pool_usd_per_h * workload.duration
     if not _close(e.get("operating_usd", 0.0), operating, abs_tol=CENT / 2):
-        out.append(f"{e['workload']}: operating_usd {e.get('operating_usd', 0.0)} but {len(running)} pools at "
-                   f"${workload.pool_usd_per_h:g}/h over {workload.duration:g} h cost {operating:.2f}")
+        out.append(
+            f"{e['workload']}: operating_usd {e.get('operating_usd', 0.0)} but {len(running)} pools at "
+            f"${workload.pool_usd_per_h:g}/h over {workload.duration:g} h cost {operating:.2f}"
+        )
     nodes_by_pool = {}
     for period, wanted in zip(e["periods"], periods):
         rates = [wanted.requests_per_s * s for s in shares]
         for b, rate in enumerate(rates):
             routed = math.fsum(p["share_of_requests"][b] for p in period["pools"])
             if rate > 0 and not _close(routed, 1.0, abs_tol=1e-9):
-                out.append(f"{e['workload']} {period['hours']}: bucket {b} routed {routed:.4f} of its requests")
+                out.append(
+                    f"{e['workload']} {period['hours']}: bucket {b} routed {routed:.4f} of its requests"
+                )
         for p in period["pools"]:
-            load = math.fsum(rate * p["share_of_requests"][b] / p["node_requests_per_s"][b]
-                             for b, rate in enumerate(rates) if p["share_of_requests"][b])
+            load = math.fsum(
+                rate * p["share_of_requests"][b] / p["node_requests_per_s"][b]
+                for b, rate in enumerate(rates)
+                if p["share_of_requests"][b]
+            )
             if load > p["nodes_counted"] * (1 + 1e-6) + 1e-9:
-                out.append(f"{e['workload']} {period['hours']} {p['instance_type']}: load {load:.4f} nodes "
-                           f"> {p['nodes_counted']} counted")
-            if p["nodes_counted"] > p["nodes"] or (p["market"] == "spot" and _kept_probability(
-                    p["nodes"], p["away_share"], p["nodes_counted"], p.get("zone_away_share", 0.0))
-                    < workload.availability - 1e-9):
-                out.append(f"{e['workload']} {period['hours']} {p['instance_type']}: counts {p['nodes_counted']} "
-                           f"of {p['nodes']} nodes, more than it keeps at availability {workload.availability}")
-            nodes_by_pool.setdefault((p["instance_type"], p["region"], p["market"]), set()).add(p["nodes"])
+                out.append(
+                    f"{e['workload']} {period['hours']} {p['instance_type']}: load {load:.4f} nodes "
+                    f"> {p['nodes_counted']} counted"
+                )
+            if p["nodes_counted"] > p["nodes"] or (
+                p["market"] == "spot"
+                and _kept_probability(
+                    p["nodes"],
+                    p["away_share"],
+                    p["nodes_counted"],
+                    p.get("zone_away_share", 0.0),
+                )
+                < workload.availability - 1e-9
+            ):
+                out.append(
+                    f"{e['workload']} {period['hours']} {p['instance_type']}: counts {p['nodes_counted']} "
+                    f"of {p['nodes']} nodes, more than it keeps at availability {workload.availability}"
+                )
+            nodes_by_pool.setdefault(
+                (p["instance_type"], p["region"], p["market"]), set()
+            ).add(p["nodes"])
     if not workload.autoscale and any(len(v) > 1 for v in nodes_by_pool.values()):
-        out.append(f"{e['workload']}: node counts change between periods without autoscale")
+        out.append(
+            f"{e['workload']}: node counts change between periods without autoscale"
+        )
     return out
 
 
-def _kept_probability(nodes: int, away: float, counted: int, zone_away: float = 0.0) -> float:
+def _kept_probability(
+    nodes: int, away: float, counted: int, zone_away: float = 0.0
+) -> float:
     """P(at least `counted` of `nodes` are up), each away a share `away` independently and all of them a share
     `zone_away` (a zone-wide preemption and the wait for capacity). SciPy's binomial tail (an incomplete beta
     function): summing the terms one by one passes floats' range past a thousand nodes or so."""
@@ -438,7 +663,10 @@ def _unsolved_violations(plan: dict, workloads: dict) -> list[str]:
         named = {r.get("workload") for r in plan.get("infeasible") or []}
         if not named:
             out.append("status INFEASIBLE without any reason")
-        out += [f"infeasible reason names unknown workload {w!r}" for w in sorted(named - set(workloads), key=str)]
+        out += [
+            f"infeasible reason names unknown workload {w!r}"
+            for w in sorted(named - set(workloads), key=str)
+        ]
     return out
 
 
@@ -452,16 +680,27 @@ def check_plan(loaded: LoadedScenario, plan: dict) -> list[str]:
     assignments = plan.get("assignments") or []
     violations = []
     if plan.get("infeasible"):
-        violations.append(f"status {status} with infeasible reasons {plan['infeasible']}")
+        violations.append(
+            f"status {status} with infeasible reasons {plan['infeasible']}"
+        )
     jobs = {n: w for n, w in workloads.items() if not w.serving}
-    violations += one_entry_each(assignments, "workload", jobs, "assignment", "assignments")
-    violations += one_entry_each(plan.get("endpoints") or [], "workload",
-                                 [n for n, w in workloads.items() if w.serving], "endpoint", "endpoints")
+    violations += one_entry_each(
+        assignments, "workload", jobs, "assignment", "assignments"
+    )
+    violations += one_entry_each(
+        plan.get("endpoints") or [],
+        "workload",
+        [n for n, w in workloads.items() if w.serving],
+        "endpoint",
+        "endpoints",
+    )
     offers = {row["key"]: row for row in loaded.catalog.offers.to_dict("records")}
     try:
         for a in assignments:
             if a["workload"] in workloads:
-                violations += _check_assignment(loaded, a, workloads[a["workload"]], offers)
+                violations += _check_assignment(
+                    loaded, a, workloads[a["workload"]], offers
+                )
         for e in plan.get("endpoints") or []:
             if e["workload"] in workloads:
                 violations += check_endpoint(e, workloads[e["workload"]])

@@ -1,5 +1,6 @@
 """Why the plan chose what it chose, per workload: the winner against its runner-ups, what a cheap spot plan
 risks, and how the plan fared on measured availability (`planner solve --explain`)."""
+
 from __future__ import annotations
 
 import math
@@ -7,8 +8,8 @@ from dataclasses import replace
 
 import pandas as pd
 
-from planner.candidates.risk import SAFETY
 from planner.candidates.limits import Limits, limits_of, quota_mask
+from planner.candidates.risk import SAFETY
 from planner.economics import costmodel, fallback
 from planner.economics.inputs import inputs_from_assignment
 from planner.schema.plan import AssignmentRecord
@@ -29,20 +30,26 @@ def explanations(plan: Plan) -> list[str]:
     limits = limits_of(plan.loaded.scenario)
     placed = {a["workload"]: a for a in assignments(plan, alternatives=0)}
     for row in plan.chosen.itertuples(index=False):
-        lines.append(f"{row.workload}: {row.nodes} x {row.instance_type} ({row.provider}/{row.region}, {row.market}), "
-                     f"${row.cost_usd:,.2f} over {row.wall_h:.1f} h expected"
-                     + (f", run as {row.parallelism}" if row.parallelism else ""))
+        lines.append(
+            f"{row.workload}: {row.nodes} x {row.instance_type} ({row.provider}/{row.region}, {row.market}), "
+            f"${row.cost_usd:,.2f} over {row.wall_h:.1f} h expected"
+            + (f", run as {row.parallelism}" if row.parallelism else "")
+        )
         on_estimate = placed[row.workload]["expected"]["p_deadline_on_estimate"]
         if on_estimate is not None and abs(on_estimate - row.p_deadline) >= 0.0005:
-            lines.append(f"  deadline met with P {row.p_deadline:.1%} allowing for the error of the throughput "
-                         f"estimate, {on_estimate:.1%} on the estimate alone (docs/cost-model.md §12)")
+            lines.append(
+                f"  deadline met with P {row.p_deadline:.1%} allowing for the error of the throughput "
+                f"estimate, {on_estimate:.1%} on the estimate alone (docs/cost-model.md §12)"
+            )
         replayed = placed[row.workload]["replayed"]
         if replayed:
             fitted = row.cost_usd - row.usd_storage - row.usd_egress
-            lines.append(f"  replayed on {replayed['traces']} measured {'stand-in ' if replayed['stand_in'] else ''}"
-                         f"availability trace{'s' if replayed['traces'] != 1 else ''}: deadline met in "
-                         f"{replayed['p_deadline']:.1%} (fitted {row.p_deadline:.1%}), compute "
-                         f"${replayed['compute_usd']:,.2f} (fitted ${fitted:,.2f})")
+            lines.append(
+                f"  replayed on {replayed['traces']} measured {'stand-in ' if replayed['stand_in'] else ''}"
+                f"availability trace{'s' if replayed['traces'] != 1 else ''}: deadline met in "
+                f"{replayed['p_deadline']:.1%} (fitted {row.p_deadline:.1%}), compute "
+                f"${replayed['compute_usd']:,.2f} (fitted ${fitted:,.2f})"
+            )
         others = every[(every["workload"] == row.workload) & (every["cid"] != row.cid)]
         risk = _risk(row, others, placed[row.workload])
         if risk:
@@ -50,8 +57,12 @@ def explanations(plan: Plan) -> list[str]:
         other_market = others[others["market"] != row.market].nsmallest(1, "cost_usd")
         for alt in other_market.itertuples(index=False):
             lines.append("  " + _compare(row, alt, limits))
-        rivals = others[others["instance_type"] != row.instance_type].sort_values("cost_usd").drop_duplicates(
-            ["instance_type"]).head(2)
+        rivals = (
+            others[others["instance_type"] != row.instance_type]
+            .sort_values("cost_usd")
+            .drop_duplicates(["instance_type"])
+            .head(2)
+        )
         for alt in rivals.itertuples(index=False):
             if alt.cid not in set(other_market["cid"]):
                 lines.append("  " + _compare(row, alt, limits))
@@ -67,16 +78,26 @@ def _risk(win, others: pd.DataFrame, assignment: dict) -> str:
     if safer.empty:
         return ""
     best = safer.nsmallest(1, "cost_usd").iloc[0]
-    saving = (best["cost_usd"] - win.cost_usd) / best["cost_usd"] if best["cost_usd"] > 0 else 0.0
+    saving = (
+        (best["cost_usd"] - win.cost_usd) / best["cost_usd"]
+        if best["cost_usd"] > 0
+        else 0.0
+    )
     if not 0 <= saving < RISK_MARGIN:
         return ""
-    text = (f"risk: {saving:.1%} cheaper than {best['market'].replace('_', '-')} ({int(best['nodes'])} x "
-            f"{best['instance_type']}, ${best['cost_usd']:,.2f}) for {win.preemption_events:,.1f} expected preemption "
-            f"events and {win.waiting_h:,.1f} h waiting for spot capacity")
-    slow = slow_capacity_p_deadline(AssignmentRecord.model_validate(assignment, strict=False))
+    text = (
+        f"risk: {saving:.1%} cheaper than {best['market'].replace('_', '-')} ({int(best['nodes'])} x "
+        f"{best['instance_type']}, ${best['cost_usd']:,.2f}) for {win.preemption_events:,.1f} expected preemption "
+        f"events and {win.waiting_h:,.1f} h waiting for spot capacity"
+    )
+    slow = slow_capacity_p_deadline(
+        AssignmentRecord.model_validate(assignment, strict=False)
+    )
     if slow is not None:
-        text += (f"; misses its deadline in {_share(1 - win.p_deadline)} of runs as fitted, {_share(1 - slow)} if "
-                 f"capacity is slow to return (every wait {SLOW_CAPACITY:g}x as long)")
+        text += (
+            f"; misses its deadline in {_share(1 - win.p_deadline)} of runs as fitted, {_share(1 - slow)} if "
+            f"capacity is slow to return (every wait {SLOW_CAPACITY:g}x as long)"
+        )
     return text
 
 
@@ -99,13 +120,24 @@ def slow_capacity_p_deadline(assignment: AssignmentRecord) -> float | None:
 
 def _shared_limits(alt, workload: str, limits: Limits) -> str:
     """The limits shared with other workloads that a candidate draws on, named as in the scenario."""
-    row = pd.DataFrame([{"provider": alt.provider, "gpu": alt.gpu, "gpu_family": alt.gpu_family}])
-    names = [f"gpu_quotas {key}" for key in sorted(limits.gpu_quotas) if quota_mask(row, key).iloc[0]]
+    row = pd.DataFrame(
+        [{"provider": alt.provider, "gpu": alt.gpu, "gpu_family": alt.gpu_family}]
+    )
+    names = [
+        f"gpu_quotas {key}"
+        for key in sorted(limits.gpu_quotas)
+        if quota_mask(row, key).iloc[0]
+    ]
     if alt.offer_key in limits.node_limits:
         names.append(f"node_limits {alt.offer_key}")
-    names += [f"the {kind} group" for kind, groups in (("same_region", limits.same_region),
-                                                   ("same_provider", limits.same_provider))
-              if any(workload in group for group in groups)]
+    names += [
+        f"the {kind} group"
+        for kind, groups in (
+            ("same_region", limits.same_region),
+            ("same_provider", limits.same_provider),
+        )
+        if any(workload in group for group in groups)
+    ]
     return " and ".join(names) or "the shared limits"
 
 
@@ -113,12 +145,18 @@ def _compare(win, alt, limits: Limits) -> str:
     saving = (alt.cost_usd - win.cost_usd) / alt.cost_usd if alt.cost_usd > 0 else 0.0
     what = f"{win.market.replace('_', '-')} {win.instance_type}"
     against = f"{alt.nodes} x {alt.instance_type} {alt.market.replace('_', '-')} (${alt.cost_usd:,.2f}, {alt.wall_h:.1f} h)"
-    if alt.cost_usd < win.cost_usd - 0.005:  # cheaper alone, but the other workloads hold what it needs
-        return (f"{what}: instead of {against}, {win.cost_usd / alt.cost_usd - 1:.0%} dearer alone; "
-                f"{_shared_limits(alt, win.workload, limits)} cannot also fit it next to the other workloads")
+    if (
+        alt.cost_usd < win.cost_usd - 0.005
+    ):  # cheaper alone, but the other workloads hold what it needs
+        return (
+            f"{what}: instead of {against}, {win.cost_usd / alt.cost_usd - 1:.0%} dearer alone; "
+            f"{_shared_limits(alt, win.workload, limits)} cannot also fit it next to the other workloads"
+        )
     if win.market == "spot_fallback":
-        why = (f"on spot, moving to on-demand in {win.p_fallback:.0%} of runs to hold the deadline "
-               f"(P {win.p_deadline:.1%})")
+        why = (
+            f"on spot, moving to on-demand in {win.p_fallback:.0%} of runs to hold the deadline "
+            f"(P {win.p_deadline:.1%})"
+        )
     elif win.market == "spot" and alt.market == "on_demand":
         why = f"after {win.failures:.1f} expected preemptions/failures costing ${win.usd_preemption_rework:,.2f} of rework"
     elif win.wall_h < alt.wall_h * 0.9:

@@ -6,10 +6,12 @@ off the main thread while the main thread waits, so the command's own handler an
 search is then told to stop and waited for (it stops within milliseconds), so nothing native is still
 running when the command exits.
 """
+
 from __future__ import annotations
 
 import threading
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -20,7 +22,9 @@ def call(search: Callable[[], T], stop: Callable[[], None]) -> T:
     if threading.current_thread() is not threading.main_thread():
         return search()
     outcome: dict = {}
-    finished = threading.Event()  # not Thread.join: an interrupted join can mark a running thread as stopped
+    finished = (
+        threading.Event()
+    )  # not Thread.join: an interrupted join can mark a running thread as stopped
 
     def run() -> None:
         try:
@@ -34,9 +38,13 @@ def call(search: Callable[[], T], stop: Callable[[], None]) -> T:
     try:
         while not finished.wait(0.05):
             pass
-    except BaseException:  # an interrupt: stop the search and let it wind down before passing it on
+    except (
+        BaseException
+    ):  # an interrupt: stop the search and let it wind down before passing it on
         stop()
-        while not finished.wait(0.1):  # again, in case the search had not begun when the first stop came
+        while not finished.wait(
+            0.1
+        ):  # again, in case the search had not begun when the first stop came
             stop()
         raise
     if "error" in outcome:

@@ -3,6 +3,7 @@ and the effort (wall and deterministic time, workers, seed, the time spent build
 
 Plain data (no OR-Tools), so the reports and the greedy fallback can use it without the solver.
 """
+
 from __future__ import annotations
 
 import math
@@ -30,10 +31,14 @@ class Clock:
         return self.limit_s - self.used()
 
 
-def cut_by_clock(status: str, deterministic_seconds: float, work_limit: float | None) -> bool:
+def cut_by_clock(
+    status: str, deterministic_seconds: float, work_limit: float | None
+) -> bool:
     """Whether a CP-SAT search ended on the clock: neither proven nor at its work limit (CP-SAT reports at least
     the limit when that stopped it), so what it found depends on the machine's speed and load."""
-    return status not in ("OPTIMAL", "INFEASIBLE") and (work_limit is None or deterministic_seconds < work_limit)
+    return status not in ("OPTIMAL", "INFEASIBLE") and (
+        work_limit is None or deterministic_seconds < work_limit
+    )
 
 
 @dataclass
@@ -47,8 +52,12 @@ class SolveReport:
     seed: int = 0
     proved_by: str = ""  # "cp-sat" | "lp" (the HiGHS relaxation) | "mip" (HiGHS's branch and bound) | ""
     lp_seconds: float = 0.0
-    candidates_seconds: float = 0.0  # building candidates, before the model (set by the pipelines)
-    no_bound_why: str = ""  # when a bound was left out rather than not reached in time: why
+    candidates_seconds: float = (
+        0.0  # building candidates, before the model (set by the pipelines)
+    )
+    no_bound_why: str = (
+        ""  # when a bound was left out rather than not reached in time: why
+    )
     clocked: bool = False  # unproven, and the clock cut a search short of its work limit: the plan then depends on
     # the machine's speed and load (`planner batch` sets it; its phases otherwise stop on deterministic work)
 
@@ -89,6 +98,12 @@ class BatchResult(SolveReport):
 def solve_report_json(r: SolveReport | None) -> dict:
     """The `solve_report` block of the JSON contracts (left out with `--no-timings`)."""
     r = r or SolveReport("", workers=0)  # no search ran (no candidates): zeros
-    return {"solve_seconds": round(r.solve_seconds, 3), "deterministic_seconds": round(r.deterministic_seconds, 3),
-            "workers": r.workers, "seed": r.seed, "proved_by": r.proved_by, "lp_seconds": round(r.lp_seconds, 3),
-            "candidates_seconds": round(r.candidates_seconds, 3)}
+    return {
+        "solve_seconds": round(r.solve_seconds, 3),
+        "deterministic_seconds": round(r.deterministic_seconds, 3),
+        "workers": r.workers,
+        "seed": r.seed,
+        "proved_by": r.proved_by,
+        "lp_seconds": round(r.lp_seconds, 3),
+        "candidates_seconds": round(r.candidates_seconds, 3),
+    }

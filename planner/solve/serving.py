@@ -4,6 +4,7 @@ traffic period, the nodes a spot pool counts, and the slices of each request siz
 Each constraint family is `add_<rule>(m, limits)` like the models' own and reads only `m.model` and
 `m.serving`, so both models walk the same families.
 """
+
 from __future__ import annotations
 
 import functools
@@ -28,12 +29,22 @@ class ServingVars:
 
     options: pd.DataFrame
     traffic: dict[str, Endpoint]
-    nodes: dict[tuple[int, int], cp_model.IntVar]  # (option row, period) -> nodes running
+    nodes: dict[
+        tuple[int, int], cp_model.IntVar
+    ]  # (option row, period) -> nodes running
     base: dict[int, cp_model.IntVar]  # option row -> nodes running all day
-    kept: dict[tuple[int, int], cp_model.IntVar]  # (option row, period) -> nodes counted at `availability`
-    slices: dict[tuple[int, int, int], cp_model.IntVar]  # (option row, period, bucket) -> slices routed
-    used: dict[int, cp_model.BoolVar]  # spot option row -> the endpoint's spot pool is this option
-    pools: dict[int, cp_model.BoolVar]  # option row -> it runs in some period (endpoints that count pools)
+    kept: dict[
+        tuple[int, int], cp_model.IntVar
+    ]  # (option row, period) -> nodes counted at `availability`
+    slices: dict[
+        tuple[int, int, int], cp_model.IntVar
+    ]  # (option row, period, bucket) -> slices routed
+    used: dict[
+        int, cp_model.BoolVar
+    ]  # spot option row -> the endpoint's spot pool is this option
+    pools: dict[
+        int, cp_model.BoolVar
+    ]  # option row -> it runs in some period (endpoints that count pools)
 
     def option_periods(self):
         """(row, option, its endpoint, period) for every option and traffic period, in order."""
@@ -49,9 +60,17 @@ class ServingVars:
         terms = []
         for row, option in enumerate(self.options.itertuples(index=False)):
             endpoint = self.traffic[option.workload]
-            terms.append((option.workload, to_cents(all_day_usd(option, endpoint)), self.base[row]))
+            terms.append(
+                (
+                    option.workload,
+                    to_cents(all_day_usd(option, endpoint)),
+                    self.base[row],
+                )
+            )
             if endpoint.pool_usd_per_h:
-                terms.append((option.workload, to_cents(endpoint.pool_usd), self.pools[row]))
+                terms.append(
+                    (option.workload, to_cents(endpoint.pool_usd), self.pools[row])
+                )
             if endpoint.autoscale:
                 for period in range(len(endpoint.hours)):
                     extra = to_cents(period_usd(option, endpoint, period))
@@ -66,8 +85,14 @@ class ServingVars:
     @property
     def most_cents(self) -> int:
         """The most the endpoints could cost (every variable at its upper bound, its option's most nodes)."""
-        most = {var.index: int(self.options["most_nodes"].iat[row]) for row, var in self.base.items()}
-        most.update((var.index, int(self.options["most_nodes"].iat[row])) for (row, _), var in self.nodes.items())
+        most = {
+            var.index: int(self.options["most_nodes"].iat[row])
+            for row, var in self.base.items()
+        }
+        most.update(
+            (var.index, int(self.options["most_nodes"].iat[row]))
+            for (row, _), var in self.nodes.items()
+        )
         most.update((var.index, 1) for var in self.pools.values())
         return sum(max(c, 0) * most[var.index] for _, c, var in self.cost_terms)
 
@@ -78,13 +103,19 @@ class ServingVars:
             option = self.options.iloc[row]
             coef = int(option["gpus_per_node"]) if column == "gpus" else 1
             for period in range(len(self.traffic[option["workload"]].hours)):
-                per_period.setdefault(period, []).append((coef, self.nodes[row, period]))
+                per_period.setdefault(period, []).append(
+                    (coef, self.nodes[row, period])
+                )
         return per_period
 
     def add_hints(self, model: cp_model.CpModel, chosen: pd.DataFrame) -> None:
         """Hint every endpoint variable from a `chosen` frame (of a model over the same options): 0 where
         it has no row."""
-        values = {(r.option, r.period): r for r in chosen.itertuples(index=False)} if len(chosen) else {}
+        values = (
+            {(r.option, r.period): r for r in chosen.itertuples(index=False)}
+            if len(chosen)
+            else {}
+        )
         for (row, period), var in self.nodes.items():
             r = values.get((row, period))
             model.add_hint(var, r.nodes if r else 0)
@@ -113,26 +144,55 @@ class ServingVars:
             mine = len(rows)
             for period in range(len(endpoint.hours)):
                 nodes = value(self.nodes[row, period])
-                slices = [value(self.slices[row, period, b]) if (row, period, b) in self.slices else 0
-                          for b in range(endpoint.rates.shape[1])]
+                slices = [
+                    value(self.slices[row, period, b])
+                    if (row, period, b) in self.slices
+                    else 0
+                    for b in range(endpoint.rates.shape[1])
+                ]
                 if not nodes and not any(slices):
                     continue
-                cost = base * all_day_usd(option, endpoint) * endpoint.time_share[period]
+                cost = (
+                    base * all_day_usd(option, endpoint) * endpoint.time_share[period]
+                )
                 if endpoint.autoscale:
                     cost += (nodes - base) * period_usd(option, endpoint, period)
-                rows.append({"workload": option.workload, "oid": option.oid, "option": row, "period": period,
-                             "nodes": nodes, "kept": value(self.kept[row, period]), "base": base,
-                             "slices": slices, "cost_usd": cost, "operating_usd": 0.0})
+                rows.append(
+                    {
+                        "workload": option.workload,
+                        "oid": option.oid,
+                        "option": row,
+                        "period": period,
+                        "nodes": nodes,
+                        "kept": value(self.kept[row, period]),
+                        "base": base,
+                        "slices": slices,
+                        "cost_usd": cost,
+                        "operating_usd": 0.0,
+                    }
+                )
             if row in self.pools and value(self.pools[row]) and endpoint.pool_usd_per_h:
                 shares = [endpoint.time_share[r["period"]] for r in rows[mine:]]
                 for r, share in zip(rows[mine:], shares):
                     r["operating_usd"] = endpoint.pool_usd * share / sum(shares)
                     r["cost_usd"] += r["operating_usd"]
-        return pd.DataFrame(rows, columns=CHOSEN_COLUMNS)  # the columns even when nothing runs (no traffic at all)
+        return pd.DataFrame(
+            rows, columns=CHOSEN_COLUMNS
+        )  # the columns even when nothing runs (no traffic at all)
 
 
-CHOSEN_COLUMNS = ["workload", "oid", "option", "period", "nodes", "kept", "base", "slices", "cost_usd",
-                  "operating_usd"]
+CHOSEN_COLUMNS = [
+    "workload",
+    "oid",
+    "option",
+    "period",
+    "nodes",
+    "kept",
+    "base",
+    "slices",
+    "cost_usd",
+    "operating_usd",
+]
 
 
 def add_endpoint_routing(m, limits) -> None:
@@ -150,8 +210,14 @@ def add_endpoint_routing(m, limits) -> None:
             for bucket in range(endpoint.rates.shape[1]):
                 if endpoint.rates[period, bucket] <= 0:
                     continue
-                parts = [sv.slices[r, period, bucket] for r in rows if (r, period, bucket) in sv.slices]
-                m.model.add(sum(parts) == endpoint.slices).with_name(f"route[{name}@{period}/{bucket}]")
+                parts = [
+                    sv.slices[r, period, bucket]
+                    for r in rows
+                    if (r, period, bucket) in sv.slices
+                ]
+                m.model.add(sum(parts) == endpoint.slices).with_name(
+                    f"route[{name}@{period}/{bucket}]"
+                )
 
 
 def add_endpoint_capacity(m, limits) -> None:
@@ -164,16 +230,26 @@ def add_endpoint_capacity(m, limits) -> None:
         return
     sv = m.serving
     for row, option, endpoint, period in sv.option_periods():
-        terms = [(slice_load(endpoint, period, bucket, option.node_rps[bucket]), sv.slices[row, period, bucket])
-                 for bucket in range(endpoint.rates.shape[1]) if (row, period, bucket) in sv.slices]
+        terms = [
+            (
+                slice_load(endpoint, period, bucket, option.node_rps[bucket]),
+                sv.slices[row, period, bucket],
+            )
+            for bucket in range(endpoint.rates.shape[1])
+            if (row, period, bucket) in sv.slices
+        ]
         if terms:
-            m.model.add(sum(c * v for c, v in terms) <= LOAD_SCALE * sv.kept[row, period]).with_name(
-                f"capacity[{option.oid}@{period}]")
+            m.model.add(
+                sum(c * v for c, v in terms) <= LOAD_SCALE * sv.kept[row, period]
+            ).with_name(f"capacity[{option.oid}@{period}]")
 
 
 def slice_load(endpoint: Endpoint, period: int, bucket: int, node_rps: float) -> int:
     """One slice's load on one node of an option, in LOAD_SCALE units, rounded up (never optimistic)."""
-    return math.ceil(LOAD_SCALE * endpoint.rates[period, bucket] / (endpoint.slices * node_rps) - 1e-6)
+    return math.ceil(
+        LOAD_SCALE * endpoint.rates[period, bucket] / (endpoint.slices * node_rps)
+        - 1e-6
+    )
 
 
 def add_spot_pool(m, limits) -> None:
@@ -192,22 +268,36 @@ def add_spot_pool(m, limits) -> None:
     for name in sorted(sv.traffic):
         pools = [r for r in sv.used if sv.options["workload"].iat[r] == name]
         if pools:
-            m.model.add(sum(sv.used[r] for r in pools) <= 1).with_name(f"one_spot_pool[{name}]")
+            m.model.add(sum(sv.used[r] for r in pools) <= 1).with_name(
+                f"one_spot_pool[{name}]"
+            )
     for row, option in enumerate(sv.options.itertuples(index=False)):
         for period in range(len(sv.traffic[option.workload].hours)):
             nodes, kept = sv.nodes[row, period], sv.kept[row, period]
             if option.market == "spot":
-                if len(option.pool_sizes) == option.most_nodes + 1:  # every size: the table is indexed by it
+                if (
+                    len(option.pool_sizes) == option.most_nodes + 1
+                ):  # every size: the table is indexed by it
                     m.model.add_element(nodes, list(option.kept), kept)
                 else:
-                    _add_absent_steps(m.model, nodes, kept, option.pool_sizes, option.kept,
-                                      f"{option.oid}@{period}")
-                m.model.add(nodes <= option.most_nodes * sv.used[row]).with_name(f"pool[{option.oid}@{period}]")
+                    _add_absent_steps(
+                        m.model,
+                        nodes,
+                        kept,
+                        option.pool_sizes,
+                        option.kept,
+                        f"{option.oid}@{period}",
+                    )
+                m.model.add(nodes <= option.most_nodes * sv.used[row]).with_name(
+                    f"pool[{option.oid}@{period}]"
+                )
             else:
                 m.model.add(kept == nodes)
 
 
-def _add_absent_steps(model: cp_model.CpModel, nodes, kept, sizes, kept_at, name: str) -> None:
+def _add_absent_steps(
+    model: cp_model.CpModel, nodes, kept, sizes, kept_at, name: str
+) -> None:
     """kept = max(0, nodes − a_i) for nodes in (n_{i−1}, n_i]: one literal per size where the absent count
     a_i = n_i − kept_i steps up, true when the pool is larger than the size before it."""
     steps, before, absent_before, never_below = [], 0, 0, True
@@ -219,7 +309,9 @@ def _add_absent_steps(model: cp_model.CpModel, nodes, kept, sizes, kept_at, name
             model.add(nodes <= before).only_enforce_if(larger.Not())
             steps.append((absent - absent_before, larger))
             absent_before = absent
-            never_below &= before + 1 >= absent  # the smallest pool of the step counts at least none
+            never_below &= (
+                before + 1 >= absent
+            )  # the smallest pool of the step counts at least none
         before = int(size)
     if never_below:
         model.add(kept == nodes - sum(c * v for c, v in steps))
@@ -230,8 +322,11 @@ def _add_absent_steps(model: cp_model.CpModel, nodes, kept, sizes, kept_at, name
 def counts_pools(endpoint: Endpoint, options: pd.DataFrame) -> bool:
     """Whether the model needs to know which options an endpoint runs on: it prices pools, or has more
     options or providers than it may use (`options`: its own)."""
-    return bool(endpoint.pool_usd_per_h) or len(options) > endpoint.max_pools or \
-        options["provider"].nunique() > endpoint.max_providers
+    return (
+        bool(endpoint.pool_usd_per_h)
+        or len(options) > endpoint.max_pools
+        or options["provider"].nunique() > endpoint.max_providers
+    )
 
 
 def add_endpoint_pools(m, limits) -> None:
@@ -265,12 +360,20 @@ def add_endpoint_spread(m, limits) -> None:
         rows = np.flatnonzero((sv.options["workload"] == name).to_numpy())
         providers = sorted(set(sv.options["provider"].iloc[rows]))
         if len(rows) > endpoint.max_pools:
-            m.model.add(sum(sv.pools[r] for r in rows) <= endpoint.max_pools).with_name(f"max_pools[{name}]")
+            m.model.add(sum(sv.pools[r] for r in rows) <= endpoint.max_pools).with_name(
+                f"max_pools[{name}]"
+            )
         if len(providers) > endpoint.max_providers:
-            chosen = {p: m.model.new_bool_var(f"provider[{name}/{p}]") for p in providers}
+            chosen = {
+                p: m.model.new_bool_var(f"provider[{name}/{p}]") for p in providers
+            }
             for row in rows:
-                m.model.add_implication(sv.pools[row], chosen[sv.options["provider"].iat[row]])
-            m.model.add(sum(chosen.values()) <= endpoint.max_providers).with_name(f"max_providers[{name}]")
+                m.model.add_implication(
+                    sv.pools[row], chosen[sv.options["provider"].iat[row]]
+                )
+            m.model.add(sum(chosen.values()) <= endpoint.max_providers).with_name(
+                f"max_providers[{name}]"
+            )
 
 
 def add_endpoint_schedule(m, limits) -> None:
@@ -288,11 +391,16 @@ def add_endpoint_schedule(m, limits) -> None:
             m.model.add(sv.base[row] == sv.nodes[row, period])
 
 
-def serving_variables(model: cp_model.CpModel, options: pd.DataFrame, traffic: dict[str, Endpoint]) -> ServingVars:
+def serving_variables(
+    model: cp_model.CpModel, options: pd.DataFrame, traffic: dict[str, Endpoint]
+) -> ServingVars:
     """The endpoints' decision variables (bounded by what each option could ever need)."""
     nodes, base, kept, slices, used, pools = {}, {}, {}, {}, {}, {}
-    counted = {name for name, endpoint in traffic.items()
-               if counts_pools(endpoint, options[options["workload"] == name])}
+    counted = {
+        name
+        for name, endpoint in traffic.items()
+        if counts_pools(endpoint, options[options["workload"] == name])
+    }
     for row, option in enumerate(options.itertuples(index=False)):
         endpoint = traffic[option.workload]
         most = int(option.most_nodes)
@@ -300,15 +408,24 @@ def serving_variables(model: cp_model.CpModel, options: pd.DataFrame, traffic: d
         if option.market == "spot":
             used[row] = model.new_bool_var(f"spot_pool[{option.oid}]")
         if option.workload in counted:
-            pools[row] = used[row] if row in used else model.new_bool_var(f"pool[{option.oid}]")
+            pools[row] = (
+                used[row] if row in used else model.new_bool_var(f"pool[{option.oid}]")
+            )
         for period in range(len(endpoint.hours)):
-            nodes[row, period] = model.new_int_var(0, most, f"nodes[{option.oid}@{period}]")
-            kept[row, period] = model.new_int_var(0, most, f"kept[{option.oid}@{period}]")
+            nodes[row, period] = model.new_int_var(
+                0, most, f"nodes[{option.oid}@{period}]"
+            )
+            kept[row, period] = model.new_int_var(
+                0, most, f"kept[{option.oid}@{period}]"
+            )
             for bucket, rps in enumerate(option.node_rps):
                 if rps > 0 and endpoint.rates[period, bucket] > 0:
-                    slices[row, period, bucket] = model.new_int_var(0, endpoint.slices,
-                                                                    f"slices[{option.oid}@{period}/{bucket}]")
-    return ServingVars(options.reset_index(drop=True), traffic, nodes, base, kept, slices, used, pools)
+                    slices[row, period, bucket] = model.new_int_var(
+                        0, endpoint.slices, f"slices[{option.oid}@{period}/{bucket}]"
+                    )
+    return ServingVars(
+        options.reset_index(drop=True), traffic, nodes, base, kept, slices, used, pools
+    )
 
 
 def serving_ties(sv: ServingVars) -> list[tuple[int, cp_model.IntVar, int]]:
@@ -316,11 +433,22 @@ def serving_ties(sv: ServingVars) -> list[tuple[int, cp_model.IntVar, int]]:
     name) order first. (rank, variable, its upper bound)."""
     order = sv.options.sort_values(["workload", "node_usd_h", "oid"], kind="stable")
     rank = {row: r + 1 for r, row in enumerate(order.index)}
-    ties = [(rank[row], var, int(sv.options["most_nodes"].iat[row])) for (row, _), var in sorted(sv.nodes.items())]
-    ties += [(rank[row], var, sv.traffic[sv.options["workload"].iat[row]].slices)
-             for (row, _, _), var in sorted(sv.slices.items())]
+    ties = [
+        (rank[row], var, int(sv.options["most_nodes"].iat[row]))
+        for (row, _), var in sorted(sv.nodes.items())
+    ]
+    ties += [
+        (rank[row], var, sv.traffic[sv.options["workload"].iat[row]].slices)
+        for (row, _, _), var in sorted(sv.slices.items())
+    ]
     return ties
 
 
-SERVING_FAMILIES = (add_endpoint_routing, add_endpoint_capacity, add_spot_pool, add_endpoint_pools,
-                    add_endpoint_spread, add_endpoint_schedule)
+SERVING_FAMILIES = (
+    add_endpoint_routing,
+    add_endpoint_capacity,
+    add_spot_pool,
+    add_endpoint_pools,
+    add_endpoint_spread,
+    add_endpoint_schedule,
+)

@@ -1,6 +1,7 @@
 """Where a sweep's points run: inline (`--workers 1`), in local processes, or on a Dask cluster, each a
 `concurrent.futures.Executor`; a cluster is checked for workers running this planner before it is used.
 """
+
 from __future__ import annotations
 
 import gc
@@ -36,20 +37,29 @@ def make_executor(processes: int | None = None, executor: str = "local") -> Exec
             return InlineExecutor()
         from concurrent.futures import ProcessPoolExecutor
 
-        return ProcessPoolExecutor(max_workers=processes, initializer=_ignore_interrupts)
+        return ProcessPoolExecutor(
+            max_workers=processes, initializer=_ignore_interrupts
+        )
     address = dask_address(executor)
     if processes is not None:
-        raise PlannerError("sets local processes; a Dask cluster runs as many points at once as it has worker "
-                           "threads; drop --processes or use --executor local", "--processes")
+        raise PlannerError(
+            "sets local processes; a Dask cluster runs as many points at once as it has worker "
+            "threads; drop --processes or use --executor local",
+            "--processes",
+        )
     return dask_executor(address)
 
 
 def dask_address(text: str) -> str:
     """`dask://HOST:PORT` -> the scheduler's `tcp://HOST:PORT`."""
-    match = re.fullmatch(r"dask://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})", text.strip())
+    match = re.fullmatch(
+        r"dask://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\]):(\d{1,5})", text.strip()
+    )
     if not match or not 0 < int(match[2]) < 65536:
-        raise PlannerError(f"expected local or dask://HOST:PORT (e.g. dask://10.0.0.5:8786), got {text!r}",
-                           "--executor")
+        raise PlannerError(
+            f"expected local or dask://HOST:PORT (e.g. dask://10.0.0.5:8786), got {text!r}",
+            "--executor",
+        )
     return f"tcp://{match[1]}:{match[2]}"
 
 
@@ -79,7 +89,10 @@ def dask_executor(address: str) -> DaskExecutor:
     try:
         from distributed import Client
     except ImportError:
-        raise PlannerError("dask:// needs the dask extra: pip install 'gpu-planner[dask]'", "--executor") from None
+        raise PlannerError(
+            "dask:// needs the dask extra: pip install 'gpu-planner[dask]'",
+            "--executor",
+        ) from None
     try:
         client = Client(address, timeout=DASK_TIMEOUT_S, set_as_default=False)
     except OSError as exc:  # refused, unknown host, or no answer in time
@@ -107,14 +120,20 @@ def _check_workers(client, address: str) -> None:
     try:
         client.wait_for_workers(1, timeout=DASK_TIMEOUT_S)
     except TimeoutError:
-        raise PlannerError(f"the Dask scheduler at {address} has no workers after {DASK_TIMEOUT_S:g} s; start "
-                           f"some with `dask worker {address}`", "--executor") from None
+        raise PlannerError(
+            f"the Dask scheduler at {address} has no workers after {DASK_TIMEOUT_S:g} s; start "
+            f"some with `dask worker {address}`",
+            "--executor",
+        ) from None
     here = version("gpu-planner")
     for worker, there in client.run(version, "gpu-planner", on_error="return").items():
         if there != here:
             has = f"gpu-planner {there}" if isinstance(there, str) else "no gpu-planner"
-            raise PlannerError(f"Dask worker {worker} has {has} (here {here}); install the same version on "
-                               "every worker", "--executor")
+            raise PlannerError(
+                f"Dask worker {worker} has {has} (here {here}); install the same version on "
+                "every worker",
+                "--executor",
+            )
 
 
 def _ignore_interrupts() -> None:

@@ -2,11 +2,12 @@
 (`PointResult`), and the module-level functions that solve it (a scenario's `solve_point`, a quarter file's
 `solve_quarter_point`), each worker process keeping its loaded file and candidate cache between points.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable
 
 from planner.candidates.cache import CandidateCache
 from planner.solve.outcome import SOLVED
@@ -17,7 +18,9 @@ from planner.whatif.spec import PARAMETERS, RATE
 class PointTask:
     """One point of a sweep: plain data, so any executor (local or remote) can carry it."""
 
-    source: str  # the scenario file (another solve function may read another kind of file)
+    source: (
+        str  # the scenario file (another solve function may read another kind of file)
+    )
     spot_price_multiplier: float = 1.0
     preemption_multiplier: float = 1.0
     on_demand_price_multiplier: float = 1.0
@@ -25,10 +28,16 @@ class PointTask:
     where: tuple[tuple[str, str], ...] = ()
     time_limit_s: float = 60.0
     seed: int = 0
-    hint: tuple[tuple[str, str], ...] = ()  # (workload, cid) of the neighbouring point's plan
+    hint: tuple[
+        tuple[str, str], ...
+    ] = ()  # (workload, cid) of the neighbouring point's plan
 
-    def at(self, parameter: str, value: float, hint: dict[str, str] | None = None) -> "PointTask":
-        return replace(self, **{parameter: value}, hint=tuple(sorted((hint or {}).items())))
+    def at(
+        self, parameter: str, value: float, hint: dict[str, str] | None = None
+    ) -> PointTask:
+        return replace(
+            self, **{parameter: value}, hint=tuple(sorted((hint or {}).items()))
+        )
 
     @property
     def multipliers(self) -> dict[str, float]:
@@ -43,19 +52,32 @@ class PointResult:
     status: str
     objective_usd: float | None
     placements: dict[str, str]  # workload -> provider/region/instance_type/market/nodes
-    cids: dict[str, str] = field(default_factory=dict)  # workload -> candidate id (the next point's hint)
+    cids: dict[str, str] = field(
+        default_factory=dict
+    )  # workload -> candidate id (the next point's hint)
     spend_usd: dict[str, float] = field(default_factory=dict)  # market -> expected cost
-    pools: dict[str, str] = field(default_factory=dict)  # endpoint -> its pools without node counts
+    pools: dict[str, str] = field(
+        default_factory=dict
+    )  # endpoint -> its pools without node counts
     settled: bool = True  # its placements are the answer, not where a time limit stopped the search (see `proven`)
 
     def held(self, name: str, parameter: str) -> str | None:
         """What a switch along `parameter` compares: the placement, or an endpoint's pools along the rate."""
-        return self.pools.get(name) if parameter == RATE and name in self.pools else self.placements.get(name)
+        return (
+            self.pools.get(name)
+            if parameter == RATE and name in self.pools
+            else self.placements.get(name)
+        )
 
     def record(self) -> dict:
         """The JSON contract's point."""
-        return {**self.multipliers, "status": self.status, "objective_usd": self.objective_usd,
-                "placements": dict(self.placements), "spend_usd": dict(self.spend_usd)}
+        return {
+            **self.multipliers,
+            "status": self.status,
+            "objective_usd": self.objective_usd,
+            "placements": dict(self.placements),
+            "spend_usd": dict(self.spend_usd),
+        }
 
 
 _WORKER: dict[tuple, tuple] = {}
@@ -92,7 +114,9 @@ def _loaded(source: str, kind: str) -> tuple:
 
 
 def placement(row) -> str:
-    return f"{row.provider}/{row.region}/{row.instance_type}/{row.market}/{int(row.nodes)}"
+    return (
+        f"{row.provider}/{row.region}/{row.instance_type}/{row.market}/{int(row.nodes)}"
+    )
 
 
 def solve_point(task: PointTask) -> PointResult:
@@ -103,12 +127,29 @@ def solve_point(task: PointTask) -> PointResult:
     loaded, cache = _loaded(task.source, "scenario")
     loaded = _at_rate(loaded, task.rate_multiplier, "scenario", "workloads")
     offers = _point_offers(task, loaded.catalog, loaded.scenario.overrides)
-    plan = make_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
-                     hint=dict(task.hint) or None, cache=cache, runner_ups=0)  # a point reports its placements only
+    plan = make_plan(
+        loaded,
+        time_limit_s=task.time_limit_s,
+        workers=1,
+        seed=task.seed,
+        offers=offers,
+        hint=dict(task.hint) or None,
+        cache=cache,
+        runner_ups=0,
+    )  # a point reports its placements only
     if plan.result is None or not plan.result.solved:
-        return PointResult(task.multipliers, plan.status, None, {}, settled=proven(plan.status))
-    return _point_result(task, plan.status, plan.result.objective_usd, plan.chosen.rename(columns={"workload": "run"}),
-                         plan.result.serving, plan.candidates.endpoints, settled=proven(plan.status))
+        return PointResult(
+            task.multipliers, plan.status, None, {}, settled=proven(plan.status)
+        )
+    return _point_result(
+        task,
+        plan.status,
+        plan.result.objective_usd,
+        plan.chosen.rename(columns={"workload": "run"}),
+        plan.result.serving,
+        plan.candidates.endpoints,
+        settled=proven(plan.status),
+    )
 
 
 def proven(status: str) -> bool:
@@ -127,13 +168,26 @@ def solve_quarter_point(task: PointTask) -> PointResult:
     loaded, cache = _loaded(task.source, "quarter")
     loaded = _at_rate(loaded, task.rate_multiplier, "quarter", "runs")
     offers = _point_offers(task, loaded.catalog, loaded.quarter.overrides)
-    plan = make_batch_plan(loaded, time_limit_s=task.time_limit_s, workers=1, seed=task.seed, offers=offers,
-                           cache=cache)
+    plan = make_batch_plan(
+        loaded,
+        time_limit_s=task.time_limit_s,
+        workers=1,
+        seed=task.seed,
+        offers=offers,
+        cache=cache,
+    )
     settled = plan.result is None or not plan.result.clocked
     if plan.status not in SOLVED:
         return PointResult(task.multipliers, plan.status, None, {}, settled=settled)
-    return _point_result(task, plan.status, plan.result.objective_usd, plan.result.chosen, plan.result.serving,
-                         plan.endpoints.options if plan.endpoints is not None else None, settled)
+    return _point_result(
+        task,
+        plan.status,
+        plan.result.objective_usd,
+        plan.result.chosen,
+        plan.result.serving,
+        plan.endpoints.options if plan.endpoints is not None else None,
+        settled,
+    )
 
 
 def _at_rate(loaded, factor: float, file: str, items: str):
@@ -142,56 +196,99 @@ def _at_rate(loaded, factor: float, file: str, items: str):
     if factor == 1.0:
         return loaded
     inner = getattr(loaded, file)
-    return replace(loaded, **{file: inner.model_copy(update={items: tuple(w.at_rate(factor)
-                                                                          for w in getattr(inner, items))})})
+    return replace(
+        loaded,
+        **{
+            file: inner.model_copy(
+                update={items: tuple(w.at_rate(factor) for w in getattr(inner, items))}
+            )
+        },
+    )
 
 
 def _point_offers(task: PointTask, catalog, overrides):
     """The offers at the point: the file's overrides, then the point's multipliers where it says."""
     from planner.candidates.offers import apply_overrides
 
-    return apply_overrides(catalog.offers, overrides, catalog, spot_mult=task.spot_price_multiplier,
-                           preempt_mult=task.preemption_multiplier, on_demand_mult=task.on_demand_price_multiplier,
-                           where=dict(task.where) or None)
+    return apply_overrides(
+        catalog.offers,
+        overrides,
+        catalog,
+        spot_mult=task.spot_price_multiplier,
+        preempt_mult=task.preemption_multiplier,
+        on_demand_mult=task.on_demand_price_multiplier,
+        where=dict(task.where) or None,
+    )
 
 
-def _point_result(task: PointTask, status: str, objective_usd: float, chosen, serving=None,
-                  options=None, settled: bool = True) -> PointResult:
+def _point_result(
+    task: PointTask,
+    status: str,
+    objective_usd: float,
+    chosen,
+    serving=None,
+    options=None,
+    settled: bool = True,
+) -> PointResult:
     """What a sweep keeps of a solved point's chosen rows (one per `run`) and endpoints' nodes (`serving`
     over `options`); reads only the few columns it needs (a named tuple of every candidate column costs
     ~10 ms, a point ~0.4 s)."""
     import pandas as pd
 
-    spend = chosen.groupby("market")["cost_usd"].sum() if len(chosen) else pd.Series(dtype=float)
-    picked = list(chosen[["run", "cid", "provider", "region", "instance_type", "market", "nodes"]].itertuples(
-        index=False)) if len(chosen) else []
+    spend = (
+        chosen.groupby("market")["cost_usd"].sum()
+        if len(chosen)
+        else pd.Series(dtype=float)
+    )
+    picked = (
+        list(
+            chosen[
+                ["run", "cid", "provider", "region", "instance_type", "market", "nodes"]
+            ].itertuples(index=False)
+        )
+        if len(chosen)
+        else []
+    )
     placements, kinds = {r.run: placement(r) for r in picked}, {}
     if serving is not None and len(serving):
         pools = serving.join(options[["offer_key", "market", "tp"]], on="option")
         spend = spend.add(pools.groupby("market")["cost_usd"].sum(), fill_value=0.0)
         placements |= endpoint_placements(pools)
         kinds = endpoint_placements(pools, nodes=False)
-    return PointResult(task.multipliers, status, float(objective_usd), placements,
-                       {r.run: r.cid for r in picked}, {m: float(spend.get(m, 0.0)) for m in ("spot", "spot_fallback", "on_demand")},
-                       kinds, settled)
+    return PointResult(
+        task.multipliers,
+        status,
+        float(objective_usd),
+        placements,
+        {r.run: r.cid for r in picked},
+        {m: float(spend.get(m, 0.0)) for m in ("spot", "spot_fallback", "on_demand")},
+        kinds,
+        settled,
+    )
 
 
 def endpoint_placements(pools, nodes: bool = True) -> dict[str, str]:
     """Per endpoint, its pools as `offer/market/TPt/nodes` joined by ` + `, with the most nodes the pool runs in
     any period (so a switch of GPU, market or size shows, and autoscaling within a day does not); without
     `nodes`, only which pools run (`offer/market/TPt`)."""
-    most = pools.groupby(["workload", "offer_key", "market", "tp"], sort=True)["nodes"].max()
+    most = pools.groupby(["workload", "offer_key", "market", "tp"], sort=True)[
+        "nodes"
+    ].max()
     out: dict[str, list[str]] = {}
     for (name, offer, market, tp), count in most.items():
         if count:
-            out.setdefault(name, []).append(f"{offer}/{market}/TP{tp}" + (f"/{int(count)}" if nodes else ""))
+            out.setdefault(name, []).append(
+                f"{offer}/{market}/TP{tp}" + (f"/{int(count)}" if nodes else "")
+            )
     return {name: " + ".join(parts) for name, parts in out.items()}
 
 
 SolveFn = Callable[[PointTask], PointResult]
 
 
-def solve_run(tasks: list[PointTask], solve: SolveFn = solve_point) -> list[PointResult]:
+def solve_run(
+    tasks: list[PointTask], solve: SolveFn = solve_point
+) -> list[PointResult]:
     """Solve neighbouring points in order, each hinted with the plan of the one before."""
     results: list[PointResult] = []
     for task in tasks:
@@ -205,7 +302,14 @@ def _value(result: PointResult, parameter: str) -> float:
     return result.multipliers[parameter]
 
 
-def changed(a: PointResult, b: PointResult, among: Iterable[str] | None = None, parameter: str = "") -> list[str]:
+def changed(
+    a: PointResult,
+    b: PointResult,
+    among: Iterable[str] | None = None,
+    parameter: str = "",
+) -> list[str]:
     """The workloads whose placement differs between two points (along `parameter`: see `PointResult.held`)."""
-    names = among if among is not None else sorted(set(a.placements) | set(b.placements))
+    names = (
+        among if among is not None else sorted(set(a.placements) | set(b.placements))
+    )
     return [w for w in names if a.held(w, parameter) != b.held(w, parameter)]

@@ -1,26 +1,41 @@
 """What a sweep is asked for: the parameters it may sweep, their ranges and `--where` conditions as the command
 line writes them, checked against the file and its catalogs, and the grid of points they make.
 """
+
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from planner.errors import PlannerError
 from planner.schema.fields import MAX_MULTIPLIER
 
-
-PARAMETERS = ("spot_price_multiplier", "preemption_multiplier", "on_demand_price_multiplier", "rate_multiplier")
-OPTIONS = {"spot_price_multiplier": "--spot-price", "preemption_multiplier": "--preemption",
-           "on_demand_price_multiplier": "--on-demand-price", "rate_multiplier": "--rate"}
-SHORT = {"spot_price_multiplier": "spot", "preemption_multiplier": "preempt", "on_demand_price_multiplier": "on_demand",
-         "rate_multiplier": "rate"}
+PARAMETERS = (
+    "spot_price_multiplier",
+    "preemption_multiplier",
+    "on_demand_price_multiplier",
+    "rate_multiplier",
+)
+OPTIONS = {
+    "spot_price_multiplier": "--spot-price",
+    "preemption_multiplier": "--preemption",
+    "on_demand_price_multiplier": "--on-demand-price",
+    "rate_multiplier": "--rate",
+}
+SHORT = {
+    "spot_price_multiplier": "spot",
+    "preemption_multiplier": "preempt",
+    "on_demand_price_multiplier": "on_demand",
+    "rate_multiplier": "rate",
+}
 RATE = "rate_multiplier"
 """The endpoints' traffic: as it grows their node counts grow by design, so along it a switch is a change of
 pools (GPU type, market, TP degree), not of node counts."""
-NAMED = ", ".join(OPTIONS.values())  # "--spot-price, --preemption, --on-demand-price, --rate", for messages
+NAMED = ", ".join(
+    OPTIONS.values()
+)  # "--spot-price, --preemption, --on-demand-price, --rate", for messages
 WHERE_KEYS = ("provider", "gpu", "region", "instance_type")
 DEFAULT_PRECISION = 0.005
 MAX_POINTS = 10_000
@@ -33,14 +48,19 @@ def sweep_axes(given: dict[str, str | None]) -> dict[str, list[float]]:
         raise PlannerError(f"give at least one of {NAMED}", "whatif")
     axes = {p: parse_range(text, OPTIONS[p]) for p, text in given.items() if text}
     if sum(len(v) > 1 for v in axes.values()) > 2:
-        raise PlannerError(f"at most two of {NAMED} may have several values; give the others one value", "whatif")
+        raise PlannerError(
+            f"at most two of {NAMED} may have several values; give the others one value",
+            "whatif",
+        )
     return axes
 
 
 def parse_range(text: str, option: str) -> tuple[float, ...]:
     """`start:stop:points` (evenly spaced, both ends included) or a comma list; multipliers > 0."""
     text = (text or "").strip()
-    example = "expected start:stop:points (e.g. 0.5:2.0:16) or a comma list (e.g. 0.8,1,1.25)"
+    example = (
+        "expected start:stop:points (e.g. 0.5:2.0:16) or a comma list (e.g. 0.8,1,1.25)"
+    )
     if ":" in text:
         parts = text.split(":")
         if len(parts) != 3:
@@ -50,18 +70,29 @@ def parse_range(text: str, option: str) -> tuple[float, ...]:
         except ValueError:
             raise PlannerError(f"{example}, got {text!r}", option) from None
         if not re.fullmatch(r"\s*\d+\s*", parts[2]):
-            raise PlannerError(f"the number of points must be a whole number, got {parts[2]!r} in {text!r}", option)
+            raise PlannerError(
+                f"the number of points must be a whole number, got {parts[2]!r} in {text!r}",
+                option,
+            )
         points = int(parts[2])
         _check_positive((start, stop), text, option)
         if points < 2 or points > MAX_POINTS:
-            raise PlannerError(f"points must be between 2 and {MAX_POINTS:,}, got {points} in {text!r}", option)
+            raise PlannerError(
+                f"points must be between 2 and {MAX_POINTS:,}, got {points} in {text!r}",
+                option,
+            )
         if not stop > start:
             raise PlannerError(f"stop must be greater than start, got {text!r}", option)
         step = (stop - start) / (points - 1)
         values = tuple(round(start + i * step, 12) for i in range(points))
-        if values[0] <= 0 or len(set(values)) < points:  # the grid is kept to 12 decimals
-            raise PlannerError(f"{points} points from {start:g} to {stop:g} are not distinct at 12 decimals, "
-                               f"got {text!r}; give fewer points, a wider range or a comma list", option)
+        if (
+            values[0] <= 0 or len(set(values)) < points
+        ):  # the grid is kept to 12 decimals
+            raise PlannerError(
+                f"{points} points from {start:g} to {stop:g} are not distinct at 12 decimals, "
+                f"got {text!r}; give fewer points, a wider range or a comma list",
+                option,
+            )
         return values
     try:
         values = [float(v) for v in text.split(",") if v.strip()]
@@ -71,7 +102,9 @@ def parse_range(text: str, option: str) -> tuple[float, ...]:
         raise PlannerError(f"{example}, got {text!r}", option)
     _check_positive(values, text, option)
     if len(values) > MAX_POINTS:
-        raise PlannerError(f"at most {MAX_POINTS:,} points, got {len(values):,}", option)
+        raise PlannerError(
+            f"at most {MAX_POINTS:,} points, got {len(values):,}", option
+        )
     return tuple(sorted(set(values)))
 
 
@@ -82,7 +115,10 @@ def _check_positive(values: Iterable[float], text: str, option: str) -> None:
     for v in values:
         if not (0 < v <= most and math.isfinite(v)):
             bound = f" and at most {most:,.0f}" if math.isfinite(most) else ""
-            raise PlannerError(f"multipliers must be finite, greater than 0{bound}, got {v:g} in {text!r}", option)
+            raise PlannerError(
+                f"multipliers must be finite, greater than 0{bound}, got {v:g} in {text!r}",
+                option,
+            )
 
 
 def check_rate(values: Iterable[float], workloads) -> None:
@@ -91,13 +127,18 @@ def check_rate(values: Iterable[float], workloads) -> None:
 
     endpoints = [w for w in workloads if w.serving]
     if not endpoints:
-        raise PlannerError("multiplies the traffic of serving endpoints (kind: serving), and the file has none",
-                           "--rate")
+        raise PlannerError(
+            "multiplies the traffic of serving endpoints (kind: serving), and the file has none",
+            "--rate",
+        )
     peak = max(endpoints, key=lambda w: w.traffic.peak)
     if peak.traffic.peak * max(values) > MAX_REQUESTS_PER_S:
-        raise PlannerError(f"x{max(values):g} takes {peak.name!r} from {peak.traffic.peak:g} to "
-                           f"{peak.traffic.peak * max(values):g} requests/s, above the {MAX_REQUESTS_PER_S:g} "
-                           "the planner accepts", "--rate")
+        raise PlannerError(
+            f"x{max(values):g} takes {peak.name!r} from {peak.traffic.peak:g} to "
+            f"{peak.traffic.peak * max(values):g} requests/s, above the {MAX_REQUESTS_PER_S:g} "
+            "the planner accepts",
+            "--rate",
+        )
 
 
 def parse_where(items: Iterable[str]) -> dict[str, str]:
@@ -110,15 +151,22 @@ def parse_where(items: Iterable[str]) -> dict[str, str]:
             key, sep, value = part.partition("=")
             key, value = key.strip(), value.strip()
             if not sep or not value:
-                raise PlannerError(f"expected key=value pairs such as provider=aws,gpu=H100, got {part.strip()!r}",
-                                   "--where")
+                raise PlannerError(
+                    f"expected key=value pairs such as provider=aws,gpu=H100, got {part.strip()!r}",
+                    "--where",
+                )
             if key not in WHERE_KEYS:
                 from planner.errors import did_you_mean
 
-                raise PlannerError(f"unknown key {key!r}{did_you_mean(key, WHERE_KEYS)}; expected one of "
-                                   f"{', '.join(WHERE_KEYS)}", "--where")
+                raise PlannerError(
+                    f"unknown key {key!r}{did_you_mean(key, WHERE_KEYS)}; expected one of "
+                    f"{', '.join(WHERE_KEYS)}",
+                    "--where",
+                )
             if key in where and where[key] != value:
-                raise PlannerError(f"{key} given twice ({where[key]!r} and {value!r})", "--where")
+                raise PlannerError(
+                    f"{key} given twice ({where[key]!r} and {value!r})", "--where"
+                )
             where[key] = value
     return where
 
@@ -128,15 +176,27 @@ def check_where(where: dict[str, str], catalog) -> None:
     from planner.errors import did_you_mean
 
     offers = catalog.offers
-    for key, column in (("provider", "provider"), ("region", "region"), ("instance_type", "instance_type")):
+    for key, column in (
+        ("provider", "provider"),
+        ("region", "region"),
+        ("instance_type", "instance_type"),
+    ):
         if key in where and where[key] not in set(offers[column]):
-            raise PlannerError(f"unknown {key} {where[key]!r}{did_you_mean(where[key], set(offers[column]))} "
-                               "in the scenario's catalogs", "--where")
+            raise PlannerError(
+                f"unknown {key} {where[key]!r}{did_you_mean(where[key], set(offers[column]))} "
+                "in the scenario's catalogs",
+                "--where",
+            )
     if "gpu" in where and not catalog.knows_gpu(where["gpu"]):
-        raise PlannerError(f"unknown GPU {where['gpu']!r}{did_you_mean(where['gpu'], catalog.gpu_names_and_families())}",
-                           "--where")
+        raise PlannerError(
+            f"unknown GPU {where['gpu']!r}{did_you_mean(where['gpu'], catalog.gpu_names_and_families())}",
+            "--where",
+        )
     if where and not _where_mask(where, catalog).any():
-        raise PlannerError(f"no offer matches {', '.join(f'{k}={v}' for k, v in where.items())}", "--where")
+        raise PlannerError(
+            f"no offer matches {', '.join(f'{k}={v}' for k, v in where.items())}",
+            "--where",
+        )
 
 
 def _where_mask(where: dict[str, str], catalog):
@@ -153,7 +213,9 @@ def _where_mask(where: dict[str, str], catalog):
 @dataclass(frozen=True)
 class SweepSpec:
     source: str
-    axes: dict[str, tuple[float, ...]]  # parameter -> values; at most two with more than one value
+    axes: dict[
+        str, tuple[float, ...]
+    ]  # parameter -> values; at most two with more than one value
     where: tuple[tuple[str, str], ...] = ()
     precision: float = DEFAULT_PRECISION
     time_limit_s: float = 60.0
@@ -169,7 +231,9 @@ def grid(spec: SweepSpec) -> list[dict[str, float]]:
     import itertools
 
     values = [spec.axes.get(p, (1.0,)) for p in PARAMETERS]
-    order = sorted(range(len(PARAMETERS)), key=lambda i: (len(values[i]) == 1, i))  # swept axes first
+    order = sorted(
+        range(len(PARAMETERS)), key=lambda i: (len(values[i]) == 1, i)
+    )  # swept axes first
     points = []
     for combo in itertools.product(*(values[i] for i in reversed(order))):
         point = dict(zip((PARAMETERS[i] for i in reversed(order)), combo))

@@ -21,17 +21,26 @@ This module runs the sweep (neighbouring points in runs, then the bisections); w
 asked for (`spec`), one point (`points`), where points run (`executors`) and what it reports
 (`result`) have a home each.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable
 
 from planner.errors import PlannerError
 from planner.whatif.executors import InlineExecutor
-from planner.whatif.points import PointResult, PointTask, SolveFn, _value, changed, solve_point, solve_run
+from planner.whatif.points import (
+    PointResult,
+    PointTask,
+    SolveFn,
+    _value,
+    changed,
+    solve_point,
+    solve_run,
+)
 from planner.whatif.result import SweepResult
 from planner.whatif.spec import NAMED, PARAMETERS, SweepSpec, grid
 
@@ -48,7 +57,9 @@ class BisectJob:
     precision: float
 
 
-def find_switches(job: BisectJob, solve: SolveFn = solve_point) -> tuple[list[dict], int]:
+def find_switches(
+    job: BisectJob, solve: SolveFn = solve_point
+) -> tuple[list[dict], int]:
     """Bisect the interval until it is at most `precision` wide wherever a tracked workload's
     placement differs between its ends; each midpoint is hinted with its lower neighbour's plan.
     Only settled points are split on (`PointResult.settled`): an interval with an unsettled end, or whose
@@ -70,10 +81,20 @@ def find_switches(job: BisectJob, solve: SolveFn = solve_point) -> tuple[list[di
         at = round((lo + hi) / 2, 12)
         fixed = {p: v for p, v in low.multipliers.items() if p != job.parameter}
         for name in names:
-            out.append({"workload": name, "parameter": job.parameter, "at": at, "within": round((hi - lo) / 2, 12),
-                        "from": low.placements.get(name), "to": high.placements.get(name),
-                        "held_from": low.held(name, job.parameter), "held_to": high.held(name, job.parameter),
-                        **fixed, job.parameter: at})
+            out.append(
+                {
+                    "workload": name,
+                    "parameter": job.parameter,
+                    "at": at,
+                    "within": round((hi - lo) / 2, 12),
+                    "from": low.placements.get(name),
+                    "to": high.placements.get(name),
+                    "held_from": low.held(name, job.parameter),
+                    "held_to": high.held(name, job.parameter),
+                    **fixed,
+                    job.parameter: at,
+                }
+            )
     return out, solves
 
 
@@ -87,16 +108,20 @@ def _runs(spec: SweepSpec, points: list[dict], chunks: int) -> list[list[int]]:
     """Indices of neighbouring points along the first swept axis, cut into about `chunks` runs."""
     swept = spec.swept
     line_length = len(spec.axes[swept[0]]) if swept else 1
-    lines = [list(range(i, i + line_length)) for i in range(0, len(points), line_length)]
+    lines = [
+        list(range(i, i + line_length)) for i in range(0, len(points), line_length)
+    ]
     per_line = max(1, math.ceil(chunks / len(lines)))
     runs = []
     for line in lines:
         size = max(1, math.ceil(len(line) / per_line))
-        runs += [line[i:i + size] for i in range(0, len(line), size)]
+        runs += [line[i : i + size] for i in range(0, len(line), size)]
     return runs
 
 
-def _bisect_jobs(spec: SweepSpec, template: PointTask, points: list[dict], results: list[PointResult]) -> list[BisectJob]:
+def _bisect_jobs(
+    spec: SweepSpec, template: PointTask, points: list[dict], results: list[PointResult]
+) -> list[BisectJob]:
     index = {tuple(p[q] for q in PARAMETERS): r for p, r in zip(points, results)}
     jobs = []
     for parameter in spec.swept:
@@ -110,12 +135,19 @@ def _bisect_jobs(spec: SweepSpec, template: PointTask, points: list[dict], resul
             names = changed(low, high, parameter=parameter)
             if names:
                 fixed = replace(template, **{q: p[q] for q in PARAMETERS})
-                jobs.append(BisectJob(fixed, parameter, low, high, tuple(names), spec.precision))
+                jobs.append(
+                    BisectJob(fixed, parameter, low, high, tuple(names), spec.precision)
+                )
     return jobs
 
 
-def run_sweep(spec: SweepSpec, executor: Executor | None = None, solve: SolveFn = solve_point,
-              progress: Callable[[int, int], None] | None = None, chunks: int | None = None) -> SweepResult:
+def run_sweep(
+    spec: SweepSpec,
+    executor: Executor | None = None,
+    solve: SolveFn = solve_point,
+    progress: Callable[[int, int], None] | None = None,
+    chunks: int | None = None,
+) -> SweepResult:
     """Solve every grid point, then bisect every interval where a placement changes.
 
     `executor` runs `solve_run` over runs of neighbouring points and `find_switches` over
@@ -129,12 +161,24 @@ def run_sweep(spec: SweepSpec, executor: Executor | None = None, solve: SolveFn 
     if len(spec.swept) > 2:
         raise PlannerError(f"at most two of {NAMED} may have several values")
     # an absolute path: a Dask worker resolves a relative one from wherever `dask worker` started
-    template = PointTask(str(Path(spec.source).resolve()), where=spec.where, time_limit_s=spec.time_limit_s,
-                         seed=spec.seed)
+    template = PointTask(
+        str(Path(spec.source).resolve()),
+        where=spec.where,
+        time_limit_s=spec.time_limit_s,
+        seed=spec.seed,
+    )
     points = grid(spec)
     runs = _runs(spec, points, chunks or SWEEP_RUNS)
     total, done = len(points), 0
-    futures = [(run, executor.submit(solve_run, [replace(template, **points[i]) for i in run], solve)) for run in runs]
+    futures = [
+        (
+            run,
+            executor.submit(
+                solve_run, [replace(template, **points[i]) for i in run], solve
+            ),
+        )
+        for run in runs
+    ]
     results: list[PointResult | None] = [None] * len(points)
     for run, future in futures:
         for i, result in zip(run, future.result()):
@@ -153,6 +197,11 @@ def run_sweep(spec: SweepSpec, executor: Executor | None = None, solve: SolveFn 
         done += 1
         if progress:
             progress(done, total)
-    switches.sort(key=lambda s: (s["parameter"] != (spec.swept or [""])[0], s["workload"],
-                                 *(s[p] for p in PARAMETERS)))
+    switches.sort(
+        key=lambda s: (
+            s["parameter"] != (spec.swept or [""])[0],
+            s["workload"],
+            *(s[p] for p in PARAMETERS),
+        )
+    )
     return SweepResult(spec, results, switches, time.perf_counter() - started, solves)

@@ -4,6 +4,7 @@ A micro-model is a 2-4 row candidate table, its pick variables, one family, and 
 fixed to the case at hand (`choose`): the family must accept one assignment (CP-SAT finds it
 feasible) and reject its neighbour (CP-SAT proves it infeasible).
 """
+
 from __future__ import annotations
 
 import pytest
@@ -32,8 +33,14 @@ from planner.solve.model import (
     add_same_region_groups,
     build_model,
 )
-from planner.solve.serving import (add_endpoint_capacity, add_endpoint_pools, add_endpoint_routing,
-                                   add_endpoint_schedule, add_endpoint_spread, add_spot_pool)
+from planner.solve.serving import (
+    add_endpoint_capacity,
+    add_endpoint_pools,
+    add_endpoint_routing,
+    add_endpoint_schedule,
+    add_endpoint_spread,
+    add_spot_pool,
+)
 
 FAMILY_TESTS = {
     add_one_candidate_per_workload: "test_one_candidate_per_workload_",
@@ -52,7 +59,9 @@ FAMILY_TESTS = {
 """Every family and the prefix of its tests; `test_every_family_has_accept_and_reject_tests` holds them to it."""
 
 
-def micro(family, rows, limits: Limits = Limits(), picks: tuple[str, ...] | None = None):
+def micro(
+    family, rows, limits: Limits = Limits(), picks: tuple[str, ...] | None = None
+):
     """The pick variables over `rows`, `family` alone, and the picks fixed when `picks` is given."""
     m = plan_model(*rows)
     family(m, limits)
@@ -67,17 +76,26 @@ def test_every_family_has_accept_and_reject_tests():
 
 def test_micro_model_variables_are_the_builders():
     """The factory's picks and table columns are what `build_model` makes (so each family sees the real thing)."""
-    rows = [candidate("a"), candidate("a", provider="gcp"), candidate("b", region="us-west-2")]
+    rows = [
+        candidate("a"),
+        candidate("a", provider="gcp"),
+        candidate("b", region="us-west-2"),
+    ]
     m, real = plan_model(*rows), build_model(candidates(*rows), Limits())
     assert [v.name for v in m.pick] == [v.name for v in real.pick]
-    assert [list(m.model.proto.variables[v.index].domain) for v in m.pick] == \
-           [list(real.model.proto.variables[v.index].domain) for v in real.pick]
+    assert [list(m.model.proto.variables[v.index].domain) for v in m.pick] == [
+        list(real.model.proto.variables[v.index].domain) for v in real.pick
+    ]
     assert m.candidates.equals(real.candidates)
 
 
 # ---------------------------------------------------------------- add_one_candidate_per_workload
 
-ONE_EACH = [candidate("a", cost_usd=10), candidate("a", provider="gcp", cost_usd=12), candidate("b")]
+ONE_EACH = [
+    candidate("a", cost_usd=10),
+    candidate("a", provider="gcp", cost_usd=12),
+    candidate("b"),
+]
 
 
 def test_one_candidate_per_workload_accepts_one_pick_for_each_workload():
@@ -85,7 +103,9 @@ def test_one_candidate_per_workload_accepts_one_pick_for_each_workload():
 
 
 def test_one_candidate_per_workload_rejects_a_workload_run_twice():
-    assert_rejects(micro(add_one_candidate_per_workload, ONE_EACH, picks=("a1", "a2", "b1")))
+    assert_rejects(
+        micro(add_one_candidate_per_workload, ONE_EACH, picks=("a1", "a2", "b1"))
+    )
 
 
 def test_one_candidate_per_workload_rejects_a_workload_left_out():
@@ -99,35 +119,67 @@ QUOTA = [candidate("a"), candidate("b"), candidate("c"), candidate("c", provider
 
 
 def test_gpu_quota_accepts_16_of_16_gpus():
-    assert_accepts(micro(add_gpu_quotas, QUOTA, Limits(gpu_quotas={"aws": 16}), picks=("a1", "b1", "c2")))
+    assert_accepts(
+        micro(
+            add_gpu_quotas,
+            QUOTA,
+            Limits(gpu_quotas={"aws": 16}),
+            picks=("a1", "b1", "c2"),
+        )
+    )
 
 
 def test_gpu_quota_rejects_24_of_16_gpus():
-    assert_rejects(micro(add_gpu_quotas, QUOTA, Limits(gpu_quotas={"aws": 16}), picks=("a1", "b1", "c1")))
+    assert_rejects(
+        micro(
+            add_gpu_quotas,
+            QUOTA,
+            Limits(gpu_quotas={"aws": 16}),
+            picks=("a1", "b1", "c1"),
+        )
+    )
 
 
 def test_gpu_quota_accepts_gpus_of_another_provider_beside_a_full_quota():
     # 8 of 8 on AWS, GCP's 8 do not count
-    assert_accepts(micro(add_gpu_quotas, QUOTA, Limits(gpu_quotas={"aws": 8}), picks=("a1", "c2")))
+    assert_accepts(
+        micro(add_gpu_quotas, QUOTA, Limits(gpu_quotas={"aws": 8}), picks=("a1", "c2"))
+    )
 
 
 def test_gpu_quota_rejects_16_of_8_gpus_on_the_same_provider():
-    assert_rejects(micro(add_gpu_quotas, QUOTA, Limits(gpu_quotas={"aws": 8}), picks=("a1", "b1")))
+    assert_rejects(
+        micro(add_gpu_quotas, QUOTA, Limits(gpu_quotas={"aws": 8}), picks=("a1", "b1"))
+    )
 
 
 # one H100 node and one A100 node on AWS for each of a and b
-GPU_KINDS = [candidate("a"), candidate("a", gpu="A100-80GB", gpu_family="A100"),
-            candidate("b"), candidate("b", gpu="A100-80GB", gpu_family="A100")]
+GPU_KINDS = [
+    candidate("a"),
+    candidate("a", gpu="A100-80GB", gpu_family="A100"),
+    candidate("b"),
+    candidate("b", gpu="A100-80GB", gpu_family="A100"),
+]
 
 
-@pytest.mark.parametrize("key", ["aws/H100", "aws/h100", "aws/H100-SXM"])  # a family, any case, or a GPU name
+@pytest.mark.parametrize(
+    "key", ["aws/H100", "aws/h100", "aws/H100-SXM"]
+)  # a family, any case, or a GPU name
 def test_gpu_quota_by_gpu_accepts_8_h100s_beside_8_a100s(key):
-    assert_accepts(micro(add_gpu_quotas, GPU_KINDS, Limits(gpu_quotas={key: 8}), picks=("a1", "b2")))
+    assert_accepts(
+        micro(
+            add_gpu_quotas, GPU_KINDS, Limits(gpu_quotas={key: 8}), picks=("a1", "b2")
+        )
+    )
 
 
 @pytest.mark.parametrize("key", ["aws/H100", "aws/h100", "aws/H100-SXM"])
 def test_gpu_quota_by_gpu_rejects_16_of_8_h100s(key):
-    assert_rejects(micro(add_gpu_quotas, GPU_KINDS, Limits(gpu_quotas={key: 8}), picks=("a1", "b1")))
+    assert_rejects(
+        micro(
+            add_gpu_quotas, GPU_KINDS, Limits(gpu_quotas={key: 8}), picks=("a1", "b1")
+        )
+    )
 
 
 def test_gpu_quota_by_gpu_and_by_provider_together_rejects_what_only_the_provider_quota_forbids():
@@ -140,20 +192,30 @@ def test_gpu_quota_by_gpu_and_by_provider_together_rejects_what_only_the_provide
 
 P5 = "aws/us-east-1/p5.48xlarge"
 # a on 1 or 2 p5 nodes, b on 1 p5 node or on another offer
-NODES = [candidate("a", nodes=1, gpus=8), candidate("a", nodes=2, gpus=16),
-         candidate("b", nodes=1), candidate("b", nodes=1, offer_key="aws/us-east-1/p4d.24xlarge")]
+NODES = [
+    candidate("a", nodes=1, gpus=8),
+    candidate("a", nodes=2, gpus=16),
+    candidate("b", nodes=1),
+    candidate("b", nodes=1, offer_key="aws/us-east-1/p4d.24xlarge"),
+]
 
 
 def test_node_limit_accepts_2_of_2_nodes_of_one_offer():
-    assert_accepts(micro(add_node_limits, NODES, Limits(node_limits={P5: 2}), picks=("a1", "b1")))
+    assert_accepts(
+        micro(add_node_limits, NODES, Limits(node_limits={P5: 2}), picks=("a1", "b1"))
+    )
 
 
 def test_node_limit_rejects_3_of_2_nodes_of_one_offer():
-    assert_rejects(micro(add_node_limits, NODES, Limits(node_limits={P5: 2}), picks=("a2", "b1")))
+    assert_rejects(
+        micro(add_node_limits, NODES, Limits(node_limits={P5: 2}), picks=("a2", "b1"))
+    )
 
 
 def test_node_limit_accepts_nodes_of_another_offer_beside_a_full_limit():
-    assert_accepts(micro(add_node_limits, NODES, Limits(node_limits={P5: 2}), picks=("a2", "b2")))
+    assert_accepts(
+        micro(add_node_limits, NODES, Limits(node_limits={P5: 2}), picks=("a2", "b2"))
+    )
 
 
 def test_node_limit_from_the_catalog_accepts_2_of_max_nodes_2():
@@ -166,23 +228,48 @@ def test_node_limit_from_the_catalog_rejects_3_of_max_nodes_2():
     assert_rejects(micro(add_node_limits, rows, picks=("a2", "b1")))
 
 
-SMALLER_OF_TWO = pytest.mark.parametrize("catalog, scenario", [(2.0, 5), (5.0, 2)])  # the cap is 2 either way
+SMALLER_OF_TWO = pytest.mark.parametrize(
+    "catalog, scenario", [(2.0, 5), (5.0, 2)]
+)  # the cap is 2 either way
 
 
 @SMALLER_OF_TWO
-def test_node_limit_takes_the_smaller_of_catalog_and_scenario_and_accepts_2_nodes(catalog, scenario):
+def test_node_limit_takes_the_smaller_of_catalog_and_scenario_and_accepts_2_nodes(
+    catalog, scenario
+):
     rows = [dict(r, max_nodes=catalog) for r in NODES]
-    assert_accepts(micro(add_node_limits, rows, Limits(node_limits={P5: scenario}), picks=("a1", "b1")))
+    assert_accepts(
+        micro(
+            add_node_limits,
+            rows,
+            Limits(node_limits={P5: scenario}),
+            picks=("a1", "b1"),
+        )
+    )
 
 
 @SMALLER_OF_TWO
-def test_node_limit_takes_the_smaller_of_catalog_and_scenario_and_rejects_3_nodes(catalog, scenario):
+def test_node_limit_takes_the_smaller_of_catalog_and_scenario_and_rejects_3_nodes(
+    catalog, scenario
+):
     rows = [dict(r, max_nodes=catalog) for r in NODES]
-    assert_rejects(micro(add_node_limits, rows, Limits(node_limits={P5: scenario}), picks=("a2", "b1")))
+    assert_rejects(
+        micro(
+            add_node_limits,
+            rows,
+            Limits(node_limits={P5: scenario}),
+            picks=("a2", "b1"),
+        )
+    )
 
 
 # a and b each on one p5 node, on demand or on spot
-MARKETS = [candidate("a"), candidate("a", market="spot"), candidate("b"), candidate("b", market="spot")]
+MARKETS = [
+    candidate("a"),
+    candidate("a", market="spot"),
+    candidate("b"),
+    candidate("b", market="spot"),
+]
 
 
 def test_node_limit_per_market_accepts_1_on_demand_and_1_spot_node_under_a_limit_of_1():
@@ -196,7 +283,9 @@ def test_node_limit_per_market_rejects_2_spot_nodes_under_a_limit_of_1():
 
 
 def test_node_limit_across_markets_rejects_1_on_demand_and_1_spot_node_under_a_limit_of_1():
-    assert_rejects(micro(add_node_limits, MARKETS, Limits(node_limits={P5: 1}), picks=("a1", "b2")))
+    assert_rejects(
+        micro(add_node_limits, MARKETS, Limits(node_limits={P5: 1}), picks=("a1", "b2"))
+    )
 
 
 def test_node_limit_row_is_left_out_when_one_candidate_per_workload_cannot_exceed_it():
@@ -204,7 +293,9 @@ def test_node_limit_row_is_left_out_when_one_candidate_per_workload_cannot_excee
     workload fits together, so the family alone lets two candidates of ONE workload (2 + 2 nodes)
     past a limit of 3; `add_one_candidate_per_workload` is what rules that assignment out."""
     rows = [candidate("a", nodes=2), candidate("a", nodes=2, market="spot")]
-    alone = micro(add_node_limits, rows, Limits(node_limits={P5: 3}), picks=("a1", "a2"))
+    alone = micro(
+        add_node_limits, rows, Limits(node_limits={P5: 3}), picks=("a1", "a2")
+    )
     assert_accepts(alone)
     add_one_candidate_per_workload(alone, Limits())
     assert_rejects(alone)
@@ -212,15 +303,23 @@ def test_node_limit_row_is_left_out_when_one_candidate_per_workload_cannot_excee
 
 # ---------------------------------------------------------------- add_budget
 
-BUDGET = [candidate("a", cost_usd=0.60), candidate("a", cost_usd=0.61), candidate("b", cost_usd=0.50)]
+BUDGET = [
+    candidate("a", cost_usd=0.60),
+    candidate("a", cost_usd=0.61),
+    candidate("b", cost_usd=0.50),
+]
 
 
 def test_budget_accepts_110_cents_of_a_110_cent_budget():
-    assert_accepts(micro(add_budget, BUDGET, Limits(budget_usd=1.10), picks=("a1", "b1")))
+    assert_accepts(
+        micro(add_budget, BUDGET, Limits(budget_usd=1.10), picks=("a1", "b1"))
+    )
 
 
 def test_budget_rejects_111_cents_of_a_110_cent_budget():
-    assert_rejects(micro(add_budget, BUDGET, Limits(budget_usd=1.10), picks=("a2", "b1")))
+    assert_rejects(
+        micro(add_budget, BUDGET, Limits(budget_usd=1.10), picks=("a2", "b1"))
+    )
 
 
 def test_budget_accepts_29_cents_of_a_29_cent_budget_not_truncated_to_28():
@@ -243,61 +342,94 @@ def test_budget_accepts_any_cost_without_a_budget():
 # ---------------------------------------------------------------- add_same_region_groups
 
 # a in us-east-1; b in us-east-1, us-west-2 or GCP's us-east-1; c anywhere
-REGIONS = [candidate("a"), candidate("b"), candidate("b", region="us-west-2"), candidate("b", provider="gcp"),
-           candidate("c", region="us-west-2")]
+REGIONS = [
+    candidate("a"),
+    candidate("b"),
+    candidate("b", region="us-west-2"),
+    candidate("b", provider="gcp"),
+    candidate("c", region="us-west-2"),
+]
 TOGETHER = Limits(same_region=(("a", "b"),))
 
 
 def test_same_region_accepts_both_members_in_aws_us_east_1():
-    assert_accepts(micro(add_same_region_groups, REGIONS, TOGETHER, picks=("a1", "b1", "c1")))
+    assert_accepts(
+        micro(add_same_region_groups, REGIONS, TOGETHER, picks=("a1", "b1", "c1"))
+    )
 
 
 def test_same_region_rejects_members_in_us_east_1_and_us_west_2():
-    assert_rejects(micro(add_same_region_groups, REGIONS, TOGETHER, picks=("a1", "b2", "c1")))
+    assert_rejects(
+        micro(add_same_region_groups, REGIONS, TOGETHER, picks=("a1", "b2", "c1"))
+    )
 
 
 def test_same_region_rejects_the_same_region_name_at_another_provider():
     # aws/us-east-1 and gcp/us-east-1 are two regions
-    assert_rejects(micro(add_same_region_groups, REGIONS, TOGETHER, picks=("a1", "b3", "c1")))
+    assert_rejects(
+        micro(add_same_region_groups, REGIONS, TOGETHER, picks=("a1", "b3", "c1"))
+    )
 
 
 def test_same_region_accepts_a_workload_outside_the_group_in_another_region():
     # b and c together in aws/us-west-2, a (not grouped) in aws/us-east-1
     limits = Limits(same_region=(("b", "c"),))
-    assert_accepts(micro(add_same_region_groups, REGIONS, limits, picks=("a1", "b2", "c1")))
+    assert_accepts(
+        micro(add_same_region_groups, REGIONS, limits, picks=("a1", "b2", "c1"))
+    )
 
 
 # ---------------------------------------------------------------- add_same_provider_groups
 
-PROVIDERS = [candidate("a"), candidate("b", region="us-west-2"), candidate("b", provider="gcp"),
-             candidate("c", provider="gcp")]
+PROVIDERS = [
+    candidate("a"),
+    candidate("b", region="us-west-2"),
+    candidate("b", provider="gcp"),
+    candidate("c", provider="gcp"),
+]
 SAME_PROVIDER = Limits(same_provider=(("a", "b"),))
 
 
 def test_same_provider_accepts_members_in_two_regions_of_aws():
-    assert_accepts(micro(add_same_provider_groups, PROVIDERS, SAME_PROVIDER, picks=("a1", "b1", "c1")))
+    assert_accepts(
+        micro(
+            add_same_provider_groups, PROVIDERS, SAME_PROVIDER, picks=("a1", "b1", "c1")
+        )
+    )
 
 
 def test_same_provider_rejects_members_on_aws_and_gcp():
-    assert_rejects(micro(add_same_provider_groups, PROVIDERS, SAME_PROVIDER, picks=("a1", "b2", "c1")))
+    assert_rejects(
+        micro(
+            add_same_provider_groups, PROVIDERS, SAME_PROVIDER, picks=("a1", "b2", "c1")
+        )
+    )
 
 
 def test_same_provider_accepts_two_groups_on_two_providers():
     limits = Limits(same_provider=(("a",), ("b", "c")))
-    assert_accepts(micro(add_same_provider_groups, PROVIDERS, limits, picks=("a1", "b2", "c1")))
+    assert_accepts(
+        micro(add_same_provider_groups, PROVIDERS, limits, picks=("a1", "b2", "c1"))
+    )
 
 
 def test_same_provider_rejects_b_with_a_on_aws_when_b_also_goes_with_c_on_gcp():
-    limits = Limits(same_provider=(("a", "b"), ("b", "c")))  # b ties a (AWS only) to c (GCP only)
-    assert_rejects(micro(add_same_provider_groups, PROVIDERS, limits, picks=("a1", "b1", "c1")))
+    limits = Limits(
+        same_provider=(("a", "b"), ("b", "c"))
+    )  # b ties a (AWS only) to c (GCP only)
+    assert_rejects(
+        micro(add_same_provider_groups, PROVIDERS, limits, picks=("a1", "b1", "c1"))
+    )
 
 
 # ---------------------------------------------------------------- endpoints
 
 
 def test_endpoint_routing_accepts_every_slice_sent_somewhere():
-    m = serving_model([option(oid="a"), option(oid="b", offer_key="aws/us-west-2/g6.xlarge")],
-                      [endpoint(slices=4)])
+    m = serving_model(
+        [option(oid="a"), option(oid="b", offer_key="aws/us-west-2/g6.xlarge")],
+        [endpoint(slices=4)],
+    )
     add_endpoint_routing(m, Limits())
     set_nodes(m, "a", 1, slices={0: (3,)})
     set_nodes(m, "b", 1, slices={0: (1,)})
@@ -305,8 +437,10 @@ def test_endpoint_routing_accepts_every_slice_sent_somewhere():
 
 
 def test_endpoint_routing_rejects_a_slice_left_unserved():
-    m = serving_model([option(oid="a"), option(oid="b", offer_key="aws/us-west-2/g6.xlarge")],
-                      [endpoint(slices=4)])
+    m = serving_model(
+        [option(oid="a"), option(oid="b", offer_key="aws/us-west-2/g6.xlarge")],
+        [endpoint(slices=4)],
+    )
     add_endpoint_routing(m, Limits())
     set_nodes(m, "a", 1, slices={0: (2,)})
     set_nodes(m, "b", 1, slices={0: (1,)})
@@ -338,7 +472,9 @@ def test_endpoint_capacity_accepts_exactly_full_nodes():
 
 
 def test_spot_pool_accepts_the_nodes_the_binomial_quantile_keeps():
-    m = serving_model([option(oid="s", market="spot", kept=(0, 0, 1, 2, 3))], [endpoint()])
+    m = serving_model(
+        [option(oid="s", market="spot", kept=(0, 0, 1, 2, 3))], [endpoint()]
+    )
     add_endpoint_capacity(m, Limits())
     add_spot_pool(m, Limits())
     set_nodes(m, "s", 3, slices={0: (1,)})  # 3 spot nodes count as 2: 4 requests/s >= 3
@@ -346,7 +482,9 @@ def test_spot_pool_accepts_the_nodes_the_binomial_quantile_keeps():
 
 
 def test_spot_pool_rejects_spot_nodes_counted_in_full():
-    m = serving_model([option(oid="s", market="spot", kept=(0, 0, 1, 1, 2))], [endpoint()])
+    m = serving_model(
+        [option(oid="s", market="spot", kept=(0, 0, 1, 1, 2))], [endpoint()]
+    )
     add_endpoint_capacity(m, Limits())
     add_spot_pool(m, Limits())
     set_nodes(m, "s", 2, slices={0: (1,)})  # 2 spot nodes count as 1: 2 requests/s < 3
@@ -354,8 +492,13 @@ def test_spot_pool_rejects_spot_nodes_counted_in_full():
 
 
 def test_spot_pool_rejects_two_spot_pools_for_one_endpoint():
-    m = serving_model([option(oid="s1", market="spot"), option(oid="s2", market="spot",
-                                                               offer_key="aws/us-west-2/g6.xlarge")], [endpoint()])
+    m = serving_model(
+        [
+            option(oid="s1", market="spot"),
+            option(oid="s2", market="spot", offer_key="aws/us-west-2/g6.xlarge"),
+        ],
+        [endpoint()],
+    )
     add_spot_pool(m, Limits())
     set_nodes(m, "s1", 1)
     set_nodes(m, "s2", 1)
@@ -363,8 +506,13 @@ def test_spot_pool_rejects_two_spot_pools_for_one_endpoint():
 
 
 def test_spot_pool_accepts_one_spot_pool_beside_on_demand():
-    m = serving_model([option(oid="s1", market="spot"), option(oid="od", offer_key="aws/us-west-2/g6.xlarge")],
-                      [endpoint()])
+    m = serving_model(
+        [
+            option(oid="s1", market="spot"),
+            option(oid="od", offer_key="aws/us-west-2/g6.xlarge"),
+        ],
+        [endpoint()],
+    )
     add_spot_pool(m, Limits())
     set_nodes(m, "s1", 1)
     set_nodes(m, "od", 2)
@@ -372,22 +520,30 @@ def test_spot_pool_accepts_one_spot_pool_beside_on_demand():
 
 
 def test_endpoint_schedule_rejects_different_nodes_per_period_without_autoscale():
-    m = serving_model([option(oid="a", session_h=(12.0, 12.0))], [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12))])
+    m = serving_model(
+        [option(oid="a", session_h=(12.0, 12.0))],
+        [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12))],
+    )
     add_endpoint_schedule(m, Limits())
     set_nodes(m, "a", 1, 2)
     assert_rejects(m)
 
 
 def test_endpoint_schedule_accepts_the_same_nodes_all_day_without_autoscale():
-    m = serving_model([option(oid="a", session_h=(12.0, 12.0))], [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12))])
+    m = serving_model(
+        [option(oid="a", session_h=(12.0, 12.0))],
+        [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12))],
+    )
     add_endpoint_schedule(m, Limits())
     set_nodes(m, "a", 2, 2)
     assert_accepts(m)
 
 
 def test_endpoint_schedule_accepts_more_nodes_by_day_with_autoscale():
-    m = serving_model([option(oid="a", session_h=(12.0, 12.0))],
-                      [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12), autoscale=True)])
+    m = serving_model(
+        [option(oid="a", session_h=(12.0, 12.0))],
+        [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12), autoscale=True)],
+    )
     add_endpoint_schedule(m, Limits())
     set_nodes(m, "a", 1, 2)
     m.model.add(m.serving.base[0] == 1)
@@ -395,8 +551,10 @@ def test_endpoint_schedule_accepts_more_nodes_by_day_with_autoscale():
 
 
 def test_endpoint_schedule_rejects_a_base_above_a_period_with_autoscale():
-    m = serving_model([option(oid="a", session_h=(12.0, 12.0))],
-                      [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12), autoscale=True)])
+    m = serving_model(
+        [option(oid="a", session_h=(12.0, 12.0))],
+        [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12), autoscale=True)],
+    )
     add_endpoint_schedule(m, Limits())
     set_nodes(m, "a", 1, 2)
     m.model.add(m.serving.base[0] == 2)
@@ -404,7 +562,9 @@ def test_endpoint_schedule_rejects_a_base_above_a_period_with_autoscale():
 
 
 def test_gpu_quota_with_an_endpoint_rejects_a_job_and_a_node_over_the_quota():
-    m = serving_model([option(oid="e", gpus_per_node=8)], [endpoint()], rows=(candidate("a", gpus=8),))
+    m = serving_model(
+        [option(oid="e", gpus_per_node=8)], [endpoint()], rows=(candidate("a", gpus=8),)
+    )
     add_gpu_quotas(m, Limits(gpu_quotas={"aws": 8}))
     choose(m, "a1")
     set_nodes(m, "e", 1)
@@ -412,7 +572,9 @@ def test_gpu_quota_with_an_endpoint_rejects_a_job_and_a_node_over_the_quota():
 
 
 def test_gpu_quota_with_an_endpoint_accepts_a_job_and_a_node_within_the_quota():
-    m = serving_model([option(oid="e", gpus_per_node=8)], [endpoint()], rows=(candidate("a", gpus=8),))
+    m = serving_model(
+        [option(oid="e", gpus_per_node=8)], [endpoint()], rows=(candidate("a", gpus=8),)
+    )
     add_gpu_quotas(m, Limits(gpu_quotas={"aws": 16}))
     choose(m, "a1")
     set_nodes(m, "e", 1)
@@ -421,7 +583,9 @@ def test_gpu_quota_with_an_endpoint_accepts_a_job_and_a_node_within_the_quota():
 
 def test_node_limit_with_an_endpoint_rejects_a_job_and_endpoint_nodes_over_the_limit():
     key = "aws/us-east-1/p5.48xlarge"
-    m = serving_model([option(oid="e", offer_key=key)], [endpoint()], rows=(candidate("a", nodes=1),))
+    m = serving_model(
+        [option(oid="e", offer_key=key)], [endpoint()], rows=(candidate("a", nodes=1),)
+    )
     add_node_limits(m, Limits(node_limits={key: 2}))
     choose(m, "a1")
     set_nodes(m, "e", 2)
@@ -430,7 +594,9 @@ def test_node_limit_with_an_endpoint_rejects_a_job_and_endpoint_nodes_over_the_l
 
 def test_node_limit_with_an_endpoint_accepts_a_job_and_endpoint_nodes_within_the_limit():
     key = "aws/us-east-1/p5.48xlarge"
-    m = serving_model([option(oid="e", offer_key=key)], [endpoint()], rows=(candidate("a", nodes=1),))
+    m = serving_model(
+        [option(oid="e", offer_key=key)], [endpoint()], rows=(candidate("a", nodes=1),)
+    )
     add_node_limits(m, Limits(node_limits={key: 2}))
     choose(m, "a1")
     set_nodes(m, "e", 1)
@@ -438,7 +604,9 @@ def test_node_limit_with_an_endpoint_accepts_a_job_and_endpoint_nodes_within_the
 
 
 def test_budget_with_an_endpoint_rejects_a_job_and_a_day_of_nodes_over_the_budget():
-    m = serving_model([option(oid="e")], [endpoint()], rows=(candidate("a", cost_usd=10.0),))
+    m = serving_model(
+        [option(oid="e")], [endpoint()], rows=(candidate("a", cost_usd=10.0),)
+    )
     add_budget(m, Limits(budget_usd=57.99))
     choose(m, "a1")
     set_nodes(m, "e", 2)  # 2 nodes x 24 h x $1 = $48, plus the job's $10
@@ -447,7 +615,9 @@ def test_budget_with_an_endpoint_rejects_a_job_and_a_day_of_nodes_over_the_budge
 
 
 def test_budget_with_an_endpoint_accepts_a_job_and_a_day_of_nodes_within_the_budget():
-    m = serving_model([option(oid="e")], [endpoint()], rows=(candidate("a", cost_usd=10.0),))
+    m = serving_model(
+        [option(oid="e")], [endpoint()], rows=(candidate("a", cost_usd=10.0),)
+    )
     add_budget(m, Limits(budget_usd=58.0))
     choose(m, "a1")
     set_nodes(m, "e", 2)
@@ -455,9 +625,12 @@ def test_budget_with_an_endpoint_accepts_a_job_and_a_day_of_nodes_within_the_bud
     assert_accepts(m)
 
 
-SPREAD = [option(oid="a"), option(oid="b", offer_key="aws/us-west-2/g6.xlarge"),
-          option(oid="c", offer_key="aws/eu-west-1/g6.xlarge"),
-          option(oid="g", provider="gcp", offer_key="gcp/us-central1/g2-standard-4")]
+SPREAD = [
+    option(oid="a"),
+    option(oid="b", offer_key="aws/us-west-2/g6.xlarge"),
+    option(oid="c", offer_key="aws/eu-west-1/g6.xlarge"),
+    option(oid="g", provider="gcp", offer_key="gcp/us-central1/g2-standard-4"),
+]
 
 
 def _spread(m) -> None:
@@ -488,9 +661,14 @@ def test_endpoint_pools_are_priced_where_the_endpoint_says():
     """`pool_usd_per_h` puts each pool's operating cost over the endpoint's duration among the cost terms."""
     m = serving_model(SPREAD, [endpoint(pool_usd_per_h=2.0)])
     priced = {var.index: cents for _, cents, var in m.serving.cost_terms}
-    assert all(priced[m.serving.pools[row].index] == 4800 for row in range(4))  # $2/h x 24 h, in cents
+    assert all(
+        priced[m.serving.pools[row].index] == 4800 for row in range(4)
+    )  # $2/h x 24 h, in cents
     plain = serving_model(SPREAD, [endpoint()])
-    assert not any(var.index in {v.index for v in plain.serving.pools.values()} for _, _, var in plain.serving.cost_terms)
+    assert not any(
+        var.index in {v.index for v in plain.serving.pools.values()}
+        for _, _, var in plain.serving.cost_terms
+    )
 
 
 def test_endpoint_spread_accepts_two_pools_at_one_provider():
@@ -528,7 +706,10 @@ def test_endpoint_spread_accepts_a_second_provider_and_third_pool_where_allowed(
 def test_endpoint_spread_rejects_a_pool_that_runs_only_at_night():
     """A pool counts over all periods: one used by night alone is still a pool."""
     options = [dict(o, session_h=[12.0, 12.0]) for o in SPREAD]
-    m = serving_model(options, [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12), autoscale=True, max_pools=2)])
+    m = serving_model(
+        options,
+        [endpoint(rates=((1.0,), (3.0,)), hours=(12, 12), autoscale=True, max_pools=2)],
+    )
     _spread(m)
     set_nodes(m, "a", 1, 1)
     set_nodes(m, "b", 0, 1)
