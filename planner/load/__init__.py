@@ -6,6 +6,8 @@ scenario     a scenario file: parse, validate, resolve models, check names
 quarter      a quarter file, and its calendar in steps
 plan_file    a plan or schedule JSON read back for `planner simulate --plan`, checked for what the replays read
 hf_config    models from Hugging Face `config.json` files
+hf_architectures  each supported architecture's config keys and parameter count
+hf_fetch     a model's `config.json` fetched from the Hugging Face Hub by id
 offer_facts  facts the shipped offers know that outside sources lack
 skypilot     `catalog import --from skypilot`
 refresh      `catalog refresh azure|aws` from the public price APIs
