@@ -14,13 +14,8 @@ from pathlib import Path
 import pytest
 
 from planner.load.catalog import load_models
-from planner.load.hf_config import (
-    SUPPORTED,
-    arch_from_config,
-    fetch_config,
-    load_config_file,
-    looks_like_hf_id,
-)
+from planner.load.hf_config import SUPPORTED, arch_from_config, load_config_file
+from planner.load.hf_fetch import fetch_config, looks_like_hf_id
 from planner.schema.catalog import ModelArch
 
 DATA = Path(__file__).resolve().parent / "data" / "hf"
@@ -557,23 +552,23 @@ class ConnectionError(OSError):  # the name requests and httpx use   # noqa: A00
 
 @pytest.fixture
 def online(monkeypatch):
-    from planner.load import hf_config
+    from planner.load import hf_fetch
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setattr(hf_config, "_hub_reachable", lambda: True)
+    monkeypatch.setattr(hf_fetch, "_hub_reachable", lambda: True)
 
 
 def test_an_unreachable_hub_reads_the_cache_at_once(monkeypatch):
     """No network and no HF_HUB_OFFLINE: the cache alone, without huggingface_hub's half a minute of retries."""
-    from planner.load import hf_config
+    from planner.load import hf_fetch
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     monkeypatch.setenv(
         "HF_ENDPOINT", "http://127.0.0.1:9"
     )  # the discard port: nothing listens
     started = time.perf_counter()
-    assert not hf_config._hub_reachable()
-    assert time.perf_counter() - started < hf_config.HUB_PROBE_S + 1
+    assert not hf_fetch._hub_reachable()
+    assert time.perf_counter() - started < hf_fetch.HUB_PROBE_S + 1
     seen = {}
 
     def download(repo_id, filename, **kwargs):

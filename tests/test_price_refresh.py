@@ -31,15 +31,13 @@ from planner.load.offer_facts import (
     keep_known_facts,
     load_shipped_offers,
 )
-from planner.load.refresh import (
+from planner.load.refresh import write_offers_csv
+from planner.load.refresh_aws import aws_offers, aws_spot_prices, fetch_aws_offer_file
+from planner.load.refresh_azure import (
     AZURE_FILTER,
     AZURE_PRICES_URL,
-    aws_offers,
-    aws_spot_prices,
     azure_offers,
-    fetch_aws_offer_file,
     fetch_azure,
-    write_offers_csv,
 )
 from planner.load.skypilot import gpu_aliases, import_skypilot
 
@@ -571,9 +569,11 @@ def test_keep_known_facts_never_overwrites_a_real_source_value():
 def test_catalog_refresh_azure_writes_a_catalog_solve_uses(
     run, tmp_path, monkeypatch, scenario_file
 ):
-    import planner.load.refresh as refresh
+    import planner.load.refresh_azure as refresh_azure
 
-    monkeypatch.setattr(refresh, "fetch_azure", lambda *a, **k: iter(azure_pages()))
+    monkeypatch.setattr(
+        refresh_azure, "fetch_azure", lambda *a, **k: iter(azure_pages())
+    )
     out = tmp_path / "azure-today.csv"
     result = run("catalog", "refresh", "azure", "-o", out)
     assert result.exit_code == 0, result.output
@@ -595,10 +595,12 @@ def test_catalog_refresh_azure_writes_a_catalog_solve_uses(
 
 
 def test_catalog_refresh_aws_keeps_efa_for_p5(run, tmp_path, monkeypatch):
-    import planner.load.refresh as refresh
+    import planner.load.refresh_aws as refresh_aws
 
-    monkeypatch.setattr(refresh, "fetch_aws_offer_file", lambda region, **k: AWS_FILE)
-    monkeypatch.setattr(refresh, "aws_spot_prices", lambda *a, **k: None)
+    monkeypatch.setattr(
+        refresh_aws, "fetch_aws_offer_file", lambda region, **k: AWS_FILE
+    )
+    monkeypatch.setattr(refresh_aws, "aws_spot_prices", lambda *a, **k: None)
     out = tmp_path / "aws-today.csv"
     result = run("catalog", "refresh", "aws", "-o", out)
     assert result.exit_code == 0, result.output
@@ -622,9 +624,11 @@ def test_a_refresh_that_would_not_load_leaves_the_catalog_as_it_was(
     """`catalog refresh` wrote the file first and loaded it after: a price the catalog refuses (here $5M an hour,
     above any offer's bound) replaced a good catalog with one no scenario can load. Now it is checked as
     `catalog import` checks, before the atomic write."""
-    import planner.load.refresh as refresh
+    import planner.load.refresh_azure as refresh_azure
 
-    monkeypatch.setattr(refresh, "fetch_azure", lambda *a, **k: iter(azure_pages()))
+    monkeypatch.setattr(
+        refresh_azure, "fetch_azure", lambda *a, **k: iter(azure_pages())
+    )
     out = tmp_path / "azure-today.csv"
     assert run("catalog", "refresh", "azure", "-o", out).exit_code == 0
     good = out.read_bytes()
@@ -637,7 +641,7 @@ def test_a_refresh_that_would_not_load_leaves_the_catalog_as_it_was(
         and not item["skuName"].endswith(" Spot")
     )
     nd["retailPrice"] = nd["unitPrice"] = 5e6
-    monkeypatch.setattr(refresh, "fetch_azure", lambda *a, **k: iter(pages))
+    monkeypatch.setattr(refresh_azure, "fetch_azure", lambda *a, **k: iter(pages))
     result = run("catalog", "refresh", "azure", "-o", out)
     assert result.exit_code == 2, result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
@@ -651,7 +655,7 @@ def test_a_refresh_that_would_not_load_leaves_the_catalog_as_it_was(
     fresh = tmp_path / "never.csv"
     with pytest.raises(PlannerError, match="not written"):
         write_offers_csv(
-            refresh.azure_offers(pages), fresh, source="s", as_of="2025-06-01"
+            refresh_azure.azure_offers(pages), fresh, source="s", as_of="2025-06-01"
         )
     assert not fresh.exists()
 

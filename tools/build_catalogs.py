@@ -18,7 +18,7 @@ import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-from planner.load.hf_config import decoder_params, moe_active, siglip_params  # noqa: E402  one counting rule
+from planner.load.hf_architectures import decoder_params, moe_active, siglip_params  # noqa: E402  one counting rule
 from planner.load.skypilot import (  # noqa: E402
     OFFER_COLUMNS,
     SPOT_PREEMPTION_DEFAULT,

@@ -397,14 +397,13 @@ def catalog_refresh(provider, output, regions) -> None:
     from planner.files import check_target
     from planner.load.catalog import load_gpus
     from planner.load.offer_facts import load_shipped_offers
-    from planner.load.refresh import (
+    from planner.load.refresh import write_offers_csv
+    from planner.load.refresh_aws import (
         aws_offers,
         aws_spot_prices,
-        azure_offers,
         fetch_aws_offer_file,
-        fetch_azure,
-        write_offers_csv,
     )
+    from planner.load.refresh_azure import azure_offers, fetch_azure
 
     check_target(output, _shipped_tables(provider))
     gpus = load_gpus()

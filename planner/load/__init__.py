@@ -6,9 +6,13 @@ scenario     a scenario file: parse, validate, resolve models, check names
 quarter      a quarter file, and its calendar in steps
 plan_file    a plan or schedule JSON read back for `planner simulate --plan`, checked for what the replays read
 hf_config    models from Hugging Face `config.json` files
+hf_architectures  each supported architecture's config keys and parameter count
+hf_fetch     a model's `config.json` fetched from the Hugging Face Hub by id
 offer_facts  facts the shipped offers know that outside sources lack
 skypilot     `catalog import --from skypilot`
-refresh      `catalog refresh azure|aws` from the public price APIs
+refresh      `catalog refresh azure|aws`: what both providers share (HTTP, shipped facts joined, the CSV written)
+refresh_azure  Azure's Retail Prices API read into offer rows
+refresh_aws  AWS's EC2 price-list files and spot price history read into offer rows
 examples     `planner examples`: copies of the shipped scenarios
 team_config  a team's shared defaults in `planner.toml`
 traces       spot availability traces (Can't Be Late's JSON format)

@@ -112,7 +112,7 @@ def resolve_models(
 ) -> tuple:
     """Models given as a Hugging Face config (a local `{hf_config: path}`, or an `org/name` id the catalog
     does not hold, fetched through huggingface_hub's cache) become inline shapes; catalog names stay."""
-    from planner.load import hf_config
+    from planner.load import hf_config, hf_fetch
     from planner.schema.catalog import HfConfigFile
 
     out = []
@@ -130,11 +130,11 @@ def resolve_models(
                 )
             elif (
                 isinstance(model, str)
-                and hf_config.looks_like_hf_id(model)
+                and hf_fetch.looks_like_hf_id(model)
                 and not _in_catalog(catalog, model)
             ):
                 arch = hf_config.arch_from_config(
-                    hf_config.fetch_config(model),
+                    hf_fetch.fetch_config(model),
                     model.split("/")[-1].lower(),
                     hf_repo=model,
                 )
