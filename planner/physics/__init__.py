@@ -1,6 +1,8 @@
 """Layer 3a, physics: what fits on a GPU and how long it takes (pure functions on numbers).
 
-memory       weights, gradients, optimizer state, activations, KV cache per GPU
+memory       the model's shape and a GPU's memory by part, the fit test, memory a workload states itself
+memory_training  training memory per GPU: weights, gradients, optimizer state (ZeRO), activations
+memory_inference  inference memory per GPU: weights at serving precision, KV cache, the batch that fits
 gpus         what a GPU model can do, how a candidate's GPUs are joined, precision and kernel efficiency (MFU)
 collectives  all-reduce and other collectives over NVLink and the network, and how much of them compute hides
 speed        the training step (W of training), and runs scaled from a reference measurement

@@ -23,6 +23,12 @@ from planner.physics.gpus import (
     UnsupportedPrecision,
     effective_precision,
 )
+from planner.physics.memory_inference import (
+    inference_memory,
+    kv_batch_that_fits,
+    serving_need_gib,
+)
+from planner.physics.memory_training import lora_params, model_state_bytes
 from planner.schema.catalog import Gpu, ModelArch
 from planner.schema.workload import Workload
 
@@ -143,10 +149,10 @@ def checkpoint_size_gib(workload: Workload, catalog: Catalog) -> float:
             stated.model_states if stated.model_states is not None else stated.per_gpu
         )
     if workload.training_method in ("lora", "qlora"):
-        return mem.lora_params(model_shape(arch), workload.lora_rank) * 16 / GIB
+        return lora_params(model_shape(arch), workload.lora_rank) * 16 / GIB
     return (
         sum(
-            mem.model_state_bytes(
+            model_state_bytes(
                 arch.params,
                 precision=_train_precision(workload.precision),
                 optimizer=workload.optimizer,
@@ -208,7 +214,7 @@ def _vram_reason(
     breakdown: mem.MemoryBreakdown, shape: Shape, headroom: float, serving: bool = False
 ) -> str:
     if serving:
-        need = mem.serving_need_gib(breakdown, headroom)
+        need = serving_need_gib(breakdown, headroom)
         return (
             f"needs {need:.1f} GiB per GPU for one sequence (with {headroom:.0%} headroom outside the KV cache), "
             f"{shape.gpu} has {shape.vram_gib:.1f} GiB"
@@ -648,7 +654,7 @@ def _estimate_inference(
     context = gen.prompt_tokens + gen.output_tokens
     best, closest = None, None
     for tp in choices:
-        batch = mem.kv_batch_that_fits(
+        batch = kv_batch_that_fits(
             model,
             shape.vram_gib,
             headroom,
@@ -659,7 +665,7 @@ def _estimate_inference(
             prompt_tokens=gen.prompt_tokens,
             most=gen.batch,
         )
-        breakdown = mem.inference_memory(
+        breakdown = inference_memory(
             model,
             weight_precision=workload.precision,
             kv_precision=gen.kv_precision,
