@@ -32,9 +32,9 @@ sys.path.insert(0, str(ROOT.parent))
 from planner.load.catalog import load_gpus, load_models  # noqa: E402
 from planner.physics import memory as mem  # noqa: E402
 from planner.physics import parallelism  # noqa: E402
-from planner.physics.estimate import gpu_perf, model_shape  # noqa: E402
 from planner.physics.generation import generation_time  # noqa: E402
 from planner.physics.gpus import Topology  # noqa: E402
+from planner.physics.hardware_shape import gpu_perf, model_shape  # noqa: E402
 from planner.physics.memory_inference import kv_batch_that_fits  # noqa: E402
 from planner.schema.catalog import ModelArch  # noqa: E402
 

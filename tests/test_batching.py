@@ -10,7 +10,7 @@ import pytest
 
 from planner.load.catalog import load_gpus, load_models
 from planner.physics import batching, serving
-from planner.physics.estimate import gpu_perf, model_shape
+from planner.physics.hardware_shape import gpu_perf, model_shape
 
 
 def replica(

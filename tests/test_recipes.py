@@ -11,8 +11,8 @@ import pytest
 from planner.load.catalog import load_gpus, load_models
 from planner.physics import collectives, parallelism, recipes, speed
 from planner.physics import memory as mem
-from planner.physics.estimate import gpu_perf, model_shape
 from planner.physics.gpus import Topology
+from planner.physics.hardware_shape import gpu_perf, model_shape
 from planner.physics.memory_training import (
     CHUNKED_LOGIT_BYTES,
     NF4_DQ_BYTES_PER_PARAM,

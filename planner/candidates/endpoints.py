@@ -36,7 +36,7 @@ from planner.economics.candidate import billed_hours
 from planner.errors import TimeLimitReached
 from planner.load.catalog import Catalog, offers_for
 from planner.physics import batching, serving
-from planner.physics.estimate import gpu_perf, model_shape, resolve_model
+from planner.physics.hardware_shape import gpu_perf, model_shape, resolve_model
 from planner.schema.scenario import Scenario
 from planner.schema.workload import Workload
 
@@ -623,7 +623,7 @@ def estimate_tables(
     and request size (`capacity_rows`); `gpu_queries` as `--gpu` (a name, a family or `NAME:COUNT`), `top` the
     best few of each."""
     from planner.load.catalog import split_accelerator
-    from planner.physics.estimate import best_rows, estimate_rows
+    from planner.physics.estimate_table import best_rows, estimate_rows
 
     names = tuple(dict.fromkeys(split_accelerator(q)[0] for q in gpu_queries))
     rows = [

@@ -10,7 +10,9 @@ generation   W of generation jobs: prefill, decode, the bandwidth bound, a floor
 parallelism  layouts (TP, CP, PP, DP, EP, ZeRO, recomputation, micro-batch) and the search for the fastest
 recipes      what each training framework allows and keeps (layout axes, ZeRO stages, loss memory)
 deepspeed_estimate  DeepSpeed's own ZeRO memory estimators, reproduced to check memory against
+hardware_shape  a hardware shape, the estimate record, a workload prepared for estimating on every shape
 estimate     the adapter from a workload and a hardware shape to the above
+estimate_table  `planner estimate` for workloads: the fastest shape per GPU model and count, the best few
 batching     continuous batching on one replica, step by step (TTFT and TPOT under load)
 serving      a replica's serving capacity within the SLO, in closed form from that step model
 """
