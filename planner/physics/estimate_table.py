@@ -75,7 +75,7 @@ def estimate_rows(
     rows = []
     for workload in scenario.workloads:
         if (workload_name and workload.name != workload_name) or workload.serving:
-            continue  # endpoints: `candidates.endpoints.capacity_rows`
+            continue  # endpoints: `candidates.estimate_tables.capacity_rows`
         offers = offers_for(catalog, workload.allow, workload.forbid)
         for gpu_name in sorted(offers["gpu"].unique()):
             if gpu_queries and not any(

@@ -86,7 +86,7 @@ REPLAYED = (
 
 
 def capacity_text(rows: list[dict], order: list[str]) -> str:
-    """`rows` from `candidates.endpoints.capacity_rows`: one table per endpoint."""
+    """`rows` from `candidates.estimate_tables.capacity_rows`: one table per endpoint."""
     out = []
     for name in sorted({r["workload"] for r in rows}, key=order.index):
         table = pd.DataFrame(
