@@ -32,9 +32,10 @@ sys.path.insert(0, str(ROOT.parent))
 from planner.load.catalog import load_gpus, load_models  # noqa: E402
 from planner.physics import memory as mem  # noqa: E402
 from planner.physics import parallelism  # noqa: E402
-from planner.physics.estimate import gpu_perf, model_shape  # noqa: E402
 from planner.physics.generation import generation_time  # noqa: E402
 from planner.physics.gpus import Topology  # noqa: E402
+from planner.physics.hardware_shape import gpu_perf, model_shape  # noqa: E402
+from planner.physics.memory_inference import kv_batch_that_fits  # noqa: E402
 from planner.schema.catalog import ModelArch  # noqa: E402
 
 CASES = ROOT / "published_cases.yaml"
@@ -275,7 +276,7 @@ def inference(case: dict, gpus_table: dict, models: dict) -> list[Outcome]:
     weights = case.get("precision", "bf16")
     kv = case.get("kv_precision", "bf16" if weights not in ("fp8",) else "fp8")
     prompt, output = int(case["prompt_tokens"]), int(case["output_tokens"])
-    room = mem.kv_batch_that_fits(
+    room = kv_batch_that_fits(
         shape,
         gpu.vram_gib,
         HEADROOM,

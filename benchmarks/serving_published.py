@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from planner.load.catalog import load_gpus, load_models  # noqa: E402
 from planner.physics import batching, serving  # noqa: E402
-from planner.physics.estimate import gpu_perf, model_shape  # noqa: E402
+from planner.physics.hardware_shape import gpu_perf, model_shape  # noqa: E402
 
 TARGET_EACH, TARGET_MEDIAN = 1.5, 1.2
 TRT_ONLINE = (

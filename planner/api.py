@@ -364,7 +364,7 @@ def estimate(
     `NAME:COUNT`, as `--gpu`)."""
     import pandas as pd
 
-    from planner.candidates.endpoints import estimate_tables
+    from planner.candidates.estimate_tables import estimate_tables
     from planner.errors import PlannerError, did_you_mean
     from planner.load.scenario import load_scenario
 

@@ -10,7 +10,7 @@ import pytest
 
 from planner.load.catalog import load_gpus, load_models
 from planner.physics import batching, serving
-from planner.physics.estimate import gpu_perf, model_shape
+from planner.physics.hardware_shape import gpu_perf, model_shape
 
 
 def replica(
@@ -147,7 +147,8 @@ def test_estimate_replays_each_capacity_and_marks_a_rate_the_replay_cannot_carry
     mean TPOT, or none where the replay's queue runs away."""
     from pathlib import Path
 
-    from planner.candidates.endpoints import capacity_rows, replica_of
+    from planner.candidates.endpoints import replica_of
+    from planner.candidates.estimate_tables import capacity_rows
     from planner.load.scenario import load_scenario
 
     loaded = load_scenario(

@@ -9,14 +9,9 @@ from hypothesis import strategies as st
 
 from planner.load.catalog import load_catalog
 from planner.load.scenario import load_scenario
-from planner.physics.estimate import (
-    Shape,
-    estimate,
-    estimate_prepared,
-    prepare,
-    shapes_for,
-    work_floor_h,
-)
+from planner.physics.estimate import estimate, estimate_prepared, work_floor_h
+from planner.physics.estimate_table import shapes_for
+from planner.physics.hardware_shape import Shape, prepare
 from planner.schema.workload import Workload
 
 

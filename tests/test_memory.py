@@ -11,19 +11,23 @@ from planner.physics.deepspeed_estimate import (
 from planner.physics.memory import (
     FRAMEWORK_OVERHEAD_GIB,
     GIB,
-    NF4_DQ_BYTES_PER_PARAM,
-    WEIGHT_BYTES_PER_PARAM,
     MemoryBreakdown,
     ModelShape,
-    activation_bytes,
-    activation_bytes_per_layer,
     fits,
+    stated_memory,
+)
+from planner.physics.memory_inference import (
+    WEIGHT_BYTES_PER_PARAM,
     inference_memory,
     kv_bytes_per_token,
-    model_state_bytes,
-    stated_memory,
-    training_memory,
     weight_bytes,
+)
+from planner.physics.memory_training import (
+    NF4_DQ_BYTES_PER_PARAM,
+    activation_bytes,
+    activation_bytes_per_layer,
+    model_state_bytes,
+    training_memory,
 )
 
 # HF config.json shapes (models.csv)

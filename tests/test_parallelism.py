@@ -8,6 +8,12 @@ from planner.physics import memory as mem
 from planner.physics import parallelism as par
 from planner.physics.collectives import collective_seconds
 from planner.physics.gpus import GpuPerf, Topology
+from planner.physics.memory_inference import (
+    inference_memory,
+    kv_batch_that_fits,
+    serving_need_gib,
+)
+from planner.physics.memory_training import lora_params, params_per_gpu, training_memory
 from planner.physics.speed import training_time
 
 H100 = GpuPerf(
@@ -100,11 +106,11 @@ def test_hierarchical_all_reduce_crosses_the_network_with_a_1_over_g_share():
 
 
 def test_experts_divide_memory_over_ep_and_cost_all_to_all_time():
-    one = mem.training_memory(MIXTRAL, sharding="zero1", gpus=8, gpus_per_node=8)
-    ep8 = mem.training_memory(
+    one = training_memory(MIXTRAL, sharding="zero1", gpus=8, gpus_per_node=8)
+    ep8 = training_memory(
         MIXTRAL, sharding="zero1", gpus=8, gpus_per_node=8, expert_parallel=8
     )
-    dense, experts = mem.params_per_gpu(MIXTRAL, 1, 1, 8)
+    dense, experts = params_per_gpu(MIXTRAL, 1, 1, 8)
     assert experts == pytest.approx(MIXTRAL.expert_params / 8)
     assert ep8.weights == pytest.approx((dense + experts) * 2 / mem.GIB)
     assert (
@@ -119,7 +125,7 @@ def test_experts_divide_memory_over_ep_and_cost_all_to_all_time():
     # FLOPs follow the active parameters
     assert training_time(MIXTRAL, **kw).flops < 0.4 * 6 * MIXTRAL.params * 1e9
     with pytest.raises(ValueError):
-        mem.training_memory(LLAMA2_70B, gpus=8, gpus_per_node=8, expert_parallel=2)
+        training_memory(LLAMA2_70B, gpus=8, gpus_per_node=8, expert_parallel=2)
 
 
 def test_layout_labels_round_trip():
@@ -156,20 +162,20 @@ def test_context_parallelism_splits_each_sequence_and_shards_over_dp_times_cp():
         sharding="zero1",
         pipeline_parallel=1,
     )
-    plain = mem.training_memory(LLAMA2_70B, **kw)
-    split = mem.training_memory(LLAMA2_70B, context_parallel=8, **kw)
+    plain = training_memory(LLAMA2_70B, **kw)
+    split = training_memory(LLAMA2_70B, context_parallel=8, **kw)
     assert split.activations == pytest.approx(plain.activations / 8, rel=1e-9)
     # the same parameters on DP x CP = 8 GPUs: ZeRO-1 shards the optimizer over all of them
     assert split.weights == pytest.approx(plain.weights)
     assert split.optimizer == pytest.approx(
         plain.optimizer, rel=1e-9
     )  # DP8 x CP1 and DP1 x CP8
-    alone = mem.training_memory(
+    alone = training_memory(
         LLAMA2_70B, **{**kw, "gpus": 8}
     )  # DP1 x CP1: nothing to shard over
     assert alone.optimizer == pytest.approx(8 * split.optimizer, rel=1e-9)
     with pytest.raises(ValueError):
-        mem.training_memory(LLAMA2_70B, context_parallel=3, **kw)
+        training_memory(LLAMA2_70B, context_parallel=3, **kw)
     # time: with CP one replica runs 8x fewer of its tokens per GPU, so the step needs 8x fewer replicas
     # for the same batch, and at 128K tokens the KV ring hides behind the attention it feeds
     topo = Topology(8, 8, **IB)
@@ -251,11 +257,11 @@ def test_qlora_recipe_pages_the_optimizer_and_keeps_bf16_adapters():
         ffn=22016,
         vocab=32000,
     )
-    m = mem.training_memory(
+    m = training_memory(
         llama65, method="qlora", seq_len=512, activation_checkpointing="full"
     )
     assert mem.fits(m, 48.0, 0.10)  # QLoRA paper: 65B on one 48 GB GPU
-    unpaged = mem.training_memory(
+    unpaged = training_memory(
         llama65,
         method="qlora",
         seq_len=512,
@@ -263,7 +269,7 @@ def test_qlora_recipe_pages_the_optimizer_and_keeps_bf16_adapters():
         paged_optimizer=False,
     )
     assert unpaged.optimizer > m.optimizer
-    adapters = mem.lora_params(llama65, 16)
+    adapters = lora_params(llama65, 16)
     assert unpaged.gradients == pytest.approx(adapters * 2 / mem.GIB)
     assert unpaged.optimizer == pytest.approx(adapters * 8 / mem.GIB)
 
@@ -281,7 +287,7 @@ def test_kv_pool_gets_headroom_once_and_gives_the_batch():
         vocab=32000,
     )
     # TensorRT-LLM v0.6.1 ran batch 60 of 128 + 2048 tokens on one A100-80GB
-    batch = mem.kv_batch_that_fits(
+    batch = kv_batch_that_fits(
         llama2_7b,
         80.0,
         0.10,
@@ -291,7 +297,7 @@ def test_kv_pool_gets_headroom_once_and_gives_the_batch():
         prompt_tokens=128,
     )
     assert batch >= 60
-    need = mem.inference_memory(
+    need = inference_memory(
         llama2_7b,
         weight_precision="fp16",
         kv_precision="fp16",
@@ -299,5 +305,5 @@ def test_kv_pool_gets_headroom_once_and_gives_the_batch():
         context_tokens=2176,
         prompt_tokens=128,
     )
-    assert mem.serving_need_gib(need, 0.10) <= 80.0 < need.total * 1.10
-    assert mem.kv_batch_that_fits(llama2_7b, 12.0, 0.10) == 0
+    assert serving_need_gib(need, 0.10) <= 80.0 < need.total * 1.10
+    assert kv_batch_that_fits(llama2_7b, 12.0, 0.10) == 0

@@ -147,7 +147,8 @@ def test_solve_plans_qlora_65b_on_one_48gb_card_when_it_is_cheapest(scenario_fil
     )
     row = plan.chosen.iloc[0]
     assert row.vram_gib <= 48, (row.instance_type, row.gpus)
-    from planner.physics.estimate import Shape, estimate
+    from planner.physics.estimate import estimate
+    from planner.physics.hardware_shape import Shape
 
     one_card = estimate(
         plan.loaded.scenario.workloads[0],

@@ -11,8 +11,15 @@ import pytest
 from planner.load.catalog import load_gpus, load_models
 from planner.physics import collectives, parallelism, recipes, speed
 from planner.physics import memory as mem
-from planner.physics.estimate import gpu_perf, model_shape
 from planner.physics.gpus import Topology
+from planner.physics.hardware_shape import gpu_perf, model_shape
+from planner.physics.memory_training import (
+    CHUNKED_LOGIT_BYTES,
+    NF4_DQ_BYTES_PER_PARAM,
+    UNFUSED_LOGIT_BYTES,
+    activation_bytes_per_layer,
+    training_memory,
+)
 
 GPUS, MODELS = load_gpus(), load_models()
 LLAMA_8B = model_shape(MODELS["llama-3.1-8b"])
@@ -132,7 +139,7 @@ def test_8b_lora_fits_a_24gb_card_with_the_recipes_that_never_hold_fp32_logits()
     }
     logits_gib = 4096 * LLAMA_8B.vocab / 2**30
     assert need["hf"] - need["torchtune"] == pytest.approx(
-        (mem.UNFUSED_LOGIT_BYTES - mem.CHUNKED_LOGIT_BYTES) * logits_gib, rel=1e-6
+        (UNFUSED_LOGIT_BYTES - CHUNKED_LOGIT_BYTES) * logits_gib, rel=1e-6
     )
 
 
@@ -140,12 +147,12 @@ def test_paged_optimizer_state_is_off_the_gpu_and_offloaded_activations_keep_two
     kw = dict(
         method="qlora", seq_len=8192, activation_checkpointing="full", micro_batch=1
     )
-    paged = mem.training_memory(LLAMA_70B, paged_optimizer=True, **kw)
-    resident = mem.training_memory(LLAMA_70B, paged_optimizer=False, **kw)
+    paged = training_memory(LLAMA_70B, paged_optimizer=True, **kw)
+    resident = training_memory(LLAMA_70B, paged_optimizer=False, **kw)
     assert paged.optimizer == 0.0 < resident.optimizer
-    offloaded = mem.training_memory(LLAMA_70B, activation_offload=True, **kw)
+    offloaded = training_memory(LLAMA_70B, activation_offload=True, **kw)
     layer_input = (
-        mem.activation_bytes_per_layer(
+        activation_bytes_per_layer(
             seq_len=8192,
             micro_batch=1,
             hidden=LLAMA_70B.hidden,
@@ -285,7 +292,7 @@ def test_fsdp_qlora_gathers_the_frozen_nf4_base_for_every_pass():
         LLAMA_70B, sharding="zero3", recompute="full", **kw
     )
     gather_s = collectives.collective_seconds(
-        mem.NF4_DQ_BYTES_PER_PARAM * LLAMA_70B.params,
+        NF4_DQ_BYTES_PER_PARAM * LLAMA_70B.params,
         4,
         4,
         pcie,
@@ -334,12 +341,12 @@ def test_torchtune_full_fine_tune_trains_in_bf16_and_steps_in_the_backward_on_on
     assert not reason, reason
     assert choice.memory.gradients < 1.0  # one layer's gradients, not 15 GiB of them
     kw = dict(method="full", sharding="zero3", gpus=8, gpus_per_node=8, seq_len=2048)
-    mixed = mem.training_memory(LLAMA_70B, **kw)
-    pure = mem.training_memory(LLAMA_70B, master_weights=False, **kw)
+    mixed = training_memory(LLAMA_70B, **kw)
+    pure = training_memory(LLAMA_70B, master_weights=False, **kw)
     assert pure.optimizer == pytest.approx(
         mixed.optimizer * 4 / 12
     )  # bf16 m and v, no fp32 master copy
-    held = mem.training_memory(
+    held = training_memory(
         LLAMA_70B,
         optimizer_in_backward=True,
         **{**kw, "sharding": "none", "gpus": 1, "gpus_per_node": 1},

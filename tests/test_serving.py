@@ -18,14 +18,14 @@ import pandas as pd
 import pytest
 from families.factories import endpoint, option
 
-from planner.candidates import endpoints as endpoint_options_module
-from planner.candidates.endpoints import (
+from planner.candidates import pool_availability
+from planner.candidates.limits import Limits
+from planner.candidates.pool_availability import (
     below_capacity,
     kept_counts,
     kept_nodes,
     pool_table,
 )
-from planner.candidates.limits import Limits
 from planner.solve.model import build_model, solve_model
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -364,7 +364,7 @@ def test_spot_pool_tables_stay_small_and_never_count_more_than_a_pool_keeps(
     assert np.all(
         counted <= exact
     )  # never more than the pool keeps at the availability
-    exact_part = every <= endpoint_options_module.EXACT_POOL_NODES
+    exact_part = every <= pool_availability.EXACT_POOL_NODES
     assert np.array_equal(counted[exact_part], exact[exact_part])
     assert np.all(exact - counted <= every / 64 + 1)
     huge, huge_kept = pool_table(4_000_000, away, availability, zone)
@@ -388,12 +388,12 @@ def _most_by_scan(need: float, away: float, availability: float, zone: float) ->
 def test_largest_pool_is_found_by_search_as_by_scanning_every_size(
     need, away, availability, zone
 ):
-    assert endpoint_options_module._most_nodes(
+    assert pool_availability.most_nodes(
         need, away, availability, None, zone
     ) == _most_by_scan(need, away, availability, zone)
-    assert endpoint_options_module._most_nodes(
-        need, away, availability, 7, zone
-    ) == min(7, _most_by_scan(need, away, availability, zone))
+    assert pool_availability.most_nodes(need, away, availability, 7, zone) == min(
+        7, _most_by_scan(need, away, availability, zone)
+    )
 
 
 def test_a_spot_pool_beyond_its_exact_sizes_counts_the_absences_of_the_next_listed_size():
@@ -751,7 +751,7 @@ constraints:
 def test_an_slo_may_name_one_target_and_both_allow_the_least_of_each_alone(tmp_path):
     """`slo: {ttft: 60ms}` holds TTFT only: a replica's capacity under both targets is the lesser of its
     capacities under each alone."""
-    from planner.candidates.endpoints import capacity_rows
+    from planner.candidates.estimate_tables import capacity_rows
     from planner.load.scenario import load_scenario
 
     def capacities(slo: str) -> dict:

@@ -10,7 +10,8 @@ from planner.physics.collectives import (
 )
 from planner.physics.generation import decode_tokens_per_s_bound, generation_time
 from planner.physics.gpus import GpuPerf, Topology, default_mfu, effective_precision
-from planner.physics.memory import ModelShape, weight_bytes
+from planner.physics.memory import ModelShape
+from planner.physics.memory_inference import weight_bytes
 from planner.physics.speed import reference_scaled_hours, training_time
 
 LLAMA2_7B = ModelShape(

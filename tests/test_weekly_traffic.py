@@ -13,7 +13,7 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from planner.candidates.endpoints import below_capacity
+from planner.candidates.pool_availability import below_capacity
 from planner.cli import main
 from planner.economics.endpoint_sim import PeriodPlan, Pool, replay
 from planner.load.scenario import load_scenario

@@ -12,5 +12,7 @@ price     stage 4: the exact cost model per timing key and deadline, a priced ro
 risk      the workload's risk preferences, applied to priced spot candidates
 reasons   why a workload has no candidate, in words
 endpoints  serving options: every (offer, TP degree, market) that can hold replicas, and its capacity
+pool_availability  how many of a pool's nodes count: spot nodes away, nodes kept at an availability, pool tables
+estimate_tables  `planner estimate`'s two tables: workloads' physics and endpoints' replica capacity
 endpoint_load  what a planned pool's replicas see at the load routed to them (load share, latencies)
 """

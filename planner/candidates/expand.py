@@ -19,7 +19,7 @@ from planner.candidates.cache import CandidateCache
 from planner.candidates.limits import Limits, limit_keys
 from planner.economics.candidate import events_per_loss
 from planner.load.catalog import Catalog, offer_mask
-from planner.physics.estimate import Shape, checkpoint_size_gib
+from planner.physics.hardware_shape import Shape, checkpoint_size_gib
 from planner.schema.workload import Workload
 
 HOURS_PER_MONTH = 730.0

@@ -60,7 +60,7 @@ from planner.candidates.shapes import physics_of
 from planner.economics import spot_evidence
 from planner.economics.inputs import estimate_error
 from planner.load.catalog import Catalog
-from planner.physics.estimate import layout_text
+from planner.physics.hardware_shape import layout_text
 from planner.schema.scenario import Scenario
 from planner.schema.workload import Workload
 

@@ -12,7 +12,7 @@ import pandas as pd
 from planner.candidates.limits import MAX_CANDIDATE_USD
 from planner.candidates.screen import reach
 from planner.economics.estimate_error import EstimateError
-from planner.physics.estimate import Estimate
+from planner.physics.hardware_shape import Estimate
 from planner.schema.workload import Workload
 
 

@@ -13,14 +13,8 @@ import numpy as np
 from planner.candidates.cache import CandidateCache
 from planner.candidates.expand import Rows
 from planner.load.catalog import Catalog
-from planner.physics.estimate import (
-    Estimate,
-    Prepared,
-    Shape,
-    estimate_prepared,
-    prepare,
-    work_floor_h,
-)
+from planner.physics.estimate import estimate_prepared, work_floor_h
+from planner.physics.hardware_shape import Estimate, Prepared, Shape, prepare
 from planner.schema.workload import Workload
 
 _PHYSICS_IRRELEVANT = {

@@ -144,7 +144,7 @@ def estimate(scenario, workload, gpus, top, fmt, output, plan_file) -> None:
     if plan_file:
         emit(_estimate_plan(loaded, plan_file, workload, gpus, fmt), output, protected)
         return
-    from planner.candidates.endpoints import estimate_tables
+    from planner.candidates.estimate_tables import estimate_tables
 
     rows, capacity = estimate_tables(loaded, workload, gpus, top)
     if fmt in ("json", "csv"):

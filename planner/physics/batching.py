@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from planner.physics import collectives
-from planner.physics import memory as mem
 from planner.physics.generation import (
     DECODE_BW_EFFICIENCY,
     generation_precision,
     kv_read_efficiency,
 )
 from planner.physics.gpus import default_mfu
+from planner.physics.memory_inference import kv_bytes_per_token, weight_bytes
 
 if TYPE_CHECKING:
     from planner.physics.serving import Replica
@@ -129,13 +129,13 @@ def step_cost(replica: Replica) -> StepCost:
         gpu.generation, prec, hidden=shape.hidden, gpu_name=gpu.name
     )
     bw = gpu.mem_bandwidth_gbs * 1e9 * DECODE_BW_EFFICIENCY
-    weights = mem.weight_bytes(shape, replica.weight_precision) / t / bw
+    weights = weight_bytes(shape, replica.weight_precision) / t / bw
     moe = (
         shape.active_params / shape.params
         if shape.params and shape.active_params < shape.params
         else 0.0
     )
-    kv = mem.kv_bytes_per_token(shape, replica.kv_precision, t) / bw
+    kv = kv_bytes_per_token(shape, replica.kv_precision, t) / bw
     attention = 2.0 * shape.layers * shape.hidden
     active = 2.0 * shape.active_params
     if t > 1:

@@ -1,7 +1,7 @@
 """DeepSpeed's own model-state memory estimators, reproduced (pure functions, bytes).
 
 Physics layer.  DeepSpeed ships estimate_zero2/zero3_model_states_mem_needs; these reproduce them so
-the planner's ZeRO memory (memory.training_memory) can be held against the framework's own figures
+the planner's ZeRO memory (memory_training.training_memory) can be held against the framework's own figures
 (tests/test_memory.py).  Not used for planning.
 """
 

@@ -3,167 +3,44 @@
 A *shape* is what the physics depends on: GPU model, GPUs per node, node count and the
 links between them. Many offers share a shape (the same instance in twenty regions), so
 estimates are computed once per (workload, shape) and cached.
+
+The records it reads and returns (Shape, Estimate, Prepared) are in hardware_shape.py; the
+`planner estimate` table built from it is in estimate_table.py.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from functools import cache
 
 from planner.load.catalog import Catalog
 from planner.physics import memory as mem
 from planner.physics import parallelism, speed
 from planner.physics.generation import generation_floor_h, generation_time
 from planner.physics.gpus import (
-    GENERATIONS,
-    PRECISIONS,
     GpuPerf,
     Topology,
     UnsupportedPrecision,
     effective_precision,
 )
-from planner.schema.catalog import Gpu, ModelArch
+from planner.physics.hardware_shape import (
+    GIB,
+    Estimate,
+    Prepared,
+    Shape,
+    gpu_perf,
+    mfu_kind,
+    prepare,
+    train_precision,
+)
+from planner.physics.memory_inference import (
+    inference_memory,
+    kv_batch_that_fits,
+    serving_need_gib,
+)
 from planner.schema.workload import Workload
 
-GIB = 2**30
 STATELESS_ITEM_H = 5 / 60
 """Item time of a stateless job stated in GPU-hours (no batch structure known): 5 minutes."""
-
-_MFU_KIND = {
-    "full": "finetune",
-    "lora": "lora",
-    "qlora": "qlora",
-    "inference": "inference",
-}
-
-
-@dataclass(frozen=True)
-class Shape:
-    gpu: str
-    gpus_per_node: int
-    nodes: int
-    vram_gib: float
-    intra_node: str
-    intra_node_gbs: float
-    inter_node: str
-    inter_node_gbps: float
-
-    @property
-    def gpus(self) -> int:
-        return self.gpus_per_node * self.nodes
-
-    def topology(self) -> Topology:
-        return Topology(
-            gpus_per_node=self.gpus_per_node,
-            nodes=self.nodes,
-            intra_node=self.intra_node if self.gpus_per_node > 1 else "none",
-            intra_node_gbs=self.intra_node_gbs or None,
-            inter_node=self.inter_node if self.nodes > 1 else "none",
-            inter_node_gbps=self.inter_node_gbps or None,
-        )
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """What the physics says about one workload on one shape."""
-
-    shape: Shape
-    memory: mem.MemoryBreakdown
-    fits: bool
-    precision: str | None
-    work_h: float  # W: productive hours; inf when not feasible
-    tokens_per_s: float
-    scaling_efficiency: float
-    tensor_parallel: int = 1
-    item_h: float | None = (
-        None  # stateless jobs: the time of one item (one batch per replica)
-    )
-    reason: str = ""  # why the shape is ruled out ('' when feasible)
-    layout: parallelism.Layout | None = (
-        None  # training: the layout chosen (or tried) on this shape
-    )
-    batch: int | None = (
-        None  # generation: concurrent sequences per replica whose KV cache fits
-    )
-    ruled_out_by: str = (
-        ""  # "vram" or "precision" when that alone rules the shape out (reports say so)
-    )
-
-    @property
-    def feasible(self) -> bool:
-        return not self.reason
-
-
-def model_shape(arch: ModelArch) -> mem.ModelShape:
-    return mem.ModelShape(
-        params=int(arch.params),
-        active_params=int(arch.active_params),
-        layers=arch.layers,
-        hidden=arch.hidden,
-        heads=arch.heads,
-        kv_heads=int(arch.kv_heads),
-        head_dim=int(arch.head_dim),
-        ffn=int(arch.ffn),
-        vocab=arch.vocab,
-        tied_embeddings=arch.tied_embeddings,
-        experts=arch.experts or 0,
-        experts_per_token=arch.experts_per_token or 0,
-        expert_params=int(arch.expert_params or 0),
-    )
-
-
-@cache
-def gpu_perf(gpu: Gpu) -> GpuPerf:
-    tflops = {p: gpu.tflops(p) for p in PRECISIONS if gpu.tflops(p)}
-    generation = gpu.generation if gpu.generation in GENERATIONS else "other"
-    memory_type = "gddr" if gpu.memory_type.upper().startswith("GDDR") else "hbm"
-    return GpuPerf(gpu.name, generation, gpu.mem_bandwidth_gbs, tflops, memory_type)
-
-
-def resolve_model(workload: Workload, catalog: Catalog) -> ModelArch | None:
-    if isinstance(workload.model, str):
-        return catalog.model(workload.model)
-    return workload.model
-
-
-def checkpoint_size_gib(workload: Workload, catalog: Catalog) -> float:
-    """What one checkpoint stores: stated, else the model states (adapters only for LoRA)."""
-    if workload.checkpoint.size is not None:
-        return workload.checkpoint.size
-    if (
-        workload.interruption_tolerance == "stateless"
-        or workload.training_method == "inference"
-    ):
-        return 0.0
-    arch = resolve_model(workload, catalog)
-    if arch is None:
-        stated = workload.memory
-        return (
-            stated.model_states if stated.model_states is not None else stated.per_gpu
-        )
-    if workload.training_method in ("lora", "qlora"):
-        return mem.lora_params(model_shape(arch), workload.lora_rank) * 16 / GIB
-    return (
-        sum(
-            mem.model_state_bytes(
-                arch.params,
-                precision=_train_precision(workload.precision),
-                optimizer=workload.optimizer,
-            )
-        )
-        / GIB
-    )
-
-
-def _train_precision(precision: str) -> str:
-    return precision if precision in ("fp32", "fp16", "bf16", "fp8") else "bf16"
-
-
-def _mfu_kind(workload: Workload) -> str:
-    if workload.kind == "training" and workload.training_method == "full":
-        return "pretrain"
-    return _MFU_KIND[workload.training_method]
 
 
 def _ruled_out(
@@ -208,47 +85,13 @@ def _vram_reason(
     breakdown: mem.MemoryBreakdown, shape: Shape, headroom: float, serving: bool = False
 ) -> str:
     if serving:
-        need = mem.serving_need_gib(breakdown, headroom)
+        need = serving_need_gib(breakdown, headroom)
         return (
             f"needs {need:.1f} GiB per GPU for one sequence (with {headroom:.0%} headroom outside the KV cache), "
             f"{shape.gpu} has {shape.vram_gib:.1f} GiB"
         )
     need = breakdown.total * (1 + headroom)
     return f"needs {need:.1f} GiB per GPU (with {headroom:.0%} headroom), {shape.gpu} has {shape.vram_gib:.1f} GiB"
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A workload with what its estimate on every shape shares, worked out once rather than per shape:
-    its model from the catalog (None: it states its memory), the layout fields it pins, and its
-    training job per memory precision (the GPU decides the precision, so there are few)."""
-
-    workload: Workload
-    arch: ModelArch | None
-    model: mem.ModelShape | None
-    pinned: parallelism.Pinned
-    jobs: dict = field(
-        default_factory=dict, compare=False, repr=False
-    )  # memory precision -> parallelism.Job
-
-    def job(self, precision: str) -> parallelism.Job:
-        found = self.jobs.get(precision)
-        if found is None:
-            found = self.jobs[precision] = training_job(
-                self.workload, self.arch, precision
-            )
-        return found
-
-
-def prepare(workload: Workload, catalog: Catalog) -> Prepared:
-    """The workload ready to be estimated on shape after shape."""
-    arch = resolve_model(workload, catalog)
-    return Prepared(
-        workload,
-        arch,
-        model_shape(arch) if arch is not None else None,
-        pinned(workload),
-    )
 
 
 def estimate(
@@ -314,7 +157,7 @@ def work_floor_h(prepared: Prepared, catalog: Catalog, shape: Shape) -> float:
                 )
             return floor * FLOOR_MARGIN
         precision = effective_precision(
-            perf, _train_precision(workload.precision), workload.fp8_fallback
+            perf, train_precision(workload.precision), workload.fp8_fallback
         )
         tp = workload.tensor_parallel or 1
         if precision is None or not _tp_fits(tp, shape):
@@ -382,7 +225,7 @@ def _estimate_training(
 ) -> Estimate:
     workload = prepared.workload
     precision = effective_precision(
-        perf, _train_precision(workload.precision), workload.fp8_fallback
+        perf, train_precision(workload.precision), workload.fp8_fallback
     )
     if precision is None:
         return _ruled_out(
@@ -477,46 +320,6 @@ def _from_reference_hours(
     )
 
 
-def training_job(
-    workload: Workload, arch: ModelArch, precision: str
-) -> parallelism.Job:
-    """The workload's training physics apart from tokens and hardware (what a layout search depends on)."""
-    return parallelism.Job(
-        shape=model_shape(arch),
-        method=workload.training_method,
-        precision=precision,
-        optimizer=workload.optimizer,
-        seq_len=workload.sequence_length,
-        global_batch_tokens=workload.global_batch_tokens,
-        kind=_mfu_kind(workload),
-        mfu=workload.mfu,
-        overlap=workload.comm_overlap,
-        lora_rank=workload.lora_rank,
-        paged_optimizer=workload.paged_optimizer,
-        fallback_to_bf16=workload.fp8_fallback,
-        recipe=workload.recipe,
-    )
-
-
-def pinned(workload: Workload) -> parallelism.Pinned:
-    """The layout fields the workload fixes; with `parallelism: fixed` the unset ones take their old defaults."""
-    fixed = workload.parallelism == "fixed"
-
-    def pick(value, default):
-        return value if value is not None else (default if fixed else None)
-
-    return parallelism.Pinned(
-        tp=pick(workload.tensor_parallel, 1),
-        pp=pick(workload.pipeline_parallel, 1),
-        ep=pick(workload.expert_parallel, 1),
-        zero=pick(workload.sharding, "zero3"),
-        recompute=pick(workload.activation_checkpointing, "selective"),
-        micro_batch=pick(workload.micro_batch, 1),
-        sequence_parallel=pick(workload.sequence_parallel, False),
-        cp=pick(workload.context_parallel, 1),
-    )
-
-
 def _estimate_stated_training(
     prepared: Prepared,
     catalog: Catalog,
@@ -551,7 +354,7 @@ def _estimate_stated_training(
         gpu=perf,
         topology=shape.topology(),
         precision=precision,
-        kind=_mfu_kind(workload),
+        kind=mfu_kind(workload),
         sharding=sharding,
         overlap=workload.comm_overlap,
         tensor_parallel=tp,
@@ -648,7 +451,7 @@ def _estimate_inference(
     context = gen.prompt_tokens + gen.output_tokens
     best, closest = None, None
     for tp in choices:
-        batch = mem.kv_batch_that_fits(
+        batch = kv_batch_that_fits(
             model,
             shape.vram_gib,
             headroom,
@@ -659,7 +462,7 @@ def _estimate_inference(
             prompt_tokens=gen.prompt_tokens,
             most=gen.batch,
         )
-        breakdown = mem.inference_memory(
+        breakdown = inference_memory(
             model,
             weight_precision=workload.precision,
             kv_precision=gen.kv_precision,
@@ -741,160 +544,3 @@ def _estimate_stated_inference(
     return Estimate(
         shape, breakdown, True, precision, hours, 0.0, 1.0, 1, min(item, hours)
     )
-
-
-def sensible_counts(low: int, high: int) -> list[int]:
-    """1, 2, 4, 8, ... within [low, high], plus the bounds themselves."""
-    counts = {low, high} | {2**k for k in range(0, 20) if low <= 2**k <= high}
-    return sorted(counts)
-
-
-def shapes_for(offers, gpus: int) -> list[Shape]:
-    """Every distinct hardware shape the offers can host `gpus` GPUs on (node size and links)."""
-    fitting = offers[
-        (gpus % offers["gpus_per_node"] == 0)
-        & ((offers["gpus_per_node"] == gpus) | (offers["inter_node"] != "none"))
-    ]
-    columns = [
-        "gpu",
-        "gpus_per_node",
-        "gpu_vram_gib",
-        "intra_node",
-        "intra_node_gbs",
-        "inter_node",
-        "inter_node_gbps",
-    ]
-    distinct = fitting[columns].drop_duplicates().sort_values(columns, kind="stable")
-    return [
-        Shape(
-            r.gpu,
-            int(r.gpus_per_node),
-            gpus // int(r.gpus_per_node),
-            float(r.gpu_vram_gib),
-            r.intra_node,
-            float(r.intra_node_gbs),
-            r.inter_node,
-            float(r.inter_node_gbps),
-        )
-        for r in distinct.itertuples(index=False)
-    ]
-
-
-def fastest(estimates: list[Estimate]) -> Estimate:
-    """The shape the workload finishes soonest on; when none fits, the one closest to fitting."""
-    feasible = [e for e in estimates if e.feasible]
-    if feasible:
-        return min(
-            feasible,
-            key=lambda e: (e.work_h, -e.shape.inter_node_gbps, e.shape.gpus_per_node),
-        )
-    return min(
-        estimates,
-        key=lambda e: (e.memory.total - e.shape.vram_gib, -e.shape.inter_node_gbps),
-    )
-
-
-def estimate_rows(
-    loaded, workload_name: str | None = None, gpu_queries: tuple[str, ...] = ()
-) -> list[dict]:
-    """`planner estimate`: for each workload, GPU model and sensible GPU count, the physics verdict on the
-    offered shape (node size, NVLink or PCIe, network) where the workload finishes soonest, as `solve` prices it."""
-    from planner.load.catalog import offers_for
-
-    scenario, catalog = loaded.scenario, loaded.catalog
-    headroom = scenario.defaults.vram_headroom
-    rows = []
-    for workload in scenario.workloads:
-        if (workload_name and workload.name != workload_name) or workload.serving:
-            continue  # endpoints: `candidates.endpoints.capacity_rows`
-        offers = offers_for(catalog, workload.allow, workload.forbid)
-        for gpu_name in sorted(offers["gpu"].unique()):
-            if gpu_queries and not any(
-                catalog.gpu_matches(gpu_name, q) for q in gpu_queries
-            ):
-                continue
-            on_gpu = offers[offers["gpu"] == gpu_name]
-            for count in sensible_counts(workload.gpus.min, workload.gpus.max):
-                shapes = shapes_for(on_gpu, count)
-                if shapes:
-                    rows.append(
-                        _row(
-                            workload.name,
-                            fastest(
-                                [
-                                    estimate(workload, catalog, s, headroom)
-                                    for s in shapes
-                                ]
-                            ),
-                        )
-                    )
-    return rows
-
-
-def _row(workload: str, est: Estimate) -> dict:
-    parts = {k: round(v, 2) for k, v in est.memory.as_dict().items()}
-    return {
-        "workload": workload,
-        "gpu": est.shape.gpu,
-        "gpus": est.shape.gpus,
-        "nodes": est.shape.nodes,
-        "gpus_per_node": est.shape.gpus_per_node,
-        "interconnect": f"{est.shape.intra_node}"
-        + (
-            f" + {est.shape.inter_node} {est.shape.inter_node_gbps:g}G"
-            if est.shape.nodes > 1
-            else ""
-        ),
-        "memory_gib": parts,
-        "vram_gib": round(est.shape.vram_gib, 2),
-        "fits": est.fits,
-        "precision": est.precision,
-        "work_h": None if math.isinf(est.work_h) else round(est.work_h, 3),
-        "tokens_per_s": round(est.tokens_per_s, 1),
-        "scaling_efficiency": round(est.scaling_efficiency, 3),
-        "tensor_parallel": est.tensor_parallel,
-        "parallelism": layout_text(est),
-        "recipe": (est.layout.recipe if est.layout is not None else "") or None,
-        "batch": est.batch,
-        "reason": est.reason,
-    }
-
-
-def layout_text(est: Estimate) -> str:
-    """How the job runs on the shape: the training layout, or the replicas' TP degree and batch."""
-    if est.layout is not None:
-        return est.layout.label
-    if est.batch is not None:
-        return f"TP{est.tensor_parallel} x{max(1, est.shape.gpus // est.tensor_parallel)} batch {est.batch}"
-    return ""
-
-
-def best_rows(rows: list[dict], n: int) -> list[dict]:
-    """`planner estimate --top N`: per workload, its N fastest shapes that fit (least work_h); per endpoint, the N
-    (GPU, TP) replicas that serve the most requests/s per GPU over its request sizes, each with all its sizes.
-    Rows keep their order."""
-    keep: set[int] = set()
-    for name in dict.fromkeys(r["workload"] for r in rows):
-        mine = [i for i, r in enumerate(rows) if r["workload"] == name]
-        if "max_requests_per_s" in rows[mine[0]]:
-            per_gpu: dict[tuple, float] = {}
-            for i in mine:
-                shape = (rows[i]["gpu"], rows[i]["tensor_parallel"])
-                per_gpu[shape] = (
-                    per_gpu.get(shape, 0.0)
-                    + rows[i]["max_requests_per_s"] / rows[i]["tensor_parallel"]
-                )
-            best = sorted(
-                (s for s, v in per_gpu.items() if v > 0), key=lambda s: (-per_gpu[s], s)
-            )[:n]
-            keep.update(
-                i for i in mine if (rows[i]["gpu"], rows[i]["tensor_parallel"]) in best
-            )
-        else:
-            keep.update(
-                sorted(
-                    (i for i in mine if rows[i]["fits"]),
-                    key=lambda i: (rows[i]["work_h"], i),
-                )[:n]
-            )
-    return [r for i, r in enumerate(rows) if i in keep]

@@ -12,9 +12,9 @@ from planner.physics.gpus import (
     default_mfu,
     effective_precision,
 )
-from planner.physics.memory import (
+from planner.physics.memory import ModelShape
+from planner.physics.memory_inference import (
     WEIGHT_BYTES_PER_PARAM,
-    ModelShape,
     kv_bytes_per_token,
     weight_bytes,
 )

@@ -24,6 +24,7 @@ import numpy as np
 from planner.physics import memory as mem
 from planner.physics import recipes, speed
 from planner.physics.gpus import GpuPerf, Topology, effective_precision
+from planner.physics.memory_training import training_memory
 
 ZERO_STAGES = ("none", "zero1", "zero2", "zero3")
 RECOMPUTE = (
@@ -197,7 +198,7 @@ def _naive(layout: Layout) -> bool:
 def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBreakdown:
     """Memory of the busiest GPU; the same for every GPU model and network of that node size (so cached)."""
     recipe = recipes.recipe(layout.recipe or "megatron")
-    return mem.training_memory(
+    return training_memory(
         job.shape,
         method=job.method,
         precision=job.precision,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from planner.physics.memory import (
+from planner.physics.memory_training import (
     CHUNKED_LOGIT_BYTES,
     CUT_LOGIT_BYTES,
     FUSED_LOGIT_BYTES,

@@ -36,6 +36,7 @@ import numpy as np
 from planner.physics import batching
 from planner.physics import memory as mem
 from planner.physics.gpus import GpuPerf, Topology
+from planner.physics.memory_inference import kv_batch_that_fits
 
 MAX_BATCH = 4096
 """Concurrent sequences per replica considered at most (vLLM's max_num_seqs is 256-1024)."""
@@ -94,7 +95,7 @@ class Replica:
 @lru_cache(maxsize=16384)
 def max_batch(replica: Replica, prompt: int, output: int) -> int:
     """Sequences of full context (prompt + output) whose KV cache fits beside the weights; 0: not one."""
-    return mem.kv_batch_that_fits(
+    return kv_batch_that_fits(
         replica.model,
         replica.vram_gib,
         replica.headroom,

@@ -49,9 +49,9 @@ from planner.physics.gpus import (
     default_mfu,
     effective_precision,
 )
-from planner.physics.memory import (
+from planner.physics.memory import ModelShape
+from planner.physics.memory_training import (
     NF4_DQ_BYTES_PER_PARAM,
-    ModelShape,
     check_expert_parallel,
     lora_params,
     params_per_gpu,

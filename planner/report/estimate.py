@@ -13,7 +13,7 @@ from planner.report.render import render_table, to_csv
 def estimate_text(
     rows: list[dict], order: list[str], errors: dict | None = None
 ) -> str:
-    """`rows` from `physics.estimate.estimate_rows`; one table per workload, in the scenario's `order`, each
+    """`rows` from `physics.estimate_table.estimate_rows`; one table per workload, in the scenario's `order`, each
     with what its deadlines allow for the estimate's error (`errors`: workload -> `EstimateError`)."""
     out = []
     for name in sorted({r["workload"] for r in rows}, key=order.index):
@@ -86,7 +86,7 @@ REPLAYED = (
 
 
 def capacity_text(rows: list[dict], order: list[str]) -> str:
-    """`rows` from `candidates.endpoints.capacity_rows`: one table per endpoint."""
+    """`rows` from `candidates.estimate_tables.capacity_rows`: one table per endpoint."""
     out = []
     for name in sorted({r["workload"] for r in rows}, key=order.index):
         table = pd.DataFrame(
