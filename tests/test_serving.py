@@ -26,7 +26,8 @@ from planner.candidates.endpoints import (
     pool_table,
 )
 from planner.candidates.limits import Limits
-from planner.solve.model import build_model, solve_model
+from planner.solve.model import build_model
+from planner.solve.search import solve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANNER = [sys.executable, "-m", "planner.cli"]

@@ -1,7 +1,7 @@
 """An independent checker of `planner solve --format json` plans (STYLE habit 10).
 
 It re-reads the scenario and the catalog and checks each assignment and the shared limits
-from first principles. It shares no code with `model.py`, `candidates/generate.py` or `pipeline.py`, so a
+from first principles. It shares no code with `model.py`, `search.py`, `candidates/generate.py` or `pipeline.py`, so a
 bug there cannot hide itself here: a plan either satisfies the scenario as written, or
 `check_plan` names every way it does not.
 """
