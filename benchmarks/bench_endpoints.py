@@ -27,7 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from planner.candidates.generate import generate  # noqa: E402
 from planner.candidates.limits import limits_of  # noqa: E402
 from planner.load.scenario import load_scenario  # noqa: E402
-from planner.solve.model import _search, build_model, solve_model  # noqa: E402
+from planner.solve.cpsat_search import search  # noqa: E402
+from planner.solve.model import build_model  # noqa: E402
+from planner.solve.search import solve_model  # noqa: E402
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
@@ -55,7 +57,7 @@ def measure(path: Path, workers: int) -> dict:
     split_s = time.perf_counter() - started
     started = time.perf_counter()
     plan.constrained()
-    whole = _search(
+    whole = search(
         plan.model, plan.pick, None, 60.0, workers, 0, None, serving=plan.serving
     )
     whole_s = time.perf_counter() - started
@@ -106,7 +108,7 @@ def copies(count: int, folder: Path) -> dict:
     split_s = time.perf_counter() - started
     started = time.perf_counter()
     plan.constrained()
-    whole = _search(plan.model, plan.pick, None, 5.0, 2, 0, None, serving=plan.serving)
+    whole = search(plan.model, plan.pick, None, 5.0, 2, 0, None, serving=plan.serving)
     whole_s = time.perf_counter() - started
     whole_cost = (
         float(whole.serving["cost_usd"].sum())

@@ -39,7 +39,8 @@ from planner.candidates.generate import generate  # noqa: E402
 from planner.candidates.limits import limits_of  # noqa: E402
 from planner.load.catalog import shipped_catalog_names  # noqa: E402
 from planner.load.scenario import load_scenario  # noqa: E402
-from planner.solve.model import build_model, solve_model  # noqa: E402
+from planner.solve.model import build_model  # noqa: E402
+from planner.solve.search import solve_model  # noqa: E402
 
 TEMPLATES = [
     # (kind, yaml body) — realistic jobs of a platform team

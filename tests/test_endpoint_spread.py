@@ -147,7 +147,9 @@ def test_one_search_per_provider_finds_the_optimum_of_the_whole_model(tmp_path, 
     has the same optimal cost."""
     from planner.candidates.generate import generate
     from planner.candidates.limits import limits_of
-    from planner.solve.model import _search, build_model, solve_model
+    from planner.solve.cpsat_search import search
+    from planner.solve.model import build_model
+    from planner.solve.search import solve_model
 
     scenario = json.loads(json.dumps(SPREAD)) | {"constraints": {"gpu_quotas": quotas}}
     path = tmp_path / "split.yaml"
@@ -161,7 +163,7 @@ def test_one_search_per_provider_finds_the_optimum_of_the_whole_model(tmp_path, 
         serving=(found.endpoints, found.traffic),
     )
     split = solve_model(plan, 60.0, 1)
-    whole = _search(plan.model, plan.pick, None, 60.0, 1, 0, None, serving=plan.serving)
+    whole = search(plan.model, plan.pick, None, 60.0, 1, 0, None, serving=plan.serving)
     assert split.status == whole.status == "OPTIMAL"
     assert split.objective_usd == pytest.approx(
         whole.serving["cost_usd"].sum(), abs=0.01

@@ -26,7 +26,8 @@ from planner.candidates.pool_availability import (
     kept_nodes,
     pool_table,
 )
-from planner.solve.model import build_model, solve_model
+from planner.solve.model import build_model
+from planner.solve.search import solve_model
 
 ROOT = Path(__file__).resolve().parents[1]
 PLANNER = [sys.executable, "-m", "planner.cli"]

@@ -615,7 +615,8 @@ def test_quota_keyed_by_canonical_gpu_name(scenario_file):
 
 
 def test_budget_in_cents_is_not_truncated():
-    from planner.solve.model import Limits, build_model, solve_model
+    from planner.solve.model import Limits, build_model
+    from planner.solve.search import solve_model
 
     row = dict(
         workload="w",
@@ -1104,7 +1105,8 @@ def mip_optimum_cents(cands: pd.DataFrame, limits) -> float:
 def test_a_weak_cp_sat_bound_is_replaced_by_the_valid_lp_bound():
     """CP-SAT without its own LP (linearization_level 0), stopped after a second from a feasible hint,
     has a weak bound; the reported bound is the HiGHS relaxation's, and never above the MIP optimum."""
-    from planner.solve.model import build_model, solve_model
+    from planner.solve.model import build_model
+    from planner.solve.search import solve_model
 
     cands, limits = synthetic_candidates(600, 6, seed=4)
     optimum = mip_optimum_cents(cands, limits) / 100
@@ -1169,7 +1171,8 @@ def test_the_branch_and_bound_proves_the_optimum_in_cents_where_the_lp_leaves_wo
     """300 workloads under quotas binding at 30 % of demand: the LP is fractional (8 workloads), HiGHS's branch and
     bound on the same rows proves the optimum, which an exact MIP written apart from the planner confirms."""
     from planner.solve.bound import lp_bound
-    from planner.solve.model import build_model, solve_model
+    from planner.solve.model import build_model
+    from planner.solve.search import solve_model
 
     cands, limits = synthetic_candidates(300, 6, seed=8)
     relaxed = lp_bound(cands, limits, cands["cost_cents"].to_numpy(float))
@@ -1228,19 +1231,19 @@ def test_a_rounded_lp_plan_narrows_the_search_and_keeps_the_optimum(
     branch and bound (or, with it off, CP-SAT) searches, and what it prices above the optimum before the
     tie-break: on 50 random tables the plan still costs what enumerating all 3,125 combinations finds, with
     the least tie-break rank among plans of that cost, and the narrowing did happen on some of them."""
-    from planner.solve import model
+    from planner.solve import model, search
     from planner.solve.rows import admits
 
     if not branch_and_bound:
-        monkeypatch.setattr(model, "MIP_LOOK_S", 0.0)
+        monkeypatch.setattr(search, "MIP_LOOK_S", 0.0)
     seen = []
     monkeypatch.setattr(
-        model, "admits", lambda *args: seen.append(admits(*args)) or seen[-1]
+        search, "admits", lambda *args: seen.append(admits(*args)) or seen[-1]
     )
     for seed in range(50):
         cands, limits = synthetic_candidates(5, 5, seed=seed, share=0.5)
         cents, ok = enumerated(cands, limits)
-        result = model.solve_model(
+        result = search.solve_model(
             model.build_model(cands, limits, constrain=False), 20.0, 1
         )
         assert result.status == ("OPTIMAL" if ok.any() else "INFEASIBLE"), seed
@@ -1263,10 +1266,10 @@ def test_the_rounded_lp_stands_when_the_search_finds_no_plan_in_time(monkeypatch
     """With HiGHS's branch and bound off and CP-SAT stopped before it searches, a rounded LP that keeps the
     quotas is returned as a plan (its bound the LP's, at or under the true optimum); one that breaks a quota
     is not, and the result says no plan was found."""
-    from planner.solve import model
+    from planner.solve import model, search
     from planner.solve.bound import lp_bound
 
-    monkeypatch.setattr(model, "MIP_LOOK_S", 0.0)
+    monkeypatch.setattr(search, "MIP_LOOK_S", 0.0)
     outcomes = set()
     for seed in range(30):
         cands, limits = synthetic_candidates(5, 5, seed=seed, share=0.5)
@@ -1278,9 +1281,9 @@ def test_the_rounded_lp_stands_when_the_search_finds_no_plan_in_time(monkeypatch
             plan.candidates, limits, plan.candidates["cost_cents"].to_numpy()
         )
         rounded = plan.candidates[
-            model._rounded(plan.candidates, relaxed.x, plan.ranks)
+            search._rounded(plan.candidates, relaxed.x, plan.ranks)
         ]
-        result = model.solve_model(
+        result = search.solve_model(
             plan, 20.0, 1, parameters={"stop_after_presolve": True}
         )
         if np.all((relaxed.x < 1e-9) | (relaxed.x > 1 - 1e-9)):

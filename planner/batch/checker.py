@@ -18,15 +18,13 @@ from collections import defaultdict
 from planner.load.quarter import LoadedQuarter
 from planner.schema.endpoint import weekdays_of
 from planner.schema.quarter import as_scenario
-from planner.solve.checker import (
-    check_endpoint,
+from planner.solve.assignment_checks import (
     number,
-    one_entry_each,
-    over_node_limits,
     placement_violations,
     size_violations,
     stated_memory_floor,
 )
+from planner.solve.checker import check_endpoint, one_entry_each, over_node_limits
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 HALF_CENT = 0.005

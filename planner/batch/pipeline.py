@@ -40,8 +40,9 @@ from planner.errors import PlannerError
 from planner.load.quarter import LoadedQuarter
 from planner.schema.quarter import as_scenario
 from planner.schema.workload import Workload
-from planner.solve.model import build_model, solve_model
+from planner.solve.model import build_model
 from planner.solve.outcome import BatchResult, cut_by_clock
+from planner.solve.search import solve_model
 
 DEADLINE_LEVELS = (1.0, 0.5, 0.25)
 """Candidates are generated for the run's whole window and for half and a quarter of it, so

@@ -18,8 +18,9 @@ from planner.candidates.limits import Limits, limits_of, quota_mask
 from planner.economics.inputs import estimate_error, process_json
 from planner.load.scenario import LoadedScenario
 from planner.schema.plan import BREAKDOWN_KEYS
-from planner.solve.model import JOB_COLUMNS, build_model, solve_model
+from planner.solve.model import JOB_COLUMNS, build_model
 from planner.solve.outcome import SOLVED, SolveResult
+from planner.solve.search import solve_model
 
 DEFAULT_TIME_LIMIT_S = 60.0
 DEFAULT_WORKERS = 2
