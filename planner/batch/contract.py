@@ -154,7 +154,7 @@ def _process(loaded, run, row) -> dict:
         work_h=float(row["work_h"]),
         nodes=int(row["nodes"]),
         gpus=int(row["gpus"]),
-        lam_spot=float(row["lam_spot"]) if spot else 0.0,
+        spot_rate_per_node_h=float(row["spot_rate_per_node_h"]) if spot else 0.0,
         hw_rate=loaded.quarter.defaults.hardware_failure_per_gpu_h,
         capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0,
         capacity_wait_cv=float(row["capacity_wait_cv"]) if spot else 1.0,

@@ -81,7 +81,7 @@ def _inputs(
         work_h=row["work_h"],
         nodes=int(row["nodes"]),
         gpus_per_node=int(row["gpus_per_node"]),
-        lam_spot=float(row["lam_spot"]) if spot else 0.0,
+        spot_rate_per_node_h=float(row["spot_rate_per_node_h"]) if spot else 0.0,
         capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0,
         capacity_wait_cv=float(row["capacity_wait_cv"]) if spot else 1.0,
         price=float(row["price_per_node_h"]),

@@ -384,7 +384,7 @@ def _options(
                         "market": market,
                         "price_per_node_h": float(price),
                         "node_usd_h": float(price) * (1 + spot_waste),
-                        "lam_spot": lam,
+                        "spot_rate_per_node_h": lam,
                         "away": away,
                         "zone_away": zone,
                         "correlation": correlation,

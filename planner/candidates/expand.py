@@ -152,7 +152,7 @@ SHAPE_COLUMNS = [
     "inter_node_gbps",
 ]
 TIMING_COLUMNS = SHAPE_COLUMNS + [
-    "lam_spot",
+    "spot_rate_per_node_h",
     "wait_h",
     "wait_cv",
     "granularity_h",
@@ -205,7 +205,7 @@ def _signature_columns(workload: Workload, limits: Limits) -> list[str]:
 
 _TWIN_COLUMNS = SHAPE_COLUMNS + [
     "market",
-    "lam_spot",
+    "spot_rate_per_node_h",
     "wait_h",
     "wait_cv",
     "granularity_h",
@@ -237,14 +237,16 @@ ROW_COLUMNS = SHAPE_COLUMNS + [
 ]
 """What `exact_of` and `candidate_row` read of a row, besides the point's price, λ and physics."""
 Row = namedtuple(
-    "Row", ROW_COLUMNS + ["price", "lam_spot", "work_h", "item_h", "fallback_price"]
+    "Row",
+    ROW_COLUMNS
+    + ["price", "spot_rate_per_node_h", "work_h", "item_h", "fallback_price"],
 )
 _BASE_COLUMNS = set(
     ROW_COLUMNS
     + TIMING_COLUMNS
     + _TWIN_COLUMNS
     + ["quota_keys", "capped_offer", "provider_region", "limited", _OFFER_ROW]
-) - {"lam_spot", *_PER_WORKLOAD}
+) - {"spot_rate_per_node_h", *_PER_WORKLOAD}
 """The columns `_Markets` keeps of every (offer, market) row: no prices or λ, which each call maps in (`row_prices`)."""
 
 
@@ -455,8 +457,10 @@ def _build_rows(
         offer_row=every.columns[_OFFER_ROW][repeat],
         spot=markets[repeat] != "on_demand",
         fallback=every.columns["fallback"][repeat].astype(bool),
-        twin=number([c for c in _TWIN_COLUMNS if c != "lam_spot"] + signature),
-        timing=number([c for c in TIMING_COLUMNS if c != "lam_spot"]),
+        twin=number(
+            [c for c in _TWIN_COLUMNS if c != "spot_rate_per_node_h"] + signature
+        ),
+        timing=number([c for c in TIMING_COLUMNS if c != "spot_rate_per_node_h"]),
         signature=number(signature),
         kind=number(["instance_type", "market"]),
         units=units.astype(float),

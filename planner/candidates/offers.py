@@ -72,7 +72,7 @@ def apply_overrides(
 
 
 # what-if reuse (planner/whatif/sweep.py): the expanded rows depend on prices only through the
-# `price`/`lam_spot` columns and the three price columns copied from the offer, so `generate`
+# `price`/`spot_rate_per_node_h` columns and the three price columns copied from the offer, so `generate`
 # keeps them per (expansion inputs, limits, offers-without-prices), shared by every
 # workload with those inputs, together with everything derived from them that no price touches
 # (twin groups, signatures, physics per shape and workload physics) and the screening bounds per

@@ -38,7 +38,7 @@ FIRST_ESTIMATES = 16
 def _screen_timings(
     keys: dict[str, np.ndarray], workload: Workload, hw_rate: float
 ) -> dict[str, np.ndarray]:
-    """Per timing key (`keys`: its nodes, gpus_per_node, lam_spot, granularity_h, minimum_h, work_h and item_h, as
+    """Per timing key (`keys`: its nodes, gpus_per_node, spot_rate_per_node_h, granularity_h, minimum_h, work_h and item_h, as
     arrays), closed forms only (no FFT), vectorised over keys: the quick τ with E[T] and E[F] there, the smallest
     E[T] the final τ can have (`et_lo`), the smallest and largest failure-free time (`t0`, `t0_hi`) and a lower
     bound on P(no failure) (`p0`), of one stream (the job, or one node of a stateless job)."""
@@ -47,7 +47,7 @@ def _screen_timings(
     # one stream of the job (segment_plans.segment_plan): all n nodes, or one node of a stateless job
     n = keys["nodes"].astype(float) if tolerance != "stateless" else np.ones(len(W))
     lam = (
-        n * keys["lam_spot"].astype(float)
+        n * keys["spot_rate_per_node_h"].astype(float)
         + n * keys["gpus_per_node"].astype(float) * hw_rate
     )
     gran = keys["granularity_h"].astype(float)
@@ -290,7 +290,7 @@ def screened_bounds(
         bounds = _screen_timings(
             keys
             | {
-                "lam_spot": lam[first],
+                "spot_rate_per_node_h": lam[first],
                 "work_h": physics.work_h[shape],
                 "item_h": physics.item_h[shape],
             },

@@ -42,7 +42,7 @@ def cost_inputs(
     work_h: float,
     nodes: int,
     gpus_per_node: int,
-    lam_spot: float,
+    spot_rate_per_node_h: float,
     price: float,
     granularity_h: float,
     minimum_h: float,
@@ -54,7 +54,7 @@ def cost_inputs(
     capacity_wait_cv: float = 1.0,
     error: EstimateError = EXACT,
 ) -> CandidateInputs:
-    """The cost model's inputs for one candidate of `workload` (`lam_spot`: preemption events per node-hour as
+    """The cost model's inputs for one candidate of `workload` (`spot_rate_per_node_h`: preemption events per node-hour as
     the job sees them, `spot_event_rate(...) / nodes`, 0 on demand; `hw_rate`: hardware failures per GPU-hour;
     `capacity_wait_h`, `capacity_wait_cv`: mean wait for spot capacity after an event and its coefficient of
     variation; the deadline is the workload's budget)."""
@@ -64,7 +64,7 @@ def cost_inputs(
         restart_h=workload.restart_overhead,
         nodes=nodes,
         gpus_per_node=gpus_per_node,
-        spot_rate_per_node_h=lam_spot,
+        spot_rate_per_node_h=spot_rate_per_node_h,
         hw_failure_per_gpu_h=hw_rate,
         price_per_node_h=price,
         billing_granularity_h=granularity_h,
@@ -86,7 +86,7 @@ def process_json(
     work_h: float,
     nodes: int,
     gpus: int,
-    lam_spot: float,
+    spot_rate_per_node_h: float,
     hw_rate: float,
     capacity_wait_h: float,
     capacity_wait_cv: float = 1.0,
@@ -94,7 +94,7 @@ def process_json(
 ) -> dict:
     """The failure process of a placed job as the JSON contracts carry it (`planner solve`'s assignments,
     `planner batch`'s runs): total failures per hour, the preemption events among them, the wait after each."""
-    events = nodes * lam_spot
+    events = nodes * spot_rate_per_node_h
     return {
         "work_h": work_h,
         "checkpoint_write_h": checkpoint_write_h(workload),

@@ -188,7 +188,7 @@ def _pool(
         "load_share": at.load_share,
         "share_of_requests": [n / endpoint.slices for n in r.slices],
         "node_requests_per_s": [float(x) for x in option.node_rps],
-        "preemptions_per_node_h": float(option.lam_spot),
+        "preemptions_per_node_h": float(option.spot_rate_per_node_h),
         "away_share": float(option.away),
         "zone_away_share": float(option.zone_away),
         "correlation": float(option.correlation),
