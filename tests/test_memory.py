@@ -8,6 +8,7 @@ from planner.physics.deepspeed_estimate import (
     deepspeed_zero3_cpu_bytes,
     deepspeed_zero3_gpu_bytes,
 )
+from planner.physics.layout import Layout
 from planner.physics.memory import (
     FRAMEWORK_OVERHEAD_GIB,
     GIB,
@@ -184,14 +185,16 @@ def test_7b_full_finetune_needs_sharding_on_80gb():
     alone = training_memory(LLAMA2_7B, gpus=1, gpus_per_node=1, seq_len=4096)
     assert not fits(alone, 80)
     z3 = training_memory(
-        LLAMA2_7B, sharding="zero3", gpus=8, gpus_per_node=8, seq_len=4096
+        LLAMA2_7B, layout=Layout(zero="zero3"), gpus=8, gpus_per_node=8, seq_len=4096
     )
     assert fits(z3, 80)
 
 
 def test_zero3_over_8_divides_model_states_by_about_8():
     full = training_memory(LLAMA2_7B, gpus=8, gpus_per_node=8)
-    z3 = training_memory(LLAMA2_7B, sharding="zero3", gpus=8, gpus_per_node=8)
+    z3 = training_memory(
+        LLAMA2_7B, layout=Layout(zero="zero3"), gpus=8, gpus_per_node=8
+    )
     states = lambda b: b.weights + b.gradients + b.optimizer  # noqa: E731
     ratio = states(full) / states(z3)
     assert 7.0 < ratio <= 8.0  # live params of the largest unit keep it under 8
@@ -201,24 +204,24 @@ def test_zero3_over_8_divides_model_states_by_about_8():
 def test_zero_stages_are_monotone_and_hybrid_shards_inside_node():
     kw = dict(gpus=16, gpus_per_node=8, seq_len=2048)
     totals = [
-        training_memory(LLAMA2_7B, sharding=s, **kw).total
+        training_memory(LLAMA2_7B, layout=Layout(zero=s), **kw).total
         for s in ("none", "zero1", "zero2", "zero3")
     ]
     assert totals == sorted(totals, reverse=True)
-    hybrid = training_memory(LLAMA2_7B, sharding="hybrid", **kw)
-    z3 = training_memory(LLAMA2_7B, sharding="zero3", **kw)
+    hybrid = training_memory(LLAMA2_7B, layout=Layout(zero="hybrid"), **kw)
+    z3 = training_memory(LLAMA2_7B, layout=Layout(zero="zero3"), **kw)
     assert z3.total < hybrid.total < totals[2]
 
 
 def test_tensor_parallel_divides_states_and_must_fit_in_node():
     t1 = training_memory(LLAMA2_7B, gpus=8, gpus_per_node=8)
-    t4 = training_memory(LLAMA2_7B, gpus=8, gpus_per_node=8, tensor_parallel=4)
+    t4 = training_memory(LLAMA2_7B, layout=Layout(tp=4), gpus=8, gpus_per_node=8)
     assert t4.weights == pytest.approx(t1.weights / 4)
     assert t4.activations < t1.activations
     with pytest.raises(ValueError):
-        training_memory(LLAMA2_7B, gpus=16, gpus_per_node=8, tensor_parallel=16)
+        training_memory(LLAMA2_7B, layout=Layout(tp=16), gpus=16, gpus_per_node=8)
     with pytest.raises(ValueError):
-        training_memory(LLAMA2_7B, gpus=6, gpus_per_node=8, tensor_parallel=4)
+        training_memory(LLAMA2_7B, layout=Layout(tp=4), gpus=6, gpus_per_node=8)
 
 
 # --- R16: QLoRA ------------------------------------------------------------
@@ -233,17 +236,16 @@ def test_r16_nf4_double_quant_bytes():
 def test_r16_qlora_65_70b_fits_one_48gb_gpu_at_short_sequence(shape):
     b = training_memory(
         shape,
+        layout=Layout(micro_batch=1, recompute="full"),
         method="qlora",
         seq_len=512,
-        micro_batch=1,
-        activation_checkpointing="full",
     )
     assert fits(b, 48)
     lora = training_memory(
-        shape, method="lora", seq_len=512, activation_checkpointing="full"
+        shape, layout=Layout(recompute="full"), method="lora", seq_len=512
     )
     assert not fits(lora, 80)
-    full = training_memory(shape, seq_len=512, activation_checkpointing="full")
+    full = training_memory(shape, layout=Layout(recompute="full"), seq_len=512)
     assert full.total > 10 * b.total
 
 
@@ -399,6 +401,6 @@ def test_fits_rule_and_breakdown_dict():
 
 def test_bad_names_are_rejected():
     with pytest.raises(ValueError, match="sharding"):
-        training_memory(LLAMA2_7B, sharding="zero4")
+        training_memory(LLAMA2_7B, layout=Layout(zero="zero4"))
     with pytest.raises(ValueError, match="method"):
         training_memory(LLAMA2_7B, method="dora")

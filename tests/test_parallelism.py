@@ -1,5 +1,6 @@
 """The step model and the layout search: pipeline bubble, accumulation, ZeRO traffic, experts, pins."""
 
+import dataclasses
 import math
 
 import pytest
@@ -8,6 +9,7 @@ from planner.physics import memory as mem
 from planner.physics import parallelism as par
 from planner.physics.collectives import collective_seconds
 from planner.physics.gpus import GpuPerf, Topology
+from planner.physics.layout import Layout
 from planner.physics.memory_inference import (
     inference_memory,
     kv_batch_that_fits,
@@ -59,7 +61,6 @@ def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():
         tokens=1e9,
         gpu=H100,
         topology=topo,
-        tensor_parallel=8,
         overlap=1.0,
         seq_len=4096,
         mfu=0.5,
@@ -67,14 +68,19 @@ def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():
     g = (
         4 * 4096
     )  # one sequence per micro-batch: m = 4 micro-batches per step on one replica
-    flat = training_time(LLAMA2_70B, pipeline_parallel=4, global_batch_tokens=g, **kw)
+    flat = training_time(
+        LLAMA2_70B, layout=Layout(tp=8, pp=4), global_batch_tokens=g, **kw
+    )
     deep = training_time(
-        LLAMA2_70B, pipeline_parallel=4, global_batch_tokens=64 * g, **kw
+        LLAMA2_70B, layout=Layout(tp=8, pp=4), global_batch_tokens=64 * g, **kw
     )
     # m = 4 -> (4 + 3) micro-batch times for 4 micro-batches; m = 256 -> 259 for 256
     assert flat.work_h / deep.work_h == pytest.approx((7 / 4) / (259 / 256), rel=0.02)
     interleaved = training_time(
-        LLAMA2_70B, pipeline_parallel=4, virtual_stages=2, global_batch_tokens=g, **kw
+        LLAMA2_70B,
+        layout=Layout(tp=8, pp=4, virtual_stages=2),
+        global_batch_tokens=g,
+        **kw,
     )
     assert interleaved.work_h / flat.work_h == pytest.approx((4 + 1.5) / 7, rel=0.03)
 
@@ -82,11 +88,17 @@ def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():
 def test_gradients_reduce_once_per_step_so_accumulation_hides_them():
     topo = Topology(8, 2, "nvlink", 900, "ethernet", 100)
     kw = dict(tokens=1e9, gpu=H100, topology=topo, seq_len=4096)
-    small = training_time(LLAMA2_70B, global_batch_tokens=2**16, sharding="zero1", **kw)
-    large = training_time(LLAMA2_70B, global_batch_tokens=2**24, sharding="zero1", **kw)
+    small = training_time(
+        LLAMA2_70B, layout=Layout(zero="zero1"), global_batch_tokens=2**16, **kw
+    )
+    large = training_time(
+        LLAMA2_70B, layout=Layout(zero="zero1"), global_batch_tokens=2**24, **kw
+    )
     assert small.scaling_efficiency < 0.5 < 0.9 < large.scaling_efficiency
     # ZeRO-3 gathers parameters every micro-step: accumulation cannot hide it
-    zero3 = training_time(LLAMA2_70B, global_batch_tokens=2**24, sharding="zero3", **kw)
+    zero3 = training_time(
+        LLAMA2_70B, layout=Layout(zero="zero3"), global_batch_tokens=2**24, **kw
+    )
     assert zero3.work_h > 1.5 * large.work_h
 
 
@@ -106,9 +118,9 @@ def test_hierarchical_all_reduce_crosses_the_network_with_a_1_over_g_share():
 
 
 def test_experts_divide_memory_over_ep_and_cost_all_to_all_time():
-    one = training_memory(MIXTRAL, sharding="zero1", gpus=8, gpus_per_node=8)
+    one = training_memory(MIXTRAL, layout=Layout(zero="zero1"), gpus=8, gpus_per_node=8)
     ep8 = training_memory(
-        MIXTRAL, sharding="zero1", gpus=8, gpus_per_node=8, expert_parallel=8
+        MIXTRAL, layout=Layout(zero="zero1", ep=8), gpus=8, gpus_per_node=8
     )
     dense, experts = params_per_gpu(MIXTRAL, 1, 1, 8)
     assert experts == pytest.approx(MIXTRAL.expert_params / 8)
@@ -119,17 +131,17 @@ def test_experts_divide_memory_over_ep_and_cost_all_to_all_time():
     topo = Topology(8, 2, **IB)
     kw = dict(tokens=1e9, gpu=H100, topology=topo, seq_len=4096, overlap=1.0, mfu=0.5)
     assert (
-        training_time(MIXTRAL, expert_parallel=16, **kw).work_h
+        training_time(MIXTRAL, layout=Layout(ep=16), **kw).work_h
         > training_time(MIXTRAL, **kw).work_h
     )
     # FLOPs follow the active parameters
     assert training_time(MIXTRAL, **kw).flops < 0.4 * 6 * MIXTRAL.params * 1e9
     with pytest.raises(ValueError):
-        training_memory(LLAMA2_70B, gpus=8, gpus_per_node=8, expert_parallel=2)
+        training_memory(LLAMA2_70B, layout=Layout(ep=2), gpus=8, gpus_per_node=8)
 
 
 def test_layout_labels_round_trip():
-    layout = par.Layout(
+    layout = Layout(
         tp=8,
         pp=16,
         dp=64,
@@ -141,15 +153,15 @@ def test_layout_labels_round_trip():
         virtual_stages=2,
     )
     assert layout.label == "TP8 PP16 VPP2 DP64 EP4 zero1 SP full mb2"
-    assert par.Layout.parse(layout.label) == layout
-    assert par.Layout.parse(par.Layout().label) == par.Layout()
-    cp = par.Layout(
+    assert Layout.parse(layout.label) == layout
+    assert Layout.parse(Layout().label) == Layout()
+    cp = Layout(
         tp=8, pp=16, dp=8, zero="zero1", sequence_parallel=True, virtual_stages=4, cp=16
     )
     assert (
         cp.label == "TP8 CP16 PP16 VPP4 DP8 zero1 SP selective mb1" and cp.gpus == 16384
     )
-    assert par.Layout.parse(cp.label) == cp
+    assert Layout.parse(cp.label) == cp
 
 
 def test_context_parallelism_splits_each_sequence_and_shards_over_dp_times_cp():
@@ -157,13 +169,11 @@ def test_context_parallelism_splits_each_sequence_and_shards_over_dp_times_cp():
         gpus=64,
         gpus_per_node=8,
         seq_len=131072,
-        activation_checkpointing="full",
-        tensor_parallel=8,
-        sharding="zero1",
-        pipeline_parallel=1,
     )
-    plain = training_memory(LLAMA2_70B, **kw)
-    split = training_memory(LLAMA2_70B, context_parallel=8, **kw)
+    base = Layout(tp=8, zero="zero1", recompute="full")
+    on_cp = dataclasses.replace(base, cp=8)
+    plain = training_memory(LLAMA2_70B, layout=base, **kw)
+    split = training_memory(LLAMA2_70B, layout=on_cp, **kw)
     assert split.activations == pytest.approx(plain.activations / 8, rel=1e-9)
     # the same parameters on DP x CP = 8 GPUs: ZeRO-1 shards the optimizer over all of them
     assert split.weights == pytest.approx(plain.weights)
@@ -171,11 +181,11 @@ def test_context_parallelism_splits_each_sequence_and_shards_over_dp_times_cp():
         plain.optimizer, rel=1e-9
     )  # DP8 x CP1 and DP1 x CP8
     alone = training_memory(
-        LLAMA2_70B, **{**kw, "gpus": 8}
+        LLAMA2_70B, layout=base, **{**kw, "gpus": 8}
     )  # DP1 x CP1: nothing to shard over
     assert alone.optimizer == pytest.approx(8 * split.optimizer, rel=1e-9)
     with pytest.raises(ValueError):
-        training_memory(LLAMA2_70B, context_parallel=3, **kw)
+        training_memory(LLAMA2_70B, layout=dataclasses.replace(base, cp=3), **kw)
     # time: with CP one replica runs 8x fewer of its tokens per GPU, so the step needs 8x fewer replicas
     # for the same batch, and at 128K tokens the KV ring hides behind the attention it feeds
     topo = Topology(8, 8, **IB)
@@ -183,23 +193,19 @@ def test_context_parallelism_splits_each_sequence_and_shards_over_dp_times_cp():
         tokens=1e9,
         gpu=H100,
         topology=topo,
-        tensor_parallel=8,
         seq_len=131072,
-        recompute="full",
-        sharding="zero1",
         global_batch_tokens=16 * 2**20,
         mfu=0.5,
     )
-    ring = training_time(LLAMA2_70B, context_parallel=8, **t_kw)
-    dp_only = training_time(LLAMA2_70B, **t_kw)
+    ring = training_time(LLAMA2_70B, layout=on_cp, **t_kw)
+    dp_only = training_time(LLAMA2_70B, layout=base, **t_kw)
     assert ring.work_h == pytest.approx(dp_only.work_h, rel=0.05)
     # on a slow network the ring shows: it crosses nodes once t*c exceeds a node
     slow = Topology(8, 8, "nvlink", 900, "ethernet", 25)
     assert (
-        training_time(
-            LLAMA2_70B, context_parallel=8, **{**t_kw, "topology": slow}
-        ).work_h
-        > 1.2 * training_time(LLAMA2_70B, **{**t_kw, "topology": slow}).work_h
+        training_time(LLAMA2_70B, layout=on_cp, **{**t_kw, "topology": slow}).work_h
+        > 1.2
+        * training_time(LLAMA2_70B, layout=base, **{**t_kw, "topology": slow}).work_h
     )
 
 
@@ -258,14 +264,14 @@ def test_qlora_recipe_pages_the_optimizer_and_keeps_bf16_adapters():
         vocab=32000,
     )
     m = training_memory(
-        llama65, method="qlora", seq_len=512, activation_checkpointing="full"
+        llama65, layout=Layout(recompute="full"), method="qlora", seq_len=512
     )
     assert mem.fits(m, 48.0, 0.10)  # QLoRA paper: 65B on one 48 GB GPU
     unpaged = training_memory(
         llama65,
+        layout=Layout(recompute="full"),
         method="qlora",
         seq_len=512,
-        activation_checkpointing="full",
         paged_optimizer=False,
     )
     assert unpaged.optimizer > m.optimizer

@@ -13,6 +13,7 @@ from planner.physics import collectives, parallelism, recipes, speed
 from planner.physics import memory as mem
 from planner.physics.gpus import Topology
 from planner.physics.hardware_shape import gpu_perf, model_shape
+from planner.physics.layout import Layout
 from planner.physics.memory_training import (
     CHUNKED_LOGIT_BYTES,
     NF4_DQ_BYTES_PER_PARAM,
@@ -85,14 +86,16 @@ def test_hf_qlora_spreads_layers_over_the_gpus_of_a_node_one_stage_at_a_time():
     naive = parallelism.layout_speed(job, choice.layout, A100_40, _nvlink(2))
     staged = speed.training_time(
         LLAMA_70B,
+        layout=Layout(
+            recompute=choice.layout.recompute,
+            pp=2,
+            micro_batch=choice.layout.micro_batch,
+        ),
         tokens=1e9,
         gpu=A100_40,
         topology=_nvlink(2),
         method="qlora",
         kind="qlora",
-        recompute=choice.layout.recompute,
-        pipeline_parallel=2,
-        micro_batch=choice.layout.micro_batch,
         seq_len=1024,
     )
     assert (
@@ -109,7 +112,7 @@ def test_a_recipe_named_is_the_recipe_run_and_the_label_carries_it():
     auto, _ = _best(replace(job, recipe="auto"), A100_40, 8, 40.0)
     label = auto.layout.label
     assert label.split()[0] == auto.layout.recipe
-    assert parallelism.Layout.parse(label) == auto.layout
+    assert Layout.parse(label) == auto.layout
 
 
 def test_8b_lora_fits_a_24gb_card_with_the_recipes_that_never_hold_fp32_logits():
@@ -130,7 +133,7 @@ def test_8b_lora_fits_a_24gb_card_with_the_recipes_that_never_hold_fp32_logits()
         LLAMA_8B, method="lora", seq_len=4096, kind="lora", recipe="hf"
     )
     tt = replace(hf, recipe="torchtune")
-    layout = parallelism.Layout(recompute="full", micro_batch=1)
+    layout = Layout(recompute="full", micro_batch=1)
     need = {
         r.recipe: parallelism.layout_memory(
             r, replace(layout, recipe=r.recipe), 1
@@ -144,9 +147,7 @@ def test_8b_lora_fits_a_24gb_card_with_the_recipes_that_never_hold_fp32_logits()
 
 
 def test_paged_optimizer_state_is_off_the_gpu_and_offloaded_activations_keep_two_layers():
-    kw = dict(
-        method="qlora", seq_len=8192, activation_checkpointing="full", micro_batch=1
-    )
+    kw = dict(method="qlora", seq_len=8192, layout=Layout(recompute="full"))
     paged = training_memory(LLAMA_70B, paged_optimizer=True, **kw)
     resident = training_memory(LLAMA_70B, paged_optimizer=False, **kw)
     assert paged.optimizer == 0.0 < resident.optimizer
@@ -181,21 +182,19 @@ def test_moe_all_to_all_hides_behind_compute_only_where_the_recipe_overlaps_it()
         tokens=1e9,
         gpu=h100,
         topology=topo,
-        expert_parallel=8,
+        layout=Layout(ep=8, micro_batch=2),
         seq_len=4096,
-        micro_batch=2,
     )
     exposed = speed.training_time(mixtral, **kw)
     hidden = speed.training_time(mixtral, moe_overlap=True, **kw)
     floor_s = speed.compute_floor_seconds_per_token(
         mixtral,
+        layout=Layout(recompute="selective", micro_batch=2),
         gpu=h100,
         n_gpus=32,
         precision="bf16",
         method="full",
-        recompute="selective",
         seq_len=4096,
-        micro_batch=2,
         kind="pretrain",
         micro_batches=1,
     )
@@ -284,12 +283,11 @@ def test_fsdp_qlora_gathers_the_frozen_nf4_base_for_every_pass():
         method="qlora",
         kind="qlora",
         seq_len=256,
-        micro_batch=1,
     )
-    replicated = speed.training_time(LLAMA_70B, sharding="none", **kw)
-    sharded = speed.training_time(LLAMA_70B, sharding="zero3", **kw)
+    replicated = speed.training_time(LLAMA_70B, layout=Layout(zero="none"), **kw)
+    sharded = speed.training_time(LLAMA_70B, layout=Layout(zero="zero3"), **kw)
     recomputed = speed.training_time(
-        LLAMA_70B, sharding="zero3", recompute="full", **kw
+        LLAMA_70B, layout=Layout(zero="zero3", recompute="full"), **kw
     )
     gather_s = collectives.collective_seconds(
         NF4_DQ_BYTES_PER_PARAM * LLAMA_70B.params,
@@ -302,13 +300,12 @@ def test_fsdp_qlora_gathers_the_frozen_nf4_base_for_every_pass():
     micro_batches = 1e8 / 256 / 4
     compute_s = 256 * speed.compute_floor_seconds_per_token(
         LLAMA_70B,
+        layout=Layout(recompute="selective", micro_batch=1),
         gpu=RTX4090,
         n_gpus=1,
         precision="bf16",
         method="qlora",
-        recompute="selective",
         seq_len=256,
-        micro_batch=1,
         kind="qlora",
         micro_batches=1,
     )
@@ -340,7 +337,13 @@ def test_torchtune_full_fine_tune_trains_in_bf16_and_steps_in_the_backward_on_on
     )
     assert not reason, reason
     assert choice.memory.gradients < 1.0  # one layer's gradients, not 15 GiB of them
-    kw = dict(method="full", sharding="zero3", gpus=8, gpus_per_node=8, seq_len=2048)
+    kw = dict(
+        method="full",
+        layout=Layout(zero="zero3"),
+        gpus=8,
+        gpus_per_node=8,
+        seq_len=2048,
+    )
     mixed = training_memory(LLAMA_70B, **kw)
     pure = training_memory(LLAMA_70B, master_weights=False, **kw)
     assert pure.optimizer == pytest.approx(
@@ -349,7 +352,7 @@ def test_torchtune_full_fine_tune_trains_in_bf16_and_steps_in_the_backward_on_on
     held = training_memory(
         LLAMA_70B,
         optimizer_in_backward=True,
-        **{**kw, "sharding": "none", "gpus": 1, "gpus_per_node": 1},
+        **{**kw, "layout": Layout(), "gpus": 1, "gpus_per_node": 1},
     )
     assert (
         held.gradients * mem.GIB < 2.1 * LLAMA_70B.vocab * LLAMA_70B.hidden

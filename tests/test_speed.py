@@ -10,6 +10,7 @@ from planner.physics.collectives import (
 )
 from planner.physics.generation import decode_tokens_per_s_bound, generation_time
 from planner.physics.gpus import GpuPerf, Topology, default_mfu, effective_precision
+from planner.physics.layout import Layout
 from planner.physics.memory import ModelShape
 from planner.physics.memory_inference import weight_bytes
 from planner.physics.speed import reference_scaled_hours, training_time
@@ -242,7 +243,7 @@ def test_zero3_and_small_batches_cost_more_communication():
     kw = dict(tokens=1e10, gpu=H100, topology=IB2)
     base = training_time(LLAMA2_7B, **kw)
     assert (
-        training_time(LLAMA2_7B, sharding="zero3", **kw).scaling_efficiency
+        training_time(LLAMA2_7B, layout=Layout(zero="zero3"), **kw).scaling_efficiency
         < base.scaling_efficiency
     )
     assert (
@@ -267,9 +268,9 @@ def test_recompute_and_lora_flops():
     kw = dict(tokens=1e9, gpu=H100, topology=ONE)
     full = training_time(LLAMA2_7B, **kw)
     assert full.flops == pytest.approx(6 * LLAMA2_7B_MATMUL * 1e9)
-    assert training_time(LLAMA2_7B, recompute="full", **kw).flops == pytest.approx(
-        8 * LLAMA2_7B_MATMUL * 1e9
-    )
+    assert training_time(
+        LLAMA2_7B, layout=Layout(recompute="full"), **kw
+    ).flops == pytest.approx(8 * LLAMA2_7B_MATMUL * 1e9)
     lora = training_time(LLAMA2_7B, method="lora", **kw)
     assert lora.flops == pytest.approx(4 * LLAMA2_7B_MATMUL * 1e9)
     qlora = training_time(LLAMA2_7B, method="qlora", **kw)
@@ -285,11 +286,11 @@ def test_recompute_and_lora_flops():
 def test_tensor_parallel_adds_communication():
     kw = dict(tokens=1e10, gpu=H100, topology=NVLINK8)
     t1 = training_time(LLAMA2_70B, **kw)
-    t8 = training_time(LLAMA2_70B, tensor_parallel=8, **kw)
+    t8 = training_time(LLAMA2_70B, layout=Layout(tp=8), **kw)
     assert t8.scaling_efficiency < 1.0
     assert t8.work_h > t1.work_h * 0.99
     with pytest.raises(ValueError):
-        training_time(LLAMA2_70B, tensor_parallel=3, **kw)
+        training_time(LLAMA2_70B, layout=Layout(tp=3), **kw)
 
 
 # --- generation -----------------------------------------------------------

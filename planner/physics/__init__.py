@@ -7,7 +7,8 @@ gpus         what a GPU model can do, how a candidate's GPUs are joined, precisi
 collectives  all-reduce and other collectives over NVLink and the network, and how much of them compute hides
 speed        the training step (W of training), and runs scaled from a reference measurement
 generation   W of generation jobs: prefill, decode, the bandwidth bound, a floor for screening
-parallelism  layouts (TP, CP, PP, DP, EP, ZeRO, recomputation, micro-batch) and the search for the fastest
+layout       one training layout (TP, CP, PP, DP, EP, ZeRO, recomputation, micro-batch): what speed and memory take
+parallelism  the layouts a recipe allows and the search for the fastest
 recipes      what each training framework allows and keeps (layout axes, ZeRO stages, loss memory)
 deepspeed_estimate  DeepSpeed's own ZeRO memory estimators, reproduced to check memory against
 hardware_shape  a hardware shape, the estimate record, a workload prepared for estimating on every shape

@@ -10,6 +10,7 @@ The records it reads and returns (Shape, Estimate, Prepared) are in hardware_sha
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 from planner.load.catalog import Catalog
@@ -32,6 +33,7 @@ from planner.physics.hardware_shape import (
     prepare,
     train_precision,
 )
+from planner.physics.layout import Layout
 from planner.physics.memory_inference import (
     inference_memory,
     kv_batch_that_fits,
@@ -298,7 +300,7 @@ def _from_reference_hours(
     precision: str,
     breakdown: mem.MemoryBreakdown,
     scaling: float,
-    layout: parallelism.Layout,
+    layout: Layout,
 ) -> Estimate:
     """W of work stated as GPU-hours on a reference GPU: scaled by relative throughput and by this
     shape's scaling efficiency."""
@@ -342,7 +344,7 @@ def _estimate_stated_training(
             by="vram",
         )
     sharding = workload.sharding or ("zero3" if workload.memory.shardable else "none")
-    layout = parallelism.Layout(
+    layout = Layout(
         tp=tp,
         dp=shape.gpus // tp,
         zero=sharding,
@@ -355,10 +357,7 @@ def _estimate_stated_training(
         topology=shape.topology(),
         precision=precision,
         kind=mfu_kind(workload),
-        sharding=sharding,
         overlap=workload.comm_overlap,
-        tensor_parallel=tp,
-        micro_batch=layout.micro_batch,
         seq_len=workload.sequence_length,
         global_batch_tokens=workload.global_batch_tokens,
         fallback_to_bf16=workload.fp8_fallback,
@@ -369,7 +368,7 @@ def _estimate_stated_training(
             tokens=workload.work.tokens,
             method=workload.training_method,
             mfu=workload.mfu,
-            recompute=layout.recompute,
+            layout=layout,
             lora_rank=workload.lora_rank,
             **common,
         )
@@ -385,7 +384,12 @@ def _estimate_stated_training(
             layout=layout,
         )
     params = arch.params if arch is not None else _params_from_stated(workload)
-    probe = speed.training_time(float(params), tokens=1e9, **common)
+    probe = speed.training_time(  # the scaling of the layout, at the default recompute
+        float(params),
+        tokens=1e9,
+        layout=dataclasses.replace(layout, recompute="selective"),
+        **common,
+    )
     return _from_reference_hours(
         workload,
         catalog,

@@ -19,6 +19,7 @@ from planner.physics.gpus import (
     GpuPerf,
     Topology,
 )
+from planner.physics.layout import Layout
 from planner.physics.memory_training import lora_params, model_state_bytes
 from planner.schema.catalog import Gpu, ModelArch
 from planner.schema.workload import Workload
@@ -75,9 +76,7 @@ class Estimate:
         None  # stateless jobs: the time of one item (one batch per replica)
     )
     reason: str = ""  # why the shape is ruled out ('' when feasible)
-    layout: parallelism.Layout | None = (
-        None  # training: the layout chosen (or tried) on this shape
-    )
+    layout: Layout | None = None  # training: the layout chosen (or tried) on this shape
     batch: int | None = (
         None  # generation: concurrent sequences per replica whose KV cache fits
     )

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from math import ceil
 
+from planner.physics.layout import Layout
 from planner.physics.memory import (
     FRAMEWORK_OVERHEAD_GIB,
     GIB,
@@ -288,20 +289,13 @@ def check_expert_parallel(ep: int, dp: int, moe: bool) -> None:
 def training_memory(
     shape: ModelShape,
     *,
+    layout: Layout = Layout(),
     method: str = "full",
     precision: str = "bf16",
     optimizer: str = "adamw",
-    sharding: str = "none",
     gpus: int = 1,
     gpus_per_node: int = 1,
     seq_len: int = 2048,
-    micro_batch: int = 1,
-    activation_checkpointing: str = "selective",
-    tensor_parallel: int = 1,
-    pipeline_parallel: int = 1,
-    expert_parallel: int = 1,
-    sequence_parallel: bool = False,
-    context_parallel: int = 1,
     in_flight: int | None = None,
     paged_optimizer: bool | None = None,
     logit_bytes: float = FUSED_LOGIT_BYTES,
@@ -323,14 +317,15 @@ def training_memory(
       fp32 optimizer states as Transformer Engine does, plus a cached fp8 copy of
       the weights (+1 B/param).
     optimizer: 'adamw' (16 B/param mixed) | 'adamw_8bit' (10) | 'sgd' (12).
-    sharding: 'none' | 'zero1' | 'zero2' | 'zero3' over the data-parallel degree
+    layout (`physics/layout.py`; its dp is gpus / (t*c*p) here):
+      zero: 'none' | 'zero1' | 'zero2' | 'zero3' over the data-parallel degree
       N = gpus / (t*p) (experts over N / e); 'hybrid' (FSDP HYBRID_SHARD) = zero3
       inside a node.  ZeRO-3/hybrid also hold the gathered params + grads of the
       largest unit (4 B * max(block, V*h) params, DeepSpeed's 4*largest_layer_params).
-    tensor_parallel t (inside a node), pipeline_parallel p, expert_parallel e: see
-      params_per_gpu; sequence_parallel divides the TP-replicated activations;
-      context_parallel c splits every sequence over c GPUs (Megatron's CP: each holds the
-      activations of s/c tokens and the same parameters, so ZeRO shards over DP x c).
+      tp t (inside a node), pp p, ep e: see params_per_gpu; sequence_parallel divides
+      the TP-replicated activations; cp c splits every sequence over c GPUs (Megatron's
+      CP: each holds the activations of s/c tokens and the same parameters, so ZeRO
+      shards over DP x c); recompute and micro_batch as their names say.
     in_flight: micro-batches whose activations the first stage holds (default p).
     logit_bytes: bytes per logit at the loss (the *_LOGIT_BYTES above, by recipe).
     paged_optimizer: optimizer state in paged (unified) memory, which the driver keeps in host memory
@@ -346,6 +341,17 @@ def training_memory(
     optimizer_in_backward: each parameter is stepped in its backward hook and its gradient freed, so
       only the largest unit's gradients are held at once (torchtune's optimizer_in_bwd).
     """
+    sharding, micro_batch, activation_checkpointing = (
+        layout.zero,
+        layout.micro_batch,
+        layout.recompute,
+    )
+    tensor_parallel, pipeline_parallel, expert_parallel = (
+        layout.tp,
+        layout.pp,
+        layout.ep,
+    )
+    sequence_parallel, context_parallel = layout.sequence_parallel, layout.cp
     check("method", method, _METHODS)
     check("precision", precision, _PRECISIONS)
     check("optimizer", optimizer, _OPTIMIZERS)

@@ -15,18 +15,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import re
-from dataclasses import asdict, dataclass
-from functools import cached_property, lru_cache
+from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
 from planner.physics import memory as mem
 from planner.physics import recipes, speed
 from planner.physics.gpus import GpuPerf, Topology, effective_precision
+from planner.physics.layout import ZERO_STAGES, Layout
 from planner.physics.memory_training import training_memory
 
-ZERO_STAGES = ("none", "zero1", "zero2", "zero3")
 RECOMPUTE = (
     "selective",
     "full",
@@ -40,81 +39,6 @@ CONTEXT_PARALLEL_FROM_TOKENS = (
     32768  # searched from this sequence length (Megatron uses CP for long context;
 )
 # below it one sequence already fills a GPU's micro-batch); a workload may pin it at any length
-
-
-@dataclass(frozen=True)
-class Layout:
-    """One way to lay a training job over GPUs: TP x CP x PP x DP GPUs."""
-
-    tp: int = 1
-    """tensor-parallel GPUs, inside one node"""
-    pp: int = 1
-    """pipeline stages"""
-    dp: int = 1
-    """data-parallel replicas"""
-    ep: int = 1
-    """MoE: GPUs the routed experts are spread over, among the replicas"""
-    zero: str = "none"
-    """ZeRO stage over the replicas: none, zero1, zero2, zero3"""
-    recompute: str = "selective"
-    """activation recomputation: selective or full"""
-    micro_batch: int = 1
-    """sequences per GPU per micro-step"""
-    sequence_parallel: bool = False
-    """divide the TP-replicated activations too (Megatron)"""
-    virtual_stages: int = 1
-    """interleaved pipeline chunks per GPU"""
-    cp: int = 1
-    """context parallelism: GPUs each sequence is split over"""
-    recipe: str = ""
-    """the framework that runs it (recipes.RECIPES); '' where the workload states its own memory"""
-
-    @property
-    def gpus(self) -> int:
-        return self.tp * self.cp * self.pp * self.dp
-
-    @cached_property  # a search compares labels of the same layouts shape after shape
-    def label(self) -> str:
-        """`megatron TP8 CP16 PP16 DP8 zero1 SP full mb1`: the layout in one short, parseable string."""
-        parts = (
-            ([self.recipe] if self.recipe else [])
-            + [f"TP{self.tp}"]
-            + ([f"CP{self.cp}"] if self.cp > 1 else [])
-            + [f"PP{self.pp}"]
-            + ([f"VPP{self.virtual_stages}"] if self.virtual_stages > 1 else [])
-            + [f"DP{self.dp}"]
-        )
-        if self.ep > 1:
-            parts.append(f"EP{self.ep}")
-        parts.append(self.zero)
-        if self.sequence_parallel:
-            parts.append("SP")
-        parts += [self.recompute, f"mb{self.micro_batch}"]
-        return " ".join(parts)
-
-    def as_dict(self) -> dict:
-        return {**asdict(self), "label": self.label}
-
-    @classmethod
-    def parse(cls, label: str) -> Layout:
-        """The inverse of `label`."""
-        num = {
-            k: int(v) for k, v in re.findall(r"\b(TP|CP|PP|VPP|DP|EP|mb)(\d+)\b", label)
-        }
-        words = label.split()
-        return cls(
-            tp=num.get("TP", 1),
-            pp=num.get("PP", 1),
-            dp=num.get("DP", 1),
-            ep=num.get("EP", 1),
-            zero=next(w for w in words if w in ZERO_STAGES),
-            recompute=words[-2],
-            micro_batch=num.get("mb", 1),
-            sequence_parallel="SP" in words,
-            virtual_stages=num.get("VPP", 1),
-            cp=num.get("CP", 1),
-            recipe=words[0] if words[0] in recipes.RECIPES else "",
-        )
 
 
 @dataclass(frozen=True)
@@ -203,17 +127,10 @@ def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBre
         method=job.method,
         precision=job.precision,
         optimizer=job.optimizer,
-        sharding=layout.zero,
+        layout=layout,
         gpus=layout.gpus,
         gpus_per_node=gpus_per_node,
         seq_len=job.seq_len,
-        micro_batch=layout.micro_batch,
-        activation_checkpointing=layout.recompute,
-        tensor_parallel=layout.tp,
-        pipeline_parallel=layout.pp,
-        expert_parallel=layout.ep,
-        sequence_parallel=layout.sequence_parallel,
-        context_parallel=layout.cp,
         in_flight=in_flight(job, layout),
         paged_optimizer=job.paged_optimizer,
         logit_bytes=recipe.logit_bytes,
@@ -234,22 +151,15 @@ def layout_speed(
         tokens=1e9,
         gpu=gpu,
         topology=topology,
+        layout=layout,
         precision=job.precision,
         method=job.method,
         mfu=job.mfu,
         kind=job.kind,
-        recompute=layout.recompute,
-        sharding=layout.zero,
         overlap=job.overlap,
         global_batch_tokens=job.global_batch_tokens,
-        tensor_parallel=layout.tp,
-        pipeline_parallel=layout.pp,
-        expert_parallel=layout.ep,
-        micro_batch=layout.micro_batch,
         seq_len=job.seq_len,
         lora_rank=job.lora_rank,
-        virtual_stages=layout.virtual_stages,
-        context_parallel=layout.cp,
         fallback_to_bf16=job.fallback_to_bf16,
         moe_overlap=bool(layout.recipe) and recipes.recipe(layout.recipe).moe_overlap,
         naive_pipeline=_naive(layout),
@@ -582,13 +492,15 @@ def work_floor_seconds_per_token(
         n_gpus=gpus,
         precision=precision,
         method=job.method,
-        recompute=pinned.recompute or "selective",
         seq_len=job.seq_len,
-        micro_batch=pinned.micro_batch or max(MICRO_BATCHES),
         kind=job.kind,
         micro_batches=1,
+        layout=Layout(  # the least any layout the pins allow can take
+            recompute=pinned.recompute or "selective",
+            micro_batch=pinned.micro_batch or max(MICRO_BATCHES),
+            cp=pinned.cp or 1,
+        ),
         mfu=job.mfu,
-        context_parallel=pinned.cp or 1,
     )
 
 
@@ -643,15 +555,11 @@ def _floor(
             n_gpus=topology.n_gpus,
             precision=precision,
             method=job.method,
-            recompute=layout.recompute,
             seq_len=job.seq_len,
-            micro_batch=layout.micro_batch,
             kind=job.kind,
             micro_batches=micro_batches(job, layout),
-            pipeline_parallel=layout.pp,
-            virtual_stages=layout.virtual_stages,
+            layout=layout,
             mfu=job.mfu,
-            context_parallel=layout.cp,
             naive_pipeline=_naive(layout),
         )
         * 1e9

@@ -49,6 +49,7 @@ from planner.physics.gpus import (
     default_mfu,
     effective_precision,
 )
+from planner.physics.layout import Layout
 from planner.physics.memory import ModelShape
 from planner.physics.memory_training import (
     NF4_DQ_BYTES_PER_PARAM,
@@ -163,19 +164,21 @@ def compute_floor_seconds_per_token(
     n_gpus: int,
     precision: str,
     method: str,
-    recompute: str,
     seq_len: int,
-    micro_batch: int,
     kind: str,
     micro_batches: int,
-    pipeline_parallel: int = 1,
-    virtual_stages: int = 1,
+    layout: Layout = Layout(),
     mfu: float | None = None,
-    context_parallel: int = 1,
     naive_pipeline: bool = False,
 ) -> float:
     """A lower bound on training_time's seconds per token for a layout: its compute and pipeline bubble
     alone, with no communication (which only adds). Lets the layout search skip layouts that cannot win."""
+    recompute, micro_batch, context_parallel = (
+        layout.recompute,
+        layout.micro_batch,
+        layout.cp,
+    )
+    pipeline_parallel, virtual_stages = layout.pp, layout.virtual_stages
     if mfu is None:
         mfu = default_mfu(
             gpu.generation,
@@ -202,21 +205,14 @@ def training_time(
     tokens: float,
     gpu: GpuPerf,
     topology: Topology,
+    layout: Layout = Layout(),
     precision: str = "bf16",
     method: str = "full",
     mfu: float | None = None,
     kind: str | None = None,
-    recompute: str = "selective",
-    sharding: str = "none",
     overlap: float | None = None,
     global_batch_tokens: float | None = None,
-    tensor_parallel: int = 1,
-    pipeline_parallel: int = 1,
-    expert_parallel: int = 1,
-    micro_batch: int = 1,
     seq_len: int | None = None,
-    virtual_stages: int = 1,
-    context_parallel: int = 1,
     lora_rank: int = 16,
     lora_targets_fraction: float = 1.0,
     trainable_params: float | None = None,
@@ -224,7 +220,9 @@ def training_time(
     naive_pipeline: bool = False,
     fallback_to_bf16: bool = False,
 ) -> SpeedResult:
-    """Productive hours to train on ``tokens`` tokens with every GPU of ``topology``.
+    """Productive hours to train on ``tokens`` tokens with every GPU of ``topology``, laid out as
+    ``layout`` (`physics/layout.py`: t = tp, p = pp, c = cp, e = ep, b = micro_batch, its ZeRO stage and
+    recomputation; DP is what the topology's GPUs leave, not the layout's dp).
 
     The step model, as Megatron/DeepSpeed/FSDP run it.  DP = n / (t*p) replicas each
     run m = ceil(G / (DP * b * s)) micro-batches of b sequences of s tokens per
@@ -258,6 +256,13 @@ def training_time(
     model: ModelShape, or a plain (dense) parameter count (no TP/EP/PP terms then).
     Raises ValueError when the precision is unsupported or the layout does not divide.
     """
+    recompute, sharding, micro_batch = layout.recompute, layout.zero, layout.micro_batch
+    tensor_parallel, pipeline_parallel, expert_parallel = (
+        layout.tp,
+        layout.pp,
+        layout.ep,
+    )
+    virtual_stages, context_parallel = layout.virtual_stages, layout.cp
     if method not in ("full", "lora", "qlora"):
         raise ValueError(f"method={method!r}: expected full, lora or qlora")
     if recompute not in ("none", "selective", "full"):

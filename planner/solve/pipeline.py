@@ -339,7 +339,7 @@ def parallelism_json(label: str) -> dict | None:
             "batch": int(batch),
             "label": label,
         }
-    from planner.physics.parallelism import Layout
+    from planner.physics.layout import Layout
 
     return Layout.parse(label).as_dict()
 
