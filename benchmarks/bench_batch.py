@@ -61,9 +61,8 @@ def day(d: float) -> str:
     import datetime as dt
 
     moment = dt.datetime.fromisoformat(START) + dt.timedelta(days=d)
-    return moment.strftime(
-        '"%Y-%m-%dT%H:%M"'
-    )  # quoted: a plain `:` is not allowed inside {...}
+    # quoted: a plain `:` is not allowed inside {...}
+    return moment.strftime('"%Y-%m-%dT%H:%M"')
 
 
 def quarter_yaml(size: int, seed: int = 11) -> str:

@@ -205,9 +205,8 @@ def run_varied(
 ) -> list[dict]:
     """One varied scenario: candidates once, then solved with and without the LP bound (and, with
     `variants`, CP-SAT alone under parameters meant to strengthen its own bound)."""
-    cache = (
-        Path(tempfile.gettempdir()) / f"planner-bench-varied-{size}.pickle"
-    )  # candidates of a re-run
+    # candidates of a re-run
+    cache = Path(tempfile.gettempdir()) / f"planner-bench-varied-{size}.pickle"
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "varied.yaml"
         path.write_text(varied_yaml(size))
@@ -308,9 +307,8 @@ def run(size: int, quotas: bool) -> dict:
         path = Path(folder) / "bench.yaml"
         path.write_text(scenario_yaml(size, quotas))
         report = Path(folder) / "plan.json"
-        started = (
-            time.perf_counter()
-        )  # the command as a user runs it: start-up, load, candidates, solve, report
+        # the command as a user runs it: start-up, load, candidates, solve, report
+        started = time.perf_counter()
         subprocess.run(
             [
                 sys.executable,

@@ -100,9 +100,8 @@ def main() -> None:
         scenario = folder / "bench.yaml"
         scenario.write_text(text)
         spec = SweepSpec(str(scenario), {"spot_price_multiplier": values})
-        loaded_scenario(
-            str(scenario)
-        )  # the CLI loads and checks the file before forking workers
+        # the CLI loads and checks the file before forking workers
+        loaded_scenario(str(scenario))
         with ProcessPoolExecutor(
             max_workers=1
         ) as fresh:  # a worker with nothing kept yet
@@ -112,9 +111,8 @@ def main() -> None:
         started = time.perf_counter()
         with ProcessPoolExecutor(max_workers=args.processes) as pool:
             timings = {}
-            grid_only = SweepSpec(
-                spec.source, spec.axes, precision=10.0
-            )  # no bisection below 10x
+            # no bisection below 10x
+            grid_only = SweepSpec(spec.source, spec.axes, precision=10.0)
             result = whatif.run_sweep(grid_only, pool)
             timings["grid"] = time.perf_counter() - started
         started = time.perf_counter()

@@ -51,9 +51,8 @@ class Outcome:
     metric: str
     published: float | bool | None
     planner: float | bool | None
-    ratio: (
-        float | None
-    )  # planner time / published time; None for verdicts and skipped cases
+    # planner time / published time; None for verdicts and skipped cases
+    ratio: float | None
     note: str = ""
 
     @property
@@ -78,9 +77,8 @@ def _shape(case: dict, models: dict) -> mem.ModelShape:
 def _topology(case: dict, gpu, gpus: int) -> Topology:
     per_node = min(int(case.get("gpus_per_node", min(gpus, 8))), gpus)
     nodes = max(1, gpus // per_node)
-    nvlink = (
-        bool(gpu.nvlink_gbs) or gpu.vendor == "AMD"
-    )  # AMD nodes: Infinity Fabric, modelled as NVLink
+    # AMD nodes: Infinity Fabric, modelled as NVLink
+    nvlink = bool(gpu.nvlink_gbs) or gpu.vendor == "AMD"
     net = case.get("network") or {}
     return Topology(
         gpus_per_node=per_node,

@@ -167,9 +167,8 @@ def run(path: Path, count: int, in_sample: bool = False) -> list[dict]:
             and (not fallback or replayed <= (1 + FALLBACK_COST) * fitted)
             and not replayed > (1 + ALTERNATIVE_COST) * alternative
         )  # never worse than promised
-        ok = kept and (
-            not fallback or replayed >= (1 - FALLBACK_COST) * fitted
-        )  # and not far better either
+        # and not far better either
+        ok = kept and (not fallback or replayed >= (1 - FALLBACK_COST) * fitted)
         rows.append(
             {
                 "scenario": path.name,

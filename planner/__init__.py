@@ -23,9 +23,8 @@ from planner.api import (
 )
 from planner.errors import PlannerError
 
-callable_package(
-    planner.solve, planner.api.solve
-)  # `planner.solve(...)`, and still the package `planner.solve`
+# `planner.solve(...)`, and still the package `planner.solve`
+callable_package(planner.solve, planner.api.solve)
 callable_package(planner.batch, planner.api.batch)
 
 __all__ = [

@@ -61,9 +61,8 @@ def _load(source: Source, loader, what: str, base_dir: str | Path | None):
     """`loader(path, text)` on a path, or on YAML text or a dict read as if it were a file `<what>` in
     `base_dir` (default: the working folder), where its relative catalog and config paths start."""
     if isinstance(source, dict):
-        text = json.dumps(
-            source, indent=1, default=str
-        )  # JSON is YAML: each key keeps a line for errors
+        # JSON is YAML: each key keeps a line for errors
+        text = json.dumps(source, indent=1, default=str)
     elif (
         isinstance(source, str)
         and ("\n" in source or ":" in source)
@@ -126,9 +125,8 @@ class Assignment:
     nodes: int
     gpus: int
     market: str  # on_demand, spot, spot_fallback or reserved
-    parallelism: (
-        str | None
-    )  # e.g. "megatron TP2 PP1 DP8 zero3"; None where the physics chose none
+    # e.g. "megatron TP2 PP1 DP8 zero3"; None where the physics chose none
+    parallelism: str | None
     checkpoint_interval_h: float | None
     wall_h: float  # expected hours from start to end
     p_deadline: float

@@ -28,9 +28,8 @@ if (
     and threading.current_thread() is threading.main_thread()
     and signal.getsignal(signal.SIGINT) is signal.default_int_handler
 ):
-    signal.signal(
-        signal.SIGINT, _interrupted_before_work
-    )  # before click and the commands' lazy imports
+    # before click and the commands' lazy imports
+    signal.signal(signal.SIGINT, _interrupted_before_work)
 
 import click  # noqa: E402
 
@@ -78,9 +77,8 @@ class PlannerGroup(click.Group):
     def invoke(self, ctx: click.Context):
         global _interrupted
         _interrupted = False
-        main_thread = (
-            threading.current_thread() is threading.main_thread()
-        )  # signals can be set only there
+        # signals can be set only there
+        main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.getsignal(signal.SIGINT) if main_thread else None
         previous_hook = sys.unraisablehook
         if main_thread:
@@ -90,9 +88,8 @@ class PlannerGroup(click.Group):
             with (
                 warnings.catch_warnings()
             ):  # library notices (numpy overflow in a discarded candidate, pandas
-                warnings.simplefilter(
-                    "ignore"
-                )  # deprecations) would break the one-line promise on stderr
+                # deprecations) would break the one-line promise on stderr
+                warnings.simplefilter("ignore")
                 result = super().invoke(ctx)
             if _interrupted:  # a Ctrl-C swallowed on its way up (a C extension's import can do that): still a stop
                 _stop_interrupted(ctx)
@@ -150,9 +147,8 @@ def _closed_output(ctx: click.Context) -> None:
 
 def _stop_interrupted(ctx: click.Context) -> None:
     if _COMMAND and threading.current_thread() is threading.main_thread():
-        signal.signal(
-            signal.SIGINT, signal.SIG_IGN
-        )  # stopping already: a second Ctrl-C must not kill the shutdown
+        # stopping already: a second Ctrl-C must not kill the shutdown
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A KeyboardInterrupt raised in code run by exec() of a string (scipy's import runs `from numpy import *` so)
     # marks the interrupt unhandled in CPython even once caught, and the process then kills itself with SIGINT
     # at exit (status -2, not 130); each exec() of a string starts by clearing that mark.

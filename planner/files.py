@@ -96,14 +96,12 @@ def write_atomic(
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()
-            os.fsync(
-                handle.fileno()
-            )  # the data is on disk before the rename makes it the file
+            # the data is on disk before the rename makes it the file
+            os.fsync(handle.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(
-            tmp, 0o666 & ~umask
-        )  # mkstemp makes 0600; the output is an ordinary file
+        # mkstemp makes 0600; the output is an ordinary file
+        os.chmod(tmp, 0o666 & ~umask)
     except OSError as exc:
         Path(tmp).unlink(missing_ok=True)
         raise _cannot_write(exc, path) from None

@@ -93,9 +93,8 @@ def test_bad_input_raises_the_command_s_line(tmp_path):
 
 def test_an_infeasible_scenario_says_why():
     scenario = yaml.safe_load(LORA.read_text())
-    scenario["workloads"][0]["time_budget"] = (
-        "5m"  # 300M tokens in five minutes: no GPU is that fast
-    )
+    # 300M tokens in five minutes: no GPU is that fast
+    scenario["workloads"][0]["time_budget"] = "5m"
     plan = planner.solve(scenario, base_dir=SCENARIOS)
     assert not plan.solved and plan.status == "INFEASIBLE" and plan.assignments == ()
     assert "support-lora" in plan.infeasible and plan.to_frame().empty

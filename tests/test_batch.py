@@ -347,9 +347,8 @@ def test_hand_written_schedules_pass_the_checker(quarters, name):
 def test_chain_respects_precedence_release_and_quota(quarters):
     _, _, data = quarters["chain"]
     runs = by_run(data)
-    assert all(
-        r["scheduled"] for r in runs.values()
-    )  # c is optional with priority 2: room for it
+    # c is optional with priority 2: room for it
+    assert all(r["scheduled"] for r in runs.values())
     assert at(runs["b"]["start"]) >= at(runs["a"]["end"])
     assert at(runs["c"]["start"]) >= at("2027-01-05T00:00+00:00")
 
@@ -368,9 +367,8 @@ def test_interruption_tolerance_none_never_on_spot(quarters):
     _, _, data = quarters["spot"]
     runs = by_run(data)
     assert runs["eval"]["market"] != "spot"
-    assert (
-        runs["gen"]["market"] == "spot"
-    )  # stateless batch generation: the natural spot workload
+    # stateless batch generation: the natural spot workload
+    assert runs["gen"]["market"] == "spot"
     for r in runs.values():  # RunPod has no inter-node network: one node per run
         assert r["nodes"] == 1
 
@@ -410,9 +408,8 @@ def test_checker_catches_a_run_before_its_release(quarters):
     loaded, _, data = quarters["chain"]
     bad = broken(data)
     c = by_run(bad)["c"]
-    shift(
-        c, -(at(c["start"]) - at("2027-01-04T00:00+00:00")).total_seconds() / 3600
-    )  # to the horizon start
+    # to the horizon start
+    shift(c, -(at(c["start"]) - at("2027-01-04T00:00+00:00")).total_seconds() / 3600)
     assert (
         "c: starts 2027-01-04T00:00:00+00:00 before its release 2027-01-05"
         in violations(loaded, bad)
@@ -431,9 +428,8 @@ def test_checker_catches_precedence_violated(quarters):
     loaded, _, data = quarters["chain"]
     bad = broken(data)
     a, b = by_run(bad)["a"], by_run(bad)["b"]
-    shift(
-        b, -(at(b["start"]) - at(a["start"])).total_seconds() / 3600
-    )  # b starts with a
+    # b starts with a
+    shift(b, -(at(b["start"]) - at(a["start"])).total_seconds() / 3600)
     assert f"b: starts {b['start']} before a ends" in violations(loaded, bad)
     gone = broken(data)  # a left out, b kept
     gone["runs"] = [
@@ -713,9 +709,8 @@ def random_quarter(seed: int) -> dict:
     )
     step = rng.choice((12, 24))
     days = rng.choice((3, 4))
-    start = dt.datetime(
-        2027, 1, 30 if rng.random() < 0.4 else 11, tzinfo=UTC
-    )  # some cross a month
+    # some cross a month
+    start = dt.datetime(2027, 1, 30 if rng.random() < 0.4 else 11, tzinfo=UTC)
     end = start + dt.timedelta(days=days)
     runs = []
     for k in range(rng.randint(2, 3)):
@@ -895,9 +890,8 @@ def test_random_quarters_exercise_limits_dropping_and_infeasibility(random_dir):
             binding.append(c)
     limited_infeasible = [c for c in infeasible if not c["plan"].cands.empty]
     assert len(solved) >= 15, len(solved)
-    assert len(limited_infeasible) >= 5, len(
-        limited_infeasible
-    )  # infeasible in the model, not for want of candidates
+    # infeasible in the model, not for want of candidates
+    assert len(limited_infeasible) >= 5, len(limited_infeasible)
     assert len(dropped) >= 3, len(dropped)
     assert len(reserved) >= 3, len(reserved)
     assert len(sequential) >= 5, len(sequential)
@@ -972,9 +966,8 @@ def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
         _plan_at_the_optimum(seed, case)
         phased += len(built) > 1
     assert phased >= 3, phased
-    assert len(near) >= 2, len(
-        near
-    )  # the core was packed near the LP too (where the LP uses a pool)
+    # the core was packed near the LP too (where the LP uses a pool)
+    assert len(near) >= 2, len(near)
 
 
 def test_the_other_packing_is_fixed_when_the_better_one_cannot_be_extended(
@@ -1012,9 +1005,8 @@ def test_the_other_packing_is_fixed_when_the_better_one_cannot_be_extended(
     for seed, case in _pooled_cases(random_dir):
         fixed_calls.clear()
         _plan_at_the_optimum(seed, case)
-        tried += (
-            len(fixed_calls) == 2 and fixed_calls[0] != fixed_calls[1]
-        )  # the other packing was fixed
+        # the other packing was fixed
+        tried += len(fixed_calls) == 2 and fixed_calls[0] != fixed_calls[1]
     assert tried >= 1, tried
 
 
@@ -1026,9 +1018,8 @@ def test_a_bound_stopped_before_its_first_lp_leaves_the_plan_alone(
     monkeypatch.setattr(
         batch_search, "relax", lambda *args, stop=None: Relaxation(None)
     )
-    monkeypatch.setattr(
-        batch_search, "FIRST_SHARE", 1e-6
-    )  # so the phases run and the bound is asked for
+    # so the phases run and the bound is asked for
+    monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)
     seed, case = next(_pooled_cases(random_dir))
     plan = make_batch_plan(case["loaded"], time_limit_s=20.0, workers=1)
     assert plan.status == "OPTIMAL", seed
@@ -1113,13 +1104,11 @@ def test_same_quarter_same_plan_when_work_ends_the_search(monkeypatch):
     monkeypatch.setattr(batch_search, "CORE_WORK_PER_SECOND", 0.002)
     loaded = load_quarter(SCENARIOS / "quarter-team.yaml")
     plan = make_batch_plan(loaded, time_limit_s=60.0)
-    assert (
-        not plan.result.clocked
-    )  # unproven, but its work ended it: the same on every machine
+    # unproven, but its work ended it: the same on every machine
+    assert not plan.result.clocked
     first = batch_json(plan)
-    spinner = subprocess.Popen(
-        [sys.executable, "-c", "while True: pass"]
-    )  # another process takes a core
+    # another process takes a core
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
         second = batch_json(make_batch_plan(loaded, time_limit_s=60.0))
     finally:
@@ -1197,9 +1186,8 @@ def test_a_tie_break_the_clock_cuts_leaves_the_search_schedule(monkeypatch):
     # and a 3 s cap (60 s) cut it on a loaded test run, after which the two searches below parted ways (README)
     limit = 240.0
     monkeypatch.setattr(batch_search, "soonest", hurried)
-    dropped = batch_json(
-        make_batch_plan(loaded, time_limit_s=limit, cache=cache)
-    )  # that starts later than it could
+    # that starts later than it could
+    dropped = batch_json(make_batch_plan(loaded, time_limit_s=limit, cache=cache))
     assert cut == [True]
     monkeypatch.setattr(batch_search, "soonest", lambda best, *args: (best, 0.0))
     searched = batch_json(make_batch_plan(loaded, time_limit_s=limit, cache=cache))
@@ -1264,9 +1252,8 @@ def test_bound_rounds_each_pool_to_whole_runs():
     )
     stopped = threading.Event()
     stopped.set()
-    assert (
-        all_runs_lower_bound_usd(cands, runs, pools, 2, stop=stopped) is None
-    )  # nothing solved: no bound
+    # nothing solved: no bound
+    assert all_runs_lower_bound_usd(cands, runs, pools, 2, stop=stopped) is None
 
 
 def _two_runs_one_node_apart():
@@ -2010,9 +1997,8 @@ def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_sc
     plan = make_batch_plan(loaded, time_limit_s=20.0)
     optional = {r.name for r in loaded.quarter.runs if not r.required}
     assert plan.result.status == "FEASIBLE"
-    assert optional & set(
-        plan.result.chosen["run"]
-    )  # the greedy's optional runs are back
+    # the greedy's optional runs are back
+    assert optional & set(plan.result.chosen["run"])
     assert check_schedule(loaded, batch_json(plan)) == []
 
 

@@ -195,9 +195,8 @@ def test_catalog_import_round_trips_into_a_scenario(run, tmp_path, scenario_file
     )
     assert result.exit_code == 0, result.stderr
     text = out.read_text()
-    assert (
-        text.startswith("# source: ") and "A10G" in text and "0.4," in text
-    )  # spot = min over zones
+    # spot = min over zones
+    assert text.startswith("# source: ") and "A10G" in text and "0.4," in text
     assert "m5.large" not in text
     scenario = scenario_file(
         "name: x\ncatalogs: [mine.csv]\nworkloads:\n  - name: j\n    kind: training\n"

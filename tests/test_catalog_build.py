@@ -116,9 +116,8 @@ def test_unknown_gpu_raises_with_name_and_row():
     )
     with pytest.raises(ValueError, match=r"Radeon Pro V520") as raised:
         import_skypilot(df, "aws", ALIASES)
-    assert (
-        raised.value.row == 0
-    )  # the frame's index: the file's line where `read_vms` read it
+    # the frame's index: the file's line where `read_vms` read it
+    assert raised.value.row == 0
 
 
 def test_price_oddities():

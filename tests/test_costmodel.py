@@ -101,9 +101,8 @@ def test_half_a_granule_per_session_is_within_its_bound_of_the_grid(
     from planner.economics import rounding_waste
 
     W, rate = math.exp(log_w), math.exp(log_rate)
-    R = max(
-        restart, gran
-    )  # a minimum of up to the restart never binds the sessions that fail or pass
+    # a minimum of up to the restart never binds the sessions that fail or pass
+    R = max(restart, gran)
     inputs = CandidateInputs(
         work_h=W,
         checkpoint_write_h=C,
@@ -545,9 +544,8 @@ def test_screen_forms_equal_the_scalar_cost_model(seed):
     W, C, R, lam, n, gran = _random_keys(seed)
     lam[:5] = 0.0  # the λ → 0 limits too
     s = W / 3 + C
-    inside = (
-        lam * s < 600
-    )  # beyond, the scalar form overflows and the screen caps e^(λs) (a hopeless key either way)
+    # beyond, the scalar form overflows and the screen caps e^(λs) (a hopeless key either way)
+    inside = lam * s < 600
     assert inside.sum() > len(W) / 2
     seg = screen.segment_time(lam[inside], s[inside], R)
     assert seg == pytest.approx(

@@ -62,9 +62,8 @@ def test_the_reference_names_every_field_and_option():
         (Reservation, quarter),
     ):
         for name in model.model_fields:
-            inherited = (
-                model is Run and name in Workload.model_fields
-            )  # "every key of Workload, and:"
+            # "every key of Workload, and:"
+            inherited = model is Run and name in Workload.model_fields
             assert f"| `{name}` |" in (scenario if inherited else page), (
                 f"{model.__name__}.{name}"
             )

@@ -91,9 +91,8 @@ def test_a_wider_spread_where_allowed_and_the_checker_holds_the_limits(run, tmp_
     wide, _ = _plan(run, tmp_path, "wide", max_pools=10, max_providers=5)
     pools, providers = _spread(wide)
     assert len(pools) > 2 and len(providers) > 1
-    assert (
-        wide["objective_usd"] < narrow["objective_usd"]
-    )  # Lambda's one GH200 beside AWS is cheaper
+    # Lambda's one GH200 beside AWS is cheaper
+    assert wide["objective_usd"] < narrow["objective_usd"]
     problems = check_plan(loaded, wide)  # the wide plan against the default limits
     assert any(f"{len(pools)} pools, max_pools is 2" in p for p in problems)
     assert any(f"{len(providers)} providers, max_providers is 1" in p for p in problems)
@@ -183,9 +182,8 @@ def test_a_priced_pool_is_kept_only_where_it_saves_more_than_it_costs(run, tmp_p
         plan, _ = _plan(run, tmp_path, f"k{k}", **{**wide, "max_pools": k})
         assert plan["status"] == "OPTIMAL"
         by_pools[k] = (plan["objective_usd"], len(_spread(plan)[0]))
-    assert (
-        by_pools[1][0] > by_pools[6][0] and by_pools[6][1] > 2
-    )  # spreading saves, unpriced
+    # spreading saves, unpriced
+    assert by_pools[1][0] > by_pools[6][0] and by_pools[6][1] > 2
     hours, used = 30 * 24, []
     for price in (0.05, 0.5, 5.0):
         priced, loaded = _plan(
@@ -201,9 +199,8 @@ def test_a_priced_pool_is_kept_only_where_it_saves_more_than_it_costs(run, tmp_p
             by_pools,
         )
         used.append(pools)
-    assert (
-        used == sorted(used, reverse=True) and used[0] > used[-1]
-    )  # dearer pools, fewer of them
+    # dearer pools, fewer of them
+    assert used == sorted(used, reverse=True) and used[0] > used[-1]
 
 
 def test_the_checker_recounts_the_pools_operating_cost(run, tmp_path):

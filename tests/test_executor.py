@@ -64,12 +64,10 @@ def test_a_dask_cluster_gives_the_local_plans(run, cluster, sweep, tmp_path):
     assert json.loads(local.stdout)[
         "switches"
     ]  # a sweep with a placement change, bisected on the cluster
-    assert (
-        remote.stdout == local.stdout
-    )  # placements, objectives, switch points: all of it
-    assert {"solve_run", "find_switches"} <= set(
-        cluster.scheduler.task_prefixes
-    )  # solved on the cluster
+    # placements, objectives, switch points: all of it
+    assert remote.stdout == local.stdout
+    # solved on the cluster
+    assert {"solve_run", "find_switches"} <= set(cluster.scheduler.task_prefixes)
 
 
 @pytest.mark.parametrize(
@@ -102,9 +100,8 @@ def test_processes_are_refused_with_a_cluster(run, cluster):
 
 
 def test_missing_distributed_names_the_extra(run, monkeypatch):
-    monkeypatch.setitem(
-        sys.modules, "distributed", None
-    )  # `import distributed` raises ImportError
+    # `import distributed` raises ImportError
+    monkeypatch.setitem(sys.modules, "distributed", None)
     assert_one_line_error(
         run(
             "whatif",

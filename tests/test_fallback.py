@@ -18,9 +18,8 @@ from planner.economics.inputs import inputs_from_process
 from planner.economics.simulate import simulate, simulate_fallback
 from planner.schema.plan import Process
 
-ON_DEMAND = (
-    98.32  # p5.48xlarge on demand (us-east-1); the spot price below is a third of it
-)
+# p5.48xlarge on demand (us-east-1); the spot price below is a third of it
+ON_DEMAND = 98.32
 
 CASES = {
     # a 4-node pretrain at the fitted AWS rates (0.05 preemptions per node-hour, 1.35 h capacity waits)
@@ -218,9 +217,8 @@ def test_the_on_demand_phase_agrees_with_the_replay(name, within):
     inputs = replace(
         _inputs(case), price_per_node_h=1.0, storage_usd_per_h=0.0, egress_usd=0.0
     )
-    replayed = simulate_fallback(
-        inputs, 0.0, trials=40_000, seed=11
-    )  # on-demand free: the cost is spot's hours
+    # on-demand free: the cost is spot's hours
+    replayed = simulate_fallback(inputs, 0.0, trials=40_000, seed=11)
     on_demand = replayed.mean("billed_node_h") - replayed.mean()
     priced = fallback.unit(inputs)
     ratio = math.fsum(priced.on_demand.values()) / on_demand
@@ -252,9 +250,8 @@ def test_the_price_does_not_follow_round_off():
         capacity_wait_cv=5.56,
     )
     base = fallback.unit(inputs)
-    assert (
-        0.01 < base.p_switch < 0.1 and base.spot["preemption_rework"] > 1
-    )  # the overshoot matters here
+    # the overshoot matters here
+    assert 0.01 < base.p_switch < 0.1 and base.spot["preemption_rework"] > 1
     for eps in (1e-14, 3e-14, -2e-14):
         moved = fallback.unit(
             replace(
@@ -380,9 +377,8 @@ def test_markets_can_be_ruled_in_and_out(run, tmp_path):
         )
     )
     plan = _plan(run, forbid)
-    assert (
-        plan["assignments"][0]["market"] == "on_demand"
-    )  # spot alone misses 0.99 on every offer within 128 GPUs
+    # spot alone misses 0.99 on every offer within 128 GPUs
+    assert plan["assignments"][0]["market"] == "on_demand"
     assert (
         plan["objective_usd"]
         > _plan(run, SCENARIOS / "pretrain-deadline.yaml")["objective_usd"]
@@ -489,9 +485,8 @@ def test_a_hopeless_spot_market_is_no_fallback_not_a_traceback(run, tmp_path):
         fallback.unit(hopeless) is None
         and fallback.unit(hopeless, min_switch=1e-3) is None
     )
-    plan = segment_plans.segment_plan(
-        replace(hopeless, spot_rate_per_node_h=0.01)
-    )  # ~37 failures a segment
+    # ~37 failures a segment
+    plan = segment_plans.segment_plan(replace(hopeless, spot_rate_per_node_h=0.01))
     assert wall_time.overhead_tail_bound(replace(plan, lam=40.0), 10.0) == 1.0
     text = (
         (SCENARIOS / "pretrain-deadline.yaml")

@@ -54,9 +54,8 @@ def _load_tool():
     return module
 
 
-tool = (
-    _load_tool()
-)  # the same example list and command as the script that wrote the golden files
+# the same example list and command as the script that wrote the golden files
+tool = _load_tool()
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("PLANNER_CATALOG_DIR")),

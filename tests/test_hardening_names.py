@@ -365,9 +365,8 @@ def test_writes_are_synced_and_a_dead_writer_s_temporaries_are_removed(
     tmp_path, monkeypatch
 ):
     target = tmp_path / "out.csv"
-    dead = (
-        tmp_path / ".out.csv.999999999.abc.tmp"
-    )  # a planner killed in its write window
+    # a planner killed in its write window
+    dead = tmp_path / ".out.csv.999999999.abc.tmp"
     live = tmp_path / f".out.csv.{os.getppid()}.def.tmp"  # one still running
     other = tmp_path / ".other.csv.999999999.ghi.tmp"
     for path in (dead, live, other):
@@ -376,9 +375,8 @@ def test_writes_are_synced_and_a_dead_writer_s_temporaries_are_removed(
     real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd)))
     files.write_atomic(target, "a,b\n")
-    assert (
-        target.read_text() == "a,b\n" and len(synced) >= 1
-    )  # the data, before the rename; then the folder
+    # the data, before the rename; then the folder
+    assert target.read_text() == "a,b\n" and len(synced) >= 1
     assert not dead.exists() and live.exists() and other.exists()
 
 

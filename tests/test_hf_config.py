@@ -104,9 +104,8 @@ def test_qwen3_moe_counts():
         4,
     )
     assert round(q.params / 1e9, 1) == 30.5  # model card: 30.5B total, 3.3B active
-    assert (
-        abs(q.active_params - 3.3e9) < 0.1e9
-    )  # 3.35B: the catalog counts both embedding matrices as active
+    # 3.35B: the catalog counts both embedding matrices as active
+    assert abs(q.active_params - 3.3e9) < 0.1e9
 
 
 def test_qwen3_moe_dense_layers():
@@ -131,17 +130,14 @@ def test_qwen3_moe_dense_layers():
 
 def test_deepseek_v3_mla_and_moe():
     d = arch_from_config(shipped("deepseek-ai/DeepSeek-V3"), "deepseek-v3")
-    assert (
-        2 * d.kv_heads * d.head_dim == 512 + 64
-    )  # kv_lora_rank + qk_rope_head_dim cached
+    # kv_lora_rank + qk_rope_head_dim cached
+    assert 2 * d.kv_heads * d.head_dim == 512 + 64
     assert (d.heads, d.kv_heads, d.head_dim, d.ffn, d.layers) == (128, 1, 288, 2048, 61)
     assert d.expert_params == 58 * 256 * 3 * 7168 * 2048
-    assert (
-        round(d.params / 1e9) == 671 and round(d.active_params / 1e9) == 38
-    )  # paper: 671B / 37B
-    assert (
-        d.max_context == 163840
-    )  # what config.json says (the catalog row keeps 131072)
+    # paper: 671B / 37B
+    assert round(d.params / 1e9) == 671 and round(d.active_params / 1e9) == 38
+    # what config.json says (the catalog row keeps 131072)
+    assert d.max_context == 163840
     assert "MTP module not counted" in d.source
 
 
@@ -284,9 +280,8 @@ def test_inline_config_matches_catalog_row(name):
 def test_gemma3_text_only():
     cfg = {k: v for k, v in INLINE["gemma-3-27b"].items() if k != "vision_config"}
     arch = arch_from_config(cfg, "g")
-    assert (
-        arch.params == 27_009_346_304
-    )  # "text decoder alone" in the catalog row's source
+    # "text decoder alone" in the catalog row's source
+    assert arch.params == 27_009_346_304
     assert "text decoder only" in arch.source
 
 
@@ -318,9 +313,8 @@ def test_llama_biases():
     plain = arch_from_config(cfg, "l").params
     attn = arch_from_config(dict(cfg, attention_bias=True), "l").params
     mlp = arch_from_config(dict(cfg, mlp_bias=True), "l").params
-    assert attn - plain == 32 * (
-        4096 + 2 * 4096 + 4096
-    )  # q, k, v (32 KV heads x 128) and o
+    # q, k, v (32 KV heads x 128) and o
+    assert attn - plain == 32 * (4096 + 2 * 4096 + 4096)
     assert mlp - plain == 32 * (2 * 11008 + 4096)
 
 
@@ -563,9 +557,8 @@ def test_an_unreachable_hub_reads_the_cache_at_once(monkeypatch):
     from planner.load import hf_fetch
 
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-    monkeypatch.setenv(
-        "HF_ENDPOINT", "http://127.0.0.1:9"
-    )  # the discard port: nothing listens
+    # the discard port: nothing listens
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     started = time.perf_counter()
     assert not hf_fetch._hub_reachable()
     assert time.perf_counter() - started < hf_fetch.HUB_PROBE_S + 1
@@ -726,9 +719,8 @@ def test_another_version_is_not_taken_for_the_catalogs():
     from planner.load.catalog import load_catalog
 
     with pytest.raises(KeyError):
-        load_catalog(["aws"]).model(
-            "mistralai/Mistral-7B-Instruct-v0.2"
-        )  # the catalog has v0.1
+        # the catalog has v0.1
+        load_catalog(["aws"]).model("mistralai/Mistral-7B-Instruct-v0.2")
 
 
 def test_a_scenario_naming_an_instruct_id_plans_without_the_hub(

@@ -21,9 +21,10 @@ def _validator(run, kind: str):
     assert result.exit_code == 0, result.stderr
     schema = json.loads(result.stdout)
     jsonschema.Draft202012Validator.check_schema(schema)
+    # the shipped one
     assert schema == json.loads(
         (REPO / "docs" / "schema" / f"{kind}.schema.json").read_text()
-    )  # the shipped one
+    )
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -76,15 +77,13 @@ def test_the_timings_block_and_a_renamed_key_are_checked(run):
     assert "solve_report" in data and undeclared(PlanRecord.model_validate(data)) == []
     validator = _validator(run, "plan")
     assert [e.message for e in validator.iter_errors(data)] == []
-    data["assignments"][0]["expect"] = data["assignments"][0].pop(
-        "expected"
-    )  # a required key renamed
+    # a required key renamed
+    data["assignments"][0]["expect"] = data["assignments"][0].pop("expected")
     assert any(
         "'expected' is a required property" in e.message
         for e in validator.iter_errors(data)
     )
     data = json.loads(result.stdout)
-    data["assignments"][0]["gpu_name"] = data["assignments"][0].pop(
-        "gpu"
-    )  # an optional one
+    # an optional one
+    data["assignments"][0]["gpu_name"] = data["assignments"][0].pop("gpu")
     assert undeclared(PlanRecord.model_validate(data)) == [".assignments[0].gpu_name"]

@@ -18,9 +18,8 @@ def _trace(name: str, up: list[int], nodes: int = 4, cloud: str = "aws") -> Trac
 
 
 def test_holds_and_waits_are_counted_between_the_trace_s_ends():
-    up = np.array(
-        [1, 1, 0, 0, 0, 1, 1, 1, 0, 1], dtype=bool
-    )  # cut runs at both ends are left out
+    # cut runs at both ends are left out
+    up = np.array([1, 1, 0, 0, 0, 1, 1, 1, 0, 1], dtype=bool)
     assert _runs(up, 0.5) == ([1.5], [1.5, 0.5])
     assert _runs(np.ones(4, dtype=bool), 0.5) == (
         [2.0],
@@ -32,20 +31,17 @@ def test_holds_and_waits_are_counted_between_the_trace_s_ends():
 def test_all_n_up_by_hand():
     a = _trace("a", [4, 4, 2, 4, 4, 4, 1, 4])
     b = _trace("b", [4, 3, 3, 3, 3, 3, 3, 4])
-    single = _trace(
-        "c", [1, 0, 1, 1], nodes=1
-    )  # a one-node probe says nothing of gangs
+    # a one-node probe says nothing of gangs
+    single = _trace("c", [1, 0, 1, 1], nodes=1)
     rows = {r.nodes: r for r in obtainability([a, b, single], sizes=(1, 2, 4, 8))}
     assert sorted(rows) == [1, 2, 4]  # nothing measured eight
     assert rows[1].probes == 3 and rows[4].probes == 2
     assert rows[4].p_all_up == pytest.approx((6 / 8 + 2 / 8) / 2)
     assert (rows[4].p_all_up_worst, rows[4].p_all_up_best) == (2 / 8, 6 / 8)
-    assert rows[4].hold_h == pytest.approx(
-        1.5
-    )  # a's middle run of three ticks; the others touch an end
-    assert rows[4].wait_h == pytest.approx(
-        (0.5 + 0.5 + 3.0) / 3
-    )  # a's two drops and b's long one
+    # a's middle run of three ticks; the others touch an end
+    assert rows[4].hold_h == pytest.approx(1.5)
+    # a's two drops and b's long one
+    assert rows[4].wait_h == pytest.approx((0.5 + 0.5 + 3.0) / 3)
     assert rows[2].p_all_up == pytest.approx((7 / 8 + 1) / 2)
 
 
@@ -63,9 +59,8 @@ def test_sixteen_shipped_nodes_are_all_up_under_half_the_time():
     ):  # the more nodes a gang needs, the less often it has them all
         shares = [r.p_all_up for r in rows if r.cloud == cloud]
         assert shares == sorted(shares, reverse=True)
-    assert not any(
-        r.nodes == 32 for r in rows
-    )  # no probe held 32: such a gang is not planned
+    # no probe held 32: such a gang is not planned
+    assert not any(r.nodes == 32 for r in rows)
 
 
 def test_catalog_spot_command(run, tmp_path):

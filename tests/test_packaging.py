@@ -87,12 +87,10 @@ def test_hourly_billing_per_offer_changes_the_plan(tmp_path):
     hourly = make_plan(load_scenario(SCENARIOS / "hourly-billing.yaml"))
     eval_row = hourly.chosen.set_index("workload").loc["nightly-eval"]
     sft_row = hourly.chosen.set_index("workload").loc["sft-8b"]
-    assert (
-        sft_row.region == "us-east-1" and sft_row.billing_granularity_h == 1.0
-    )  # the contract: long job
-    assert (
-        eval_row.region != "us-east-1"
-    )  # a quarter-hour job would pay a whole hour there
+    # the contract: long job
+    assert sft_row.region == "us-east-1" and sft_row.billing_granularity_h == 1.0
+    # a quarter-hour job would pay a whole hour there
+    assert eval_row.region != "us-east-1"
     # the same contract without its billing rule takes the short job as well
     source = SCENARIOS / "catalogs" / "lambda-contract-hourly.csv"
     (tmp_path / "catalogs").mkdir()

@@ -65,9 +65,8 @@ def test_pipeline_bubble_is_p_minus_1_over_m_plus_p_minus_1():
         seq_len=4096,
         mfu=0.5,
     )
-    g = (
-        4 * 4096
-    )  # one sequence per micro-batch: m = 4 micro-batches per step on one replica
+    # one sequence per micro-batch: m = 4 micro-batches per step on one replica
+    g = 4 * 4096
     flat = training_time(
         LLAMA2_70B, layout=Layout(tp=8, pp=4), global_batch_tokens=g, **kw
     )
@@ -125,9 +124,8 @@ def test_experts_divide_memory_over_ep_and_cost_all_to_all_time():
     dense, experts = params_per_gpu(MIXTRAL, 1, 1, 8)
     assert experts == pytest.approx(MIXTRAL.expert_params / 8)
     assert ep8.weights == pytest.approx((dense + experts) * 2 / mem.GIB)
-    assert (
-        ep8.total < one.total / 2
-    )  # expert optimizer state is sharded over DP / EP = 1 replica only
+    # expert optimizer state is sharded over DP / EP = 1 replica only
+    assert ep8.total < one.total / 2
     topo = Topology(8, 2, **IB)
     kw = dict(tokens=1e9, gpu=H100, topology=topo, seq_len=4096, overlap=1.0, mfu=0.5)
     assert (
@@ -177,12 +175,10 @@ def test_context_parallelism_splits_each_sequence_and_shards_over_dp_times_cp():
     assert split.activations == pytest.approx(plain.activations / 8, rel=1e-9)
     # the same parameters on DP x CP = 8 GPUs: ZeRO-1 shards the optimizer over all of them
     assert split.weights == pytest.approx(plain.weights)
-    assert split.optimizer == pytest.approx(
-        plain.optimizer, rel=1e-9
-    )  # DP8 x CP1 and DP1 x CP8
-    alone = training_memory(
-        LLAMA2_70B, layout=base, **{**kw, "gpus": 8}
-    )  # DP1 x CP1: nothing to shard over
+    # DP8 x CP1 and DP1 x CP8
+    assert split.optimizer == pytest.approx(plain.optimizer, rel=1e-9)
+    # DP1 x CP1: nothing to shard over
+    alone = training_memory(LLAMA2_70B, layout=base, **{**kw, "gpus": 8})
     assert alone.optimizer == pytest.approx(8 * split.optimizer, rel=1e-9)
     with pytest.raises(ValueError):
         training_memory(LLAMA2_70B, layout=dataclasses.replace(base, cp=3), **kw)

@@ -209,9 +209,8 @@ def test_every_mutant_of_a_plan_file_replays_or_is_one_located_line(
     for path in sampled_paths(data, lists):
         for value in MUTATIONS:
             plan.write_text(json.dumps(mutate(data, path, value)))
-            result = (
-                None  # the first replay's outcome, which the --traces replay follows
-            )
+            # the first replay's outcome, which the --traces replay follows
+            result = None
             for args in replays:
                 if args is not replays[0] and (
                     path[0] != "assignments" or result != "ok"

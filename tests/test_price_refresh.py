@@ -150,9 +150,8 @@ def test_azure_nd96asr_v4_keeps_infiniband_and_gpu_facts(azure):
         1600,
     )
     assert SAME_REGION_TAG in nd.notes.split(";")
-    assert (
-        "gpu_vram_from_model" in nd.notes
-    )  # the shipped tag explaining the VRAM it took
+    # the shipped tag explaining the VRAM it took
+    assert "gpu_vram_from_model" in nd.notes
     # ND H100 v5 keeps the shipped 12 -> 8 GPU correction, and says so
     h100 = row(azure, "eastus", "Standard_ND96isr_H100_v5")
     assert h100.gpus_per_node == 8 and "gpu_count_corrected_12_to_8" in h100.notes
@@ -163,9 +162,8 @@ def test_azure_region_not_shipped_borrows_facts_but_not_the_regional_rate(azure)
     assert sweden.inter_node == "infiniband" and OTHER_REGION_TAG in sweden.notes.split(
         ";"
     )
-    assert (
-        sweden.spot_usd_h == 3.5 and sweden.spot_preemption_per_h == 0.24
-    )  # the provider default ...
+    # the provider default ...
+    assert sweden.spot_usd_h == 3.5 and sweden.spot_preemption_per_h == 0.24
     assert "spot_preemption_per_h" in sweden.defaults.split(";")  # ... marked as one
 
 
@@ -272,9 +270,8 @@ def test_aws_spot_prices_given_are_used(gpus):
     out = aws_offers(AWS_FILE, gpus, spot_prices=spot)
     p5 = row(out, "us-east-1", "p5.48xlarge")
     assert p5.spot_usd_h == 12.5 and "spot_price_from_shipped_catalog" not in p5.notes
-    assert math.isnan(
-        row(out, "us-east-1", "g5.xlarge").spot_usd_h
-    )  # no spot price given for it
+    # no spot price given for it
+    assert math.isnan(row(out, "us-east-1", "g5.xlarge").spot_usd_h)
     # an empty answer (no spot market for these types) is not "no source": spot stays blank
     none = aws_offers(AWS_FILE, gpus, spot_prices=spot.iloc[:0])
     p5 = row(none, "us-east-1", "p5.48xlarge")
@@ -406,9 +403,8 @@ def test_aws_spot_prices_latest_per_zone_then_cheapest_zone():
 
 
 def test_aws_spot_prices_without_boto3_is_none(monkeypatch):
-    monkeypatch.setitem(
-        sys.modules, "boto3", None
-    )  # `import boto3` now fails, as when not installed
+    # `import boto3` now fails, as when not installed
+    monkeypatch.setitem(sys.modules, "boto3", None)
     assert aws_spot_prices(["us-east-1"], ["p5.48xlarge"]) is None
 
 
@@ -480,9 +476,8 @@ def test_import_skypilot_keeps_efa_for_p5(tmp_path):
     source.write_text(SKYPILOT_P5)
     aliases = gpu_aliases(pd.read_csv(CATALOG_DIR / "gpus.csv", keep_default_na=False))
     plain = import_skypilot(pd.read_csv(source), "aws", aliases)
-    assert (
-        row(plain, "us-east-1", "p5.48xlarge").inter_node == "ethernet"
-    )  # the default rule alone
+    # the default rule alone
+    assert row(plain, "us-east-1", "p5.48xlarge").inter_node == "ethernet"
     kept = import_skypilot(pd.read_csv(source), "aws", aliases, keep_facts=True)
     p5 = row(kept, "us-east-1", "p5.48xlarge")
     assert (
@@ -492,16 +487,14 @@ def test_import_skypilot_keeps_efa_for_p5(tmp_path):
         p5.inter_node,
         p5.inter_node_gbps,
     ) == ("H100-SXM", 8, "nvlink", "efa", 3200)
-    assert (
-        p5.on_demand_usd_h == 98.32 and p5.spot_usd_h == 38.0
-    )  # prices stay the source's
+    # prices stay the source's
+    assert p5.on_demand_usd_h == 98.32 and p5.spot_usd_h == 38.0
     assert not {"intra_node", "inter_node", "inter_node_gbps"} & set(
         p5.defaults.split(";")
     )
     assert SAME_REGION_TAG in p5.notes.split(";")
-    g5 = row(
-        kept, "us-east-1", "g5.xlarge"
-    )  # the shipped g5 interconnect is itself a default: still listed
+    # the shipped g5 interconnect is itself a default: still listed
+    g5 = row(kept, "us-east-1", "g5.xlarge")
     assert g5.inter_node == "ethernet" and "inter_node" in g5.defaults.split(";")
 
 

@@ -74,9 +74,8 @@ def test_qlora_fits_the_cards_it_was_made_for(outcomes):
     by_case = {o.case: o for o in outcomes}
     assert by_case["qlora-65b-single-48gb"].planner is True
     assert by_case["qlora-33b-single-24gb"].planner is True
-    assert (
-        by_case["trtllm061-llama2-7b-a100-bs60-128-2048"].ratio is not None
-    )  # batch 60 fits the KV pool
+    # batch 60 fits the KV pool
+    assert by_case["trtllm061-llama2-7b-a100-bs60-128-2048"].ratio is not None
 
 
 def test_long_context_pretraining_splits_sequences_over_gpus(outcomes):

@@ -98,9 +98,8 @@ def test_hf_qlora_spreads_layers_over_the_gpus_of_a_node_one_stage_at_a_time():
         kind="qlora",
         seq_len=1024,
     )
-    assert (
-        naive.work_h > 1.5 * staged.work_h
-    )  # a 1F1B pipeline would overlap the stages
+    # a 1F1B pipeline would overlap the stages
+    assert naive.work_h > 1.5 * staged.work_h
 
 
 def test_a_recipe_named_is_the_recipe_run_and_the_label_carries_it():
@@ -199,9 +198,8 @@ def test_moe_all_to_all_hides_behind_compute_only_where_the_recipe_overlaps_it()
         micro_batches=1,
     )
     assert hidden.work_h < exposed.work_h
-    assert (
-        hidden.work_h * 3600 / 1e9 >= floor_s
-    )  # never below the compute it hides behind
+    # never below the compute it hides behind
+    assert hidden.work_h * 3600 / 1e9 >= floor_s
 
 
 def test_the_recipe_shows_in_estimate_and_solve(run, scenario_file):
@@ -222,9 +220,8 @@ def test_the_recipe_shows_in_estimate_and_solve(run, scenario_file):
     assert solved.exit_code == 0, solved.stderr
     plan = json.loads(solved.stdout)
     chosen = plan["assignments"][0]
-    assert chosen["gpu"] == "RTX4090", (
-        chosen
-    )  # the cheapest card it fits on, as published runs do
+    # the cheapest card it fits on, as published runs do
+    assert chosen["gpu"] == "RTX4090", chosen
     assert chosen["parallelism"]["recipe"] in recipes.AUTO["lora"]
     estimated = run("estimate", path, "--gpu", "RTX4090", "--format", "json")
     rows = json.loads(estimated.stdout)
@@ -310,9 +307,8 @@ def test_fsdp_qlora_gathers_the_frozen_nf4_base_for_every_pass():
         micro_batches=1,
     )
     exposed_s = (sharded.work_h - replicated.work_h) * 3600 / micro_batches
-    assert (
-        2 * gather_s - compute_s <= exposed_s <= 2 * gather_s
-    )  # only what outlasts the compute shows
+    # only what outlasts the compute shows
+    assert 2 * gather_s - compute_s <= exposed_s <= 2 * gather_s
     assert recomputed.work_h > sharded.work_h
 
 
@@ -346,17 +342,15 @@ def test_torchtune_full_fine_tune_trains_in_bf16_and_steps_in_the_backward_on_on
     )
     mixed = training_memory(LLAMA_70B, **kw)
     pure = training_memory(LLAMA_70B, master_weights=False, **kw)
-    assert pure.optimizer == pytest.approx(
-        mixed.optimizer * 4 / 12
-    )  # bf16 m and v, no fp32 master copy
+    # bf16 m and v, no fp32 master copy
+    assert pure.optimizer == pytest.approx(mixed.optimizer * 4 / 12)
     held = training_memory(
         LLAMA_70B,
         optimizer_in_backward=True,
         **{**kw, "layout": Layout(), "gpus": 1, "gpus_per_node": 1},
     )
-    assert (
-        held.gradients * mem.GIB < 2.1 * LLAMA_70B.vocab * LLAMA_70B.hidden
-    )  # the largest unit's, in bf16
+    # the largest unit's, in bf16
+    assert held.gradients * mem.GIB < 2.1 * LLAMA_70B.vocab * LLAMA_70B.hidden
 
 
 def test_the_schema_and_the_physics_agree_on_what_each_recipe_runs():

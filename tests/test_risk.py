@@ -186,9 +186,8 @@ def test_placement_scores_speak_for_the_gang_they_cover():
         8,
         8,
     ]  # beyond the largest: the largest's score
-    assert (
-        placement_score(scores, "aws", "test-2", "eight-a100", 1) is None
-    )  # not scored: kept
+    # not scored: kept
+    assert placement_score(scores, "aws", "test-2", "eight-a100", 1) is None
 
 
 def test_a_placement_score_rules_out_with_its_reason(run, tmp_path):

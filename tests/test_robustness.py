@@ -143,17 +143,15 @@ def test_yaml_oddities_give_one_clean_line(run, tmp_path):
         "name: x\nworkloads:\n  - &a {name: a, kind: training}\n  - &a {name: b, kind: training}\n"
     )
     assert "duplicate anchor" in one_line(run("validate", anchors))
-    separator = (
-        tmp_path / "u2028.yaml"
-    )  # the YAML scanner breaks lines at U+2028: report the editor's line
+    # the YAML scanner breaks lines at U+2028: report the editor's line
+    separator = tmp_path / "u2028.yaml"
     separator.write_text(
         'name: x\nworkloads:\n  - name: a\n    description: "a\u2028b"\n    kind: trainingz\n',
         encoding="utf-8",
     )
     assert f"{separator}:5 (workloads[0].kind)" in one_line(run("validate", separator))
-    offers = (
-        tmp_path / "odd.csv"
-    )  # a U+2028 inside a value is escaped, so the error stays one line
+    # a U+2028 inside a value is escaped, so the error stays one line
+    offers = tmp_path / "odd.csv"
     offers.write_text(
         "provider,region,instance_type,gpu,gpus_per_node,gpu_vram_gib,intra_node,intra_node_gbs,"
         "inter_node,on_demand_usd_h\nlambda,us,x,H100\u2028X,1,80,pcie,64,none,2\n",
@@ -165,9 +163,8 @@ def test_yaml_oddities_give_one_clean_line(run, tmp_path):
         " work: {gpu_hours: 1, reference_gpu: A100-80GB}}\n"
     )
     line = one_line(run("validate", scenario))
-    assert (
-        "H100\\u2028X" in line and "non-printing characters" in line
-    )  # a name is refused with it
+    # a name is refused with it
+    assert "H100\\u2028X" in line and "non-printing characters" in line
     control = tmp_path / "control.yaml"
     control.write_bytes(b"name: x\x01\nworkloads: []\n")
     assert "U+0001" in one_line(run("validate", control))
@@ -484,9 +481,8 @@ def test_a_ctrl_c_beside_the_lp_bound_stops_at_once_with_status_130(tmp_path):
     assert done.returncode == 130, (done.returncode, done.stderr[-2000:])
     assert done.stderr.strip().splitlines()[-1] == "interrupted", done.stderr[-2000:]
     assert "terminate" not in done.stderr and "Traceback" not in done.stderr
-    assert (
-        time.perf_counter() - started < 45
-    )  # the LP never ends by itself: nothing waited for it
+    # the LP never ends by itself: nothing waited for it
+    assert time.perf_counter() - started < 45
     assert not list(tmp_path.iterdir())  # no output, nothing half-written
 
 
@@ -549,9 +545,8 @@ def test_an_interrupt_python_cannot_pass_on_is_not_printed(monkeypatch):
     quiet(ours)
     quiet(other)
     assert seen == [other]
-    monkeypatch.setattr(
-        cli, "_interrupted", False
-    )  # not ours: a KeyboardInterrupt nobody sent is reported
+    # not ours: a KeyboardInterrupt nobody sent is reported
+    monkeypatch.setattr(cli, "_interrupted", False)
     quiet(ours)
     assert seen == [other, ours]
 

@@ -185,9 +185,8 @@ def test_schedule_confidence_holds_the_whole_schedule(tmp_path):
         0.09 / confidence["trials"]
     )
     assert sure["objective_usd"] >= plain["objective_usd"] - 0.01
-    assert (
-        plain_holds < 0.9 < confidence["simulated_holds"]
-    )  # four runs at 0.9 each do not hold 0.9 together
+    # four runs at 0.9 each do not hold 0.9 together
+    assert plain_holds < 0.9 < confidence["simulated_holds"]
     # each run's slot is its completion quantile at the per-run confidence: the checker's p_deadline rule
     assert all(
         r["p_deadline"] >= confidence["per_run"] - 1e-9
@@ -331,6 +330,5 @@ def test_a_schedule_the_replay_cannot_run_is_one_located_line(tmp_path):
     replay = json.loads(
         result.output[result.output.index("{") : result.output.rindex("}") + 1]
     )
-    assert (
-        replay["runs"][0]["p90_end"] is None and replay["holds"] == 0.0
-    )  # past the year 9999: no date
+    # past the year 9999: no date
+    assert replay["runs"][0]["p90_end"] is None and replay["holds"] == 0.0

@@ -63,9 +63,8 @@ def test_serving_model_is_within_1_5x_of_published_serving_benchmarks(case):
 def test_published_serving_table_meets_its_median_and_size():
     ratios = [published.ratio(c, published.planner_figure(c)) for c in published.CASES]
     assert len(ratios) >= 30 and statistics.median(ratios) <= published.TARGET_MEDIAN
-    assert (
-        sum(c.metric == "ttft_ms" for c in published.CASES) >= 10
-    )  # time to first token under load included
+    # time to first token under load included
+    assert sum(c.metric == "ttft_ms" for c in published.CASES) >= 10
     assert set(published.MISSES) <= {c.name for c in published.CASES}
 
 
@@ -295,9 +294,8 @@ def test_kept_nodes_is_the_binomial_quantile():
     away = 0.05
     for n in range(0, 12):
         k = kept_nodes(n, away, 0.999)
-        assert (
-            1 - below_capacity(n, away, k) >= 0.999 - 1e-12
-        )  # keeps k with the availability asked
+        # keeps k with the availability asked
+        assert 1 - below_capacity(n, away, k) >= 0.999 - 1e-12
         if k < n:
             assert 1 - below_capacity(n, away, k + 1) < 0.999  # and not one more
     assert kept_nodes(5, 0.0, 0.999) == 5
@@ -362,9 +360,8 @@ def test_spot_pool_tables_stay_small_and_never_count_more_than_a_pool_keeps(
     every = np.arange(6001)
     exact = kept_counts(every, away, availability, zone)
     counted = _counted(sizes, kept, every)
-    assert np.all(
-        counted <= exact
-    )  # never more than the pool keeps at the availability
+    # never more than the pool keeps at the availability
+    assert np.all(counted <= exact)
     exact_part = every <= pool_availability.EXACT_POOL_NODES
     assert np.array_equal(counted[exact_part], exact[exact_part])
     assert np.all(exact - counted <= every / 64 + 1)
@@ -477,10 +474,8 @@ def test_an_endpoint_of_a_million_requests_a_second_plans_in_bounded_memory(tmp_
     from planner.load.scenario import load_scenario
     from planner.solve.checker import check_plan
 
-    assert (
-        check_plan(load_scenario(tmp_path / "million.yaml"), plan) == []
-    )  # its binomial tail summed term by
-    # term passed floats' range on a pool of 40,000 nodes
+    # its binomial tail summed term by term passed floats' range on a pool of 40,000 nodes
+    assert check_plan(load_scenario(tmp_path / "million.yaml"), plan) == []
 
 
 def test_a_tie_break_that_would_overflow_follows_the_cost():

@@ -152,9 +152,8 @@ def test_bad_plan_files(run, tmp_path):
         "--trials",
         "100",
     )
-    assert result.exit_code == 0, (
-        result.output
-    )  # the fields the replay reads are all it needs
+    # the fields the replay reads are all it needs
+    assert result.exit_code == 0, result.output
     del job["inputs"]["work_h"]
     stranger.write_text(json.dumps({"assignments": [job]}))
     assert_one_line_error(
@@ -174,9 +173,8 @@ workloads:
     memory: {per_gpu: 500GiB}
     work: {gpu_hours: 10, reference_gpu: A100-80GB}
 """)
-    result = run(
-        "simulate", path
-    )  # infeasible, as `planner solve` says of it: exit 1, one line saying why
+    # infeasible, as `planner solve` says of it: exit 1, one line saying why
+    result = run("simulate", path)
     assert result.exit_code == 1 and run("solve", path).exit_code == 1, result.output
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith(

@@ -344,9 +344,8 @@ def _cents(result: dict | None) -> int | None:
     return None if result is None else result["cents"]
 
 
-@pytest.mark.parametrize(
-    "seed", SEEDS
-)  # seed 30 has gpu_quotas {runpod/L40S: 2, runpod: 12}
+# seed 30 has gpu_quotas {runpod/L40S: 2, runpod: 12}
+@pytest.mark.parametrize("seed", SEEDS)
 def test_cp_sat_matches_brute_force(seed):
     run = random_run(seed)
     reference, plan = run["reference"], run["plan"]
@@ -1121,13 +1120,11 @@ def test_a_weak_cp_sat_bound_is_replaced_by_the_valid_lp_bound():
     both = solve_model(
         build_model(cands, limits), 1.0, 1, hint=hint, use_lp=True, parameters=weak
     )
-    assert (
-        alone.status == "FEASIBLE" and alone.bound_usd < 0.9 * optimum
-    )  # CP-SAT's own bound is weak here
+    # CP-SAT's own bound is weak here
+    assert alone.status == "FEASIBLE" and alone.bound_usd < 0.9 * optimum
     assert both.bound_usd >= alone.bound_usd
-    assert (
-        optimum - 0.01 * len(fewest_gpus) <= both.bound_usd <= optimum + 1e-6
-    )  # the LP's: valid and tight
+    # the LP's: valid and tight
+    assert optimum - 0.01 * len(fewest_gpus) <= both.bound_usd <= optimum + 1e-6
     assert both.gap < alone.gap
 
 

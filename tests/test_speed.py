@@ -128,9 +128,8 @@ def test_r21_ring_allreduce_llama2_7b_grads():
     assert allreduce_seconds(s, ONE) == 0.0
 
 
-LLAMA2_7B_MATMUL = (
-    LLAMA2_7B.params - LLAMA2_7B.vocab * LLAMA2_7B.hidden
-)  # the input embedding is a lookup
+# the input embedding is a lookup
+LLAMA2_7B_MATMUL = LLAMA2_7B.params - LLAMA2_7B.vocab * LLAMA2_7B.hidden
 
 
 def test_r22_llama2_7b_pretraining_flops_and_gpu_hours():
@@ -227,9 +226,8 @@ def test_pcie_scales_worse_than_nvlink():
 
 
 def test_ethernet_scales_worse_than_infiniband():
-    kw = dict(
-        tokens=1e10, gpu=H100, global_batch_tokens=2**18
-    )  # a fine-tune's step: little compute to hide behind
+    # a fine-tune's step: little compute to hide behind
+    kw = dict(tokens=1e10, gpu=H100, global_batch_tokens=2**18)
     ib = training_time(LLAMA2_7B, topology=IB2, **kw)
     eth = training_time(LLAMA2_7B, topology=ETH2, **kw)
     assert eth.scaling_efficiency < 0.5 < 0.9 < ib.scaling_efficiency
@@ -274,9 +272,8 @@ def test_recompute_and_lora_flops():
     lora = training_time(LLAMA2_7B, method="lora", **kw)
     assert lora.flops == pytest.approx(4 * LLAMA2_7B_MATMUL * 1e9)
     qlora = training_time(LLAMA2_7B, method="qlora", **kw)
-    assert qlora.flops == pytest.approx(
-        lora.flops * 3083 / 2413
-    )  # torchtune's 8B LoRA and QLoRA on one RTX 4090
+    # torchtune's 8B LoRA and QLoRA on one RTX 4090
+    assert qlora.flops == pytest.approx(lora.flops * 3083 / 2413)
     # a plain parameter count is taken as the parameters a token multiplies
     assert training_time(float(LLAMA2_7B_MATMUL), **kw).flops == pytest.approx(
         full.flops
@@ -426,9 +423,8 @@ def test_topology_validation():
     with pytest.raises(ValueError):
         Topology(8, 1, "nvswitch")
     with pytest.raises(ValueError):
-        allreduce_seconds(
-            1e9, Topology(8, 2, "nvlink", 900)
-        )  # no inter-node link given
+        # no inter-node link given
+        allreduce_seconds(1e9, Topology(8, 2, "nvlink", 900))
     with pytest.raises(ValueError):
         GpuPerf("X", "kepler", 100, {})
 

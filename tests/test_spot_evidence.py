@@ -82,9 +82,8 @@ def test_which_traces_speak_for_an_offer():
         [],
         False,
     )  # a gang no trace of aws ever held
-    found, stand_in = spot_evidence.covering(
-        traces, "runpod", "x9", 8
-    )  # no traces of its own: all stand in
+    # no traces of its own: all stand in
+    found, stand_in = spot_evidence.covering(traces, "runpod", "x9", 8)
     assert [t.name for t in found] == ["a2", "g"] and stand_in
     assert (
         spot_evidence.largest_gang(traces, "aws") == 16
@@ -102,20 +101,17 @@ def test_verdict_names_what_failed():
         in spot_evidence.verdict(evidence, 0.9, 10.0)
     )
     ok = replace(evidence, p_deadline=0.97, p_deadline_low=0.95)
-    assert (
-        spot_evidence.verdict(ok, 0.9, 10.0) == ""
-    )  # 10 node-hours replayed against 10 fitted
+    # 10 node-hours replayed against 10 fitted
+    assert spot_evidence.verdict(ok, 0.9, 10.0) == ""
     assert (
         "its spot node-hours on replays on 2 measured availability traces are 10.0 (1.25x the fitted figure"
         in (spot_evidence.verdict(ok, 0.9, 8.0))
     )
     assert spot_evidence.verdict(ok, 0.9, 10 / (1 + spot_evidence.COST_SLACK)) == ""
-    assert "below the 96% asked" in spot_evidence.verdict(
-        ok, 0.96, 10.0
-    )  # held to the lower figure
-    fell_back = replace(
-        ok, on_demand_node_h=3.0
-    )  # each market on its own: cheap spot cannot hide dear on-demand
+    # held to the lower figure
+    assert "below the 96% asked" in spot_evidence.verdict(ok, 0.96, 10.0)
+    # each market on its own: cheap spot cannot hide dear on-demand
+    fell_back = replace(ok, on_demand_node_h=3.0)
     assert "on-demand node-hours" in spot_evidence.verdict(fell_back, 0.9, 20.0, 2.0)
     assert "(none fitted;" in spot_evidence.verdict(fell_back, 0.9, 20.0, 0.0)
     assert spot_evidence.verdict(fell_back, 0.9, 10.0, 3.0) == ""
@@ -127,9 +123,8 @@ def test_a_stand_in_provider_is_held_at_what_one_more_zone_may_cost():
     own = spot_evidence.Replayed(
         0.97, 0.95, 10.0, 2.0, 10.5, 4.0, 20.0, ("a", "b"), False
     )
-    assert (
-        spot_evidence.verdict(own, 0.9, 10.0, 2.0) == ""
-    )  # own traces: the mean decides
+    # own traces: the mean decides
+    assert spot_evidence.verdict(own, 0.9, 10.0, 2.0) == ""
     stand_in = replace(own, stand_in=True)
     assert (
         "its on-demand node-hours on replays on 2 measured stand-in availability traces are 4.0 in a zone not "
@@ -137,9 +132,8 @@ def test_a_stand_in_provider_is_held_at_what_one_more_zone_may_cost():
         in spot_evidence.verdict(stand_in, 0.9, 10.0, 2.0)
     )
     assert spot_evidence.verdict(stand_in, 0.9, 10.0, 4.0) == ""
-    assert (
-        spot_evidence._new_zone_spread(np.array([3.0]), binomial=False) == 0
-    )  # one zone says nothing of others
+    # one zone says nothing of others
+    assert spot_evidence._new_zone_spread(np.array([3.0]), binomial=False) == 0
 
 
 def test_the_error_over_traces_is_what_a_new_zone_must_allow_for():

@@ -83,12 +83,10 @@ def test_the_fit_reproduces_how_many_nodes_each_event_takes(cloud):
         f"total variation {distance:.3f}"
     )
     assert distance < 0.12
-    assert f["model_shares"][0] == pytest.approx(
-        f["shares"][0], abs=0.05
-    )  # single-node events
-    assert f["model_shares"][-1] == pytest.approx(
-        f["shares"][-1], abs=0.03
-    )  # events taking every node
+    # single-node events
+    assert f["model_shares"][0] == pytest.approx(f["shares"][0], abs=0.05)
+    # events taking every node
+    assert f["model_shares"][-1] == pytest.approx(f["shares"][-1], abs=0.03)
 
 
 @pytest.mark.parametrize("cloud", ["aws", "gcp"])
@@ -189,9 +187,8 @@ def test_the_fit_reproduces_how_spread_the_waits_are(cloud, pattern):
     assert wait_tail(cloud, 2 * m) == pytest.approx(
         float(np.mean(runs > 2 * m)), abs=0.02
     )
-    assert (
-        abs(math.exp(-2) - float(np.mean(runs > 2 * m))) > 0.04
-    )  # what the exponential law missed
+    # what the exponential law missed
+    assert abs(math.exp(-2) - float(np.mean(runs > 2 * m))) > 0.04
 
 
 def test_a_trace_the_fit_did_not_use():
@@ -239,9 +236,8 @@ def test_a_gang_sees_fewer_events_and_waits_after_each():
     waiting = expected(
         CandidateInputs(**base, spot_rate_per_node_h=four / 4, capacity_wait_h=1.35)
     )
-    assert waiting.billed_node_h == pytest.approx(
-        still.billed_node_h
-    )  # the waits are not billed
+    # the waits are not billed
+    assert waiting.billed_node_h == pytest.approx(still.billed_node_h)
     assert waiting.wall_h == pytest.approx(
         still.wall_h + 1.35 * still.failures * (four / (four + 32 * 2e-5))
     )
@@ -613,9 +609,8 @@ def test_a_scenario_sets_the_waits_spread_and_the_checker_restates_it(run, tmp_p
     assert a["expected"]["waiting_h"] == pytest.approx(
         a["expected"]["preemption_events"] * 1.35
     )
-    b["inputs"]["capacity_wait_cv"] = (
-        2.31  # the plan no longer says what the scenario set
-    )
+    # the plan no longer says what the scenario set
+    b["inputs"]["capacity_wait_cv"] = 2.31
     assert any(
         "capacity_wait_cv" in p
         for p in check_plan(load_scenario(exponential), plans[exponential])

@@ -67,9 +67,8 @@ def test_the_nearest_config_fills_what_the_file_leaves_out(team):
     assert s.constraints.gpu_quotas == {"aws": 24}
     tune, pinned = s.workloads
     assert tune.allow.regions == ("us-east-1",) and tune.allow.providers == ("aws",)
-    assert pinned.allow.regions == ("us-west-2",) and pinned.allow.providers == (
-        "aws",
-    )  # key by key
+    # key by key
+    assert pinned.allow.regions == ("us-west-2",) and pinned.allow.providers == ("aws",)
     assert team.parent.parent.parent / "planner.toml" in loaded.inputs
 
 

@@ -71,19 +71,16 @@ def test_no_spot_capacity_at_all():
     p = segment_plan(JOB.inputs)
     spot = replay(JOB, up, 5 / 60, "spot")
     assert np.isnan(spot.wall_h[0]) and spot.hit_rate(40) == 0  # never starts
-    fallback = replay(
-        JOB, up, 5 / 60, "spot_fallback"
-    )  # waits for the switch point, then on demand to the end
+    # waits for the switch point, then on demand to the end
+    fallback = replay(JOB, up, 5 / 60, "spot_fallback")
     assert fallback.wall_h[0] == pytest.approx(
         JOB.deadline_h - margin_h(p.R, p.tau), abs=5 / 60
     )
     assert fallback.cost_usd[0] == pytest.approx(2 * ON_DEMAND * (p.R + p.S))
-    progress = replay(
-        JOB, up, 5 / 60, "uniform_progress"
-    )  # behind the line at once: on demand from the start
-    assert progress.wall_h[0] == pytest.approx(
-        p.R + p.S, abs=0.1
-    )  # from the second step
+    # behind the line at once: on demand from the start
+    progress = replay(JOB, up, 5 / 60, "uniform_progress")
+    # from the second step
+    assert progress.wall_h[0] == pytest.approx(p.R + p.S, abs=0.1)
     assert omniscient(JOB, up, 5 / 60)[0] == pytest.approx(2 * ON_DEMAND * (p.R + p.S))
 
 
@@ -131,9 +128,8 @@ def test_simulate_traces_end_to_end(run):
         and row["samples"] == 40 * len(row["traces"]) > 0
     )
     plan, progress = row["spot_fallback"], row["uniform_progress"]
-    assert (
-        0 <= plan["deadline_hit_rate"] <= 1 and plan["unfinished"] == 0
-    )  # the fallback always finishes
+    # the fallback always finishes
+    assert 0 <= plan["deadline_hit_rate"] <= 1 and plan["unfinished"] == 0
     assert (
         row["omniscient_cost_usd"]
         <= min(plan["cost_usd"], progress["cost_usd"], row["on_demand_cost_usd"]) + 0.01
@@ -161,9 +157,8 @@ def test_a_horizon_of_decades_is_cut_at_max_steps(run, scenario_file):
     assert result.exit_code == 0, result.output
     [row] = json.loads(result.stdout)
     assert row["replayed_h"] == pytest.approx(MAX_STEPS * 5 / 60)
-    assert (
-        row["market"] == "spot" and row["spot"]["unfinished"] == 0
-    )  # done long before the cut (plain spot now)
+    # done long before the cut (plain spot now)
+    assert row["market"] == "spot" and row["spot"]["unfinished"] == 0
     table = run("simulate", path, "--traces").stdout
     assert f"replayed for its first {MAX_STEPS * 5 / 60:,.0f} h only" in table
 
@@ -360,9 +355,8 @@ def test_a_trace_above_the_input_cap_is_refused_before_it_is_read(
 ):
     from planner.load import yaml as yamlio
 
-    monkeypatch.setattr(
-        yamlio, "MAX_FILE_BYTES", yamlio.MAX_FILE_BYTES
-    )  # the CLI's --max-input-size sets it
+    # the CLI's --max-input-size sets it
+    monkeypatch.setattr(yamlio, "MAX_FILE_BYTES", yamlio.MAX_FILE_BYTES)
     folder = _folder_with(tmp_path, "big")
     (folder / "long.json").write_text(
         json.dumps({"metadata": {"gap_seconds": 300}, "data": [1] * (1 << 20)})

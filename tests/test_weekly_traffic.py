@@ -97,9 +97,10 @@ def test_quiet_weekends_cost_less_only_with_autoscale(tmp_path):
         f"without autoscale ${fixed['objective_usd']:.2f} and ${fixed_daily['objective_usd']:.2f}"
     )
     assert weekly["objective_usd"] < daily["objective_usd"] - 1
+    # the peak holds all week
     assert fixed["objective_usd"] == pytest.approx(
         fixed_daily["objective_usd"], abs=0.05
-    )  # the peak holds all week
+    )
     assert check_plan(loaded, weekly) == []
     weekend = weekly["endpoints"][0]["periods"][3]
     assert weekend["days"] == "sat-sun" and weekend["requests_per_s"] == 10

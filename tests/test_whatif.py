@@ -296,9 +296,8 @@ def test_bisection_splits_only_between_proven_points():
         "spot_price_multiplier": parse_range("0.5:2.0:7", "--x")
     }  # the switch lies in the grid's 1..1.25
     spec = SweepSpec("unused.yaml", axis, precision=0.001)
-    result = W.run_sweep(
-        spec, solve=unproven_near(1.1, 1.2)
-    )  # the first midpoint, 1.125, is unproven
+    # the first midpoint, 1.125, is unproven
+    result = W.run_sweep(spec, solve=unproven_near(1.1, 1.2))
     [switch] = result.switches
     assert result.solves == 7 + 1 and (switch["at"], switch["within"]) == (1.125, 0.125)
     assert (switch["from"], switch["to"]) == ("p/r/i/spot/1", "p/r/i/on_demand/1")
@@ -306,18 +305,16 @@ def test_bisection_splits_only_between_proven_points():
         result, "json"
     )
 
-    deeper = W.run_sweep(
-        spec, solve=unproven_near(1.23, 1.24)
-    )  # 1.125, 1.1875, 1.21875 proven; 1.234375 not
+    # 1.125, 1.1875, 1.21875 proven; 1.234375 not
+    deeper = W.run_sweep(spec, solve=unproven_near(1.23, 1.24))
     [switch] = deeper.switches
     assert (
         switch["at"] - switch["within"] <= SWITCH_AT <= switch["at"] + switch["within"]
     )
     assert switch["within"] == 1 / 64 and deeper.solves == 7 + 4
 
-    at_the_grid = W.run_sweep(
-        spec, solve=unproven_near(0.99, 1.01)
-    )  # the grid point 1.0 itself
+    # the grid point 1.0 itself
+    at_the_grid = W.run_sweep(spec, solve=unproven_near(0.99, 1.01))
     [switch] = at_the_grid.switches
     assert at_the_grid.solves == 7 and switch["within"] == 0.125
 
@@ -573,9 +570,8 @@ def test_endpoints_switch_market_where_planner_solve_says(tmp_path):
     from planner.solve.pipeline import make_plan
 
     shipped = Path(__file__).resolve().parents[1] / "scenarios" / "serving-team.yaml"
-    source = str(
-        tmp_path / "independent.yaml"
-    )  # spot preempted node by node, so the endpoint can use it
+    # spot preempted node by node, so the endpoint can use it
+    source = str(tmp_path / "independent.yaml")
     Path(source).write_text(
         shipped.read_text() + "overrides:\n  - {provider: aws, spot_correlation: 0, "
         "spot_capacity_wait: 0h}\n"

@@ -642,9 +642,8 @@ _Q3MOE_PARAMS = decoder_params(
     qk_norm=True,
     extra=48 * 128 * 2048 + _Q3MOE_EXPERTS,
 )
-_GEMMA3_VISION = (
-    siglip_params()
-)  # + multi_modal_projector (1152 x hidden) and its 1152 norm
+# + multi_modal_projector (1152 x hidden) and its 1152 norm
+_GEMMA3_VISION = siglip_params()
 
 _NM = "not in shared data; "
 _CK = "; config values checked by search against published copies of config.json"

@@ -83,9 +83,8 @@ def down_runs(pattern: str) -> list[float]:
             if (
                 end is not None
             ):  # a run still down when the trace ends says nothing of its length
-                runs.append(
-                    (end - start) * step
-                )  # zeros seen: the midpoint of what the samples allow
+                # zeros seen: the midpoint of what the samples allow
+                runs.append((end - start) * step)
     return runs
 
 
@@ -111,9 +110,8 @@ def trace_statistics(pattern: str) -> dict:
     sizes, pool, hours = event_sizes(pattern)
     events = sum(sizes.values())
     c = correlation(sizes, pool)
-    lam = sum(k * count for k, count in sizes.items()) / (
-        pool * hours
-    )  # node losses per node-hour, all up
+    # node losses per node-hour, all up
+    lam = sum(k * count for k, count in sizes.items()) / (pool * hours)
     return {
         "spot_correlation": c,
         "nodes": pool,

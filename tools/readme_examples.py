@@ -78,9 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             or args.only
             and not any(t in command for t in args.only)
         ):
-            return match.group(
-                0
-            )  # an illustration of an error (broken.yaml), or not asked for: kept as written
+            # an illustration of an error (broken.yaml), or not asked for: kept as written
+            return match.group(0)
         new = run(command)
         if "…" in old:
             new = trimmed(new, old)

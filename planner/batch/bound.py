@@ -209,9 +209,8 @@ class _TimeIndexedLP:
                         rows.data.astype(float),
                     )
                     added += rows.shape[0]
-        highs.setOptionValue(
-            "time_limit", highs.getRunTime() + max(seconds, 0.01)
-        )  # its clock adds up runs
+        # its clock adds up runs
+        highs.setOptionValue("time_limit", highs.getRunTime() + max(seconds, 0.01))
         highs.run()
         status = highs.getModelStatus()
         value = highs.getInfo().objective_function_value

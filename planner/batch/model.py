@@ -103,14 +103,12 @@ class BatchModel:
     bought: list
     priority_weight: int
     build_seconds: float = 0.0
-    month_flags: dict[str, list] = field(
-        default_factory=dict
-    )  # run -> one flag per month (monthly budgets)
+    # run -> one flag per month (monthly budgets)
+    month_flags: dict[str, list] = field(default_factory=dict)
     serving: ServingVars | None = None  # the endpoints' nodes, when the quarter has any
     endpoints: QuarterEndpoints | None = None
-    endpoint_intervals: dict = field(
-        default_factory=dict
-    )  # endpoint -> its window's interval, made once
+    # endpoint -> its window's interval, made once
+    endpoint_intervals: dict = field(default_factory=dict)
 
     def endpoint_holds(
         self, mask: np.ndarray, column: str
@@ -338,9 +336,8 @@ def add_energy_cuts(m: BatchModel, limits: BatchLimits) -> None:
                 f"energy[{label}@{a}-{b}]"
             )
 
-    horizon_end = max(
-        (r.due for r in m.runs.values()), default=0
-    )  # no runs: an endpoints-only quarter
+    # no runs: an endpoints-only quarter
+    horizon_end = max((r.due for r in m.runs.values()), default=0)
     for key, quota in sorted(limits.gpu_quotas.items()):
         rows = m.cands.index[quota_mask(m.cands, key)]
         if len(rows) and _can_bind(m, rows, "gpus", quota):

@@ -58,12 +58,10 @@ class BatchPlan:
     result: BatchResult | None
     infeasible: dict[str, str] = field(default_factory=dict)
     endpoints: QuarterEndpoints | None = None
-    schedule_confidence: float | None = (
-        None  # `--schedule-confidence`: the whole schedule's target
-    )
-    simulated_holds: float | None = (
-        None  # with it: P(the whole schedule holds), replayed
-    )
+    # `--schedule-confidence`: the whole schedule's target
+    schedule_confidence: float | None = None
+    # with it: P(the whole schedule holds), replayed
+    simulated_holds: float | None = None
 
     @property
     def status(self) -> str:

@@ -152,9 +152,10 @@ def solve_in_phases(
         last: bool = False,
     ) -> BatchResult:
         """One phase: its share of the work, capped by its share of the clock (the last phase: what is left)."""
+        # `soonest` last
         left = max(
             1.0, (1 - SOONEST_SHARE) * time_limit_s - (time.perf_counter() - started)
-        )  # `soonest` last
+        )
         rate = (
             WHOLE_WORK_PER_SECOND
             if model is whole and not fix_hint
@@ -275,9 +276,8 @@ def solve_in_phases(
         ):  # the clock ran out before CP-SAT completed any schedule
             best = greedy_result(whole, hint)
             results.append(best)
-        lp = (
-            relaxation.bound_usd if relaxation else None
-        )  # None: stopped before its first LP, or left out
+        # None: stopped before its first LP, or left out
+        lp = relaxation.bound_usd if relaxation else None
         return finish(
             best,
             results,
@@ -316,9 +316,8 @@ def soonest(
         steps,
         endpoints,
     )
-    weight = (
-        max(1, steps) * len(kept) + 1
-    )  # one cent outweighs every start step together
+    # one cent outweighs every start step together
+    weight = max(1, steps) * len(kept) + 1
     if (
         weight * m.priority_weight >= OBJECTIVE_LIMIT
     ):  # what the cost can reach, with the endpoints at their most

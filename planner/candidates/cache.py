@@ -12,24 +12,18 @@ from dataclasses import dataclass, field
 
 @dataclass
 class CandidateCache:
-    markets: dict = field(
-        default_factory=dict
-    )  # (offers without prices, limits) -> every (offer, market) row
-    rows: dict = field(
-        default_factory=dict
-    )  # expansion class -> expanded rows with their physics and screens
-    estimates: dict = field(
-        default_factory=dict
-    )  # (workload physics, shape, headroom) -> Estimate
-    exact: dict = field(
-        default_factory=dict
-    )  # (cost settings, timing key, W, item time) -> exact cost at price 1
-    laws: dict = field(
-        default_factory=dict
-    )  # segment plan -> wall_time.WallLaw (P(T <= D) at any D, quantiles)
-    max_rows: int = (
-        2_000_000  # expanded rows kept (~1 GB); past it a sweep rebuilds rows per point
-    )
+    # (offers without prices, limits) -> every (offer, market) row
+    markets: dict = field(default_factory=dict)
+    # expansion class -> expanded rows with their physics and screens
+    rows: dict = field(default_factory=dict)
+    # (workload physics, shape, headroom) -> Estimate
+    estimates: dict = field(default_factory=dict)
+    # (cost settings, timing key, W, item time) -> exact cost at price 1
+    exact: dict = field(default_factory=dict)
+    # segment plan -> wall_time.WallLaw (P(T <= D) at any D, quantiles)
+    laws: dict = field(default_factory=dict)
+    # expanded rows kept (~1 GB); past it a sweep rebuilds rows per point
+    max_rows: int = 2_000_000
     max_entries: int = 500_000  # estimates and exact costs, each
     max_laws: int = 2048  # a law holds its CDF on the grid (64-512 KB)
     max_markets: int = 8  # each every offer's rows (a few MB)

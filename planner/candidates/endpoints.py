@@ -65,9 +65,8 @@ class Endpoint:
     ] = ()  # per period, the weekdays it applies to (Monday 0; () = daily)
     max_pools: int = 2  # options it may run on over all periods
     max_providers: int = 1
-    pool_usd_per_h: float = (
-        0.0  # what each pool it runs on costs to operate, per hour of its duration
-    )
+    # what each pool it runs on costs to operate, per hour of its duration
+    pool_usd_per_h: float = 0.0
 
     @property
     def day_share(self) -> np.ndarray:
@@ -343,13 +342,11 @@ def _options(
             node_rps = [
                 c.max_requests_per_s * per_node * (1 - workload.headroom) for c in caps
             ]  # bursts kept free
-            need = sum(
-                p / r for p, r in zip(peak, node_rps) if r > 0
-            )  # nodes if it served all it can alone
+            # nodes if it served all it can alone
+            need = sum(p / r for p, r in zip(peak, node_rps) if r > 0)
             for market, price, lam, correlation, wait in _markets(workload, offer):
-                down = (
-                    workload.restart_overhead + wait
-                )  # capacity returns, then the replica starts
+                # capacity returns, then the replica starts
+                down = workload.restart_overhead + wait
                 away, zone = (
                     away_share(lam * (1 - correlation), down),
                     away_share(lam * correlation, down),
@@ -360,9 +357,8 @@ def _options(
                     )
                     continue
                 gran, minimum = _billing(catalog, offer)
-                spot_waste = (
-                    lam * gran / 2 if market == "spot" else 0.0
-                )  # half a granule per preemption
+                # half a granule per preemption
+                spot_waste = lam * gran / 2 if market == "spot" else 0.0
                 cap = _node_limit(offer)
                 most = most_nodes(need, away, endpoint.availability, cap, zone)
                 rows.append(

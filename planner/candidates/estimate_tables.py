@@ -32,9 +32,8 @@ def estimate_tables(
     names = tuple(dict.fromkeys(split_accelerator(q)[0] for q in gpu_queries))
     rows = [
         r
-        for r in estimate_rows(
-            loaded, workload_name, names
-        )  # H100:8: the rows on nodes of 8
+        # H100:8: the rows on nodes of 8
+        for r in estimate_rows(loaded, workload_name, names)
         if not gpu_queries
         or any(
             loaded.catalog.accelerator_matches(r["gpu"], r["gpus_per_node"], q)
@@ -71,9 +70,8 @@ def capacity_rows(
                 catalog.gpu_matches(gpu_name, q) for q in gpu_queries
             ):
                 continue
-            offer = next(
-                on_gpu.itertuples(index=False)
-            )  # the largest node: every TP degree it offers
+            # the largest node: every TP degree it offers
+            offer = next(on_gpu.itertuples(index=False))
             for tp in (
                 [workload.tensor_parallel]
                 if workload.tensor_parallel

@@ -257,37 +257,30 @@ class Rows:
     catalog: Catalog
     reason: str  # why there are none ('' when there are)
     considered: int
-    columns: dict = field(
-        default_factory=dict
-    )  # ROW_COLUMNS as arrays (strings as Python objects)
-    offer_row: np.ndarray | None = (
-        None  # the offer's position in the offers table (None: no rows)
-    )
+    # ROW_COLUMNS as arrays (strings as Python objects)
+    columns: dict = field(default_factory=dict)
+    # the offer's position in the offers table (None: no rows)
+    offer_row: np.ndarray | None = None
     spot: np.ndarray | None = None  # priced at spot: spot and spot_fallback rows
-    fallback: np.ndarray | None = (
-        None  # spot_fallback rows, which also carry the on-demand price
-    )
+    # spot_fallback rows, which also carry the on-demand price
+    fallback: np.ndarray | None = None
     twin: np.ndarray | None = None  # twin group, before splitting by λ
     timing: np.ndarray | None = None  # timing key without λ
     signature: np.ndarray | None = None
     units: np.ndarray | None = None
-    kind: np.ndarray | None = (
-        None  # (instance type, market) number: what runner-ups differ in (`Kinds`)
-    )
-    events_per_loss: np.ndarray | None = (
-        None  # spot events that touch the job per node loss (§3)
-    )
+    # (instance type, market) number: what runner-ups differ in (`Kinds`)
+    kind: np.ndarray | None = None
+    # spot events that touch the job per node loss (§3)
+    events_per_loss: np.ndarray | None = None
     key_rank: np.ndarray | None = None
     market_rank: np.ndarray | None = None
     shape: np.ndarray | None = None  # row -> its hardware shape's number
     shapes: list[Shape] = field(default_factory=list)  # by number
-    twins: dict = field(
-        default_factory=dict
-    )  # digest of λ and fallback prices -> `_twin_groups`
+    # digest of λ and fallback prices -> `_twin_groups`
+    twins: dict = field(default_factory=dict)
     physics: dict = field(default_factory=dict)  # `Physics.key` -> Physics
-    screens: dict = field(
-        default_factory=dict
-    )  # λ digest -> {(physics, cost settings, hw_rate) -> _Screen}
+    # λ digest -> {(physics, cost settings, hw_rate) -> _Screen}
+    screens: dict = field(default_factory=dict)
 
     @property
     def size(self) -> int:
@@ -357,9 +350,8 @@ def _build_rows(
             "no offer in the scenario's catalogs matches its allow/forbid rules",
             0,
         )
-    resumes = (
-        workload.interruption_tolerance != "none"
-    )  # cost-model §4: `none` cannot resume, so never spot
+    # cost-model §4: `none` cannot resume, so never spot
+    resumes = workload.interruption_tolerance != "none"
     open_market = {
         "on_demand": True,
         "spot": resumes,
@@ -415,9 +407,8 @@ def _build_rows(
         ),
     }
     columns |= {c: np.repeat(v, sizes) for c, v in per_offer.items()}
-    units = np.where(
-        every.columns["limited"][repeat], columns["gpus"], 0
-    )  # GPUs drawn from quotas or a capped offer
+    # GPUs drawn from quotas or a capped offer
+    units = np.where(every.columns["limited"][repeat], columns["gpus"], 0)
     codes: dict[str, np.ndarray] = {"units": pd.factorize(units)[0]}
 
     def code(column: str) -> np.ndarray:
@@ -486,10 +477,8 @@ def row_prices(
     price = np.where(rows.spot, column("spot_usd_h"), column("on_demand_usd_h"))
     nodes = rows.columns["nodes"].astype(float)
     lam_node = np.nan_to_num(column("spot_preemption_per_h"), nan=0.0)
-    events = lam_node * (
-        nodes if stateless else rows.events_per_loss
-    )  # candidate.spot_event_rate
-    lam = np.where(
-        rows.spot, events / nodes, 0.0
-    )  # preemption events per node-hour as the job sees them (§3, §4)
+    # candidate.spot_event_rate
+    events = lam_node * (nodes if stateless else rows.events_per_loss)
+    # preemption events per node-hour as the job sees them (§3, §4)
+    lam = np.where(rows.spot, events / nodes, 0.0)
     return price, lam, np.where(rows.fallback, column("on_demand_usd_h"), np.nan)

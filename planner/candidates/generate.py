@@ -78,9 +78,8 @@ class CandidateSet:
     pruned: pd.DataFrame
     infeasible: dict[str, str] = field(default_factory=dict)
     considered: int = 0  # (offer, nodes, market) rows before any cost evaluation
-    endpoints: pd.DataFrame = field(
-        default_factory=pd.DataFrame
-    )  # serving options (`endpoints.py`)
+    # serving options (`endpoints.py`)
+    endpoints: pd.DataFrame = field(default_factory=pd.DataFrame)
     traffic: dict = field(default_factory=dict)  # endpoint name -> its Endpoint
 
 
@@ -283,9 +282,8 @@ def _workload_candidates(
         {c: v[on_time] for c, v in bound.items()},
     )
     lo, hi = cost_bounds(rows, at, bound, price, lam, fallback_price, workload, hw_rate)
-    stretch = error.factor(
-        q
-    )  # the fewest steps it can be booked for: t0 times this (`reach`)
+    # the fewest steps it can be booked for: t0 times this (`reach`)
+    stretch = error.factor(q)
     ranked = _Ranked(
         at,
         key,
@@ -321,24 +319,20 @@ def _workload_candidates(
     at, lo = ranked.at, ranked.lo
     twin = spot_twins(rows, at)
     ties = (at, ranked.nodes, rows.market_rank[at], rows.key_rank[at])
-    ranked.by_bound = np.argsort(
-        np.lexsort((*ties, lo))
-    )  # each row's place cheapest bound first, as listed
-    order = np.lexsort(
-        (*ties, np.where(twin >= 0, np.maximum(lo, lo[twin]), lo))
-    )  # a fallback row after its twin
+    # each row's place cheapest bound first, as listed
+    ranked.by_bound = np.argsort(np.lexsort((*ties, lo)))
+    # a fallback row after its twin
+    order = np.lexsort((*ties, np.where(twin >= 0, np.maximum(lo, lo[twin]), lo)))
     ranked.twin = twin
     ranked = ranked.take(order)
-    ranked.twin = np.where(
-        ranked.twin >= 0, np.argsort(order)[ranked.twin], -1
-    )  # positions in the new order
+    # positions in the new order
+    ranked.twin = np.where(ranked.twin >= 0, np.argsort(order)[ranked.twin], -1)
     at = ranked.at
     columns = [rows.columns[c][at].tolist() for c in ROW_COLUMNS]
     columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
     out, missed, chosen, runaway, unheld, risky = [], [], [], [], [], []
-    spot_allowed = workload.allows_market(
-        "spot"
-    )  # then every fallback row's spot twin is a row too
+    # then every fallback row's spot twin is a row too
+    spot_allowed = workload.allows_market("spot")
     traces = spot_evidence.catalog_traces(catalog)
     held = held_to_traces(rows, at, workload, scenario)
     risk = risk_of(workload, scenario)
@@ -416,9 +410,8 @@ def _workload_candidates(
             chosen.append(i)
             kinds.priced(i, candidate["cost_usd"])
             if not exhaustive:  # what it beats for sure is not on the front
-                rest = slice(
-                    i + 1, None
-                )  # `dominated` by this one candidate, written out: it runs per candidate
+                # `dominated` by this one candidate, written out: it runs per candidate
+                rest = slice(i + 1, None)
                 beaten = (
                     (ranked.signature[rest] == ranked.signature[i])
                     & (ranked.units[rest] >= ranked.units[i])
@@ -441,9 +434,8 @@ def _workload_candidates(
             rows.considered,
             None,
         )
-    in_bound_order = np.argsort(
-        ranked.by_bound[chosen]
-    )  # the table lists candidates by bound, twins or not
+    # the table lists candidates by bound, twins or not
+    in_bound_order = np.argsort(ranked.by_bound[chosen])
     out, chosen = [out[j] for j in in_bound_order], np.array(chosen)[in_bound_order]
     return out, "", rows.considered, (ranked.signature[chosen], ranked.units[chosen])
 

@@ -22,9 +22,8 @@ integer objective far inside CP-SAT's 64-bit range."""
 class Limits:
     """The shared limits of a scenario, in solver terms."""
 
-    gpu_quotas: dict[str, int] = field(
-        default_factory=dict
-    )  # 'provider' or 'provider/GPU' -> GPUs
+    # 'provider' or 'provider/GPU' -> GPUs
+    gpu_quotas: dict[str, int] = field(default_factory=dict)
     node_limits: dict[str, int] = field(default_factory=dict)  # offer key -> nodes
     node_limits_per_market: bool = False
     budget_usd: float | None = None

@@ -58,9 +58,8 @@ def kept_counts(
         target > 1
     ):  # only the whole pool's absence term reaches it: every node may be gone
         return np.zeros_like(n)
-    short, enough = _quantile_bracket(
-        n, away, target
-    )  # absent counts below and at the quantile
+    # absent counts below and at the quantile
+    short, enough = _quantile_bracket(n, away, target)
     while np.any(open_ := enough - short > 1):
         mid = (short + enough) // 2
         ok = special.bdtr(np.maximum(mid, 0), n, away) >= target

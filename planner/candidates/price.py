@@ -69,9 +69,8 @@ through W)."""
 class _Exact:
     """The cost model at price 1 with no deadline, and the result with P(T <= D) per deadline D met so far."""
 
-    unit: (
-        CostResult | None
-    )  # None for spot_fallback, whose every figure depends on the deadline
+    # None for spot_fallback, whose every figure depends on the deadline
+    unit: CostResult | None
     inputs: CandidateInputs
     tau: float
     by_deadline: dict = field(default_factory=dict)
@@ -229,9 +228,8 @@ def _auto_interval(inputs: CandidateInputs) -> float:
         <= costmodel.FINE_BILLING_H
     ):
         return quick
-    return costmodel.best_interval(
-        inputs, candidates=[quick]
-    )  # never worse than the screen's upper bound
+    # never worse than the screen's upper bound
+    return costmodel.best_interval(inputs, candidates=[quick])
 
 
 def candidate_row(

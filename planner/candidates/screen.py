@@ -54,9 +54,8 @@ def _screen_timings(
     R = workload.restart_overhead
     C = 0.0 if tolerance != "checkpointed" else workload.checkpoint.write_time
     if interval_is_auto(workload):
-        k = screen.quick_k(
-            W, C, R, lam, n, gran
-        )  # the exact τ with fine billing (see _auto_interval)
+        # the exact τ with fine billing (see _auto_interval)
+        k = screen.quick_k(W, C, R, lam, n, gran)
         ks = np.clip(k[:, None] + np.arange(-2, 3)[None, :], 1, None)
         et_all, _ = screen.expected_time(W, C, R, lam, ks)
         tau = W / k
@@ -75,9 +74,8 @@ def _screen_timings(
             t0[coarse] = R + W[coarse] + C
             t0_hi[coarse] = R + W[coarse] + k_max * C
             p0[coarse] = np.exp(-lam[coarse] * (W[coarse] + k_max * C))
-            full[coarse] = last[coarse] = (
-                np.nan
-            )  # the fallback's bound then stays the failure-free one
+            # the fallback's bound then stays the failure-free one
+            full[coarse] = last[coarse] = np.nan
     else:
         if tolerance == "none":
             tau = W
@@ -231,9 +229,8 @@ def cheapest_twins(
     cheapest = ordered == np.repeat(
         np.minimum.reduceat(ordered, starts), np.diff(np.r_[starts, len(order)])
     )
-    hits = np.flatnonzero(
-        cheapest
-    )  # in group order, so each group's first hit is its pick
+    # in group order, so each group's first hit is its pick
+    hits = np.flatnonzero(cheapest)
     group = np.searchsorted(starts, hits, side="right")
     return np.sort(order[hits[np.r_[True, group[1:] != group[:-1]]]])
 
@@ -350,24 +347,22 @@ def cost_bounds(
         column["storage_h"][at].astype(float),
         column["egress"][at].astype(float),
     )
-    events = (
-        lam[at] * nodes
-    )  # preemption events per hour; the rest of the failures are hardware
+    # preemption events per hour; the rest of the failures are hardware
+    events = lam[at] * nodes
     failures = events + column["gpus"][at] * hw_rate
     rho = np.divide(events, failures, out=np.zeros(len(at)), where=failures > 0)
+    # ef is one stream's
     streams = (
         nodes if workload.interruption_tolerance == "stateless" else np.ones(len(at))
-    )  # ef is one stream's
+    )
     gang = nodes / streams
-    sessions = streams * (
-        gang + (1 + rho * (gang - 1)) * bound["ef"]
-    )  # an event restarts every node, a failure one
+    # an event restarts every node, a failure one
+    sessions = streams * (gang + (1 + rho * (gang - 1)) * bound["ef"])
     waste_hi = sessions * np.maximum(
         column["granularity_h"][at].astype(float), column["minimum_h"][at].astype(float)
     )
-    waits = (
-        bound["ef"] * rho * column["wait_h"][at].astype(float)
-    )  # capacity waits: wall time, storage only
+    # capacity waits: wall time, storage only
+    waits = bound["ef"] * rho * column["wait_h"][at].astype(float)
     lo = (p * nodes + storage) * bound["et_lo"] + egress
     hi = (p * nodes + storage) * bound["et"] + p * waste_hi + storage * waits + egress
     falls_back = rows.fallback[at]
@@ -465,13 +460,11 @@ def unbeaten_rows(
     beaten there by a row left unestimated is beaten by what beat that row's floor (lo <= hi, so it is
     transitive)."""
     shape, column = rows.shape[at], rows.columns
-    t0 = (
-        workload.restart_overhead + physics.floor_h[shape]
-    )  # a floor on the failure-free time
+    # a floor on the failure-free time
+    t0 = workload.restart_overhead + physics.floor_h[shape]
     error = estimate_error(workload, scenario.defaults)
-    stretch = error.factor(
-        q
-    )  # a booking is at least t0 times this: ε's q-quantile (`reach`)
+    # a booking is at least t0 times this: ε's q-quantile (`reach`)
+    stretch = error.factor(q)
     open_ = (physics.floor_h[shape] < math.inf) & (t0 <= reach(budget, q, error))
     falls_back = rows.fallback[at]
     uncertain = uncertain_rows(rows, at, workload, scenario)
@@ -487,9 +480,8 @@ def unbeaten_rows(
     fastest = calendar.steps(t0 * stretch) if calendar else t0
     signature, units = rows.signature[at], rows.units[at]
     known = np.zeros(len(at), dtype=bool)  # lo and fastest are the screen's
-    sure = np.zeros(
-        len(at), dtype=bool
-    )  # known, and certain to end on time: what beats others (`dominated`)
+    # known, and certain to end on time: what beats others (`dominated`)
+    sure = np.zeros(len(at), dtype=bool)
     hi, booked = (
         np.full(len(at), math.inf),
         np.full(len(at), math.inf),

@@ -340,9 +340,8 @@ def catalog_import(source, file, provider, output) -> None:
     text = catalog_header(
         source=f"SkyPilot vms.csv imported from {file.name}", as_of=_today()
     ) + converted.to_csv(index=False)
-    check_imported(
-        converted, text, file
-    )  # what we write must load: checked before writing
+    # what we write must load: checked before writing
+    check_imported(converted, text, file)
     write_atomic(output, text, protected=protected)
     kept = int(
         converted["notes"].fillna("").str.contains("facts_from_shipped_catalog").sum()
@@ -440,9 +439,8 @@ def catalog_refresh(provider, output, regions) -> None:
             f"the {provider} price source returned no GPU offers the shipped catalog knows",
             provider,
         )
-    write_offers_csv(
-        frame, output, source, datetime.date.today().isoformat()
-    )  # checked before it writes
+    # checked before it writes
+    write_offers_csv(frame, output, source, datetime.date.today().isoformat())
     click.echo(f"wrote {len(frame)} offers to {output}{skipped}{spot}")
 
 

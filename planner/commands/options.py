@@ -122,9 +122,8 @@ def emit(text: str, output: str | None, inputs: tuple[Path, ...] = ()) -> None:
         click.echo(text, nl=not text.endswith("\n"))
 
 
-_written: list[str] | None = (
-    None  # inside `outputs_together`: the files written, said once they are in place
-)
+# inside `outputs_together`: the files written, said once they are in place
+_written: list[str] | None = None
 
 
 def wrote(path) -> None:

@@ -190,9 +190,8 @@ def batch(
         fmt,
         output,
     )
-    data = batch_json(
-        plan, not no_timings
-    )  # once: the table and the chart are drawn from it
+    # once: the table and the chart are drawn from it
+    data = batch_json(plan, not no_timings)
     with outputs_together():  # the table and its chart land together or not at all
         emit(batch_text(plan, fmt, data=data), output, inputs=loaded.inputs)
         if gantt and plan.result is not None and plan.result.solved:

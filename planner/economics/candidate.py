@@ -27,9 +27,8 @@ class CandidateInputs:
     restart_h: float = 0.0  # R, at the first start and after each failure
     nodes: int = 1  # n
     gpus_per_node: int = 1  # g
-    spot_rate_per_node_h: float = (
-        0.0  # preemption events per node-hour as the job sees them (§3); 0 on demand
-    )
+    # preemption events per node-hour as the job sees them (§3); 0 on demand
+    spot_rate_per_node_h: float = 0.0
     hw_failure_per_gpu_h: float = 2e-5  # φ (Llama 3: 419 in 54 d on 16,384 GPUs)
     price_per_node_h: float = 0.0
     billing_granularity_h: float = 1.0 / 3600.0  # γ
@@ -39,15 +38,12 @@ class CandidateInputs:
     time_budget_h: float = math.inf  # D
     storage_usd_per_h: float = 0.0  # per wall-clock hour, already converted
     egress_usd: float = 0.0  # one-off
-    capacity_wait_h: float = (
-        0.0  # m: mean hours until spot capacity returns after a preemption event
-    )
-    capacity_wait_cv: float = (
-        1.0  # its coefficient of variation (1: exponential; the traces' are 2-6)
-    )
-    estimate_error: EstimateError = (
-        EXACT  # of the throughput estimate W came from: in P(T <= D) only (§12)
-    )
+    # m: mean hours until spot capacity returns after a preemption event
+    capacity_wait_h: float = 0.0
+    # its coefficient of variation (1: exponential; the traces' are 2-6)
+    capacity_wait_cv: float = 1.0
+    # of the throughput estimate W came from: in P(T <= D) only (§12)
+    estimate_error: EstimateError = EXACT
 
     def __post_init__(self) -> None:
         if not self.work_h > 0:
@@ -110,9 +106,8 @@ class CostResult:
     breakdown: dict = field(default_factory=dict)
     segments: int = 1  # k
     checkpoint_interval_h: float = math.inf  # τ used
-    p_deadline_on_estimate: float = (
-        math.nan
-    )  # P(T <= D), the estimate taken as exact (NaN: not asked)
+    # P(T <= D), the estimate taken as exact (NaN: not asked)
+    p_deadline_on_estimate: float = math.nan
 
 
 def spot_event_rate(lam_node, nodes, correlation):

@@ -53,9 +53,8 @@ def _evaluate(
     inputs: CandidateInputs, tau: float | None, with_deadline: bool
 ) -> CostResult:
     p = segment_plan(inputs, tau)
-    ET, EF, sd = _moments(
-        p
-    )  # of one stream (§4): the whole job but for a stateless one
+    # of one stream (§4): the whole job but for a stateless one
+    ET, EF, sd = _moments(p)
     n, price = inputs.nodes, inputs.price_per_node_h
     gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
     waste = p.streams * _waste(p, gran, minimum, ET, EF, sd).total
@@ -66,9 +65,8 @@ def _evaluate(
     def usd(rate: float, amount: float) -> float:  # 0 · inf is 0 here
         return float(rate * amount) if rate else 0.0
 
-    wall, _ = _wall_moments(
-        p, ET, EF, sd
-    )  # plus the capacity waits, which are not billed
+    # plus the capacity waits, which are not billed
+    wall, _ = _wall_moments(p, ET, EF, sd)
     breakdown = {
         "compute": usd(price, n * W),
         "checkpointing": usd(price, n * kC),

@@ -28,9 +28,8 @@ class Pool:
     node_rps: tuple[float, ...]  # per bucket
     shares: tuple[float, ...]  # of each bucket's requests routed here
     zone_lam: float = 0.0  # zone-wide preemptions per hour: the whole pool goes
-    wait_h: float = (
-        0.0  # mean wait for spot capacity after a preemption, before `replace_h`
-    )
+    # mean wait for spot capacity after a preemption, before `replace_h`
+    wait_h: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -38,9 +37,8 @@ class PeriodPlan:
     hours: float
     bucket_rates: tuple[float, ...]  # requests/s per bucket
     pools: tuple[Pool, ...]
-    weekdays: tuple[int, ...] = tuple(
-        range(7)
-    )  # the days it applies to (Monday 0; day 0 of a replay is a Monday)
+    # the days it applies to (Monday 0; day 0 of a replay is a Monday)
+    weekdays: tuple[int, ...] = tuple(range(7))
 
 
 @dataclass(frozen=True)
@@ -81,9 +79,10 @@ def replay(periods: list[PeriodPlan], days: int, seed: int = 0) -> EndpointRepla
                 routed = arrivals[:, buckets] * np.array(
                     [pool.shares[b] for b in buckets]
                 )
+                # nodes needed
                 load = routed @ (
                     1 / (60.0 * np.array([pool.node_rps[b] for b in buckets]))
-                )  # nodes needed
+                )
                 short |= up < pool.need - 1e-9
                 over = np.where(
                     load > up,

@@ -20,9 +20,8 @@ import numpy as np
 
 __all__ = ["EstimateError", "EXACT", "PUBLISHED", "NODES"]
 
-_erfc = np.frompyfunc(
-    math.erfc, 1, 1
-)  # numpy has no erfc, and SciPy's import is not worth one function
+# numpy has no erfc, and SciPy's import is not worth one function
+_erfc = np.frompyfunc(math.erfc, 1, 1)
 NODES = 97
 """Points of the normal law ln ε is integrated over (±6 standard deviations, an eighth of one apart)."""
 

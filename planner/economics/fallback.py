@@ -147,9 +147,8 @@ def _levels(p, D: float) -> tuple[float, float] | None:
     the last, and the last, may end with and stay on spot (Z_(i+1) <= D − margin − 2R − S − s_i); None when
     they leave spot no room, not even one failure-free segment before the switch point (B < 0 or B_k <= 0)."""
     margin = margin_h(p.R, p.tau)
-    B_k = (
-        D - margin - 2 * p.R - p.S - p.s_k
-    )  # the overhead the last segment may end with
+    # the overhead the last segment may end with
+    B_k = D - margin - 2 * p.R - p.S - p.s_k
     B = D - margin - 2 * p.R - p.S - p.s if p.k > 1 else B_k
     if B < 0 or B_k <= 0:
         return None
@@ -175,9 +174,8 @@ def unit(
     than `min_switch` of runs (then it is spot alone): spot alone ending by
     R + S + B, which its law (`law`, if the caller keeps it) tells, never switches, so that bounds the
     switching cheaply first."""
-    p = (
-        law.plan if law is not None else segment_plan(inputs, tau)
-    )  # a deadline is not part of the plan
+    # a deadline is not part of the plan
+    p = law.plan if law is not None else segment_plan(inputs, tau)
     D = inputs.time_budget_h
     if not math.isfinite(D):
         return None
@@ -191,23 +189,19 @@ def unit(
         p, B, min_switch, law or wall_time.WallLaw(p)
     ):
         return None
-    lost = (
-        segment_plans._trexp_mean(lam, s) if lam > 0 else 0.0
-    )  # work lost per failure, on average
-    lump = (
-        lost + R + p.rho * p.wait
-    )  # what a failure adds: lost work, a restart, maybe a capacity wait
+    # work lost per failure, on average
+    lost = segment_plans._trexp_mean(lam, s) if lam > 0 else 0.0
+    # what a failure adds: lost work, a restart, maybe a capacity wait
+    lump = lost + R + p.rho * p.wait
     reached = None  # P(Z_i <= B) for i < k, where the on-demand phase's bill needs J's law (`_switch_law`)
     needs_law = _coarse(inputs) and p.streams == 1 and k <= MAX_SWITCH_LAW
     if lam == 0:
         stay, z_stay, below, cut = 1.0, 0.0, float(k - 1), np.zeros(2)
     else:
-        longest = max(
-            mean for _, mean in wait_phases(p.wait, p.wait_cv)
-        )  # a heavy-tailed wait's
-        span = (
-            B_k + 12 * (lump + p.rho * (longest - p.wait)) + 4 * s
-        )  # room for the overshoot past the switch level
+        # a heavy-tailed wait's
+        longest = max(mean for _, mean in wait_phases(p.wait, p.wait_cv))
+        # room for the overshoot past the switch level
+        span = B_k + 12 * (lump + p.rho * (longest - p.wait)) + 4 * s
         N = int(
             min(
                 65536,
@@ -253,9 +247,8 @@ def unit(
             # numpy's own sums, not BLAS's dot: that splits long vectors across threads, so its last bits
             # followed the machine's cores (and on a busy machine its threads took 2 s of 2.4)
             past = mean - (level + length) * mass - np.sum(m * (z - level - length))
-            return np.maximum(
-                np.array([past, mass - np.sum(m)]), 0.0
-            )  # cancellation can leave −1e-16
+            # cancellation can leave −1e-16
+            return np.maximum(np.array([past, mass - np.sum(m)]), 0.0)
 
         def mean_overhead(
             length: float,
@@ -274,9 +267,10 @@ def unit(
             gap = 1 - full
             small = np.abs(gap) < 1e-12
             power = np.power(full, k - 1)
+            # Σ_(0<i<k) ψ^i
             series = np.where(
                 small, (k - 1) * full, full * (1 - power) / np.where(small, 1.0, gap)
-            )  # Σ_(0<i<k) ψ^i
+            )
             visits = law(series)  # Σ_(0<i<k) P(Z_i ∈ dz)
             below = float(grids._half_cdf(visits, h, 0.0, B))
             start = law(power)  # Z_(k−1)
@@ -299,9 +293,8 @@ def unit(
         z_stay = max(0.0, float(grids._half_cdf(ends, h, 0.0, B_k, x)))
         cut = cut + overshoot(ends, B_k, s_k, start, mean_overhead(s_k))
     switch = 1.0 - stay
-    at_switch = min(
-        max(below - (k - 1) * stay, 0.0), (k - 1) * switch
-    )  # E[checkpoint at the switch; switch]
+    # E[checkpoint at the switch; switch]
+    at_switch = min(max(below - (k - 1) * stay, 0.0), (k - 1) * switch)
     # time on spot: the run's end when it stays, the switch point L_J when it moves
     on_spot = (R + S) * stay + z_stay + switch * (D - margin - R - S) + s * at_switch
     # The run continued to the end of the segment it leaves runs O past the switch point: its last min(O, s) work,
@@ -316,13 +309,11 @@ def unit(
     failures = lam * (on_spot - R + cut_left) / (1 + lam * (R + p.rho * p.wait))
     # billed: spot time less the waits done by the switch (Wald again: ρ·m per failure), of which the cut failure's
     # was not all done; its restart, which follows the wait, not at all (a session open at the switch is billed)
-    waiting = failures * p.rho * p.wait - max(
-        cut_left - beyond * R, 0.0
-    )  # E[waits done by the switch]
+    # E[waits done by the switch]
+    waiting = failures * p.rho * p.wait - max(cut_left - beyond * R, 0.0)
     busy = on_spot - waiting
-    alone = costmodel.expected(
-        replace(inputs, time_budget_h=math.inf), tau
-    )  # spot alone: its sessions and rounding
+    # spot alone: its sessions and rounding
+    alone = costmodel.expected(replace(inputs, time_budget_h=math.inf), tau)
     beta, streams = (
         1 + p.rho * (n - 1),
         p.streams,
@@ -496,9 +487,8 @@ def _spot_waste(
     )
     per_failure = parts.rest / parts.rest_sessions if parts.rest_sessions > 0 else 0.0
     per_last = parts.last / parts.last_sessions if parts.last_sessions > 0 else 0.0
-    ages = (
-        (np.arange(64) + 0.5) / 64 * p.R
-    )  # a session cut in its restart, as old as the restart so far
+    # a session cut in its restart, as old as the restart so far
+    ages = (np.arange(64) + 0.5) / 64 * p.R
     in_restart = (
         float(
             np.mean(

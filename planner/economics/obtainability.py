@@ -30,9 +30,8 @@ class Obtainability:
     p_all_up_worst: float  # in the worst probe's zone
     p_all_up_best: float
     hold_h: float | None  # mean unbroken time with all n up; None: never held
-    wait_h: (
-        float | None
-    )  # mean time from losing one of n until all n are up again; None: never lost
+    # mean time from losing one of n until all n are up again; None: never lost
+    wait_h: float | None
 
 
 def obtainability(

@@ -69,9 +69,8 @@ def _waste(
         # hopeless candidate (e^(λs) huge): the grid sums would overflow;
         # half a granule per session is plenty to rank it last
         return Waste(n * gran / 2, n, EF * gran / 2, EF)
-    beta = 1 + p.rho * (
-        n - 1
-    )  # sessions a failure starts: all n after a preemption event, else one
+    # sessions a failure starts: all n after a preemption event, else one
+    beta = 1 + p.rho * (n - 1)
     mass_total = n + beta * EF
     J = max(0, math.ceil(minimum / gran - 1e-9) - 1)
     L_tail = p.T0 + (ET - p.T0) + 14.0 * sd + 2.0 * (R + s)
@@ -106,9 +105,8 @@ def _waste(
     if k == 1:
         atom_total = (1 - pk) * (n + ck)
     else:
-        geo = beta * -math.expm1(
-            -lam * s * (k - 1)
-        )  # c·Σ_{m=1}^{k−1}(1−p)^m, c(1−p)/p = β
+        # c·Σ_{m=1}^{k−1}(1−p)^m, c(1−p)/p = β
+        geo = beta * -math.expm1(-lam * s * (k - 1))
         atom_total = (1 - pk) * (n * math.exp((k - 1) * log1mp) + geo + ck)
     # atoms not enumerated (only when k > 200,000): γ/2 each
     waste_atoms += max(atom_total - float(amass.sum()), 0.0) * gran / 2
@@ -139,9 +137,8 @@ def _waste(
     shift = np.exp(-ms * z1)
     if frac:  # s not on the grid: hat-split the shift too (mean exact)
         shift = (1 - frac) * shift + frac * np.exp(-(ms + 1) * z1)
-    q = (
-        (1 - p.rho) * (n - 1) / n
-    )  # a failure passes this slot's session: another node's hardware failure
+    # a failure passes this slot's session: another node's hardware failure
+    q = (1 - p.rho) * (n - 1) / n
 
     fYk = _fft.rfft(_hat_trexp(lam, s_k, R, h, N) * tilt)
     fXk = _fft.rfft(_hat_trexp(lam, s_k, 0.0, h, N) * tilt)

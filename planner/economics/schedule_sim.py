@@ -83,12 +83,12 @@ def _free_nodes_at(
         return earliest
     ends = np.stack([e for e, _ in earlier], axis=1)  # trials x runs
     nodes = np.array([n for _, n in earlier])
+    # candidate starts
     times = np.concatenate(
         [earliest[:, None], np.maximum(ends, earliest[:, None])], axis=1
-    )  # candidate starts
-    held = ((ends[:, None, :] > times[:, :, None]) * nodes).sum(
-        axis=2
-    )  # trials x candidates
+    )
+    # trials x candidates
+    held = ((ends[:, None, :] > times[:, :, None]) * nodes).sum(axis=2)
     fits = np.where(held <= room, times, np.inf)
     return fits.min(axis=1)
 

@@ -87,9 +87,8 @@ def min_expected_time(W, C, R, lam):
     ternary search per key: a lower bound on E[T] whatever cadence the exact search settles on."""
     W, lam = np.asarray(W, dtype=float), np.asarray(lam, dtype=float)
     lo = np.ones(len(W), dtype=np.int64)
-    hi = np.minimum(100_000, np.maximum(1, np.ceil(W / 1e-3))).astype(
-        np.int64
-    )  # best_interval's k_max
+    # best_interval's k_max
+    hi = np.minimum(100_000, np.maximum(1, np.ceil(W / 1e-3))).astype(np.int64)
 
     def et(k):
         return expected_time(W, C, R, lam, k[:, None].astype(float))[0][:, 0]

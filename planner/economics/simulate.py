@@ -48,12 +48,10 @@ class SimResult:
     failures: np.ndarray
     met_deadline: np.ndarray  # bool: `actual_h` within the deadline
     waiting_h: np.ndarray  # hours waiting for spot capacity (every stream's)
-    actual_h: (
-        np.ndarray
-    )  # the run's time had the estimate been off by ε, drawn per trial (cost model §12)
-    on_demand_node_h: (
-        np.ndarray
-    )  # of `billed_node_h`, those billed on-demand after a spot_fallback's switch
+    # the run's time had the estimate been off by ε, drawn per trial (cost model §12)
+    actual_h: np.ndarray
+    # of `billed_node_h`, those billed on-demand after a spot_fallback's switch
+    on_demand_node_h: np.ndarray
 
     @property
     def trials(self) -> int:
@@ -129,9 +127,8 @@ def _fail(
     one, every = trial[~event], trial[event]
     billed[one] += billed_hours(at[~event] - starts[one, slot[~event]], gran, minimum)
     starts[one, slot[~event]] = at[~event]
-    back = (
-        at.copy()
-    )  # when the nodes start again: at once, or when spot capacity returns
+    # when the nodes start again: at once, or when spot capacity returns
+    back = at.copy()
     if every.size:
         billed[every] += billed_hours(
             at[event, None] - starts[every], gran, minimum
@@ -292,9 +289,8 @@ def _simulate_fallback(
     billed = np.zeros(trials)
     waiting = np.zeros(trials)
     starts = np.zeros((trials, n))
-    switched = np.full(
-        trials, -1, dtype=np.int64
-    )  # checkpoint at the switch, -1 if it finished on spot
+    # checkpoint at the switch, -1 if it finished on spot
+    switched = np.full(trials, -1, dtype=np.int64)
     active = np.arange(trials)
 
     def leave(trial: np.ndarray, when: np.ndarray, open_sessions: np.ndarray) -> None:
@@ -316,9 +312,8 @@ def _simulate_fallback(
         rem = S - pos0
         limit = L0 + pos0  # L at the current checkpoint
         this = np.where(seg[active] < k - 1, s, s_k)
-        doomed = (
-            T[active] + this > limit + 1e-12
-        )  # the segment cannot end before the switch point
+        # the segment cannot end before the switch point
+        doomed = T[active] + this > limit + 1e-12
         finish = ~doomed & (g >= rem)
         T[active[finish]] += rem[finish]
         out = doomed & (T[active] + g >= limit)  # no failure before the switch point
@@ -335,12 +330,10 @@ def _simulate_fallback(
             F[fi] += 1
             resume = back + R
             limit_now = L0 + seg[fi] * s
-            waiting[fi] += (
-                np.clip(limit_now, tf, back) - tf
-            )  # a wait the switch comes in ends there
-            gone = (
-                limit_now < resume
-            )  # the switch point passes while restarting or waiting
+            # a wait the switch comes in ends there
+            waiting[fi] += np.clip(limit_now, tf, back) - tf
+            # the switch point passes while restarting or waiting
+            gone = limit_now < resume
             # sessions are open at the switch unless it comes during a capacity wait (all released at the event)
             open_sessions = ~(event[gone] & (limit_now[gone] < back[gone]))
             leave(fi[gone], limit_now[gone], open_sessions)
@@ -382,9 +375,8 @@ def _simulate_fallback(
         + inputs.egress_usd
     )
     D = inputs.time_budget_h
-    actual = np.maximum(
-        T, p.T0 * inputs.estimate_error.draws(trials, seed)
-    )  # the switch reads the work left
+    # the switch reads the work left
+    actual = np.maximum(T, p.T0 * inputs.estimate_error.draws(trials, seed))
     met = actual <= D + 1e-9 * max(1.0, abs(D))
     return SimResult(
         wall_h=T,

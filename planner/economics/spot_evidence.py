@@ -129,9 +129,8 @@ def _replayed(
     on_time = inputs.estimate_error.met(
         wall, deadline, segment_plan(inputs).T0, market == "spot_fallback"
     )
-    per_trace = on_time.reshape(len(traces), STARTS_PER_TRACE).mean(
-        axis=1
-    )  # each trace's starts lie together
+    # each trace's starts lie together
+    per_trace = on_time.reshape(len(traces), STARTS_PER_TRACE).mean(axis=1)
     spot = (
         np.concatenate([o.spot_node_h for o in out])
         .reshape(len(traces), STARTS_PER_TRACE)

@@ -83,9 +83,8 @@ def windows(
     the trace (read cyclically), over `horizon_h` (at most MAX_STEPS); and the step in hours (`min_step_h` or
     the trace's gap if coarser; a step is up only if it is up throughout)."""
     step = max(gap_h, min_step_h)
-    per = max(
-        1, min(round(step / gap_h), len(up_counts))
-    )  # a step no longer than the trace
+    # a step no longer than the trace
+    per = max(1, min(round(step / gap_h), len(up_counts)))
     usable = up_counts >= nodes
     usable = (
         usable[: len(usable) // per * per].reshape(-1, per).all(axis=1)
@@ -123,9 +122,8 @@ def _replay_windows(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
     rows, begin = np.nonzero(edge == 1)  # row-major: each row's windows in time order
     _, end = np.nonzero(edge == -1)
     counts = np.bincount(rows, minlength=samples)
-    number = (
-        np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]
-    )  # the window's place in its row
+    # the window's place in its row
+    number = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]
     most = int(counts.max(initial=0))
     starts = np.zeros((samples, most))
     lengths = np.zeros((samples, most))
@@ -141,9 +139,8 @@ def _replay_windows(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
         if not active.any():
             break
         length = lengths[:, k]
-        need = (
-            R + (W - progress) / pace
-        )  # from the window's start to the end of the work
+        # from the window's start to the end of the work
+        need = R + (W - progress) / pace
         finishing = active & (need <= length + 1e-12 * (1 + length)) & (length > R)
         wall = np.where(finishing, starts[:, k] + need, wall)
         spot_h += np.where(finishing, need, np.where(active, length, 0.0))
@@ -200,9 +197,8 @@ def _replay_steps(
             want = want.astype(np.int8)
         want = np.where(switched, 2, want).astype(np.int8)
         change = active & (want != mode)
-        progress = np.where(
-            change, saved, progress
-        )  # leaving a market loses the work since the checkpoint
+        # leaving a market loses the work since the checkpoint
+        progress = np.where(change, saved, progress)
         restart = np.where(change & (want != 0), R, restart)
         mode = np.where(active, want, mode).astype(np.int8)
         running = active & (mode != 0)
@@ -210,9 +206,8 @@ def _replay_steps(
         restart = restart - spent_restart
         gain = np.where(running, (step_h - spent_restart) * pace, 0.0)
         finishing = running & (progress + gain >= W - 1e-12)
-        used = np.where(
-            finishing, spent_restart + (W - progress) / pace, step_h
-        )  # hours of the step billed
+        # hours of the step billed
+        used = np.where(finishing, spent_restart + (W - progress) / pace, step_h)
         wall = np.where(finishing, now + used, wall)
         progress = np.where(running, np.minimum(progress + gain, W), progress)
         saved = np.where(running, np.floor(progress / tau + 1e-9) * tau, saved)

@@ -65,9 +65,8 @@ def kink_step(law: WallLaw) -> float:
     about the jump times h/4; a jump whose mass is within 2·LAW_ERROR is read within it anyway. A wait's kink
     can ask for millions of points, and lies within a few steps of D − T0 = R only."""
     p = law.plan
-    one = law.P0 * (
-        (p.k - 1) * -math.expm1(-p.lam * p.s) + -math.expm1(-p.lam * p.s_k)
-    )  # P(F = 1)
+    # P(F = 1)
+    one = law.P0 * ((p.k - 1) * -math.expm1(-p.lam * p.s) + -math.expm1(-p.lam * p.s_k))
     waits = p.rho if p.wait else 0.0  # the share of failures a capacity wait follows
     if max(one * (1 - waits), one * waits) <= 2 * LAW_ERROR:
         return math.inf
@@ -92,9 +91,8 @@ class WallLaw:
         self.finite = math.isfinite(ET)
         ET, sd = _wall_moments(p, ET, EF, sd)
         self.mean, self.sd, self.failures = ET, sd, EF
-        self.P0 = (
-            math.exp(-p.lam * p.S) if p.lam else 1.0
-        )  # no failure at all: T = T0 exactly
+        # no failure at all: T = T0 exactly
+        self.P0 = math.exp(-p.lam * p.S) if p.lam else 1.0
         self.z_max = (
             (ET - p.T0) + 14.0 * sd + 2.0 * (p.R + p.s) if self.finite else math.inf
         )
@@ -126,9 +124,8 @@ class WallLaw:
         if zD <= 0:
             return self.P0
         h, cdf = self.cdf
-        at = (
-            zD / h + 0.5
-        )  # position among the nodes 0, h/2, 3h/2, ... (node i > 0 at (i − 1/2)h)
+        # position among the nodes 0, h/2, 3h/2, ... (node i > 0 at (i − 1/2)h)
+        at = zD / h + 0.5
         i = min(int(at), cdf.size - 2)
         if i == 0:
             value = cdf[0] + (cdf[1] - cdf[0]) * zD / (0.5 * h)
@@ -217,9 +214,8 @@ class WallLaw:
             if p.k > 1:
                 fY = _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt) * waits
                 zhat = zhat * np.power((1 - pf) / (1 - pf * fY), p.k - 1)
-            z = (
-                _fft.irfft(zhat - self.P0, N) * untilt
-            )  # the atom at Z = 0 (no failure) is added exactly
+            # the atom at Z = 0 (no failure) is added exactly
+            z = _fft.irfft(zhat - self.P0, N) * untilt
             # no mass below 0 (lengths start there), so the first node is (0, P0), not (−h/2, P0)
             self._cdf = h, self.P0 + np.concatenate(([0.0], np.cumsum(z)))
         return self._cdf
@@ -258,8 +254,7 @@ def overhead_tail_bound(p: _Plan, level: float) -> float:
             )  # E[e^(θX)]
             phi = np.exp(theta * R) * lost * wait
             ok &= fail * phi < 1
-            log_mgf += count * (
-                -lam * s - np.log(1 - fail * phi)
-            )  # log(1 − fail) = −λs, finite however long s is
+            # log(1 − fail) = −λs, finite however long s is
+            log_mgf += count * (-lam * s - np.log(1 - fail * phi))
     bound = np.where(ok, log_mgf - theta * level, np.inf)
     return float(min(1.0, np.exp(bound.min())))

@@ -103,9 +103,8 @@ def read_table_file(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str]
     """(rows as strings, empty cells missing, indexed by the line each starts on; the `# key: value` header;
     the header row's line). Comment lines (`#`) and blank lines may stand anywhere and are skipped; a row
     with more values than the header has columns is refused at its line (pandas would shift it silently)."""
-    raw = yamlio.read_capped(
-        path, what
-    )  # one capped read: folders, devices and unreadable files are refused
+    # one capped read: folders, devices and unreadable files are refused
+    raw = yamlio.read_capped(path, what)
     if b"\x00" in raw[:65536]:
         raise PlannerError(f"this is a binary file, expected a CSV {what}", str(path))
     try:
@@ -126,9 +125,8 @@ def read_table_file(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str]
                 physical.append(number)
                 yield line
 
-    reader = csv.reader(
-        uncommented(), strict=True
-    )  # an unclosed quote is an error, not the rest of the file
+    # an unclosed quote is an error, not the rest of the file
+    reader = csv.reader(uncommented(), strict=True)
     header, header_line, rows, lines, consumed = None, 0, [], [], 0
     try:
         for record in reader:
@@ -232,9 +230,8 @@ class Catalog:
     files: tuple[
         Path, ...
     ] = ()  # the tables and offer CSVs read, so no output is written over one
-    spot_traces: tuple | None = (
-        None  # measured availability spot offers are held to; None: the shipped ones
-    )
+    # measured availability spot offers are held to; None: the shipped ones
+    spot_traces: tuple | None = None
 
     def gpu(self, name: str) -> Gpu:
         """A GPU by canonical name, or by family (`H100` -> its fastest member, H100-SXM)."""
@@ -409,9 +406,8 @@ def offers_text_error(text: str) -> tuple[PlannerError, int | None] | None:
             where = exc.where or ""
             if not where.startswith(f"{trial}:"):
                 return exc, None
-            first_line = (
-                text.count("\n", 0, text.index("\nprovider,")) + 3
-            )  # header comments, column names
+            # header comments, column names
+            first_line = text.count("\n", 0, text.index("\nprovider,")) + 3
             return exc, int(where.rsplit(":", 1)[1]) - first_line
     return None
 

@@ -351,16 +351,14 @@ def deepseek_v3(r: Reader) -> tuple[dict, str]:
     first_dense = r.integer("first_k_dense_replace", positive=False, default=0)
     freq = r.integer("moe_layer_freq", default=1)
     kv_rank = r.integer("kv_lora_rank")
-    q_rank = r.optional(
-        "q_lora_rank"
-    )  # null: q_proj is one hidden x heads*q_head_dim matrix
+    # null: q_proj is one hidden x heads*q_head_dim matrix
+    q_rank = r.optional("q_lora_rank")
     rope = r.integer("qk_rope_head_dim")
     nope = r.integer("qk_nope_head_dim")
     v_dim = r.integer("v_head_dim")
     tied = r.flag("tie_word_embeddings", default=False)
-    bias = r.flag(
-        "attention_bias", default=False
-    )  # biases on q_a/q, kv_a and o projections
+    # biases on q_a/q, kv_a and o projections
+    bias = r.flag("attention_bias", default=False)
     q_head = nope + rope
     if q_rank is None:
         q = hidden * heads * q_head
@@ -422,9 +420,8 @@ def gpt2(r: Reader) -> tuple[dict, str]:
     layers = r.integer("n_layer", "num_hidden_layers")
     heads = r.integer("n_head", "num_attention_heads")
     vocab = r.integer("vocab_size")
-    positions = r.integer(
-        "n_positions", "max_position_embeddings", default=1024
-    )  # GPT2Config default
+    # GPT2Config default
+    positions = r.integer("n_positions", "max_position_embeddings", default=1024)
     ffn = r.integer("n_inner", default=4 * hidden)  # n_inner null: 4 x n_embd
     tied = r.flag("tie_word_embeddings", default=True)
     layer = (

@@ -140,9 +140,8 @@ def load_config_file(path: Path) -> dict:
     if not p.exists():
         raise ValueError(f"HF config file {p} not found")
     try:
-        text = read_capped(p, "config.json").decode(
-            "utf-8"
-        )  # capped: /dev/zero would never end
+        # capped: /dev/zero would never end
+        text = read_capped(p, "config.json").decode("utf-8")
     except PlannerError as exc:
         raise ValueError(f"HF config file {p}: {exc.message}") from None
     except UnicodeDecodeError:

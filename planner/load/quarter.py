@@ -128,9 +128,8 @@ def _check_calendar(quarter: Quarter, path: Path, raw: Any) -> None:
         if least < 1
         else f"{math.ceil(least - 1e-9)}h"
     )
-    count = (
-        f"{steps:,}" if steps < 1e12 else f"{steps:.3g}"
-    )  # a step of 1e-300 h: not 300 digits
+    # a step of 1e-300 h: not 300 digits
+    count = f"{steps:,}" if steps < 1e12 else f"{steps:.3g}"
     raise PlannerError(
         f"a horizon of {count} steps of {format_hours(horizon.step)} ({format_hours(hours)}); "
         f"at most {MAX_STEPS:,} steps (the schedule's bound grows with the steps squared): "

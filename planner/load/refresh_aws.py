@@ -300,9 +300,8 @@ def aws_offers(
         key = (facts["region"], facts["instance_type"])
         if usd == usd and (key not in on_demand or usd < on_demand[key]["usd"]):
             on_demand[key] = {**facts, "usd": usd}
-    from_api = (
-        spot_prices is not None
-    )  # None: no spot source, keep the shipped spot prices
+    # None: no spot source, keep the shipped spot prices
+    from_api = spot_prices is not None
     spot_of = (
         {
             (r.region, r.instance_type): float(r.spot_usd_h)

@@ -76,9 +76,8 @@ def _trace_files(folder: Path):
 
 
 def _trace(path: Path) -> Trace:
-    text = read_capped(
-        path, "trace file"
-    )  # like every input: no folder, device or pipe, nothing above the cap
+    # like every input: no folder, device or pipe, nothing above the cap
+    text = read_capped(path, "trace file")
     try:
         raw = parse_json(text.decode("utf-8"), path, "trace file")
     except UnicodeDecodeError as exc:

@@ -17,9 +17,8 @@ MAX_FILE_BYTES = 64 * 2**20
 """Input files above this size are refused before parsing (`planner --max-input-size` raises it);
 a 20,000-workload scenario is about 4 MiB."""
 MAX_DEPTH = 64  # a scenario nests about 5 levels; deeper input is refused before anything recurses
-MAX_ALIAS_NODES = (
-    100_000  # nodes that aliases may add by expansion ("billion laughs" guard)
-)
+# nodes that aliases may add by expansion ("billion laughs" guard)
+MAX_ALIAS_NODES = 100_000
 _CORE_TAGS = {
     f"tag:yaml.org,2002:{name}"
     for name in ("str", "int", "float", "bool", "null", "map", "seq", "timestamp")
@@ -159,9 +158,8 @@ def load_yaml(path: Path, what: str = "scenario file", text: str | None = None) 
     line_at = _Lines(text)
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter(
-                "ignore"
-            )  # YAML library notices: the errors below say what matters
+            # YAML library notices: the errors below say what matters
+            warnings.simplefilter("ignore")
             builder = _Builder(yaml)
             lines = _scan(yaml.parse(text), path, line_at, builder)
             data = yaml.load(text) if builder.deferred else builder.root
@@ -265,9 +263,8 @@ class _Builder:
             ScalarEvent,
             ScalarNode,
         )
-        self.table = (
-            yaml.resolver.versioned_resolver
-        )  # first character -> [(tag, regexp)], YAML 1.2
+        # first character -> [(tag, regexp)], YAML 1.2
+        self.table = yaml.resolver.versioned_resolver
         self.constructor = yaml.constructor
         self.makers = {
             tag: yaml.constructor.yaml_constructors[tag] for tag in self.CONSTRUCTED
@@ -322,9 +319,8 @@ class _Builder:
         else:
             value = {} if isinstance(event, MappingStartEvent) else []
         if getattr(event, "anchor", None) and not isinstance(event, AliasEvent):
-            self.deferred |= (
-                event.anchor in self.anchors
-            )  # the library refuses a second anchor of one name
+            # the library refuses a second anchor of one name
+            self.deferred |= event.anchor in self.anchors
             self.anchors[event.anchor] = value
         self._place(value)
         if not isinstance(event, (AliasEvent, ScalarEvent)):

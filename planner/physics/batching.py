@@ -290,12 +290,10 @@ def _simulate(
         )
         arrivals = deque((np.arange(concurrency) * alone / concurrency).tolist())
         waiting = deque()
-    prefilling: deque = (
-        deque()
-    )  # [arrival, prompt tokens done] of admitted requests, in arrival order
-    cohorts: deque = (
-        deque()
-    )  # [last step, first-token time, count, arrival times]: requests decoding
+    # [arrival, prompt tokens done] of admitted requests, in arrival order
+    prefilling: deque = deque()
+    # [last step, first-token time, count, arrival times]: requests decoding
+    cohorts: deque = deque()
     decoding = 0
     context = 0.0  # KV tokens of the decoding sequences
     now, step = 0.0, 0

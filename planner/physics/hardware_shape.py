@@ -72,17 +72,14 @@ class Estimate:
     tokens_per_s: float
     scaling_efficiency: float
     tensor_parallel: int = 1
-    item_h: float | None = (
-        None  # stateless jobs: the time of one item (one batch per replica)
-    )
+    # stateless jobs: the time of one item (one batch per replica)
+    item_h: float | None = None
     reason: str = ""  # why the shape is ruled out ('' when feasible)
     layout: Layout | None = None  # training: the layout chosen (or tried) on this shape
-    batch: int | None = (
-        None  # generation: concurrent sequences per replica whose KV cache fits
-    )
-    ruled_out_by: str = (
-        ""  # "vram" or "precision" when that alone rules the shape out (reports say so)
-    )
+    # generation: concurrent sequences per replica whose KV cache fits
+    batch: int | None = None
+    # "vram" or "precision" when that alone rules the shape out (reports say so)
+    ruled_out_by: str = ""
 
     @property
     def feasible(self) -> bool:
@@ -170,9 +167,8 @@ class Prepared:
     arch: ModelArch | None
     model: mem.ModelShape | None
     pinned: parallelism.Pinned
-    jobs: dict = field(
-        default_factory=dict, compare=False, repr=False
-    )  # memory precision -> parallelism.Job
+    # memory precision -> parallelism.Job
+    jobs: dict = field(default_factory=dict, compare=False, repr=False)
 
     def job(self, precision: str) -> parallelism.Job:
         found = self.jobs.get(precision)

@@ -133,9 +133,8 @@ def serving_need_gib(
     ) + breakdown.kv_cache
 
 
-@lru_cache(
-    maxsize=1 << 14
-)  # the same model on every shape of one VRAM size: a few dozen distinct per scenario
+# the same model on every shape of one VRAM size: a few dozen distinct per scenario
+@lru_cache(maxsize=1 << 14)
 def kv_batch_that_fits(
     shape: ModelShape,
     vram_gib: float,

@@ -464,9 +464,8 @@ def training_memory(
         logit_bytes=logit_bytes,
     )
     if activation_offload and activation_checkpointing == "full":
-        kept = ceil(shape.layers / p) * max(
-            in_flight, 1
-        )  # layer inputs activation_bytes counted on the GPU
+        # layer inputs activation_bytes counted on the GPU
+        kept = ceil(shape.layers / p) * max(in_flight, 1)
         act -= (
             (kept - 2)
             * activation_bytes_per_layer(

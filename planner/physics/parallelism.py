@@ -35,10 +35,9 @@ TENSOR_PARALLEL = (1, 2, 4, 8)
 PIPELINE_PARALLEL = (1, 2, 4, 8, 16, 32)
 VIRTUAL_STAGES = (2, 4)
 CONTEXT_PARALLEL = (2, 4, 8, 16, 32)
-CONTEXT_PARALLEL_FROM_TOKENS = (
-    32768  # searched from this sequence length (Megatron uses CP for long context;
-)
-# below it one sequence already fills a GPU's micro-batch); a workload may pin it at any length
+# searched from this sequence length (Megatron uses CP for long context; below it one sequence
+# already fills a GPU's micro-batch); a workload may pin it at any length
+CONTEXT_PARALLEL_FROM_TOKENS = 32768
 
 
 @dataclass(frozen=True)
@@ -281,19 +280,16 @@ class _Space:
     What a search works out that depends on no more than that is kept here for the next one."""
 
     layouts: tuple  # every layout, group by group
-    light_of: (
-        np.ndarray
-    )  # per layout: the index of its group's lightest layout in `lights`
+    # per layout: the index of its group's lightest layout in `lights`
+    light_of: np.ndarray
     lights: tuple  # the distinct lightest layouts, first seen first, with their memory (None: not buildable)
     reason: str  # the last reason a lightest layout could not be built
-    lightest: (
-        tuple | None
-    )  # (total GiB, layout, memory) of the least memory among `lights`
+    # (total GiB, layout, memory) of the least memory among `lights`
+    lightest: tuple | None
     compute_keys: tuple  # distinct (recompute, micro-batch, CP), each as its first layout on one stage (PP1, VPP1)
     key_of: np.ndarray  # per layout: the index of its compute key
-    bubble: (
-        np.ndarray
-    )  # per layout: 1 + (p-1)/v/m, the pipeline's factor on the compute floor
+    # per layout: 1 + (p-1)/v/m, the pipeline's factor on the compute floor
+    bubble: np.ndarray
     families: tuple  # per layout: the layout but its micro-batch (one too big rules out the larger ones)
     memories: list  # per layout: its memory once a search needed it (None: not yet; a ValueError: not buildable)
     compute: dict  # (GPU, precision) -> per compute key its floor (these GPUs' count is the space's)
@@ -357,9 +353,8 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
             if layout.pp == 1:
                 bubble.append(1.0)
             else:
-                tokens = (
-                    layout.dp * layout.micro_batch * job.seq_len
-                )  # micro_batches(), inlined
+                # micro_batches(), inlined
+                tokens = layout.dp * layout.micro_batch * job.seq_len
                 m = max(
                     1,
                     math.ceil(
@@ -387,9 +382,8 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
     )
 
 
-@lru_cache(
-    maxsize=1 << 17
-)  # ~170 distinct jobs x ~600 shapes of a varied 10,000-workload scenario
+# ~170 distinct jobs x ~600 shapes of a varied 10,000-workload scenario
+@lru_cache(maxsize=1 << 17)
 def best_layout(
     job: Job,
     gpu: GpuPerf,

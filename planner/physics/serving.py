@@ -193,15 +193,13 @@ class _Steps:
     mean: float  # mean step: TPOT
     decodes: float
     prefill_share: float
-    lengths: np.ndarray | None = (
-        None  # L(j), one prompt per step: the step carrying j prompts
-    )
+    # L(j), one prompt per step: the step carrying j prompts
+    lengths: np.ndarray | None = None
     law: np.ndarray | None = None  # stationary P(j)
     chunks: int = 1
     full: float = 0.0  # chunked: a step carrying a full budget of prompt tokens
-    queue_s: float = (
-        0.0  # chunked: how long one prompt's chunks hold the prompts behind it
-    )
+    # chunked: how long one prompt's chunks hold the prompts behind it
+    queue_s: float = 0.0
 
 
 def _steps(
@@ -230,14 +228,12 @@ def _steps(
             queue_s=held,
         )
     idle = cost.seconds(decodes, context, 0, 0.0)
-    per_prompt = (
-        cost.seconds(decodes, context, prompt, flops) - idle
-    )  # what one more prompt adds to a step (compute-bound: a constant)
+    # what one more prompt adds to a step (compute-bound: a constant)
+    per_prompt = cost.seconds(decodes, context, prompt, flops) - idle
     if rate * per_prompt >= 1:
         return None  # the prompts alone outrun the steps
-    reach = (
-        rate * idle / (1 - rate * per_prompt)
-    )  # prompts per step where arrivals keep up
+    # prompts per step where arrivals keep up
+    reach = rate * idle / (1 - rate * per_prompt)
     most = int(min(CHAIN_MAX, math.ceil(reach + 8 * math.sqrt(reach + 1) + 8)))
     counts = np.arange(most + 1, dtype=float)
     lengths = cost.seconds(decodes, context, counts * prompt, counts * flops)
@@ -294,12 +290,10 @@ def _ttft(state: _Steps, rate: float, quantile: float | None) -> float:
         )
         return own + _md1_wait(rate, state.queue_s, quantile)
     lengths, law = state.lengths, state.law
-    landed = (
-        law * lengths / float(law @ lengths)
-    )  # the step a request lands in: length-biased
-    others = _poisson(
-        rate * lengths, len(lengths) - 1
-    )  # [landed step, arrivals beside it]
+    # the step a request lands in: length-biased
+    landed = law * lengths / float(law @ lengths)
+    # [landed step, arrivals beside it]
+    others = _poisson(rate * lengths, len(lengths) - 1)
     carried = lengths[
         np.minimum(np.arange(len(lengths)) + 1, len(lengths) - 1)
     ]  # the next step, with itself

@@ -96,9 +96,8 @@ class SpeedResult:
     tokens_per_s_per_gpu: float = 0.0
     bound: str = ""
     decode_step_s: float = 0.0  # generation: one decode step of a replica's batch
-    prefill_s: float = (
-        0.0  # generation: prefill of one batch (compute-bound; the time to first token)
-    )
+    # generation: prefill of one batch (compute-bound; the time to first token)
+    prefill_s: float = 0.0
     # generation: time between a sequence's tokens under continuous batching, where the prefills of the
     # other batch - 1 sequences are interleaved with its decode steps: ((b-1)/b * prefill + n * step) / n
     time_per_output_token_s: float = 0.0

@@ -84,9 +84,8 @@ def batch_text(
             start=bought["start"].astype(str).str[:16],
             end=bought["end"].astype(str).str[:16],
         )
-        text += "\n" + render_table(
-            bought, title="reservations to buy"
-        )  # times as the schedule writes them
+        # times as the schedule writes them
+        text += "\n" + render_table(bought, title="reservations to buy")
     text += "\n" + render_table(
         pd.DataFrame(data["months"]), title="spending per month"
     )
@@ -143,7 +142,6 @@ def sections_csv(data: dict) -> str:
     frame = pd.concat(parts, ignore_index=True)
     for column in ("nodes", "gpus"):
         if column in frame:
-            frame[column] = frame[column].astype(
-                "Int64"
-            )  # whole numbers, blank where a section has none
+            # whole numbers, blank where a section has none
+            frame[column] = frame[column].astype("Int64")
     return to_csv(frame[["section"] + [c for c in frame.columns if c != "section"]])

@@ -37,9 +37,8 @@ BAND_COLOUR = "#59a14f"
 @dataclass
 class Lane:
     key: tuple[str, str, str]
-    rows: list[list[dict]] = field(
-        default_factory=list
-    )  # sub-rows of non-overlapping runs
+    # sub-rows of non-overlapping runs
+    rows: list[list[dict]] = field(default_factory=list)
     reservations: list[dict] = field(default_factory=list)
 
     @property

@@ -83,9 +83,8 @@ def render_table(
     ]
     left_out = []
     headers = headers or {}
-    table = _table(
-        frame, columns, title, fold, headers, wrap=False
-    )  # text on one line where it fits
+    # text on one line where it fits
+    table = _table(frame, columns, title, fold, headers, wrap=False)
     if _least_width(table) > width:
         table = _table(frame, columns, title, fold, headers, wrap=True)
     while _least_width(table) > width and order:

@@ -191,9 +191,10 @@ def _model_form(value: object) -> str:
     otherwise report every branch of the union, and the wrong one first)."""
     if isinstance(value, dict):
         return "<hf_config>" if "hf_config" in value else "<shape>"
+    # built, when serialized
     return {ModelArch: "<shape>", HfConfigFile: "<hf_config>"}.get(
         type(value), "<name>"
-    )  # built, when serialized
+    )
 
 
 ModelSpec = Annotated[

@@ -131,9 +131,8 @@ def lp_bound(
         highs.getSolution(),
         np.array(highs.getBasis().col_status) == highspy.HighsBasisStatus.kLower,
     )
-    reduced = np.where(
-        at_lower, np.array(solution.col_dual), 0.0
-    )  # what raising x from 0 costs at least
+    # what raising x from 0 costs at least
+    reduced = np.where(at_lower, np.array(solution.col_dual), 0.0)
     return LpBound(
         float(highs.getInfo().objective_function_value),
         np.array(solution.col_value)[: m.n],
@@ -192,13 +191,11 @@ def _run(m: _Matrices, integer: bool, options: dict) -> highspy._Highs:
     )
     if integer:
         lp.integrality_ = [highspy.HighsVarType.kInteger] * width
-    highs = (
-        highspy._Highs()
-    )  # the bare binding: highspy.Highs prints a banner to standard output
+    # the bare binding: highspy.Highs prints a banner to standard output
+    highs = highspy._Highs()
     highs.setOptionValue("output_flag", False)
-    highs.setOptionValue(
-        "threads", 1
-    )  # a worker process per core already (what-if points)
+    # a worker process per core already (what-if points)
+    highs.setOptionValue("threads", 1)
     highs.setOptionValue("presolve", "on")
     for name, value in options.items():
         highs.setOptionValue(name, value)

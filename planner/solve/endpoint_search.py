@@ -231,9 +231,8 @@ def _solve_by_provider(
     344 options, 14.5 s to proof on one worker as one model, 2.0 s as twelve); the cheapest plan wins, the first
     provider by name among equals. Optimal when every search is; else its bound is the least of theirs."""
     options, traffic = plan.endpoints
-    options = options.reset_index(
-        drop=True
-    )  # as `ServingVars.options`: the chosen rows' `option` counts in it
+    # as `ServingVars.options`: the chosen rows' `option` counts in it
+    options = options.reset_index(drop=True)
     best, bound, proven, deterministic = None, math.inf, True, 0.0
     for provider in providers:
         mine = np.flatnonzero((options["provider"] == provider).to_numpy())

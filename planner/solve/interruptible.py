@@ -22,9 +22,8 @@ def call(search: Callable[[], T], stop: Callable[[], None]) -> T:
     if threading.current_thread() is not threading.main_thread():
         return search()
     outcome: dict = {}
-    finished = (
-        threading.Event()
-    )  # not Thread.join: an interrupted join can mark a running thread as stopped
+    # not Thread.join: an interrupted join can mark a running thread as stopped
+    finished = threading.Event()
 
     def run() -> None:
         try:

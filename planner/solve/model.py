@@ -45,20 +45,16 @@ class PlanModel:
     candidates: pd.DataFrame
     pick: list | None  # one BoolVar per candidate row, same order
     tie_scale: int = 1  # objective = cents x tie_scale + tie-break rank
-    later_ties: list = dataclasses.field(
-        default_factory=list
-    )  # (rank, variable): a tie-break after the cost
+    # (rank, variable): a tie-break after the cost
+    later_ties: list = dataclasses.field(default_factory=list)
     build_seconds: float = 0.0
     limits: Limits = Limits()
-    ranks: np.ndarray = (
-        None  # tie-break rank per candidate (0 = best within its workload)
-    )
-    serving: ServingVars | None = (
-        None  # the endpoints' replicas, once the CP-SAT model is built
-    )
-    endpoints: tuple[pd.DataFrame, dict[str, Endpoint]] | None = (
-        None  # their options and traffic, if any
-    )
+    # tie-break rank per candidate (0 = best within its workload)
+    ranks: np.ndarray = None
+    # the endpoints' replicas, once the CP-SAT model is built
+    serving: ServingVars | None = None
+    # their options and traffic, if any
+    endpoints: tuple[pd.DataFrame, dict[str, Endpoint]] | None = None
 
     def constrained(self) -> PlanModel:
         """This plan with its CP-SAT model built. Most plans are proven by the LP or HiGHS alone, and the

@@ -52,12 +52,10 @@ class SolveReport:
     seed: int = 0
     proved_by: str = ""  # "cp-sat" | "lp" (the HiGHS relaxation) | "mip" (HiGHS's branch and bound) | ""
     lp_seconds: float = 0.0
-    candidates_seconds: float = (
-        0.0  # building candidates, before the model (set by the pipelines)
-    )
-    no_bound_why: str = (
-        ""  # when a bound was left out rather than not reached in time: why
-    )
+    # building candidates, before the model (set by the pipelines)
+    candidates_seconds: float = 0.0
+    # when a bound was left out rather than not reached in time: why
+    no_bound_why: str = ""
     clocked: bool = False  # unproven, and the clock cut a search short of its work limit: the plan then depends on
     # the machine's speed and load (`planner batch` sets it; its phases otherwise stop on deterministic work)
 

@@ -176,9 +176,8 @@ class ServingVars:
                 for r, share in zip(rows[mine:], shares):
                     r["operating_usd"] = endpoint.pool_usd * share / sum(shares)
                     r["cost_usd"] += r["operating_usd"]
-        return pd.DataFrame(
-            rows, columns=CHOSEN_COLUMNS
-        )  # the columns even when nothing runs (no traffic at all)
+        # the columns even when nothing runs (no traffic at all)
+        return pd.DataFrame(rows, columns=CHOSEN_COLUMNS)
 
 
 CHOSEN_COLUMNS = [
@@ -309,9 +308,8 @@ def _add_absent_steps(
             model.add(nodes <= before).only_enforce_if(larger.Not())
             steps.append((absent - absent_before, larger))
             absent_before = absent
-            never_below &= (
-                before + 1 >= absent
-            )  # the smallest pool of the step counts at least none
+            # the smallest pool of the step counts at least none
+            never_below &= before + 1 >= absent
         before = int(size)
     if never_below:
         model.add(kept == nodes - sum(c * v for c, v in steps))

@@ -52,13 +52,11 @@ class PointResult:
     status: str
     objective_usd: float | None
     placements: dict[str, str]  # workload -> provider/region/instance_type/market/nodes
-    cids: dict[str, str] = field(
-        default_factory=dict
-    )  # workload -> candidate id (the next point's hint)
+    # workload -> candidate id (the next point's hint)
+    cids: dict[str, str] = field(default_factory=dict)
     spend_usd: dict[str, float] = field(default_factory=dict)  # market -> expected cost
-    pools: dict[str, str] = field(
-        default_factory=dict
-    )  # endpoint -> its pools without node counts
+    # endpoint -> its pools without node counts
+    pools: dict[str, str] = field(default_factory=dict)
     settled: bool = True  # its placements are the answer, not where a time limit stopped the search (see `proven`)
 
     def held(self, name: str, parameter: str) -> str | None:

@@ -153,9 +153,8 @@ def sweep_text(result: SweepResult, fmt: str) -> str:
             if coarse
             else ")"
         )
-        parts.append(
-            render_table(frame, title=heading, fold=("from", "to"))
-        )  # endpoints' pools run long
+        # endpoints' pools run long
+        parts.append(render_table(frame, title=heading, fold=("from", "to")))
     else:
         parts.append("no placement changes between grid points\n")
     if segments(result):

@@ -33,9 +33,8 @@ SHORT = {
 RATE = "rate_multiplier"
 """The endpoints' traffic: as it grows their node counts grow by design, so along it a switch is a change of
 pools (GPU type, market, TP degree), not of node counts."""
-NAMED = ", ".join(
-    OPTIONS.values()
-)  # "--spot-price, --preemption, --on-demand-price, --rate", for messages
+# "--spot-price, --preemption, --on-demand-price, --rate", for messages
+NAMED = ", ".join(OPTIONS.values())
 WHERE_KEYS = ("provider", "gpu", "region", "instance_type")
 DEFAULT_PRECISION = 0.005
 MAX_POINTS = 10_000
@@ -231,9 +230,8 @@ def grid(spec: SweepSpec) -> list[dict[str, float]]:
     import itertools
 
     values = [spec.axes.get(p, (1.0,)) for p in PARAMETERS]
-    order = sorted(
-        range(len(PARAMETERS)), key=lambda i: (len(values[i]) == 1, i)
-    )  # swept axes first
+    # swept axes first
+    order = sorted(range(len(PARAMETERS)), key=lambda i: (len(values[i]) == 1, i))
     points = []
     for combo in itertools.product(*(values[i] for i in reversed(order))):
         point = dict(zip((PARAMETERS[i] for i in reversed(order)), combo))

@@ -454,9 +454,8 @@ GPU_KINDS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "key", ["aws/H100", "aws/h100", "aws/H100-SXM"]
-)  # a family, any case, or a GPU name
+# a family, any case, or a GPU name
+@pytest.mark.parametrize("key", ["aws/H100", "aws/h100", "aws/H100-SXM"])
 def test_gpu_quota_by_gpu_accepts_8_h100s_beside_8_a100s_at_once(key):
     m = micro(
         add_gpu_quotas,

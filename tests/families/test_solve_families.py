@@ -162,9 +162,8 @@ GPU_KINDS = [
 ]
 
 
-@pytest.mark.parametrize(
-    "key", ["aws/H100", "aws/h100", "aws/H100-SXM"]
-)  # a family, any case, or a GPU name
+# a family, any case, or a GPU name
+@pytest.mark.parametrize("key", ["aws/H100", "aws/h100", "aws/H100-SXM"])
 def test_gpu_quota_by_gpu_accepts_8_h100s_beside_8_a100s(key):
     assert_accepts(
         micro(
@@ -228,9 +227,8 @@ def test_node_limit_from_the_catalog_rejects_3_of_max_nodes_2():
     assert_rejects(micro(add_node_limits, rows, picks=("a2", "b1")))
 
 
-SMALLER_OF_TWO = pytest.mark.parametrize(
-    "catalog, scenario", [(2.0, 5), (5.0, 2)]
-)  # the cap is 2 either way
+# the cap is 2 either way
+SMALLER_OF_TWO = pytest.mark.parametrize("catalog, scenario", [(2.0, 5), (5.0, 2)])
 
 
 @SMALLER_OF_TWO
@@ -414,9 +412,8 @@ def test_same_provider_accepts_two_groups_on_two_providers():
 
 
 def test_same_provider_rejects_b_with_a_on_aws_when_b_also_goes_with_c_on_gcp():
-    limits = Limits(
-        same_provider=(("a", "b"), ("b", "c"))
-    )  # b ties a (AWS only) to c (GCP only)
+    # b ties a (AWS only) to c (GCP only)
+    limits = Limits(same_provider=(("a", "b"), ("b", "c")))
     assert_rejects(
         micro(add_same_provider_groups, PROVIDERS, limits, picks=("a1", "b1", "c1"))
     )
@@ -661,9 +658,8 @@ def test_endpoint_pools_are_priced_where_the_endpoint_says():
     """`pool_usd_per_h` puts each pool's operating cost over the endpoint's duration among the cost terms."""
     m = serving_model(SPREAD, [endpoint(pool_usd_per_h=2.0)])
     priced = {var.index: cents for _, cents, var in m.serving.cost_terms}
-    assert all(
-        priced[m.serving.pools[row].index] == 4800 for row in range(4)
-    )  # $2/h x 24 h, in cents
+    # $2/h x 24 h, in cents
+    assert all(priced[m.serving.pools[row].index] == 4800 for row in range(4))
     plain = serving_model(SPREAD, [endpoint()])
     assert not any(
         var.index in {v.index for v in plain.serving.pools.values()}
