@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from planner.economics.candidate import CandidateInputs, billed_hours
 from planner.economics.costmodel import best_interval, expected, p_deadline
-from planner.economics.segment_plans import _moments, segment_plan, segments
+from planner.economics.segment_plans import segment_moments, segment_plan, segments
 from planner.economics.simulate import simulate
 from planner.schema.plan import BREAKDOWN_KEYS
 
@@ -96,7 +96,7 @@ def test_per_second_job_of_20s_with_minute_minimum_is_billed_60s():
 def test_half_a_granule_per_session_is_within_its_bound_of_the_grid(
     n, gran, restart, short_minimum, log_w, k, C, log_rate, market
 ):
-    """The continuous sessions' waste taken as γ/2 each (`_waste` without its grid) is never further from the
+    """The continuous sessions' waste taken as γ/2 each (`expected_waste` without its grid) is never further from the
     grid's than `_half_granule_error` says: the bound the planner relies on to skip the grid."""
     from planner.economics import rounding_waste
 
@@ -117,13 +117,13 @@ def test_half_a_granule_per_session_is_within_its_bound_of_the_grid(
         checkpoint_interval_h=W / k,
     )
     p = segment_plan(inputs)
-    ET, EF, sd = _moments(p)
+    ET, EF, sd = segment_moments(p)
     assume(math.isfinite(ET) and EF < 50)
     waste = {}
     for name, rel in (("grid", -1.0), ("half", math.inf)):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(rounding_waste, "SMOOTH_WASTE_REL", rel)
-            waste[name] = rounding_waste._waste(
+            waste[name] = rounding_waste.expected_waste(
                 p, gran, inputs.billing_minimum_h, ET, EF, sd
             ).total
     bound = rounding_waste._half_granule_error(p, gran, EF)
@@ -239,7 +239,7 @@ def build(d: dict, **over) -> CandidateInputs:
 
 
 def finite_and_small(inp: CandidateInputs) -> bool:
-    ET, EF, _ = _moments(segment_plan(inp))
+    ET, EF, _ = segment_moments(segment_plan(inp))
     return math.isfinite(ET) and EF < 1e4
 
 
@@ -368,7 +368,7 @@ def sim_inputs(d: dict) -> CandidateInputs | None:
         capacity_wait_cv=d.get("capacity_wait_cv", 1.0),
     )
     p = segment_plan(inp)
-    ET, EF, _ = _moments(p)
+    ET, EF, _ = segment_moments(p)
     # keep the simulation cheap: bounded failures and segments
     if not (EF <= 40 and p.k <= 5000):
         return None
@@ -549,7 +549,7 @@ def test_screen_forms_equal_the_scalar_cost_model(seed):
     assert inside.sum() > len(W) / 2
     seg = screen.segment_time(lam[inside], s[inside], R)
     assert seg == pytest.approx(
-        [segment_plans._seg_time(a, b, R) for a, b in zip(lam[inside], s[inside])],
+        [segment_plans.seg_time(a, b, R) for a, b in zip(lam[inside], s[inside])],
         rel=1e-12,
     )
     ks = np.array([[1.0, 2.0, 7.0, 40.0]] * len(W))

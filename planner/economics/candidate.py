@@ -15,7 +15,7 @@ from planner.economics.estimate_error import EXACT, EstimateError
 TOLERANCES = ("none", "checkpointed", "stateless")
 # Above this many expected failures the job is hopeless and the grid methods
 # would only burn time; costs are reported as inf.
-_MAX_EXP = 600.0
+MAX_EXP = 600.0
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ Where the cost model departs from the formulas printed in docs/cost-model.md it 
 make them exact (the contract's tolerances are against simulation):
 
 * rounding waste (§5) is computed from the distribution of every billing
-  session's length, not from the ``γ/2`` rule of thumb (see `rounding_waste._waste`);
+  session's length, not from the ``γ/2`` rule of thumb (see `rounding_waste.expected_waste`);
 * P(T <= D) (§6) is the exact distribution of T on a fine grid (FFT of the
   per-segment compound-geometric laws), not a normal approximation;
 * 'none' writes no checkpoints, so its C is 0 as for 'stateless' (§4).
@@ -27,9 +27,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from planner.economics.candidate import _MAX_EXP, CandidateInputs, CostResult
-from planner.economics.rounding_waste import _waste
-from planner.economics.segment_plans import _moments, _wall_moments, segment_plan
+from planner.economics.candidate import MAX_EXP, CandidateInputs, CostResult
+from planner.economics.rounding_waste import expected_waste
+from planner.economics.segment_plans import segment_moments, segment_plan, wall_moments
 from planner.economics.wall_time import WallLaw
 
 
@@ -54,10 +54,10 @@ def _evaluate(
 ) -> CostResult:
     p = segment_plan(inputs, tau)
     # of one stream (§4): the whole job but for a stateless one
-    ET, EF, sd = _moments(p)
+    ET, EF, sd = segment_moments(p)
     n, price = inputs.nodes, inputs.price_per_node_h
     gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
-    waste = p.streams * _waste(p, gran, minimum, ET, EF, sd).total
+    waste = p.streams * expected_waste(p, gran, minimum, ET, EF, sd).total
     billed = float(n * ET + waste)
     waste = float(waste)
     W, kC = inputs.work_h, p.k * p.C
@@ -66,7 +66,7 @@ def _evaluate(
         return float(rate * amount) if rate else 0.0
 
     # plus the capacity waits, which are not billed
-    wall, _ = _wall_moments(p, ET, EF, sd)
+    wall, _ = wall_moments(p, ET, EF, sd)
     breakdown = {
         "compute": usd(price, n * W),
         "checkpointing": usd(price, n * kC),
@@ -120,7 +120,7 @@ def expected_time(work_h: float, C: float, R: float, lam: float, k) -> tuple:
     s = work_h / k + C
     if lam == 0:
         return R + work_h + k * C, np.zeros_like(k)
-    grow = np.expm1(np.minimum(lam * s, _MAX_EXP))
+    grow = np.expm1(np.minimum(lam * s, MAX_EXP))
     return R + k * grow * (1.0 / lam + R), k * grow
 
 

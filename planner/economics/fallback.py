@@ -33,7 +33,7 @@ from numpy import fft as _fft
 
 from planner.economics import costmodel, grids, rounding_waste, segment_plans, wall_time
 from planner.economics.candidate import (
-    _MAX_EXP,
+    MAX_EXP,
     CandidateInputs,
     CostResult,
     billed_hours,
@@ -180,7 +180,7 @@ def unit(
     if not math.isfinite(D):
         return None
     levels = _levels(p, D)
-    if levels is None or p.lam * max(p.s, p.s_k) > _MAX_EXP:
+    if levels is None or p.lam * max(p.s, p.s_k) > MAX_EXP:
         return None  # no room for spot, or spot hopeless: e^600 failures a segment, on-demand alone does better
     B, B_k = levels
     k, s, s_k, R, S, lam, n = p.k, p.s, p.s_k, p.R, p.S, p.lam, p.n
@@ -190,7 +190,7 @@ def unit(
     ):
         return None
     # work lost per failure, on average
-    lost = segment_plans._trexp_mean(lam, s) if lam > 0 else 0.0
+    lost = segment_plans.trexp_mean(lam, s) if lam > 0 else 0.0
     # what a failure adds: lost work, a restart, maybe a capacity wait
     lump = lost + R + p.rho * p.wait
     reached = None  # P(Z_i <= B) for i < k, where the on-demand phase's bill needs J's law (`_switch_law`)
@@ -209,8 +209,8 @@ def unit(
             )
         )
         h = span / (N - 2)
-        tilt, untilt, z1, _ = grids._grid(N)
-        waits = grids._wait_factor(p, h, N)
+        tilt, untilt, z1, _ = grids.damped_grid(N)
+        waits = grids.wait_factor(p, h, N)
         x = np.arange(N) * h
 
         def overhead(
@@ -219,9 +219,7 @@ def unit(
             fail = -math.expm1(-lam * length)
             return (1 - fail) / (
                 1
-                - fail
-                * _fft.rfft(grids._hat_trexp(lam, length, R, h, N) * tilt)
-                * waits
+                - fail * _fft.rfft(grids.hat_trexp(lam, length, R, h, N) * tilt) * waits
             )
 
         def law(transform: np.ndarray) -> np.ndarray:
@@ -254,7 +252,7 @@ def unit(
             length: float,
         ) -> float:  # E[Y] of one segment's overhead: failures times a lump
             return math.expm1(lam * length) * (
-                segment_plans._trexp_mean(lam, length) + R + p.rho * p.wait
+                segment_plans.trexp_mean(lam, length) + R + p.rho * p.wait
             )
 
         last = overhead(s_k)
@@ -272,7 +270,7 @@ def unit(
                 small, (k - 1) * full, full * (1 - power) / np.where(small, 1.0, gap)
             )
             visits = law(series)  # Σ_(0<i<k) P(Z_i ∈ dz)
-            below = float(grids._half_cdf(visits, h, 0.0, B))
+            below = float(grids.half_cdf(visits, h, 0.0, B))
             start = law(power)  # Z_(k−1)
             earlier = visits - start  # Σ_(0<i<k−1)
             earlier[0] += (
@@ -286,11 +284,11 @@ def unit(
                 reached, power_i = np.ones(k), np.ones_like(full)
                 for i in range(1, k):
                     power_i = power_i * full
-                    reached[i] = grids._half_cdf(law(power_i), h, 0.0, B)
+                    reached[i] = grids.half_cdf(law(power_i), h, 0.0, B)
         start[x > B] = 0.0  # still on spot when the last segment begins
         ends = law(_fft.rfft(start * tilt) * last)
-        stay = min(1.0, max(0.0, float(grids._half_cdf(ends, h, 0.0, B_k))))
-        z_stay = max(0.0, float(grids._half_cdf(ends, h, 0.0, B_k, x)))
+        stay = min(1.0, max(0.0, float(grids.half_cdf(ends, h, 0.0, B_k))))
+        z_stay = max(0.0, float(grids.half_cdf(ends, h, 0.0, B_k, x)))
         cut = cut + overshoot(ends, B_k, s_k, start, mean_overhead(s_k))
     switch = 1.0 - stay
     # E[checkpoint at the switch; switch]
@@ -416,8 +414,8 @@ def excess_over_spot(
     if levels is None:
         return 0.0
     full, last = (
-        segment_plans._seg_time(p.lam, p.s, p.R),
-        segment_plans._seg_time(p.lam, p.s_k, p.R),
+        segment_plans.seg_time(p.lam, p.s, p.R),
+        segment_plans.seg_time(p.lam, p.s_k, p.R),
     )
     if (
         on_demand_price < spot_price
@@ -526,7 +524,7 @@ def _on_demand(inputs: CandidateInputs, p, checkpoint: int) -> CostResult:
     and the deadline it must meet (the margin past its failure-free time). Kept by `costmodel.expected`: the
     deadlines a timing key meets switch at the same few checkpoints."""
     work = inputs.work_h - checkpoint * p.tau
-    k_left = segment_plans._split(work, p.tau)[0]
+    k_left = segment_plans.split_work(work, p.tau)[0]
     return costmodel.expected(
         replace(
             inputs,

@@ -11,7 +11,7 @@ from functools import lru_cache
 import numpy as np
 
 from planner.economics.candidate import wait_phases
-from planner.economics.segment_plans import _Plan
+from planner.economics.segment_plans import SegmentPlan
 
 
 @lru_cache(maxsize=1024)
@@ -28,15 +28,15 @@ def fast_len(n: int) -> int:
     return best
 
 
-def _wait_factor(p: _Plan, h: float, N: int) -> np.ndarray | float:
+def wait_factor(p: SegmentPlan, h: float, N: int) -> np.ndarray | float:
     """φ of the wall time a failure adds beyond R + X: the wait W (`wait_phases`) with probability ρ, else 0; on
-    the damped grid of N points (`_grid`'s z1), in closed form per exponential phase of mean m: the transform of it
+    the damped grid of N points (`damped_grid`'s z1), in closed form per exponential phase of mean m: the transform of it
     hat-split onto the grid points i·h is a·(I0 + e^(−z)·I1) / (1 − e^(−z−a)), a = h/m, with
     I0 = ∫(1−u)e^(−au)du and I1 = ∫u·e^(−au)du on [0, 1] (the FFT of the same hat-split masses, without
     computing them)."""
     if not p.wait or not p.rho:
         return 1.0
-    step = _grid(N)[
+    step = damped_grid(N)[
         3
     ]  # e^(−z): 1 − e^(−z−a) = 1 − e^(−z)·e^(−a) loses < 1e-12 here (z ≥ αh, a > 0)
     law = 0.0
@@ -53,7 +53,7 @@ def _wait_factor(p: _Plan, h: float, N: int) -> np.ndarray | float:
     return (1 - p.rho) + p.rho * law
 
 
-def _hat_trexp(lam: float, s: float, R: float, h: float, N: int) -> np.ndarray:
+def hat_trexp(lam: float, s: float, R: float, h: float, N: int) -> np.ndarray:
     """Mass of R + X, X ~ Exp(λ) on [0, s), split linearly onto grid i·h.
 
     The linear (hat) split keeps every mean exact, so sums of many such
@@ -87,7 +87,7 @@ def _hat_trexp(lam: float, s: float, R: float, h: float, N: int) -> np.ndarray:
     return w
 
 
-def _half_cdf(w: np.ndarray, h: float, offset: float, xs, weights=None):
+def half_cdf(w: np.ndarray, h: float, offset: float, xs, weights=None):
     """CDF (or partial first moment) of a hat-split grid measure at xs.
 
     Cumulative sums of hat masses equal the CDF averaged over [x_i, x_i+h],
@@ -107,7 +107,7 @@ def _half_cdf(w: np.ndarray, h: float, offset: float, xs, weights=None):
     return np.interp(xs, xp, cum)
 
 
-def lump_scale(p: _Plan) -> float:
+def lump_scale(p: SegmentPlan) -> float:
     """The scale a grid over the overhead Z must resolve: a failure's lump X + R, of width s (X's support),
     or where a segment is shorter than the restart (a stateless job's items of seconds), its place R: the
     item's shape within it moves P(Z <= z) by at most the mass within one item of z."""
@@ -115,7 +115,7 @@ def lump_scale(p: _Plan) -> float:
 
 
 @lru_cache(maxsize=64)
-def _grid(N: int, damping: float = 18.0):
+def damped_grid(N: int, damping: float = 18.0):
     """Tilt, untilt, per-grid-step exponents z1 and e^(−z1) for a damped DFT on N points (read-only arrays).
 
     The tilt e^(−αx) with αNh = `damping` suppresses wrap-around by e^-18, so the grid need only cover the

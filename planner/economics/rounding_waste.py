@@ -14,8 +14,8 @@ from numpy import (
 )
 
 from planner.economics.candidate import billed_hours
-from planner.economics.grids import _grid, _half_cdf, _hat_trexp, fast_len
-from planner.economics.segment_plans import _moments, _Plan
+from planner.economics.grids import damped_grid, fast_len, half_cdf, hat_trexp
+from planner.economics.segment_plans import SegmentPlan, segment_moments
 
 
 @dataclass(frozen=True)
@@ -34,8 +34,8 @@ class Waste:
         return self.last + self.rest
 
 
-def _waste(
-    p: _Plan,
+def expected_waste(
+    p: SegmentPlan,
     gran: float,
     minimum: float,
     ET: float,
@@ -133,15 +133,15 @@ def _waste(
         h = h_t
         ms, frac = int(s // h), (s / h) % 1.0
     N = fast_len(int(math.ceil(range_x / h)) + 4)
-    tilt, untilt, z1, _ = _grid(N)
+    tilt, untilt, z1, _ = damped_grid(N)
     shift = np.exp(-ms * z1)
     if frac:  # s not on the grid: hat-split the shift too (mean exact)
         shift = (1 - frac) * shift + frac * np.exp(-(ms + 1) * z1)
     # a failure passes this slot's session: another node's hardware failure
     q = (1 - p.rho) * (n - 1) / n
 
-    fYk = _fft.rfft(_hat_trexp(lam, s_k, R, h, N) * tilt)
-    fXk = _fft.rfft(_hat_trexp(lam, s_k, 0.0, h, N) * tilt)
+    fYk = _fft.rfft(hat_trexp(lam, s_k, R, h, N) * tilt)
+    fXk = _fft.rfft(hat_trexp(lam, s_k, 0.0, h, N) * tilt)
     den_k = 1 - q * pk * fYk
     Ak = (1 - pk) / den_k  # offset s_k applied when evaluating
     Kk = (1 - q) * pk * fXk / den_k
@@ -150,8 +150,8 @@ def _waste(
         Ua = n + ck
         nu1 = Uk * Kk
     else:
-        fY = _fft.rfft(_hat_trexp(lam, s, R, h, N) * tilt)
-        fX = _fft.rfft(_hat_trexp(lam, s, 0.0, h, N) * tilt)
+        fY = _fft.rfft(hat_trexp(lam, s, R, h, N) * tilt)
+        fX = _fft.rfft(hat_trexp(lam, s, 0.0, h, N) * tilt)
         den = 1 - q * pf * fY
         A = (1 - pf) * shift / den
         K = (1 - q) * pf * fX / den
@@ -171,29 +171,29 @@ def _waste(
     o1, o2 = R, R + s_k
 
     pts = np.arange(J, I + 1) * gran
-    F = _half_cdf(g1, h, o1, pts) + _half_cdf(g2, h, o2, pts)
+    F = half_cdf(g1, h, o1, pts) + half_cdf(g2, h, o2, pts)
     F_J, F_I = F[0], F[-1]
     billed_le = minimum * F_J + gran * (J * (F_I - F_J) + float(np.sum(F_I - F[:-1])))
-    len_le = float(_half_cdf(g1, h, o1, cut, o1 + x)) + float(
-        _half_cdf(g2, h, o2, cut, o2 + x)
+    len_le = float(half_cdf(g1, h, o1, cut, o1 + x)) + float(
+        half_cdf(g2, h, o2, cut, o2 + x)
     )
     waste_cont = billed_le - len_le + max(cont_total - F_I, 0.0) * gran / 2
     return Waste(waste_atoms, atom_total, waste_cont, cont_total)
 
 
 @lru_cache(maxsize=4096)
-def session_waste(p: _Plan, granularity_h: float, minimum_h: float) -> Waste:
-    """`_waste` of one stream of the plan `p` run to its end, kept: a spot_fallback prices its spot phase's
+def session_waste(p: SegmentPlan, granularity_h: float, minimum_h: float) -> Waste:
+    """`expected_waste` of one stream of the plan `p` run to its end, kept: a spot_fallback prices its spot phase's
     sessions from it, per session by how they end."""
-    return _waste(p, granularity_h, minimum_h, *_moments(p))
+    return expected_waste(p, granularity_h, minimum_h, *segment_moments(p))
 
 
 SMOOTH_WASTE_REL = 1e-8
 """How far (a share of the billed node-hours) half a granule per session may be from the continuous sessions'
-exact waste for `_waste` to take it without the grid: under a cent on a million dollars."""
+exact waste for `expected_waste` to take it without the grid: under a cent on a million dollars."""
 
 
-def _half_granule_error(p: _Plan, gran: float, EF: float) -> float:
+def _half_granule_error(p: SegmentPlan, gran: float, EF: float) -> float:
     """A bound on |waste − γ/2 · mass| over the sessions that end at a failure or after a pass (§5's continuous
     part), in node-hours: by Euler–Maclaurin, γ²/16 times the total variation of their lengths' density. Each
     session's length runs from a (re)start of the computation; from each, the next failure comes at λe^(−λu) up to

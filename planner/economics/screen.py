@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.economics.candidate import _MAX_EXP
+from planner.economics.candidate import MAX_EXP
 
 
 def segment_time(lam, s, R):
     """segment_plans._seg_time vectorised: E[T_i] = (e^(λs) − 1)(1/λ + R) (§4), with the λ → 0 limit s."""
-    x = np.minimum(lam * s, _MAX_EXP)
+    x = np.minimum(lam * s, MAX_EXP)
     safe = np.where(x > 0, x, 1.0)
     return np.where(x > 0, s * np.expm1(x) / safe + np.expm1(x) * R, s)
 
@@ -22,7 +22,7 @@ def segment_time(lam, s, R):
 def expected_time(W, C, R, lam, ks):
     """costmodel.expected_time vectorised over keys: E[T], E[F] for ks[i, j] equal segments of key i."""
     s = W[:, None] / ks + C
-    grow = np.expm1(np.minimum(lam[:, None] * s, _MAX_EXP))
+    grow = np.expm1(np.minimum(lam[:, None] * s, MAX_EXP))
     safe = np.where(lam > 0, lam, 1.0)[:, None]
     et = np.where(
         lam[:, None] > 0, R + ks * grow * (1.0 / safe + R), R + W[:, None] + ks * C

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.economics.candidate import _MAX_EXP, CandidateInputs
+from planner.economics.candidate import MAX_EXP, CandidateInputs
 
 
-def _split(work_h: float, tau: float) -> tuple[int, float]:
+def split_work(work_h: float, tau: float) -> tuple[int, float]:
     """k = ceil(W/τ) robust to float noise (W=1, τ=0.1 is 10), and τ_k."""
     if not math.isfinite(tau) or tau >= work_h:
         return 1, float(work_h)
@@ -29,14 +29,14 @@ def _split(work_h: float, tau: float) -> tuple[int, float]:
 
 def segments(work_h: float, tau: float) -> np.ndarray:
     """Productive hours τ_i of each segment (§4): τ for all, the rest last."""
-    k, last = _split(work_h, tau)
+    k, last = split_work(work_h, tau)
     out = np.full(k, float(min(tau, work_h)))
     out[-1] = last
     return out
 
 
 @dataclass(frozen=True)
-class _Plan:
+class SegmentPlan:
     k: int
     tau: float
     s: float  # full segment incl. checkpoint write
@@ -65,7 +65,7 @@ class _Plan:
         return self.s if self.k > 1 else self.s_k
 
 
-def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> _Plan:
+def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> SegmentPlan:
     """Resolve τ and C from the interruption tolerance (§4). A stateless job on n nodes is n streams of one
     node, each with the node's own failure rate: a node's loss costs its item in flight, not the others'."""
     tol = inputs.interruption_tolerance
@@ -76,11 +76,11 @@ def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> _Plan:
         tau, C = math.inf, 0.0
     elif tol == "stateless":
         C = 0.0  # an item is its own checkpoint
-    k, last = _split(inputs.work_h, tau)
+    k, last = split_work(inputs.work_h, tau)
     tau_used = inputs.work_h if k == 1 else tau
     s_full = tau_used + C if k > 1 else last + C
     streams = inputs.nodes if tol == "stateless" else 1
-    return _Plan(
+    return SegmentPlan(
         k=k,
         tau=float(tau_used),
         s=float(s_full),
@@ -96,7 +96,7 @@ def segment_plan(inputs: CandidateInputs, tau: float | None = None) -> _Plan:
     )
 
 
-def _seg_time(lam: float, s: float, R: float) -> float:
+def seg_time(lam: float, s: float, R: float) -> float:
     """E[T_i] = (e^(λs) − 1)(1/λ + R) (§4), stable as λ → 0."""
     x = lam * s
     if x == 0:
@@ -105,7 +105,7 @@ def _seg_time(lam: float, s: float, R: float) -> float:
     return s * (e / x) + e * R
 
 
-def _trexp_mean(lam: float, s: float) -> float:
+def trexp_mean(lam: float, s: float) -> float:
     """E[X], X ~ Exp(λ) truncated to [0, s)."""
     x = lam * s
     if x < 1e-5:
@@ -123,21 +123,21 @@ def _trexp_second_moment(lam: float, s: float) -> float:
     ) / -math.expm1(-x)
 
 
-def _moments(p: _Plan) -> tuple[float, float, float]:
+def segment_moments(p: SegmentPlan) -> tuple[float, float, float]:
     """E[T], E[F] and sd of the failure overhead Z = T − T0."""
     lam, k = p.lam, p.k
     if lam == 0:
         return p.T0, 0.0, 0.0
-    if lam * max(p.s, p.s_k) > _MAX_EXP:
+    if lam * max(p.s, p.s_k) > MAX_EXP:
         return math.inf, math.inf, math.inf
-    ET = p.R + (k - 1) * _seg_time(lam, p.s, p.R) + _seg_time(lam, p.s_k, p.R)
+    ET = p.R + (k - 1) * seg_time(lam, p.s, p.R) + seg_time(lam, p.s_k, p.R)
     var = 0.0
     EF = 0.0
     for cnt, s in ((k - 1, p.s), (1, p.s_k)):
         if cnt == 0:
             continue
         c = math.expm1(lam * s)  # E[F_i]; Var(F_i) = c(1 + c)
-        ex = _trexp_mean(lam, s)
+        ex = trexp_mean(lam, s)
         ey = p.R + ex
         vy = ex * max(s - ex, 0.0)  # bound for a variable on [0, s)
         var += cnt * (c * vy + c * (1 + c) * ey * ey)
@@ -145,7 +145,9 @@ def _moments(p: _Plan) -> tuple[float, float, float]:
     return ET, EF, math.sqrt(var)
 
 
-def _wall_moments(p: _Plan, ET: float, EF: float, sd: float) -> tuple[float, float]:
+def wall_moments(
+    p: SegmentPlan, ET: float, EF: float, sd: float
+) -> tuple[float, float]:
     """E[T] and an upper estimate of its sd with the capacity waits: each failure is a preemption
     event with probability ρ, followed by a wait W of mean m and E[W²] = m²(1 + cv²), unbilled (§3)."""
     if not p.wait or not p.rho or not math.isfinite(ET):

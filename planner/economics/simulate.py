@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from planner.economics.candidate import CandidateInputs, billed_hours, wait_phases
-from planner.economics.segment_plans import _moments, segment_plan
+from planner.economics.segment_plans import segment_moments, segment_plan
 
 __all__ = [
     "SimResult",
@@ -449,7 +449,7 @@ def replay_problem(
             f"checkpoint interval {interval:g} h cuts {work:g} h of work into {count}; expected at most "
             f"{MAX_SEGMENTS:.3g}"
         )
-    failures = _moments(p)[1]
+    failures = segment_moments(p)[1]
     if not failures <= MAX_EXPECTED_FAILURES:
         times = f"{failures:.3g} times" if math.isfinite(failures) else "without end"
         return None, (

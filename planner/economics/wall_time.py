@@ -15,13 +15,13 @@ from numpy import (
 from planner.economics.candidate import wait_phases
 from planner.economics.estimate_error import EstimateError
 from planner.economics.grids import (
-    _grid,
-    _hat_trexp,
-    _wait_factor,
+    damped_grid,
     fast_len,
+    hat_trexp,
     lump_scale,
+    wait_factor,
 )
-from planner.economics.segment_plans import _moments, _Plan, _wall_moments
+from planner.economics.segment_plans import SegmentPlan, segment_moments, wall_moments
 
 LAW_ERROR = 5e-5
 """What the grid may move P(T <= D) by, at most (§6)."""
@@ -85,11 +85,13 @@ class WallLaw:
     read the same cumulative sums, so one timing key's law serves every deadline it meets (`law_points` sizes
     the grid)."""
 
-    def __init__(self, p: _Plan, moments: tuple[float, float, float] | None = None):
+    def __init__(
+        self, p: SegmentPlan, moments: tuple[float, float, float] | None = None
+    ):
         self.plan = p
-        ET, EF, sd = moments if moments is not None else _moments(p)
+        ET, EF, sd = moments if moments is not None else segment_moments(p)
         self.finite = math.isfinite(ET)
-        ET, sd = _wall_moments(p, ET, EF, sd)
+        ET, sd = wall_moments(p, ET, EF, sd)
         self.mean, self.sd, self.failures = ET, sd, EF
         # no failure at all: T = T0 exactly
         self.P0 = math.exp(-p.lam * p.S) if p.lam else 1.0
@@ -205,14 +207,14 @@ class WallLaw:
             p, lam = self.plan, self.plan.lam
             N = law_points(self)
             h = self.z_max / (N - 2)
-            tilt, untilt, z1, _ = _grid(N)
+            tilt, untilt, z1, _ = damped_grid(N)
             pf, pk = -math.expm1(-lam * p.s), -math.expm1(-lam * p.s_k)
-            waits = _wait_factor(p, h, N)
+            waits = wait_factor(p, h, N)
             zhat = (1 - pk) / (
-                1 - pk * _fft.rfft(_hat_trexp(lam, p.s_k, p.R, h, N) * tilt) * waits
+                1 - pk * _fft.rfft(hat_trexp(lam, p.s_k, p.R, h, N) * tilt) * waits
             )
             if p.k > 1:
-                fY = _fft.rfft(_hat_trexp(lam, p.s, p.R, h, N) * tilt) * waits
+                fY = _fft.rfft(hat_trexp(lam, p.s, p.R, h, N) * tilt) * waits
                 zhat = zhat * np.power((1 - pf) / (1 - pf * fY), p.k - 1)
             # the atom at Z = 0 (no failure) is added exactly
             z = _fft.irfft(zhat - self.P0, N) * untilt
@@ -221,7 +223,7 @@ class WallLaw:
         return self._cdf
 
 
-def overhead_tail_bound(p: _Plan, level: float) -> float:
+def overhead_tail_bound(p: SegmentPlan, level: float) -> float:
     """Chernoff's bound on P(Z > level), Z = T − T0, from Z's moment generating function in closed form:
     per segment (1 − p)/(1 − p·M_Y(θ)), a failure's Y = R + X (X ~ Exp(λ) truncated to [0, s)) plus, with
     probability ρ, the capacity wait W (`wait_phases`); minimised over θ on a grid. Microseconds, where

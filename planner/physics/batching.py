@@ -152,7 +152,7 @@ def step_cost(replica: Replica) -> StepCost:
             * 4.0
             * (t - 1)
             / t
-            / (collectives._intra_bus_gbs(topology) * 1e9)
+            / (collectives.intra_bus_gbs(topology) * 1e9)
         )
     else:
         latency = per_token = 0.0

@@ -56,7 +56,7 @@ NETWORK_LATENCY_S: Mapping[str, float] = MappingProxyType(
 )
 
 
-_SHARDINGS = ("none", "zero1", "zero2", "zero3", "hybrid")
+SHARDINGS = ("none", "zero1", "zero2", "zero3", "hybrid")
 
 
 # ---------------------------------------------------------------------------
@@ -64,7 +64,7 @@ _SHARDINGS = ("none", "zero1", "zero2", "zero3", "hybrid")
 # ---------------------------------------------------------------------------
 
 
-def _intra_bus_gbs(topo: Topology) -> float:
+def intra_bus_gbs(topo: Topology) -> float:
     if topo.intra_node == "none" or topo.gpus_per_node == 1:
         return float("inf")
     bidir = topo.intra_node_gbs or (
@@ -75,7 +75,7 @@ def _intra_bus_gbs(topo: Topology) -> float:
     return bidir / 2.0 * LINK_EFFICIENCY[topo.intra_node]
 
 
-def _inter_bus_gbs(topo: Topology) -> float:
+def inter_bus_gbs(topo: Topology) -> float:
     if topo.nodes == 1:
         return float("inf")
     if topo.inter_node == "none" or not topo.inter_node_gbps:
@@ -93,7 +93,7 @@ def bus_bandwidth_gbs(topology: Topology) -> float:
 
     min(intra: bidirectional/2 * eff, inter: Gbit/s per node / 8 / gpus_per_node * eff).
     """
-    return min(_intra_bus_gbs(topology), _inter_bus_gbs(topology))
+    return min(intra_bus_gbs(topology), inter_bus_gbs(topology))
 
 
 def allreduce_seconds(
@@ -105,9 +105,9 @@ def allreduce_seconds(
     collective_seconds.  ZeRO-1/2 move the same volume as DDP; ZeRO-3 / hybrid
     1.5x (ZeRO paper §7).
     """
-    if sharding not in _SHARDINGS:
+    if sharding not in SHARDINGS:
         raise ValueError(
-            f"sharding={sharding!r}: expected one of {', '.join(_SHARDINGS)}"
+            f"sharding={sharding!r}: expected one of {', '.join(SHARDINGS)}"
         )
     volume = nbytes * (1.5 if sharding in ("zero3", "hybrid") else 1.0)
     return collective_seconds(
@@ -140,7 +140,7 @@ def collective_seconds(
     seconds = 0.0
     latency = 0.0
     if g > 1:
-        seconds += factor * (g - 1) / g * nbytes / (_intra_bus_gbs(topology) * 1e9)
+        seconds += factor * (g - 1) / g * nbytes / (intra_bus_gbs(topology) * 1e9)
         latency += 2 * (g - 1) * ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6)
     if nodes > 1:
         seconds += (
@@ -148,7 +148,7 @@ def collective_seconds(
             * (nodes - 1)
             / nodes
             * (nbytes / g)
-            / (_inter_bus_gbs(topology) * 1e9)
+            / (inter_bus_gbs(topology) * 1e9)
         )
         latency += (
             2 * math.log2(nodes) * NETWORK_LATENCY_S.get(topology.inter_node, 50e-6)
@@ -167,11 +167,9 @@ def all_to_all_seconds(
     if ranks <= 1 or nbytes <= 0:
         return 0.0
     g = max(1, min(local, ranks))
-    intra = (
-        (g - 1) / ranks * nbytes / (_intra_bus_gbs(topology) * 1e9) if g > 1 else 0.0
-    )
+    intra = (g - 1) / ranks * nbytes / (intra_bus_gbs(topology) * 1e9) if g > 1 else 0.0
     inter = (
-        (ranks - g) / ranks * nbytes / (_inter_bus_gbs(topology) * 1e9)
+        (ranks - g) / ranks * nbytes / (inter_bus_gbs(topology) * 1e9)
         if ranks > g
         else 0.0
     )

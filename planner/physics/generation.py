@@ -4,7 +4,7 @@ the precision generation computes in, and a floor on W for screening.
 
 from __future__ import annotations
 
-from planner.physics.collectives import ALLREDUCE_LATENCY_S, _intra_bus_gbs
+from planner.physics.collectives import ALLREDUCE_LATENCY_S, intra_bus_gbs
 from planner.physics.gpus import (
     GpuPerf,
     Topology,
@@ -140,7 +140,7 @@ def generation_time(
     if t > 1:
         lat = ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6)
         vol = batch * shape.hidden * 2.0 * 2.0 * (t - 1) / t
-        t_comm = 2 * shape.layers * (lat + vol / (_intra_bus_gbs(topology) * 1e9))
+        t_comm = 2 * shape.layers * (lat + vol / (intra_bus_gbs(topology) * 1e9))
     step = max(t_mem, t_comp) + t_comm
     bound = "memory" if t_mem >= t_comp else "compute"
     if t_comm > max(t_mem, t_comp):

@@ -33,14 +33,14 @@ import math
 from dataclasses import dataclass
 
 from planner.physics.collectives import (
-    _SHARDINGS,
     ALLREDUCE_LATENCY_S,
     BUCKET_BYTES,
     NETWORK_LATENCY_S,
-    _inter_bus_gbs,
-    _intra_bus_gbs,
+    SHARDINGS,
     all_to_all_seconds,
     collective_seconds,
+    inter_bus_gbs,
+    intra_bus_gbs,
 )
 from planner.physics.gpus import (
     GpuPerf,
@@ -266,9 +266,9 @@ def training_time(
         raise ValueError(f"method={method!r}: expected full, lora or qlora")
     if recompute not in ("none", "selective", "full"):
         raise ValueError(f"recompute={recompute!r}: expected none, selective or full")
-    if sharding not in _SHARDINGS:
+    if sharding not in SHARDINGS:
         raise ValueError(
-            f"sharding={sharding!r}: expected one of {', '.join(_SHARDINGS)}"
+            f"sharding={sharding!r}: expected one of {', '.join(SHARDINGS)}"
         )
     if overlap is not None and not 0.0 <= overlap <= 1.0:
         raise ValueError(f"overlap={overlap}: expected 0..1")
@@ -362,7 +362,7 @@ def training_time(
             micro += max(0.0, a2a - compute) if moe_overlap else a2a
         if p > 1:
             cross = t * p > topology.gpus_per_node
-            bw = (_inter_bus_gbs(topology) if cross else _intra_bus_gbs(topology)) * 1e9
+            bw = (inter_bus_gbs(topology) if cross else intra_bus_gbs(topology)) * 1e9
             micro += 2 * v * act_bytes / t / bw
     pipeline = m * p * micro if naive_pipeline else (m + (p - 1) / v) * micro
 
@@ -454,7 +454,7 @@ def _context_ring_seconds(
     when the t*c GPUs fit in one, else over the NIC share."""
     chunk = local_tokens * 2 * shape.kv_heads * shape.head_dim * 2.0 / t
     inside = t * c <= topology.gpus_per_node
-    bandwidth = (_intra_bus_gbs(topology) if inside else _inter_bus_gbs(topology)) * 1e9
+    bandwidth = (intra_bus_gbs(topology) if inside else inter_bus_gbs(topology)) * 1e9
     latency = (
         ALLREDUCE_LATENCY_S.get(topology.intra_node, 25e-6)
         if inside

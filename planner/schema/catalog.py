@@ -22,7 +22,7 @@ from planner.schema.fields import (
     Rate,
     Strict,
     Width,
-    _billing_step,
+    billing_step,
 )
 
 
@@ -55,7 +55,7 @@ class Gpu(Strict):
 
 class Provider(Strict):
     name: str
-    billing_granularity_h: Annotated[float, AfterValidator(_billing_step)]
+    billing_granularity_h: Annotated[float, AfterValidator(billing_step)]
     billing_minimum_h: float = Field(ge=0, le=MAX_HOURS)
     storage_usd_per_gib_month: float = Field(ge=0)
     egress_usd_per_gib: float = Field(ge=0)

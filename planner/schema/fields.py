@@ -57,7 +57,7 @@ MIN_BILLING_H = 1 / 3.6e6
 rounding waste's grid past floating point (NaN, or an overflow)."""
 
 
-def _billing_step(hours: float) -> float:
+def billing_step(hours: float) -> float:
     if not MIN_BILLING_H <= hours <= MAX_HOURS:
         raise ValueError(
             f"expected a billing step from 1 ms to {MAX_HOURS:,.0f} h, got {hours:g} h"
@@ -65,7 +65,7 @@ def _billing_step(hours: float) -> float:
     return hours
 
 
-BillingStep = Annotated[float, _written(parse_hours), AfterValidator(_billing_step)]
+BillingStep = Annotated[float, _written(parse_hours), AfterValidator(billing_step)]
 GiB = Annotated[float, _written(parse_gib), Field(gt=0, le=MAX_GIB)]
 GiBOrZero = Annotated[float, _written(parse_gib), Field(ge=0, le=MAX_GIB)]
 USD = Annotated[float, _written(parse_usd), Field(gt=0, le=MAX_USD)]

@@ -296,7 +296,7 @@ def solve_run(
     return results
 
 
-def _value(result: PointResult, parameter: str) -> float:
+def multiplier_of(result: PointResult, parameter: str) -> float:
     return result.multipliers[parameter]
 
 

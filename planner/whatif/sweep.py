@@ -36,8 +36,8 @@ from planner.whatif.points import (
     PointResult,
     PointTask,
     SolveFn,
-    _value,
     changed,
+    multiplier_of,
     solve_point,
     solve_run,
 )
@@ -68,7 +68,7 @@ def find_switches(
     out, stack, solves = [], [(job.low, job.high, list(job.workloads))], 0
     while stack:
         low, high, names = stack.pop()
-        lo, hi = _value(low, job.parameter), _value(high, job.parameter)
+        lo, hi = multiplier_of(low, job.parameter), multiplier_of(high, job.parameter)
         if hi - lo > job.precision * (1 + 1e-9) and low.settled and high.settled:
             middle = solve(job.template.at(job.parameter, (lo + hi) / 2, low.cids))
             solves += 1
