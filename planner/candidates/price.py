@@ -55,7 +55,7 @@ def interval_is_auto(workload: Workload) -> bool:
     )
 
 
-# what-if reuse (planner/whatif.py): the exact cost model at price 1 depends only on the
+# what-if reuse (planner/whatif/): the exact cost model at price 1 depends only on the
 # workload's cost settings, W, the item time and the timing key, never on a price, so its
 # results are kept across calls. A sweep point that changes prices only re-maps prices; one
 # that changes preemption rates recomputes just the timing keys whose λ moved. The deadline

@@ -114,7 +114,7 @@ class StepCost:
         )
 
     def prompt_flops(self, start: int, end: int) -> float:
-        """FLOPs of prompt tokens start..end (`speed.prefill_flops` cut at a chunk boundary)."""
+        """FLOPs of prompt tokens start..end (`generation.prefill_flops` cut at a chunk boundary)."""
         return self.active_flops_per_token * (end - start) + self.attention_flops * (
             end * end - start * start
         )
