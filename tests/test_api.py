@@ -174,3 +174,31 @@ def test_the_schedule_confidence_replay_runs_once_with_a_chart(
     )
     schedule = planner.batch(SCENARIOS / "quarter-launch.yaml", schedule_confidence=0.9)
     assert schedule.to_dict()["schedule_confidence"]["target"] == 0.9
+
+
+def test_the_type_stub_says_what_the_package_does():
+    """`planner/__init__.pyi` repeats `solve` and `batch` (mypy reads the callable packages as modules without it)
+    and the public names: it must say what `planner.api` and `planner.__all__` say."""
+    import ast
+    import inspect
+    from pathlib import Path
+
+    import planner.api
+
+    stub = ast.parse((Path(planner.__file__).parent / "__init__.pyi").read_text())
+    functions = {f.name: f for f in stub.body if isinstance(f, ast.FunctionDef)}
+    for name in ("solve", "batch"):
+        real = inspect.signature(getattr(planner.api, name))
+        args = functions[name].args
+        stated = [a.arg for a in args.args + args.kwonlyargs]
+        defaults = [ast.literal_eval(d) for d in args.kw_defaults]
+        assert stated == list(real.parameters), name
+        assert defaults == [
+            p.default for p in real.parameters.values() if p.kind is p.KEYWORD_ONLY
+        ], name
+    (listed,) = [
+        n.value
+        for n in stub.body
+        if isinstance(n, ast.Assign) and n.targets[0].id == "__all__"
+    ]
+    assert ast.literal_eval(listed) == planner.__all__

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from planner.commands.options import FORMATS, OutputPath, warn_old_prices
+from planner.commands.options import OutputPath, format_option, warn_old_prices
 from planner.errors import PlannerError
 
 # ---------------------------------------------------------------- catalog
@@ -38,9 +38,7 @@ def catalog() -> None:
     multiple=True,
     help="Catalog names or CSV paths (default: every shipped one).",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
-)
+@format_option()
 @click.option(
     "--limit",
     type=click.IntRange(min=0),
@@ -142,13 +140,7 @@ _SHORT_HEADERS = {
     multiple=True,
     help="Catalog names or CSV paths (default: every shipped one).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "json")),
-    default="table",
-    show_default=True,
-)
+@format_option(("table", "json"))
 def catalog_show(offer, catalogs, fmt) -> None:
     """Everything about one offer: provider/region/instance_type (or a unique instance type).
 
@@ -220,13 +212,7 @@ def catalog_show(offer, catalogs, fmt) -> None:
 @click.option(
     "--provider", "providers", multiple=True, help="Only this provider (repeatable)."
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "json", "csv")),
-    default="table",
-    show_default=True,
-)
+@format_option(("table", "json", "csv"))
 def catalog_spot(traces_dir, providers, fmt) -> None:
     """How many spot nodes of each offer family could be held at once, as measured: per gang size, the share
     of time all were up (mean, worst and best zone), how long they stayed up together, how long a lost gang

@@ -7,11 +7,12 @@ from pathlib import Path
 import click
 
 from planner.commands.options import (
-    FORMATS,
     OutputPath,
     check_outputs,
     emit,
+    format_option,
     inputs_of,
+    output_option,
     warn_old_prices,
 )
 from planner.errors import PlannerError
@@ -80,19 +81,8 @@ def _with_configs(configs) -> str:
     help="Per workload, only the N fastest shapes that fit (per endpoint, the N GPU and TP replicas that "
     "serve the most per GPU).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "json", "csv")),
-    default="table",
-    show_default=True,
-)
-@click.option(
-    "-o",
-    "--output",
-    type=OutputPath(stdout_dash=True),
-    help="Write to this file (atomically) instead of stdout (`-`: stdout).",
-)
+@format_option(("table", "json", "csv"))
+@output_option
 @click.option(
     "--plan",
     "plan_file",
@@ -224,9 +214,7 @@ def _estimate_plan(
     multiple=True,
     help="Catalog names or CSV paths (default: every shipped one).",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
-)
+@format_option()
 def gpus(gpus, catalogs, fmt) -> None:
     """Each GPU model on offer: VRAM, bandwidth, FP8, the cheapest price per GPU-hour, node sizes.
 

@@ -205,3 +205,23 @@ class LazyProgress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def format_option(choices: tuple[str, ...] = FORMATS):
+    """`--format`, a table unless told otherwise."""
+    return click.option(
+        "--format",
+        "fmt",
+        type=click.Choice(choices),
+        default="table",
+        show_default=True,
+    )
+
+
+output_option = click.option(
+    "-o",
+    "--output",
+    type=OutputPath(stdout_dash=True),
+    help="Write to this file (atomically) instead of stdout (`-`: stdout).",
+)
+"""`-o FILE`: a report written atomically instead of printed (`-`: printed)."""

@@ -15,7 +15,9 @@ from planner.commands.options import (
     check_outputs,
     emit,
     exit_for,
+    format_option,
     inputs_of,
+    output_option,
     outputs_together,
     warn_old_prices,
     with_progress,
@@ -28,19 +30,8 @@ from planner.errors import PlannerError
 
 @click.command()
 @click.argument("scenario", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "json", "csv", "markdown")),
-    default="table",
-    show_default=True,
-)
-@click.option(
-    "-o",
-    "--output",
-    type=OutputPath(stdout_dash=True),
-    help="Write to this file (atomically) instead of stdout (`-`: stdout).",
-)
+@format_option(("table", "json", "csv", "markdown"))
+@output_option
 @click.option(
     "--time-limit",
     type=FiniteFloatRange(min=0.1),
@@ -103,19 +94,8 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
 
 @click.command()
 @click.argument("quarter", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "json", "csv")),
-    default="table",
-    show_default=True,
-)
-@click.option(
-    "-o",
-    "--output",
-    type=OutputPath(stdout_dash=True),
-    help="Write to this file (atomically) instead of stdout (`-`: stdout).",
-)
+@format_option(("table", "json", "csv"))
+@output_option
 @click.option(
     "--gantt", type=OutputPath(), help="Draw the schedule to FILE.png or FILE.html."
 )
@@ -229,19 +209,8 @@ def batch(
     show_default=True,
     help="Same seed, same numbers.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(("table", "json", "csv")),
-    default="table",
-    show_default=True,
-)
-@click.option(
-    "-o",
-    "--output",
-    type=OutputPath(stdout_dash=True),
-    help="Write to this file (atomically) instead of stdout (`-`: stdout).",
-)
+@format_option(("table", "json", "csv"))
+@output_option
 @click.option(
     "--time-limit",
     type=FiniteFloatRange(min=0.1),

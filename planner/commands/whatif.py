@@ -9,13 +9,14 @@ from pathlib import Path
 import click
 
 from planner.commands.options import (
-    FORMATS,
     MAX_PROCESSES,
     FiniteFloatRange,
     LazyProgress,
     OutputPath,
     check_outputs,
     emit,
+    format_option,
+    output_option,
     outputs_together,
     warn_old_prices,
     wrote,
@@ -57,15 +58,8 @@ from planner.errors import PlannerError
     metavar="KEY=VALUE,...",
     help="Scale only these offers: provider=, gpu= (name or family), region=, instance_type=.",
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True
-)
-@click.option(
-    "-o",
-    "--output",
-    type=OutputPath(stdout_dash=True),
-    help="Write to this file (atomically) instead of stdout (`-`: stdout).",
-)
+@format_option()
+@output_option
 @click.option(
     "--plot",
     type=OutputPath(Path),
