@@ -5,7 +5,7 @@ confidence; every figure computed here, so the report only formats it and `plann
 from __future__ import annotations
 
 from planner.batch.pipeline import BatchPlan, month_spans
-from planner.economics.inputs import estimate_error, process_json
+from planner.economics.inputs import estimate_error, process_json, storage_json
 from planner.economics.schedule_sim import replay_record
 from planner.schema.plan import ScheduleRecord
 from planner.schema.quarter import as_scenario
@@ -158,6 +158,8 @@ def _process(loaded, run, row) -> dict:
         hw_rate=loaded.quarter.defaults.hardware_failure_per_gpu_h,
         capacity_wait_h=float(row["capacity_wait_h"]) if spot else 0.0,
         capacity_wait_cv=float(row["capacity_wait_cv"]) if spot else 1.0,
+        checkpoint_write_h=float(row["checkpoint_write_h"]),
+        restart_h=float(row["restart_h"]),
         error=estimate_error(run, loaded.quarter.defaults),
     )
     if (
@@ -171,6 +173,7 @@ def _process(loaded, run, row) -> dict:
         if interval == interval and interval != float("inf")
         else None,
         "inputs": process,
+        "storage": storage_json(row),
     }
 
 

@@ -87,6 +87,8 @@ def _inputs(
         minimum_h=row["billing_minimum_h"],
         hw_rate=hw_rate,
         checkpoint_interval_h=row["checkpoint_interval_h"],
+        checkpoint_write_h=row["checkpoint_write_h"],
+        restart_h=row["restart_h"],
         error=error,
     )
 

@@ -20,6 +20,12 @@ from planner.candidates.limits import Limits, limit_keys
 from planner.economics.candidate import events_per_loss
 from planner.load.catalog import Catalog, offer_mask
 from planner.physics.hardware_shape import Shape, checkpoint_size_gib
+from planner.physics.storage import (
+    StorageNeeds,
+    needs_of,
+    storage_columns,
+    storage_work_h,
+)
 from planner.schema.workload import Workload
 
 HOURS_PER_MONTH = 730.0
@@ -135,9 +141,22 @@ def all_markets(offers: pd.DataFrame, catalog: Catalog, limits: Limits) -> _Mark
     )
 
 
-_PER_NODE_COUNT = ("nodes", "gpus", "units")
-"""The expanded rows' columns that differ between the node counts of one (offer, market)."""
-_PER_WORKLOAD = _PER_NODE_COUNT + ("storage_h", "egress")
+STORAGE_TIMING = ("checkpoint_h", "restart_h", "read_h", "load_h")
+"""A row's storage columns the cost model reads at price 1 (`physics/storage.storage_columns`)."""
+STORAGE_COLUMNS = STORAGE_TIMING + (
+    "storage",
+    "storage_class",
+    "persistent",
+    "restore_h",
+    "stage_h",
+    "read_gbs",
+    "write_gbs",
+    "provisioned_gib",
+)
+"""A row's storage option and what it gives the workload, besides its price per hour."""
+_PER_NODE_COUNT = ("nodes", "gpus", "units") + STORAGE_COLUMNS + ("storage_h",)
+"""The expanded rows' columns that differ between the node counts or storage options of one (offer, market)."""
+_PER_WORKLOAD = _PER_NODE_COUNT + ("egress",)
 """The expanded rows' columns that are not the (offer, market) row's: its node count's, and the workload's."""
 
 
@@ -152,6 +171,7 @@ SHAPE_COLUMNS = [
     "inter_node_gbps",
 ]
 TIMING_COLUMNS = SHAPE_COLUMNS + [
+    *STORAGE_TIMING,
     "spot_rate_per_node_h",
     "wait_h",
     "wait_cv",
@@ -161,14 +181,22 @@ TIMING_COLUMNS = SHAPE_COLUMNS + [
 ]
 
 
-def _stored_gib(workload: Workload, catalog: Catalog) -> float:
-    """What the run keeps in storage while it runs: its kept checkpoints and its data set."""
-    kept = (
-        checkpoint_size_gib(workload, catalog) * workload.checkpoint.keep
-        if workload.interruption_tolerance == "checkpointed"
-        else 0.0
-    )
-    return kept + workload.data.size
+def storage_needs(workload: Workload, catalog: Catalog) -> StorageNeeds:
+    """What the workload asks of whatever storage it runs on."""
+    return needs_of(workload, checkpoint_size_gib(workload, catalog))
+
+
+def storage_mask(catalog: Catalog, allow, forbid) -> np.ndarray:
+    """Which storage options (`Catalog.storage`) a placement rule allows: by name or by class."""
+    table = catalog.storage_table
+    names = table["name"].to_numpy()
+    classes = table["storage_class"].to_numpy()
+
+    def named(wanted) -> np.ndarray:
+        return np.isin(names, wanted) | np.isin(classes, wanted)
+
+    mask = named(allow.storage) if allow.storage else np.ones(len(table), dtype=bool)
+    return mask & ~named(forbid.storage) if forbid.storage else mask
 
 
 def _egress_usd(
@@ -210,6 +238,8 @@ _TWIN_COLUMNS = SHAPE_COLUMNS + [
     "wait_cv",
     "granularity_h",
     "minimum_h",
+    "storage",
+    *STORAGE_TIMING,
     "storage_h",
     "egress",
     "units",
@@ -218,6 +248,7 @@ _TWIN_COLUMNS = SHAPE_COLUMNS + [
 
 _OFFER_ROW = "_offer_row"
 ROW_COLUMNS = SHAPE_COLUMNS + [
+    *STORAGE_COLUMNS,
     "granularity_h",
     "minimum_h",
     "storage_h",
@@ -239,7 +270,14 @@ ROW_COLUMNS = SHAPE_COLUMNS + [
 Row = namedtuple(
     "Row",
     ROW_COLUMNS
-    + ["price", "spot_rate_per_node_h", "work_h", "item_h", "fallback_price"],
+    + [
+        "price",
+        "spot_rate_per_node_h",
+        "work_h",
+        "item_h",
+        "fallback_price",
+        "compute_h",
+    ],
 )
 _BASE_COLUMNS = set(
     ROW_COLUMNS
@@ -286,6 +324,13 @@ class Rows:
     def size(self) -> int:
         return 0 if self.offer_row is None else len(self.offer_row)
 
+    def work_h(self, compute_h: np.ndarray, at=slice(None)) -> np.ndarray:
+        """W of the rows `at` from their shapes' `compute_h`: no faster than their storage reads the data, plus
+        filling it once (`storage_work_h`)."""
+        return storage_work_h(
+            compute_h, self.columns["read_h"][at], self.columns["load_h"][at]
+        )
+
 
 _EXPANSION_FIELDS = {"allow", "forbid", "gpus", "data"}
 """The Workload fields `_build_rows` reads, besides its market rule and the GiB it stores."""
@@ -316,7 +361,7 @@ def expanded_rows(
         workload.model_dump_json(include=_EXPANSION_FIELDS),
         workload.interruption_tolerance == "none",
         bool(workload.time_budget),
-        _stored_gib(workload, catalog),
+        storage_needs(workload, catalog),
     )
     if key not in cache.rows:
         if sum(r.size for r in cache.rows.values()) >= cache.max_rows:
@@ -331,6 +376,56 @@ def grouped(workload: Workload, limits: Limits) -> tuple[bool, bool]:
         any(workload.name in g for g in limits.same_provider),
         any(workload.name in g for g in limits.same_region),
     )
+
+
+def _storage_options(
+    workload: Workload,
+    catalog: Catalog,
+    provider: np.ndarray,
+    nodes: np.ndarray,
+    gpus_per_node: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The storage options each (offer, market, node count) row is repeated for, and how many per row: those of
+    its provider the workload allows that no other beats. An option is beaten for a row when another is no
+    dearer per hour and no slower to checkpoint, restart, read or fill, one of them strictly: the cost model's
+    every figure rises with these, and no constraint of the plan reads storage, so the beaten one could never
+    be chosen. Ties keep the first by name."""
+    table = catalog.storage_table
+    allowed = storage_mask(catalog, workload.allow, workload.forbid)
+    keys = pd.DataFrame({"provider": provider, "nodes": nodes, "g": gpus_per_node})
+    combos = keys.drop_duplicates().reset_index(drop=True)
+    needs = storage_needs(workload, catalog)
+    kept: list[np.ndarray] = []
+    for p, n, g in combos.itertuples(index=False):
+        mine = np.flatnonzero(allowed & (table["provider"].to_numpy() == p))
+        mine = mine[np.argsort(table["name"].to_numpy()[mine], kind="stable")]
+        if not len(mine):
+            kept.append(mine)
+            continue
+        figures = storage_columns(
+            needs,
+            table,
+            mine,
+            np.full(len(mine), n, dtype=float),
+            np.full(len(mine), g, dtype=float),
+        )
+        cost = np.column_stack(
+            [figures[c] for c in ("storage_h", *STORAGE_TIMING)]
+        ).round(12)
+        no_worse = (cost[:, None, :] <= cost[None, :, :]).all(axis=2)
+        same = (cost[:, None, :] == cost[None, :, :]).all(axis=2)
+        # j beats i: no worse everywhere, and either better somewhere or equal and earlier by name
+        order = np.arange(len(mine))
+        beats = no_worse & (~same | (order[:, None] < order[None, :]))
+        np.fill_diagonal(beats, False)
+        kept.append(mine[~beats.any(axis=0)])
+    combo_of_row = keys.merge(
+        combos.reset_index(), on=["provider", "nodes", "g"], how="left"
+    )["index"].to_numpy()
+    counts = np.array([len(k) for k in kept], dtype=np.int64)[combo_of_row]
+    if not counts.any():
+        return np.zeros(0, dtype=np.int64), counts
+    return np.concatenate([kept[c] for c in combo_of_row]).astype(np.int64), counts
 
 
 def _build_rows(
@@ -387,26 +482,45 @@ def _build_rows(
     nodes = np.concatenate(ladders)[
         np.repeat(starts - firsts, sizes) + np.arange(considered)
     ]
+    # then each row once per storage option that no other option of its provider beats for it
+    option, copies = _storage_options(
+        workload,
+        catalog,
+        every.columns["provider"][repeat],
+        nodes,
+        every.columns["gpus_per_node"][repeat],
+    )
+    if not len(option):
+        return Rows(
+            catalog,
+            "no storage option of the allowed offers' providers matches its allow/forbid storage rules",
+            0,
+        )
+    repeat, nodes = np.repeat(repeat, copies), np.repeat(nodes, copies)
+    offer_market = np.repeat(np.repeat(np.arange(len(pick)), sizes), copies)
+    considered = len(repeat)
     columns = {
         c: every.columns[c][repeat] for c in ROW_COLUMNS if c not in _PER_WORKLOAD
     }
     columns["nodes"], columns["gpus"] = nodes, nodes * columns["gpus_per_node"]
+    storage = catalog.storage_table
+    columns |= storage_columns(
+        storage_needs(workload, catalog),
+        storage,
+        option,
+        nodes,
+        columns["gpus_per_node"].astype(float),
+    )
+    for column in ("storage_class", "persistent"):
+        columns[column] = storage[column].to_numpy()[option]
+    columns["storage"] = storage["name"].to_numpy()[option]
     provider = every.columns["provider"][pick]
-    stored_gib = _stored_gib(workload, catalog)
     per_offer = {  # what depends on the (offer, market) and the workload
-        "storage_h": pd.Series(provider)
-        .map(
-            {
-                p: stored_gib * v.storage_usd_per_gib_month / HOURS_PER_MONTH
-                for p, v in catalog.providers.items()
-            }
-        )
-        .to_numpy(float),
         "egress": _egress_usd(
             workload, catalog, provider, every.columns["region"][pick]
         ),
     }
-    columns |= {c: np.repeat(v, sizes) for c, v in per_offer.items()}
+    columns |= {c: v[offer_market] for c, v in per_offer.items()}
     # GPUs drawn from quotas or a capped offer
     units = np.where(every.columns["limited"][repeat], columns["gpus"], 0)
     codes: dict[str, np.ndarray] = {"units": pd.factorize(units)[0]}
@@ -417,9 +531,9 @@ def _build_rows(
             codes[column] = (
                 pd.factorize(columns[column])[0]
                 if column in _PER_NODE_COUNT
-                else np.repeat(
-                    pd.factorize(per_offer[column], use_na_sentinel=False)[0], sizes
-                )
+                else pd.factorize(per_offer[column], use_na_sentinel=False)[0][
+                    offer_market
+                ]
                 if column in per_offer
                 else every.code(column)[repeat]
             )

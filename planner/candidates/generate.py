@@ -256,7 +256,7 @@ def _workload_candidates(
         if unbeaten.any():
             at, screened = at[unbeaten], True
     physics.estimated(rows.shape[at], rows, catalog, cache)
-    work_h, item_h = physics.work_h[rows.shape], physics.item_h[rows.shape]
+    work_h, item_h = rows.work_h(physics.work_h[rows.shape]), physics.item_h[rows.shape]
     fits = work_h[at] < math.inf
     if not fits.any():
         estimates = [physics.estimates[i] for i in pd.unique(rows.shape[at])]
@@ -329,7 +329,10 @@ def _workload_candidates(
     ranked.twin = np.where(ranked.twin >= 0, np.argsort(order)[ranked.twin], -1)
     at = ranked.at
     columns = [rows.columns[c][at].tolist() for c in ROW_COLUMNS]
-    columns += [a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price)]
+    compute_h = physics.work_h[rows.shape]
+    columns += [
+        a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price, compute_h)
+    ]
     out, missed, chosen, runaway, unheld, risky = [], [], [], [], [], []
     # then every fallback row's spot twin is a row too
     spot_allowed = workload.allows_market("spot")

@@ -25,6 +25,7 @@ from planner.economics.candidate import CandidateInputs, CostResult
 from planner.economics.estimate_error import EstimateError
 from planner.economics.inputs import cost_inputs
 from planner.load.catalog import Catalog
+from planner.physics.storage import data_bound_share
 from planner.schema.plan import PRICED_KEYS
 from planner.schema.workload import Workload
 
@@ -201,6 +202,8 @@ def exact_of(
                 minimum_h=row.minimum_h,
                 hw_rate=hw_rate,
                 checkpoint_interval_h=_fixed_interval(workload, row.work_h, row.item_h),
+                checkpoint_write_h=float(row.checkpoint_h),
+                restart_h=float(row.restart_h),
                 capacity_wait_h=float(row.wait_h),
                 capacity_wait_cv=float(row.wait_cv),
                 error=fingerprint[2],
@@ -255,7 +258,7 @@ def candidate_row(
     events = (unit.spot_failures if row.fallback else unit.failures) * spot_share
     return {
         "workload": workload.name,
-        "cid": f"{workload.name}|{row.key}|{row.market}|x{int(row.nodes)}",
+        "cid": f"{workload.name}|{row.key}|{row.market}|x{int(row.nodes)}|{row.storage}",
         "offer_key": row.key,
         "provider": row.provider,
         "region": row.region,
@@ -276,6 +279,19 @@ def candidate_row(
         "checkpoint_interval_h": unit.checkpoint_interval_h,
         "segments": unit.segments,
         "work_h": row.work_h,
+        "storage": row.storage,
+        "storage_class": row.storage_class,
+        "storage_persistent": bool(row.persistent),
+        "storage_read_gbs": float(row.read_gbs),
+        "storage_write_gbs": float(row.write_gbs),
+        "storage_provisioned_gib": float(row.provisioned_gib),
+        "checkpoint_write_h": float(row.checkpoint_h),
+        "restart_h": float(row.restart_h),
+        "restore_h": float(row.restore_h),
+        "stage_h": float(row.stage_h),
+        "load_h": float(row.load_h),
+        "data_read_h": float(row.read_h),
+        "data_bound_share": data_bound_share(row.compute_h, float(row.read_h)),
         "wall_h": unit.wall_h,
         "failures": unit.failures,
         "billed_node_h": unit.billed_node_h,

@@ -51,8 +51,8 @@ def _screen_timings(
         + n * keys["gpus_per_node"].astype(float) * hw_rate
     )
     gran = keys["granularity_h"].astype(float)
-    R = workload.restart_overhead
-    C = 0.0 if tolerance != "checkpointed" else workload.checkpoint.write_time
+    R = keys["restart_h"].astype(float)
+    C = keys["checkpoint_h"].astype(float) * (tolerance == "checkpointed")
     if interval_is_auto(workload):
         # the exact τ with fine billing (see _auto_interval)
         k = screen.quick_k(W, C, R, lam, n, gran)
@@ -70,10 +70,12 @@ def _screen_timings(
         )
         if coarse.any():
             k_max = np.minimum(100_000, np.maximum(1, np.ceil(W[coarse] / 1e-3)))
-            et_lo[coarse] = screen.min_expected_time(W[coarse], C, R, lam[coarse])
-            t0[coarse] = R + W[coarse] + C
-            t0_hi[coarse] = R + W[coarse] + k_max * C
-            p0[coarse] = np.exp(-lam[coarse] * (W[coarse] + k_max * C))
+            et_lo[coarse] = screen.min_expected_time(
+                W[coarse], C[coarse], R[coarse], lam[coarse]
+            )
+            t0[coarse] = R[coarse] + W[coarse] + C[coarse]
+            t0_hi[coarse] = R[coarse] + W[coarse] + k_max * C[coarse]
+            p0[coarse] = np.exp(-lam[coarse] * (W[coarse] + k_max * C[coarse]))
             # the fallback's bound then stays the failure-free one
             full[coarse] = last[coarse] = np.nan
     else:
@@ -288,8 +290,10 @@ def screened_bounds(
             keys
             | {
                 "spot_rate_per_node_h": lam[first],
-                "work_h": physics.work_h[shape],
+                "work_h": rows.work_h(physics.work_h[shape], first),
                 "item_h": physics.item_h[shape],
+                "checkpoint_h": rows.columns["checkpoint_h"][first],
+                "restart_h": rows.columns["restart_h"][first],
             },
             workload,
             hw_rate,

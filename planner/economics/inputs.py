@@ -27,15 +27,6 @@ def estimate_error(workload: Workload, defaults: Defaults) -> EstimateError:
     return PUBLISHED if chosen == "published" else EstimateError(0.0, float(chosen))
 
 
-def checkpoint_write_h(workload: Workload) -> float:
-    """Hours per checkpoint written: none for a stateless job (each finished item is its own progress)."""
-    return (
-        0.0
-        if workload.interruption_tolerance == "stateless"
-        else workload.checkpoint.write_time
-    )
-
-
 def cost_inputs(
     workload: Workload,
     *,
@@ -48,6 +39,8 @@ def cost_inputs(
     minimum_h: float,
     hw_rate: float,
     checkpoint_interval_h: float,
+    checkpoint_write_h: float,
+    restart_h: float,
     storage_usd_per_h: float = 0.0,
     egress_usd: float = 0.0,
     capacity_wait_h: float = 0.0,
@@ -60,8 +53,8 @@ def cost_inputs(
     variation; the deadline is the workload's budget)."""
     return CandidateInputs(
         work_h=work_h,
-        checkpoint_write_h=checkpoint_write_h(workload),
-        restart_h=workload.restart_overhead,
+        checkpoint_write_h=checkpoint_write_h,
+        restart_h=restart_h,
         nodes=nodes,
         gpus_per_node=gpus_per_node,
         spot_rate_per_node_h=spot_rate_per_node_h,
@@ -89,6 +82,8 @@ def process_json(
     spot_rate_per_node_h: float,
     hw_rate: float,
     capacity_wait_h: float,
+    checkpoint_write_h: float,
+    restart_h: float,
     capacity_wait_cv: float = 1.0,
     error: EstimateError = EXACT,
 ) -> dict:
@@ -97,8 +92,8 @@ def process_json(
     events = nodes * spot_rate_per_node_h
     return {
         "work_h": work_h,
-        "checkpoint_write_h": checkpoint_write_h(workload),
-        "restart_h": workload.restart_overhead,
+        "checkpoint_write_h": checkpoint_write_h,
+        "restart_h": restart_h,
         "failure_rate_per_h": events + gpus * hw_rate,
         "preemption_events_per_h": events,
         "capacity_wait_h": capacity_wait_h,
@@ -106,6 +101,27 @@ def process_json(
         "interruption_tolerance": workload.interruption_tolerance,
         "estimate_error": {"median": error.median, "sigma": error.sigma},
     }
+
+
+STORAGE_KEYS = {
+    "name": "storage",
+    "class": "storage_class",
+    "persistent": "storage_persistent",
+    "read_gbs": "storage_read_gbs",
+    "write_gbs": "storage_write_gbs",
+    "provisioned_gib": "storage_provisioned_gib",
+    "restore_h": "restore_h",
+    "stage_h": "stage_h",
+    "load_h": "load_h",
+    "data_read_h": "data_read_h",
+    "data_bound_share": "data_bound_share",
+}
+"""A plan's `storage` record's keys, and the candidate columns they come from."""
+
+
+def storage_json(candidate) -> dict:
+    """A placed job's storage as the JSON contracts carry it (`candidate`: its candidate row, a mapping)."""
+    return {key: candidate[column] for key, column in STORAGE_KEYS.items()}
 
 
 def inputs_from_process(

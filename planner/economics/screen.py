@@ -20,7 +20,9 @@ def segment_time(lam, s, R):
 
 
 def expected_time(W, C, R, lam, ks):
-    """costmodel.expected_time vectorised over keys: E[T], E[F] for ks[i, j] equal segments of key i."""
+    """costmodel.expected_time vectorised over keys: E[T], E[F] for ks[i, j] equal segments of key i (C and R
+    one per key, or one for all)."""
+    C, R = (x[:, None] if np.ndim(x) else x for x in (C, R))
     s = W[:, None] / ks + C
     grow = np.expm1(np.minimum(lam[:, None] * s, MAX_EXP))
     safe = np.where(lam > 0, lam, 1.0)[:, None]
@@ -34,6 +36,7 @@ def quick_k(W, C, R, lam, n, gran):
     """costmodel.quick_interval's k = W/τ, vectorised over keys: the same log grid, the same window
     around its best and the same ties, so the same k (tests/test_costmodel.py holds them together)."""
     W, lam, n, gran = (np.asarray(a, dtype=float) for a in (W, lam, n, gran))
+    C, R = (np.broadcast_to(np.asarray(x, dtype=float), W.shape) for x in (C, R))
     k_max = np.minimum(
         100_000, np.maximum(1, np.ceil(W / np.maximum(W / 1e5, 1e-3)))
     ).astype(np.int64)
@@ -61,8 +64,8 @@ def quick_k(W, C, R, lam, n, gran):
         k[chunk] = _argmin_k(
             np.minimum(steps, hi[chunk, None]),
             W[chunk],
-            C,
-            R,
+            C[chunk],
+            R[chunk],
             lam[chunk],
             n[chunk],
             gran[chunk],

@@ -21,7 +21,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from planner.errors import PlannerError, did_you_mean
 from planner.load import yaml as yamlio
-from planner.schema.catalog import Gpu, ModelArch, Offer, Provider
+from planner.schema.catalog import Gpu, ModelArch, Offer, Provider, StorageOffer
 
 
 def _shipped(package: str) -> Path:
@@ -232,6 +232,32 @@ class Catalog:
     ] = ()  # the tables and offer CSVs read, so no output is written over one
     # measured availability spot offers are held to; None: the shipped ones
     spot_traces: tuple | None = None
+    # where a job's data and checkpoints can live, per provider (catalogs/storage.csv)
+    storage: tuple[StorageOffer, ...] = ()
+
+    @cached_property
+    def storage_table(self) -> pd.DataFrame:
+        """`storage` as a table the physics reads by position, with each option's `backing`: itself where
+        persistent, else its provider's cheapest persistent shared option (where a local disk's data set and
+        checkpoints persist)."""
+        table = pd.DataFrame(
+            [o.model_dump() for o in self.storage],
+            columns=list(StorageOffer.model_fields),
+        ).astype({"node_max_mbs": float, "max_mbs": float})
+        home = {}
+        for i, o in enumerate(self.storage):
+            if o.persistent and o.shared:
+                best = home.get(o.provider)
+                if best is None or (o.usd_per_gib_month, o.name) < (
+                    self.storage[best].usd_per_gib_month,
+                    self.storage[best].name,
+                ):
+                    home[o.provider] = i
+        table["backing"] = [
+            i if o.persistent else home.get(o.provider, i)
+            for i, o in enumerate(self.storage)
+        ]
+        return table
 
     def gpu(self, name: str) -> Gpu:
         """A GPU by canonical name, or by family (`H100` -> its fastest member, H100-SXM)."""
@@ -345,6 +371,15 @@ def load_providers(directory: Path = CATALOG_DIR) -> dict[str, Provider]:
         frame[hours] = (frame.pop(seconds).astype(float) / 3600).astype(str)
     frame = frame.drop(columns=["notes"], errors="ignore")
     return {p.name: p for p in _validate_rows(Provider, frame, path, "provider")}
+
+
+def load_storage(directory: Path = CATALOG_DIR) -> tuple[StorageOffer, ...]:
+    path = directory / "storage.csv"
+    frame, _, _ = read_table_file(path, "storage table")
+    frame = frame.rename(columns={"class": "storage_class"}).drop(
+        columns=["notes"], errors="ignore"
+    )
+    return tuple(_validate_rows(StorageOffer, frame, path, "storage"))
 
 
 def read_offers(
@@ -475,6 +510,7 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
         offers=offers,
         sources=sources,
         files=(*catalog_tables(), *files),
+        storage=load_storage(),
     )
 
 

@@ -58,6 +58,7 @@ def plan_frame(plan: Plan) -> pd.DataFrame:
                 "nodes": a["nodes"],
                 "gpus": a["gpus"],
                 "market": a["market"],
+                "storage": (a["storage"] or {}).get("name", ""),
                 "parallelism": (a["parallelism"] or {}).get("label", ""),
                 "checkpoint": format_hours(interval) if interval else "none",
                 "expected_h": round(e["wall_h"], 2),
@@ -111,6 +112,7 @@ def _status_line(plan: Plan) -> str:
 
 PLAN_DROP = (
     "parallelism",
+    "storage",
     "checkpoint",
     "region",
     "provider",

@@ -4,7 +4,7 @@ from a Hugging Face config), with the physical bounds an offer must stay within.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Discriminator, Field, Tag, model_validator
 
@@ -51,6 +51,45 @@ class Gpu(Strict):
             "fp8": self.fp8_tflops,
             "int8": self.int8_tops,
         }.get(precision)
+
+
+StorageClass = Literal["local", "block", "shared_fs", "object", "network_volume"]
+"""Where a job's data and checkpoints can live: instance-attached NVMe (lost with the node), a network block
+volume per node, a shared file system (Lustre/Filestore class), an object store (S3 class), a GPU cloud's
+persistent network volume."""
+
+
+class StorageOffer(Strict):
+    """One storage option of a provider (catalogs/storage.csv): its bandwidth, persistence and price."""
+
+    provider: str
+    name: Name
+    storage_class: StorageClass
+    scope: Literal["node", "tib"] = Field(
+        description="node: read_mbs/write_mbs per node (its own disk, volume or client); tib: per "
+        "provisioned TiB of a shared file system"
+    )
+    read_mbs: float = Field(
+        gt=0, le=1e7, description="MB/s (1e6 bytes) per node or per TiB"
+    )
+    write_mbs: float = Field(gt=0, le=1e7, description="MB/s per node or per TiB")
+    node_max_mbs: float | None = Field(
+        None, gt=0, le=1e7, description="one node's most, whatever the provisioned size"
+    )
+    max_mbs: float | None = Field(
+        None,
+        gt=0,
+        le=1e9,
+        description="the volume's or file system's most, all nodes together",
+    )
+    min_gib: float = Field(0.0, ge=0, le=1e9, description="smallest provisioned size")
+    persistent: bool = Field(description="survives losing the node")
+    shared: bool = Field(
+        description="one copy all nodes read (false: one volume or disk per node, each with the data set)"
+    )
+    usd_per_gib_month: float = Field(ge=0, le=1e3)
+    source: str = ""
+    as_of: str = ""
 
 
 class Provider(Strict):

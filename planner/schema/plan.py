@@ -179,6 +179,35 @@ class Alternative(Record):
     wall_h: float
 
 
+class StorageRecord(Record):
+    """Where a job's data and checkpoints live and what that gives it (physics/storage.py); the hours here are
+    already in the process's `work_h`, `checkpoint_write_h` and `restart_h`."""
+
+    name: str
+    storage_class: str = Field(alias="class")
+    persistent: bool
+    read_gbs: float | None = described("GB/s the job's nodes read together")
+    write_gbs: float | None = described("GB/s its checkpoints are written at")
+    provisioned_gib: float | None = described(
+        "GiB provisioned (0: a local disk, its data kept in the backing store)"
+    )
+    restore_h: float | None = described(
+        "hours to read the last checkpoint back, per restart"
+    )
+    stage_h: float | None = described(
+        "hours to stage the data set onto new local disks, per start"
+    )
+    load_h: float | None = described(
+        "hours to fill a persistent volume once, in work_h"
+    )
+    data_read_h: float | None = described(
+        "hours to read the data set every epoch at this rate"
+    )
+    data_bound_share: float | None = described(
+        "share of that reading time the GPUs wait on data (0: compute-bound)"
+    )
+
+
 class AssignmentRecord(Record):
     """Where one job runs, how, and what it is expected to cost (`planner solve`'s `assignments`)."""
 
@@ -195,6 +224,7 @@ class AssignmentRecord(Record):
         description="hours between checkpoints; null: none (one segment)"
     )
     inputs: AssignmentInputs
+    storage: StorageRecord | None = described("where its data and checkpoints live")
     expected: Expected
     breakdown_usd: Breakdown
     replayed: Replayed | None = None
@@ -355,6 +385,7 @@ class ScheduledRunRecord(Record):
     )
     checkpoint_interval_h: Hours | None
     inputs: Process
+    storage: StorageRecord | None = described("where its data and checkpoints live")
 
     @field_serializer("start", "end")
     def _iso(self, moment) -> str:

@@ -124,7 +124,16 @@ class Checkpointing(Strict):
         "auto",
         description="hours of work between checkpoints, or auto (Young/Daly's optimum)",
     )
-    write_time: HoursOrZero = Field(2 / 60, description="hours to write one checkpoint")
+    write_time: HoursOrZero | None = Field(
+        None,
+        description="hours to write one checkpoint; default: its size over the chosen storage's write "
+        "bandwidth",
+    )
+    asynchronous: bool = Field(
+        False,
+        description="the write runs behind training (PyTorch DCP async_save): the GPUs pause only to copy "
+        "their shard to host memory, and a restart may lose the checkpoint in flight",
+    )
     size: GiBOrZero | None = Field(None, description="default: the model states' size")
     keep: int = Field(
         2, ge=1, le=MAX_CHECKPOINTS_KEPT, description="checkpoints kept in storage"
@@ -144,6 +153,14 @@ class Data(Strict):
     location: str | None = Field(
         None, description="'provider' or 'provider/region' where it lives"
     )
+    epochs: Annotated[float, Field(gt=0, le=1e6)] = Field(
+        1.0, description="passes over the data set: the run reads size times this"
+    )
+    sample_size: GiBOrZero | None = Field(
+        None,
+        description="one sample as the loader reads it (an image of 115KB): small objects read from a "
+        "bucket wait on each request; default: large shards (WebDataset, Megatron .bin), read at full rate",
+    )
 
 
 class Placement(Strict):
@@ -155,6 +172,11 @@ class Placement(Strict):
         (), description="GPU names or families; `H100:8` = nodes of 8 (SkyPilot syntax)"
     )
     instance_types: tuple[str, ...] = Field((), description="instance type names")
+    storage: tuple[str, ...] = Field(
+        (),
+        description="storage options or classes (local, block, shared_fs, object, network_volume) for its "
+        "data and checkpoints",
+    )
     markets: tuple[Literal["on_demand", "spot", "spot_fallback"], ...] = Field(
         (),
         description="spot_fallback: spot that moves to on-demand to hold the deadline (cost-model §10)",

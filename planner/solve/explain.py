@@ -13,6 +13,7 @@ from planner.candidates.risk import SAFETY
 from planner.economics import costmodel, fallback
 from planner.economics.inputs import inputs_from_assignment
 from planner.schema.plan import AssignmentRecord
+from planner.schema.units import format_hours
 from planner.solve.pipeline import Plan, assignments
 
 RISK_MARGIN = 0.15
@@ -51,6 +52,7 @@ def explanations(plan: Plan) -> list[str]:
                 f"${replayed['compute_usd']:,.2f} (fitted ${fitted:,.2f})"
             )
         others = every[(every["workload"] == row.workload) & (every["cid"] != row.cid)]
+        lines.append("  " + _storage(row, others))
         risk = _risk(row, others, placed[row.workload])
         if risk:
             lines.append("  " + risk)
@@ -69,6 +71,37 @@ def explanations(plan: Plan) -> list[str]:
         if others.empty:
             lines.append("  the only feasible candidate")
     return lines
+
+
+def _storage(win, others: pd.DataFrame) -> str:
+    """Where the winner keeps its data and checkpoints, what that costs it in hours, and the cheapest candidate
+    of the same offer and market on other storage, where one was priced."""
+    hours = [
+        f"checkpoint write {format_hours(win.checkpoint_write_h)}"
+        if win.checkpoint_write_h
+        else "",
+        f"restore {format_hours(win.restore_h)}" if win.restore_h else "",
+        f"data staged in {format_hours(win.stage_h)} per start" if win.stage_h else "",
+        f"volume filled in {format_hours(win.load_h)}" if win.load_h else "",
+        f"data-bound {win.data_bound_share:.0%} of its reading time"
+        if win.data_bound_share
+        else "",
+    ]
+    text = (
+        f"storage {win.storage} ({win.storage_class}, read {win.storage_read_gbs:,.1f} GB/s, write "
+        f"{win.storage_write_gbs:,.1f} GB/s): " + ", ".join(h for h in hours if h)
+    ).rstrip(": ")
+    same = others[
+        (others["offer_key"] == win.offer_key)
+        & (others["market"] == win.market)
+        & (others["storage"] != win.storage)
+    ].nsmallest(1, "cost_usd")
+    for alt in same.itertuples(index=False):
+        text += (
+            f"; on {alt.storage} ({alt.storage_class}) the same offer costs ${alt.cost_usd:,.2f} over "
+            f"{alt.wall_h:.1f} h"
+        )
+    return text
 
 
 def _risk(win, others: pd.DataFrame, assignment: dict) -> str:

@@ -15,7 +15,7 @@ import pandas as pd
 from planner.candidates.cache import CandidateCache
 from planner.candidates.generate import RUNNER_UPS, CandidateSet, generate
 from planner.candidates.limits import Limits, limits_of, quota_mask
-from planner.economics.inputs import estimate_error, process_json
+from planner.economics.inputs import estimate_error, process_json, storage_json
 from planner.load.scenario import LoadedScenario
 from planner.schema.plan import BREAKDOWN_KEYS
 from planner.solve.model import JOB_COLUMNS, build_model
@@ -239,6 +239,8 @@ def assignments(plan: Plan, alternatives: int = RUNNER_UPS) -> list[dict]:
                         hw_rate=scenario.defaults.hardware_failure_per_gpu_h,
                         capacity_wait_h=row.capacity_wait_h,
                         capacity_wait_cv=row.capacity_wait_cv,
+                        checkpoint_write_h=row.checkpoint_write_h,
+                        restart_h=row.restart_h,
                         error=estimate_error(workload, scenario.defaults),
                     ),
                     "price_per_node_h": row.price_per_node_h,
@@ -255,6 +257,7 @@ def assignments(plan: Plan, alternatives: int = RUNNER_UPS) -> list[dict]:
                         else {}
                     ),
                 },
+                "storage": storage_json(row._asdict()),
                 "expected": {
                     "wall_h": row.wall_h,
                     "failures": row.failures,
