@@ -102,12 +102,12 @@ def test_true_or_false_for_a_number_is_refused(run, scenario_file, text, key, li
         (
             "    checkpoint: 5\n",
             "workloads[0].checkpoint",
-            "expected a mapping of keys (every, write_time, size, keep), got 5",
+            "expected a mapping of keys (every, write_time, asynchronous, size, keep), got 5",
         ),
         (
             "    data: 2GiB\n",
             "workloads[0].data",
-            "expected a mapping of keys (size, location), got '2GiB'",
+            "expected a mapping of keys (size, location, epochs, sample_size), got '2GiB'",
         ),
         (
             "constraints: [1]\n",

@@ -283,7 +283,7 @@ def test_the_risk_line_compares_with_the_fallback_on_the_same_nodes(run, tmp_pat
         if line.strip().startswith("risk:")
     ]
     assert risk.startswith(
-        "risk: 0.7% cheaper than spot-fallback (1 x eight-a100, $280.33) for 3.7 expected"
+        "risk: 0.7% cheaper than spot-fallback (1 x eight-a100, $280.39) for 3.7 expected"
     )
     scenario["defaults"]["risk"] = {
         "min_spot_saving": "5%"

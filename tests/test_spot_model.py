@@ -373,7 +373,7 @@ def test_a_narrow_spot_win_names_its_risk_and_the_figures_hold_in_simulation(
     e = a["expected"]
     assert a["market"] == "spot" and 3 < e["preemption_events"] < e["failures"] + 1e-9
     assert risk.startswith(
-        "risk: 12.1% cheaper than on-demand (1 x eight-a100, $316.75) for "
+        "risk: 12.1% cheaper than on-demand (1 x eight-a100, $316.76) for "
         f"{e['preemption_events']:.1f} expected preemption events and {e['waiting_h']:.1f} h waiting"
     )
     a = AssignmentRecord.model_validate(a)

@@ -382,6 +382,7 @@ def _storage_options(
     workload: Workload,
     catalog: Catalog,
     provider: np.ndarray,
+    instance_type: np.ndarray,
     nodes: np.ndarray,
     gpus_per_node: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -392,12 +393,27 @@ def _storage_options(
     be chosen. Ties keep the first by name."""
     table = catalog.storage_table
     allowed = storage_mask(catalog, workload.allow, workload.forbid)
-    keys = pd.DataFrame({"provider": provider, "nodes": nodes, "g": gpus_per_node})
-    combos = keys.drop_duplicates().reset_index(drop=True)
     needs = storage_needs(workload, catalog)
+    # a data set goes on local disks only where they are known to hold it
+    local = pd.Series(
+        [catalog.local_gib.get(key, 0.0) for key in zip(provider, instance_type)]
+    ).to_numpy()
+    keys = pd.DataFrame(
+        {
+            "provider": provider,
+            "nodes": nodes,
+            "g": gpus_per_node,
+            "fits": (needs.data_gib == 0) | (local >= needs.data_gib),
+        }
+    )
+    combos = keys.drop_duplicates().reset_index(drop=True)
     kept: list[np.ndarray] = []
-    for p, n, g in combos.itertuples(index=False):
-        mine = np.flatnonzero(allowed & (table["provider"].to_numpy() == p))
+    for p, n, g, fits in combos.itertuples(index=False):
+        mine = np.flatnonzero(
+            allowed
+            & (table["provider"].to_numpy() == p)
+            & (fits | (table["storage_class"].to_numpy() != "local"))
+        )
         mine = mine[np.argsort(table["name"].to_numpy()[mine], kind="stable")]
         if not len(mine):
             kept.append(mine)
@@ -419,9 +435,8 @@ def _storage_options(
         beats = no_worse & (~same | (order[:, None] < order[None, :]))
         np.fill_diagonal(beats, False)
         kept.append(mine[~beats.any(axis=0)])
-    combo_of_row = keys.merge(
-        combos.reset_index(), on=["provider", "nodes", "g"], how="left"
-    )["index"].to_numpy()
+    # combos are numbered in order of first appearance, as drop_duplicates lists them
+    combo_of_row = keys.groupby(list(keys.columns), sort=False).ngroup().to_numpy()
     counts = np.array([len(k) for k in kept], dtype=np.int64)[combo_of_row]
     if not counts.any():
         return np.zeros(0, dtype=np.int64), counts
@@ -487,6 +502,7 @@ def _build_rows(
         workload,
         catalog,
         every.columns["provider"][repeat],
+        every.columns["instance_type"][repeat],
         nodes,
         every.columns["gpus_per_node"][repeat],
     )

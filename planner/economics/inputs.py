@@ -121,7 +121,11 @@ STORAGE_KEYS = {
 
 def storage_json(candidate) -> dict:
     """A placed job's storage as the JSON contracts carry it (`candidate`: its candidate row, a mapping)."""
-    return {key: candidate[column] for key, column in STORAGE_KEYS.items()}
+    kind = {"name": str, "class": str, "persistent": bool}
+    return {
+        key: kind.get(key, float)(candidate[column])
+        for key, column in STORAGE_KEYS.items()
+    }
 
 
 def inputs_from_process(

@@ -21,7 +21,14 @@ from pydantic import TypeAdapter, ValidationError
 
 from planner.errors import PlannerError, did_you_mean
 from planner.load import yaml as yamlio
-from planner.schema.catalog import Gpu, ModelArch, Offer, Provider, StorageOffer
+from planner.schema.catalog import (
+    Gpu,
+    LocalDisk,
+    ModelArch,
+    Offer,
+    Provider,
+    StorageOffer,
+)
 
 
 def _shipped(package: str) -> Path:
@@ -234,12 +241,14 @@ class Catalog:
     spot_traces: tuple | None = None
     # where a job's data and checkpoints can live, per provider (catalogs/storage.csv)
     storage: tuple[StorageOffer, ...] = ()
+    # local NVMe GiB per (provider, instance type), where published (catalogs/local_disks.csv)
+    local_gib: dict[tuple[str, str], float] = field(default_factory=dict)
 
     @cached_property
     def storage_table(self) -> pd.DataFrame:
         """`storage` as a table the physics reads by position, with each option's `backing`: itself where
         persistent, else its provider's cheapest persistent shared option (where a local disk's data set and
-        checkpoints persist)."""
+        checkpoints persist); and its `origin`, that option, where a data set is copied from."""
         table = pd.DataFrame(
             [o.model_dump() for o in self.storage],
             columns=list(StorageOffer.model_fields),
@@ -257,7 +266,14 @@ class Catalog:
             i if o.persistent else home.get(o.provider, i)
             for i, o in enumerate(self.storage)
         ]
-        return table
+        table["origin"] = [home.get(o.provider, i) for i, o in enumerate(self.storage)]
+        table["sized_for_bandwidth"] = False
+        # a file system whose bandwidth grows with its size is also offered sized to what its clients can read
+        grows = table[(table["scope"] == "tib") & table["node_max_mbs"].notna()]
+        bandwidth = grows.assign(
+            name=grows["name"] + BANDWIDTH_SIZED, sized_for_bandwidth=True
+        )
+        return pd.concat([table, bandwidth], ignore_index=True)
 
     def gpu(self, name: str) -> Gpu:
         """A GPU by canonical name, or by family (`H100` -> its fastest member, H100-SXM)."""
@@ -373,6 +389,10 @@ def load_providers(directory: Path = CATALOG_DIR) -> dict[str, Provider]:
     return {p.name: p for p in _validate_rows(Provider, frame, path, "provider")}
 
 
+BANDWIDTH_SIZED = "-for-bandwidth"
+"""The name suffix of a shared file system provisioned for its clients' bandwidth rather than its contents."""
+
+
 def load_storage(directory: Path = CATALOG_DIR) -> tuple[StorageOffer, ...]:
     path = directory / "storage.csv"
     frame, _, _ = read_table_file(path, "storage table")
@@ -380,6 +400,16 @@ def load_storage(directory: Path = CATALOG_DIR) -> tuple[StorageOffer, ...]:
         columns=["notes"], errors="ignore"
     )
     return tuple(_validate_rows(StorageOffer, frame, path, "storage"))
+
+
+def load_local_disks(directory: Path = CATALOG_DIR) -> dict[tuple[str, str], float]:
+    path = directory / "local_disks.csv"
+    frame, _, _ = read_table_file(path, "local disk table")
+    frame = frame.drop(columns=["notes"], errors="ignore")
+    return {
+        (d.provider, d.instance_type): d.local_gib
+        for d in _validate_rows(LocalDisk, frame, path, "local disk")
+    }
 
 
 def read_offers(
@@ -511,6 +541,7 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
         sources=sources,
         files=(*catalog_tables(), *files),
         storage=load_storage(),
+        local_gib=load_local_disks(),
     )
 
 

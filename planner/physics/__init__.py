@@ -16,4 +16,5 @@ estimate     the adapter from a workload and a hardware shape to the above
 estimate_table  `planner estimate` for workloads: the fastest shape per GPU model and count, the best few
 batching     continuous batching on one replica, step by step (TTFT and TPOT under load)
 serving      a replica's serving capacity within the SLO, in closed form from that step model
+storage      a job's data and checkpoints on a storage option: read, write, restore and staging hours, its price
 """

@@ -108,6 +108,8 @@ def storage_columns(
     o = {c: options[c].to_numpy()[option] for c in options.columns}
     home = options["backing"].to_numpy()[option]  # where checkpoints persist
     b = {c: options[c].to_numpy()[home] for c in options.columns}
+    origin = options["origin"].to_numpy()[option]  # where a data set is copied from
+    src = {c: options[c].to_numpy()[origin] for c in options.columns}
     nodes = np.asarray(nodes, dtype=float)
     per_node = ~o["shared"].astype(bool)
     kept = needs.checkpoint_gib * needs.kept
@@ -121,6 +123,15 @@ def storage_columns(
         per_node, stored / nodes, stored
     )  # what one volume or the file system holds
     provisioned = np.maximum(held, o["min_gib"].astype(float))
+    # sized for bandwidth: enough TiB that the file system serves every node's client at its most
+    for_clients = (
+        o["node_max_mbs"].astype(float) * nodes / o["read_mbs"].astype(float) * TIB_GIB
+    )
+    provisioned = np.where(
+        o["sized_for_bandwidth"].astype(bool),
+        np.maximum(provisioned, np.nan_to_num(for_clients)),
+        provisioned,
+    )
     home_size = kept + needs.data_gib
     rates = {
         name: _aggregate_mbs(
@@ -136,10 +147,11 @@ def storage_columns(
             ("write", o, "write", provisioned),
             ("home_read", b, "read", home_size),
             ("home_write", b, "write", home_size),
+            ("origin_read", src, "read", home_size),
         )
     }
-    for name, src in (("read", o), ("home_read", b)):
-        rates[name] = np.minimum(rates[name], _object_mbs(needs, src, nodes))
+    for name, of in (("read", o), ("home_read", b), ("origin_read", src)):
+        rates[name] = np.minimum(rates[name], _object_mbs(needs, of, nodes))
     persistent = o["persistent"].astype(bool)
     write_mbs = np.where(persistent, rates["write"], rates["home_write"])
     restore_mbs = np.where(persistent, rates["read"], rates["home_read"])
@@ -162,11 +174,13 @@ def storage_columns(
     )
     data = np.full(len(option), needs.data_gib)
     # local disks lose the data set with the node: every start stages it again from the backing store
-    # (each node its own copy); a persistent volume is filled once, objects are read where they are
+    # (each node its own copy); a persistent volume is filled once from the origin, objects are read where
+    # they are
     stage_h = np.where(persistent, 0.0, _hours(data * nodes, rates["home_read"]))
     filled = persistent & (o["storage_class"] != "object")
+    fill_mbs = np.minimum(rates["write"], rates["origin_read"])
     load_h = np.where(
-        filled, _hours(data * np.where(per_node, nodes, 1.0), rates["write"]), 0.0
+        filled, _hours(data * np.where(per_node, nodes, 1.0), fill_mbs), 0.0
     )
     read_h = _hours(data * needs.epochs, rates["read"])
     # an option bills what it provisions (one volume per node, or one); a local disk holds the data set on

@@ -112,7 +112,6 @@ def _status_line(plan: Plan) -> str:
 
 PLAN_DROP = (
     "parallelism",
-    "storage",
     "checkpoint",
     "region",
     "provider",
@@ -153,7 +152,7 @@ def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
         )
     if len(frame) or not endpoints:
         text += render_table(
-            frame,
+            frame.drop(columns=["storage"], errors="ignore"),  # in --explain, csv, json
             title=f"plan for scenario {plan.loaded.scenario.name!r}",
             footer=footer,
             drop=PLAN_DROP,

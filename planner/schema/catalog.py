@@ -92,6 +92,16 @@ class StorageOffer(Strict):
     as_of: str = ""
 
 
+class LocalDisk(Strict):
+    """An instance type's local NVMe (catalogs/local_disks.csv): what a data set staged onto it may take."""
+
+    provider: str
+    instance_type: str
+    local_gib: float = Field(gt=0, le=1e7)
+    source: str = ""
+    as_of: str = ""
+
+
 class Provider(Strict):
     name: str
     billing_granularity_h: Annotated[float, AfterValidator(billing_step)]

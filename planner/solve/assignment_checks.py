@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from planner.load.scenario import LoadedScenario
+from planner.physics.hardware_shape import checkpoint_size_gib
 from planner.schema.plan import BREAKDOWN_KEYS
 from planner.schema.workload import Workload
 
@@ -254,14 +255,19 @@ def check_assignment(
             f"capacity_wait_cv {inputs.get('capacity_wait_cv')} but the offer's is {spread}"
         )
 
+    storage = a.get("storage")
+    if storage and not any(
+        o.provider == a["provider"] and o.name == storage["name"]
+        for o in catalog.storage
+    ):
+        bad(f"storage {storage['name']!r} is not one of {a['provider']}'s")
+
     # Inputs that restate the scenario and the provider.
     provider = catalog.providers[offer["provider"]]
     restated = {
         "interruption_tolerance": workload.interruption_tolerance,
-        "restart_h": workload.restart_overhead,
-        "checkpoint_write_h": 0.0
-        if workload.interruption_tolerance == "stateless"
-        else workload.checkpoint.write_time,
+        "restart_h": _restart_h(workload, a.get("storage")),
+        "checkpoint_write_h": _checkpoint_write_h(workload, a.get("storage"), catalog),
         "time_budget_h": workload.time_budget,
         "deadline_confidence": scenario.defaults.deadline_confidence,
         # the offer's own billing rule where its catalog row gives one, else the provider's
@@ -279,7 +285,7 @@ def check_assignment(
             if isinstance(want, str) or want is None or got is None
             else close(got, want)
         )
-        if not same:
+        if not same and not (isinstance(want, float) and math.isnan(want)):
             bad(f"inputs.{field} is {got!r}, the scenario says {want!r}")
 
     # Memory: the need with headroom fits the offer's GPU.
@@ -326,6 +332,31 @@ def check_assignment(
         )
     _check_risk(expected, inputs, a["market"], bad)
     return out
+
+
+def _checkpoint_write_h(workload: Workload, storage: dict | None, catalog) -> float:
+    """One checkpoint's write: stated, or its size over the storage's write rate (a stateless or non-resuming job
+    writes none); an asynchronous one pauses the GPUs only for their copy to host memory, not restated here."""
+    if workload.interruption_tolerance == "stateless":
+        return 0.0
+    if workload.checkpoint.write_time is not None:
+        return workload.checkpoint.write_time
+    if workload.interruption_tolerance != "checkpointed" or storage is None:
+        return 0.0
+    size = checkpoint_size_gib(workload, catalog) * 2**30
+    if workload.checkpoint.asynchronous:
+        return math.nan
+    return size / (storage["write_gbs"] * 1e9) / 3600
+
+
+def _restart_h(workload: Workload, storage: dict | None) -> float:
+    """A (re)start: the stated overhead, reading the last checkpoint back and staging the data set onto new local
+    disks (an asynchronous checkpoint's write in flight is not restated here)."""
+    if storage is None:
+        return workload.restart_overhead
+    if workload.checkpoint.asynchronous and workload.checkpoint.write_time is None:
+        return math.nan
+    return workload.restart_overhead + storage["restore_h"] + storage["stage_h"]
 
 
 def _check_estimate_error(
