@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 from ruamel.yaml import YAML
 
 ROOT = Path(__file__).resolve().parent
@@ -36,6 +38,8 @@ from planner.physics.generation import generation_time  # noqa: E402
 from planner.physics.gpus import Topology  # noqa: E402
 from planner.physics.hardware_shape import gpu_perf, model_shape  # noqa: E402
 from planner.physics.memory_inference import kv_batch_that_fits  # noqa: E402
+from planner.physics.memory_training import checkpoint_state_bytes  # noqa: E402
+from planner.physics.storage import GIB, StorageNeeds, storage_columns  # noqa: E402
 from planner.schema.catalog import ModelArch  # noqa: E402
 
 CASES = ROOT / "published_cases.yaml"
@@ -354,7 +358,80 @@ def inference(case: dict, gpus_table: dict, models: dict) -> list[Outcome]:
     return outcomes
 
 
-RUNNERS = {"training": training, "fit": fit, "inference": inference}
+def storage(case: dict, gpus_table: dict, models: dict) -> list[Outcome]:
+    """A checkpoint written or read back, or a data set read, on a file system of the stated tier and size: the
+    planner's time at the storage's nominal aggregate bandwidth (physics/storage.py) over the published time."""
+    fs = case["storage"]
+    options = pd.DataFrame(
+        [
+            {
+                "provider": "-",
+                "name": case["id"],
+                "storage_class": fs["class"],
+                "scope": fs["scope"],
+                "read_mbs": float(fs["read_mbs"]),
+                "write_mbs": float(fs["write_mbs"]),
+                "node_max_mbs": float(fs.get("node_max_mbs", math.nan)),
+                "max_mbs": float(fs.get("max_mbs", math.nan)),
+                "min_gib": float(fs["provisioned_tib"]) * 1024,
+                "persistent": True,
+                "shared": True,
+                "usd_per_gib_month": 0.0,
+                "backing": 0,
+                "origin": 0,
+                "sized_for_bandwidth": False,
+            }
+        ]
+    )
+    gib = float(case.get("checkpoint_gib", 0.0))
+    figures = storage_columns(
+        StorageNeeds(
+            checkpoint_gib=gib,
+            kept=1,
+            data_gib=float(case.get("data_gib", 0.0)),
+            epochs=1.0,
+            sample_gib=None,
+            restores=True,
+            restart_h=0.0,
+            write_time_h=None,
+            asynchronous=False,
+        ),
+        options,
+        np.array([0]),
+        np.array([int(case.get("nodes", 1))]),
+        np.array([8.0]),
+    )
+    planned = {
+        "checkpoint_write_s": figures["checkpoint_h"][0] * 3600,
+        "checkpoint_read_s": figures["restore_h"][0] * 3600,
+        "data_read_s": figures["read_h"][0] * 3600,
+    }
+    if "model" in case:  # what the planner would checkpoint of this model, bf16 AdamW
+        planned["checkpoint_gib"] = (
+            checkpoint_state_bytes(models[case["model"]].params) / GIB
+        )
+    return [
+        Outcome(
+            case["id"],
+            "storage",
+            metric,
+            float(value),
+            planned[metric],
+            planned[metric] / float(value),
+            "bf16 AdamW: weights and optimizer states, no gradients"
+            if metric == "checkpoint_gib"
+            else f"{fs['product']}, {fs['provisioned_tib']:,} TiB at {fs['read_mbs']} MB/s per TiB",
+        )
+        for metric, value in case["published"].items()
+    ]
+
+
+RUNNERS = {
+    "training": training,
+    "fit": fit,
+    "inference": inference,
+    "storage": storage,
+}
 
 
 def evaluate(cases: list[dict] | None = None) -> list[Outcome]:
@@ -444,7 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"\n{s['cases']} cases: median ratio {s['median_ratio']:.2f} over {s['ratios']} figures "
         f"(target within {TARGET_MEDIAN}x), {s['training_median']:.2f} over the {s['training_ratios']} training "
-        f"figures (target within {TARGET_TRAINING_MEDIAN}x); {s['within_each']} of {s['compared']} training and inference figures "
+        f"figures (target within {TARGET_TRAINING_MEDIAN}x); {s['within_each']} of {s['compared']} training, inference and storage figures "
         f"within {TARGET_EACH}x; {s['verdicts_reproduced']} of {s['verdicts']} fit verdicts reproduced"
         + (
             f"; not compared: {', '.join(s['not_compared'])}"

@@ -29,7 +29,20 @@ def test_at_least_25_cases_with_sources():
     cases = published.load_cases()
     assert len(cases) >= 25
     assert all(c.get("source", "").startswith("http") for c in cases)
-    assert {c["kind"] for c in cases} == {"training", "fit", "inference"}
+    assert {c["kind"] for c in cases} == {"training", "fit", "inference", "storage"}
+
+
+def test_checkpoint_and_data_reads_on_storage_are_within_target(outcomes):
+    """The storage model's checkpoint writes, restores and reads against MLPerf Storage, and the planner's own
+    checkpoint of a 70B model against the published bytes: every figure within 1.5x, the 70B ones included."""
+    figures = [o for o in outcomes if o.kind == "storage"]
+    assert len(figures) >= 10 and all(o.reproduced for o in figures), figures
+    seventy = [o for o in figures if "70b" in o.case]
+    assert {o.metric for o in seventy} == {
+        "checkpoint_write_s",
+        "checkpoint_read_s",
+        "checkpoint_gib",
+    }
 
 
 def test_median_ratio_within_target(outcomes):

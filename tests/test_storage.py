@@ -273,3 +273,21 @@ def test_checkpoint_bandwidth_decides_spot_against_on_demand(run):
         0.25 + block["storage"]["restore_h"] + block["storage"]["stage_h"],
         rel_tol=1e-9,
     )
+
+
+def test_repeated_epochs_are_read_from_the_local_disk_where_the_data_set_fits():
+    """The first epoch comes from the storage, the others from each node's local disk where it holds the data
+    set; where it does not, every epoch comes from the storage."""
+    bucket = _option(
+        storage_class="object", scope="node", read_mbs=1000.0, write_mbs=500.0
+    )
+    needs = _needs(data_gib=1000.0, epochs=5.0)
+    cached, uncached = (
+        storage_columns(
+            needs, bucket, np.array([0]), np.array([2]), np.array([8.0]), np.array([c])
+        )["read_h"][0]
+        for c in (6000.0, 0.0)
+    )
+    one_epoch = 1000 * GIB / 2000e6 / 3600
+    assert uncached == pytest.approx(5 * one_epoch)
+    assert cached == pytest.approx(one_epoch + 4 * 1000 * GIB / 12000e6 / 3600)

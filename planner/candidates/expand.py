@@ -385,8 +385,9 @@ def _storage_options(
     instance_type: np.ndarray,
     nodes: np.ndarray,
     gpus_per_node: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The storage options each (offer, market, node count) row is repeated for, and how many per row: those of
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The storage options each (offer, market, node count) row is repeated for, how many per row, and each
+    repeated row's local disk read rate for repeated epochs (`storage_columns`' `cache_mbs`): those of
     its provider the workload allows that no other beats. An option is beaten for a row when another is no
     dearer per hour and no slower to checkpoint, restart, read or fill, one of them strictly: the cost model's
     every figure rises with these, and no constraint of the plan reads storage, so the beaten one could never
@@ -398,21 +399,30 @@ def _storage_options(
     local = pd.Series(
         [catalog.local_gib.get(key, 0.0) for key in zip(provider, instance_type)]
     ).to_numpy()
+    fits = (needs.data_gib == 0) | (local >= needs.data_gib)
+    local_read = dict(
+        zip(
+            table["provider"][table["storage_class"] == "local"],
+            table["read_mbs"][table["storage_class"] == "local"],
+        )
+    )
+    # what a node's local disk serves of repeated epochs: where the data set fits on it
+    cache = np.where(
+        fits & (needs.data_gib > 0),
+        pd.Series(provider).map(local_read).fillna(0.0).to_numpy(float),
+        0.0,
+    )
     keys = pd.DataFrame(
-        {
-            "provider": provider,
-            "nodes": nodes,
-            "g": gpus_per_node,
-            "fits": (needs.data_gib == 0) | (local >= needs.data_gib),
-        }
+        {"provider": provider, "nodes": nodes, "g": gpus_per_node, "cache": cache}
     )
     combos = keys.drop_duplicates().reset_index(drop=True)
     kept: list[np.ndarray] = []
-    for p, n, g, fits in combos.itertuples(index=False):
+    for p, n, g, cached in combos.itertuples(index=False):
+        fit = needs.data_gib == 0 or cached > 0
         mine = np.flatnonzero(
             allowed
             & (table["provider"].to_numpy() == p)
-            & (fits | (table["storage_class"].to_numpy() != "local"))
+            & (fit | (table["storage_class"].to_numpy() != "local"))
         )
         mine = mine[np.argsort(table["name"].to_numpy()[mine], kind="stable")]
         if not len(mine):
@@ -424,6 +434,7 @@ def _storage_options(
             mine,
             np.full(len(mine), n, dtype=float),
             np.full(len(mine), g, dtype=float),
+            np.full(len(mine), cached),
         )
         cost = np.column_stack(
             [figures[c] for c in ("storage_h", *STORAGE_TIMING)]
@@ -439,8 +450,9 @@ def _storage_options(
     combo_of_row = keys.groupby(list(keys.columns), sort=False).ngroup().to_numpy()
     counts = np.array([len(k) for k in kept], dtype=np.int64)[combo_of_row]
     if not counts.any():
-        return np.zeros(0, dtype=np.int64), counts
-    return np.concatenate([kept[c] for c in combo_of_row]).astype(np.int64), counts
+        return np.zeros(0, dtype=np.int64), counts, cache
+    option = np.concatenate([kept[c] for c in combo_of_row]).astype(np.int64)
+    return option, counts, np.repeat(cache, counts)
 
 
 def _build_rows(
@@ -498,7 +510,7 @@ def _build_rows(
         np.repeat(starts - firsts, sizes) + np.arange(considered)
     ]
     # then each row once per storage option that no other option of its provider beats for it
-    option, copies = _storage_options(
+    option, copies, cache = _storage_options(
         workload,
         catalog,
         every.columns["provider"][repeat],
@@ -526,6 +538,7 @@ def _build_rows(
         option,
         nodes,
         columns["gpus_per_node"].astype(float),
+        cache,
     )
     for column in ("storage_class", "persistent"):
         columns[column] = storage[column].to_numpy()[option]

@@ -20,7 +20,7 @@ from planner.physics.gpus import (
     Topology,
 )
 from planner.physics.layout import Layout
-from planner.physics.memory_training import lora_params, model_state_bytes
+from planner.physics.memory_training import checkpoint_state_bytes, lora_params
 from planner.schema.catalog import Gpu, ModelArch
 from planner.schema.workload import Workload
 
@@ -119,7 +119,7 @@ def resolve_model(workload: Workload, catalog: Catalog) -> ModelArch | None:
 
 
 def checkpoint_size_gib(workload: Workload, catalog: Catalog) -> float:
-    """What one checkpoint stores: stated, else the model states (adapters only for LoRA)."""
+    """What one checkpoint stores: stated, else the weights and optimizer states (adapters only for LoRA)."""
     if workload.checkpoint.size is not None:
         return workload.checkpoint.size
     if (
@@ -136,12 +136,10 @@ def checkpoint_size_gib(workload: Workload, catalog: Catalog) -> float:
     if workload.training_method in ("lora", "qlora"):
         return lora_params(model_shape(arch), workload.lora_rank) * 16 / GIB
     return (
-        sum(
-            model_state_bytes(
-                arch.params,
-                precision=train_precision(workload.precision),
-                optimizer=workload.optimizer,
-            )
+        checkpoint_state_bytes(
+            arch.params,
+            precision=train_precision(workload.precision),
+            optimizer=workload.optimizer,
         )
         / GIB
     )

@@ -8,6 +8,7 @@ Public API
 ----------
 training_memory(shape, ...)        -> MemoryBreakdown
 model_state_bytes(params, ...)     -> (weights, gradients, optimizer) bytes
+checkpoint_state_bytes(params, ...) -> bytes a checkpoint saves (weights and optimizer)
 activation_bytes_per_layer(...), activation_bytes(...)
 lora_params(shape, rank, targets_fraction)
 """
@@ -123,6 +124,18 @@ def model_state_bytes(
     if sharding in ("zero3", "hybrid"):
         w /= n
     return w, g, o
+
+
+def checkpoint_state_bytes(
+    params: float, *, precision: str = "bf16", optimizer: str = "adamw"
+) -> float:
+    """Bytes one full-training checkpoint saves: the weights and the optimizer states (with the fp32 master copy),
+    not the gradients, which the next step rebuilds. MLPerf Storage's Llama 3 70B checkpoint is 912 GiB, 13.9
+    bytes per parameter; bf16 AdamW here is 14."""
+    weights, _, optimizer_bytes = model_state_bytes(
+        params, precision=precision, optimizer=optimizer
+    )
+    return weights + optimizer_bytes
 
 
 def lora_params(

@@ -99,12 +99,14 @@ def storage_columns(
     option: np.ndarray,
     nodes: np.ndarray,
     gpus_per_node: np.ndarray,
+    cache_mbs: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Per row (`option`: its storage option's position in `options`, the catalog's `storage_table`, whose
     `backing` column names the persistent store of a non-persistent option): the storage's columns of a
     candidate. `checkpoint_h` C and `restart_h` R enter the cost model; `read_h` (all epochs at the storage's
     read rate) caps W from below and `load_h` (filling a persistent volume once) adds to it; `storage_h` is its
-    price per wall-clock hour."""
+    price per wall-clock hour. `cache_mbs`: per row, a node's local disk read rate where the data set fits on it
+    (0: it does not), which serves every epoch after the first."""
     o = {c: options[c].to_numpy()[option] for c in options.columns}
     home = options["backing"].to_numpy()[option]  # where checkpoints persist
     b = {c: options[c].to_numpy()[home] for c in options.columns}
@@ -182,7 +184,13 @@ def storage_columns(
     load_h = np.where(
         filled, _hours(data * np.where(per_node, nodes, 1.0), fill_mbs), 0.0
     )
-    read_h = _hours(data * needs.epochs, rates["read"])
+    read_h = _hours(data, rates["read"])
+    if needs.epochs > 1:
+        # the loader keeps the first epoch on the node's local disk where it fits, and reads the rest from there
+        cache = np.zeros(len(option)) if cache_mbs is None else cache_mbs * nodes
+        read_h = read_h + _hours(
+            data * (needs.epochs - 1), np.maximum(rates["read"], cache)
+        )
     # an option bills what it provisions (one volume per node, or one); a local disk holds the data set on
     # each node (most come with the node, at 0), and its data set and checkpoints are kept in the backing store
     billed = np.where(per_node, provisioned * nodes, provisioned)
