@@ -416,36 +416,40 @@ def _storage_options(
         {"provider": provider, "nodes": nodes, "g": gpus_per_node, "cache": cache}
     )
     combos = keys.drop_duplicates().reset_index(drop=True)
-    kept: list[np.ndarray] = []
-    for p, n, g, cached in combos.itertuples(index=False):
+    names = table["name"].to_numpy()
+    by_name = np.argsort(names, kind="stable")
+    providers, local_class = (
+        table["provider"].to_numpy(),
+        table["storage_class"].to_numpy() == "local",
+    )
+    mine = []  # per combo: its provider's allowed options, by name
+    for p, _, _, cached in combos.itertuples(index=False):
         fit = needs.data_gib == 0 or cached > 0
-        mine = np.flatnonzero(
-            allowed
-            & (table["provider"].to_numpy() == p)
-            & (fit | (table["storage_class"].to_numpy() != "local"))
-        )
-        mine = mine[np.argsort(table["name"].to_numpy()[mine], kind="stable")]
-        if not len(mine):
-            kept.append(mine)
-            continue
-        figures = storage_columns(
-            needs,
-            table,
-            mine,
-            np.full(len(mine), n, dtype=float),
-            np.full(len(mine), g, dtype=float),
-            np.full(len(mine), cached),
-        )
-        cost = np.column_stack(
-            [figures[c] for c in ("storage_h", *STORAGE_TIMING)]
-        ).round(12)
-        no_worse = (cost[:, None, :] <= cost[None, :, :]).all(axis=2)
-        same = (cost[:, None, :] == cost[None, :, :]).all(axis=2)
-        # j beats i: no worse everywhere, and either better somewhere or equal and earlier by name
-        order = np.arange(len(mine))
+        usable = allowed & (providers == p) & (fit | ~local_class)
+        mine.append(by_name[usable[by_name]])
+    sizes = np.array([len(m) for m in mine], dtype=np.int64)
+    pair = np.repeat(np.arange(len(combos)), sizes)  # each (combo, option) pair's combo
+    figures = storage_columns(
+        needs,
+        catalog.storage_arrays,
+        np.concatenate(mine).astype(np.int64) if len(mine) else np.zeros(0, int),
+        combos["nodes"].to_numpy(float)[pair],
+        combos["g"].to_numpy(float)[pair],
+        combos["cache"].to_numpy(float)[pair],
+    )
+    cost = np.column_stack([figures[c] for c in ("storage_h", *STORAGE_TIMING)]).round(
+        12
+    )
+    kept: list[np.ndarray] = []
+    for number, start in enumerate(np.cumsum(sizes) - sizes):
+        mine_cost = cost[start : start + sizes[number]]
+        no_worse = (mine_cost[:, None, :] <= mine_cost[None, :, :]).all(axis=2)
+        same = (mine_cost[:, None, :] == mine_cost[None, :, :]).all(axis=2)
+        # i beats j: no worse everywhere, and better somewhere or equal and earlier by name
+        order = np.arange(sizes[number])
         beats = no_worse & (~same | (order[:, None] < order[None, :]))
         np.fill_diagonal(beats, False)
-        kept.append(mine[~beats.any(axis=0)])
+        kept.append(mine[number][~beats.any(axis=0)])
     # combos are numbered in order of first appearance, as drop_duplicates lists them
     combo_of_row = keys.groupby(list(keys.columns), sort=False).ngroup().to_numpy()
     counts = np.array([len(k) for k in kept], dtype=np.int64)[combo_of_row]
@@ -534,7 +538,7 @@ def _build_rows(
     storage = catalog.storage_table
     columns |= storage_columns(
         storage_needs(workload, catalog),
-        storage,
+        catalog.storage_arrays,
         option,
         nodes,
         columns["gpus_per_node"].astype(float),

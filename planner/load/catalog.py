@@ -16,6 +16,7 @@ from functools import cached_property
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 from pydantic import TypeAdapter, ValidationError
 
@@ -274,6 +275,11 @@ class Catalog:
             name=grows["name"] + BANDWIDTH_SIZED, sized_for_bandwidth=True
         )
         return pd.concat([table, bandwidth], ignore_index=True)
+
+    @cached_property
+    def storage_arrays(self) -> dict[str, np.ndarray]:
+        """`storage_table`'s columns as arrays, as the storage physics reads them row by row."""
+        return {c: self.storage_table[c].to_numpy() for c in self.storage_table.columns}
 
     def gpu(self, name: str) -> Gpu:
         """A GPU by canonical name, or by family (`H100` -> its fastest member, H100-SXM)."""

@@ -95,23 +95,24 @@ def _hours(gib, mbs) -> np.ndarray:
 
 def storage_columns(
     needs: StorageNeeds,
-    options: pd.DataFrame,
+    options: pd.DataFrame | dict[str, np.ndarray],
     option: np.ndarray,
     nodes: np.ndarray,
     gpus_per_node: np.ndarray,
     cache_mbs: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
-    """Per row (`option`: its storage option's position in `options`, the catalog's `storage_table`, whose
+    """Per row (`option`: its storage option's position in `options`, the catalog's `storage_table` or its
+    `storage_arrays`, whose
     `backing` column names the persistent store of a non-persistent option): the storage's columns of a
     candidate. `checkpoint_h` C and `restart_h` R enter the cost model; `read_h` (all epochs at the storage's
     read rate) caps W from below and `load_h` (filling a persistent volume once) adds to it; `storage_h` is its
     price per wall-clock hour. `cache_mbs`: per row, a node's local disk read rate where the data set fits on it
     (0: it does not), which serves every epoch after the first."""
-    o = {c: options[c].to_numpy()[option] for c in options.columns}
-    home = options["backing"].to_numpy()[option]  # where checkpoints persist
-    b = {c: options[c].to_numpy()[home] for c in options.columns}
-    origin = options["origin"].to_numpy()[option]  # where a data set is copied from
-    src = {c: options[c].to_numpy()[origin] for c in options.columns}
+    if isinstance(options, pd.DataFrame):
+        options = {c: options[c].to_numpy() for c in options.columns}
+    o = {c: v[option] for c, v in options.items()}
+    b = {c: v[o["backing"]] for c, v in options.items()}  # where checkpoints persist
+    src = {c: v[o["origin"]] for c, v in options.items()}  # where a data set comes from
     nodes = np.asarray(nodes, dtype=float)
     per_node = ~o["shared"].astype(bool)
     kept = needs.checkpoint_gib * needs.kept
