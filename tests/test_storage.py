@@ -291,3 +291,26 @@ def test_repeated_epochs_are_read_from_the_local_disk_where_the_data_set_fits():
     one_epoch = 1000 * GIB / 2000e6 / 3600
     assert uncached == pytest.approx(5 * one_epoch)
     assert cached == pytest.approx(one_epoch + 4 * 1000 * GIB / 12000e6 / 3600)
+
+
+def test_an_asynchronous_checkpoint_pauses_for_the_host_copy_and_restarts_pay_its_write():
+    """With `checkpoint.asynchronous` the GPUs wait only for their shards to reach host memory (25 GB/s per
+    GPU); the write to storage runs behind, and a restart may lose the one in flight, so R carries it."""
+    volumes = _option(storage_class="block", scope="node", shared=False)
+    needs = dict(checkpoint_gib=400.0, restart_h=0.1)
+    sync, background = (
+        storage_columns(
+            _needs(**needs, asynchronous=flag),
+            volumes,
+            np.array([0]),
+            np.array([2]),
+            np.array([8.0]),
+        )
+        for flag in (False, True)
+    )
+    write_h = 400 * GIB / 250e6 / 3600
+    assert sync["checkpoint_h"][0] == pytest.approx(write_h)
+    assert background["checkpoint_h"][0] == pytest.approx(
+        400 * GIB / (16 * 25e9) / 3600
+    )
+    assert background["restart_h"][0] == pytest.approx(sync["restart_h"][0] + write_h)

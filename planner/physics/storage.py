@@ -102,9 +102,8 @@ def storage_columns(
     cache_mbs: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Per row (`option`: its storage option's position in `options`, the catalog's `storage_table` or its
-    `storage_arrays`, whose
-    `backing` column names the persistent store of a non-persistent option): the storage's columns of a
-    candidate. `checkpoint_h` C and `restart_h` R enter the cost model; `read_h` (all epochs at the storage's
+    `storage_arrays`, whose `backing` names where a non-persistent option's checkpoints persist and `origin`
+    where a data set is copied from): the storage's columns of a candidate. `checkpoint_h` C and `restart_h` R enter the cost model; `read_h` (all epochs at the storage's
     read rate) caps W from below and `load_h` (filling a persistent volume once) adds to it; `storage_h` is its
     price per wall-clock hour. `cache_mbs`: per row, a node's local disk read rate where the data set fits on it
     (0: it does not), which serves every epoch after the first."""
@@ -124,7 +123,7 @@ def storage_columns(
     )
     held = np.where(
         per_node, stored / nodes, stored
-    )  # what one volume or the file system holds
+    )  # one volume's, or the file system's
     provisioned = np.maximum(held, o["min_gib"].astype(float))
     # sized for bandwidth: enough TiB that the file system serves every node's client at its most
     for_clients = (
@@ -138,14 +137,14 @@ def storage_columns(
     home_size = kept + needs.data_gib
     rates = {
         name: _aggregate_mbs(
-            src[f"{way}_mbs"].astype(float),
-            src["scope"],
+            of[f"{way}_mbs"].astype(float),
+            of["scope"],
             nodes,
-            np.maximum(size, src["min_gib"].astype(float)),
-            src["node_max_mbs"].astype(float),
-            src["max_mbs"].astype(float),
+            np.maximum(size, of["min_gib"].astype(float)),
+            of["node_max_mbs"].astype(float),
+            of["max_mbs"].astype(float),
         )
-        for name, src, way, size in (
+        for name, of, way, size in (
             ("read", o, "read", provisioned),
             ("write", o, "write", provisioned),
             ("home_read", b, "read", home_size),
@@ -185,7 +184,7 @@ def storage_columns(
     load_h = np.where(
         filled, _hours(data * np.where(per_node, nodes, 1.0), fill_mbs), 0.0
     )
-    read_h = _hours(data, rates["read"])
+    read_h = _hours(data * min(needs.epochs, 1.0), rates["read"])
     if needs.epochs > 1:
         # the loader keeps the first epoch on the node's local disk where it fits, and reads the rest from there
         cache = np.zeros(len(option)) if cache_mbs is None else cache_mbs * nodes
