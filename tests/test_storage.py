@@ -314,3 +314,33 @@ def test_an_asynchronous_checkpoint_pauses_for_the_host_copy_and_restarts_pay_it
         400 * GIB / (16 * 25e9) / 3600
     )
     assert background["restart_h"][0] == pytest.approx(sync["restart_h"][0] + write_h)
+
+
+def test_catalog_storage_lists_the_options_and_refuses_an_unknown_provider(run):
+    listed = run("catalog", "storage", "--provider", "aws", "--format", "json")
+    assert listed.exit_code == 0, listed.stderr
+    rows = json.loads(listed.stdout)
+    assert {r["provider"] for r in rows} == {"aws"}
+    assert {"local", "block", "shared_fs", "object"} <= {
+        r["storage_class"] for r in rows
+    }
+    assert all(r["source"].startswith("http") and r["as_of"] for r in rows)
+    wrong = run("catalog", "storage", "--provider", "awss")
+    assert wrong.exit_code == 2 and "did you mean 'aws'" in wrong.stderr
+    assert "Traceback" not in wrong.stderr
+
+
+def test_an_unknown_storage_name_is_one_line_naming_its_place(run, tmp_path):
+    import yaml
+
+    data = yaml.safe_load((SCENARIOS / "image-training.yaml").read_text())
+    data["workloads"][0]["allow"] = {
+        "storage": ["fsx-lustre-persistent2-250", "lustre"]
+    }
+    path = tmp_path / "typo.yaml"
+    path.write_text(yaml.safe_dump(data))
+    result = run("solve", path)
+    assert result.exit_code == 2
+    assert "workloads[0].allow.storage[1]" in result.stderr
+    assert "unknown storage 'lustre'" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -274,6 +274,70 @@ def catalog_spot(traces_dir, providers, fmt) -> None:
         )
 
 
+@catalog.command("storage")
+@click.option(
+    "--provider", "providers", multiple=True, help="Only this provider (repeatable)."
+)
+@format_option(("table", "json", "csv"))
+def catalog_storage(providers, fmt) -> None:
+    """Where a job's data and checkpoints can live, per provider: class, read and write MB/s (per node or per
+    provisioned TiB), persistence and price, with the source of each row (docs/storage.md). A plan picks one per
+    workload with its offer.
+
+    \b
+    Example:
+      planner catalog storage --provider aws
+    """
+    from planner.errors import did_you_mean
+    from planner.load.catalog import load_storage
+
+    known = sorted({o.provider for o in load_storage()})
+    for provider in providers:
+        if provider not in known:
+            raise PlannerError(
+                f"unknown provider {provider!r}{did_you_mean(provider, known)}; known: {', '.join(known)}",
+                "--provider",
+            )
+    rows = [
+        o.model_dump(mode="json")
+        for o in load_storage()
+        if not providers or o.provider in providers
+    ]
+    if fmt == "json":
+        from planner.report.render import to_json
+
+        click.echo(to_json(rows), nl=False)
+        return
+    import pandas as pd
+
+    frame = pd.DataFrame(rows)
+    if fmt == "csv":
+        from planner.report.render import to_csv
+
+        click.echo(to_csv(frame), nl=False)
+        return
+    from planner.report.render import render_table
+
+    shown = frame.drop(columns=["source", "as_of", "shared"]).copy()
+    for column in ("node_max_mbs", "max_mbs", "usd_per_gib_month"):
+        shown[column] = shown[column].map(
+            lambda v: "-" if v is None or pd.isna(v) else f"{v:g}"
+        )
+    footer = [
+        "scope node: read_mbs/write_mbs per node; tib: per provisioned TiB of a file system (min_gib the "
+        "smallest); sources and assumptions: catalogs/storage.csv",
+        "a file system is also planned sized for its clients' bandwidth (`-for-bandwidth`)",
+    ]
+    click.echo(
+        render_table(
+            shown,
+            footer=footer,
+            headers={"storage_class": "class", "usd_per_gib_month": "$/GiB-month"},
+        ),
+        nl=False,
+    )
+
+
 def _shown(key: str, value) -> str:
     """A catalog value as people read it: hours of billing as `1s`, `1m`, `1h`; other floats without float noise."""
     if value is None or isinstance(value, bool) or not isinstance(value, float):

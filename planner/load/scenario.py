@@ -342,6 +342,9 @@ def check_references(loaded: LoadedScenario, collection: str = "workloads") -> N
                 loc,
             )
 
+    storage_names = set(catalog.storage_table["name"]) | set(
+        catalog.storage_table["storage_class"]
+    )
     for i, workload in enumerate(scenario.workloads):
         base = (collection, i)
         if isinstance(workload.model, str):
@@ -357,6 +360,14 @@ def check_references(loaded: LoadedScenario, collection: str = "workloads") -> N
                 check_gpu(gpu.partition(":")[0], base + (placement, "gpus", j))
             for j, provider in enumerate(spec.providers):
                 check_provider(provider, base + (placement, "providers", j))
+            for j, storage in enumerate(spec.storage):
+                if storage not in storage_names:
+                    fail(
+                        f"unknown storage {storage!r}{did_you_mean(storage, storage_names)}; "
+                        "give a class (local, block, shared_fs, object, network_volume) or a name "
+                        "from `planner catalog storage`",
+                        base + (placement, "storage", j),
+                    )
         if workload.data.location:
             check_provider(
                 workload.data.location.split("/")[0], base + ("data", "location")
