@@ -28,7 +28,6 @@ from planner.physics.storage import (
 )
 from planner.schema.workload import Workload
 
-HOURS_PER_MONTH = 730.0
 INTER_REGION_USD_PER_GIB = 0.02
 """Moving data between regions of one provider (AWS/GCP list ~0.01-0.02 USD/GB); a stated default."""
 NODE_LADDER = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512)
@@ -333,7 +332,7 @@ class Rows:
 
 
 _EXPANSION_FIELDS = {"allow", "forbid", "gpus", "data"}
-"""The Workload fields `_build_rows` reads, besides its market rule and the GiB it stores."""
+"""The Workload fields `_build_rows` reads, besides its market rule and its storage needs (`storage_needs`)."""
 
 
 def expanded_rows(

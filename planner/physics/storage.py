@@ -18,9 +18,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from planner.schema.units import HOURS_PER_MONTH
+
 GIB = 2**30
 MB = 1e6
-HOURS_PER_MONTH = 730.0
 TIB_GIB = 1024.0
 IN_FLIGHT = 64
 """Object reads a node's data loaders keep in flight (8 GPUs x 8 DataLoader workers): an assumption."""

@@ -11,6 +11,8 @@ import re
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _QUANTITY = re.compile(rf"^\s*({_NUMBER})\s*([A-Za-z/$%]*)\s*$")
 
+HOURS_PER_MONTH = 730.0
+"""A month as the clouds bill storage by it (8,760 hours a year over 12)."""
 HOURS_PER = {
     "ms": 1 / 3.6e6,
     "msec": 1 / 3.6e6,

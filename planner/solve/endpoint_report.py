@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 
 from planner.candidates.endpoint_load import named, pool_load
-from planner.candidates.expand import HOURS_PER_MONTH
 from planner.candidates.pool_availability import below_capacity
+from planner.schema.units import HOURS_PER_MONTH
 from planner.solve.pipeline import Plan
 from planner.solve.serving import LOAD_SCALE, slice_load
 
