@@ -33,7 +33,7 @@ if (
 
 import click  # noqa: E402
 
-from planner.commands import catalog, inspect, plan, whatif  # noqa: E402
+from planner.commands import catalog, inspect, launch, plan, whatif  # noqa: E402
 from planner.commands.options import (  # noqa: E402
     EXIT_BAD_INPUT,
     EXIT_CLOSED_OUTPUT,
@@ -210,6 +210,8 @@ for _command in (
     plan.batch,
     plan.simulate,
     whatif.whatif,
+    launch.export,
+    launch.calibrate,
     inspect.estimate,
     inspect.gpus,
     inspect.examples,

@@ -22,6 +22,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from planner.errors import PlannerError, did_you_mean
 from planner.load import yaml as yamlio
+from planner.schema.calibration import Calibration
 from planner.schema.catalog import (
     Gpu,
     LocalDisk,
@@ -244,6 +245,8 @@ class Catalog:
     storage: tuple[StorageOffer, ...] = ()
     # local NVMe GiB per (provider, instance type), where published (catalogs/local_disks.csv)
     local_gib: dict[tuple[str, str], float] = field(default_factory=dict)
+    # what the runs that happened measured (`load/calibration.py`); None: the catalog's own assumptions
+    calibration: Calibration | None = None
 
     @cached_property
     def storage_table(self) -> pd.DataFrame:
@@ -274,7 +277,17 @@ class Catalog:
         bandwidth = grows.assign(
             name=grows["name"] + BANDWIDTH_SIZED, sized_for_bandwidth=True
         )
-        return pd.concat([table, bandwidth], ignore_index=True)
+        table = pd.concat([table, bandwidth], ignore_index=True)
+        # measured checkpoint and restart times over the modelled ones (a calibration), by option
+        factors = [
+            self.calibration.storage_factors(name)
+            if self.calibration is not None
+            else (1.0, 1.0)
+            for name in table["name"]
+        ]
+        table["checkpoint_factor"] = [c for c, _ in factors]
+        table["restart_factor"] = [r for _, r in factors]
+        return table
 
     @cached_property
     def storage_arrays(self) -> dict[str, np.ndarray]:

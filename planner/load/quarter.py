@@ -98,6 +98,22 @@ def load_quarter(path: str | Path, text: str | None = None) -> LoadedQuarter:
     from planner.load.scenario import check_some_offers, hf_config_files, resolve_models
 
     check_some_offers(catalog, path, raw)
+    if quarter.calibration is not None:
+        from planner.load.calibration import calibrate_catalog
+
+        quarter = quarter.model_copy(
+            update={
+                "overrides": calibrate_catalog(
+                    quarter.calibration,
+                    path.parent,
+                    catalog,
+                    path,
+                    raw,
+                    ("calibration",),
+                )
+                + quarter.overrides
+            }
+        )
     hf_configs = hf_config_files(quarter.runs, path)
     quarter = quarter.model_copy(
         update={"runs": resolve_models(quarter.runs, catalog, path, raw, "runs")}

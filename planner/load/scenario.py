@@ -70,6 +70,22 @@ def load_scenario(path: str | Path, text: str | None = None) -> LoadedScenario:
     except PlannerError as exc:
         raise located_catalog_error(exc, scenario.catalogs, path, raw) from None
     check_some_offers(catalog, path, raw)
+    if scenario.calibration is not None:
+        from planner.load.calibration import calibrate_catalog
+
+        scenario = scenario.model_copy(
+            update={
+                "overrides": calibrate_catalog(
+                    scenario.calibration,
+                    path.parent,
+                    catalog,
+                    path,
+                    raw,
+                    ("calibration",),
+                )
+                + scenario.overrides
+            }
+        )
     hf_configs = hf_config_files(scenario.workloads, path)
     scenario = scenario.model_copy(
         update={"workloads": resolve_models(scenario.workloads, catalog, path, raw)}

@@ -117,7 +117,42 @@ def estimate_prepared(
         )
     if workload.training_method == "inference":
         return _estimate_inference(prepared, catalog, perf, shape, headroom)
-    return _estimate_training(prepared, catalog, perf, shape, headroom)
+    return _calibrated(
+        _estimate_training(prepared, catalog, perf, shape, headroom), catalog
+    )
+
+
+STATED_RECIPE = "stated"
+"""The recipe a calibration names for training whose memory the workload states (no layout searched)."""
+
+
+def recipe_of(layout) -> str:
+    """The recipe a calibration and a plan's runs name a layout by."""
+    return (layout.recipe if layout is not None else "") or STATED_RECIPE
+
+
+def _efficiency(catalog: Catalog, gpu: str) -> tuple[tuple[str, float], ...]:
+    """The calibration's throughput factors of `gpu`, per recipe (empty: none)."""
+    if catalog.calibration is None:
+        return ()
+    return tuple(
+        (e.recipe, e.factor) for e in catalog.calibration.efficiency if e.gpu == gpu
+    )
+
+
+def _calibrated(estimate: Estimate, catalog: Catalog) -> Estimate:
+    """A training estimate with the measured throughput of its GPU and recipe (`catalog.calibration`), where
+    runs measured it: the time divided by the factor."""
+    factor = dict(_efficiency(catalog, estimate.shape.gpu)).get(
+        recipe_of(estimate.layout), 1.0
+    )
+    if factor == 1.0 or not estimate.feasible:
+        return estimate
+    return dataclasses.replace(
+        estimate,
+        work_h=estimate.work_h / factor,
+        tokens_per_s=estimate.tokens_per_s * factor,
+    )
 
 
 FLOOR_MARGIN = 1 - 1e-9
@@ -181,7 +216,8 @@ def work_floor_h(prepared: Prepared, catalog: Catalog, shape: Shape) -> float:
                 )
                 / 3600
             )
-        return floor * FLOOR_MARGIN
+        fastest = max([1.0, *dict(_efficiency(catalog, shape.gpu)).values()])
+        return floor / fastest * FLOOR_MARGIN
     except ValueError:  # the estimate says why
         return 0.0
 
@@ -251,7 +287,13 @@ def _estimate_training(
         )
     job = prepared.job(_memory_precision(workload, precision))
     choice, reason = parallelism.best_layout(
-        job, perf, shape.topology(), shape.vram_gib, headroom, prepared.pinned
+        job,
+        perf,
+        shape.topology(),
+        shape.vram_gib,
+        headroom,
+        prepared.pinned,
+        _efficiency(catalog, shape.gpu),
     )
     if choice is None:
         return _ruled_out(

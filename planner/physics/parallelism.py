@@ -391,8 +391,11 @@ def best_layout(
     vram_gib: float,
     headroom: float,
     pinned: Pinned = Pinned(),
+    efficiency: tuple[tuple[str, float], ...] = (),
 ) -> tuple[Choice | None, str]:
-    """The layout that finishes soonest among those that fit; (None, why) when none does.
+    """The layout that finishes soonest among those that fit; (None, why) when none does. `efficiency`: the
+    measured throughput factor of recipes on this GPU (a calibration), which the comparison applies; the
+    choice's own time is the model's, which the caller scales.
 
     Exact, but it evaluates few layouts: each group's lightest layout (its largest ZeRO stage, full
     recomputation, one sequence per micro-batch) shows whether any of the group can fit, and the rest
@@ -426,7 +429,9 @@ def best_layout(
                 for layout in space.compute_keys
             ]
         )
-    floors = (compute[space.key_of] * space.bubble)[candidates]
+    factors = dict(efficiency)
+    fastest = max([1.0, *factors.values()])
+    floors = (compute[space.key_of] * space.bubble)[candidates] / fastest
     order = np.argsort(floors, kind="stable")  # ties in the layouts' order
     best, too_big = (
         None,
@@ -454,7 +459,11 @@ def best_layout(
             result = layout_speed(job, layout, gpu, topology)
         except ValueError:
             continue
-        key = (result.work_h, memory.total, layout.label)
+        key = (
+            result.work_h / factors.get(layout.recipe, 1.0),
+            memory.total,
+            layout.label,
+        )
         if best is None or key < best[0]:
             best = (
                 key,

@@ -156,7 +156,9 @@ def storage_columns(
     for name, of in (("read", o), ("home_read", b), ("origin_read", src)):
         rates[name] = np.minimum(rates[name], _object_mbs(needs, of, nodes))
     persistent = o["persistent"].astype(bool)
-    write_mbs = np.where(persistent, rates["write"], rates["home_write"])
+    # a calibration's measured checkpoint time over the model's: the write rate the option delivered
+    delivered = np.asarray(o.get("checkpoint_factor", 1.0), dtype=float)
+    write_mbs = np.where(persistent, rates["write"], rates["home_write"]) / delivered
     restore_mbs = np.where(persistent, rates["read"], rates["home_read"])
     gib = needs.checkpoint_gib
     if needs.write_time_h is not None:
@@ -202,7 +204,8 @@ def storage_columns(
     ) / HOURS_PER_MONTH
     return {
         "checkpoint_h": checkpoint_h,
-        "restart_h": needs.restart_h + restore_h + stage_h + lag_h,
+        "restart_h": (needs.restart_h + restore_h + stage_h + lag_h)
+        * np.asarray(o.get("restart_factor", 1.0), dtype=float),
         "restore_h": restore_h,
         "stage_h": stage_h,
         "load_h": load_h,

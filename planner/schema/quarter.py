@@ -204,6 +204,11 @@ class Quarter(Strict):
     overrides: tuple[Override, ...] = Field(
         (), description="price and preemption changes to the catalogs' offers"
     )
+    calibration: str | None = Field(
+        None,
+        min_length=1,
+        description="a fit from `planner calibrate` (path relative to this file), as a scenario's",
+    )
 
     @model_validator(mode="after")
     def _placement_scores_read(self) -> Quarter:

@@ -174,6 +174,12 @@ class Scenario(Strict):
         (),
         description="price and preemption changes to the catalogs' offers (what-if by hand)",
     )
+    calibration: str | None = Field(
+        None,
+        min_length=1,
+        description="a fit from `planner calibrate` (path relative to this file): measured throughput, "
+        "preemptions, capacity waits, checkpoint and restart times over the catalog's",
+    )
 
     @model_validator(mode="after")
     def _placement_scores_read(self) -> Scenario:

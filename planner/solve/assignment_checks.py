@@ -266,7 +266,7 @@ def check_assignment(
     provider = catalog.providers[offer["provider"]]
     restated = {
         "interruption_tolerance": workload.interruption_tolerance,
-        "restart_h": _restart_h(workload, a.get("storage")),
+        "restart_h": _restart_h(workload, a.get("storage"), catalog),
         "checkpoint_write_h": _checkpoint_write_h(workload, a.get("storage"), catalog),
         "time_budget_h": workload.time_budget,
         "deadline_confidence": scenario.defaults.deadline_confidence,
@@ -349,14 +349,22 @@ def _checkpoint_write_h(workload: Workload, storage: dict | None, catalog) -> fl
     return size / (storage["write_gbs"] * 1e9) / 3600
 
 
-def _restart_h(workload: Workload, storage: dict | None) -> float:
+def _restart_h(workload: Workload, storage: dict | None, catalog) -> float:
     """A (re)start: the stated overhead, reading the last checkpoint back and staging the data set onto new local
-    disks (an asynchronous checkpoint's write in flight is not restated here)."""
+    disks, times the restart factor a calibration measured on that storage (an asynchronous checkpoint's write in
+    flight is not restated here)."""
     if storage is None:
         return workload.restart_overhead
     if workload.checkpoint.asynchronous and workload.checkpoint.write_time is None:
         return math.nan
-    return workload.restart_overhead + storage["restore_h"] + storage["stage_h"]
+    factor = (
+        catalog.calibration.storage_factors(storage["name"])[1]
+        if catalog.calibration is not None
+        else 1.0
+    )
+    return (
+        workload.restart_overhead + storage["restore_h"] + storage["stage_h"]
+    ) * factor
 
 
 def _check_estimate_error(

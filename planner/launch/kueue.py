@@ -1,0 +1,258 @@
+"""A plan as Kueue objects for a Kubernetes cluster per provider: a ResourceFlavor per (instance type, market)
+the plan uses, a ClusterQueue holding the scenario's quotas on those flavours (reserved, then on demand, then
+spot), a LocalQueue, and per job a suspended batch/v1 Job that Kueue admits."""
+
+from __future__ import annotations
+
+from planner.launch.jobs import LaunchJob, Quota, slug
+from planner.launch.render import (
+    MARKET_WORDS,
+    RUN_PLACEHOLDER,
+    dump,
+    environment,
+    labels,
+    summary,
+)
+
+API = "kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+INSTANCE_LABEL = "node.kubernetes.io/instance-type"
+NAMESPACE = "replace-me-namespace"
+IMAGE = "REPLACE-ME-image"
+
+CAPACITY_LABELS = {
+    # Karpenter's node label on EKS
+    "aws": (
+        "karpenter.sh/capacity-type",
+        {"on_demand": "on-demand", "spot": "spot", "reserved": "reserved"},
+    ),
+    # GKE labels Spot VMs' nodes; on-demand nodes carry no such label, so the flavour names the instance type alone
+    "gcp": ("cloud.google.com/gke-spot", {"spot": "true"}),
+    # AKS labels spot node pools; regular nodes carry no such label
+    "azure": ("kubernetes.azure.com/scalesetpriority", {"spot": "spot"}),
+}
+GENERIC_LABEL = "planner.example/market"
+"""Where the provider's Kubernetes names no market label: a label the cluster's nodes must be given."""
+
+GPU_RESOURCES = {"AMD": "amd.com/gpu", "Intel": "habana.ai/gaudi"}
+NVIDIA = "nvidia.com/gpu"
+MARKET_ORDER = ("reserved", "on_demand", "spot")
+"""Flavours in the order Kueue tries them: capacity already paid for, then on demand, then spot."""
+
+
+def _market(job: LaunchJob) -> str:
+    """The flavour's market: spot_fallback starts on spot (the move to on demand is the team's, by the plan's rule)."""
+    return "spot" if job.market == "spot_fallback" else job.market
+
+
+def _node_labels(provider: str, instance_type: str, market: str) -> dict[str, str]:
+    key, values = CAPACITY_LABELS.get(provider, (GENERIC_LABEL, {}))
+    found = {INSTANCE_LABEL: instance_type}
+    if provider not in CAPACITY_LABELS:
+        found[key] = market.replace("_", "-")
+    elif market in values:
+        found[key] = values[market]
+    return found
+
+
+def flavour_name(job: LaunchJob) -> str:
+    return slug(f"{job.provider}-{job.instance_type}-{_market(job)}", 253)
+
+
+def queue_files(
+    provider: str,
+    jobs: list[LaunchJob],
+    limits: list[Quota],
+    vendors: dict[str, str],
+    reserved: dict[str, int],
+) -> str:
+    """The provider's queue objects: flavours, the ClusterQueue with its quotas, the LocalQueue (`reserved`:
+    nodes bought per reservation, a reserved flavour's quota)."""
+    flavours: dict[str, LaunchJob] = {}
+    for job in sorted(
+        jobs, key=lambda j: (MARKET_ORDER.index(_market(j)), j.instance_type)
+    ):
+        flavours.setdefault(flavour_name(job), job)
+    groups: dict[str, list[dict]] = {}
+    notes = []
+    for name, job in flavours.items():
+        gpus, why = _quota(job, jobs, limits, reserved)
+        notes.append(f"{name}: {gpus} GPUs ({why})")
+        resource = GPU_RESOURCES.get(vendors.get(job.gpu, "NVIDIA"), NVIDIA)
+        groups.setdefault(resource, []).append(
+            {"name": name, "resources": [{"name": resource, "nominalQuota": gpus}]}
+        )
+    documents: list[dict] = [
+        {
+            "apiVersion": API,
+            "kind": "ResourceFlavor",
+            "metadata": {"name": name},
+            "spec": {
+                "nodeLabels": _node_labels(
+                    job.provider, job.instance_type, _market(job)
+                )
+            },
+        }
+        for name, job in flavours.items()
+    ]
+    queue = slug(provider, 63)
+    documents.append(
+        {
+            "apiVersion": API,
+            "kind": "ClusterQueue",
+            "metadata": {"name": queue},
+            "spec": {
+                "namespaceSelector": {},
+                "queueingStrategy": "BestEffortFIFO",
+                "resourceGroups": [
+                    {"coveredResources": [resource], "flavors": flavors}
+                    for resource, flavors in groups.items()
+                ],
+                "flavorFungibility": {
+                    "whenCanBorrow": "MayStopSearch",
+                    "whenCanPreempt": "TryNextFlavor",
+                },
+            },
+        }
+    )
+    documents.append(
+        {
+            "apiVersion": API,
+            "kind": "LocalQueue",
+            "metadata": {"name": queue, "namespace": NAMESPACE},
+            "spec": {"clusterQueue": queue},
+        }
+    )
+    header = [
+        f"Kueue queues for the plan's jobs at {provider}: one flavour per instance type and market, tried in",
+        "the order reserved, on demand, spot; GPU quotas per flavour:",
+        *[f"  {note}" for note in notes],
+    ]
+    if provider not in CAPACITY_LABELS:
+        header.append(
+            f"{provider}'s nodes carry no standard market label: label them {GENERIC_LABEL}=on-demand|spot"
+        )
+    header.append(
+        f"fill in: {NAMESPACE} (the namespace the team's jobs run in); apply with kubectl apply -f"
+    )
+    return dump(documents, header)
+
+
+def _quota(
+    job: LaunchJob, jobs: list[LaunchJob], limits: list[Quota], reserved: dict[str, int]
+) -> tuple[int, str]:
+    """GPUs at once on the job's flavour: a reservation's nodes bought, else the scenario's node limit on its
+    offer, else its GPU quota at the provider (for the GPU, else for all), else what the plan runs there at its
+    busiest."""
+    if job.market == "reserved":
+        bought = sum(
+            nodes
+            for name, nodes in reserved.items()
+            if any(
+                j.reservation == name
+                for j in jobs
+                if flavour_name(j) == flavour_name(job)
+            )
+        )
+        return bought * job.gpus_per_node, f"{bought} reserved nodes bought"
+    for q in limits:
+        if (
+            q.instance_type == job.instance_type
+            and q.region == job.region
+            and q.provider == job.provider
+            and q.gpus is not None
+        ):
+            return q.gpus, f"node limit of {q.nodes} nodes on {job.region}"
+    for gpu in (job.gpu, ""):
+        for q in limits:
+            if (
+                q.provider == job.provider
+                and not q.instance_type
+                and q.gpu
+                and gpu
+                and (q.gpu == gpu or gpu.startswith(q.gpu))
+            ):
+                return q.gpus or 0, f"the scenario's quota of {q.gpus} {q.gpu} GPUs"
+            if (
+                q.provider == job.provider
+                and not q.instance_type
+                and not q.gpu
+                and not gpu
+            ):
+                return (
+                    q.gpus or 0,
+                    f"the scenario's quota of {q.gpus} GPUs at {q.provider}",
+                )
+    same = [j for j in jobs if flavour_name(j) == flavour_name(job)]
+    return _busiest(same), "what the plan runs there at once; no quota in the scenario"
+
+
+def _busiest(jobs: list[LaunchJob]) -> int:
+    """The most GPUs the jobs hold at once: all together in a scenario's plan, by their times in a schedule."""
+    if any(j.start is None for j in jobs):
+        return sum(j.gpus for j in jobs)
+    events = sorted(
+        [(j.start, j.gpus) for j in jobs] + [(j.end, -j.gpus) for j in jobs],
+        key=lambda e: (e[0], e[1]),
+    )
+    held = most = 0
+    for _, change in events:
+        held += change
+        most = max(most, held)
+    return most
+
+
+def job_file(job: LaunchJob, vendors: dict[str, str]) -> str:
+    """A suspended Job Kueue admits on the job's flavour (its nodes pinned to the planned market)."""
+    resource = GPU_RESOURCES.get(vendors.get(job.gpu, "NVIDIA"), NVIDIA)
+    market = _market(job)
+    document = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": job.slug,
+            "namespace": NAMESPACE,
+            "labels": {QUEUE_LABEL: slug(job.provider, 63), **labels(job)},
+        },
+        "spec": {
+            "suspend": True,
+            "parallelism": job.nodes,
+            "completions": job.nodes,
+            "completionMode": "Indexed",
+            "backoffLimit": 6 if job.on_spot else 0,
+            "template": {
+                "spec": {
+                    "restartPolicy": "Never",
+                    "nodeSelector": _node_labels(
+                        job.provider, job.instance_type, market
+                    ),
+                    "containers": [
+                        {
+                            "name": "job",
+                            "image": IMAGE,
+                            "command": ["/bin/sh", "-c", RUN_PLACEHOLDER],
+                            "env": [
+                                {"name": k, "value": v}
+                                for k, v in environment(job).items()
+                            ],
+                            "resources": {
+                                "requests": {resource: job.gpus_per_node},
+                                "limits": {resource: job.gpus_per_node},
+                            },
+                        }
+                    ],
+                }
+            },
+        },
+    }
+    header = summary(job)
+    if job.market == "spot_fallback":
+        header.append(
+            "Kueue admits it on spot; the plan's move to on demand (when the hours left to the deadline fall to "
+            "the work left plus a restart) is the team's: re-create it with the on-demand flavour's labels"
+        )
+    header.append(
+        f"fill in: {IMAGE}, the command, {NAMESPACE}; checkpoint and data volumes are the cluster's "
+        f"({MARKET_WORDS.get(job.market, job.market)})"
+    )
+    return dump([document], header)
