@@ -228,8 +228,31 @@ def batch(
     help="Replay the spot and spot_fallback assignments on measured availability traces instead: the "
     "shipped public ones, or DIR's (Can't Be Late's JSON format).",
 )
+@click.option(
+    "--runs-out",
+    "runs_out",
+    type=OutputPath(),
+    help="Instead, run each job --trials times event by event and write the runs as the run records "
+    "`planner calibrate` reads (CSV).",
+)
+@click.option(
+    "--truth",
+    "truth_file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="With --runs-out: run the jobs as this calibration file says the world is (throughput, preemptions, "
+    "waits, checkpoint and restart times), a known truth for `planner calibrate` to find.",
+)
 def simulate(
-    scenario, plan_file, trials, seed, fmt, output, time_limit, traces_dir
+    scenario,
+    plan_file,
+    trials,
+    seed,
+    fmt,
+    output,
+    time_limit,
+    traces_dir,
+    runs_out,
+    truth_file,
 ) -> None:
     """Monte-Carlo the plan (failures, lost work, restarts, billing sessions) against the analytic model.
 
@@ -262,7 +285,20 @@ def simulate(
     from planner.replay import pipeline as replay
     from planner.report import simulate as report
 
+    if truth_file is not None and runs_out is None:
+        raise PlannerError(
+            "--truth draws run records: give --runs-out FILE too", "--truth"
+        )
+    if runs_out is not None and traces_dir is not None:
+        raise PlannerError(
+            "--runs-out and --traces replay differently: give one", "--runs-out"
+        )
     if is_quarter(load_yaml(scenario)):
+        if runs_out is not None:
+            raise PlannerError(
+                "--runs-out draws the runs of a scenario's plan; a quarter schedule is replayed without it",
+                str(scenario),
+            )
         if traces_dir is not None:
             raise PlannerError(
                 "--traces replays a scenario's plan; a quarter schedule is replayed without it",
@@ -280,6 +316,9 @@ def simulate(
         loaded = load_scenario(scenario)
         check_outputs(loaded.inputs + inputs_of(plan_file), output)
         record = replay.plan_record(loaded, plan_file, time_limit)
+        if runs_out is not None:
+            _write_runs(loaded, record, trials, seed, fmt, output, runs_out, truth_file)
+            return
         if traces_dir is not None:
             text = report.trace_text(
                 replay.replay_traces(loaded, record, traces_dir), fmt
@@ -294,4 +333,36 @@ def simulate(
                 fmt,
             )
     emit(text, output, loaded.inputs + inputs_of(plan_file))
+    warn_old_prices(loaded.catalog)
+
+
+def _write_runs(
+    loaded, record, trials, seed, fmt, output, runs_out, truth_file
+) -> None:
+    """`--runs-out`: the plan's jobs drawn run by run (as `truth_file` says, if given) into a CSV of run records,
+    and per job what was drawn beside the plan."""
+    import pandas as pd
+
+    from planner.load.calibration import load_calibration
+    from planner.replay.runs import drawn_runs
+    from planner.report.render import to_csv
+    from planner.report.simulate import drawn_text
+    from planner.schema.runs import RUN_COLUMNS
+
+    inputs = loaded.inputs + inputs_of(truth_file)
+    check_outputs(inputs, output, runs_out)
+    truth = load_calibration(truth_file) if truth_file is not None else None
+    drawn = drawn_runs(loaded, record, trials, seed, truth)
+    for workload, why in drawn.skipped:
+        click.echo(f"no runs drawn for {workload}: {why}", err=True)
+    with outputs_together():
+        from planner.files import write_atomic
+
+        write_atomic(
+            Path(runs_out),
+            to_csv(pd.DataFrame(drawn.rows, columns=list(RUN_COLUMNS))),
+            protected=inputs,
+        )
+        wrote(runs_out)
+        emit(drawn_text(drawn.jobs, fmt, truth_file is not None), output, inputs)
     warn_old_prices(loaded.catalog)

@@ -11,7 +11,7 @@ failures) is followed by the capacity wait, every failure by R.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -43,18 +43,23 @@ class RunLog:
         return math.fsum(i.back_h - i.at_h for i in self.interruptions)
 
 
-def draw_runs(inputs: CandidateInputs, runs: int, seed: int) -> list[RunLog]:
+def draw_runs(
+    inputs: CandidateInputs, runs: int, seed: int, spread: float = 0.0
+) -> list[RunLog]:
     """`runs` runs of one job, one after the other from a stream of their own (PCG64: the same seed, the same
-    logs). A stateless job's nodes are streams of their own (§4), which one log cannot show: refused."""
+    logs). `spread`: each run's throughput varies about the job's, ln-normal with this standard deviation (its
+    W divided by the draw). A stateless job's nodes are streams of their own (§4), which one log cannot show:
+    refused."""
     if inputs.interruption_tolerance == "stateless":
         raise ValueError(
             "a stateless job's nodes fail and restart on their own: no single run log"
         )
-    p = segment_plan(inputs)
     rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence((seed, 31))))
-    S = p.s * (p.k - 1) + p.s_k  # segment time: the work and every checkpoint
+    speeds = np.exp(spread * rng.standard_normal(runs)) if spread else np.ones(runs)
     logs = []
-    for _ in range(runs):
+    for speed in speeds.tolist():
+        p = segment_plan(replace(inputs, work_h=inputs.work_h / speed))
+        S = p.s * (p.k - 1) + p.s_k  # segment time: the work and every checkpoint
         clock, position, stops = p.R, 0.0, []
         sessions = []  # (start, end) of the nodes' sessions: billed per session
         session_start = 0.0

@@ -140,7 +140,8 @@ def calibrate(
         tau, planned_c = _interval_h(a)
         measured_c = (
             planned_c
-            if record.checkpoint_write_s is None or not math.isfinite(tau)
+            if record.checkpoint_write_s is None
+            or inputs.interruption_tolerance == "none"
             else record.checkpoint_write_s / 3600
         )
         measured_r = (

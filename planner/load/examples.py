@@ -1,7 +1,7 @@
 """The shipped example scenarios and quarter files, copied where a user can edit them.
 
 A wheel (or pipx) install has no checkout to read `scenarios/` from; `planner examples`
-puts the same files in a folder of the user's, with the catalogs they name next to them.
+puts the same files in a folder of the user's, with the catalogs and calibrations they name next to them.
 Files already there are never overwritten: the user may have edited them.
 """
 
@@ -45,8 +45,10 @@ def copy_examples(
             "NAMES",
         )
     chosen = [n if n in known else f"{n}.yaml" for n in names] or list(known)
-    files = [EXAMPLES_DIR / n for n in chosen] + sorted(
-        (EXAMPLES_DIR / "catalogs").glob("*.csv")
+    files = (
+        [EXAMPLES_DIR / n for n in chosen]
+        + sorted((EXAMPLES_DIR / "catalogs").glob("*.csv"))
+        + sorted((EXAMPLES_DIR / "calibrations").glob("*.yaml"))
     )
     _make_folder(destination)
     written, kept = [], []

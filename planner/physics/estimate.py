@@ -131,20 +131,28 @@ def recipe_of(layout) -> str:
     return (layout.recipe if layout is not None else "") or STATED_RECIPE
 
 
+ANY_RECIPE = "*"
+"""In `_efficiency`'s pairs: the factor of a recipe the runs did not measure on that GPU."""
+
+
 def _efficiency(catalog: Catalog, gpu: str) -> tuple[tuple[str, float], ...]:
-    """The calibration's throughput factors of `gpu`, per recipe (empty: none)."""
-    if catalog.calibration is None:
+    """The calibration's throughput factors of `gpu`, per recipe and for any other (`ANY_RECIPE`); empty where
+    it measured none."""
+    calibration = catalog.calibration
+    if calibration is None or not any(e.gpu == gpu for e in calibration.efficiency):
         return ()
     return tuple(
-        (e.recipe, e.factor) for e in catalog.calibration.efficiency if e.gpu == gpu
-    )
+        (e.recipe, e.factor) for e in calibration.efficiency if e.gpu == gpu
+    ) + ((ANY_RECIPE, calibration.gpu_factor(gpu)),)
 
 
 def _calibrated(estimate: Estimate, catalog: Catalog) -> Estimate:
     """A training estimate with the measured throughput of its GPU and recipe (`catalog.calibration`), where
     runs measured it: the time divided by the factor."""
-    factor = dict(_efficiency(catalog, estimate.shape.gpu)).get(
-        recipe_of(estimate.layout), 1.0
+    if catalog.calibration is None:
+        return estimate
+    factor = catalog.calibration.efficiency_factor(
+        estimate.shape.gpu, recipe_of(estimate.layout)
     )
     if factor == 1.0 or not estimate.feasible:
         return estimate

@@ -394,8 +394,8 @@ def best_layout(
     efficiency: tuple[tuple[str, float], ...] = (),
 ) -> tuple[Choice | None, str]:
     """The layout that finishes soonest among those that fit; (None, why) when none does. `efficiency`: the
-    measured throughput factor of recipes on this GPU (a calibration), which the comparison applies; the
-    choice's own time is the model's, which the caller scales.
+    measured throughput factor of recipes on this GPU (a calibration; `*` for any other recipe), which the
+    comparison applies; the choice's own time is the model's, which the caller scales.
 
     Exact, but it evaluates few layouts: each group's lightest layout (its largest ZeRO stage, full
     recomputation, one sequence per micro-batch) shows whether any of the group can fit, and the rest
@@ -460,7 +460,7 @@ def best_layout(
         except ValueError:
             continue
         key = (
-            result.work_h / factors.get(layout.recipe, 1.0),
+            result.work_h / factors.get(layout.recipe, factors.get("*", 1.0)),
             memory.total,
             layout.label,
         )

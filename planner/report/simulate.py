@@ -201,3 +201,20 @@ def schedule_text(replay: ScheduleOutlook, fmt: str) -> str:
             f"{replay.trials:,} trials"
         ],
     )
+
+
+def drawn_text(jobs: list[dict], fmt: str, truth: bool) -> str:
+    """`simulate --runs-out`: per job the runs drawn, their mean wall time beside the plan's."""
+    if fmt == "json":
+        return to_json(jobs)
+    frame = pd.DataFrame(jobs)
+    if fmt == "csv":
+        return to_csv(frame)
+    if not frame.empty:
+        frame["wall_mean_h"] = frame["wall_mean_h"].round(3)
+        frame["wall_planned_h"] = frame["wall_planned_h"].round(3)
+    return render_table(
+        frame,
+        title="runs drawn "
+        + ("as the truth file has the world" if truth else "from the plan"),
+    )

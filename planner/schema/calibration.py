@@ -5,6 +5,7 @@ the offers, GPUs or storage it names, and says how many runs it rests on and how
 
 from __future__ import annotations
 
+import math
 from typing import Annotated
 
 from pydantic import Field, model_validator
@@ -91,15 +92,23 @@ class Calibration(Strict):
     storage: tuple[StorageTimes, ...] = ()
 
     def efficiency_factor(self, gpu: str, recipe: str) -> float:
-        for entry in self.efficiency:
-            if entry.gpu == gpu and entry.recipe == recipe:
+        """The measured factor of `recipe` on `gpu`; for a recipe not measured there, the GPU's over the recipes
+        that were (a geometric mean weighted by runs: the GPU's own evidence); 1 for a GPU never measured."""
+        entries = [e for e in self.efficiency if e.gpu == gpu]
+        for entry in entries:
+            if entry.recipe == recipe:
                 return entry.factor
-        return 1.0
+        return self.gpu_factor(gpu)
 
-    def fastest(self, gpu: str) -> float:
-        """The largest factor of any recipe on `gpu` (at least 1): what a floor on W over every layout divides by."""
-        return max(
-            [1.0] + [e.factor for e in self.efficiency if e.gpu == gpu], default=1.0
+    def gpu_factor(self, gpu: str) -> float:
+        """`gpu`'s factor pooled over its measured recipes (1 where none was)."""
+        entries = [e for e in self.efficiency if e.gpu == gpu]
+        if not entries:
+            return 1.0
+        weights = [max(e.runs, 1) for e in entries]
+        return math.exp(
+            math.fsum(w * math.log(e.factor) for w, e in zip(weights, entries))
+            / sum(weights)
         )
 
     def storage_factors(self, name: str) -> tuple[float, float]:
