@@ -313,3 +313,83 @@ def test_a_scenario_naming_a_missing_or_bad_calibration_is_one_line(
         "efficiency: [{gpu: H100-SXM, recipe: megatron, factor: -1}]\n"
     )
     assert_one_line_error(run("solve", missing), "fit.yaml", "factor")
+
+
+def _runs_without_bills(run, tmp_path):
+    scenario = SCENARIOS / "lora-finetune.yaml"
+    plan = GOLDEN / "lora-finetune.json"
+    runs = tmp_path / "runs.csv"
+    assert (
+        run(
+            "simulate", scenario, "--plan", plan, "--trials", 100, "--runs-out", runs
+        ).exit_code
+        == 0
+    )
+    lines = runs.read_text().splitlines()
+    header = lines[0].split(",")
+    kept = [lines[0]]
+    windows = []
+    for line in lines[1:4]:
+        cells = line.split(",")
+        windows.append((cells[header.index("start")], cells[header.index("end")]))
+        cells[header.index("billed_usd")] = ""
+        kept.append(",".join(cells))
+    runs.write_text("\n".join(kept) + "\n")
+    return scenario, plan, runs, windows
+
+
+@pytest.mark.parametrize("layout", ["focus", "cur"])
+def test_a_billing_export_says_what_each_run_was_billed(run, tmp_path, layout):
+    """FOCUS (AWS, Azure, Google Cloud, OCI) and AWS's legacy CUR, labelled `planner-job` as `planner export`
+    labels a job: each run is billed the lines within it; other jobs' and unlabelled lines are not its."""
+    scenario, plan, runs, windows = _runs_without_bills(run, tmp_path)
+    export = tmp_path / f"{layout}.csv"
+    rows = []
+    for number, (start, _) in enumerate(windows):
+        at = start.replace("+00:00", "Z")
+        rows += [
+            (at, 10.0 + number, "support-lora"),
+            (at, 99.0, "other-job"),
+            (at, 50.0, ""),
+        ]
+    if layout == "focus":
+        text = (
+            "BillingAccountId,ChargePeriodStart,ChargePeriodEnd,BilledCost,EffectiveCost,Tags\n"
+            + "".join(
+                f'1,{at},{at},{usd},{usd},"{json.dumps({"user:planner-job": job} if job else {}).replace(chr(34), chr(34) * 2)}"\n'
+                for at, usd, job in rows
+            )
+        )
+    else:
+        text = (
+            "lineItem/UsageStartDate,lineItem/UsageEndDate,lineItem/UnblendedCost,resourceTags/user:planner-job\n"
+            + "".join(f"{at},{at},{usd},{job}\n" for at, usd, job in rows)
+        )
+    export.write_text(text)
+    done = run(
+        "calibrate",
+        scenario,
+        runs,
+        "--plan",
+        plan,
+        "--billing",
+        export,
+        "--format",
+        "json",
+    )
+    assert done.exit_code == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert [r["billed_usd"] for r in report["runs"]] == [10.0, 11.0, 12.0]
+    planned = report["runs"][0]["planned_cost_usd"]
+    assert report["runs"][0]["cost_error"] == pytest.approx(10.0 / planned - 1)
+
+
+def test_a_billing_export_of_another_kind_is_one_line(run, tmp_path):
+    scenario, plan, runs, _ = _runs_without_bills(run, tmp_path)
+    export = tmp_path / "bill.csv"
+    export.write_text("date,amount\n2027-01-04,3\n")
+    assert_one_line_error(
+        run("calibrate", scenario, runs, "--plan", plan, "--billing", export),
+        "FOCUS",
+        "bill.csv",
+    )

@@ -31,6 +31,7 @@ def test_every_layer_is_a_folder_the_layout_page_names():
         "candidates",
         "commands",
         "economics",
+        "launch",
         "load",
         "physics",
         "replay",

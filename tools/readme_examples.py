@@ -72,7 +72,13 @@ def main(argv: list[str] | None = None) -> int:
 
     def replace(match: re.Match) -> str:
         command, old = match.group(1), match.group(2)
-        files = [a for a in shlex.split(command) if a.endswith(".yaml")]
+        words = shlex.split(command)
+        # the inputs it names (a file it writes, after -o or --fit, need not exist yet)
+        files = [
+            a
+            for before, a in zip([""] + words, words)
+            if a.endswith(".yaml") and before not in ("-o", "--output", "--fit")
+        ]
         if (
             not all((ROOT / f).exists() for f in files)
             or args.only

@@ -6,4 +6,5 @@ plan      `solve`, `batch` and `simulate`
 whatif    `whatif`: the plan swept over price and preemption multipliers
 inspect   `validate`, `estimate`, `gpus`, `examples` and `schema`
 catalog   `catalog list|show|spot|import|refresh`
+launch    `export` and `calibrate`: a plan for the launchers, and the runs that happened read back
 """

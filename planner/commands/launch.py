@@ -154,14 +154,23 @@ def _write_folder(folder: Path, files, inputs) -> None:
     type=OutputPath(),
     help="Write the calibration here (YAML), for the scenario's `calibration:` key.",
 )
+@click.option(
+    "--billing",
+    "billing_files",
+    type=click.Path(dir_okay=False, path_type=Path),
+    multiple=True,
+    help="A billing export (FOCUS, or AWS's Cost and Usage Report, as CSV): what each run was billed, from the "
+    "lines labelled planner-job (the label `planner export` sets) within the run. Repeatable.",
+)
 @format_option(("table", "json", "csv"))
 @output_option
-def calibrate(scenario, runs, plan_file, fit_file, fmt, output) -> None:
+def calibrate(scenario, runs, plan_file, fit_file, billing_files, fmt, output) -> None:
     """Hold the runs that happened against their plan, and refit what the planner assumed.
 
     RUNS is a CSV of run records, or a folder of them (docs/calibrate.md): per run the workload,
     its offer, nodes and market, start and end, preemptions (AT/BACK) and failures, and where
-    measured the tokens done, checkpoint and restart seconds and the bill. From them: throughput
+    measured the tokens done, checkpoint and restart seconds and the bill (or --billing, a
+    billing export whose lines carry the planner-job label). From them: throughput
     per GPU and recipe, preemptions and capacity waits per instance type, checkpoint and restart
     times per storage option, each with its sample size and interval; and per run the planned
     wall time and cost beside the actual. Name the fit in the scenario (`calibration: fit.yaml`)
@@ -173,6 +182,7 @@ def calibrate(scenario, runs, plan_file, fit_file, fmt, output) -> None:
       planner calibrate scenarios/lora-finetune.yaml runs.csv --plan plan.json --fit fit.yaml
     """
     from planner.launch.calibrate import calibrate as fit
+    from planner.load.billing import load_billing
     from planner.load.plan_file import load_plan
     from planner.load.runs import load_runs
     from planner.load.scenario import load_scenario
@@ -180,11 +190,12 @@ def calibrate(scenario, runs, plan_file, fit_file, fmt, output) -> None:
 
     loaded = load_scenario(scenario)
     records, files = load_runs(runs)
-    inputs = loaded.inputs + inputs_of(plan_file) + files
+    inputs = loaded.inputs + inputs_of(plan_file, *billing_files) + files
     check_outputs(inputs, output, fit_file)
     plan = load_plan(plan_file, loaded.scenario)
+    charges = [c for f in billing_files for c in load_billing(f)]
     latest = max(r.end for r in records).date().isoformat()
-    result = fit(loaded, plan, records, latest)
+    result = fit(loaded, plan, records, latest, charges)
     with outputs_together():
         if fit_file:
             from planner.files import write_atomic

@@ -9,6 +9,7 @@ grids      the damped FFT grids the laws are computed on, shared with the fallba
 screen     its closed forms vectorised over many keys (screening bounds)
 inputs     the adapter from a workload to its inputs
 simulate   Monte-Carlo replay of the same contract, to check it
+run_log    runs drawn event by event with their logs, and a run's useful hours from its log
 fallback   spot with an on-demand fallback (cost model §10)
 estimate_error  the throughput estimate's own error in P(deadline) (cost model §12)
 trace_replay  a spot job replayed on measured availability traces

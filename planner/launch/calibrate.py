@@ -25,6 +25,8 @@ from scipy import stats
 from planner.economics.candidate import events_per_loss
 from planner.economics.run_log import useful_hours
 from planner.errors import PlannerError
+from planner.launch.jobs import slug
+from planner.load.billing import billed
 from planner.physics.estimate import STATED_RECIPE
 from planner.schema.calibration import (
     Calibration,
@@ -118,10 +120,15 @@ def _interval_h(a: AssignmentRecord) -> tuple[float, float]:
 
 
 def calibrate(
-    loaded, plan: PlanRecord, records: list[RunRecord], fitted_on: str
+    loaded,
+    plan: PlanRecord,
+    records: list[RunRecord],
+    fitted_on: str,
+    charges: list | None = None,
 ) -> Calibrated:
     """Hold every run against the plan and refit (`loaded`: the scenario the plan was made from, with the
-    calibration it was made with, if any)."""
+    calibration it was made with, if any; `charges`: a billing export's labelled lines, for runs that do not say
+    what they were billed)."""
     catalog = loaded.catalog
     old = catalog.calibration or Calibration()
     workloads = {w.name: w for w in loaded.scenario.workloads}
@@ -166,6 +173,9 @@ def calibrate(
             else:
                 work *= workload.work.tokens / record.tokens
         waiting = math.fsum(back - at for at, back in stops)
+        bill = record.billed_usd
+        if bill is None and charges:
+            bill = billed(charges, slug(a.workload), record.start, record.end)
         runs.append(
             RunComparison(
                 record.run,
@@ -174,7 +184,7 @@ def calibrate(
                 a.expected.wall_h,
                 record.wall_h,
                 a.expected.cost_usd,
-                record.billed_usd,
+                bill,
                 inputs.work_h,
                 work,
                 len(record.preemptions),

@@ -74,10 +74,11 @@ def queue_files(
     ):
         flavours.setdefault(flavour_name(job), job)
     groups: dict[str, list[dict]] = {}
-    notes = []
+    notes, sources = [], {}
     for name, job in flavours.items():
         gpus, why = _quota(job, jobs, limits, reserved)
         notes.append(f"{name}: {gpus} GPUs ({why})")
+        sources.setdefault(why, []).append(name)
         resource = GPU_RESOURCES.get(vendors.get(job.gpu, "NVIDIA"), NVIDIA)
         groups.setdefault(resource, []).append(
             {"name": name, "resources": [{"name": resource, "nominalQuota": gpus}]}
@@ -128,6 +129,11 @@ def queue_files(
         "the order reserved, on demand, spot; GPU quotas per flavour:",
         *[f"  {note}" for note in notes],
     ]
+    for why, names in sources.items():
+        if len(names) > 1 and "quota" in why:
+            header.append(
+                f"{why} covers {', '.join(names)} together; Kueue holds each flavour to it on its own"
+            )
     if provider not in CAPACITY_LABELS:
         header.append(
             f"{provider}'s nodes carry no standard market label: label them {GENERIC_LABEL}=on-demand|spot"

@@ -16,4 +16,7 @@ refresh_aws  AWS's EC2 price-list files and spot price history read into offer r
 examples     `planner examples`: copies of the shipped scenarios
 team_config  a team's shared defaults in `planner.toml`
 traces       spot availability traces (Can't Be Late's JSON format)
+calibration  a fit from `planner calibrate` laid over the catalog
+runs         run records: a CSV, or a folder of them
+billing      what runs were billed, from a FOCUS or AWS CUR export
 """

@@ -5,4 +5,5 @@ jobs       each job of a plan Monte-Carlo'd beside the cost model's figures
 traces     spot and spot_fallback jobs replayed on measured availability traces
 endpoints  each endpoint replayed minute by minute for its duration
 schedule   a quarter's schedule replayed: runs late, runs pushed, the quarter held
+runs       `--runs-out`: each job run event by event (as a truth says, if given), written as run records
 """

@@ -8,4 +8,5 @@ estimate  the estimate table (memory by part, layout, W per GPU model and count)
 gantt     the Gantt chart of a batch schedule
 serving   an endpoint's plan: nodes and replicas per period, latency, cost
 simulate  `planner simulate`: jobs, endpoints, traces and schedules replayed, beside the plan
+calibrate `planner calibrate`: the runs against their plan, and the fit as the YAML a scenario names
 """

@@ -9,4 +9,6 @@ scenario  the scenario file's root (Scenario, Defaults, Constraints, Override)
 quarter   the quarter file of `planner batch` (Run, Reservation, Quarter)
 json_schema  the files' and the plans' JSON Schema, for editors and tools (`planner schema`)
 plan      the plan's JSON contract as records: written by solve and batch, read back by replay
+calibration  a fit of what runs measured (Calibration)
+runs      a run record (RunRecord): what happened to one run of a planned job
 """
