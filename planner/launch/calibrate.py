@@ -212,8 +212,13 @@ def calibrate(
             ratios[a.gpu or "", recipe].append(compute_plan / compute_run)
         # preemptions while the spot nodes were up
         if a.market == "spot":
-            offer = offers.loc[f"{a.provider}/{a.region}/{a.instance_type}"].to_dict()
-            offer["key"] = f"{a.provider}/{a.region}/{a.instance_type}"
+            key = f"{a.provider}/{a.region}/{a.instance_type}"
+            if key not in offers.index:
+                raise PlannerError(
+                    f"the plan places {a.workload!r} on {key}, which the scenario's catalogs do not offer",
+                    f"run {record.run!r}",
+                )
+            offer = {**offers.loc[key].to_dict(), "key": key}
             correlation = spot_settings(loaded.scenario.overrides, offer, catalog)[0]
             up = max(0.0, record.wall_h - waiting - measured_r * (1 + len(stops)))
             family = (a.provider, a.instance_type)

@@ -3,6 +3,7 @@ quarter a script that launches the runs in order at their scheduled starts."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from planner.launch import dstack, kueue, skypilot
@@ -15,8 +16,6 @@ from planner.launch.jobs import (
     quotas,
     schedule_jobs,
 )
-
-LAUNCHERS = ("skypilot", "dstack", "kueue")
 
 
 @dataclass(frozen=True)
@@ -35,8 +34,6 @@ class Export:
     @property
     def placeholders(self) -> list[str]:
         """Every `REPLACE-ME-...` the files hold, for the team to fill in."""
-        import re
-
         found = set()
         for f in self.files:
             found |= set(re.findall(rf"{PLACEHOLDER}-[a-z-]*[a-z]", f.text, re.I))
@@ -86,7 +83,7 @@ def _export(
     reserved: dict[str, int],
 ) -> Export:
     """The files of every job and endpoint pool (`reserved`: a quarter's reservations bought, nodes by name)."""
-    vendors = {name: gpu.vendor for name, gpu in catalog.gpus.items()}
+    facts = {name: (gpu.vendor, gpu.family) for name, gpu in catalog.gpus.items()}
     files, skipped, launched = [], [], []
     if launcher == "kueue":
         limits = quotas(constraints, jobs)
@@ -95,11 +92,11 @@ def _export(
             files.append(
                 ExportFile(
                     f"{provider}.queues.yaml",
-                    kueue.queue_files(provider, mine, limits, vendors, reserved),
+                    kueue.queue_files(provider, mine, limits, facts, reserved),
                 )
             )
         files += [
-            ExportFile(f"{j.slug}{SUFFIX[launcher]}", kueue.job_file(j, vendors))
+            ExportFile(f"{j.slug}{SUFFIX[launcher]}", kueue.job_file(j, facts))
             for j in jobs
         ]
         launched = [(j, "kubectl create -f {file}") for j in jobs]

@@ -31,7 +31,7 @@ CAPACITY_LABELS = {
     # AKS labels spot node pools; regular nodes carry no such label
     "azure": ("kubernetes.azure.com/scalesetpriority", {"spot": "spot"}),
 }
-GENERIC_LABEL = "planner.example/market"
+GENERIC_LABEL = "planner/market"
 """Where the provider's Kubernetes names no market label: a label the cluster's nodes must be given."""
 
 GPU_RESOURCES = {"AMD": "amd.com/gpu", "Intel": "habana.ai/gaudi"}
@@ -63,11 +63,11 @@ def queue_files(
     provider: str,
     jobs: list[LaunchJob],
     limits: list[Quota],
-    vendors: dict[str, str],
+    gpus: dict[str, tuple[str, str]],
     reserved: dict[str, int],
 ) -> str:
-    """The provider's queue objects: flavours, the ClusterQueue with its quotas, the LocalQueue (`reserved`:
-    nodes bought per reservation, a reserved flavour's quota)."""
+    """The provider's queue objects: flavours, the ClusterQueue with its quotas, the LocalQueue (`gpus`: each
+    GPU's vendor and family; `reserved`: nodes bought per reservation, a reserved flavour's quota)."""
     flavours: dict[str, LaunchJob] = {}
     for job in sorted(
         jobs, key=lambda j: (MARKET_ORDER.index(_market(j)), j.instance_type)
@@ -76,12 +76,13 @@ def queue_files(
     groups: dict[str, list[dict]] = {}
     notes, sources = [], {}
     for name, job in flavours.items():
-        gpus, why = _quota(job, jobs, limits, reserved)
-        notes.append(f"{name}: {gpus} GPUs ({why})")
+        vendor, family = gpus.get(job.gpu, ("NVIDIA", job.gpu))
+        quota, why = _quota(job, jobs, limits, reserved, family)
+        notes.append(f"{name}: {quota} GPUs ({why})")
         sources.setdefault(why, []).append(name)
-        resource = GPU_RESOURCES.get(vendors.get(job.gpu, "NVIDIA"), NVIDIA)
+        resource = GPU_RESOURCES.get(vendor, NVIDIA)
         groups.setdefault(resource, []).append(
-            {"name": name, "resources": [{"name": resource, "nominalQuota": gpus}]}
+            {"name": name, "resources": [{"name": resource, "nominalQuota": quota}]}
         )
     documents: list[dict] = [
         {
@@ -145,11 +146,15 @@ def queue_files(
 
 
 def _quota(
-    job: LaunchJob, jobs: list[LaunchJob], limits: list[Quota], reserved: dict[str, int]
+    job: LaunchJob,
+    jobs: list[LaunchJob],
+    limits: list[Quota],
+    reserved: dict[str, int],
+    family: str,
 ) -> tuple[int, str]:
-    """GPUs at once on the job's flavour: a reservation's nodes bought, else the scenario's node limit on its
-    offer, else its GPU quota at the provider (for the GPU, else for all), else what the plan runs there at its
-    busiest."""
+    """GPUs at once on the job's flavour: a reservation's nodes bought; else the tightest of the scenario's
+    limits that cover it (the node limit on its offer, the GPU quota at its provider for its GPU family, the
+    provider's quota); else what the plan runs there at its busiest."""
     if job.market == "reserved":
         bought = sum(
             nodes
@@ -161,34 +166,26 @@ def _quota(
             )
         )
         return bought * job.gpus_per_node, f"{bought} reserved nodes bought"
+    covering = []
     for q in limits:
-        if (
-            q.instance_type == job.instance_type
-            and q.region == job.region
-            and q.provider == job.provider
-            and q.gpus is not None
-        ):
-            return q.gpus, f"node limit of {q.nodes} nodes on {job.region}"
-    for gpu in (job.gpu, ""):
-        for q in limits:
-            if (
-                q.provider == job.provider
-                and not q.instance_type
-                and q.gpu
-                and gpu
-                and (q.gpu == gpu or gpu.startswith(q.gpu))
-            ):
-                return q.gpus or 0, f"the scenario's quota of {q.gpus} {q.gpu} GPUs"
-            if (
-                q.provider == job.provider
-                and not q.instance_type
-                and not q.gpu
-                and not gpu
-            ):
-                return (
-                    q.gpus or 0,
-                    f"the scenario's quota of {q.gpus} GPUs at {q.provider}",
+        if q.provider != job.provider or q.gpus is None:
+            continue
+        if q.instance_type:
+            if (q.region, q.instance_type) == (job.region, job.instance_type):
+                covering.append(
+                    (q.gpus, f"node limit of {q.nodes} nodes on {q.region}")
                 )
+        elif q.gpu:
+            if q.gpu.lower() in (job.gpu.lower(), family.lower()):
+                covering.append(
+                    (q.gpus, f"the scenario's quota of {q.gpus} {q.gpu} GPUs")
+                )
+        else:
+            covering.append(
+                (q.gpus, f"the scenario's quota of {q.gpus} GPUs at {q.provider}")
+            )
+    if covering:
+        return min(covering)
     same = [j for j in jobs if flavour_name(j) == flavour_name(job)]
     return _busiest(same), "what the plan runs there at once; no quota in the scenario"
 
@@ -208,9 +205,9 @@ def _busiest(jobs: list[LaunchJob]) -> int:
     return most
 
 
-def job_file(job: LaunchJob, vendors: dict[str, str]) -> str:
+def job_file(job: LaunchJob, gpus: dict[str, tuple[str, str]]) -> str:
     """A suspended Job Kueue admits on the job's flavour (its nodes pinned to the planned market)."""
-    resource = GPU_RESOURCES.get(vendors.get(job.gpu, "NVIDIA"), NVIDIA)
+    resource = GPU_RESOURCES.get(gpus.get(job.gpu, ("NVIDIA", ""))[0], NVIDIA)
     market = _market(job)
     document = {
         "apiVersion": "batch/v1",

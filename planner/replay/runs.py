@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from planner.economics.candidate import CandidateInputs, events_per_loss
 from planner.economics.inputs import inputs_from_assignment
 from planner.economics.run_log import draw_runs
+from planner.errors import PlannerError
 from planner.physics.estimate import STATED_RECIPE
 from planner.schema.calibration import Calibration
 from planner.schema.plan import AssignmentRecord, PlanRecord
@@ -58,7 +59,13 @@ def truth_inputs(
             continue
         if a.market in ("spot", "spot_fallback"):
             key = f"{a.provider}/{a.region}/{a.instance_type}"
-            offer = catalog.offers.set_index("key").loc[key].to_dict()
+            offers = catalog.offers.set_index("key")
+            if key not in offers.index:
+                raise PlannerError(
+                    f"{a.workload} is placed on {key}, which the scenario's catalogs do not offer",
+                    "--plan",
+                )
+            offer = {**offers.loc[key].to_dict(), "key": key}
             correlation = spot_settings(loaded.scenario.overrides, offer, catalog)[0]
             if p.rate_per_node_h is not None:
                 change["spot_rate_per_node_h"] = (
