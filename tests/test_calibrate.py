@@ -393,3 +393,72 @@ def test_a_billing_export_of_another_kind_is_one_line(run, tmp_path):
         "FOCUS",
         "bill.csv",
     )
+
+
+def test_fallback_run_logs_hold_to_its_monte_carlo_and_give_back_their_work():
+    """spot_fallback drawn event by event: the wall time, the share that moved to on demand and the on-demand
+    node-hours agree with `simulate_fallback`; each log's useful hours (the move a stop with no wait) are W."""
+    from planner.economics.simulate import simulate_fallback
+
+    inputs = dataclasses.replace(SPOT, time_budget_h=65.0)
+    logs = draw_runs(inputs, 3000, seed=11, fallback=True)
+    sim = simulate_fallback(inputs, on_demand_price=40.0, trials=30_000, seed=11)
+    walls = np.array([log.wall_h for log in logs])
+    assert abs(walls.mean() - sim.wall_h.mean()) < 4 * walls.std() / math.sqrt(
+        len(walls)
+    )
+    moved = np.array([log.fallback_h is not None for log in logs], dtype=float)
+    simulated = (sim.on_demand_node_h > 0).mean()
+    assert 0.05 < moved.mean() < 0.95
+    assert abs(moved.mean() - simulated) < 4 * math.sqrt(
+        simulated * (1 - simulated) / len(logs)
+    )
+    od = np.array([log.on_demand_node_h for log in logs])
+    assert abs(od.mean() - sim.on_demand_node_h.mean()) < 4 * od.std() / math.sqrt(
+        len(od)
+    )
+    for log in logs[:300]:
+        stops = [(i.at_h, i.back_h) for i in log.interruptions]
+        if log.fallback_h is not None:
+            stops.append((log.fallback_h, log.fallback_h))
+        work = useful_hours(
+            log.wall_h,
+            stops,
+            interval_h=inputs.checkpoint_interval_h,
+            checkpoint_h=inputs.checkpoint_write_h,
+            restart_h=inputs.restart_h,
+        )
+        assert work == pytest.approx(inputs.work_h, rel=1e-9)
+
+
+def test_calibrate_finds_the_preemptions_of_a_spot_fallback_plan(run, tmp_path):
+    """pretrain-deadline's spot_fallback job on 6 B200 nodes: runs drawn from a truth with twice the catalog's
+    preemptions (the move to on demand in their records) give the rate back within its interval."""
+    scenario = SCENARIOS / "pretrain-deadline.yaml"
+    plan = json.loads((GOLDEN / "pretrain-deadline.json").read_text())
+    (a,) = plan["assignments"]
+    assert a["market"] == "spot_fallback"
+    from planner.load.scenario import load_scenario
+
+    catalog = load_scenario(scenario).catalog
+    rate = catalog.offers.set_index("key").loc[
+        f"{a['provider']}/{a['region']}/{a['instance_type']}", "spot_preemption_per_h"
+    ]
+    truth = tmp_path / "truth.yaml"
+    truth.write_text(
+        f"preemption: [{{provider: {a['provider']}, instance_type: {a['instance_type']},"
+        f" rate_per_node_h: {2 * rate}}}]\n"
+    )
+    fit, report, runs = _round_trip(run, tmp_path, scenario, truth, trials=300)
+    (preemption,) = fit.preemption
+    assert preemption.interval.low <= 2 * rate <= preemption.interval.high
+    assert preemption.events > 100
+    header, *rows = runs.read_text().splitlines()
+    column = header.split(",").index("fallback_at")
+    moved = sum(bool(row.split(",")[column]) for row in rows)
+    assert moved > 0  # the runs that moved to on demand say when
+    assert len(report["runs"]) == 300
+    (efficiency,) = fit.efficiency
+    assert efficiency.factor == pytest.approx(
+        1.0, abs=2e-3
+    )  # the truth keeps the estimate's throughput

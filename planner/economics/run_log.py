@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from planner.economics.candidate import CandidateInputs, billed_hours
+from planner.economics.fallback import switch_at
 from planner.economics.segment_plans import segment_plan
 from planner.economics.simulate import _waits
 
@@ -36,7 +37,11 @@ class Interruption:
 class RunLog:
     wall_h: float
     interruptions: tuple[Interruption, ...]
-    billed_node_h: float
+    billed_node_h: float  # at the run's own price (spot for spot_fallback)
+    fallback_h: float | None = (
+        None  # spot_fallback: when it moved to on demand (None: it finished on spot)
+    )
+    on_demand_node_h: float = 0.0  # billed after that move, at the on-demand price
 
     @property
     def waiting_h(self) -> float:
@@ -44,11 +49,17 @@ class RunLog:
 
 
 def draw_runs(
-    inputs: CandidateInputs, runs: int, seed: int, spread: float = 0.0
+    inputs: CandidateInputs,
+    runs: int,
+    seed: int,
+    spread: float = 0.0,
+    fallback: bool = False,
 ) -> list[RunLog]:
     """`runs` runs of one job, one after the other from a stream of their own (PCG64: the same seed, the same
     logs). `spread`: each run's throughput varies about the job's, ln-normal with this standard deviation (its
-    W divided by the draw). A stateless job's nodes are streams of their own (§4), which one log cannot show:
+    W divided by the draw). `fallback`: spot with the on-demand fallback of cost model §10 (`simulate_fallback`'s
+    rule: leave spot at L_i, the latest moment with i checkpoints done, then run the work left on demand with
+    hardware failures only). A stateless job's nodes are streams of their own (§4), which one log cannot show:
     refused."""
     if inputs.interruption_tolerance == "stateless":
         raise ValueError(
@@ -58,40 +69,81 @@ def draw_runs(
     speeds = np.exp(spread * rng.standard_normal(runs)) if spread else np.ones(runs)
     logs = []
     for speed in speeds.tolist():
-        p = segment_plan(replace(inputs, work_h=inputs.work_h / speed))
-        S = p.s * (p.k - 1) + p.s_k  # segment time: the work and every checkpoint
-        clock, position, stops = p.R, 0.0, []
-        sessions = []  # (start, end) of the nodes' sessions: billed per session
-        session_start = 0.0
-        while True:
-            gap = rng.exponential(1.0 / p.lam) if p.lam > 0 else math.inf
-            if gap >= S - position:
-                clock += S - position
-                break
-            at = clock + gap
-            preempted = bool(rng.random() < p.rho)
-            wait = (
-                float(_waits(rng, p.wait, p.wait_cv, 1)[0])
-                if preempted and p.wait > 0
-                else 0.0
-            )
-            stops.append(Interruption(at, at + wait, preempted))
-            if preempted:
-                sessions.append((session_start, at))
-                session_start = at + wait
-            reached = math.floor((position + gap) / p.s)
-            position = max(position, min(reached, p.k - 1) * p.s)
-            clock = at + wait + p.R
-        sessions.append((session_start, clock))
-        lengths = np.array([end - start for start, end in sessions])
-        billed = float(
-            billed_hours(
-                lengths, inputs.billing_granularity_h, inputs.billing_minimum_h
-            ).sum()
-            * inputs.nodes
+        run = replace(inputs, work_h=inputs.work_h / speed)
+        p = segment_plan(run)
+        first = switch_at(run, p.tau, 0) if fallback else math.inf
+        clock, stops, sessions, switched = _phase(p, rng, 0.0, first)
+        billed = _billed(run, sessions)
+        if switched is None:
+            logs.append(RunLog(clock, tuple(stops), billed))
+            continue
+        segment, at = switched
+        rest = replace(
+            run,
+            work_h=run.work_h - segment * p.tau,
+            spot_rate_per_node_h=0.0,
+            capacity_wait_h=0.0,
         )
-        logs.append(RunLog(clock, tuple(stops), billed))
+        end, more, later, _ = _phase(segment_plan(rest, p.tau), rng, at, math.inf)
+        logs.append(RunLog(end, tuple(stops + more), billed, at, _billed(rest, later)))
     return logs
+
+
+def _phase(p, rng, start: float, first_switch: float):
+    """One stretch of the process from `start` (R first): (its end, its stops, its nodes' sessions, and where it
+    left for on demand: (checkpoints done, when), or None). The switch point moves with the checkpoints done:
+    L_i = `first_switch` + i·s."""
+    S = p.s * (p.k - 1) + p.s_k  # segment time: the work and every checkpoint
+    clock, segment, stops, sessions = start + p.R, 0, [], []
+    session_start = start
+    while True:
+        gap = rng.exponential(1.0 / p.lam) if p.lam > 0 else math.inf
+        position = segment * p.s
+        limit = start + first_switch + position
+        this = p.s if segment < p.k - 1 else p.s_k
+        doomed = clock + this > limit + 1e-12
+        if not doomed and gap >= S - position:
+            sessions.append((session_start, clock + S - position))
+            return clock + S - position, stops, sessions, None
+        if doomed and clock + gap >= limit:  # no failure before the switch point
+            sessions.append((session_start, limit))
+            return limit, stops, sessions, (segment, limit)
+        at = clock + gap
+        preempted = bool(rng.random() < p.rho)
+        wait = (
+            float(_waits(rng, p.wait, p.wait_cv, 1)[0])
+            if preempted and p.wait > 0
+            else 0.0
+        )
+        reached = math.floor((position + gap) / p.s)
+        segment = max(segment, min(reached, p.k - 1))
+        limit = start + first_switch + segment * p.s
+        if (
+            limit < at + wait + p.R
+        ):  # the switch point passes while waiting or restarting
+            back = min(at + wait, max(at, limit))
+            stops.append(Interruption(at, back, preempted))
+            if not preempted or limit >= at + wait:
+                sessions.append((session_start, limit))
+            else:
+                sessions.append((session_start, at))
+            return limit, stops, sessions, (segment, limit)
+        stops.append(Interruption(at, at + wait, preempted))
+        if preempted:
+            sessions.append((session_start, at))
+            session_start = at + wait
+        clock = at + wait + p.R
+
+
+def _billed(inputs: CandidateInputs, sessions: list[tuple[float, float]]) -> float:
+    """Node-hours billed: each session of the nodes rounded by the billing rule (§5)."""
+    lengths = np.array([end - start for start, end in sessions])
+    return float(
+        billed_hours(
+            lengths, inputs.billing_granularity_h, inputs.billing_minimum_h
+        ).sum()
+        * inputs.nodes
+    )
 
 
 def useful_hours(

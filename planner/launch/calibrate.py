@@ -158,9 +158,11 @@ def calibrate(
             (record.hours(at), record.hours(back))
             for at, back in (*record.preemptions, *record.failures)
         ]
+        # the move to on demand restarts the job from its last checkpoint, as a stop with no wait
+        moved = None if record.fallback_at is None else record.hours(record.fallback_at)
         work = useful_hours(
             record.wall_h,
-            stops,
+            stops + ([(moved, moved)] if moved is not None else []),
             interval_h=tau,
             checkpoint_h=measured_c,
             restart_h=measured_r,
@@ -211,7 +213,7 @@ def calibrate(
             recipe = (a.parallelism or {}).get("recipe") or STATED_RECIPE
             ratios[a.gpu or "", recipe].append(compute_plan / compute_run)
         # preemptions while the spot nodes were up
-        if a.market == "spot":
+        if a.market in ("spot", "spot_fallback"):
             key = f"{a.provider}/{a.region}/{a.instance_type}"
             if key not in offers.index:
                 raise PlannerError(
@@ -220,20 +222,26 @@ def calibrate(
                 )
             offer = {**offers.loc[key].to_dict(), "key": key}
             correlation = spot_settings(loaded.scenario.overrides, offer, catalog)[0]
-            up = max(0.0, record.wall_h - waiting - measured_r * (1 + len(stops)))
+            # the hours its spot nodes were up: to the end, or to the move to on demand
+            on_spot = record.wall_h if moved is None else moved
+            before = [s for s in stops if s[0] < on_spot]
+            up = max(
+                0.0,
+                on_spot
+                - math.fsum(back - at for at, back in before)
+                - measured_r * (1 + len(before)),
+            )
             family = (a.provider, a.instance_type)
             tally = spot[family]
             tally[0] += len(record.preemptions)
             tally[1] += up * float(events_per_loss(a.nodes, correlation))
             tally[2] += up * a.nodes
+            # a wait the move to on demand cut short says only that it was longer: left out
             waits[family] += [
-                record.hours(b) - record.hours(t) for t, b in record.preemptions
+                record.hours(b) - record.hours(t)
+                for t, b in record.preemptions
+                if record.fallback_at is None or b < record.fallback_at
             ]
-        elif a.market == "spot_fallback":
-            notes.add(
-                f"{a.workload}: spot_fallback runs do not say when they moved to on demand; "
-                "left out of the preemption fit"
-            )
         if storage is not None:
             if (
                 record.checkpoint_write_s is not None

@@ -102,14 +102,6 @@ def drawn_runs(
     """`runs` runs of each job of the plan, one after another from FIRST_START (`seed`: the same runs)."""
     rows, jobs, skipped = [], [], []
     for index, a in enumerate(record.assignments):
-        if a.market == "spot_fallback":
-            skipped.append(
-                (
-                    a.workload,
-                    "a spot_fallback run's move to on demand is not drawn event by event",
-                )
-            )
-            continue
         if a.inputs.interruption_tolerance == "stateless":
             skipped.append((a.workload, "a stateless job's nodes restart on their own"))
             continue
@@ -123,12 +115,16 @@ def drawn_runs(
             inputs = truth_inputs(a, inputs, loaded, truth)
             spread = truth_spread(a, truth)
         start = FIRST_START
-        walls, events = [], 0
-        for number, log in enumerate(draw_runs(inputs, runs, seed + index, spread)):
+        walls, events, moved = [], 0, 0
+        fallback = a.market == "spot_fallback"
+        on_demand_price = a.inputs.fallback_price_per_node_h or 0.0
+        logs = draw_runs(inputs, runs, seed + index, spread, fallback)
+        for number, log in enumerate(logs):
             preemptions = [i for i in log.interruptions if i.preemption]
             failures = [i for i in log.interruptions if not i.preemption]
             cost = (
                 log.billed_node_h * inputs.price_per_node_h
+                + log.on_demand_node_h * on_demand_price
                 + inputs.storage_usd_per_h * log.wall_h
                 + inputs.egress_usd
             )
@@ -148,6 +144,9 @@ def drawn_runs(
                     for i in preemptions
                 ),
                 "failures": ";".join(_moment(start, i.at_h) for i in failures),
+                "fallback_at": ""
+                if log.fallback_h is None
+                else _moment(start, log.fallback_h),
                 "checkpoint_write_s": round(inputs.checkpoint_write_h * 3600, 3),
                 "restart_s": round(inputs.restart_h * 3600, 3),
                 "billed_usd": round(cost, 2),
@@ -155,6 +154,7 @@ def drawn_runs(
             rows.append(row)
             walls.append(log.wall_h)
             events += len(preemptions)
+            moved += log.fallback_h is not None
             # the next run starts when this one ends, on a whole second
             start = dt.datetime.fromisoformat(row["end"])
         jobs.append(
@@ -164,6 +164,7 @@ def drawn_runs(
                 "wall_mean_h": math.fsum(walls) / len(walls),
                 "wall_planned_h": a.expected.wall_h,
                 "preemptions": events,
+                "moved_to_on_demand": moved,
             }
         )
     return DrawnRuns(rows, jobs, skipped)

@@ -56,6 +56,10 @@ class RunRecord(Strict):
     failures: Stops = Field(
         (), description="AT per hardware failure (restarted at once)"
     )
+    fallback_at: When | None = Field(
+        None,
+        description="spot_fallback: when it moved to on demand (empty: it finished on spot)",
+    )
     checkpoint_write_s: Annotated[float, Field(ge=0, le=1e7)] | None = Field(
         None, description="measured mean seconds to write a checkpoint"
     )
@@ -72,6 +76,15 @@ class RunRecord(Strict):
             raise ValueError(
                 f"end ({self.end.isoformat()}) is not after start ({self.start.isoformat()})"
             )
+        if self.fallback_at is not None:
+            if self.market != "spot_fallback":
+                raise ValueError(
+                    f"fallback_at is for spot_fallback runs, not {self.market}"
+                )
+            if not self.start <= self.fallback_at <= self.end:
+                raise ValueError(
+                    f"fallback_at {self.fallback_at.isoformat()} is outside the run"
+                )
         for at, back in (*self.preemptions, *self.failures):
             if not self.start <= at <= back <= self.end:
                 raise ValueError(
