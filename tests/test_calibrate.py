@@ -462,3 +462,18 @@ def test_calibrate_finds_the_preemptions_of_a_spot_fallback_plan(run, tmp_path):
     assert efficiency.factor == pytest.approx(
         1.0, abs=2e-3
     )  # the truth keeps the estimate's throughput
+
+
+def test_calibrate_takes_a_scenario_not_a_quarter(run, tmp_path):
+    runs = tmp_path / "runs.csv"
+    runs.write_text("run\n")
+    assert_one_line_error(
+        run(
+            "calibrate",
+            SCENARIOS / "quarter-team.yaml",
+            runs,
+            "--plan",
+            GOLDEN / "quarter-team.json",
+        ),
+        "quarter file",
+    )

@@ -188,6 +188,14 @@ def calibrate(scenario, runs, plan_file, fit_file, billing_files, fmt, output) -
     from planner.load.scenario import load_scenario
     from planner.report.calibrate import calibration_text, calibration_yaml
 
+    from planner.load.yaml import is_quarter, load_yaml
+
+    if is_quarter(load_yaml(scenario)):
+        raise PlannerError(
+            "calibrate holds runs against a scenario's plan (`planner solve`); name the scenario the runs "
+            "were planned from, not a quarter file",
+            str(scenario),
+        )
     loaded = load_scenario(scenario)
     records, files = load_runs(runs)
     inputs = loaded.inputs + inputs_of(plan_file, *billing_files) + files
