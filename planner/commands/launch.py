@@ -186,9 +186,8 @@ def calibrate(scenario, runs, plan_file, fit_file, billing_files, fmt, output) -
     from planner.load.plan_file import load_plan
     from planner.load.runs import load_runs
     from planner.load.scenario import load_scenario
-    from planner.report.calibrate import calibration_text, calibration_yaml
-
     from planner.load.yaml import is_quarter, load_yaml
+    from planner.report.calibrate import calibration_text, calibration_yaml
 
     if is_quarter(load_yaml(scenario)):
         raise PlannerError(
