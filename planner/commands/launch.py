@@ -103,6 +103,7 @@ def _write_folder(folder: Path, files, inputs) -> None:
     """Every file into `folder`, all or none; one already there is replaced only where it is what this export
     wrote before (an edited one, placeholders filled in, is the team's: refused)."""
     from planner.files import write_atomic
+    from planner.load.examples import make_folder
 
     if folder.exists() and not folder.is_dir():
         raise PlannerError("expected a folder for the files", str(folder))
@@ -118,12 +119,7 @@ def _write_folder(folder: Path, files, inputs) -> None:
                     "exists and differs from this export (edited?); export to another folder or move it",
                     str(target),
                 )
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PlannerError(
-            f"cannot make the folder: {exc.strerror}", str(folder)
-        ) from None
+    make_folder(folder)
     check_outputs(inputs, *(folder / f.name for f in files))
     with outputs_together():
         for f in files:

@@ -50,20 +50,20 @@ def copy_examples(
         + sorted((EXAMPLES_DIR / "catalogs").glob("*.csv"))
         + sorted((EXAMPLES_DIR / "calibrations").glob("*.yaml"))
     )
-    _make_folder(destination)
+    make_folder(destination)
     written, kept = [], []
     for source in files:
         target = destination / source.relative_to(EXAMPLES_DIR)
         if target.exists():
             kept.append(target)
             continue
-        _make_folder(target.parent)
+        make_folder(target.parent)
         write_atomic(target, source.read_bytes())
         written.append(target)
     return written, kept
 
 
-def _make_folder(folder: Path) -> None:
+def make_folder(folder: Path) -> None:
     """Create `folder` (and its parents); one located line when it cannot be (no permission, /proc, a file there)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
