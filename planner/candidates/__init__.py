@@ -10,6 +10,7 @@ shapes    stage 2: physics per hardware shape, a floor on W for all, the full es
 screen    stage 3: closed-form cost bounds per timing key, and the rows they prove beaten before pricing
 price     stage 4: the exact cost model per timing key and deadline, a priced row's candidate record
 risk      the workload's risk preferences, applied to priced spot candidates
+purchase  candidates on the scenario's purchase options (reserved, capacity_block, flex_start), repriced by their terms
 reasons   why a workload has no candidate, in words
 endpoints  serving options: every (offer, TP degree, market) that can hold replicas, and its capacity
 pool_availability  how many of a pool's nodes count: spot nodes away, nodes kept at an availability, pool tables

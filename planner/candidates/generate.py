@@ -39,6 +39,7 @@ from planner.candidates.price import (
     replay_evidence,
     why_unheld,
 )
+from planner.candidates.purchase import purchase_records
 from planner.candidates.reasons import physics_reason, priced_reason, too_slow_reason
 from planner.candidates.risk import SAFETY, risk_of, saving_kept, too_risky
 from planner.candidates.screen import (
@@ -498,6 +499,16 @@ def generate(
             )
             frame = records_table(records)
             front = _pareto(frame, *limited) if limited is not None else frame
+            if scenario.purchase_options:  # each option its own offer: on the front
+                bought = records_table(
+                    purchase_records(workload, catalog, scenario, offers, limits, cache)
+                )
+                if len(bought):
+                    frame, front, reason = (
+                        _with(frame, bought),
+                        _with(front, bought),
+                        "",
+                    )
             results.append((frame, reason, count, front, workload.name))
         reason, count = results[classes[kind]][1:3]
         considered += count
@@ -517,6 +528,10 @@ def generate(
         options,
         traffic,
     )
+
+
+def _with(frame: pd.DataFrame, more: pd.DataFrame) -> pd.DataFrame:
+    return more if frame.empty else pd.concat([frame, more], ignore_index=True)
 
 
 def _stacked(

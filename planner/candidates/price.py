@@ -269,6 +269,7 @@ def candidate_row(
         "nodes": int(row.nodes),
         "gpus": int(row.gpus),
         "market": row.market,
+        "purchase": "",  # a purchase option's name (`candidates.purchase`)
         "max_nodes": row.max_nodes,
         "price_per_node_h": float(row.price),
         "spot_rate_per_node_h": float(row.spot_rate_per_node_h),

@@ -11,6 +11,7 @@ inputs     the adapter from a workload to its inputs
 simulate   Monte-Carlo replay of the same contract, to check it
 run_log    runs drawn event by event with their logs, and a run's useful hours from its log
 fallback   spot with an on-demand fallback (cost model §10)
+purchase   reservations, capacity blocks and flex-start: billing by the term and a later start (cost model §13)
 estimate_error  the throughput estimate's own error in P(deadline) (cost model §12)
 trace_replay  a spot job replayed on measured availability traces
 spot_evidence  spot candidates held to those replays before they are offered (cost model §11)

@@ -7,10 +7,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from planner.economics.estimate_error import EXACT, EstimateError
+
+if TYPE_CHECKING:
+    from planner.economics.purchase import Terms
 
 TOLERANCES = ("none", "checkpointed", "stateless")
 # Above this many expected failures the job is hopeless and the grid methods
@@ -44,6 +48,8 @@ class CandidateInputs:
     capacity_wait_cv: float = 1.0
     # of the throughput estimate W came from: in P(T <= D) only (§12)
     estimate_error: EstimateError = EXACT
+    # a reservation, capacity block or flex-start (§13): its billing and start; None on demand and spot
+    terms: Terms | None = None
 
     def __post_init__(self) -> None:
         if not self.work_h > 0:

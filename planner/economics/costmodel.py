@@ -27,7 +27,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from planner.economics import purchase
 from planner.economics.candidate import MAX_EXP, CandidateInputs, CostResult
+from planner.economics.estimate_error import EXACT as EXACT_ESTIMATE
 from planner.economics.rounding_waste import expected_waste
 from planner.economics.segment_plans import segment_moments, segment_plan, wall_moments
 from planner.economics.wall_time import WallLaw
@@ -38,15 +40,20 @@ def completion_quantile(
 ) -> float:
     """Smallest D with P(ε·T ≤ D) ≥ q: the same law as `p_deadline`, inverted (what `planner batch` books
     on the calendar)."""
+    if inputs.terms is not None:
+        raise ValueError("completion_quantile is for on-demand and spot candidates")
     return WallLaw(segment_plan(inputs, tau)).quantile_met(q, inputs.estimate_error)
 
 
 def p_deadline(inputs: CandidateInputs, tau: float | None = None) -> float:
     """P(ε·T <= D), exact up to a fine grid (§6, §12); 1 when D is infinite."""
     D = inputs.time_budget_h
+    law = WallLaw(segment_plan(inputs, tau))
+    if inputs.terms is not None:
+        return purchase.p_met(law, D, inputs.estimate_error, inputs.terms)
     if not math.isfinite(D):
         return 1.0
-    return WallLaw(segment_plan(inputs, tau)).p_met(D, inputs.estimate_error)
+    return law.p_met(D, inputs.estimate_error)
 
 
 def _evaluate(
@@ -57,9 +64,18 @@ def _evaluate(
     ET, EF, sd = segment_moments(p)
     n, price = inputs.nodes, inputs.price_per_node_h
     gran, minimum = inputs.billing_granularity_h, inputs.billing_minimum_h
-    waste = p.streams * expected_waste(p, gran, minimum, ET, EF, sd).total
-    billed = float(n * ET + waste)
-    waste = float(waste)
+    terms = inputs.terms
+    law = WallLaw(p, (ET, EF, sd)) if terms is not None else None
+    overrun_usd = 0.0
+    if terms is not None and terms.by_term:
+        # paid by the term (§13): what the terms cost beyond the hours used is the waste
+        paid, overrun = purchase.term_billing(law, n, terms)
+        billed, waste = paid + overrun, paid - n * ET + overrun
+        overrun_usd = overrun * (terms.overrun_usd_per_node_h - price)
+    else:
+        waste = p.streams * expected_waste(p, gran, minimum, ET, EF, sd).total
+        billed = n * ET + waste
+    billed, waste = float(billed), float(waste)
     W, kC = inputs.work_h, p.k * p.C
 
     def usd(rate: float, amount: float) -> float:  # 0 · inf is 0 here
@@ -73,13 +89,16 @@ def _evaluate(
         "startup": usd(price, n * p.R),
         # E[T_busy] − W − kC − R: lost work and restarts (§7)
         "preemption_rework": usd(price, n * max(ET - p.T0, 0.0)),
-        "rounding_waste": usd(price, waste),
+        "rounding_waste": usd(price, waste) + overrun_usd,
         "storage": usd(inputs.storage_usd_per_h, wall),
         "egress": float(inputs.egress_usd),
     }
     cost = math.fsum(breakdown.values())
     pd = on_estimate = 1.0
-    if with_deadline and math.isfinite(inputs.time_budget_h):
+    if with_deadline and terms is not None:
+        pd = purchase.p_met(law, inputs.time_budget_h, inputs.estimate_error, terms)
+        on_estimate = purchase.p_met(law, inputs.time_budget_h, EXACT_ESTIMATE, terms)
+    elif with_deadline and math.isfinite(inputs.time_budget_h):
         law = WallLaw(p, (ET, EF, sd))
         pd, on_estimate = (
             law.p_met(inputs.time_budget_h, inputs.estimate_error),

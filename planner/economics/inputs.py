@@ -11,7 +11,13 @@ import math
 
 from planner.economics.candidate import CandidateInputs
 from planner.economics.estimate_error import EXACT, PUBLISHED, EstimateError
-from planner.schema.plan import AssignmentRecord, Process, ScheduledRunRecord
+from planner.economics.purchase import Terms
+from planner.schema.plan import (
+    AssignmentRecord,
+    Process,
+    PurchaseRecord,
+    ScheduledRunRecord,
+)
 from planner.schema.scenario import Defaults
 from planner.schema.workload import Workload
 
@@ -171,7 +177,7 @@ def inputs_from_assignment(a: AssignmentRecord) -> CandidateInputs:
     the rest hardware failures; storage per hour and egress come back out of the breakdown.
     """
     i, e, b = a.inputs, a.expected, a.breakdown_usd
-    return inputs_from_process(
+    inputs = inputs_from_process(
         i,
         nodes=a.nodes,
         gpus_per_node=a.gpus_per_node,
@@ -182,6 +188,25 @@ def inputs_from_assignment(a: AssignmentRecord) -> CandidateInputs:
         time_budget_h=i.time_budget_h if i.time_budget_h is not None else math.inf,
         storage_usd_per_h=b.storage / e.wall_h if e.wall_h > 0 else 0.0,
         egress_usd=b.egress,
+    )
+    return (
+        dataclasses.replace(inputs, terms=terms_of(a.purchase))
+        if a.purchase is not None
+        else inputs
+    )
+
+
+def terms_of(record: PurchaseRecord) -> Terms:
+    """A plan's purchase record as the cost model's terms (§13)."""
+    return Terms(
+        record.kind,
+        term_h=record.term_h or math.inf,
+        renewable=record.renewable,
+        start_h=record.start_h,
+        wait_h=record.wait_h,
+        wait_cv=record.wait_cv,
+        run_cap_h=record.run_cap_h or math.inf,
+        overrun_usd_per_node_h=record.overrun_price_per_node_h or 0.0,
     )
 
 

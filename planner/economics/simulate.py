@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from planner.economics import purchase
 from planner.economics.candidate import CandidateInputs, billed_hours, wait_phases
 from planner.economics.segment_plans import segment_moments, segment_plan
 
@@ -214,18 +215,25 @@ def _simulate(
             progress(1.0 - active.size / trials)
     billed += billed_hours(T[:, None] - starts, gran, minimum).sum(axis=1)
     billed, F = billed * p.streams, F * p.streams
-    cost = (
-        inputs.price_per_node_h * billed
-        + inputs.storage_usd_per_h * T
-        + inputs.egress_usd
-    )
+    compute = inputs.price_per_node_h * billed
+    terms = inputs.terms
+    if terms is not None and terms.by_term:
+        paid, overrun = purchase.billed_draws(T, n, terms)
+        billed = paid + overrun
+        compute = (
+            inputs.price_per_node_h * paid + terms.overrun_usd_per_node_h * overrun
+        )
+    cost = compute + inputs.storage_usd_per_h * T + inputs.egress_usd
     D = inputs.time_budget_h
     actual = T * inputs.estimate_error.draws(trials, seed)
-    met = (
-        actual <= D + 1e-9 * max(1.0, abs(D))
-        if math.isfinite(D)
-        else np.ones(trials, bool)
-    )
+    slack = 1e-9 * max(1.0, abs(D)) if math.isfinite(D) else 0.0
+    if terms is not None:
+        start = purchase.draw_start(
+            np.random.Generator(np.random.PCG64([seed, 13])), terms, trials
+        )
+        met = (start + actual <= D + slack) & (actual <= terms.run_cap_h * (1 + 1e-9))
+    else:
+        met = actual <= D + slack if math.isfinite(D) else np.ones(trials, bool)
     if progress is not None and lam == 0:
         progress(1.0)
     return SimResult(

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from pydantic import BaseModel, ValidationError
 
 from planner.errors import PlannerError, did_you_mean
@@ -414,6 +415,21 @@ def check_references(loaded: LoadedScenario, collection: str = "workloads") -> N
             check_provider(override.provider, ("overrides", i, "provider"))
         if override.gpu:
             check_gpu(override.gpu, ("overrides", i, "gpu"))
+    offers = catalog.offers.set_index("key")
+    for i, option in enumerate(getattr(scenario, "purchase_options", ())):
+        if option.offer not in offer_keys:
+            fail(
+                f"unknown offer {option.offer!r}{did_you_mean(option.offer, offer_keys)}; expected "
+                "provider/region/instance_type",
+                ("purchase_options", i, "offer"),
+            )
+        if getattr(option, "discount", None) is not None and pd.isna(
+            offers.at[option.offer, "on_demand_usd_h"]
+        ):
+            fail(
+                f"{option.offer} has no on-demand price to take a discount off; give price_per_node_h",
+                ("purchase_options", i, "discount"),
+            )
 
 
 __all__ = [

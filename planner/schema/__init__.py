@@ -6,6 +6,7 @@ catalog   catalogs' rows (Gpu, Offer, Provider, ModelArch, ModelSpec)
 endpoint  a serving endpoint's request mix, traffic, SLO and measured capacity
 workload  a workload (Workload: work, GPUs, checkpointing, data, placement, risk)
 scenario  the scenario file's root (Scenario, Defaults, Constraints, Override)
+purchase  a scenario's purchase options (Reserved, CapacityBlock, FlexStart)
 quarter   the quarter file of `planner batch` (Run, Reservation, Quarter)
 json_schema  the files' and the plans' JSON Schema, for editors and tools (`planner schema`)
 plan      the plan's JSON contract as records: written by solve and batch, read back by replay

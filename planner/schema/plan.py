@@ -46,7 +46,9 @@ Dollars = Annotated[float, Field(ge=0, le=MAX_USD)]
 Share = Annotated[float, Field(ge=0, le=1)]
 Nodes = Annotated[int, Field(ge=1, le=MAX_GPUS)]
 RequestsPerS = Annotated[float, Field(ge=0, le=MAX_REQUESTS_PER_S)]
-Market = Literal["on_demand", "spot", "spot_fallback"]
+Market = Literal[
+    "on_demand", "spot", "spot_fallback", "reserved", "capacity_block", "flex_start"
+]
 
 
 class Record(BaseModel):
@@ -208,6 +210,29 @@ class StorageRecord(Record):
     )
 
 
+class PurchaseRecord(Record):
+    """What a job on a purchase option buys (cost-model §13): the option and the terms it was priced with."""
+
+    name: str
+    kind: Literal["reserved", "capacity_block", "flex_start"]
+    offer: str = Field(description="provider/region/instance_type")
+    buy: str = Field(description="what to buy and when, in words")
+    term_h: Hours | None = described(
+        "hours each node is paid for at once (none: billed by use)"
+    )
+    renewable: bool = False
+    start_h: HoursOrZero = Field(
+        0.0, description="hours from the plan's start until the nodes are there"
+    )
+    wait_h: HoursOrZero = Field(0.0, description="mean queue wait before they are")
+    wait_cv: Annotated[float, Field(ge=1, le=MAX_WAIT_CV)] = 1.0
+    run_cap_h: Hours | None = described("longest the job may run there")
+    overrun_price_per_node_h: float | None = described(
+        "what runs past a block's end costs per node-hour (on demand)"
+    )
+    upfront_usd: float | None = described("paid when bought")
+
+
 class AssignmentRecord(Record):
     """Where one job runs, how, and what it is expected to cost (`planner solve`'s `assignments`)."""
 
@@ -234,6 +259,9 @@ class AssignmentRecord(Record):
         "generation job's replicas; null: stated memory"
     )
     alternatives: list[Alternative] | None = None
+    purchase: PurchaseRecord | None = described(
+        "the purchase option it runs on (reserved, capacity_block, flex_start)"
+    )
 
 
 # ---------------------------------------------------------------- a plan's endpoints

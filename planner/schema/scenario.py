@@ -1,6 +1,6 @@
 """The scenario file's root: its workloads, defaults (risk, spot evidence, placement scores), shared constraints,
 price and preemption overrides, and the catalogs it reads (pydantic v2, no solver). The models it is made of have a
-home each: `fields` (field types), `catalog` (catalogs' rows), `workload` and `endpoint`.
+home each: `fields` (field types), `catalog` (catalogs' rows), `workload`, `endpoint` and `purchase`.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from planner.schema.fields import (
     Name,
     Strict,
 )
+from planner.schema.purchase import PurchaseOption, check_unique
 from planner.schema.workload import MAX_GPUS, EstimateErrorSetting, Risk, Workload
 
 
@@ -179,6 +180,13 @@ class Scenario(Strict):
         min_length=1,
         description="a fit from `planner calibrate` (path relative to this file): measured throughput, "
         "preemptions, capacity waits, checkpoint and restart times over the catalog's",
+    )
+    purchase_options: Annotated[
+        tuple[PurchaseOption, ...], AfterValidator(check_unique)
+    ] = Field(
+        (),
+        description="commitments (reserved), capacity blocks and flex-start requests that may be bought, "
+        "each on a catalog offer, planned beside its on-demand and spot prices",
     )
 
     @model_validator(mode="after")

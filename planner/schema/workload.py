@@ -177,9 +177,20 @@ class Placement(Strict):
         description="storage options or classes (local, block, shared_fs, object, network_volume) for its "
         "data and checkpoints",
     )
-    markets: tuple[Literal["on_demand", "spot", "spot_fallback"], ...] = Field(
+    markets: tuple[
+        Literal[
+            "on_demand",
+            "spot",
+            "spot_fallback",
+            "reserved",
+            "capacity_block",
+            "flex_start",
+        ],
+        ...,
+    ] = Field(
         (),
-        description="spot_fallback: spot that moves to on-demand to hold the deadline (cost-model §10)",
+        description="spot_fallback: spot that moves to on-demand to hold the deadline (cost-model §10); "
+        "reserved, capacity_block, flex_start: the scenario's purchase_options (§13)",
     )
 
     @field_validator("gpus")

@@ -10,6 +10,7 @@ bound     the LP relaxation and HiGHS's branch and bound beside CP-SAT
 outcome   what either model's search ends with (status, dollars, gap, effort)
 checker   an independent check of a plan against every rule
 assignment_checks  each job's assignment against its offer and the scenario (for `checker`)
+purchase_checks  a job on a purchase option against the scenario's option (for `checker`)
 serving   the endpoints' variables and constraint families, in either CP-SAT model
 endpoint_report  each endpoint's plan: pools per period, latency at the peak, costs (the JSON contract's)
 explain   why the winner beat its runner-ups, and what a cheap spot plan risks (`--explain`)

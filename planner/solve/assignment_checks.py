@@ -14,6 +14,7 @@ from planner.load.scenario import LoadedScenario
 from planner.physics.hardware_shape import checkpoint_size_gib
 from planner.schema.plan import BREAKDOWN_KEYS
 from planner.schema.workload import Workload
+from planner.solve.purchase_checks import PURCHASE_MARKETS, purchase_violations
 
 REL_TOL = 1e-6
 
@@ -209,6 +210,12 @@ def check_assignment(
         if base is None:
             bad(f"on-demand, but offer {key} has no on-demand price")
         expected_price = None if base is None else base * on_demand_mult
+    elif market in PURCHASE_MARKETS:
+        problems, expected_price = purchase_violations(
+            scenario, a, key, offer, on_demand_mult, close
+        )
+        for problem in problems:
+            bad(problem)
     else:
         bad(f"unknown market {market!r}")
         expected_price = None
@@ -270,14 +277,17 @@ def check_assignment(
         "checkpoint_write_h": _checkpoint_write_h(workload, a.get("storage"), catalog),
         "time_budget_h": workload.time_budget,
         "deadline_confidence": scenario.defaults.deadline_confidence,
-        # the offer's own billing rule where its catalog row gives one, else the provider's
-        "billing_granularity_h": _given(
-            offer.get("billing_granularity_h"), provider.billing_granularity_h
-        ),
-        "billing_minimum_h": _given(
-            offer.get("billing_minimum_h"), provider.billing_minimum_h
-        ),
     }
+    if not (a.get("purchase") or {}).get(
+        "term_h"
+    ):  # a term's billing: `purchase_violations`
+        # the offer's own billing rule where its catalog row gives one, else the provider's
+        restated["billing_granularity_h"] = _given(
+            offer.get("billing_granularity_h"), provider.billing_granularity_h
+        )
+        restated["billing_minimum_h"] = _given(
+            offer.get("billing_minimum_h"), provider.billing_minimum_h
+        )
     for field, want in restated.items():
         got = inputs.get(field)
         same = (
@@ -403,8 +413,8 @@ def _check_risk(expected: dict, inputs: dict, market: str, bad) -> None:
         return
     rate = inputs["failure_rate_per_h"]
     share = inputs.get("preemption_events_per_h", rate) / rate if rate > 0 else 0.0
-    if market == "on_demand" and events != 0:
-        bad(f"expected.preemption_events {events} on demand")
+    if market in ("on_demand", *PURCHASE_MARKETS) and events != 0:
+        bad(f"expected.preemption_events {events} on {market}")
     elif market == "spot" and not close(events, failures * share):
         bad(
             f"expected.preemption_events {events}, but {failures} failures of which a share {share} are events"

@@ -16,6 +16,7 @@ from planner.load.scenario import LoadedScenario
 from planner.schema.endpoint import WEEKDAYS, weekdays_of
 from planner.schema.workload import Workload
 from planner.solve.assignment_checks import check_assignment, close, number
+from planner.solve.purchase_checks import PURCHASE_MARKETS, option_caps
 
 SOLVED = ("OPTIMAL", "FEASIBLE")
 CENT = 0.01
@@ -141,9 +142,21 @@ def _shared_limits(loaded: LoadedScenario, plan: dict, offers: dict) -> list[str
     # Node limits: the scenario's and the catalog's max_nodes, per market if asked.
     for _, pools in periods or [("", [])]:
         usage: dict[tuple, list] = defaultdict(list)
+        bought: dict[str, list] = defaultdict(list)  # purchase option -> its users
         for a, offer in placed:
+            if a["market"] in PURCHASE_MARKETS:  # an option is a pool of its own
+                bought[(a.get("purchase") or {}).get("name", "")].append(
+                    (a["workload"], int(a["nodes"]))
+                )
+                continue
             market = a["market"] if c.node_limits_per_market else "any"
             usage[(offer["key"], market)].append((a["workload"], int(a["nodes"])))
+        caps = option_caps(loaded.scenario, offers)
+        for name, users in sorted(bought.items()):
+            used, cap = sum(n for _, n in users), caps.get(name)
+            if cap is not None and used > cap:
+                detail = ", ".join(f"{w} {n}" for w, n in users)
+                out.append(f"purchase {name}: {used} nodes ({detail}) > {cap}")
         for w, p, offer in pools:
             usage[
                 (offer["key"], p["market"] if c.node_limits_per_market else "any")

@@ -15,6 +15,7 @@ import pandas as pd
 from planner.candidates.cache import CandidateCache
 from planner.candidates.generate import RUNNER_UPS, CandidateSet, generate
 from planner.candidates.limits import Limits, limits_of, quota_mask
+from planner.candidates.purchase import purchase_json
 from planner.economics.inputs import estimate_error, process_json, storage_json
 from planner.load.scenario import LoadedScenario
 from planner.schema.plan import BREAKDOWN_KEYS
@@ -276,6 +277,7 @@ def assignments(plan: Plan, alternatives: int = RUNNER_UPS) -> list[dict]:
                 "memory": {"per_gpu_gib": row.memory_gib, "vram_gib": row.vram_gib},
                 "parallelism": parallelism_json(row.parallelism),
                 "alternatives": others.get(row.workload, []),
+                "purchase": purchase_json(scenario, plan.loaded.catalog.offers, row),
             }
         )
     return out
