@@ -37,6 +37,7 @@ from planner.errors import TimeLimitReached
 from planner.load.catalog import Catalog, offers_for
 from planner.physics import serving
 from planner.physics.hardware_shape import gpu_perf, model_shape, resolve_model
+from planner.schema.purchase import Reserved
 from planner.schema.scenario import Scenario
 from planner.schema.workload import Workload
 
@@ -198,6 +199,10 @@ def endpoint_options(
     endpoints no option can serve (with the reason). Endpoints alike but for their names share one build;
     past `time_limit_s` seconds with endpoints still to build, `TimeLimitReached` says how far it got."""
     headroom = scenario.defaults.vram_headroom if headroom is None else headroom
+    commitments: dict[str, list[Reserved]] = {}
+    for option in getattr(scenario, "purchase_options", ()):
+        if isinstance(option, Reserved):
+            commitments.setdefault(option.offer, []).append(option)
     frames, endpoints, infeasible = [], {}, {}
     alike: dict[
         str, tuple
@@ -224,6 +229,7 @@ def endpoint_options(
                 offers_for(catalog, workload.allow, workload.forbid, offers),
                 endpoint,
                 headroom,
+                commitments,
             )
             kept = (
                 _with_kept(
@@ -309,6 +315,7 @@ def _options(
     offers: pd.DataFrame,
     endpoint: Endpoint,
     headroom: float,
+    commitments: dict[str, list[Reserved]],
 ) -> tuple[list[dict], str]:
     rows, reasons = [], set()
     peak = endpoint.rates.max(axis=0)  # per bucket
@@ -344,7 +351,9 @@ def _options(
             ]  # bursts kept free
             # nodes if it served all it can alone
             need = sum(p / r for p, r in zip(peak, node_rps) if r > 0)
-            for market, price, lam, correlation, wait in _markets(workload, offer):
+            for market, price, lam, correlation, wait, bought in _markets(
+                workload, offer, commitments.get(offer.key, ())
+            ):
                 # capacity returns, then the replica starts
                 down = workload.restart_overhead + wait
                 away, zone = (
@@ -360,12 +369,30 @@ def _options(
                 # half a granule per preemption
                 spot_waste = lam * gran / 2 if market == "spot" else 0.0
                 cap = _node_limit(offer)
+                sessions = [
+                    float(billed_hours(h + workload.restart_overhead, gran, minimum))
+                    for h in endpoint.hours
+                ]
+                key, oid = offer.key, f"{workload.name}/{offer.key}/TP{tp}/{market}"
+                node_usd_h = float(price) * (1 + spot_waste)
+                if (
+                    bought is not None
+                ):  # paid all day for whole terms, however few hours it serves
+                    key, oid = f"{offer.key}@{bought.label}", f"{oid}@{bought.label}"
+                    hours = 24.0 * endpoint.days
+                    node_usd_h *= (
+                        math.ceil(hours / bought.term - 1e-9) * bought.term / hours
+                    )
+                    sessions = [24.0 / share for share in endpoint.day_share]
+                    stated = [c for c in (cap, bought.max_nodes) if c is not None]
+                    cap = min(stated) if stated else None
                 most = most_nodes(need, away, endpoint.availability, cap, zone)
                 rows.append(
                     {
                         "workload": workload.name,
-                        "oid": f"{workload.name}/{offer.key}/TP{tp}/{market}",
-                        "offer_key": offer.key,
+                        "oid": oid,
+                        "offer_key": key,
+                        "purchase": "" if bought is None else bought.label,
                         "provider": offer.provider,
                         "region": offer.region,
                         "instance_type": offer.instance_type,
@@ -379,22 +406,15 @@ def _options(
                         "replicas_per_node": per_node,
                         "market": market,
                         "price_per_node_h": float(price),
-                        "node_usd_h": float(price) * (1 + spot_waste),
+                        "node_usd_h": node_usd_h,
                         "spot_rate_per_node_h": lam,
                         "away": away,
                         "zone_away": zone,
                         "correlation": correlation,
                         "capacity_wait_h": wait,
-                        "max_nodes": offer.max_nodes,
+                        "max_nodes": offer.max_nodes if cap is None else cap,
                         "most_nodes": most,
-                        "session_h": [
-                            float(
-                                billed_hours(
-                                    h + workload.restart_overhead, gran, minimum
-                                )
-                            )
-                            for h in endpoint.hours
-                        ],
+                        "session_h": sessions,
                         "node_rps": node_rps,
                         "limits": [c.limit for c in caps],
                     }
@@ -414,10 +434,14 @@ def capacities_or_reason(
     return caps
 
 
-def _markets(workload: Workload, offer):
-    """(market, price, preemptions per node-hour, correlation, capacity wait) of each market the offer has."""
+def _markets(workload: Workload, offer, commitments=()):
+    """(market, price, preemptions per node-hour, correlation, capacity wait, commitment or None) of each market
+    the offer has, and of each commitment (`reserved` purchase option) on it."""
     if not _missing(offer.on_demand_usd_h) and workload.allows_market("on_demand"):
-        yield "on_demand", offer.on_demand_usd_h, 0.0, 0.0, 0.0
+        yield "on_demand", offer.on_demand_usd_h, 0.0, 0.0, 0.0, None
+    if workload.allows_market("reserved"):
+        for option in commitments:
+            yield "reserved", option.rate_per_node_h, 0.0, 0.0, 0.0, option
     if (
         workload.interruption_tolerance != "none"
         and not _missing(offer.spot_usd_h)
@@ -434,6 +458,7 @@ def _markets(workload: Workload, offer):
             lam,
             float(offer.spot_correlation),
             float(offer.spot_capacity_wait_h),
+            None,
         )
 
 

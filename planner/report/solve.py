@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from planner.candidates.purchase import purchase_json
 from planner.report.render import (
     render_lines,
     render_markdown,
@@ -128,6 +129,19 @@ PLAN_HEADERS = {
 }
 
 
+def _purchases(plan: Plan) -> list[str]:
+    """What the plan buys beyond on demand and spot, and when: one line per job on a purchase option."""
+    chosen = plan.chosen
+    if chosen.empty or "purchase" not in chosen:
+        return []
+    offers = plan.loaded.catalog.offers
+    return [
+        f"{row.workload}: {purchase_json(plan.loaded.scenario, offers, row)['buy']}"
+        for row in chosen.itertuples(index=False)
+        if row.purchase
+    ]
+
+
 def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
     totals = breakdown_totals(plan)
     endpoints = endpoint_reports(plan)
@@ -138,6 +152,7 @@ def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
             ("jobs' breakdown: " if endpoints else "breakdown: ")
             + ", ".join(f"{k} ${v:,.2f}" for k, v in totals.items())
         )
+    footer += _purchases(plan)
     footer.append(_status_line(plan))
     text = ""
     if endpoints:

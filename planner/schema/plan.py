@@ -302,7 +302,9 @@ class PoolRecord(Record):
     tpot_s: float | None = None
     ttft_percentiles_s: dict[str, float] | None = None
     tpot_percentiles_s: dict[str, float] | None = None
-    reservation: str | None = described("in a quarter: the reservation it runs on")
+    reservation: str | None = described(
+        "the reservation (a quarter's) or commitment (a scenario's purchase option) it runs on"
+    )
 
 
 class PeriodRecord(Record):

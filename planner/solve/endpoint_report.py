@@ -90,6 +90,8 @@ def serving_reports(
                 pools.append(dict(alike[key]))
                 if getattr(option, "pool", -1) >= 0:
                     pools[-1]["reservation"] = reservations[option.pool]
+                elif getattr(option, "purchase", ""):  # a commitment of the scenario's
+                    pools[-1]["reservation"] = option.purchase
             rate = float(endpoint.rates[period].sum())
             below += (1 - short) * endpoint.time_share[period]
             tokens += (
