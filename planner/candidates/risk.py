@@ -15,8 +15,16 @@ def risk_of(workload: Workload, scenario: Scenario) -> Risk:
     return workload.risk.over(scenario.defaults.risk)
 
 
-SAFETY = {"spot": 0, "spot_fallback": 1, "on_demand": 2}
-"""How safe a market is from preemptions: a candidate's spot saving is measured against safer ones."""
+SAFETY = {
+    "spot": 0,
+    "spot_fallback": 1,
+    "on_demand": 2,
+    "reserved": 2,
+    "capacity_block": 2,
+    "flex_start": 2,
+}
+"""How safe a market is from preemptions: a candidate's spot saving is measured against safer ones (a purchase
+option is never preempted)."""
 
 
 def too_risky(candidate: dict, risk: Risk, scores: tuple[PlacementScore, ...]) -> str:

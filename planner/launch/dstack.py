@@ -34,6 +34,8 @@ SPOT_POLICY = {
     "spot": "spot",
     "spot_fallback": "auto",
     "reserved": "on-demand",
+    "capacity_block": "on-demand",
+    "flex_start": "on-demand",
 }
 RETRY_EVENTS = ["no-capacity", "interruption"]
 

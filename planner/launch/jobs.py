@@ -50,7 +50,9 @@ class LaunchJob:
     start: datetime | None = None  # a quarter's run: when it is scheduled to start
     end: datetime | None = None
     after: tuple[str, ...] = ()
-    reservation: str | None = None  # a quarter's run on reserved nodes: which option
+    # a quarter's run on reserved nodes, or a job on a scenario's purchase option: which one
+    reservation: str | None = None
+    buy: str | None = None  # a purchase option's: what to buy and when
 
     @property
     def slug(self) -> str:
@@ -111,6 +113,8 @@ def _job(a: AssignmentRecord, workloads: dict, gpus: dict) -> LaunchJob:
         storage=a.storage,
         data_gib=_data(workloads, a.workload)[0],
         data_location=_data(workloads, a.workload)[1],
+        reservation=a.purchase.name if a.purchase else None,
+        buy=a.purchase.buy if a.purchase else None,
     )
 
 

@@ -36,13 +36,18 @@ GENERIC_LABEL = "planner/market"
 
 GPU_RESOURCES = {"AMD": "amd.com/gpu", "Intel": "habana.ai/gaudi"}
 NVIDIA = "nvidia.com/gpu"
+PURCHASED = {"capacity_block": "reserved", "flex_start": "on_demand"}
+"""A scenario's purchase options as flavour markets: a block's nodes are reserved capacity; a flex-start's are
+on-demand nodes that come later (GKE queues them with a ProvisioningRequest, which the cluster sets up)."""
 MARKET_ORDER = ("reserved", "on_demand", "spot")
 """Flavours in the order Kueue tries them: capacity already paid for, then on demand, then spot."""
 
 
 def _market(job: LaunchJob) -> str:
     """The flavour's market: spot_fallback starts on spot (the move to on demand is the team's, by the plan's rule)."""
-    return "spot" if job.market == "spot_fallback" else job.market
+    if job.market == "spot_fallback":
+        return "spot"
+    return PURCHASED.get(job.market, job.market)
 
 
 def _node_labels(provider: str, instance_type: str, market: str) -> dict[str, str]:
@@ -155,6 +160,10 @@ def _quota(
     """GPUs at once on the job's flavour: a reservation's nodes bought; else the tightest of the scenario's
     limits that cover it (the node limit on its offer, the GPU quota at its provider for its GPU family, the
     provider's quota); else what the plan runs there at its busiest."""
+    if (
+        _market(job) == "reserved" and job.reservation not in reserved
+    ):  # bought for this job
+        return job.nodes * job.gpus_per_node, f"{job.nodes} nodes bought for {job.name}"
     if job.market == "reserved":
         bought = sum(
             nodes

@@ -54,6 +54,8 @@ MARKET_WORDS = {
     "spot": "spot",
     "spot_fallback": "spot, moving to on demand when the slack runs out",
     "reserved": "reserved",
+    "capacity_block": "on a capacity block bought ahead",
+    "flex_start": "flex-start (queued, every node at once)",
 }
 
 
@@ -83,6 +85,8 @@ def summary(job: LaunchJob) -> list[str]:
             f"scheduled {job.start.isoformat()} to {job.end.isoformat() if job.end else '?'}"
             + (f", after {', '.join(job.after)}" if job.after else "")
         )
+    if job.buy:
+        lines.append(f"before launching, {job.buy}")
     if job.reservation:
         lines.append(
             f"on the nodes of reservation {job.reservation}: name that reservation in the launcher's "
