@@ -34,6 +34,7 @@ from planner.load.catalog import (
     load_catalog,
     load_gpus,
     load_providers,
+    price_age_warning,
     read_offers,
     shipped_catalog_names,
 )
@@ -729,3 +730,28 @@ def test_catalog_refresh_all_into_a_file_is_refused(run, tmp_path):
     result = run("catalog", "refresh", "all", "-o", target)
     assert result.exit_code == 2 and "is not a folder" in result.stderr
     assert target.read_text() == "x"
+
+
+# ---------------------------------------------------------------- the stale-price warning
+
+
+def test_stale_warning_names_refresh_and_import_per_provider():
+    catalog = load_catalog(["aws", "gcp", "runpod", "paperspace"])
+    as_of = catalog.prices_as_of()
+    line = price_age_warning(catalog, today=date.fromordinal(as_of.toordinal() + 523))
+    assert line == (
+        f"prices as of {as_of.isoformat()} are 523 days old; refresh them: "
+        "planner catalog refresh aws|gcp|runpod (or planner catalog import for paperspace)"
+    )
+    only_import = load_catalog(["nebius"])
+    assert price_age_warning(only_import, today=date(2030, 1, 1)).endswith(
+        "refresh them: planner catalog import for nebius"
+    )
+
+
+def test_stale_warning_skips_fresh_catalogs(tmp_path, gpus):
+    fresh = tmp_path / "lambda-today.csv"
+    write_offers_csv(PARSED["lambda"](gpus), fresh, source="s", as_of="2029-12-01")
+    catalog = load_catalog(["aws", str(fresh)])
+    line = price_age_warning(catalog, today=date(2030, 1, 1))
+    assert line.endswith("refresh them: planner catalog refresh aws")
