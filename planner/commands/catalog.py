@@ -457,9 +457,11 @@ def catalog_refresh(provider, output, regions) -> None:
     (GPUs, interconnect, network, preemption rate), marked in `notes`; sizes it lacks are skipped
     and counted.
 
-    `all` refreshes every shipped provider it can into the folder OUTPUT (made if missing), one
-    line per provider: what it wrote, or why not (no key: the variable to set; no price API: use
-    `planner catalog import`). Exit 0 when at least one was written.
+    nebius and paperspace publish no price API: their prices come in with `planner catalog
+    import`. `all` refreshes every shipped provider it can into the folder OUTPUT (made if
+    missing), one line per provider: what it wrote, or why not (no key: the variable to set;
+    offline; no price API). Exit 0 when at least one was written; it replaces only files an
+    earlier refresh wrote.
 
     \b
     Example:
