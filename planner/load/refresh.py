@@ -114,13 +114,7 @@ def get(
     requests' exceptions derive from OSError (IOError), as do the built-in connection errors.
     ``auth_hint`` (e.g. "check LAMBDA_API_KEY") ends the line of an HTTP 401 or 403.
     """
-    kwargs: dict[str, Any] = {"timeout": timeout}
-    if params is not None:
-        kwargs["params"] = params
-    if headers:
-        kwargs["headers"] = headers
-    if stream:
-        kwargs["stream"] = True
+    kwargs = _given(timeout=timeout, params=params, headers=headers, stream=stream)
     return _answer(session.get, url, what, kwargs, stream, auth_hint)
 
 
@@ -136,12 +130,13 @@ def post(
     auth_hint: str = "",
 ) -> Any:
     """POST of a JSON body (a GraphQL query, a search), failures as one line like ``get``."""
-    kwargs: dict[str, Any] = {"json": json, "timeout": timeout}
-    if params is not None:
-        kwargs["params"] = params
-    if headers:
-        kwargs["headers"] = headers
+    kwargs = _given(json=json, timeout=timeout, params=params, headers=headers)
     return _answer(session.post, url, what, kwargs, False, auth_hint)
+
+
+def _given(**kwargs: Any) -> dict[str, Any]:
+    """The request's keyword arguments, without those left out (None, or no stream)."""
+    return {k: v for k, v in kwargs.items() if v is not None and v is not False}
 
 
 def _answer(
