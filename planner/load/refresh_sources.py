@@ -88,8 +88,8 @@ PRICE_APIS: dict[str, PriceApi] = {
 }
 
 NO_PRICE_API: dict[str, str] = {
-    "nebius": "Nebius prices come only from its authenticated gRPC billing calculator "
-    "(nebius SDK), one estimate per preset",
+    "nebius": "Nebius prices come only from the authenticated gRPC billing calculator "
+    "of its SDK, one estimate per preset",
     "paperspace": "Paperspace's API lists machine types and availability, not prices",
 }
 
