@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -409,14 +410,32 @@ def _shipped_tables(provider: str) -> tuple[Path, ...]:
     return (CATALOG_DIR / "offers" / f"{provider}.csv", *catalog_tables())
 
 
+class _RefreshProvider(click.Choice):
+    """A provider with a price API the planner reads, or `all`; a shipped provider without one is
+    refused with the way its prices come in (`catalog import`)."""
+
+    def __init__(self) -> None:
+        from planner.load.refresh_sources import PRICE_APIS
+
+        super().__init__([*sorted(PRICE_APIS), "all"])
+
+    def convert(self, value, param, ctx):
+        from planner.load.refresh_sources import NO_PRICE_API, import_hint
+
+        if value in NO_PRICE_API:
+            self.fail(f"{value}: {import_hint(value)}", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 @catalog.command("refresh")
-@click.argument("provider", type=click.Choice(["azure", "aws"]))
+@click.argument("provider", type=_RefreshProvider())
 @click.option(
     "-o",
     "--output",
     required=True,
-    type=OutputPath(Path),
-    help="Catalog CSV to write (atomically); name it in a scenario's `catalogs`.",
+    type=click.Path(path_type=Path),
+    help="Catalog CSV to write (atomically); name it in a scenario's `catalogs`. "
+    "For `all`, a folder: one PROVIDER.csv each.",
 )
 @click.option(
     "--region",
@@ -425,73 +444,45 @@ def _shipped_tables(provider: str) -> tuple[Path, ...]:
     help="AWS regions to fetch (repeatable; default us-east-1).",
 )
 def catalog_refresh(provider, output, regions) -> None:
-    """Fetch current on-demand (and spot) GPU prices from the provider's public price API.
+    """Fetch current on-demand (and spot) GPU prices from the provider's price API.
 
-    azure: the Retail Prices API (no account needed). aws: the EC2 price-list offer file per
-    region (large: streamed to disk); spot prices from the EC2 spot price history when boto3 and
-    AWS credentials are present, else the shipped spot prices are kept and marked. Offers keep
-    every fact the shipped catalog knows that the price source lacks (GPUs, interconnect,
-    network, preemption rate), marked in `notes`.
+    azure, cudo, vast: public, no account. aws: the EC2 price-list offer file per region (large:
+    streamed to disk); spot from the EC2 spot price history with boto3 and AWS credentials, else
+    the shipped spot prices are kept and marked. gcp: the Cloud Billing Catalog API
+    (GOOGLE_API_KEY). lambda: LAMBDA_API_KEY. runpod: RunPod's GraphQL API (RUNPOD_API_KEY sent
+    when set). do: DIGITALOCEAN_TOKEN. hyperbolic: HYPERBOLIC_API_KEY. fluidstack:
+    FLUIDSTACK_API_KEY. Keys are read from the environment or the provider's CLI config, never
+    stored. A stock signal in the answer (Lambda's regions with capacity, RunPod's stockStatus) is
+    kept in `notes`. Offers keep every fact the shipped catalog knows that the price source lacks
+    (GPUs, interconnect, network, preemption rate), marked in `notes`; sizes it lacks are skipped
+    and counted.
+
+    nebius and paperspace publish no price API: their prices come in with `planner catalog
+    import`. `all` refreshes every shipped provider it can into the folder OUTPUT (made if
+    missing), one line per provider: what it wrote, or why not (no key: the variable to set;
+    offline; no price API). Exit 0 when at least one was written; it replaces only files an
+    earlier refresh wrote.
 
     \b
     Example:
       planner catalog refresh azure -o azure-today.csv
       planner catalog refresh aws --region us-east-1 --region us-west-2 -o aws-today.csv
+      planner catalog refresh all -o prices-today/
     """
-    import datetime
-    import tempfile
-
-    import pandas as pd
-
-    from planner.files import check_target
     from planner.load.catalog import load_gpus
-    from planner.load.offer_facts import load_shipped_offers
-    from planner.load.refresh import write_offers_csv
-    from planner.load.refresh_aws import (
-        aws_offers,
-        aws_spot_prices,
-        fetch_aws_offer_file,
-    )
-    from planner.load.refresh_azure import azure_offers, fetch_azure
+    from planner.load.refresh_sources import refresh_all, write_refresh
 
-    check_target(output, _shipped_tables(provider))
     gpus = load_gpus()
-    if provider == "azure":
-        frame = azure_offers(fetch_azure(), gpus)
-        skipped = f"; skipped {len(frame.attrs.get('unknown_instance_types', ()))} sizes the shipped catalog lacks"
-        source = "Azure Retail Prices API (prices.azure.com/api/retail/prices), Linux consumption and spot"
-        spot = ""
-    else:
-        regions = regions or ("us-east-1",)
-        spot_prices = aws_spot_prices(
-            list(regions), sorted(set(load_shipped_offers("aws")["instance_type"]))
-        )
-        frames = []
-        with tempfile.TemporaryDirectory() as tmp:
-            for region in regions:
-                frames.append(
-                    aws_offers(
-                        fetch_aws_offer_file(region, directory=Path(tmp)),
-                        gpus,
-                        spot_prices=spot_prices,
-                    )
-                )
-        frame = pd.concat(frames, ignore_index=True)
-        skipped = ""
-        source = f"AWS EC2 price list offer files ({', '.join(regions)})"
-        spot = (
-            "; spot: EC2 spot price history"
-            if spot_prices is not None
-            else "; spot: kept the shipped prices (boto3 not installed or no AWS credentials)"
-        )
-    if frame.empty:
+    if provider == "all":
+        for line in refresh_all(Path(output), gpus, tuple(regions)):
+            click.echo(line)
+        return
+    if str(output).endswith(("/", os.sep)) or Path(output).is_dir():
         raise PlannerError(
-            f"the {provider} price source returned no GPU offers the shipped catalog knows",
-            provider,
+            "names a folder; expected a file name (a folder is for `catalog refresh all`)",
+            str(output),
         )
-    # checked before it writes
-    write_offers_csv(frame, output, source, datetime.date.today().isoformat())
-    click.echo(f"wrote {len(frame)} offers to {output}{skipped}{spot}")
+    click.echo(write_refresh(provider, Path(output), gpus, tuple(regions), _today()))
 
 
 def _today() -> str:

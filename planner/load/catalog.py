@@ -247,6 +247,8 @@ class Catalog:
     local_gib: dict[tuple[str, str], float] = field(default_factory=dict)
     # what the runs that happened measured (`load/calibration.py`); None: the catalog's own assumptions
     calibration: Calibration | None = None
+    # the providers each offer catalog in `sources` holds (the stale-price warning names their refresh)
+    source_providers: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @cached_property
     def storage_table(self) -> pd.DataFrame:
@@ -499,7 +501,7 @@ def offers_text_error(text: str) -> tuple[PlannerError, int | None] | None:
 def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
     """Load the GPU, model and provider tables plus the named offer catalogs (later ones win on duplicate keys)."""
     gpus, models, providers = load_gpus(), load_models(), load_providers()
-    frames, sources, files = [], {}, []
+    frames, sources, files, source_providers = [], {}, [], {}
     shipped = shipped_catalog_names()
     for item in names_or_paths:
         if item in shipped:
@@ -516,6 +518,7 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
             )
         frame, meta = read_offers(path, gpus, providers)
         files.append(Path(path))
+        source_providers[item] = tuple(sorted(set(frame["provider"])))
         if (
             not frame.empty
         ):  # an empty frame's untyped columns would make every column untyped
@@ -561,6 +564,7 @@ def load_catalog(names_or_paths, base_dir: Path | None = None) -> Catalog:
         files=(*catalog_tables(), *files),
         storage=load_storage(),
         local_gib=load_local_disks(),
+        source_providers=source_providers,
     )
 
 
@@ -612,17 +616,37 @@ STALE_AFTER_DAYS = 90
 
 
 def price_age_warning(catalog: Catalog, today: date | None = None) -> str | None:
-    """One line when the oldest prices used are older than STALE_AFTER_DAYS, else None."""
+    """One line when the oldest prices used are older than STALE_AFTER_DAYS, else None; it names the
+    command that brings each stale catalog's prices up to date (`catalog refresh` for a provider with a
+    price API, `catalog import` for the others)."""
     as_of = catalog.prices_as_of()
     if as_of is None:
         return None
-    age = ((today or date.today()) - as_of).days
+    today = today or date.today()
+    age = (today - as_of).days
     if age <= STALE_AFTER_DAYS:
         return None
-    return (
-        f"prices as of {as_of.isoformat()} are {age} days old; refresh them (planner catalog refresh azure|aws, "
-        f"planner catalog import) or name a catalog of your own"
+    from planner.load.refresh_sources import PRICE_APIS
+
+    stale = set()
+    for item, meta in catalog.sources.items():
+        try:
+            dated = date.fromisoformat(str(meta.get("as_of", ""))[:10])
+        except ValueError:
+            continue
+        if (today - dated).days > STALE_AFTER_DAYS:
+            stale.update(catalog.source_providers.get(item, ()))
+    refreshable = sorted(p for p in stale if p in PRICE_APIS)
+    others = sorted(stale - set(refreshable))
+    how = (
+        f"planner catalog refresh {'|'.join(refreshable)}"
+        if refreshable
+        else "planner catalog refresh PROVIDER"
     )
+    if others:
+        imports = f"planner catalog import for {', '.join(others)}"
+        how = f"{how} (or {imports})" if refreshable else imports
+    return f"prices as of {as_of.isoformat()} are {age} days old; refresh them: {how}"
 
 
 def split_accelerator(query: str) -> tuple[str, int | None]:

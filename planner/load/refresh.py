@@ -1,4 +1,4 @@
-"""Refresh offer prices from the providers' public price lists (Azure, AWS).
+"""Refresh offer prices from the providers' public price APIs.
 
 Price lists say what an instance costs, not what it is: GPU model and count, vCPUs, RAM,
 VRAM and the interconnect come from the shipped catalog (``planner.offer_facts``), so a
@@ -7,19 +7,22 @@ catalog does not know are dropped and counted (``frame.attrs["unknown_instance_t
 without their facts they could not be planned on.
 
 Network access is only in the ``fetch_*`` functions (``requests``, imported lazily, or any
-object with the same ``get``); the parsers take the recorded responses, so tests need no
-network.  Every failure a user can meet is a one-line ``PlannerError``.
+object with the same ``get``/``post``); the parsers take the recorded responses, so tests need
+no network.  Every failure a user can meet is a one-line ``PlannerError``.
 
-This module holds what both providers' refreshes share: the HTTP GET that turns failures into
-one line, prices joined to the shipped facts into offer rows, and writing the offers CSV.  Each
-provider's price API is read in its own module: ``refresh_azure``, ``refresh_aws``.
+This module holds what every provider's refresh shares: the HTTP GET and POST that turn
+failures into one line, the provider's API key read from its usual environment variable or
+file (never stored), a price row with the importer's price rules, prices joined to the shipped
+facts into offer rows, and writing the offers CSV.  Each provider's price API is read in its
+own module (``refresh_azure``, ``refresh_aws``, ``refresh_gcp``, ...); ``refresh_sources``
+says which providers have one.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import date
 from pathlib import Path
 from typing import Any
@@ -30,6 +33,7 @@ from planner.errors import PlannerError
 from planner.files import write_atomic
 from planner.load.catalog import OFFER_COLUMNS, offers_text_error
 from planner.load.offer_facts import (
+    join_tags,
     keep_known_facts,
     load_shipped_offers,
     missing,
@@ -40,6 +44,7 @@ from planner.load.skypilot import (
     SPOT_PREEMPTION_DEFAULT,
     SPOT_PREEMPTION_FALLBACK,
     catalog_header,
+    clean_prices,
 )
 from planner.schema.catalog import Gpu
 
@@ -76,10 +81,15 @@ def one_line(text: Any, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def redact(text: str) -> str:
+    """Text without the query strings of the URLs in it (an API key may ride in one)."""
+    return re.sub(r"\?[^\s)'\"]*", "", str(text))
+
+
 def network_reason(exc: BaseException) -> str:
     """The short cause of a connection failure ('[Errno 111] Connection refused', 'ReadTimeout')
     rather than requests' whole retry chain."""
-    text = " ".join(str(exc).split())
+    text = redact(" ".join(str(exc).split()))
     m = re.search(r"\[Errno [^\]]+\][^)\"'(]*", text)
     if m:
         return m.group(0).strip()
@@ -94,20 +104,46 @@ def get(
     what: str,
     *,
     params: dict | None = None,
+    headers: dict | None = None,
     stream: bool = False,
     timeout: float = TIMEOUT_S,
+    auth_hint: str = "",
 ) -> Any:
     """GET that turns "offline" and "the API said no" into one clear line each.
 
     requests' exceptions derive from OSError (IOError), as do the built-in connection errors.
+    ``auth_hint`` (e.g. "check LAMBDA_API_KEY") ends the line of an HTTP 401 or 403.
     """
-    kwargs: dict[str, Any] = {"timeout": timeout}
-    if params is not None:
-        kwargs["params"] = params
-    if stream:
-        kwargs["stream"] = True
+    kwargs = _given(timeout=timeout, params=params, headers=headers, stream=stream)
+    return _answer(session.get, url, what, kwargs, stream, auth_hint)
+
+
+def post(
+    session: Any,
+    url: str,
+    what: str,
+    *,
+    json: Any,
+    params: dict | None = None,
+    headers: dict | None = None,
+    timeout: float = TIMEOUT_S,
+    auth_hint: str = "",
+) -> Any:
+    """POST of a JSON body (a GraphQL query, a search), failures as one line like ``get``."""
+    kwargs = _given(json=json, timeout=timeout, params=params, headers=headers)
+    return _answer(session.post, url, what, kwargs, False, auth_hint)
+
+
+def _given(**kwargs: Any) -> dict[str, Any]:
+    """The request's keyword arguments, without those left out (None, or no stream)."""
+    return {k: v for k, v in kwargs.items() if v is not None and v is not False}
+
+
+def _answer(
+    send: Any, url: str, what: str, kwargs: dict, stream: bool, auth_hint: str
+) -> Any:
     try:
-        response = session.get(url, **kwargs)
+        response = send(url, **kwargs)
     except OSError as exc:
         raise PlannerError(
             f"cannot reach {what} ({url.split('?')[0]}): {network_reason(exc)}; "
@@ -117,19 +153,71 @@ def get(
     if status >= 400:
         detail = ""
         if not stream:
-            detail = one_line(getattr(response, "text", "") or "", 120)
+            detail = one_line(redact(getattr(response, "text", "") or ""), 120)
         close(response)
+        hint = f"; {auth_hint}" if auth_hint and status in (401, 403) else ""
         raise PlannerError(
             f"{what} answered HTTP {status} for {url.split('?')[0]}"
             + (f": {detail}" if detail else "")
+            + hint
         )
     return response
+
+
+def json_of(response: Any, what: str, url: str) -> Any:
+    """The JSON body of an answer, or one line saying it is not JSON."""
+    try:
+        return response.json()
+    except ValueError:
+        raise PlannerError(
+            f"{what} answered something that is not JSON ({url.split('?')[0]})"
+        ) from None
+    finally:
+        close(response)
 
 
 def close(response: Any) -> None:
     close = getattr(response, "close", None)
     if callable(close):
         close()
+
+
+# ---------------------------------------------------------------- credentials (read, never stored)
+
+
+def api_key(
+    what: str,
+    env: tuple[str, ...],
+    file: str | None = None,
+    pattern: str | None = None,
+    required: bool = True,
+) -> str | None:
+    """A provider's API key from the first of ``env`` that is set, else from ``file`` (under the
+    home folder: the whole file, or the first group of ``pattern`` in it, as the provider's CLI
+    writes it).  None when there is none and it is not ``required``; else one line naming the
+    variable to set.  The key is only sent to the provider's API; it is never written anywhere.
+    """
+    import os
+
+    for name in env:
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    if file:
+        path = Path.home() / file
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")[:65536]
+        except OSError:
+            text = ""
+        if pattern:
+            m = re.search(pattern, text, re.MULTILINE)
+            text = m.group(1) if m else ""
+        if text.strip():
+            return text.strip()
+    if not required:
+        return None
+    where = f" (or save it in ~/{file})" if file else ""
+    raise PlannerError(f"no {what}: set {env[0]}{where}")
 
 
 # ---------------------------------------------------------------- shared finishing
@@ -171,10 +259,10 @@ def with_facts(
     out = merged[[k not in unmatched for k in keys]].reindex(columns=OFFER_COLUMNS)
     out["defaults"] = out["defaults"].fillna("")
     out["notes"] = out["notes"].fillna("")
-    if (
-        gpus is not None
-    ):  # a shipped row without VRAM: the GPU's marketed memory, marked as a default
-        no_vram = out["gpu_vram_gib"].isna() & out["gpu"].isin(list(gpus))
+    # a shipped row without VRAM: the GPU's marketed memory, marked as a default
+    no_vram = out["gpu_vram_gib"].isna() & out["gpu"].isin(list(gpus or ()))
+    if no_vram.any():  # (assigning nothing fails on an int column)
+        out["gpu_vram_gib"] = out["gpu_vram_gib"].astype(float)
         out.loc[no_vram, "gpu_vram_gib"] = [
             gpus[g].vram_gib for g in out.loc[no_vram, "gpu"]
         ]
@@ -193,6 +281,74 @@ def with_facts(
         "dropped_rows": len(unmatched),
     }
     return out
+
+
+def price_row(
+    provider: str,
+    region: str,
+    instance_type: str,
+    on_demand: float,
+    spot: float = math.nan,
+    notes: tuple[str, ...] | list[str] = (),
+    vcpus: float = math.nan,
+    ram_gib: float = math.nan,
+) -> dict:
+    """One row of PRICE_COLUMNS, prices under the importer's rules (``clean_prices``: a spot
+    price of 0 or one at on-demand is no spot price) with the tags that explain them."""
+    od, spot, price_notes = clean_prices(_number(on_demand), _number(spot), provider)
+    return {
+        "provider": provider,
+        "region": str(region),
+        "instance_type": str(instance_type),
+        "vcpus": _number(vcpus),
+        "ram_gib": _number(ram_gib),
+        "on_demand_usd_h": od,
+        "spot_usd_h": spot,
+        "defaults": "",
+        "notes": join_tags([*notes, *price_notes]),
+    }
+
+
+def _number(value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return math.nan
+    return number if math.isfinite(number) else math.nan
+
+
+def offers_frame(
+    rows: list[dict],
+    provider: str,
+    gpus: Mapping[str, Gpu] | None,
+    shipped: pd.DataFrame | None,
+    unknown: Iterable[str] = (),
+    unpriced: Iterable[str] = (),
+) -> pd.DataFrame:
+    """Price rows -> offer rows (``with_facts``).  ``unknown`` adds sizes the answer named but no
+    row was made for (no region to place them in) to ``attrs["unknown_instance_types"]``;
+    ``attrs["unpriced_offers"]`` names the shipped offers (``region/instance_type``) the answer
+    gave no price for: left out, their shipped prices not carried over."""
+    frame = with_facts(
+        pd.DataFrame(rows, columns=PRICE_COLUMNS), provider, gpus, shipped
+    )
+    frame.attrs["unknown_instance_types"] = sorted(
+        {*frame.attrs["unknown_instance_types"], *map(str, unknown)}
+    )
+    frame.attrs["unpriced_offers"] = sorted(set(map(str, unpriced)))
+    return frame
+
+
+def summary(frame: pd.DataFrame) -> str:
+    """What a refresh left out, as the end of its `wrote ...` line ('' when nothing)."""
+    parts = []
+    unknown = len(frame.attrs.get("unknown_instance_types", ()))
+    if unknown:
+        parts.append(f"skipped {unknown} sizes the shipped catalog lacks")
+    unpriced = len(frame.attrs.get("unpriced_offers", ()))
+    if unpriced:
+        parts.append(f"left out {unpriced} shipped offers the answer has no price for")
+    return "".join(f"; {p}" for p in parts)
 
 
 # ---------------------------------------------------------------- writing
