@@ -67,7 +67,9 @@ def endpoint_footer(reports: list[dict]) -> list[str]:
         + (
             " beside the reservations"
             if any(
-                p.get("reservation") for period in e["periods"] for p in period["pools"]
+                p.get("reservation") and not p.get("usd_per_h")  # a quarter's, prepaid
+                for period in e["periods"]
+                for p in period["pools"]
             )
             else ""
         )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from planner.candidates.purchase import purchase_json
 from planner.report.render import (
     render_lines,
     render_markdown,
@@ -129,17 +128,31 @@ PLAN_HEADERS = {
 }
 
 
-def _purchases(plan: Plan) -> list[str]:
-    """What the plan buys beyond on demand and spot, and when: one line per job on a purchase option."""
-    chosen = plan.chosen
-    if chosen.empty or "purchase" not in chosen:
-        return []
-    offers = plan.loaded.catalog.offers
-    return [
-        f"{row.workload}: {purchase_json(plan.loaded.scenario, offers, row)['buy']}"
-        for row in chosen.itertuples(index=False)
-        if row.purchase
-    ]
+def _purchases(plan: Plan, endpoints: list[dict]) -> list[str]:
+    """What the plan buys beyond on demand and spot, and when: one line per job on a purchase option, and per
+    endpoint's commitment (its most nodes in any period)."""
+    lines = []
+    if not plan.chosen.empty and "purchase" in plan.chosen:
+        lines += [
+            f"{a['workload']}: {a['purchase']['buy']}"
+            for a in assignments(plan, alternatives=0)
+            if a["purchase"]
+        ]
+    for e in endpoints:
+        committed: dict[tuple, int] = {}
+        for period in e["periods"]:
+            for p in period["pools"]:
+                if p.get("reservation") and p.get("usd_per_h"):
+                    key = (
+                        p["reservation"],
+                        f"{p['provider']}/{p['region']}/{p['instance_type']}",
+                    )
+                    committed[key] = max(committed.get(key, 0), int(p["nodes"]))
+        lines += [
+            f"{e['workload']}: commit {n} x {offer} ({name}) for its {e['duration_h'] / 24:g} days"
+            for (name, offer), n in sorted(committed.items())
+        ]
+    return lines
 
 
 def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
@@ -152,7 +165,7 @@ def _table(plan: Plan, frame: pd.DataFrame, explain: bool) -> str:
             ("jobs' breakdown: " if endpoints else "breakdown: ")
             + ", ".join(f"{k} ${v:,.2f}" for k, v in totals.items())
         )
-    footer += _purchases(plan)
+    footer += _purchases(plan, endpoints)
     footer.append(_status_line(plan))
     text = ""
     if endpoints:
