@@ -19,6 +19,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from planner.load.hf_architectures import decoder_params, moe_active, siglip_params  # noqa: E402  one counting rule
+from planner.load.signals import INTERRUPTION_BUCKET_RATE  # noqa: E402  one rule
 from planner.load.skypilot import (  # noqa: E402
     OFFER_COLUMNS,
     SPOT_PREEMPTION_DEFAULT,
@@ -1344,7 +1345,7 @@ def apply_interconnect(
 # Spot Advisor bucket index -> preemptions per node-hour.  Linear in the bucket's
 # mid-point (2.5, 7.5, 12.5, 17.5, 25 %), anchored so that bucket 4 (">20%", where
 # every p3.2xlarge region sits) = 0.47/node-h, the pooled measured p3.2xlarge rate.
-AWS_BUCKET_RATE = {0: 0.047, 1: 0.141, 2: 0.235, 3: 0.329, 4: 0.47}
+AWS_BUCKET_RATE = INTERRUPTION_BUCKET_RATE  # one home: planner/load/signals.py
 
 
 def apply_aws_preemption(off: pd.DataFrame, data: Path) -> pd.DataFrame:

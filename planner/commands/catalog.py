@@ -485,6 +485,79 @@ def catalog_refresh(provider, output, regions) -> None:
     click.echo(write_refresh(provider, Path(output), gpus, tuple(regions), _today()))
 
 
+@catalog.command("signals")
+@click.argument("provider", type=click.Choice(["aws", "azure"]))
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=OutputPath(Path),
+    help="Signals CSV to write (atomically); name it in a scenario's `signals`.",
+)
+@click.option(
+    "--region",
+    "regions",
+    multiple=True,
+    help="AWS regions to score (repeatable; default us-east-1).",
+)
+@click.option(
+    "--nodes",
+    "nodes",
+    multiple=True,
+    type=click.IntRange(1, 10_000),
+    help="Node counts to score (repeatable; default 1 and 8).",
+)
+def catalog_signals(provider, output, regions, nodes) -> None:
+    """Read what the provider says about spot availability, for a scenario's `signals`.
+
+    aws: the Spot Instance Advisor's monthly interruption buckets for the shipped GPU instance types (public,
+    no account), and spot placement scores for the node counts asked when boto3 and AWS credentials are
+    present (else one line says they were skipped). azure: spot eviction rates from Azure Resource Graph
+    through the Azure CLI (`az login`). A bucket sets the offer's spot preemption rate, a placement score
+    joins `defaults.spot_placement_scores`; docs/catalogs.md has the rules.
+
+    \b
+    Example:
+      planner catalog signals aws --region us-east-1 --nodes 8 -o signals.csv
+    """
+    from planner.files import check_target
+    from planner.load.offer_facts import load_shipped_offers
+    from planner.load.signals import write_signals
+    from planner.load.signals_fetch import (
+        aws_advisor_signals,
+        aws_placement_signals,
+        azure_eviction_signals,
+        fetch_aws_advisor,
+        fetch_aws_placement_scores,
+        fetch_azure_eviction,
+    )
+
+    check_target(output, _shipped_tables(provider))
+    today = _today()
+    shipped = load_shipped_offers(provider)
+    types = set(shipped["instance_type"])
+    if provider == "azure":
+        signals = azure_eviction_signals(fetch_azure_eviction(), types, today)
+    else:
+        signals = aws_advisor_signals(fetch_aws_advisor(), types, today)
+        wanted = sorted(set(shipped[shipped["spot_usd_h"].notna()]["instance_type"]))
+        try:
+            signals += aws_placement_signals(
+                fetch_aws_placement_scores(
+                    wanted, list(regions or ("us-east-1",)), list(nodes or (1, 8))
+                ),
+                today,
+            )
+        except PlannerError as exc:
+            click.echo(f"placement scores skipped: {exc.message}", err=True)
+    if not signals:
+        raise PlannerError(
+            f"the {provider} sources returned no signal for the shipped offers"
+        )
+    write_signals(signals, output)
+    click.echo(f"wrote {len(signals)} signals to {output}")
+
+
 def _today() -> str:
     import datetime
 

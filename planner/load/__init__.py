@@ -26,6 +26,8 @@ examples     `planner examples`: copies of the shipped scenarios
 team_config  a team's shared defaults in `planner.toml`
 traces       spot availability traces (Can't Be Late's JSON format)
 calibration  a fit from `planner calibrate` laid over the catalog
+signals      availability signals (spot interruption buckets, placement scores, stock) laid over the offers
+signals_fetch  `catalog signals`: AWS's Spot Instance Advisor and placement scores, Azure's eviction rates read
 runs         run records: a CSV, or a folder of them
 billing      what runs were billed, from a FOCUS or AWS CUR export
 """

@@ -247,6 +247,8 @@ class Catalog:
     local_gib: dict[tuple[str, str], float] = field(default_factory=dict)
     # what the runs that happened measured (`load/calibration.py`); None: the catalog's own assumptions
     calibration: Calibration | None = None
+    # availability signals applied to the offers, (kind, in words) by offer key (`load/signals.py`)
+    signals: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     # the providers each offer catalog in `sources` holds (the stale-price warning names their refresh)
     source_providers: dict[str, tuple[str, ...]] = field(default_factory=dict)
 

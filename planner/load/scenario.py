@@ -71,6 +71,8 @@ def load_scenario(path: str | Path, text: str | None = None) -> LoadedScenario:
     except PlannerError as exc:
         raise located_catalog_error(exc, scenario.catalogs, path, raw) from None
     check_some_offers(catalog, path, raw)
+    # the providers' signals first: what runs measured (a calibration) is laid over them
+    scenario = with_signals(scenario, catalog, path, raw)
     if scenario.calibration is not None:
         from planner.load.calibration import calibrate_catalog
 
@@ -94,6 +96,45 @@ def load_scenario(path: str | Path, text: str | None = None) -> LoadedScenario:
     loaded = LoadedScenario(path, scenario, catalog, raw, hf_configs, configs)
     check_references(loaded)
     return loaded
+
+
+def with_signals(scenario, catalog: Catalog, path: Path, raw: Any):
+    """The catalogs' stock tags and the scenario's `signals` file laid over the offers; its placement scores
+    join the defaults' (`load/signals.py`)."""
+    from planner.load.signals import apply_signals, read_signals
+
+    signals = []
+    if scenario.signals is not None:
+        named = Path(scenario.signals)
+        file = named if named.is_absolute() else path.parent / named
+        if not file.is_file():
+            raise PlannerError(
+                f"signals file {scenario.signals!r} not found (write one with `planner catalog signals`)",
+                where(path, raw, ("signals",)),
+            )
+        signals = read_signals(file)
+        catalog.files = (*catalog.files, file)
+    scores = apply_signals(catalog, signals)
+    if not scores:
+        return scenario
+    from planner.schema.scenario import PlacementScore
+
+    added = tuple(
+        PlacementScore(
+            provider=s.provider,
+            region=s.region,
+            instance_type=s.instance_type,
+            nodes=s.nodes,
+            score=int(s.value),
+        )
+        for s in scores
+    )
+    defaults = scenario.defaults.model_copy(
+        update={
+            "spot_placement_scores": scenario.defaults.spot_placement_scores + added
+        }
+    )
+    return scenario.model_copy(update={"defaults": defaults})
 
 
 def check_some_offers(catalog: Catalog, path: Path, raw: Any) -> None:

@@ -130,14 +130,14 @@ PLAN_HEADERS = {
 
 def _purchases(plan: Plan, endpoints: list[dict]) -> list[str]:
     """What the plan buys beyond on demand and spot, and when: one line per job on a purchase option, and per
-    endpoint's commitment (its most nodes in any period)."""
+    endpoint's commitment (its most nodes in any period); and the availability signals a job's offer carries."""
     lines = []
-    if not plan.chosen.empty and "purchase" in plan.chosen:
-        lines += [
-            f"{a['workload']}: {a['purchase']['buy']}"
-            for a in assignments(plan, alternatives=0)
-            if a["purchase"]
-        ]
+    if not plan.chosen.empty:
+        for a in assignments(plan, alternatives=0):
+            if a["purchase"]:
+                lines.append(f"{a['workload']}: {a['purchase']['buy']}")
+            if a["signals"]:
+                lines.append(f"{a['workload']}: planned with {'; '.join(a['signals'])}")
     for e in endpoints:
         committed: dict[tuple, int] = {}
         for period in e["periods"]:

@@ -262,6 +262,9 @@ class AssignmentRecord(Record):
     purchase: PurchaseRecord | None = described(
         "the purchase option it runs on (reserved, capacity_block, flex_start)"
     )
+    signals: list[str] | None = described(
+        "the availability signals its offer was planned with (`signals:`, refreshed stock), in words"
+    )
 
 
 # ---------------------------------------------------------------- a plan's endpoints

@@ -181,6 +181,12 @@ class Scenario(Strict):
         description="a fit from `planner calibrate` (path relative to this file): measured throughput, "
         "preemptions, capacity waits, checkpoint and restart times over the catalog's",
     )
+    signals: str | None = Field(
+        None,
+        min_length=1,
+        description="availability signals (path relative to this file, from `planner catalog signals`): spot "
+        "interruption buckets, placement scores and stock, mapped to the spot model",
+    )
     purchase_options: Annotated[
         tuple[PurchaseOption, ...], AfterValidator(check_unique)
     ] = Field(

@@ -278,9 +278,21 @@ def assignments(plan: Plan, alternatives: int = RUNNER_UPS) -> list[dict]:
                 "parallelism": parallelism_json(row.parallelism),
                 "alternatives": others.get(row.workload, []),
                 "purchase": purchase_json(scenario, plan.loaded.catalog.offers, row),
+                "signals": _signals(plan, row),
             }
         )
     return out
+
+
+def _signals(plan: Plan, row) -> list[str] | None:
+    """The availability signals of the job's offer that bear on its market (stock on every market; spot's
+    interruption and placement only on spot), in words."""
+    found = plan.loaded.catalog.signals.get(
+        f"{row.provider}/{row.region}/{row.instance_type}", []
+    )
+    spot = row.market in ("spot", "spot_fallback")
+    words = [text for kind, text in found if spot or kind == "stock"]
+    return words or None
 
 
 def _finite_share(value: float) -> float | None:
