@@ -17,6 +17,7 @@ import numpy as np
 
 from planner.economics.candidate import CandidateInputs, billed_hours
 from planner.economics.fallback import switch_at
+from planner.economics.purchase import billed_draws
 from planner.economics.segment_plans import segment_plan
 from planner.economics.simulate import _waits
 
@@ -74,6 +75,13 @@ def draw_runs(
         first = switch_at(run, p.tau, 0) if fallback else math.inf
         clock, stops, sessions, switched = _phase(p, rng, 0.0, first)
         billed = _billed(run, sessions)
+        if switched is None and run.terms is not None and run.terms.by_term:
+            # paid by the term (§13): what runs past a block's usable hours goes on demand
+            paid, over = billed_draws(np.array([clock]), run.nodes, run.terms)
+            logs.append(
+                RunLog(clock, tuple(stops), float(paid[0]), None, float(over[0]))
+            )
+            continue
         if switched is None:
             logs.append(RunLog(clock, tuple(stops), billed))
             continue

@@ -117,7 +117,9 @@ def drawn_runs(
         start = FIRST_START
         walls, events, moved = [], 0, 0
         fallback = a.market == "spot_fallback"
-        on_demand_price = a.inputs.fallback_price_per_node_h or 0.0
+        on_demand_price = a.inputs.fallback_price_per_node_h or (
+            (a.purchase.overrun_price_per_node_h or 0.0) if a.purchase else 0.0
+        )
         logs = draw_runs(inputs, runs, seed + index, spread, fallback)
         for number, log in enumerate(logs):
             preemptions = [i for i in log.interruptions if i.preemption]

@@ -44,7 +44,9 @@ class RunRecord(Strict):
     region: str = Field(min_length=1)
     instance_type: str = Field(min_length=1)
     nodes: Annotated[int, Field(ge=1, le=MAX_GPUS)]
-    market: Literal["on_demand", "spot", "spot_fallback", "reserved"]
+    market: Literal[
+        "on_demand", "spot", "spot_fallback", "reserved", "capacity_block", "flex_start"
+    ]
     start: When = Field(description="when it was launched")
     end: When = Field(description="when it finished")
     tokens: Annotated[float, Field(gt=0)] | None = Field(
