@@ -176,6 +176,17 @@ def json_of(response: Any, what: str, url: str) -> Any:
         close(response)
 
 
+def get_json(
+    session: Any, url: str, what: str, shaped: Any, expected: str, **kwargs: Any
+) -> Any:
+    """``get`` then ``json_of``, and one line when the JSON is not the shape ``shaped(answer)`` checks
+    (``expected`` says what was missing: "without a 'data' object")."""
+    answer = json_of(get(session, url, what, **kwargs), what, url)
+    if not shaped(answer):
+        raise PlannerError(f"{what} answered JSON {expected} ({url.split('?')[0]})")
+    return answer
+
+
 def close(response: Any) -> None:
     close = getattr(response, "close", None)
     if callable(close):

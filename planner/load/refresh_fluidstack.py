@@ -15,7 +15,6 @@ from typing import Any
 
 import pandas as pd
 
-from planner.errors import PlannerError
 from planner.load import refresh
 from planner.load.offer_facts import load_shipped_offers
 from planner.schema.catalog import Gpu
@@ -33,20 +32,16 @@ def fetch_fluidstack(
         "Fluidstack API key", (FLUIDSTACK_KEY_ENV,), FLUIDSTACK_KEY_FILE
     )
     what = "the Fluidstack API"
-    response = refresh.get(
+    return refresh.get_json(
         refresh.session(session),
         FLUIDSTACK_URL,
         what,
+        lambda a: isinstance(a, list),
+        "that is not a list of plans",
         headers={"api-key": key},
         timeout=timeout,
         auth_hint=f"check {FLUIDSTACK_KEY_ENV}",
     )
-    answer = refresh.json_of(response, what, FLUIDSTACK_URL)
-    if not isinstance(answer, list):
-        raise PlannerError(
-            f"{what} answered JSON that is not a list of plans ({FLUIDSTACK_URL})"
-        )
-    return answer
 
 
 def fluidstack_offers(

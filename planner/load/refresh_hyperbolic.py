@@ -15,7 +15,6 @@ from typing import Any
 
 import pandas as pd
 
-from planner.errors import PlannerError
 from planner.load import refresh
 from planner.load.offer_facts import load_shipped_offers
 from planner.schema.catalog import Gpu
@@ -33,20 +32,16 @@ def fetch_hyperbolic(
         "Hyperbolic API key", (HYPERBOLIC_KEY_ENV,), HYPERBOLIC_KEY_FILE
     )
     what = "the Hyperbolic catalog API"
-    response = refresh.get(
+    return refresh.get_json(
         refresh.session(session),
         HYPERBOLIC_URL,
         what,
+        lambda a: isinstance(a, dict) and isinstance(a.get("vms"), list),
+        "without a 'vms' list",
         headers={"Authorization": f"Bearer {key}"},
         timeout=timeout,
         auth_hint=f"check {HYPERBOLIC_KEY_ENV}",
     )
-    answer = refresh.json_of(response, what, HYPERBOLIC_URL)
-    if not isinstance(answer, dict) or not isinstance(answer.get("vms"), list):
-        raise PlannerError(
-            f"{what} answered JSON without a 'vms' list ({HYPERBOLIC_URL})"
-        )
-    return answer
 
 
 def hyperbolic_offers(

@@ -14,7 +14,6 @@ from typing import Any
 
 import pandas as pd
 
-from planner.errors import PlannerError
 from planner.load import refresh
 from planner.load.offer_facts import load_shipped_offers
 from planner.schema.catalog import Gpu
@@ -41,20 +40,16 @@ def fetch_lambda(
         r"^\s*api_key\s*=\s*(\S+)",
     )
     what = "the Lambda Cloud API"
-    response = refresh.get(
+    return refresh.get_json(
         refresh.session(session),
         LAMBDA_URL,
         what,
+        lambda a: isinstance(a, dict) and isinstance(a.get("data"), dict),
+        "without a 'data' object",
         headers={"Authorization": f"Bearer {key}"},
         timeout=timeout,
         auth_hint=f"check {LAMBDA_KEY_ENV}",
     )
-    answer = refresh.json_of(response, what, LAMBDA_URL)
-    if not isinstance(answer, dict) or not isinstance(answer.get("data"), dict):
-        raise PlannerError(
-            f"{what} answered JSON without a 'data' object ({LAMBDA_URL})"
-        )
-    return answer
 
 
 def lambda_offers(

@@ -210,6 +210,7 @@ def refresh_all(
 
     from planner.errors import PlannerError
     from planner.load.catalog import shipped_catalog_names
+    from planner.load.examples import make_folder
 
     as_of = as_of or date.today().isoformat()
     if folder.exists() and not folder.is_dir():
@@ -217,12 +218,7 @@ def refresh_all(
             "is not a folder; `catalog refresh all` writes one CSV per provider",
             str(folder),
         )
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise PlannerError(
-            f"cannot make the folder: {exc.strerror or exc}", str(folder)
-        ) from None
+    make_folder(folder)
     written = 0
     for provider in sorted({*shipped_catalog_names(), *PRICE_APIS}):
         if provider not in PRICE_APIS:

@@ -12,8 +12,8 @@ import subprocess
 from typing import Any
 
 from planner.errors import PlannerError
-from planner.load.refresh import get, session
-from planner.load.signals import Signal, bucket_index
+from planner.load.refresh import get, json_of, session
+from planner.load.signals import BUCKET_LABELS, Signal, bucket_index
 
 ADVISOR_URL = "https://spot-bid-advisor.s3.amazonaws.com/spot-advisor-data.json"
 AZURE_EVICTION_QUERY = (
@@ -25,13 +25,8 @@ AZURE_EVICTION_QUERY = (
 
 def fetch_aws_advisor(client: Any = None) -> dict:
     """The Spot Instance Advisor's feed (what the AWS console's advisor page reads)."""
-    response = get(session(client), ADVISOR_URL, "the AWS Spot Instance Advisor")
-    try:
-        return response.json()
-    except ValueError:
-        raise PlannerError(
-            f"the AWS Spot Instance Advisor ({ADVISOR_URL}) answered something other than JSON"
-        ) from None
+    what = "the AWS Spot Instance Advisor"
+    return json_of(get(session(client), ADVISOR_URL, what), what, ADVISOR_URL)
 
 
 def aws_advisor_signals(
@@ -67,8 +62,6 @@ def aws_advisor_signals(
 
 
 def bucket_label(index) -> str | None:
-    from planner.load.signals import BUCKET_LABELS
-
     i = bucket_index(str(index))
     return None if i is None else BUCKET_LABELS[i]
 

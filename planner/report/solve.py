@@ -132,7 +132,9 @@ def _purchases(plan: Plan, endpoints: list[dict]) -> list[str]:
     """What the plan buys beyond on demand and spot, and when: one line per job on a purchase option, and per
     endpoint's commitment (its most nodes in any period); and the availability signals a job's offer carries."""
     lines = []
-    if not plan.chosen.empty:
+    chosen = plan.chosen
+    bought = not chosen.empty and "purchase" in chosen and chosen["purchase"].any()
+    if bought or (not chosen.empty and plan.loaded.catalog.signals):
         for a in assignments(plan, alternatives=0):
             if a["purchase"]:
                 lines.append(f"{a['workload']}: {a['purchase']['buy']}")
