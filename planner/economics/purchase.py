@@ -53,9 +53,6 @@ class Terms:
     def by_term(self) -> bool:
         return math.isfinite(self.term_h)
 
-    def mean_start_h(self) -> float:
-        return self.start_h + self.wait_h
-
 
 def p_met(law, D: float, error, terms: Terms) -> float:
     """P(start + ε·T ≤ D and ε·T ≤ cap) over the law of T (`wall_time.WallLaw`) and the start's."""
