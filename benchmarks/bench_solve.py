@@ -23,8 +23,10 @@ largest-first and picks the cheapest candidate that still fits the quotas.
 from __future__ import annotations
 
 import json
+import math
 import pickle
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -105,79 +107,110 @@ def scenario_yaml(size: int, quotas: bool, seed: int = 7) -> str:
     return "\n".join(lines) + "\n"
 
 
-MODELS = [
-    "llama-3.1-8b",
-    "llama-3-8b",
-    "mistral-7b",
-    "qwen2.5-7b",
-    "qwen3-8b",
-    "gemma-2-9b",
-    "llama-3.2-3b",
-    "llama-3.2-1b",
-    "qwen2.5-14b",
-    "phi-4",
-    "llama-2-13b",
-    "gemma-2-27b",
-    "qwen2.5-32b",
-    "mixtral-8x7b",
+# (name, parameters in billions) of shipped models a platform team fine-tunes and serves
+VARIED_MODELS = [
+    ("llama-3.2-1b", 1.2),
+    ("llama-3.2-3b", 3.2),
+    ("mistral-7b", 7.2),
+    ("qwen2.5-7b", 7.6),
+    ("llama-3-8b", 8.0),
+    ("llama-3.1-8b", 8.0),
+    ("qwen3-8b", 8.2),
+    ("gemma-2-9b", 9.2),
+    ("gemma-3-12b", 12.2),
+    ("llama-2-13b", 13.0),
+    ("phi-4", 14.7),
+    ("qwen2.5-14b", 14.8),
+    ("mistral-small-24b", 23.6),
+    ("gemma-2-27b", 27.2),
+    ("qwen2.5-32b", 32.8),
+    ("qwen3-32b", 32.8),
+    ("mixtral-8x7b", 46.7),
+    ("llama-3.1-70b", 70.6),
+    ("qwen2.5-72b", 72.7),
 ]
+PROVIDERS = ["aws", "gcp", "azure", "lambda", "runpod", "nebius", "cudo", "vast"]
+GPUS = ["H100", "A100", "L40S", "B200", "H200", "A10G", "L4"]
+
+
+def log_uniform(rng, low, high):
+    return math.exp(rng.uniform(math.log(low), math.log(high)))
 
 
 def varied_yaml(size: int, seed: int = 11) -> str:
-    """Workloads that differ in almost everything (not a few templates repeated), binding quotas."""
+    """Workloads whose every field is drawn on its own: kind, model, method, GPU range, deadline, the work as
+    a drawn share of what the largest GPU count could do by it (so each can fit), sequence length, batch,
+    estimate error, tolerance, provider/GPU/market rules and data location; binding per-provider quotas."""
     rng = random.Random(seed * 7919 + size)
     lines = [
-        f"name: varied-{size}",
+        f"name: varied-{size}-{seed}",
         f"catalogs: [{', '.join(shipped_catalog_names())}]",
         "workloads:",
     ]
     for i in range(size):
         kind = rng.choice(["lora", "qlora", "full", "gen", "stated"])
-        model = rng.choice(MODELS)
+        model, billions = rng.choice(
+            VARIED_MODELS if kind != "full" else VARIED_MODELS[:16]
+        )
         low = rng.choice([1, 1, 2, 4, 8])
-        high = low * rng.choice([1, 2, 4, 8])
-        budget = rng.choice([6, 12, 24, 36, 48, 72, 96, 168, 336])
+        high = min(64, low * rng.choice([1, 2, 4, 8]))
+        if kind == "full":
+            high = max(high, 8 * math.ceil(billions / 8))
+        budget = round(log_uniform(rng, 8, 400), 1)
         body = [
             f"  - name: {kind}-{i:05d}",
             f"    gpus: {{min: {low}, max: {high}}}",
             f"    time_budget: {budget}h",
         ]
+        # work sized to take a drawn share of the budget on the largest GPU count (so the job can fit)
+        share = log_uniform(rng, 0.01, 0.15)
         if kind in ("lora", "qlora", "full"):
+            per_token = (6 if kind == "full" else 4) * billions * 1e9
+            tokens = max(
+                1, round(share * budget * 3600 * high * 300e12 / per_token / 1e6)
+            )
             body += [
                 "    kind: fine_tuning",
                 f"    model: {model}",
                 f"    method: {kind}",
-                f"    work: {{tokens: {rng.choice([5, 20, 50, 100, 200, 500, 1000])}M}}",
-                f"    sequence_length: {rng.choice([1024, 2048, 4096, 8192])}",
+                f"    work: {{tokens: {tokens}M}}",
+                f"    sequence_length: {rng.choice([512, 1024, 2048, 4096, 8192])}",
             ]
         elif kind == "gen":
+            out = rng.choice([64, 128, 256, 512, 1024])
+            seqs = max(1, round(share * budget * 3600 * high * 1000 / out / 1000))
             body += [
                 "    kind: batch_inference",
                 f"    model: {model}",
                 "    interruption_tolerance: stateless",
-                f"    generation: {{sequences: {rng.choice([10, 50, 200, 1000])}k, "
-                f"prompt_tokens: {rng.choice([128, 512, 2048])}, output_tokens: {rng.choice([64, 256, 1024])}, "
-                f"batch: {rng.choice([16, 64, 256])}}}",
+                f"    generation: {{sequences: {seqs}k, prompt_tokens: {rng.choice([128, 256, 512, 1024, 2048])}, "
+                f"output_tokens: {out}, batch: {rng.choice([8, 16, 32, 64, 128, 256])}}}",
             ]
         else:
+            states = round(log_uniform(rng, 8, 160 * high / 8))
             body += [
                 "    kind: training",
-                f"    memory: {{model_states: {rng.choice([16, 48, 96, 192])}GiB, "
-                f"activations: {rng.choice([4, 8, 16])}GiB}}",
-                f"    work: {{gpu_hours: {rng.choice([5, 20, 80, 300])}, reference_gpu: A100-80GB}}",
-                f"    interruption_tolerance: {rng.choice(['checkpointed', 'none'])}",
+                f"    memory: {{model_states: {states}GiB, activations: {rng.choice([2, 4, 8, 16])}GiB}}",
+                f"    work: {{gpu_hours: {round(share * budget * high, 1)}, reference_gpu: A100-80GB}}",
+                f"    interruption_tolerance: {rng.choice(['checkpointed', 'checkpointed', 'none'])}",
             ]
-        rule = rng.random()
-        if rule < 0.15:
+        if rng.random() < 0.3:
             body.append(
-                f"    allow: {{providers: [{rng.choice(['aws', 'gcp', 'azure', 'lambda', 'runpod'])}]}}"
+                f"    estimate_error: {rng.choice(['published', '5%', '15%', '25%'])}"
             )
+        rule = rng.random()
+        if rule < 0.1:
+            body.append(
+                f"    allow: {{providers: [{', '.join(rng.sample(PROVIDERS, rng.randint(2, 4)))}]}}"
+            )
+        elif rule < 0.2:
+            body.append(f"    forbid: {{gpus: [{rng.choice(GPUS)}]}}")
+        elif rule < 0.25:
+            body.append("    forbid: {markets: [spot]}")
         elif rule < 0.3:
             body.append(
-                f"    forbid: {{gpus: [{rng.choice(['H100', 'A100', 'L40S', 'B200'])}]}}"
+                f"    data: {{size: {rng.choice([50, 200, 1000])}GiB, location: {rng.choice(['aws/us-east-1', 'gcp/us-central1'])}}}"
             )
-        elif rule < 0.4:
-            body.append("    data: {size: 500GiB, location: aws/us-east-1}")
         lines += body
     scale = max(8, size // 2)
     lines.append("constraints:\n  gpu_quotas:")
@@ -256,6 +289,104 @@ def run_varied(
     return rows
 
 
+def solve_command(path: Path, report: Path, *options: str) -> list[str]:
+    """`planner solve` as a user runs it: start-up, load, candidates, solve, the JSON report."""
+    return [
+        sys.executable,
+        "-m",
+        "planner.cli",
+        "solve",
+        str(path),
+        "--format",
+        "json",
+        "-o",
+        str(report),
+        *options,
+    ]
+
+
+def run_command(size: int, seed: int = 11) -> dict:
+    """`planner solve` on `size` varied workloads as a user runs it (a fresh process writing the JSON report):
+    wall and CPU time, the candidates' share (building and pricing them), the solver's, peak memory, how many
+    rows were priced exactly and how many were left unpriced."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "varied.yaml"
+        path.write_text(varied_yaml(size, seed))
+        report = Path(folder) / "plan.json"
+        started = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        done = subprocess.run(
+            solve_command(path, report),
+            check=False,
+            capture_output=True,
+            text=True,
+        )
+        wall = time.perf_counter() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if not report.exists():
+            raise SystemExit(
+                f"planner solve failed on {size} workloads: {done.stderr[-2000:]}"
+            )
+        plan = json.loads(report.read_text())
+    timing = plan["solve_report"]
+    return {
+        "workloads": size,
+        "pricing": "lazy",
+        "status": plan["status"],
+        "infeasible": len(plan["infeasible"]),
+        "objective_usd": plan["objective_usd"],
+        "gap": _gap(plan["objective_usd"], plan["bound_usd"]),
+        "end_to_end_s": round(wall, 1),
+        "cpu_s": round(
+            after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1
+        ),
+        "candidates_s": timing["candidates_seconds"],
+        "solver_s": timing["solve_seconds"],
+        "priced": timing["candidates_priced"],
+        "unpriced": timing["candidates_unpriced"],
+        "peak_gib": round(after.ru_maxrss / 2**20, 2),
+    }
+
+
+def run_every_row(size: int, seed: int = 11) -> dict:
+    """The same scenario with every row priced (`make_plan(lazy=False)`, in this process): the reference the
+    lazy plan must equal, and what lazy pricing saves."""
+    from planner.solve.pipeline import make_plan
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "varied.yaml"
+        path.write_text(varied_yaml(size, seed))
+        started, cpu = time.perf_counter(), time.process_time()
+        plan = make_plan(load_scenario(path), lazy=False)
+        wall = time.perf_counter() - started
+    r = plan.result
+    return {
+        "workloads": size,
+        "pricing": "every row",
+        "status": plan.status,
+        "infeasible": len(plan.infeasible),
+        "objective_usd": r.objective_usd if r else None,
+        "gap": _gap(r.objective_usd, r.bound_usd) if r else "-",
+        "end_to_end_s": round(wall, 1),
+        "cpu_s": round(time.process_time() - cpu, 1),
+        "candidates_s": round(r.candidates_seconds, 3) if r else None,
+        "solver_s": round(r.solve_seconds, 3) if r else None,
+        "priced": r.priced if r else None,
+        "unpriced": 0,
+        "peak_gib": round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2
+        ),
+    }
+
+
+def _gap(objective: float | None, bound: float | None) -> str:
+    return (
+        f"{(objective - bound) / objective:.4%}"
+        if objective and bound == bound
+        else "-"
+    )
+
+
 def cheapest_on_demand(loaded) -> float:
     """Baseline (a): each workload's cheapest on-demand candidate, quotas ignored (spot removed
     from the offers, so candidate generation evaluates the on-demand market in full)."""
@@ -307,22 +438,9 @@ def run(size: int, quotas: bool) -> dict:
         path = Path(folder) / "bench.yaml"
         path.write_text(scenario_yaml(size, quotas))
         report = Path(folder) / "plan.json"
-        # the command as a user runs it: start-up, load, candidates, solve, report
         started = time.perf_counter()
         subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "planner.cli",
-                "solve",
-                str(path),
-                "--format",
-                "json",
-                "-o",
-                str(report),
-                "--time-limit",
-                "60",
-            ],
+            solve_command(path, report, "--time-limit", "60"),
             check=False,
             capture_output=True,
         )
@@ -390,6 +508,24 @@ def main(sizes: list[int]) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--varied"]:
+        sizes = [int(a) for a in sys.argv[2:] if a.isdigit()] or [
+            100,
+            1000,
+            10000,
+            30000,
+        ]
+        table = []
+        for size in sizes:
+            table.append(run_command(size))
+            print(table[-1], flush=True)
+            if (
+                "--every-row" in sys.argv
+            ):  # the reference, in this process, after the command
+                table.append(run_every_row(size))
+                print(table[-1], flush=True)
+        print()
+        print(pd.DataFrame(table).to_string(index=False))
+    elif sys.argv[1:2] == ["--lp-bound"]:
         variants = "--variants" in sys.argv
         sizes = [int(a) for a in sys.argv[2:] if a.isdigit()] or [200, 1000]
         table = [row for size in sizes for row in run_varied(size, variants=variants)]

@@ -34,21 +34,25 @@ def _markov_up(
     return up
 
 
+def _random_job(rng) -> CandidateInputs:
+    work = rng.uniform(0.5, 60)
+    return CandidateInputs(
+        work_h=work,
+        checkpoint_write_h=rng.uniform(0, 0.3),
+        restart_h=rng.uniform(0, 1.5),
+        nodes=int(rng.integers(1, 5)),
+        price_per_node_h=1.3,
+        checkpoint_interval_h=rng.uniform(0.1, 10),
+        time_budget_h=work * rng.uniform(1, 4),
+    )
+
+
 def test_spot_window_by_window_is_the_step_by_step_replay():
     """The planner replays every spot candidate window by window; `planner simulate --traces` ran it step by step
     before: the two agree to rounding on random jobs and random availability."""
     rng = np.random.default_rng(7)
     for _ in range(60):
-        work = rng.uniform(0.5, 60)
-        inputs = CandidateInputs(
-            work_h=work,
-            checkpoint_write_h=rng.uniform(0, 0.3),
-            restart_h=rng.uniform(0, 1.5),
-            nodes=int(rng.integers(1, 5)),
-            price_per_node_h=1.3,
-            checkpoint_interval_h=rng.uniform(0.1, 10),
-            time_budget_h=work * rng.uniform(1, 4),
-        )
+        inputs = _random_job(rng)
         up = _markov_up(
             rng, 20, int(rng.integers(50, 2000)), rng.uniform(0.3, 0.98), 0.1
         )
@@ -61,6 +65,35 @@ def test_spot_window_by_window_is_the_step_by_step_replay():
         np.testing.assert_allclose(windows.wall_h, steps.wall_h, atol=1e-9)
         np.testing.assert_allclose(windows.spot_node_h, steps.spot_node_h, atol=1e-9)
         np.testing.assert_allclose(windows.cost_usd, steps.cost_usd, atol=1e-9)
+
+
+def test_fallback_without_stepping_is_the_step_by_step_replay():
+    """spot_fallback is replayed from spot alone's windows and the step its switch rule fires; step by step it
+    gives the same walls, node-hours and costs on random jobs, availability from sparse to steady, and
+    horizons that cut some replays short."""
+    rng = np.random.default_rng(11)
+    switched = unfinished = 0
+    for _ in range(120):
+        inputs = _random_job(rng)
+        up = _markov_up(
+            rng, 20, int(rng.integers(50, 2000)), rng.uniform(0.1, 0.98), 0.2
+        )
+        job = trace_replay.TraceJob(inputs, 2.0)
+        steps = trace_replay._replay_steps(job, up, 1 / 12, "spot_fallback")
+        direct = trace_replay.replay(job, up, 1 / 12, "spot_fallback")
+        assert np.array_equal(np.isnan(steps.wall_h), np.isnan(direct.wall_h))
+        for a, b in (
+            (steps.wall_h, direct.wall_h),
+            (steps.spot_node_h, direct.spot_node_h),
+            (steps.on_demand_node_h, direct.on_demand_node_h),
+            (steps.cost_usd, direct.cost_usd),
+        ):
+            np.testing.assert_allclose(b, a, atol=1e-9)
+        switched += int((steps.on_demand_node_h > 0).sum())
+        unfinished += int(np.isnan(steps.wall_h).sum())
+    assert (
+        switched > 100 and unfinished > 10
+    )  # both the switch and the cut horizon were exercised
 
 
 def _trace(name: str, cloud: str | None, nodes: int, up: list[int]) -> Trace:

@@ -5,6 +5,8 @@ limits    the scenario's shared limits (quotas, node caps, budget), which quotas
 cache     what generation keeps between workloads and calls, owned by the caller
 offers    the offers a call prices: overrides and what-if multipliers applied, prices as arrays, a price-free token
 generate  the stages below in turn per workload, then the Pareto front; workloads alike but for their names once
+tables    candidate records as a table, a workload's Pareto front, classes of workloads alike stacked by name
+lazy      front rows left unpriced (`generate(lazy=True)`), stood in at their bounds for the plan's LP
 expand    stage 1: offers x markets x node counts into rows, with storage and egress, no prices
 shapes    stage 2: physics per hardware shape, a floor on W for all, the full estimate where a row needs it
 screen    stage 3: closed-form cost bounds per timing key, and the rows they prove beaten before pricing

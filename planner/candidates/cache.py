@@ -28,6 +28,7 @@ class CandidateCache:
     max_laws: int = 2048  # a law holds its CDF on the grid (64-512 KB)
     max_markets: int = 8  # each every offer's rows (a few MB)
     catalog: object = field(default=None, repr=False)
+    priced: int = 0  # rows priced exactly so far (a count, for reports)
 
     def bind(self, catalog) -> CandidateCache:
         """This cache for `catalog`: emptied first when it was filled for another one."""

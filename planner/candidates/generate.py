@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -27,6 +28,7 @@ from planner.candidates.expand import (
     grouped,
     row_prices,
 )
+from planner.candidates.lazy import ClassResult, Deferred, Pending
 from planner.candidates.limits import MAX_CANDIDATE_USD, Limits, limits_of
 from planner.candidates.offers import apply_overrides, offer_prices, offers_token
 from planner.candidates.price import (
@@ -58,6 +60,7 @@ from planner.candidates.screen import (
     uncertain_rows,
 )
 from planner.candidates.shapes import physics_of
+from planner.candidates.tables import pareto, records_table, with_rows
 from planner.economics import spot_evidence
 from planner.economics.inputs import estimate_error
 from planner.load.catalog import Catalog
@@ -82,39 +85,14 @@ class CandidateSet:
     # serving options (`endpoints.py`)
     endpoints: pd.DataFrame = field(default_factory=pd.DataFrame)
     traffic: dict = field(default_factory=dict)  # endpoint name -> its Endpoint
+    # rows left unpriced (`lazy`), and rows priced exactly: through the cost model, kept or not
+    pending: Pending | None = None
+    priced: int = 0
 
-
-def _pareto(
-    frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray
-) -> pd.DataFrame:
-    """Keep, within each signature, the candidates on the (cost, quota GPUs) Pareto front.
-
-    A dominated candidate costs no less and draws no fewer quota GPUs than another of the same
-    workload with the same provider/region/offer-limit signature; wall time does not enter any
-    constraint, so it only breaks ties (shorter first, then fewer nodes to run, then name). Removing such
-    candidates never changes the optimum. `signature` and `units` (limited GPUs) come with the rows, so a
-    what-if point does not derive them again."""
-    cents, wall, nodes, cid = (
-        frame[c].tolist() for c in ("cost_cents", "wall_h", "nodes", "cid")
-    )
-    order = sorted(
-        range(len(cid)),
-        key=lambda i: (
-            cents[i],
-            wall[i] != wall[i],
-            wall[i] if wall[i] == wall[i] else 0,
-            nodes[i],
-            cid[i],
-        ),
-    )  # as pandas sorts: NaN last
-    keep, fewest = [], {}
-    for i in order:
-        if units[i] < fewest.get(
-            signature[i], math.inf
-        ):  # every cheaper one before it draws more limited GPUs
-            keep.append(i)
-            fewest[signature[i]] = units[i]
-    return frame.iloc[np.sort(np.array(keep, dtype=np.int64))]
+    def refresh(self, pending: Pending, priced: int) -> None:
+        """The tables again after `pending` priced `priced` more rows."""
+        self.all, self.pruned = pending.tables()
+        self.priced += priced
 
 
 def candidate_records(
@@ -153,15 +131,6 @@ def candidate_records(
         0,
         calendar,
     )[:3]
-
-
-def records_table(records: list[dict]) -> pd.DataFrame:
-    """Candidate records as a table, one row each (empty without records)."""
-    return (
-        pd.DataFrame({name: [r[name] for r in records] for name in records[0]})
-        if records
-        else pd.DataFrame()
-    )
 
 
 @dataclass
@@ -203,7 +172,8 @@ def _workload_candidates(
     cache: CandidateCache,
     runner_ups: int,
     calendar: Calendar | None = None,
-) -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None]:
+    lazy: bool = False,
+) -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None, Deferred | None]:
     """`candidate_records` plus each candidate's signature number and limited GPUs, which the rows already
     carry, for `_pareto`; per-row work is on arrays, since a sweep repeats it at every point. Rows are priced
     cheapest bound first; one is skipped once a candidate priced beats it for sure, unless it could still be
@@ -213,7 +183,7 @@ def _workload_candidates(
     rows = expanded_rows(workload, catalog, offers, limits, offers_key, cache)
     none: list[dict] = []
     if not rows.size:
-        return none, rows.reason, rows.considered, None
+        return none, rows.reason, rows.considered, None, None
     headroom, hw_rate = (
         scenario.defaults.vram_headroom,
         scenario.defaults.hardware_failure_per_gpu_h,
@@ -261,7 +231,13 @@ def _workload_candidates(
     fits = work_h[at] < math.inf
     if not fits.any():
         estimates = [physics.estimates[i] for i in pd.unique(rows.shape[at])]
-        return none, physics_reason(workload, estimates, budget), rows.considered, None
+        return (
+            none,
+            physics_reason(workload, estimates, budget),
+            rows.considered,
+            None,
+            None,
+        )
     at = at[fits]
     key = screen.code[at]
     bound = screened_bounds(screen, at, rows, workload, physics, lam, hw_rate)
@@ -275,6 +251,7 @@ def _workload_candidates(
             none,
             too_slow_reason(workload, slow, budget, q, error),
             rows.considered,
+            None,
             None,
         )
     at, key, bound = (
@@ -350,10 +327,12 @@ def _workload_candidates(
     spot_priced: dict[
         int, int
     ] = {}  # position of a spot candidate -> the calendar steps it is booked for
-    for i, row in enumerate(map(Row._make, zip(*columns))):
-        if (
-            ranked.front[i] and ranked.twin[i] in spot_priced and safety is None
-        ):  # only screening keeps them
+    listed = list(map(Row._make, zip(*columns)))
+    best = [math.inf]  # the cheapest candidate priced so far
+
+    def off_front_by_twin(i: int) -> None:
+        """A fallback row whose priced spot twin costs less for sure is off the front (only screening keeps it)."""
+        if ranked.front[i] and ranked.twin[i] in spot_priced and safety is None:
             t = ranked.twin[i]
             if (
                 ranked.signature[t] == ranked.signature[i]
@@ -361,10 +340,13 @@ def _workload_candidates(
                 and spot_priced[t] <= ranked.fastest[i]
             ):
                 ranked.front[i] = not dearer_than_twin(
-                    screen.exact[ranked.key[t]], row, budget, cache
+                    screen.exact[ranked.key[t]], listed[i], budget, cache
                 )
-        if not (ranked.front[i] or kinds.needed(i, ranked.lo[i])):
-            continue
+
+    def price(i: int) -> None:
+        """Row i through the exact cost model: a candidate, or a reason it is not one."""
+        row = listed[i]
+        cache.priced += 1
         exact = screen.exact.get(ranked.key[i])
         if exact is None:
             exact = screen.exact[ranked.key[i]] = exact_of(
@@ -377,7 +359,7 @@ def _workload_candidates(
             and unit.p_switch < FALLBACK_MIN_SWITCH
             and spot_allowed
         ):
-            continue  # a fallback that practically never switches is its spot twin, where that may be bought
+            return  # a fallback that practically never switches is its spot twin, where that may be bought
         evidence = None  # its replays, where it is held to them and passes
         if unit.p_deadline < q:
             missed.append((row, unit))
@@ -409,10 +391,11 @@ def _workload_candidates(
                 candidate, risk, scenario.defaults.spot_placement_scores
             ):
                 risky.append((row, why))
-                continue
+                return
             out.append(candidate)
             chosen.append(i)
             kinds.priced(i, candidate["cost_usd"])
+            best[0] = min(best[0], candidate["cost_usd"])
             if not exhaustive:  # what it beats for sure is not on the front
                 # `dominated` by this one candidate, written out: it runs per candidate
                 rest = slice(i + 1, None)
@@ -429,19 +412,59 @@ def _workload_candidates(
                 ranked.front[rest] &= ~beaten
                 if row.market == "spot":
                     spot_priced[i] = steps
-    kept = saving_kept(out, risk)
-    out, chosen = [out[j] for j in kept], [chosen[j] for j in kept]
-    if not out:
+
+    # lazily: a front row dearer by its bound than the cheapest candidate is left for the plan's LP to ask for
+    lazy = lazy and safety is None and not (exhaustive or calendar)
+    deferred: list[int] = []
+    for i in range(len(listed)):
+        off_front_by_twin(i)
+        if kinds.needed(i, ranked.lo[i]) or (
+            ranked.front[i] and not (lazy and ranked.lo[i] > best[0])
+        ):
+            price(i)
+        elif ranked.front[i]:
+            deferred.append(i)
+
+    def finish() -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None]:
+        kept = saving_kept(out, risk)
+        found, picked = [out[j] for j in kept], [chosen[j] for j in kept]
+        if not found:
+            return (
+                none,
+                priced_reason(workload, q, missed, runaway, unheld, risky),
+                rows.considered,
+                None,
+            )
+        # the table lists candidates by bound, twins or not
+        in_bound_order = np.argsort(ranked.by_bound[picked])
+        found = [found[j] for j in in_bound_order]
+        picked = np.array(picked)[in_bound_order]
         return (
-            none,
-            priced_reason(workload, q, missed, runaway, unheld, risky),
+            found,
+            "",
             rows.considered,
-            None,
+            (ranked.signature[picked], ranked.units[picked]),
         )
-    # the table lists candidates by bound, twins or not
-    in_bound_order = np.argsort(ranked.by_bound[chosen])
-    out, chosen = [out[j] for j in in_bound_order], np.array(chosen)[in_bound_order]
-    return out, "", rows.considered, (ranked.signature[chosen], ranked.units[chosen])
+
+    if not deferred:
+        return (*finish(), None)
+
+    def price_more(positions: Iterable[int]) -> None:
+        for i in sorted(positions):
+            off_front_by_twin(i)
+            if ranked.front[i]:
+                price(i)
+
+    return (
+        *finish(),
+        Deferred(
+            np.array(deferred),
+            ranked.lo[deferred],
+            [listed[i] for i in deferred],
+            price_more,
+            finish,
+        ),
+    )
 
 
 def generate(
@@ -453,27 +476,29 @@ def generate(
     cache: CandidateCache | None = None,
     runner_ups: int = RUNNER_UPS,
     time_limit_s: float | None = None,
+    lazy: bool = False,
 ) -> CandidateSet:
     """All workloads' candidates; `offers` defaults to the catalog's with the scenario's overrides applied.
     `time_limit_s` bounds building the endpoints' options (`endpoint_options`), where many distinct ones add up.
     `progress(done, total)` is called after each workload (a progress bar); `cache` keeps the work for
     the caller's next call (a what-if point), else it lasts this call. `all` holds each workload's cheapest
     `runner_ups` kinds (instance type and market) besides its winner, as exhaustive pricing would find them,
-    and what the screening could not rule off the Pareto front; 0 (nobody reads runner-ups) prices only that."""
+    and what the screening could not rule off the Pareto front; 0 (nobody reads runner-ups) prices only that.
+    `lazy` leaves front rows dearer by their bound than a priced candidate unpriced, in `pending`, for the
+    plan's LP to ask for (`solve/lazy.py`)."""
     cache = (cache or CandidateCache()).bind(catalog)
+    priced_before = cache.priced
     limits = limits_of(scenario)
     if offers is None:
         offers = apply_overrides(catalog.offers, scenario.overrides, catalog)
     token = offers_token(offers) if offers["key"].is_unique else None
     prices = offer_prices(offers)
     infeasible, considered = {}, 0
-    classes: dict[
-        tuple, int
-    ] = {}  # workloads identical but for their names are generated once
-    results, members = (
-        [],
-        [],
-    )  # per class: (candidates, reason, rows, front, its first workload's name)
+    # workloads identical but for their names are generated once
+    classes: dict[tuple, int] = {}
+    results: list[ClassResult] = []
+    members: list[tuple[int, str]] = []
+    deferred: dict[int, Deferred] = {}
     for number, workload in enumerate(scenario.workloads):
         if progress:
             progress(number, len(scenario.workloads))
@@ -485,7 +510,7 @@ def generate(
         )
         if kind not in classes:
             classes[kind] = len(results)
-            records, reason, count, limited = _workload_candidates(
+            records, reason, count, limited, later = _workload_candidates(
                 workload,
                 catalog,
                 scenario,
@@ -496,59 +521,45 @@ def generate(
                 prices,
                 cache,
                 runner_ups,
+                lazy=lazy,
             )
+            if later is not None:
+                deferred[classes[kind]] = later
             frame = records_table(records)
-            front = _pareto(frame, *limited) if limited is not None else frame
+            front = pareto(frame, *limited) if limited is not None else frame
+            bought = pd.DataFrame()
             if scenario.purchase_options:  # each option its own offer: on the front
                 bought = records_table(
                     purchase_records(workload, catalog, scenario, offers, limits, cache)
                 )
                 if len(bought):
                     frame, front, reason = (
-                        _with(frame, bought),
-                        _with(front, bought),
+                        with_rows(frame, bought),
+                        with_rows(front, bought),
                         "",
                     )
-            results.append((frame, reason, count, front, workload.name))
-        reason, count = results[classes[kind]][1:3]
-        considered += count
-        if reason:
-            infeasible[workload.name] = reason
+            results.append(
+                ClassResult(frame, reason, count, front, workload.name, bought)
+            )
+        result = results[classes[kind]]
+        considered += result.considered
+        if result.reason:
+            infeasible[workload.name] = result.reason
         else:
             members.append((classes[kind], workload.name))
     options, traffic, unserved = endpoint_options(
         scenario, catalog, offers, time_limit_s=time_limit_s
     )
     infeasible.update(unserved)
+    pending = Pending(results, members, deferred)
+    every, front = pending.tables()
     return CandidateSet(
-        _stacked(results, members, 0),
-        _stacked(results, members, 3),
+        every,
+        front,
         infeasible,
         considered,
         options,
         traffic,
+        pending if deferred else None,
+        cache.priced - priced_before,
     )
-
-
-def _with(frame: pd.DataFrame, more: pd.DataFrame) -> pd.DataFrame:
-    return more if frame.empty else pd.concat([frame, more], ignore_index=True)
-
-
-def _stacked(
-    results: list[tuple], members: list[tuple[int, str]], which: int
-) -> pd.DataFrame:
-    """One table of every member's candidates (`which`: 0 all, 3 the pruned front), each a copy of its
-    class's renamed to it: the candidate id is the workload's name and what follows it."""
-    if not members:
-        return pd.DataFrame()
-    used = sorted({c for c, _ in members})
-    frames = {c: results[c][which] for c in used}
-    starts = dict(zip(used, np.cumsum([0] + [len(frames[c]) for c in used[:-1]])))
-    stack = pd.concat([frames[c] for c in used], ignore_index=True)
-    suffix = [cid[len(results[c][4]) :] for c in used for cid in frames[c]["cid"]]
-    at = np.concatenate([starts[c] + np.arange(len(frames[c])) for c, _ in members])
-    names = [name for c, name in members for _ in range(len(frames[c]))]
-    out = stack.take(at).reset_index(drop=True)
-    out["workload"] = names
-    out["cid"] = [name + suffix[i] for name, i in zip(names, at)]
-    return out

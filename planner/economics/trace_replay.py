@@ -101,17 +101,34 @@ def windows(
 
 def replay(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcomes:
     """Replay `job` under `policy` on each row of `up` (samples x steps): spot alone window by window
-    (`_replay_windows`, what the planner runs for every spot candidate), the others step by step."""
-    return (
-        _replay_windows(job, up, step_h)
-        if policy == "spot"
-        else _replay_steps(job, up, step_h, policy)
-    )
+    (`_replay_windows`, what the planner runs for every spot candidate), spot_fallback from that and the first
+    step its switch rule fires (`_replay_fallback`), Uniform Progress step by step."""
+    if policy == "spot":
+        return _replay_windows(job, up, step_h)
+    if policy == "spot_fallback":
+        return _replay_fallback(job, up, step_h)
+    return _replay_steps(job, up, step_h, policy)
+
+
+@dataclass(frozen=True)
+class _SpotPath:
+    """Spot alone's replay, with what the fallback's switch rule reads: per sample and window (in time order),
+    its first step and the work saved when it starts and when it ends."""
+
+    outcomes: Outcomes
+    begin: np.ndarray
+    saved_at_start: np.ndarray
+    saved_at_end: np.ndarray
 
 
 def _replay_windows(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
-    """Spot alone, exactly as `_replay_steps` runs it, one up-window at a time: each window spends R restarting,
-    then works at the checkpointed pace; the job ends inside one, or keeps what its last checkpoint saved."""
+    """Spot alone, exactly as `_replay_steps` runs it, one up-window at a time (`_spot_path`)."""
+    return _spot_path(job, up, step_h).outcomes
+
+
+def _spot_path(job: TraceJob, up: np.ndarray, step_h: float) -> _SpotPath:
+    """Each window spends R restarting, then works at the checkpointed pace; the job ends inside one, or keeps
+    what its last checkpoint saved."""
     p = segment_plan(job.inputs)
     W, tau, R, n = job.inputs.work_h, p.tau, p.R, job.inputs.nodes
     pace = tau / (tau + p.C)
@@ -127,8 +144,11 @@ def _replay_windows(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
     most = int(counts.max(initial=0))
     starts = np.zeros((samples, most))
     lengths = np.zeros((samples, most))
+    first = np.full((samples, most), steps, dtype=np.int64)
     starts[rows, number] = begin * step_h
     lengths[rows, number] = (end - begin) * step_h
+    first[rows, number] = begin
+    saved_at_start, saved_at_end = np.zeros((samples, most)), np.zeros((samples, most))
     progress, wall, spot_h = (
         np.zeros(samples),
         np.full(samples, np.nan),
@@ -138,6 +158,7 @@ def _replay_windows(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
         active = np.isnan(wall) & (k < counts)
         if not active.any():
             break
+        saved_at_start[:, k] = progress
         length = lengths[:, k]
         # from the window's start to the end of the work
         need = R + (W - progress) / pace
@@ -148,8 +169,79 @@ def _replay_windows(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
         progress = np.where(
             active & ~finishing, np.floor(gained / tau + 1e-9) * tau, progress
         )
+        saved_at_end[:, k] = progress
     cost = n * job.inputs.price_per_node_h * spot_h
-    return Outcomes(wall, n * spot_h, np.zeros(samples), cost)
+    return _SpotPath(
+        Outcomes(wall, n * spot_h, np.zeros(samples), cost),
+        first,
+        saved_at_start,
+        saved_at_end,
+    )
+
+
+def _replay_fallback(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
+    """spot_fallback as `_replay_steps` runs it, without stepping: until it switches it is spot alone
+    (`_spot_path`), so the work saved at each step's start follows from its window's start; it switches at the
+    first step, no later than the one spot alone finishes in, whose start reaches §10's L_i, and from there runs
+    on demand: a restart, then the work since its last checkpoint."""
+    p = segment_plan(job.inputs)
+    W, tau, R, n = job.inputs.work_h, p.tau, p.R, job.inputs.nodes
+    D, S = job.deadline_h, p.S
+    margin = margin_h(R, tau)
+    pace = tau / (tau + p.C)
+    path = _spot_path(job, up, step_h)
+    spot = path.outcomes
+    samples, steps = up.shape
+    # spot alone's last step: the one it finishes in, else the last replayed; no switch comes after it
+    last = np.where(
+        np.isnan(spot.wall_h),
+        steps - 1,
+        np.ceil(np.nan_to_num(spot.wall_h) / step_h - 1e-9) - 1,
+    )
+    reach = int(last.max(initial=0)) + 1
+    t = np.arange(reach)
+    every = np.arange(samples)
+    window_up = up[:, :reach]
+    starting = window_up & ~np.pad(window_up[:, :-1], ((0, 0), (1, 0)))
+    window = np.cumsum(starting, axis=1) - 1  # the window begun last (-1: none yet)
+    saved = np.zeros(window_up.shape)  # the work saved when each step starts
+    if path.begin.shape[1]:
+        k = np.maximum(window, 0)
+        rows = every[:, None]
+        into = np.maximum((t - path.begin[rows, k]) * step_h - R, 0.0) * pace
+        # in a window, its checkpoints so far; between windows, the last one's
+        saved = np.where(
+            window >= 0,
+            np.where(
+                window_up,
+                np.minimum(
+                    np.floor((path.saved_at_start[rows, k] + into) / tau + 1e-9) * tau,
+                    W,
+                ),
+                path.saved_at_end[rows, k],
+            ),
+            0.0,
+        )
+    done = np.floor(saved / tau + 1e-9)
+    fires = t * step_h >= D - margin - R - (S - done * p.s)
+    fires &= t[None, :] <= last[:, None]
+    switched = fires.any(axis=1)
+    at = np.argmax(fires, axis=1)
+    on_demand = R + (W - saved[every, at]) / pace
+    spot_steps = np.cumsum(window_up, axis=1)
+    before = np.where(at > 0, spot_steps[every, np.maximum(at - 1, 0)], 0)
+    # done within the replayed steps: its last step is one of them
+    in_time = at + np.ceil(on_demand / step_h - 1e-9) - 1 < steps
+    wall = np.where(
+        switched, np.where(in_time, at * step_h + on_demand, np.nan), spot.wall_h
+    )
+    spot_h = np.where(switched, before * step_h, spot.spot_node_h / n)
+    od_h = np.where(switched, np.where(in_time, on_demand, (steps - at) * step_h), 0.0)
+    cost = n * (
+        job.inputs.price_per_node_h * spot_h
+        + np.where(od_h > 0, job.on_demand_price * od_h, 0.0)
+    )
+    return Outcomes(wall, n * spot_h, n * od_h, cost)
 
 
 def _replay_steps(

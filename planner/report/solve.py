@@ -102,10 +102,16 @@ def _status_line(plan: Plan) -> str:
     served = (
         f"; {len(cands.endpoints)} endpoint options" if len(cands.endpoints) else ""
     )
+    unpriced = plan.result.unpriced if plan.result else 0
+    left = (
+        f", {unpriced} left unpriced: no cheaper plan could use them"
+        if unpriced
+        else ""
+    )
     return status_line(
         plan.result,
         f"{len(cands.pruned)} candidates after pruning ({len(cands.all)} evaluated, "
-        f"{cands.considered} considered){served}",
+        f"{cands.considered} considered; {cands.priced} rows priced exactly{left}){served}",
         _as_of(plan.loaded.catalog),
     )
 

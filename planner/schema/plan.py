@@ -374,6 +374,9 @@ class SolveReportRecord(Record):
     proved_by: str
     lp_seconds: float
     candidates_seconds: float
+    # rows priced exactly, and rows left unpriced as in no cheaper plan (the LP's reduced costs)
+    candidates_priced: int = 0
+    candidates_unpriced: int = 0
     stopped_by_time_limit: bool | None = None  # `planner batch`'s
 
 

@@ -1,6 +1,7 @@
 """Layer 5, `planner solve`: one candidate per workload under the shared limits.
 
 pipeline  candidates -> model -> solve -> checked plan (and the infeasibility explanation)
+lazy      rows left unpriced until the LP's reduced costs say a cheaper plan could use them
 model     the CP-SAT model, one function per constraint family
 search    how the model is searched: `solve_model`, the jobs' stages (LP, HiGHS, CP-SAT, tie-break)
 endpoint_search  the search of a model with endpoints: CP-SAT alone, split by alike endpoint or provider

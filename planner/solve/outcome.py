@@ -56,6 +56,9 @@ class SolveReport:
     candidates_seconds: float = 0.0
     # when a bound was left out rather than not reached in time: why
     no_bound_why: str = ""
+    # rows priced exactly, and rows left unpriced as in no cheaper plan (`solve/lazy.py`; set by the pipelines)
+    priced: int = 0
+    unpriced: int = 0
     clocked: bool = False  # unproven, and the clock cut a search short of its work limit: the plan then depends on
     # the machine's speed and load (`planner batch` sets it; its phases otherwise stop on deterministic work)
 
@@ -104,4 +107,6 @@ def solve_report_json(r: SolveReport | None) -> dict:
         "proved_by": r.proved_by,
         "lp_seconds": round(r.lp_seconds, 3),
         "candidates_seconds": round(r.candidates_seconds, 3),
+        "candidates_priced": r.priced,
+        "candidates_unpriced": r.unpriced,
     }

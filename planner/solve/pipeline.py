@@ -19,6 +19,7 @@ from planner.candidates.purchase import purchase_json
 from planner.economics.inputs import estimate_error, process_json, storage_json
 from planner.load.scenario import LoadedScenario
 from planner.schema.plan import BREAKDOWN_KEYS
+from planner.solve.lazy import solve_lazily
 from planner.solve.model import JOB_COLUMNS, build_model
 from planner.solve.outcome import SOLVED, SolveResult
 from planner.solve.search import solve_model
@@ -57,9 +58,11 @@ def make_plan(
     progress=None,
     cache: CandidateCache | None = None,
     runner_ups: int = RUNNER_UPS,
+    lazy: bool = True,
 ) -> Plan:
     """Generate candidates, solve, and explain infeasibility in domain words; the plan's candidates hold
-    `runner_ups` per workload for its report (`generate`)."""
+    `runner_ups` per workload for its report (`generate`). `lazy` prices exactly only the rows a cheaper plan
+    could use (`solve/lazy.py`); jobs beside endpoints are priced in full (their search is another)."""
     scenario = loaded.scenario
     started = time.perf_counter()
     candidates = generate(
@@ -70,8 +73,8 @@ def make_plan(
         cache=cache,
         runner_ups=runner_ups,
         time_limit_s=time_limit_s,
+        lazy=lazy and not any(w.serving for w in scenario.workloads),
     )
-    candidates_seconds = time.perf_counter() - started
     if candidates.infeasible:
         reasons = [
             {"workload": w.name, "reason": candidates.infeasible[w.name]}
@@ -85,9 +88,18 @@ def make_plan(
         if len(candidates.endpoints)
         else None
     )
-    model = build_model(candidates.pruned, limits, serving=serving, constrain=False)
-    result = solve_model(model, time_limit_s, workers, seed, hint)
-    result.candidates_seconds = candidates_seconds
+
+    last = [0.0]  # when the last search began
+
+    def solve(cands: CandidateSet) -> SolveResult:
+        last[0] = time.perf_counter()
+        model = build_model(cands.pruned, limits, serving=serving, constrain=False)
+        return solve_model(model, time_limit_s, workers, seed, hint)
+
+    result = solve_lazily(candidates, limits, solve)
+    # building and pricing candidates, with the searches of earlier rounds of lazy pricing
+    result.candidates_seconds = last[0] - started
+    result.priced = candidates.priced
     plan = Plan(loaded, candidates, result)
     if result.status == "INFEASIBLE":
         plan.infeasible = explain_conflict(

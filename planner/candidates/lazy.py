@@ -1,0 +1,137 @@
+"""Rows left unpriced until a plan could want them (`generate(lazy=True)`; `solve/lazy.py` asks).
+
+A workload's front rows whose cost bound is above a candidate already priced for it are deferred: without
+shared limits no plan picks them, and with limits only where a quota or node cap pushes the workload off
+its cheaper candidates, which the LP relaxation's reduced costs tell. Each class of workloads alike keeps its
+deferred rows and the means to price them; `Pending` stands them in for the LP (their bound as their cost)
+and rebuilds the candidate tables once some are priced.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from planner.candidates.limits import COST_RESOLUTION_USD
+from planner.candidates.tables import pareto, records_table, stacked, with_rows
+
+
+@dataclass
+class Deferred:
+    """One class's front rows left unpriced: each dearer by its bound `lo` than a candidate already priced.
+    `price(places)` prices some exactly; `finish()` gives the class's candidates as they stand (the
+    generation's (records, reason, rows considered, (signature, limited GPUs))."""
+
+    at: np.ndarray  # the rows' places in the workload's pricing order
+    lo: np.ndarray
+    rows: list  # their `Row`s: offer, market, nodes and GPUs, what a stand-in reads
+    price: Callable[[Iterable[int]], None]
+    finish: Callable[[], tuple]
+
+    def __post_init__(self) -> None:
+        self.left = np.ones(len(self.at), dtype=bool)  # not priced yet
+
+
+@dataclass
+class ClassResult:
+    """A class of workloads alike: its candidates (`all`), its Pareto front, why it has none, rows considered,
+    its first member's name (what cids start with), and its purchase options' records."""
+
+    all: pd.DataFrame
+    reason: str
+    considered: int
+    front: pd.DataFrame
+    name: str
+    bought: pd.DataFrame
+
+
+STUB_COLUMNS = ("gpu", "gpu_family", "gpus", "nodes", "market", "max_nodes")
+
+
+@dataclass
+class Pending:
+    """Every class's deferred rows, and the tables they are kept out of."""
+
+    results: list[ClassResult]
+    members: list[
+        tuple[int, str]
+    ]  # (class, workload name) of every workload with candidates
+    deferred: dict[int, Deferred]
+
+    @property
+    def left(self) -> int:
+        """Rows of the plan's workloads still unpriced."""
+        count = {c: int(d.left.sum()) for c, d in self.deferred.items()}
+        return sum(count.get(c, 0) for c, _ in self.members)
+
+    def stand_ins(self) -> pd.DataFrame:
+        """A row per member and unpriced row, as the LP reads a candidate: its bound as its cost (whole cents
+        rounded down, so never above the cents the exact cost would round to). `klass` and `place` say which."""
+        parts = []
+        for c, name in self.members:
+            d = self.deferred.get(c)
+            if d is None or not d.left.any():
+                continue
+            at = np.flatnonzero(d.left)
+            rows = [d.rows[i] for i in at]
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "cid": [
+                            f"{name}|{r.key}|{r.market}|x{int(r.nodes)}|{r.storage}|unpriced"
+                            for r in rows
+                        ],
+                        "workload": name,
+                        "offer_key": [r.key for r in rows],
+                        "provider": [r.provider for r in rows],
+                        "region": [r.region for r in rows],
+                        **{
+                            col: [getattr(r, col) for r in rows] for col in STUB_COLUMNS
+                        },
+                        "cost_cents": np.floor(
+                            d.lo[at] / COST_RESOLUTION_USD + 1e-9
+                        ).astype(np.int64),
+                        "wall_h": math.nan,
+                        "klass": c,
+                        "place": at,
+                    }
+                )
+            )
+        return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+    def price(self, wanted: pd.DataFrame) -> int:
+        """Price the stand-ins `wanted` (rows of `stand_ins()`), each class's once; how many rows that was."""
+        count = 0
+        for c, places in wanted.groupby("klass")["place"]:
+            d = self.deferred[int(c)]
+            places = np.unique(places.to_numpy())
+            places = places[d.left[places]]
+            d.left[places] = False
+            d.price(d.at[places])
+            count += len(places)
+            records, reason, considered, limited = d.finish()
+            frame = records_table(records)
+            front = pareto(frame, *limited) if limited is not None else frame
+            old = self.results[int(c)]
+            if len(old.bought):
+                frame, front = (
+                    with_rows(frame, old.bought),
+                    with_rows(front, old.bought),
+                )
+            self.results[int(c)] = ClassResult(
+                frame, old.reason, considered, front, old.name, old.bought
+            )
+        return count
+
+    def tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """(all candidates, the Pareto fronts) of every member, as `CandidateSet` holds them."""
+        return self._stacked("all"), self._stacked("front")
+
+    def _stacked(self, which: str) -> pd.DataFrame:
+        return stacked(
+            [(getattr(r, which), r.name) for r in self.results], self.members
+        )
