@@ -1,13 +1,22 @@
-"""Benchmark `planner solve` on generated scenarios of 10 to 10,000 workloads.
+"""Benchmark `planner solve` on generated scenarios of 10 to 30,000 workloads.
 
-    python benchmarks/bench_solve.py --varied 1000     # the proof benchmark: varied workloads, LP bound on/off
+    python benchmarks/bench_solve.py --varied 100 1000 10000 30000   # varied workloads, as a user runs them
+    python benchmarks/bench_solve.py --varied 100 --every-row        # and the same with every row priced
+    python benchmarks/bench_solve.py --lp-bound 1000                 # time to proof, LP bound on and off
 
-`--varied` (`--variants`: CP-SAT alone under other parameters too; `--cached`: the candidates of the
-last run of that size, kept in the temporary folder) generates workloads of many distinct models, methods, token counts, deadlines, GPU
-ranges, tolerances and placement rules under binding per-provider quotas, builds the candidates
-once, and solves them twice, with and without the LP bound, printing gap and time to proof.
+`--varied` draws every field of every workload on its own (kind, model, method, GPU range, deadline, work,
+sequence length, batch, estimate error, tolerance, provider/GPU/market rules, data location; no repeated
+classes) under binding per-provider quotas, runs `planner solve` in a fresh process and prints its wall and CPU
+time, the candidates' share (building and pricing them, earlier rounds of lazy pricing included), the solver's,
+rows priced exactly and left unpriced, and peak memory. `--every-row` adds the same scenario with every row
+priced (`make_plan(lazy=False)`, in this process): the reference plan and what lazy pricing saves.
 
-Against every shipped catalog, with and without binding quotas, it prints: candidates
+`--lp-bound` (`--variants`: CP-SAT alone under other parameters too; `--cached`: the candidates of the
+last run of that size, kept in the temporary folder) builds the varied candidates once and solves them
+twice, with and without the LP bound, printing gap and time to proof.
+
+Without a flag, on templated workloads against every shipped catalog, with and without binding quotas, it
+prints: candidates
 before/after pruning, load, candidate-generation and model-build time, solve time, status, gap,
 the whole `planner solve` command's wall time (`end_to_end_s`, a subprocess writing the JSON
 report), and, as the floor any implementation is held to, CP-SAT alone on the same model
