@@ -7,7 +7,8 @@ each unpriced row's reduced cost; any plan that uses a row costs at least z plus
 its bound and so at its exact cost, so a row whose reduced cost exceeds (the plan's cost - z) is in no
 cheaper plan. The others are priced and the plan solved again, until none is left that could beat it: the
 plan and its proof are those of pricing every row. A scenario with no plan gets every row priced, so that
-the explanation of why reads the same candidates.
+the explanation of why reads the same candidates. Unpriced rows alike in their column of the shared limits
+enter the LP as one, their cheapest bound (`coupling_key`): the others' reduced costs are no lower.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from planner.candidates.generate import CandidateSet
-from planner.candidates.limits import Limits
+from planner.candidates.limits import Limits, node_cap
 from planner.solve.bound import lp_bound
 from planner.solve.outcome import SolveResult
 
@@ -38,6 +39,34 @@ LP_COLUMNS = (
 )
 
 
+def coupling_key(rows: pd.DataFrame, limits: Limits) -> pd.Series:
+    """Per row, its workload and what its column of the shared limits holds: rows alike in it differ in the LP
+    only by their cost. Quotas read the provider, GPU and GPUs; node limits the nodes, and the offer (and
+    market) where the offer has a cap; groups the provider (and region, with same-region groups)."""
+    capped = np.array(
+        [
+            node_cap(limits.node_limits.get(k), m) is not None
+            for k, m in zip(rows["offer_key"], rows["max_nodes"])
+        ],
+        dtype=bool,
+    )
+    offer = rows["offer_key"].where(capped, "")
+    if limits.node_limits_per_market:
+        offer = offer + np.where(capped, "/" + rows["market"], "")
+    parts = [
+        rows["workload"],
+        rows["provider"],
+        rows["gpu"],
+        rows["gpu_family"].astype(str),
+        rows["gpus"].astype(str),
+        rows["nodes"].astype(str),
+        offer,
+    ]
+    if limits.same_region:
+        parts.append(rows["region"])
+    return pd.Series(["|".join(v) for v in zip(*parts)], index=rows.index)
+
+
 def solve_lazily(
     candidates: CandidateSet,
     limits: Limits,
@@ -51,8 +80,14 @@ def solve_lazily(
         if pending is None or not pending.left:
             return result
         stand_ins = pending.stand_ins()
+        key = coupling_key(stand_ins, limits)
+        # one stand-in per workload and column of the limits: the cheapest bound stands for the rest in the LP
+        first = stand_ins.groupby(key, sort=False)["cost_cents"].idxmin().to_numpy()
         table = pd.concat(
-            [candidates.pruned[list(LP_COLUMNS)], stand_ins[list(LP_COLUMNS)]],
+            [
+                candidates.pruned[list(LP_COLUMNS)],
+                stand_ins.loc[first, list(LP_COLUMNS)],
+            ],
             ignore_index=True,
         )
         table["provider_region"] = table["provider"] + "/" + table["region"]
@@ -61,7 +96,7 @@ def solve_lazily(
         priced = len(candidates.pruned)
         if relaxed is None:
             # no plan even at the bounds, so none at all: every row priced, for the explanation to read
-            wanted = np.ones(len(stand_ins), dtype=bool)
+            wanted = np.ones(len(first), dtype=bool)
         elif result.solved:
             upper = float(result.chosen["cost_cents"].sum())
             wanted = relaxed.can_beat(upper)[priced:]
@@ -72,4 +107,7 @@ def solve_lazily(
         if not wanted.any():
             result.unpriced = pending.left
             return result
-        candidates.refresh(pending, pending.price(stand_ins[wanted]))
+        # a stand-in wanted: every row it stands for (their reduced costs are no lower, so no fewer can do)
+        wanted_keys = set(key.iloc[first[wanted]])
+        priced = pending.price(stand_ins[key.isin(wanted_keys).to_numpy()])
+        candidates.refresh(pending, priced)
