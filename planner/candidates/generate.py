@@ -328,6 +328,9 @@ def _workload_candidates(
         int, int
     ] = {}  # position of a spot candidate -> the calendar steps it is booked for
     listed = list(map(Row._make, zip(*columns)))
+    # what pricing reads besides the rows, kept without the workload's expanded rows (`Deferred` outlives them)
+    exacts, estimates, shapes = screen.exact, physics.estimates, rows.shape[at]
+    considered = rows.considered
     best = [math.inf]  # the cheapest candidate priced so far
 
     def off_front_by_twin(i: int) -> None:
@@ -340,16 +343,16 @@ def _workload_candidates(
                 and spot_priced[t] <= ranked.fastest[i]
             ):
                 ranked.front[i] = not dearer_than_twin(
-                    screen.exact[ranked.key[t]], listed[i], budget, cache
+                    exacts[ranked.key[t]], listed[i], budget, cache
                 )
 
     def price(i: int) -> None:
         """Row i through the exact cost model: a candidate, or a reason it is not one."""
         row = listed[i]
         cache.priced += 1
-        exact = screen.exact.get(ranked.key[i])
+        exact = exacts.get(ranked.key[i])
         if exact is None:
-            exact = screen.exact[ranked.key[i]] = exact_of(
+            exact = exacts[ranked.key[i]] = exact_of(
                 workload, row, hw_rate, fingerprint, cache
             )
         unit = exact.at(budget, cache)
@@ -375,7 +378,7 @@ def _workload_candidates(
         ):
             unheld.append((row, why))
         else:
-            est = physics.estimates[rows.shape[at[i]]]
+            est = estimates[shapes[i]]
             candidate = candidate_row(
                 workload,
                 catalog,
@@ -432,7 +435,7 @@ def _workload_candidates(
             return (
                 none,
                 priced_reason(workload, q, missed, runaway, unheld, risky),
-                rows.considered,
+                considered,
                 None,
             )
         # the table lists candidates by bound, twins or not
@@ -442,7 +445,7 @@ def _workload_candidates(
         return (
             found,
             "",
-            rows.considered,
+            considered,
             (ranked.signature[picked], ranked.units[picked]),
         )
 
@@ -455,12 +458,22 @@ def _workload_candidates(
             if ranked.front[i]:
                 price(i)
 
+    # the deferred rows' own, no more: a class's expanded rows and physics are many megabytes
+    listed = {i: listed[i] for i in deferred}
+    estimates = {shapes[i]: estimates[shapes[i]] for i in deferred}
+    for reasons in (
+        missed,
+        runaway,
+        unheld,
+        risky,
+    ):  # read only where there is no candidate
+        reasons.clear()
     return (
         *finish(),
         Deferred(
             np.array(deferred),
             ranked.lo[deferred],
-            [listed[i] for i in deferred],
+            list(listed.values()),
             price_more,
             finish,
         ),
