@@ -165,6 +165,8 @@ def varied_yaml(size: int, seed: int = 11) -> str:
         high = min(64, low * rng.choice([1, 2, 4, 8]))
         if kind == "full":
             high = max(high, 8 * math.ceil(billions / 8))
+        elif kind in ("lora", "gen"):  # 16-bit weights on 80 GB GPUs
+            high = max(high, math.ceil(billions / 32))
         budget = round(log_uniform(rng, 8, 400), 1)
         body = [
             f"  - name: {kind}-{i:05d}",
