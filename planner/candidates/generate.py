@@ -461,12 +461,8 @@ def _workload_candidates(
     # the deferred rows' own, no more: a class's expanded rows and physics are many megabytes
     listed = {i: listed[i] for i in deferred}
     estimates = {shapes[i]: estimates[shapes[i]] for i in deferred}
-    for reasons in (
-        missed,
-        runaway,
-        unheld,
-        risky,
-    ):  # read only where there is no candidate
+    # why rows were not candidates is read only where there is none
+    for reasons in (missed, runaway, unheld, risky):
         reasons.clear()
     return (
         *finish(),

@@ -57,9 +57,8 @@ class Pending:
     """Every class's deferred rows, and the tables they are kept out of."""
 
     results: list[ClassResult]
-    members: list[
-        tuple[int, str]
-    ]  # (class, workload name) of every workload with candidates
+    # (class, workload name) of every workload with candidates
+    members: list[tuple[int, str]]
     deferred: dict[int, Deferred]
 
     @property
