@@ -3,6 +3,7 @@
     python benchmarks/bench_solve.py --varied 100 1000 10000 30000   # varied workloads, as a user runs them
     python benchmarks/bench_solve.py --varied 100 --every-row        # and the same with every row priced
     python benchmarks/bench_solve.py --lp-bound 1000                 # time to proof, LP bound on and off
+    python benchmarks/bench_solve.py --shipped                       # each shipped scenario, after the imports
 
 `--varied` draws every field of every workload on its own (kind, model, method, GPU range, deadline, work,
 sequence length, batch, estimate error, tolerance, provider/GPU/market rules, data location; no repeated
@@ -10,6 +11,10 @@ classes) under binding per-provider quotas, runs `planner solve` in a fresh proc
 time, the candidates' share (building and pricing them, earlier rounds of lazy pricing included), the solver's,
 rows priced exactly and left unpriced, and peak memory. `--every-row` adds the same scenario with every row
 priced (`make_plan(lazy=False)`, in this process): the reference plan and what lazy pricing saves.
+
+`--shipped` plans each shipped `planner solve` scenario in a fresh process that has first imported every
+module of the package (and OR-Tools, pandas): the CPU time of the first plan (data files read, caches cold),
+then of the same plan again in that process (caches warm).
 
 `--lp-bound` (`--variants`: CP-SAT alone under other parameters too; `--cached`: the candidates of the
 last run of that size, kept in the temporary folder) builds the varied candidates once and solves them
@@ -495,6 +500,55 @@ def run(size: int, quotas: bool) -> dict:
     }
 
 
+SHIPPED_RUN = """
+import importlib, json, pkgutil, sys, time
+import ortools.sat.python.cp_model, pandas
+import planner
+for module in pkgutil.walk_packages(planner.__path__, "planner."):
+    importlib.import_module(module.name)
+times = []
+for _ in range(2):
+    cpu, wall = time.process_time(), time.perf_counter()
+    plan = planner.solve(sys.argv[1])
+    times += [time.process_time() - cpu, time.perf_counter() - wall]
+print(json.dumps([plan.status, *times]))
+"""
+
+
+def run_shipped() -> list[dict]:
+    """Each shipped `planner solve` scenario (a calendar's are `planner batch`'s), planned in a fresh process
+    after its imports: CPU and wall time of the first plan, and CPU of the same plan again."""
+    rows = []
+    root = Path(__file__).resolve().parents[1]
+    for path in sorted((root / "scenarios").glob("*.yaml")):
+        text = path.read_text()
+        if "\ncalendar:" in text or "\nruns:" in text:
+            continue
+        out = subprocess.run(
+            [sys.executable, "-c", SHIPPED_RUN, str(path)],
+            capture_output=True,
+            text=True,
+            cwd=root,
+        )
+        if out.returncode:
+            rows.append({"scenario": path.stem, "status": out.stderr.strip()[-80:]})
+            continue
+        status, cpu, wall, cpu_again, _ = json.loads(
+            out.stdout.strip().splitlines()[-1]
+        )
+        rows.append(
+            {
+                "scenario": path.stem,
+                "status": status,
+                "first_cpu_s": round(cpu, 2),
+                "first_wall_s": round(wall, 2),
+                "again_cpu_s": round(cpu_again, 2),
+            }
+        )
+        print(rows[-1], flush=True)
+    return rows
+
+
 def main(sizes: list[int]) -> None:
     rows = []
     for size in sizes:
@@ -534,6 +588,10 @@ if __name__ == "__main__":
             ):  # the reference, in this process, after the command
                 table.append(run_every_row(size))
                 print(table[-1], flush=True)
+        print()
+        print(pd.DataFrame(table).to_string(index=False))
+    elif sys.argv[1:2] == ["--shipped"]:
+        table = run_shipped()
         print()
         print(pd.DataFrame(table).to_string(index=False))
     elif sys.argv[1:2] == ["--lp-bound"]:

@@ -73,6 +73,7 @@ def test_fallback_without_stepping_is_the_step_by_step_replay():
     horizons that cut some replays short."""
     rng = np.random.default_rng(11)
     switched = unfinished = 0
+    where = {True: 0, False: 0}  # switches inside a spot window, between windows
     for _ in range(120):
         inputs = _random_job(rng)
         up = _markov_up(
@@ -91,9 +92,15 @@ def test_fallback_without_stepping_is_the_step_by_step_replay():
             np.testing.assert_allclose(b, a, atol=1e-9)
         switched += int((steps.on_demand_node_h > 0).sum())
         unfinished += int(np.isnan(steps.wall_h).sum())
-    assert (
-        switched > 100 and unfinished > 10
-    )  # both the switch and the cut horizon were exercised
+        done = (steps.on_demand_node_h > 0) & np.isfinite(steps.wall_h)
+        at = np.rint(
+            (steps.wall_h[done] - steps.on_demand_node_h[done] / inputs.nodes) * 12
+        ).astype(int)
+        for inside in up[np.flatnonzero(done), at]:
+            where[bool(inside)] += 1
+    # the switch inside windows and between them, and the cut horizon, were all exercised
+    assert switched > 100 and unfinished > 10
+    assert where[True] > 20 and where[False] > 20, where
 
 
 def _trace(name: str, cloud: str | None, nodes: int, up: list[int]) -> Trace:

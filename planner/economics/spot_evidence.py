@@ -115,14 +115,10 @@ def _replayed(
         else 4 * (inputs.work_h + inputs.restart_h)
     )
     job = trace_replay.TraceJob(inputs, 1.0)  # node-hours are what it keeps
-    groups: dict[float, list[np.ndarray]] = {}  # traces of one step replay together
     step = min(horizon / STEPS, (inputs.work_h + inputs.restart_h) / 50)
-    for trace in traces:
-        up, step_h = _windows(trace, inputs.nodes, horizon, step)
-        groups.setdefault(step_h, []).append(up)
     out = [
-        trace_replay.replay(job, np.vstack(ups), step, market)
-        for step, ups in sorted(groups.items())
+        trace_replay.replay(job, up, step_h, market, spans)
+        for up, step_h, spans in _stacked(traces, inputs.nodes, horizon, step)
     ]
     wall = np.concatenate([o.wall_h for o in out])
     done = np.isfinite(wall)
@@ -168,6 +164,34 @@ def _new_zone_spread(per_trace: np.ndarray, binomial: bool = True) -> float:
         return 0.0
     p = float(per_trace[0])
     return math.sqrt(p * (1 - p) / STARTS_PER_TRACE)
+
+
+_stacked_memo: dict = {}
+STACKED_ENTRIES = 32
+"""Stacked availabilities kept per process (up to traces x starts x steps booleans and their windows, a few MB
+each): the candidates of one job on one offer's traces differ in their segments, not in what they replay on."""
+
+
+def _stacked(
+    traces: list[Trace], nodes: int, horizon: float, step: float
+) -> list[tuple[np.ndarray, float, trace_replay.Spans]]:
+    """The traces' `_windows` stacked by step (traces of one step replay together), with their `spans`."""
+    key = (tuple(t.key for t in traces), nodes, horizon, step)
+    found = _stacked_memo.get(key)
+    if found is None:
+        groups: dict[float, list[np.ndarray]] = {}
+        for trace in traces:
+            up, step_h = _windows(trace, nodes, horizon, step)
+            groups.setdefault(step_h, []).append(up)
+        if len(_stacked_memo) >= STACKED_ENTRIES:
+            _stacked_memo.clear()
+        found = _stacked_memo[key] = [
+            (up, step_h, trace_replay.spans(up))
+            for step_h, up in (
+                (step_h, np.vstack(ups)) for step_h, ups in sorted(groups.items())
+            )
+        ]
+    return found
 
 
 _windows_memo: dict = {}

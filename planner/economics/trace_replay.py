@@ -99,39 +99,19 @@ def windows(
     return usable[index], step
 
 
-def replay(job: TraceJob, up: np.ndarray, step_h: float, policy: str) -> Outcomes:
-    """Replay `job` under `policy` on each row of `up` (samples x steps): spot alone window by window
-    (`_replay_windows`, what the planner runs for every spot candidate), spot_fallback from that and the first
-    step its switch rule fires (`_replay_fallback`), Uniform Progress step by step."""
-    if policy == "spot":
-        return _replay_windows(job, up, step_h)
-    if policy == "spot_fallback":
-        return _replay_fallback(job, up, step_h)
-    return _replay_steps(job, up, step_h, policy)
-
-
 @dataclass(frozen=True)
-class _SpotPath:
-    """Spot alone's replay, with what the fallback's switch rule reads: per sample and window (in time order),
-    its first step and the work saved when it starts and when it ends."""
+class Spans:
+    """The up-windows of each row of an availability (samples x steps), what every replay on it reads: per row
+    and window in time order, its first step and the step after its last (a row's places past its last window
+    hold the steps replayed in both), and which places are windows. They depend on the availability alone, so
+    the replays of many jobs on the same traces find them once (`spans`)."""
 
-    outcomes: Outcomes
     begin: np.ndarray
-    saved_at_start: np.ndarray
-    saved_at_end: np.ndarray
+    end: np.ndarray
+    window: np.ndarray
 
 
-def _replay_windows(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
-    """Spot alone, exactly as `_replay_steps` runs it, one up-window at a time (`_spot_path`)."""
-    return _spot_path(job, up, step_h).outcomes
-
-
-def _spot_path(job: TraceJob, up: np.ndarray, step_h: float) -> _SpotPath:
-    """Each window spends R restarting, then works at the checkpointed pace; the job ends inside one, or keeps
-    what its last checkpoint saved."""
-    p = segment_plan(job.inputs)
-    W, tau, R, n = job.inputs.work_h, p.tau, p.R, job.inputs.nodes
-    pace = tau / (tau + p.C)
+def spans(up: np.ndarray) -> Spans:
     samples, steps = up.shape
     padded = np.zeros((samples, steps + 2), dtype=np.int8)
     padded[:, 1:-1] = up
@@ -142,54 +122,111 @@ def _spot_path(job: TraceJob, up: np.ndarray, step_h: float) -> _SpotPath:
     # the window's place in its row
     number = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]
     most = int(counts.max(initial=0))
-    starts = np.zeros((samples, most))
-    lengths = np.zeros((samples, most))
     first = np.full((samples, most), steps, dtype=np.int64)
-    starts[rows, number] = begin * step_h
-    lengths[rows, number] = (end - begin) * step_h
+    after = np.full((samples, most), steps, dtype=np.int64)
+    window = np.zeros((samples, most), dtype=bool)
     first[rows, number] = begin
-    saved_at_start, saved_at_end = np.zeros((samples, most)), np.zeros((samples, most))
-    progress, wall, spot_h = (
-        np.zeros(samples),
-        np.full(samples, np.nan),
-        np.zeros(samples),
-    )
-    for k in range(most):
-        active = np.isnan(wall) & (k < counts)
-        if not active.any():
-            break
-        saved_at_start[:, k] = progress
-        length = lengths[:, k]
-        # from the window's start to the end of the work
-        need = R + (W - progress) / pace
-        finishing = active & (need <= length + 1e-12 * (1 + length)) & (length > R)
-        wall = np.where(finishing, starts[:, k] + need, wall)
-        spot_h += np.where(finishing, need, np.where(active, length, 0.0))
-        gained = progress + np.maximum(length - R, 0.0) * pace
-        progress = np.where(
-            active & ~finishing, np.floor(gained / tau + 1e-9) * tau, progress
+    after[rows, number] = end
+    window[rows, number] = True
+    return Spans(first, after, window)
+
+
+def replay(
+    job: TraceJob,
+    up: np.ndarray,
+    step_h: float,
+    policy: str,
+    windows: Spans | None = None,
+) -> Outcomes:
+    """Replay `job` under `policy` on each row of `up` (samples x steps), whose `spans` are `windows` when
+    known: spot alone window by window (`_replay_windows`, what the planner runs for every spot candidate),
+    spot_fallback from that and the first step its switch rule fires (`_replay_fallback`), Uniform Progress
+    step by step."""
+    if policy == "spot":
+        return _replay_windows(job, up, step_h, windows)
+    if policy == "spot_fallback":
+        return _replay_fallback(job, up, step_h, windows)
+    return _replay_steps(job, up, step_h, policy)
+
+
+@dataclass(frozen=True)
+class _SpotPath:
+    """Spot alone's replay, with what the fallback's switch rule reads: per sample and window (in time order),
+    the work saved when it starts and when it ends."""
+
+    outcomes: Outcomes
+    saved_at_start: np.ndarray
+    saved_at_end: np.ndarray
+
+
+def _replay_windows(
+    job: TraceJob, up: np.ndarray, step_h: float, windows: Spans | None = None
+) -> Outcomes:
+    """Spot alone, exactly as `_replay_steps` runs it, from its up-windows (`_spot_path`)."""
+    return _spot_path(job, windows or spans(up), step_h).outcomes
+
+
+def _spot_path(job: TraceJob, windows: Spans, step_h: float) -> _SpotPath:
+    """Each window spends R restarting, then works at the checkpointed pace; the job ends inside one, or keeps
+    what its last checkpoint saved. What was saved is always whole checkpoints, so each window that does not
+    finish the job adds its own whole checkpoints whatever came before: the saved work is a running sum, and the
+    job ends in the first window long enough for the rest."""
+    p = segment_plan(job.inputs)
+    W, tau, R, n = job.inputs.work_h, p.tau, p.R, job.inputs.nodes
+    pace = tau / (tau + p.C)
+    samples, most = windows.begin.shape
+    starts = windows.begin * step_h
+    lengths = (windows.end - windows.begin) * step_h
+    window = windows.window
+    checkpoints = np.floor(np.maximum(lengths - R, 0.0) * pace / tau + 1e-9)
+    done = np.cumsum(checkpoints, axis=1)
+    saved_at_start = (done - checkpoints) * tau
+    saved_at_end = done * tau
+    # from each window's start to the end of the work
+    need = R + (W - saved_at_start) / pace
+    finishing = window & (need <= lengths + 1e-12 * (1 + lengths)) & (lengths > R)
+    finishes = finishing.any(axis=1)
+    if not most:  # never up: never done, nothing spent
+        nothing = np.zeros(samples)
+        return _SpotPath(
+            Outcomes(np.full(samples, np.nan), nothing, nothing, nothing),
+            saved_at_start,
+            saved_at_end,
         )
-        saved_at_end[:, k] = progress
+    k = np.argmax(finishing, axis=1)
+    every = np.arange(samples)
+    spent = np.cumsum(lengths, axis=1)
+    before = np.pad(spent[:, :-1], ((0, 0), (1, 0)))
+    wall = np.where(finishes, starts[every, k] + need[every, k], np.nan)
+    spot_h = np.where(finishes, before[every, k] + need[every, k], spent[:, -1])
+    # the window it finishes in saves nothing more
+    saved_at_end[every, k] = np.where(
+        finishes, saved_at_start[every, k], saved_at_end[every, k]
+    )
     cost = n * job.inputs.price_per_node_h * spot_h
     return _SpotPath(
         Outcomes(wall, n * spot_h, np.zeros(samples), cost),
-        first,
         saved_at_start,
         saved_at_end,
     )
 
 
-def _replay_fallback(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
+def _replay_fallback(
+    job: TraceJob, up: np.ndarray, step_h: float, windows: Spans | None = None
+) -> Outcomes:
     """spot_fallback as `_replay_steps` runs it, without stepping: until it switches it is spot alone
-    (`_spot_path`), so the work saved at each step's start follows from its window's start; it switches at the
-    first step, no later than the one spot alone finishes in, whose start reaches §10's L_i, and from there runs
-    on demand: a restart, then the work since its last checkpoint."""
+    (`_spot_path`), and it switches at the first step, no later than the one spot alone finishes in, whose start
+    reaches §10's L_i = D - margin - R - (S - i s) with i checkpoints saved; from there it runs on demand: a
+    restart, then the work since its last checkpoint. Between windows i is fixed, so the first step there is
+    found directly (`_first_at_least`); inside a window i grows by one every s of work, so the clock can pass
+    L_i only within about R + 2s of the window's start: only such windows are read step by step."""
     p = segment_plan(job.inputs)
     W, tau, R, n = job.inputs.work_h, p.tau, p.R, job.inputs.nodes
     D, S = job.deadline_h, p.S
     margin = margin_h(R, tau)
     pace = tau / (tau + p.C)
-    path = _spot_path(job, up, step_h)
+    windows = windows or spans(up)
+    path = _spot_path(job, windows, step_h)
     spot = path.outcomes
     samples, steps = up.shape
     # spot alone's last step: the one it finishes in, else the last replayed; no switch comes after it
@@ -197,39 +234,63 @@ def _replay_fallback(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
         np.isnan(spot.wall_h),
         steps - 1,
         np.ceil(np.nan_to_num(spot.wall_h) / step_h - 1e-9) - 1,
+    ).astype(np.int64)[:, None]
+
+    def switch_point(saved):
+        return D - margin - R - (S - np.floor(saved / tau + 1e-9) * p.s)
+
+    begin, end = windows.begin, windows.end
+    most = begin.shape[1]
+    # (row, step, saved work, window begun last) of each step where a stretch first passes its switch point
+    found = []
+    # before the first window and between windows, nothing is saved or lost
+    gap_from = np.concatenate([np.zeros((samples, 1), dtype=np.int64), end], axis=1)
+    gap_to = np.minimum(
+        np.concatenate([begin, np.full((samples, 1), steps)], axis=1) - 1, last
     )
-    reach = int(last.max(initial=0)) + 1
-    t = np.arange(reach)
-    every = np.arange(samples)
-    window_up = up[:, :reach]
-    starting = window_up & ~np.pad(window_up[:, :-1], ((0, 0), (1, 0)))
-    window = np.cumsum(starting, axis=1) - 1  # the window begun last (-1: none yet)
-    saved = np.zeros(window_up.shape)  # the work saved when each step starts
-    if path.begin.shape[1]:
-        k = np.maximum(window, 0)
-        rows = every[:, None]
-        into = np.maximum((t - path.begin[rows, k]) * step_h - R, 0.0) * pace
-        # in a window, its checkpoints so far; between windows, the last one's
-        saved = np.where(
-            window >= 0,
-            np.where(
-                window_up,
-                np.minimum(
-                    np.floor((path.saved_at_start[rows, k] + into) / tau + 1e-9) * tau,
-                    W,
-                ),
-                path.saved_at_end[rows, k],
-            ),
-            0.0,
+    saved = np.concatenate([np.zeros((samples, 1)), path.saved_at_end], axis=1)
+    t = _first_at_least(gap_from, switch_point(saved), step_h)
+    r, k = np.nonzero(t <= gap_to)
+    found.append(_first_of_row(r, t[r, k], saved[r, k], k - 1))
+    if most:
+        floor_point = switch_point(path.saved_at_start)
+        to = np.minimum(end - 1, last)
+        could = (
+            windows.window
+            & (begin <= to)
+            & (to * step_h >= floor_point - 1e-9 * (1 + abs(D)))
+            & (begin * step_h + R + 3 * p.s + 2 * step_h >= floor_point)
         )
-    done = np.floor(saved / tau + 1e-9)
-    fires = t * step_h >= D - margin - R - (S - done * p.s)
-    fires &= t[None, :] <= last[:, None]
-    switched = fires.any(axis=1)
-    at = np.argmax(fires, axis=1)
-    on_demand = R + (W - saved[every, at]) / pace
-    spot_steps = np.cumsum(window_up, axis=1)
-    before = np.where(at > 0, spot_steps[every, np.maximum(at - 1, 0)], 0)
+        r, k = np.nonzero(could)
+        span = to[r, k] - begin[r, k] + 1
+        at = np.repeat(begin[r, k] - np.cumsum(span) + span, span) + np.arange(
+            span.sum()
+        )
+        r, k = np.repeat(r, span), np.repeat(k, span)
+        into = np.maximum((at - begin[r, k]) * step_h - R, 0.0) * pace
+        inside = np.minimum(
+            np.floor((path.saved_at_start[r, k] + into) / tau + 1e-9) * tau, W
+        )
+        fires = at * step_h >= switch_point(inside)
+        found.append(_first_of_row(r[fires], at[fires], inside[fires], k[fires]))
+    r, t, saved_then, k = (np.concatenate(f) for f in zip(*found))
+    order = np.lexsort((t, r))
+    r, first = np.unique(r[order], return_index=True)
+    t, saved_then, k = t[order][first], saved_then[order][first], k[order][first]
+    switched = np.zeros(samples, dtype=bool)
+    switched[r] = True
+    at = np.zeros(samples, dtype=np.int64)
+    at[r] = t
+    saved_at = np.zeros(samples)
+    saved_at[r] = saved_then
+    # spot steps before the switch: the whole windows before its stretch's, and that one's up to the switch
+    before = np.zeros(samples, dtype=np.int64)
+    if most:
+        up_steps = np.cumsum(end - begin, axis=1)
+        within = k >= 0
+        r, k, t = r[within], k[within], t[within]
+        before[r] = up_steps[r, k] - end[r, k] + np.minimum(t, end[r, k])
+    on_demand = R + (W - saved_at) / pace
     # done within the replayed steps: its last step is one of them
     in_time = at + np.ceil(on_demand / step_h - 1e-9) - 1 < steps
     wall = np.where(
@@ -242,6 +303,20 @@ def _replay_fallback(job: TraceJob, up: np.ndarray, step_h: float) -> Outcomes:
         + np.where(od_h > 0, job.on_demand_price * od_h, 0.0)
     )
     return Outcomes(wall, n * spot_h, n * od_h, cost)
+
+
+def _first_of_row(r: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Each row's first entry of entries listed row by row, in time order within a row."""
+    first = np.flatnonzero(np.r_[True, r[1:] != r[:-1]]) if len(r) else r
+    return (r[first],) + tuple(c[first] for c in columns)
+
+
+def _first_at_least(start: np.ndarray, point: np.ndarray, step_h: float) -> np.ndarray:
+    """The first step t >= `start` whose start t * step_h reaches `point`, compared as the replay compares."""
+    t = np.maximum(start, np.ceil(point / step_h) - 1).astype(np.int64)
+    for _ in range(2):
+        t += t * step_h < point
+    return t
 
 
 def _replay_steps(

@@ -178,9 +178,10 @@ def read_table_file(path: Path, what: str) -> tuple[pd.DataFrame, dict[str, str]
 
 def _records(frame: pd.DataFrame) -> list[dict]:
     """Rows as dicts without missing cells (so pydantic applies each field's default)."""
+    columns = list(frame.columns)
     return [
-        {k: v for k, v in row.items() if isinstance(v, str) and v != ""}
-        for row in frame.to_dict("records")
+        {k: v for k, v in zip(columns, row) if isinstance(v, str) and v != ""}
+        for row in frame.to_numpy(dtype=object).tolist()
     ]
 
 
