@@ -19,6 +19,10 @@ the cost of a greedy list-scheduler baseline measured in the same run:
 
     python benchmarks/bench_batch.py               # 50, 200, 500 runs
     python benchmarks/bench_batch.py 200 --time-limit 30
+    python benchmarks/bench_batch.py 200 500 --seeds 11 12 13 14 15   # the gap on five quarters of each size
+
+With several seeds it ends with a table of every quarter's status, gap to its bound and cost against greedy's,
+and each size's worst gap.
 """
 
 from __future__ import annotations
@@ -163,7 +167,7 @@ def quarter_yaml(size: int, seed: int = 11) -> str:
 # ---------------------------------------------------------------- benchmark
 
 
-def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
+def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"quarter-{size}.yaml"
         path.write_text(quarter_yaml(size, seed))
@@ -222,9 +226,20 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
         f"greedy:  cost ${g['cost_usd']:,.2f}, bought {g['bought']}, optional priority {g['priority']}, "
         f"{len(g['left_out'])} optional left out, {g_note}"
     )
+    row = {
+        "runs": size,
+        "seed": seed,
+        "candidates": len(cands),
+        "generation_s": round(gen_s, 1),
+        "status": r.status,
+        "search_s": round(r.solve_seconds, 1),
+        "gap": None,
+        "objective_usd": None,
+        "greedy_usd": round(g["cost_usd"], 2),
+    }
     if r.status not in ("OPTIMAL", "FEASIBLE"):
         print(f"cp-sat: {r.status} after {r.solve_seconds:.1f} s")
-        return
+        return row
     priority = sum(
         model.runs[n].priority for n in r.chosen["run"] if not model.runs[n].required
     )
@@ -245,6 +260,11 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> None:
         f"{priority}; vs greedy {100 * (r.objective_usd / g['cost_usd'] - 1):+.2f} % -> "
         f"{'never worse than greedy' if never_worse else 'WORSE than greedy'}"
     )
+    row.update(
+        gap=round(100 * r.gap, 2) if r.gap == r.gap else None,
+        objective_usd=round(r.objective_usd, 2),
+    )
+    return row
 
 
 def main() -> None:
@@ -258,9 +278,29 @@ def main() -> None:
         default=11,
         help="another seed gives other quarters of the same shape",
     )
+    parser.add_argument(
+        "--seeds", type=int, nargs="+", help="several seeds: a quarter of each"
+    )
     args = parser.parse_args()
-    for size in args.sizes:
-        bench(size, args.time_limit, args.workers, args.seed)
+    rows = [
+        bench(size, args.time_limit, args.workers, seed)
+        for size in args.sizes
+        for seed in args.seeds or [args.seed]
+    ]
+    if args.seeds and len(args.seeds) > 1:
+        import pandas as pd
+
+        table = pd.DataFrame(rows).rename(columns={"gap": "gap_%"})
+        print()
+        print(table.to_string(index=False))
+        for size, group in table.groupby("runs"):
+            gaps = group["gap_%"]
+            worst = (
+                "no bound or no plan" if gaps.isna().any() else f"{gaps.max():.2f} %"
+            )
+            print(
+                f"{size} runs: worst gap to the bound over {len(group)} seeds {worst}"
+            )
 
 
 if __name__ == "__main__":

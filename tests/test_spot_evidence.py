@@ -344,3 +344,26 @@ def test_every_shipped_spot_promise_holds_on_held_out_zones():
     assert len(checked) >= 5 and all(r["kept"] for r in checked), json.dumps(
         rows, default=str
     )
+
+
+def test_a_shorter_horizon_reads_the_first_steps_of_a_longer_one():
+    """Replays over a shorter horizon read the first steps of a longer one's availability and windows
+    (`Spans.first`): the same as finding the windows of those steps alone, for spot and spot_fallback."""
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        inputs = _random_job(rng)
+        up = _markov_up(rng, 12, 900, rng.uniform(0.2, 0.95), 0.2)
+        job = trace_replay.TraceJob(inputs, 2.0)
+        whole = trace_replay.spans(up)
+        steps = int(rng.integers(1, 900))
+        for policy in ("spot", "spot_fallback"):
+            alone = trace_replay.replay(job, up[:, :steps], 1 / 12, policy)
+            cropped = trace_replay.replay(
+                job, up[:, :steps], 1 / 12, policy, whole.first(steps)
+            )
+            for a, b in (
+                (alone.wall_h, cropped.wall_h),
+                (alone.spot_node_h, cropped.spot_node_h),
+                (alone.on_demand_node_h, cropped.on_demand_node_h),
+            ):
+                np.testing.assert_array_equal(a, b)

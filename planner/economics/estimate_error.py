@@ -12,6 +12,7 @@ decide the spread). `tests/test_estimate_error.py` refits it from the benchmark,
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -75,12 +76,20 @@ class EstimateError:
         return np.exp(self.median + self.sigma * rng.standard_normal(trials))
 
     def nodes(self) -> tuple[np.ndarray, np.ndarray]:
-        """(values of ε, weights summing to 1) that integrate a smooth function of ε."""
-        if self.sigma == 0:
-            return np.array([math.exp(self.median)]), np.array([1.0])
+        """(values of ε, weights summing to 1) that integrate a smooth function of ε (kept: read-only)."""
+        return _nodes(self.median, self.sigma)
+
+
+@functools.lru_cache(maxsize=64)
+def _nodes(median: float, sigma: float) -> tuple[np.ndarray, np.ndarray]:
+    if sigma == 0:
+        e, w = np.array([math.exp(median)]), np.array([1.0])
+    else:
         z = np.linspace(-6.0, 6.0, NODES)
         w = np.exp(-z * z / 2)
-        return np.exp(self.median + self.sigma * z), w / w.sum()
+        e, w = np.exp(median + sigma * z), w / w.sum()
+    e.flags.writeable = w.flags.writeable = False
+    return e, w
 
 
 EXACT = EstimateError()

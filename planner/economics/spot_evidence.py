@@ -167,57 +167,44 @@ def _new_zone_spread(per_trace: np.ndarray, binomial: bool = True) -> float:
 
 
 _stacked_memo: dict = {}
-STACKED_ENTRIES = 32
-"""Stacked availabilities kept per process (up to traces x starts x steps booleans and their windows, a few MB
-each): the candidates of one job on one offer's traces differ in their segments, not in what they replay on."""
+STACKED_ENTRIES = 64
+"""Stacked availabilities kept per process (traces x starts x steps booleans and their windows, a few MB each):
+the candidates of one job, and the runs of a quarter, differ in their segments and deadlines, not in what they
+replay on; a shorter horizon reads the first steps of a longer one's."""
 
 
 def _stacked(
     traces: list[Trace], nodes: int, horizon: float, step: float
 ) -> list[tuple[np.ndarray, float, trace_replay.Spans]]:
-    """The traces' `_windows` stacked by step (traces of one step replay together), with their `spans`."""
-    key = (tuple(t.key for t in traces), nodes, horizon, step)
-    found = _stacked_memo.get(key)
-    if found is None:
-        groups: dict[float, list[np.ndarray]] = {}
-        for trace in traces:
-            up, step_h = _windows(trace, nodes, horizon, step)
-            groups.setdefault(step_h, []).append(up)
-        if len(_stacked_memo) >= STACKED_ENTRIES:
-            _stacked_memo.clear()
-        found = _stacked_memo[key] = [
-            (up, step_h, trace_replay.spans(up))
-            for step_h, up in (
-                (step_h, np.vstack(ups)) for step_h, ups in sorted(groups.items())
+    """`trace_replay.windows` of each trace over `horizon` in steps of `step` (five minutes at least, or its
+    own gap if coarser), stacked by step (traces of one step replay together), with their `spans`."""
+    least = max(trace_replay.STEP_H, step)
+    groups: dict[float, list[Trace]] = {}
+    for trace in traces:
+        _, step_h = trace_replay.resampling(trace.gap_h, len(trace.up), least)
+        groups.setdefault(step_h, []).append(trace)
+    out = []
+    for step_h, group in sorted(groups.items()):
+        steps = trace_replay.steps_over(horizon, step_h)
+        key = (tuple(t.key for t in group), nodes, step_h)
+        found = _stacked_memo.get(key)
+        if found is None or found[0].shape[1] < steps:
+            up = np.vstack(
+                [
+                    trace_replay.windows(
+                        t.up, t.gap_h, nodes, STARTS_PER_TRACE, horizon, least
+                    )[0]
+                    for t in group
+                ]
             )
-        ]
-    return found
-
-
-_windows_memo: dict = {}
-WINDOW_ENTRIES = 256
-"""Window arrays kept per process (starts x steps booleans, a few hundred KB each): candidates of one job differ
-in their segments far more often than in their node count and deadline, which is all the windows depend on."""
-
-
-def _windows(
-    trace: Trace, nodes: int, horizon: float, step: float
-) -> tuple[np.ndarray, float]:
-    """`trace_replay.windows` over `horizon` in steps of `step` (five minutes at least)."""
-    key = (trace.key, nodes, horizon, step)
-    found = _windows_memo.get(key)
-    if found is None:
-        if len(_windows_memo) >= WINDOW_ENTRIES:
-            _windows_memo.clear()
-        found = _windows_memo[key] = trace_replay.windows(
-            trace.up,
-            trace.gap_h,
-            nodes,
-            STARTS_PER_TRACE,
-            horizon,
-            max(trace_replay.STEP_H, step),
-        )
-    return found
+            if len(_stacked_memo) >= STACKED_ENTRIES:
+                _stacked_memo.clear()
+            found = _stacked_memo[key] = (up, trace_replay.spans(up))
+        up, spans = found
+        if up.shape[1] > steps:
+            up, spans = up[:, :steps], spans.first(steps)
+        out.append((up, step_h, spans))
+    return out
 
 
 def verdict(

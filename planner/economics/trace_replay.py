@@ -82,18 +82,15 @@ def windows(
     """(samples x steps) of whether a gang of `nodes` can run on spot, from `starts` offsets spread over
     the trace (read cyclically), over `horizon_h` (at most MAX_STEPS); and the step in hours (`min_step_h` or
     the trace's gap if coarser; a step is up only if it is up throughout)."""
-    step = max(gap_h, min_step_h)
-    # a step no longer than the trace
-    per = max(1, min(round(step / gap_h), len(up_counts)))
+    per, step = resampling(gap_h, len(up_counts), min_step_h)
     usable = up_counts >= nodes
     usable = (
         usable[: len(usable) // per * per].reshape(-1, per).all(axis=1)
         if per > 1
         else usable
     )
-    step = gap_h * per
     length = len(usable)
-    steps = min(int(math.ceil(horizon_h / step)), MAX_STEPS)
+    steps = steps_over(horizon_h, step)
     offsets = np.linspace(0, length, starts, endpoint=False).astype(np.int64)
     index = (offsets[:, None] + np.arange(steps)[None, :]) % length
     return usable[index], step
@@ -101,34 +98,64 @@ def windows(
 
 @dataclass(frozen=True)
 class Spans:
-    """The up-windows of each row of an availability (samples x steps), what every replay on it reads: per row
-    and window in time order, its first step and the step after its last (a row's places past its last window
-    hold the steps replayed in both), and which places are windows. They depend on the availability alone, so
-    the replays of many jobs on the same traces find them once (`spans`)."""
+    """The up-windows of an availability (samples x steps), what every replay on it reads: per window, row by row
+    and in time order within a row, its row, its first step and the step after its last; and where each row's
+    windows start among them (`start`, one more at the end). They depend on the availability alone, so the
+    replays of many jobs on the same traces find them once (`spans`)."""
 
+    row: np.ndarray
     begin: np.ndarray
     end: np.ndarray
-    window: np.ndarray
+    start: np.ndarray
+    steps: int
+
+    def first(self, steps: int) -> Spans:
+        """The spans of the first `steps` steps: the replay from the same starts over a shorter horizon (a window
+        running past them ends there, one starting later is gone)."""
+        keep = self.begin < steps
+        row = self.row[keep]
+        return Spans(
+            row,
+            self.begin[keep],
+            np.minimum(self.end[keep], steps),
+            _starts(row, len(self.start) - 1),
+            steps,
+        )
+
+    def before(self, counts: np.ndarray) -> np.ndarray:
+        """Per window, the sum of `counts` (one per window) over the windows before it in its row."""
+        total = np.cumsum(counts)
+        earlier = total - counts
+        return earlier - earlier[self.start[self.row]]
+
+
+def _starts(row: np.ndarray, samples: int) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(np.bincount(row, minlength=samples))])
 
 
 def spans(up: np.ndarray) -> Spans:
     samples, steps = up.shape
     padded = np.zeros((samples, steps + 2), dtype=np.int8)
     padded[:, 1:-1] = up
-    edge = np.diff(padded, axis=1)
-    rows, begin = np.nonzero(edge == 1)  # row-major: each row's windows in time order
-    _, end = np.nonzero(edge == -1)
-    counts = np.bincount(rows, minlength=samples)
-    # the window's place in its row
-    number = np.arange(len(rows)) - (np.cumsum(counts) - counts)[rows]
-    most = int(counts.max(initial=0))
-    first = np.full((samples, most), steps, dtype=np.int64)
-    after = np.full((samples, most), steps, dtype=np.int64)
-    window = np.zeros((samples, most), dtype=bool)
-    first[rows, number] = begin
-    after[rows, number] = end
-    window[rows, number] = True
-    return Spans(first, after, window)
+    # row-major, a row's edges alternate: a window's first step, then the step after its last
+    edges = np.flatnonzero(np.diff(padded, axis=1))
+    row, begin = np.divmod(edges[0::2], steps + 1)
+    return Spans(row, begin, edges[1::2] % (steps + 1), _starts(row, samples), steps)
+
+
+def resampling(
+    gap_h: float, ticks: int, min_step_h: float = STEP_H
+) -> tuple[int, float]:
+    """(ticks per step, the step in hours) `windows` resamples a trace of `ticks` ticks of `gap_h` to: `min_step_h`
+    or the trace's gap if coarser, whole ticks, and no longer than the trace."""
+    step = max(gap_h, min_step_h)
+    per = max(1, min(round(step / gap_h), ticks))
+    return per, gap_h * per
+
+
+def steps_over(horizon_h: float, step_h: float) -> int:
+    """Steps `windows` replays over `horizon_h` (at most MAX_STEPS)."""
+    return min(int(math.ceil(horizon_h / step_h)), MAX_STEPS)
 
 
 def replay(
@@ -151,8 +178,8 @@ def replay(
 
 @dataclass(frozen=True)
 class _SpotPath:
-    """Spot alone's replay, with what the fallback's switch rule reads: per sample and window (in time order),
-    the work saved when it starts and when it ends."""
+    """Spot alone's replay, with what the fallback's switch rule reads: per window (`Spans`), the work saved when
+    it starts and when it ends."""
 
     outcomes: Outcomes
     saved_at_start: np.ndarray
@@ -174,35 +201,23 @@ def _spot_path(job: TraceJob, windows: Spans, step_h: float) -> _SpotPath:
     p = segment_plan(job.inputs)
     W, tau, R, n = job.inputs.work_h, p.tau, p.R, job.inputs.nodes
     pace = tau / (tau + p.C)
-    samples, most = windows.begin.shape
-    starts = windows.begin * step_h
-    lengths = (windows.end - windows.begin) * step_h
-    window = windows.window
+    samples = len(windows.start) - 1
+    up_steps = windows.end - windows.begin
+    lengths = up_steps * step_h
     checkpoints = np.floor(np.maximum(lengths - R, 0.0) * pace / tau + 1e-9)
-    done = np.cumsum(checkpoints, axis=1)
-    saved_at_start = (done - checkpoints) * tau
-    saved_at_end = done * tau
+    saved_at_start = windows.before(checkpoints) * tau
+    saved_at_end = saved_at_start + checkpoints * tau
     # from each window's start to the end of the work
     need = R + (W - saved_at_start) / pace
-    finishing = window & (need <= lengths + 1e-12 * (1 + lengths)) & (lengths > R)
-    finishes = finishing.any(axis=1)
-    if not most:  # never up: never done, nothing spent
-        nothing = np.zeros(samples)
-        return _SpotPath(
-            Outcomes(np.full(samples, np.nan), nothing, nothing, nothing),
-            saved_at_start,
-            saved_at_end,
-        )
-    k = np.argmax(finishing, axis=1)
-    every = np.arange(samples)
-    spent = np.cumsum(lengths, axis=1)
-    before = np.pad(spent[:, :-1], ((0, 0), (1, 0)))
-    wall = np.where(finishes, starts[every, k] + need[every, k], np.nan)
-    spot_h = np.where(finishes, before[every, k] + need[every, k], spent[:, -1])
+    finishing = (need <= lengths + 1e-12 * (1 + lengths)) & (lengths > R)
+    row, k = _first_of_row(windows.row[finishing], np.flatnonzero(finishing))
+    wall = np.full(samples, np.nan)
+    wall[row] = windows.begin[k] * step_h + need[k]
+    # every window's hours, unless it finished in one: those before it and what it took there
+    spot_h = np.bincount(windows.row, weights=lengths, minlength=samples)
+    spot_h[row] = windows.before(up_steps)[k] * step_h + need[k]
     # the window it finishes in saves nothing more
-    saved_at_end[every, k] = np.where(
-        finishes, saved_at_start[every, k], saved_at_end[every, k]
-    )
+    saved_at_end[k] = saved_at_start[k]
     cost = n * job.inputs.price_per_node_h * spot_h
     return _SpotPath(
         Outcomes(wall, n * spot_h, np.zeros(samples), cost),
@@ -234,45 +249,54 @@ def _replay_fallback(
         np.isnan(spot.wall_h),
         steps - 1,
         np.ceil(np.nan_to_num(spot.wall_h) / step_h - 1e-9) - 1,
-    ).astype(np.int64)[:, None]
+    ).astype(np.int64)
 
     def switch_point(saved):
         return D - margin - R - (S - np.floor(saved / tau + 1e-9) * p.s)
 
-    begin, end = windows.begin, windows.end
-    most = begin.shape[1]
-    # (row, step, saved work, window begun last) of each step where a stretch first passes its switch point
+    row, begin, end = windows.row, windows.begin, windows.end
+    every = np.arange(samples)
+    # (row, step, saved work, window begun last (-1: none)) where each stretch first reaches its switch point,
+    # row by row in time order
     found = []
-    # before the first window and between windows, nothing is saved or lost
-    gap_from = np.concatenate([np.zeros((samples, 1), dtype=np.int64), end], axis=1)
-    gap_to = np.minimum(
-        np.concatenate([begin, np.full((samples, 1), steps)], axis=1) - 1, last
+    # before the first window nothing is saved; between windows nothing is saved or lost
+    has = windows.start[1:] > windows.start[:-1]
+    first_begin = (
+        np.where(has, begin[np.minimum(windows.start[:-1], len(begin) - 1)], steps)
+        if len(begin)
+        else np.full(samples, steps)
     )
-    saved = np.concatenate([np.zeros((samples, 1)), path.saved_at_end], axis=1)
-    t = _first_at_least(gap_from, switch_point(saved), step_h)
-    r, k = np.nonzero(t <= gap_to)
-    found.append(_first_of_row(r, t[r, k], saved[r, k], k - 1))
-    if most:
+    t = _first_at_least(
+        np.zeros(samples, dtype=np.int64), switch_point(np.zeros(samples)), step_h
+    )
+    early = t <= np.minimum(first_begin - 1, last)
+    found.append(
+        (every[early], t[early], np.zeros(early.sum()), np.full(early.sum(), -1))
+    )
+    if len(begin):
+        same_row = np.r_[row[1:] == row[:-1], False]
+        next_begin = np.where(same_row, np.r_[begin[1:], 0], steps)
+        to = np.minimum(next_begin - 1, last[row])
+        t = _first_at_least(end, switch_point(path.saved_at_end), step_h)
+        k = np.flatnonzero(t <= to)
+        found.append((row[k], t[k], path.saved_at_end[k], k))
         floor_point = switch_point(path.saved_at_start)
-        to = np.minimum(end - 1, last)
+        to = np.minimum(end - 1, last[row])
         could = (
-            windows.window
-            & (begin <= to)
+            (begin <= to)
             & (to * step_h >= floor_point - 1e-9 * (1 + abs(D)))
             & (begin * step_h + R + 3 * p.s + 2 * step_h >= floor_point)
         )
-        r, k = np.nonzero(could)
-        span = to[r, k] - begin[r, k] + 1
-        at = np.repeat(begin[r, k] - np.cumsum(span) + span, span) + np.arange(
-            span.sum()
-        )
-        r, k = np.repeat(r, span), np.repeat(k, span)
-        into = np.maximum((at - begin[r, k]) * step_h - R, 0.0) * pace
+        k = np.flatnonzero(could)
+        span = to[k] - begin[k] + 1
+        at = np.repeat(begin[k] - np.cumsum(span) + span, span) + np.arange(span.sum())
+        k = np.repeat(k, span)
+        into = np.maximum((at - begin[k]) * step_h - R, 0.0) * pace
         inside = np.minimum(
-            np.floor((path.saved_at_start[r, k] + into) / tau + 1e-9) * tau, W
+            np.floor((path.saved_at_start[k] + into) / tau + 1e-9) * tau, W
         )
         fires = at * step_h >= switch_point(inside)
-        found.append(_first_of_row(r[fires], at[fires], inside[fires], k[fires]))
+        found.append(_first_of_row(row[k][fires], at[fires], inside[fires], k[fires]))
     r, t, saved_then, k = (np.concatenate(f) for f in zip(*found))
     order = np.lexsort((t, r))
     r, first = np.unique(r[order], return_index=True)
@@ -285,11 +309,9 @@ def _replay_fallback(
     saved_at[r] = saved_then
     # spot steps before the switch: the whole windows before its stretch's, and that one's up to the switch
     before = np.zeros(samples, dtype=np.int64)
-    if most:
-        up_steps = np.cumsum(end - begin, axis=1)
-        within = k >= 0
-        r, k, t = r[within], k[within], t[within]
-        before[r] = up_steps[r, k] - end[r, k] + np.minimum(t, end[r, k])
+    within = k >= 0
+    r, k, t = r[within], k[within], t[within]
+    before[r] = windows.before(end - begin)[k] + np.minimum(t, end[k]) - begin[k]
     on_demand = R + (W - saved_at) / pace
     # done within the replayed steps: its last step is one of them
     in_time = at + np.ceil(on_demand / step_h - 1e-9) - 1 < steps
