@@ -167,10 +167,11 @@ def _new_zone_spread(per_trace: np.ndarray, binomial: bool = True) -> float:
 
 
 _stacked_memo: dict = {}
-STACKED_ENTRIES = 64
-"""Stacked availabilities kept per process (traces x starts x steps booleans and their windows, a few MB each):
-the candidates of one job, and the runs of a quarter, differ in their segments and deadlines, not in what they
-replay on; a shorter horizon reads the first steps of a longer one's."""
+STACKED_BYTES = 256 << 20
+"""What the stacked availabilities kept per process may hold (traces x starts x steps booleans and their windows,
+about a MB each): the candidates of one job, and the runs of a quarter, differ in their segments and deadlines,
+not in what they replay on. Each is kept over `STEPS` steps at least, and a shorter horizon reads its first
+steps."""
 
 
 def _stacked(
@@ -189,22 +190,29 @@ def _stacked(
         key = (tuple(t.key for t in group), nodes, step_h)
         found = _stacked_memo.get(key)
         if found is None or found[0].shape[1] < steps:
+            longest = max(horizon, STEPS * step_h)
             up = np.vstack(
                 [
                     trace_replay.windows(
-                        t.up, t.gap_h, nodes, STARTS_PER_TRACE, horizon, least
+                        t.up, t.gap_h, nodes, STARTS_PER_TRACE, longest, least
                     )[0]
                     for t in group
                 ]
             )
-            if len(_stacked_memo) >= STACKED_ENTRIES:
+            found = (up, trace_replay.spans(up))
+            if sum(_bytes(f) for f in _stacked_memo.values()) > STACKED_BYTES:
                 _stacked_memo.clear()
-            found = _stacked_memo[key] = (up, trace_replay.spans(up))
+            _stacked_memo[key] = found
         up, spans = found
         if up.shape[1] > steps:
             up, spans = up[:, :steps], spans.first(steps)
         out.append((up, step_h, spans))
     return out
+
+
+def _bytes(stacked: tuple[np.ndarray, trace_replay.Spans]) -> int:
+    up, spans = stacked
+    return up.nbytes + sum(a.nbytes for a in (spans.row, spans.begin, spans.end))
 
 
 def verdict(
