@@ -4,7 +4,9 @@ and spot_fallback candidate is replayed on the traces that speak for its offer b
 from __future__ import annotations
 
 import json
+import math
 import sys
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -344,6 +346,23 @@ def test_every_shipped_spot_promise_holds_on_held_out_zones():
     assert len(checked) >= 5 and all(r["kept"] for r in checked), json.dumps(
         rows, default=str
     )
+
+
+def test_a_fallback_without_a_deadline_never_switches():
+    """With no deadline §10's switch point is never reached: replayed directly, as step by step, spot_fallback
+    is spot alone."""
+    rng = np.random.default_rng(3)
+    for _ in range(10):
+        inputs = replace(_random_job(rng), time_budget_h=math.inf)
+        up = _markov_up(rng, 10, 400, rng.uniform(0.2, 0.9), 0.2)
+        job = trace_replay.TraceJob(inputs, 2.0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            direct = trace_replay.replay(job, up, 1 / 12, "spot_fallback")
+        steps = trace_replay._replay_steps(job, up, 1 / 12, "spot_fallback")
+        assert not direct.on_demand_node_h.any()
+        np.testing.assert_allclose(direct.wall_h, steps.wall_h, atol=1e-9)
+        np.testing.assert_allclose(direct.spot_node_h, steps.spot_node_h, atol=1e-9)
 
 
 def test_a_shorter_horizon_reads_the_first_steps_of_a_longer_one():

@@ -243,6 +243,8 @@ def _replay_fallback(
     windows = windows or spans(up)
     path = _spot_path(job, windows, step_h)
     spot = path.outcomes
+    if not math.isfinite(D):  # no deadline: the switch point is never reached
+        return spot
     samples, steps = up.shape
     # spot alone's last step: the one it finishes in, else the last replayed; no switch comes after it
     last = np.where(
@@ -334,8 +336,11 @@ def _first_of_row(r: np.ndarray, *columns: np.ndarray) -> tuple[np.ndarray, ...]
 
 
 def _first_at_least(start: np.ndarray, point: np.ndarray, step_h: float) -> np.ndarray:
-    """The first step t >= `start` whose start t * step_h reaches `point`, compared as the replay compares."""
-    t = np.maximum(start, np.ceil(point / step_h) - 1).astype(np.int64)
+    """The first step t >= `start` whose start t * step_h reaches `point`, compared as the replay compares (past
+    every step replayed when `point` lies beyond them)."""
+    t = np.maximum(
+        start, np.clip(np.ceil(point / step_h) - 1, 0, MAX_STEPS + 1)
+    ).astype(np.int64)
     for _ in range(2):
         t += t * step_h < point
     return t
