@@ -322,17 +322,19 @@ def add_energy_cuts(m: BatchModel, limits: BatchLimits) -> None:
 
     def cut(rows, demand_column, capacity, first, end, label):
         frame = m.cands.loc[rows]
+        # each candidate's steps x demand, read once for every window
+        energies = frame["duration_steps"].astype(np.int64) * frame[
+            demand_column
+        ].astype(np.int64)
         for a, b in _windows(m, limits, first, end):
-            members = frame.index[frame["run"].isin(runs_inside(a, b))]
-            if len(members) < 2:
+            inside = frame["run"].isin(runs_inside(a, b)).to_numpy()
+            if inside.sum() < 2:
                 continue
-            energy = sum(
-                int(m.cands.at[i, "duration_steps"])
-                * int(m.cands.at[i, demand_column])
-                * m.pick[i]
-                for i in members
+            energy = cp_model.LinearExpr.weighted_sum(
+                [m.pick[i] for i in frame.index[inside]],
+                energies.to_numpy()[inside].tolist(),
             )
-            m.model.add(energy <= capacity * (b - a)).with_name(
+            m.model.add(energy - capacity * (b - a) <= 0).with_name(
                 f"energy[{label}@{a}-{b}]"
             )
 
