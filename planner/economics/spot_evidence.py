@@ -178,7 +178,8 @@ def _stacked(
     traces: list[Trace], nodes: int, horizon: float, step: float
 ) -> list[tuple[np.ndarray, float, trace_replay.Spans]]:
     """`trace_replay.windows` of each trace over `horizon` in steps of `step` (five minutes at least, or its
-    own gap if coarser), stacked by step (traces of one step replay together), with their `spans`."""
+    own gap if coarser), stacked by step (traces of one step replay together), with their `spans` (kept for
+    each shorter horizon read)."""
     least = max(trace_replay.STEP_H, step)
     groups: dict[float, list[Trace]] = {}
     for trace in traces:
@@ -199,20 +200,25 @@ def _stacked(
                     for t in group
                 ]
             )
-            found = (up, trace_replay.spans(up))
+            found = (up, trace_replay.spans(up), {})
             if sum(_bytes(f) for f in _stacked_memo.values()) > STACKED_BYTES:
                 _stacked_memo.clear()
             _stacked_memo[key] = found
-        up, spans = found
+        up, spans, shorter = found
         if up.shape[1] > steps:
-            up, spans = up[:, :steps], spans.first(steps)
+            if steps not in shorter:
+                shorter[steps] = spans.first(steps)
+            up, spans = up[:, :steps], shorter[steps]
         out.append((up, step_h, spans))
     return out
 
 
-def _bytes(stacked: tuple[np.ndarray, trace_replay.Spans]) -> int:
-    up, spans = stacked
-    return up.nbytes + sum(a.nbytes for a in (spans.row, spans.begin, spans.end))
+def _bytes(stacked: tuple[np.ndarray, trace_replay.Spans, dict]) -> int:
+    """About what a stack keeps: its availability and windows, and those of its shorter horizons."""
+    up, spans, shorter = stacked
+    return up.nbytes + sum(
+        a.nbytes for s in (spans, *shorter.values()) for a in (s.row, s.begin, s.end)
+    )
 
 
 def verdict(

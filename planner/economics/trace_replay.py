@@ -25,6 +25,7 @@ throughout) and read cyclically from many start offsets, as Can't Be Late evalua
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
@@ -122,6 +123,11 @@ class Spans:
             steps,
         )
 
+    @functools.cached_property
+    def up_before(self) -> np.ndarray:
+        """Per window, the up steps of the windows before it in its row."""
+        return self.before(self.end - self.begin)
+
     def before(self, counts: np.ndarray) -> np.ndarray:
         """Per window, the sum of `counts` (one per window) over the windows before it in its row."""
         total = np.cumsum(counts)
@@ -215,7 +221,7 @@ def _spot_path(job: TraceJob, windows: Spans, step_h: float) -> _SpotPath:
     wall[row] = windows.begin[k] * step_h + need[k]
     # every window's hours, unless it finished in one: those before it and what it took there
     spot_h = np.bincount(windows.row, weights=lengths, minlength=samples)
-    spot_h[row] = windows.before(up_steps)[k] * step_h + need[k]
+    spot_h[row] = windows.up_before[k] * step_h + need[k]
     # the window it finishes in saves nothing more
     saved_at_end[k] = saved_at_start[k]
     cost = n * job.inputs.price_per_node_h * spot_h
@@ -313,7 +319,7 @@ def _replay_fallback(
     before = np.zeros(samples, dtype=np.int64)
     within = k >= 0
     r, k, t = r[within], k[within], t[within]
-    before[r] = windows.before(end - begin)[k] + np.minimum(t, end[k]) - begin[k]
+    before[r] = windows.up_before[k] + np.minimum(t, end[k]) - begin[k]
     on_demand = R + (W - saved_at) / pace
     # done within the replayed steps: its last step is one of them
     in_time = at + np.ceil(on_demand / step_h - 1e-9) - 1 < steps
