@@ -167,8 +167,8 @@ class WallLaw:
         return np.where(z > 0, np.maximum(value - self.P0, 0.0), 0.0)
 
     def quantile_met(self, q: float, error: EstimateError) -> float:
-        """The smallest D with P(ε·T ≤ D) ≥ q (`p_met`), by bisection from ε's q-quantile times T0, which no
-        smaller D reaches."""
+        """The smallest D with P(ε·T ≤ D) ≥ q (`p_met`), to 1e-9 of itself, searched from ε's q-quantile times T0,
+        which no smaller D reaches; kept per (q, ε)."""
         if error.exact:
             return self.quantile(q)
         found = self._quantiles.get((q, error))

@@ -107,7 +107,7 @@ def _trace(path: Path) -> Trace:
     def whole(n) -> bool:
         return isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_GPUS
 
-    # checked whole first (types at C speed, then the range as an array): traces run to 100,000s of ticks
+    # checked at C speed (the types, then the range by min and max): traces run to 100,000s of ticks
     if (
         not data
         or set(map(type, data)) != {int}
