@@ -34,6 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import pandas as pd
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from planner.batch.greedy import greedy  # noqa: E402
@@ -288,8 +290,6 @@ def main() -> None:
         for seed in args.seeds or [args.seed]
     ]
     if args.seeds and len(args.seeds) > 1:
-        import pandas as pd
-
         table = pd.DataFrame(rows).rename(columns={"gap": "gap_%"})
         print()
         print(table.to_string(index=False))

@@ -108,7 +108,6 @@ class Spans:
     begin: np.ndarray
     end: np.ndarray
     start: np.ndarray
-    steps: int
 
     def first(self, steps: int) -> Spans:
         """The spans of the first `steps` steps: the replay from the same starts over a shorter horizon (a window
@@ -120,7 +119,6 @@ class Spans:
             self.begin[keep],
             np.minimum(self.end[keep], steps),
             _starts(row, len(self.start) - 1),
-            steps,
         )
 
     @functools.cached_property
@@ -146,7 +144,7 @@ def spans(up: np.ndarray) -> Spans:
     # row-major, a row's edges alternate: a window's first step, then the step after its last
     edges = np.flatnonzero(np.diff(padded, axis=1))
     row, begin = np.divmod(edges[0::2], steps + 1)
-    return Spans(row, begin, edges[1::2] % (steps + 1), _starts(row, samples), steps)
+    return Spans(row, begin, edges[1::2] % (steps + 1), _starts(row, samples))
 
 
 def resampling(
@@ -269,11 +267,8 @@ def _replay_fallback(
     found = []
     # before the first window nothing is saved; between windows nothing is saved or lost
     has = windows.start[1:] > windows.start[:-1]
-    first_begin = (
-        np.where(has, begin[np.minimum(windows.start[:-1], len(begin) - 1)], steps)
-        if len(begin)
-        else np.full(samples, steps)
-    )
+    first_begin = np.full(samples, steps)
+    first_begin[has] = begin[windows.start[:-1][has]]
     t = _first_at_least(
         np.zeros(samples, dtype=np.int64), switch_point(np.zeros(samples)), step_h
     )
