@@ -6,6 +6,7 @@ memory_inference  inference memory per GPU: weights at serving precision, KV cac
 gpus         what a GPU model can do, how a candidate's GPUs are joined, precision and kernel efficiency (MFU)
 collectives  all-reduce and other collectives over NVLink and the network, and how much of them compute hides
 speed        the training step (W of training), and runs scaled from a reference measurement
+step_many    the training step over many layouts at once (what the layout search orders them by)
 generation   W of generation jobs: prefill, decode, the bandwidth bound, a floor for screening
 layout       one training layout (TP, CP, PP, DP, EP, ZeRO, recomputation, micro-batch): what speed and memory take
 parallelism  the layouts a recipe allows and the search for the fastest

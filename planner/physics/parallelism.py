@@ -21,7 +21,7 @@ from functools import lru_cache
 import numpy as np
 
 from planner.physics import memory as mem
-from planner.physics import recipes, speed
+from planner.physics import recipes, speed, step_many
 from planner.physics.gpus import GpuPerf, Topology, effective_precision
 from planner.physics.layout import ZERO_STAGES, Layout
 from planner.physics.memory_training import training_memory
@@ -112,6 +112,11 @@ def in_flight(job: Job, layout: Layout) -> int:
     return min(micro_batches(job, layout), p if v == 1 else math.ceil(p + (p - 1) / v))
 
 
+def _moe_overlap(layout: Layout) -> bool:
+    """Its recipe hides MoE all-to-alls behind compute (DualPipe, Megatron-core's 1F1B A2A overlap)."""
+    return bool(layout.recipe) and recipes.recipe(layout.recipe).moe_overlap
+
+
 def _naive(layout: Layout) -> bool:
     """Stages run one after another (Accelerate's device_map), not as a pipeline."""
     return bool(layout.recipe) and recipes.recipe(layout.recipe).pipeline == "naive"
@@ -160,8 +165,31 @@ def layout_speed(
         seq_len=job.seq_len,
         lora_rank=job.lora_rank,
         fallback_to_bf16=job.fallback_to_bf16,
-        moe_overlap=bool(layout.recipe) and recipes.recipe(layout.recipe).moe_overlap,
+        moe_overlap=_moe_overlap(layout),
         naive_pipeline=_naive(layout),
+    )
+
+
+def step_model(
+    job: Job, layouts: list[Layout], gpus: int, gpus_per_node: int
+) -> step_many.StepModel:
+    """The step model of `layout_speed` over many layouts of `gpus` GPUs at once."""
+    return step_many.StepModel(
+        job.shape,
+        layouts,
+        gpus=gpus,
+        gpus_per_node=gpus_per_node,
+        precision=job.precision,
+        method=job.method,
+        mfu=job.mfu,
+        kind=job.kind,
+        overlap=job.overlap,
+        global_batch_tokens=job.global_batch_tokens,
+        seq_len=job.seq_len,
+        lora_rank=job.lora_rank,
+        fallback_to_bf16=job.fallback_to_bf16,
+        moe_overlap=[_moe_overlap(layout) for layout in layouts],
+        naive_pipeline=[_naive(layout) for layout in layouts],
     )
 
 
@@ -275,8 +303,8 @@ def _recipe_layouts(
 @dataclass(frozen=True)
 class _Space:
     """The layouts of one (job, GPU count, node size, pins) with what does not depend on the GPU model:
-    which group each layout is in, each group's lightest layout and its memory, and each layout's
-    pipeline-bubble factor and compute key, so a search on one GPU model is a few array operations.
+    which group each layout is in, each group's lightest layout and its memory, and the step model over
+    every layout, so a search on one GPU model is a few array operations.
     What a search works out that depends on no more than that is kept here for the next one."""
 
     layouts: tuple  # every layout, group by group
@@ -286,13 +314,10 @@ class _Space:
     reason: str  # the last reason a lightest layout could not be built
     # (total GiB, layout, memory) of the least memory among `lights`
     lightest: tuple | None
-    compute_keys: tuple  # distinct (recompute, micro-batch, CP), each as its first layout on one stage (PP1, VPP1)
-    key_of: np.ndarray  # per layout: the index of its compute key
-    # per layout: 1 + (p-1)/v/m, the pipeline's factor on the compute floor
-    bubble: np.ndarray
+    step: step_many.StepModel  # every layout's time on any GPU model and network
+    recipes: np.ndarray  # per layout: its recipe's name
     families: tuple  # per layout: the layout but its micro-batch (one too big rules out the larger ones)
     memories: list  # per layout: its memory once a search needed it (None: not yet; a ValueError: not buildable)
-    compute: dict  # (GPU, precision) -> per compute key its floor (these GPUs' count is the space's)
 
 
 @lru_cache(maxsize=1 << 14)
@@ -301,20 +326,7 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
     if not groups:
         return None
     index, lights, reason, lightest = {}, [], "", None
-    base_batch = (
-        speed.PRETRAIN_GLOBAL_BATCH_TOKENS
-        if job.kind == "pretrain"
-        else speed.FINETUNE_GLOBAL_BATCH_TOKENS
-    )
-    layouts, light_of, key_index, firsts, key_of, bubble, families = (
-        [],
-        [],
-        {},
-        [],
-        [],
-        [],
-        [],
-    )
+    layouts, light_of, families = [], [], []
     for group in groups:
         light = _lightest(group[0], pinned, job.method)
         if light not in index:
@@ -329,13 +341,6 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
         for layout in group:
             layouts.append(layout)
             light_of.append(index[light])
-            key = (layout.recompute, layout.micro_batch, layout.cp)
-            if (
-                key not in key_index
-            ):  # the key's first layout stands for it (the floor depends on the key alone)
-                key_index[key] = len(firsts)
-                firsts.append(dataclasses.replace(layout, pp=1, virtual_stages=1))
-            key_of.append(key_index[key])
             families.append(
                 (
                     layout.tp,
@@ -350,35 +355,16 @@ def _space(job: Job, gpus: int, gpus_per_node: int, pinned: Pinned) -> _Space | 
                     layout.recipe,
                 )
             )
-            if layout.pp == 1:
-                bubble.append(1.0)
-            else:
-                # micro_batches(), inlined
-                tokens = layout.dp * layout.micro_batch * job.seq_len
-                m = max(
-                    1,
-                    math.ceil(
-                        (job.global_batch_tokens or max(base_batch, tokens)) / tokens
-                        - 1e-9
-                    ),
-                )
-                bubble.append(
-                    float(layout.pp)
-                    if _naive(layout)
-                    else 1.0 + (layout.pp - 1) / layout.virtual_stages / m
-                )
     return _Space(
         tuple(layouts),
         np.array(light_of),
         tuple(lights),
         reason,
         lightest,
-        tuple(firsts),
-        np.array(key_of),
-        np.array(bubble),
+        step_model(job, layouts, gpus, gpus_per_node),
+        np.array([layout.recipe for layout in layouts]),
         tuple(families),
         [None] * len(layouts),
-        {},
     )
 
 
@@ -399,8 +385,9 @@ def best_layout(
 
     Exact, but it evaluates few layouts: each group's lightest layout (its largest ZeRO stage, full
     recomputation, one sequence per micro-batch) shows whether any of the group can fit, and the rest
-    are tried in order of a lower bound on their time (compute and bubble alone), stopping once the best
-    found is faster than every bound left. Ties go to the smaller memory, then to the label.
+    are tried in order of their time from the step model over all layouts at once (`step_many`, within
+    rounding of the scalar model; less a margin, a lower bound), stopping once the best found is faster
+    than every bound left. Ties go to the smaller memory, then to the label.
     """
     space = _space(job, topology.n_gpus, topology.gpus_per_node, pinned)
     if space is None:
@@ -420,18 +407,15 @@ def best_layout(
             f"needs {total * (1 + headroom):.1f} GiB per GPU (with {headroom:.0%} headroom) even as {light.label}, "
             f"{gpu.name} has {vram_gib:.1f} GiB"
         )
-    precision = _compute_precision(job, gpu)
-    compute = space.compute.get((gpu, precision))
-    if compute is None:
-        compute = space.compute[gpu, precision] = np.array(
+    factors = dict(efficiency)
+    floors = _bounds(space, candidates, gpu, topology)
+    if factors:
+        floors = floors / np.array(
             [
-                _floor(job, layout, gpu, topology, precision)
-                for layout in space.compute_keys
+                factors.get(name, factors.get("*", 1.0))
+                for name in space.recipes[candidates].tolist()
             ]
         )
-    factors = dict(efficiency)
-    fastest = max([1.0, *factors.values()])
-    floors = (compute[space.key_of] * space.bubble)[candidates] / fastest
     order = np.argsort(floors, kind="stable")  # ties in the layouts' order
     best, too_big = (
         None,
@@ -479,6 +463,20 @@ def best_layout(
     if best is None:
         return None, "no layout both fits and divides these GPUs"
     return best[1], ""
+
+
+# within this fraction of the scalar model (they differ in rounding, ~1e-15); a bound on it less that
+BOUND_MARGIN = 1e-9
+
+
+def _bounds(
+    space: _Space, candidates: np.ndarray, gpu: GpuPerf, topology: Topology
+) -> np.ndarray:
+    """A lower bound on each candidate's `layout_speed(...).work_h`: the step model over all layouts at
+    once, less BOUND_MARGIN (0 where the GPU lacks the precision, so that every layout is tried)."""
+    with np.errstate(all="ignore"):
+        hours = space.step.work_h(gpu, topology)[candidates]
+    return np.where(np.isnan(hours), 0.0, hours * (1 - BOUND_MARGIN))
 
 
 def work_floor_seconds_per_token(
@@ -543,28 +541,4 @@ def _lightest(layout: Layout, pinned: Pinned, method: str) -> Layout:
         recompute=pinned.recompute or "full",
         micro_batch=pinned.micro_batch or 1,
         virtual_stages=1,
-    )
-
-
-def _floor(
-    job: Job, layout: Layout, gpu: GpuPerf, topology: Topology, precision: str
-) -> float:
-    """Seconds per 1e9 tokens the layout cannot beat (compute and bubble: speed.compute_floor_seconds_per_token),
-    in the units of SpeedResult.work_h over layout_speed's 1e9 tokens."""
-    return (
-        speed.compute_floor_seconds_per_token(
-            job.shape,
-            gpu=gpu,
-            n_gpus=topology.n_gpus,
-            precision=precision,
-            method=job.method,
-            seq_len=job.seq_len,
-            kind=job.kind,
-            micro_batches=micro_batches(job, layout),
-            layout=layout,
-            mfu=job.mfu,
-            naive_pipeline=_naive(layout),
-        )
-        * 1e9
-        / 3600
     )

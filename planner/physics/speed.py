@@ -171,7 +171,8 @@ def compute_floor_seconds_per_token(
     naive_pipeline: bool = False,
 ) -> float:
     """A lower bound on training_time's seconds per token for a layout: its compute and pipeline bubble
-    alone, with no communication (which only adds). Lets the layout search skip layouts that cannot win."""
+    alone, with no communication (which only adds). Lets a planner skip hardware shapes that cannot win
+    (`parallelism.work_floor_seconds_per_token`) before searching their layouts."""
     recompute, micro_batch, context_parallel = (
         layout.recompute,
         layout.micro_batch,
