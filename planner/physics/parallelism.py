@@ -465,7 +465,7 @@ def best_layout(
     return best[1], ""
 
 
-# within this fraction of the scalar model (they differ in rounding, ~1e-15); a bound on it less that
+# step_many's times differ from the scalar model's in rounding (~1e-15 of them): less this share, they bound it
 BOUND_MARGIN = 1e-9
 
 
