@@ -146,6 +146,21 @@ def layout_memory(job: Job, layout: Layout, gpus_per_node: int) -> mem.MemoryBre
     )
 
 
+def _step_inputs(job: Job) -> dict:
+    """What the step model reads of the job besides its shape, scalar or over many layouts."""
+    return dict(
+        precision=job.precision,
+        method=job.method,
+        mfu=job.mfu,
+        kind=job.kind,
+        overlap=job.overlap,
+        global_batch_tokens=job.global_batch_tokens,
+        seq_len=job.seq_len,
+        lora_rank=job.lora_rank,
+        fallback_to_bf16=job.fallback_to_bf16,
+    )
+
+
 def layout_speed(
     job: Job, layout: Layout, gpu: GpuPerf, topology: Topology
 ) -> speed.SpeedResult:
@@ -156,15 +171,7 @@ def layout_speed(
         gpu=gpu,
         topology=topology,
         layout=layout,
-        precision=job.precision,
-        method=job.method,
-        mfu=job.mfu,
-        kind=job.kind,
-        overlap=job.overlap,
-        global_batch_tokens=job.global_batch_tokens,
-        seq_len=job.seq_len,
-        lora_rank=job.lora_rank,
-        fallback_to_bf16=job.fallback_to_bf16,
+        **_step_inputs(job),
         moe_overlap=_moe_overlap(layout),
         naive_pipeline=_naive(layout),
     )
@@ -179,15 +186,7 @@ def step_model(
         layouts,
         gpus=gpus,
         gpus_per_node=gpus_per_node,
-        precision=job.precision,
-        method=job.method,
-        mfu=job.mfu,
-        kind=job.kind,
-        overlap=job.overlap,
-        global_batch_tokens=job.global_batch_tokens,
-        seq_len=job.seq_len,
-        lora_rank=job.lora_rank,
-        fallback_to_bf16=job.fallback_to_bf16,
+        **_step_inputs(job),
         moe_overlap=[_moe_overlap(layout) for layout in layouts],
         naive_pipeline=[_naive(layout) for layout in layouts],
     )

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import cached_property
 
 import numpy as np
 
@@ -109,7 +108,7 @@ class StepModel:
     ):
         self.shape, self.method, self.precision = shape, method, precision
         self.mfu, self.overlap, self.fallback_to_bf16 = mfu, overlap, fallback_to_bf16
-        self.lora_rank = lora_rank
+        self._cache: dict = {}  # collectives by bytes per value, built when a network first asks
         per_node = gpus_per_node
         t = np.array([x.tp for x in layouts], dtype=float)
         p = np.array([x.pp for x in layouts], dtype=float)
@@ -233,10 +232,6 @@ class StepModel:
                 ),
             )
         return self._cache[key]
-
-    @cached_property
-    def _cache(self) -> dict:
-        return {}
 
     def _base_gather(self, bytes_per_param: float) -> _Collective:
         key = ("base", bytes_per_param)
