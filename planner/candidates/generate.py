@@ -452,11 +452,16 @@ def _workload_candidates(
     if not deferred:
         return (*finish(), None)
 
-    def price_more(positions: Iterable[int]) -> None:
+    def price_more(positions: Iterable[int]) -> list[float]:
+        """Price these rows; each one's cost as a candidate (inf where it is none)."""
+        costs = []
         for i in sorted(positions):
             off_front_by_twin(i)
+            before = len(out)
             if ranked.front[i]:
                 price(i)
+            costs.append(out[-1]["cost_usd"] if len(out) > before else math.inf)
+        return costs
 
     # the deferred rows' own, no more: a class's expanded rows and physics are many megabytes
     listed = {i: listed[i] for i in deferred}

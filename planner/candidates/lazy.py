@@ -23,13 +23,14 @@ from planner.candidates.tables import pareto, records_table, stacked, with_rows
 @dataclass
 class Deferred:
     """One class's front rows left unpriced: each dearer by its bound `lo` than a candidate already priced.
-    `price(places)` prices some exactly; `finish()` gives the class's candidates as they stand (the
-    generation's (records, reason, rows considered, (signature, limited GPUs))."""
+    `price(places)` prices some exactly and gives each one's cost as a candidate (inf where it is none);
+    `finish()` gives the class's candidates as they stand (the generation's (records, reason, rows considered,
+    (signature, limited GPUs))."""
 
     at: np.ndarray  # the rows' places in the workload's pricing order
     lo: np.ndarray
     rows: list  # their `Row`s: offer, market, nodes and GPUs, what a stand-in reads
-    price: Callable[[Iterable[int]], None]
+    price: Callable[[Iterable[int]], list[float]]
     finish: Callable[[], tuple]
 
     def __post_init__(self) -> None:
@@ -102,16 +103,23 @@ class Pending:
             )
         return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
-    def price(self, wanted: pd.DataFrame) -> int:
-        """Price the stand-ins `wanted` (rows of `stand_ins()`), each class's once; how many rows that was."""
+    def price(self, wanted: pd.DataFrame, fronts: pd.Series | None = None) -> int:
+        """Price the stand-ins `wanted` (rows of `stand_ins()`), each class's once; how many rows that was.
+        With `fronts` (a label per wanted row) each label's rows are priced cheapest bound first only until
+        the next bound is above the cheapest cost found among them: the rest are dearer in the LP's eyes
+        than a row alike in the limits, and the LP asks again for any it still wants."""
         count = 0
-        for c, places in wanted.groupby("klass")["place"]:
+        for c, group in wanted.groupby("klass"):
             d = self.deferred[int(c)]
-            places = np.unique(places.to_numpy())
-            places = places[d.left[places]]
-            d.left[places] = False
-            d.price(d.at[places])
-            count += len(places)
+            if fronts is None:
+                places = np.unique(group["place"].to_numpy())
+                places = places[d.left[places]]
+                d.left[places] = False
+                d.price(d.at[places])
+                count += len(places)
+            else:
+                for _, places in group.groupby(fronts.loc[group.index])["place"]:
+                    count += _price_front(d, np.unique(places.to_numpy()))
             records, reason, considered, limited = d.finish()
             frame = records_table(records)
             front = pareto(frame, *limited) if limited is not None else frame
@@ -134,3 +142,16 @@ class Pending:
         return stacked(
             [(getattr(r, which), r.name) for r in self.results], self.members
         )
+
+
+def _price_front(d: Deferred, places: np.ndarray) -> int:
+    """Price `places` of `d` cheapest bound first until the next bound is above the cheapest cost found."""
+    cheapest, count = math.inf, 0
+    for place in places[np.argsort(d.lo[places], kind="stable")]:
+        if d.lo[place] > cheapest:
+            break
+        if d.left[place]:
+            d.left[place] = False
+            cheapest = min(cheapest, *d.price([d.at[place]]))
+            count += 1
+    return count

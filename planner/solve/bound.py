@@ -131,8 +131,10 @@ def lp_bound(
         highs.getSolution(),
         np.array(highs.getBasis().col_status) == highspy.HighsBasisStatus.kLower,
     )
-    # what raising x from 0 costs at least
-    reduced = np.where(at_lower, np.array(solution.col_dual), 0.0)
+    # what raising x from 0 costs at least; a column at its upper bound keeps its (negative) dual, so that
+    # a column alike in the rows but dearer by d reads it plus d
+    dual = np.array(solution.col_dual)
+    reduced = np.where(at_lower, dual, np.minimum(dual, 0.0))
     return LpBound(
         float(highs.getInfo().objective_function_value),
         np.array(solution.col_value)[: m.n],

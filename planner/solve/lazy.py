@@ -1,26 +1,29 @@
 """Lazy exact pricing, the solver's half: price only the rows an optimal plan could use.
 
 Generation (`generate(lazy=True)`) prices each workload's rows cheapest bound first and leaves those dearer by
-their bound than a candidate it already has (`candidates/lazy.py`). Here the plan is solved on what is
-priced; the LP relaxation over the priced rows and the unpriced ones at their bounds gives a bound z and
-each unpriced row's reduced cost; any plan that uses a row costs at least z plus the row's reduced cost, at
-its bound and so at its exact cost, so a row whose reduced cost exceeds (the plan's cost - z) is in no
-cheaper plan. The others are priced and the plan solved again, until none is left that could beat it: the
-plan and its proof are those of pricing every row. A scenario with no plan gets every row priced, so that
-the explanation of why reads the same candidates. Unpriced rows alike in their column of the shared limits
-enter the LP as one, their cheapest bound (`coupling_key`): the others' reduced costs are no lower.
+their bound than a candidate it already has (`candidates/lazy.py`). Here the LP relaxation over the priced rows
+and the unpriced ones at their bounds is solved first, and the unpriced rows it picks are priced until it
+picks none (column generation): its value z is then that of the priced rows alone. The plan is solved on what
+is priced; any plan that uses an unpriced row costs at least z plus the row's reduced cost, at its bound and
+so at its exact cost, so a row whose reduced cost exceeds (the plan's cost - z) is in no cheaper plan. The
+others are priced and the round repeats, until none is left that could beat the plan: the plan and its proof
+are those of pricing every row. A scenario with no plan gets every row priced, so that the explanation of why
+reads the same candidates. Unpriced rows alike in their column of the shared limits enter the LP as one,
+their cheapest bound (`coupling_key`): another's reduced cost is the stand-in's plus how much dearer its bound
+is, so each row is priced only where its own reduced cost is in reach.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from planner.candidates.generate import CandidateSet
 from planner.candidates.limits import Limits, node_cap
-from planner.solve.bound import lp_bound
+from planner.solve.bound import LpBound, lp_bound
 from planner.solve.outcome import SolveResult
 
 LP_COLUMNS = (
@@ -76,38 +79,76 @@ def solve_lazily(
     `candidates` gains them; the result's `unpriced` says how many were left, proven out of every cheaper plan."""
     pending = candidates.pending
     while True:
+        relaxed = _relaxed(candidates, limits) if pending and pending.left else None
+        if relaxed is not None and relaxed.picked.any():
+            # the relaxation stands on bounds: price what it picks first (column generation), so that the
+            # plan's cost minus its value leaves few rows in reach
+            priced = pending.price(*relaxed.rows_of(relaxed.picked))
+            candidates.refresh(pending, priced)
+            continue
         result = solve(candidates)
         if pending is None or not pending.left:
             return result
-        stand_ins = pending.stand_ins()
-        key = coupling_key(stand_ins, limits)
-        # one stand-in per workload and column of the limits: the cheapest bound stands for the rest in the LP
-        first = stand_ins.groupby(key, sort=False)["cost_cents"].idxmin().to_numpy()
-        table = pd.concat(
-            [
-                candidates.pruned[list(LP_COLUMNS)],
-                stand_ins.loc[first, list(LP_COLUMNS)],
-            ],
-            ignore_index=True,
-        )
-        table["provider_region"] = table["provider"] + "/" + table["region"]
-        cents = table["cost_cents"].to_numpy(dtype=np.int64)
-        relaxed = lp_bound(table, limits, cents)
-        priced = len(candidates.pruned)
-        if relaxed is None:
-            # no plan even at the bounds, so none at all: every row priced, for the explanation to read
-            wanted = np.ones(len(first), dtype=bool)
-        elif result.solved:
+        assert relaxed is not None
+        if relaxed.bound is not None and result.solved:
             upper = float(result.chosen["cost_cents"].sum())
-            wanted = relaxed.can_beat(upper)[priced:]
-        else:  # no plan yet: price what the relaxation picks, else everything
-            wanted = relaxed.x[priced:] > 1e-9
-            if not wanted.any():
-                wanted[:] = True
+            wanted = relaxed.reduced <= upper - relaxed.bound.value + 1e-6
+        else:
+            # no plan even at the bounds, or none found on the priced rows: every row priced, for the
+            # explanation of why to read the same candidates
+            wanted = np.ones(len(relaxed.stand_ins), dtype=bool)
         if not wanted.any():
             result.unpriced = pending.left
             return result
-        # a stand-in wanted: every row it stands for (their reduced costs are no lower, so no fewer can do)
-        wanted_keys = set(key.iloc[first[wanted]])
-        priced = pending.price(stand_ins[key.isin(wanted_keys).to_numpy()])
+        priced = pending.price(relaxed.stand_ins[wanted])
         candidates.refresh(pending, priced)
+
+
+@dataclass(frozen=True)
+class _Relaxation:
+    """The LP over the priced rows and a stand-in per `key` (workload and column of the limits) for the
+    unpriced ones; `bound` is None where it has no solution."""
+
+    stand_ins: pd.DataFrame
+    key: pd.Series
+    first: np.ndarray  # the stand-ins' rows: the cheapest bound of each key
+    priced: int  # how many priced rows come before the stand-ins in the LP
+    bound: LpBound | None
+
+    @property
+    def picked(self) -> np.ndarray:
+        """Per stand-in, whether the relaxation uses it."""
+        if self.bound is None:
+            return np.zeros(len(self.first), dtype=bool)
+        return self.bound.x[self.priced :] > 1e-9
+
+    @property
+    def reduced(self) -> np.ndarray:
+        """Per unpriced row, its reduced cost: its stand-in's plus how much dearer its bound is (the same
+        column of the limits, so the same duals)."""
+        assert self.bound is not None
+        cents = self.stand_ins["cost_cents"].to_numpy()
+        standing = pd.Series(
+            self.bound.reduced[self.priced :] - cents[self.first],
+            index=self.key.iloc[self.first],
+        )
+        return standing.loc[self.key].to_numpy() + cents
+
+    def rows_of(self, stand_ins: np.ndarray) -> tuple[pd.DataFrame, pd.Series]:
+        """The unpriced rows these stand-ins stand for, and their keys."""
+        rows = self.key.isin(set(self.key.iloc[self.first[stand_ins]])).to_numpy()
+        return self.stand_ins[rows], self.key[rows]
+
+
+def _relaxed(candidates: CandidateSet, limits: Limits) -> _Relaxation:
+    stand_ins = candidates.pending.stand_ins()
+    key = coupling_key(stand_ins, limits)
+    # one stand-in per workload and column of the limits: the cheapest bound stands for the rest in the LP
+    first = stand_ins.groupby(key, sort=False)["cost_cents"].idxmin().to_numpy()
+    table = pd.concat(
+        [candidates.pruned[list(LP_COLUMNS)], stand_ins.loc[first, list(LP_COLUMNS)]],
+        ignore_index=True,
+    )
+    table["provider_region"] = table["provider"] + "/" + table["region"]
+    bound = lp_bound(table, limits, table["cost_cents"].to_numpy(dtype=np.int64))
+    return _Relaxation(stand_ins, key, first, len(candidates.pruned), bound)
