@@ -1962,6 +1962,28 @@ def test_a_bound_left_out_for_its_size_says_why():
     assert f"feasible, no bound ({why})" in batch_text(plan, "table")
 
 
+def test_a_search_bound_below_zero_is_no_bound():
+    """CP-SAT bounds cost less each optional run's priority weight; turned into dollars at the plan's priority
+    it falls far below zero while the search still allows more optional runs (a 500-run quarter printed
+    $-1,043,226,077.15, a gap of 45,641 %). Such a figure bounds nothing: the plan reports no bound, and why;
+    a bound of zero or more from a search with the same priority is kept."""
+    from types import SimpleNamespace
+
+    runs = {"a": SimpleNamespace(priority=2, required=False)}
+    found = BatchResult("FEASIBLE", 10.0, 10.0, chosen=pd.DataFrame({"run": ["a"]}))
+    useless = dataclasses.replace(found, bound_usd=-1_043_226_077.15)
+    finished = batch_search._finish(
+        found, [useless], SimpleNamespace(runs=runs), 0.0, None
+    )
+    assert math.isnan(finished.bound_usd) and math.isnan(finished.gap)
+    assert finished.no_bound_why == "the search's bound still allows more optional runs"
+    useful = dataclasses.replace(found, bound_usd=9.5)
+    finished = batch_search._finish(
+        found, [useless, useful], SimpleNamespace(runs=runs), 0.0, None
+    )
+    assert finished.bound_usd == 9.5 and finished.no_bound_why == ""
+
+
 @pytest.mark.slow  # 14 s
 def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_schedule(
     monkeypatch,

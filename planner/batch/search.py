@@ -545,11 +545,14 @@ def _finish(
     if not _solved(best):
         return dataclasses.replace(best, **effort)
     priority = _priority(best, whole.runs)
-    bounds = [
+    searches = [
         r.bound_usd
         for r in searched
         if _solved(r) and _priority(r, whole.runs) == priority
     ]
+    # CP-SAT bounds cost less each priority point's weight: below zero it still allows more optional runs
+    # than the plan has, and says nothing about the cost of this set of runs
+    bounds = [b for b in searches if b >= 0]
     if relaxed is not None and not best.unscheduled:
         bounds.append(relaxed)
     optimal = any(r.status == "OPTIMAL" for r in searched)
@@ -560,11 +563,16 @@ def _finish(
         if bounds
         else math.nan
     )
+    why = lp_left_out or (
+        "the search's bound still allows more optional runs"
+        if searches and not bounds
+        else ""
+    )
     return dataclasses.replace(
         best,
         status="OPTIMAL" if optimal else "FEASIBLE",
         bound_usd=bound,
         proved_by="cp-sat" if optimal else "",
-        no_bound_why=lp_left_out,
+        no_bound_why=why,
         **effort,
     )
