@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -61,6 +61,7 @@ class Pending:
     # (class, workload name) of every workload with candidates
     members: list[tuple[int, str]]
     deferred: dict[int, Deferred]
+    _every: pd.DataFrame | None = field(default=None, init=False, repr=False)
 
     @property
     def left(self) -> int:
@@ -70,14 +71,29 @@ class Pending:
 
     def stand_ins(self) -> pd.DataFrame:
         """A row per member and unpriced row, as the LP reads a candidate: its bound as its cost (whole cents
-        rounded down, so never above the cents the exact cost would round to). `klass` and `place` say which."""
+        rounded down, so never above the cents the exact cost would round to). `klass` and `place` say which;
+        the index is the row's place in `every()`, whose rows the calls share."""
+        every = self.every()
+        if not len(every):
+            return every
+        left = np.concatenate(
+            [self.deferred[c].left for c, _ in self.members if c in self.deferred]
+        )
+        return every[left]
+
+    def every(self) -> pd.DataFrame:
+        """`stand_ins()` of every deferred row, priced since or not: built once, as it is what a round reads."""
+        if self._every is None:
+            self._every = self._stand_ins()
+        return self._every
+
+    def _stand_ins(self) -> pd.DataFrame:
         parts = []
         for c, name in self.members:
             d = self.deferred.get(c)
-            if d is None or not d.left.any():
+            if d is None:
                 continue
-            at = np.flatnonzero(d.left)
-            rows = [d.rows[i] for i in at]
+            rows = d.rows
             parts.append(
                 pd.DataFrame(
                     {
@@ -93,11 +109,11 @@ class Pending:
                             col: [getattr(r, col) for r in rows] for col in STUB_COLUMNS
                         },
                         "cost_cents": np.floor(
-                            d.lo[at] / COST_RESOLUTION_USD + 1e-9
+                            d.lo / COST_RESOLUTION_USD + 1e-9
                         ).astype(np.int64),
                         "wall_h": math.nan,
                         "klass": c,
-                        "place": at,
+                        "place": np.arange(len(rows)),
                     }
                 )
             )

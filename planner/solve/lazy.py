@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from planner.candidates.generate import CandidateSet
+from planner.candidates.lazy import Pending
 from planner.candidates.limits import Limits, node_cap
 from planner.solve.bound import LpBound, lp_bound
 from planner.solve.outcome import SolveResult
@@ -78,8 +79,11 @@ def solve_lazily(
     """`solve(candidates)` once the unpriced rows that could beat its plan are priced (module doc).
     `candidates` gains them; the result's `unpriced` says how many were left, proven out of every cheaper plan."""
     pending = candidates.pending
+    if pending is None or not pending.left:
+        return solve(candidates)
+    keys = coupling_key(pending.every(), limits).to_numpy()  # each row keeps its key
     while True:
-        relaxed = _relaxed(candidates, limits) if pending and pending.left else None
+        relaxed = _relaxed(candidates, pending, keys, limits) if pending.left else None
         if relaxed is not None and relaxed.picked.any():
             # the relaxation stands on bounds: price what it picks first (column generation), so that the
             # plan's cost minus its value leaves few rows in reach
@@ -87,9 +91,8 @@ def solve_lazily(
             candidates.refresh(pending, priced)
             continue
         result = solve(candidates)
-        if pending is None or not pending.left:
+        if relaxed is None:
             return result
-        assert relaxed is not None
         if relaxed.bound is not None and result.solved:
             upper = float(result.chosen["cost_cents"].sum())
             wanted = relaxed.reduced <= upper - relaxed.bound.value + 1e-6
@@ -126,7 +129,7 @@ class _Relaxation:
     def reduced(self) -> np.ndarray:
         """Per unpriced row, its reduced cost: its stand-in's plus how much dearer its bound is (the same
         column of the limits, so the same duals)."""
-        assert self.bound is not None
+        assert self.bound is not None and self.bound.reduced is not None
         cents = self.stand_ins["cost_cents"].to_numpy()
         standing = pd.Series(
             self.bound.reduced[self.priced :] - cents[self.first],
@@ -140,9 +143,13 @@ class _Relaxation:
         return self.stand_ins[rows], self.key[rows]
 
 
-def _relaxed(candidates: CandidateSet, limits: Limits) -> _Relaxation:
-    stand_ins = candidates.pending.stand_ins()
-    key = coupling_key(stand_ins, limits)
+def _relaxed(
+    candidates: CandidateSet, pending: Pending, keys: np.ndarray, limits: Limits
+) -> _Relaxation:
+    """The relaxation now; `keys`: `coupling_key` of every deferred row (`Pending.every`)."""
+    stand_ins = pending.stand_ins()
+    key = pd.Series(keys[stand_ins.index.to_numpy()])
+    stand_ins = stand_ins.reset_index(drop=True)
     # one stand-in per workload and column of the limits: the cheapest bound stands for the rest in the LP
     first = stand_ins.groupby(key, sort=False)["cost_cents"].idxmin().to_numpy()
     table = pd.concat(
