@@ -154,3 +154,27 @@ def test_fleets_leave_rows_unpriced_and_price_more_where_quotas_push():
     assert sum(r["deferred"] > 0 for r in runs) >= 8
     assert any(r["lazy"].result.priced > r["first_priced"] for r in solved)
     assert any(r["lazy"].result.unpriced > 0 for r in solved)
+
+
+def test_a_report_without_runner_ups_leaves_them_unpriced_for_the_same_plan(
+    run, tmp_path
+):
+    """`planner solve` prices runner-ups only where its report shows them (JSON's `alternatives`, --explain):
+    the table report prices fewer rows exactly and shows the same plan, to the cent, as the JSON one."""
+    import re
+
+    from conftest import SCENARIOS
+
+    path = SCENARIOS / "team-quarter-mix.yaml"
+    table = run("solve", path)
+    out = tmp_path / "plan.json"
+    assert run("solve", path, "--format", "json", "-o", out).exit_code == 0
+    data = json.loads(out.read_text())
+    priced = int(re.search(r"([\d,]+) rows priced exactly", table.output)[1])
+    assert priced < data["solve_report"]["candidates_priced"]
+    assert f"TOTAL expected cost ${data['objective_usd']:,.2f}" in table.output
+    for a in data["assignments"]:
+        assert re.search(
+            rf"{a['workload']}\s+│ {a['provider']}\s+│ {a['region']}\s+│ {a['instance_type']}\s",
+            table.output,
+        ), a["workload"]

@@ -71,15 +71,23 @@ def solve(scenario, fmt, output, time_limit, workers, explain, no_timings) -> No
       planner solve scenarios/team-quarter-mix.yaml --explain
       planner solve scenarios/pretrain-multinode.yaml --format json -o plan.json
     """
+    from planner.candidates.generate import RUNNER_UPS
     from planner.load.scenario import load_scenario
     from planner.report.solve import solve_text
     from planner.solve.pipeline import make_plan
 
     loaded = load_scenario(scenario)
     check_outputs(loaded.inputs, output)
+    # runner-ups are read by the JSON report's `alternatives` and by --explain; a report without them
+    # leaves them unpriced (the plan is the same: lazy pricing proves it against every row)
+    runner_ups = RUNNER_UPS if fmt == "json" or explain else 0
     plan = building_candidates(
         lambda progress: make_plan(
-            loaded, time_limit_s=time_limit, workers=workers, progress=progress
+            loaded,
+            time_limit_s=time_limit,
+            workers=workers,
+            progress=progress,
+            runner_ups=runner_ups,
         ),
         fmt,
         output,
