@@ -323,56 +323,13 @@ def solve_command(path: Path, report: Path, *options: str) -> list[str]:
     ]
 
 
-def run_command(size: int, seed: int = 11) -> dict:
-    """`planner solve` on `size` varied workloads as a user runs it (a fresh process writing the JSON report):
-    wall and CPU time, the candidates' share (building and pricing them), the solver's, peak memory, how many
-    rows were priced exactly and how many were left unpriced."""
+def _solve_varied(size: int, seed: int, *options: str) -> tuple[str, dict]:
+    """`planner solve` on `size` varied workloads in a fresh process, writing its report to a file with
+    `options` (a format): the report's text and the process's wall, CPU and peak memory."""
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "varied.yaml"
         path.write_text(varied_yaml(size, seed))
-        report = Path(folder) / "plan.json"
-        started = time.perf_counter()
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        done = subprocess.run(
-            solve_command(path, report),
-            check=False,
-            capture_output=True,
-            text=True,
-        )
-        wall = time.perf_counter() - started
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        if not report.exists():
-            raise SystemExit(
-                f"planner solve failed on {size} workloads: {done.stderr[-2000:]}"
-            )
-        plan = json.loads(report.read_text())
-    timing = plan["solve_report"]
-    return {
-        "workloads": size,
-        "pricing": "lazy",
-        "status": plan["status"],
-        "infeasible": len(plan["infeasible"]),
-        "objective_usd": plan["objective_usd"],
-        "gap": _gap(plan["objective_usd"], plan["bound_usd"]),
-        "end_to_end_s": round(wall, 1),
-        "cpu_s": round(
-            after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1
-        ),
-        "candidates_s": timing["candidates_seconds"],
-        "solver_s": timing["solve_seconds"],
-        "priced": timing["candidates_priced"],
-        "unpriced": timing["candidates_unpriced"],
-        "peak_gib": round(after.ru_maxrss / 2**20, 2),
-    }
-
-
-def run_table(size: int, seed: int = 11) -> dict:
-    """`run_command`'s scenario planned by `planner solve FILE` with its table report, which prices no
-    runner-ups: the same figures, read from the report's status line."""
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "varied.yaml"
-        path.write_text(varied_yaml(size, seed))
-        report = Path(folder) / "plan.txt"
+        report = Path(folder) / "plan.out"
         started = time.perf_counter()
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run(
@@ -384,6 +341,7 @@ def run_table(size: int, seed: int = 11) -> dict:
                 str(path),
                 "-o",
                 str(report),
+                *options,
             ],
             check=False,
             capture_output=True,
@@ -396,6 +354,43 @@ def run_table(size: int, seed: int = 11) -> dict:
                 f"planner solve failed on {size} workloads: {done.stderr[-2000:]}"
             )
         text = report.read_text()
+    return text, {
+        "end_to_end_s": round(wall, 1),
+        "cpu_s": round(
+            after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1
+        ),
+        "peak_gib": round(after.ru_maxrss / 2**20, 2),
+    }
+
+
+def run_command(size: int, seed: int = 11) -> dict:
+    """`planner solve` on `size` varied workloads as a user runs it (a fresh process writing the JSON report):
+    wall and CPU time, the candidates' share (building and pricing them), the solver's, peak memory, how many
+    rows were priced exactly and how many were left unpriced."""
+    text, run = _solve_varied(size, seed, "--format", "json")
+    plan = json.loads(text)
+    timing = plan["solve_report"]
+    return {
+        "workloads": size,
+        "pricing": "lazy",
+        "status": plan["status"],
+        "infeasible": len(plan["infeasible"]),
+        "objective_usd": plan["objective_usd"],
+        "gap": _gap(plan["objective_usd"], plan["bound_usd"]),
+        "end_to_end_s": run["end_to_end_s"],
+        "cpu_s": run["cpu_s"],
+        "candidates_s": timing["candidates_seconds"],
+        "solver_s": timing["solve_seconds"],
+        "priced": timing["candidates_priced"],
+        "unpriced": timing["candidates_unpriced"],
+        "peak_gib": run["peak_gib"],
+    }
+
+
+def run_table(size: int, seed: int = 11) -> dict:
+    """`run_command`'s scenario planned by `planner solve FILE` with its table report, which prices no
+    runner-ups: the same figures, read from the report's status line."""
+    text, run = _solve_varied(size, seed)
     lines = text.splitlines()
     first = next(i for i, x in enumerate(lines) if x.split(":")[0].isupper())
     line = " ".join(lines[first:])  # the status line, wrapped to the terminal's width
@@ -409,15 +404,13 @@ def run_table(size: int, seed: int = 11) -> dict:
         "pricing": "lazy, table report",
         "status": line.split(":")[0],
         "objective_usd": number(r"expected total \$([\d,.]+)"),
-        "end_to_end_s": round(wall, 1),
-        "cpu_s": round(
-            after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime, 1
-        ),
+        "end_to_end_s": run["end_to_end_s"],
+        "cpu_s": run["cpu_s"],
         "candidates_s": number(r"candidates built in ([\d.]+) s"),
         "solver_s": number(r"solved in ([\d.]+) s"),
         "priced": int(number(r"([\d,]+) rows priced exactly")),
         "unpriced": int(number(r"([\d,]+) left unpriced")),
-        "peak_gib": round(after.ru_maxrss / 2**20, 2),
+        "peak_gib": run["peak_gib"],
     }
 
 
