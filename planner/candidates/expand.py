@@ -22,6 +22,7 @@ from planner.load.catalog import Catalog, offer_mask
 from planner.physics.hardware_shape import Shape, checkpoint_size_gib
 from planner.physics.storage import (
     StorageNeeds,
+    distinct_rows,
     needs_of,
     storage_columns,
     storage_work_h,
@@ -380,6 +381,7 @@ def grouped(workload: Workload, limits: Limits) -> tuple[bool, bool]:
 def _storage_options(
     workload: Workload,
     catalog: Catalog,
+    offer: np.ndarray,
     provider: np.ndarray,
     instance_type: np.ndarray,
     nodes: np.ndarray,
@@ -394,67 +396,81 @@ def _storage_options(
     table = catalog.storage_table
     allowed = storage_mask(catalog, workload.allow, workload.forbid)
     needs = storage_needs(workload, catalog)
+    # per row (`offer`: its offer's number): its offer's local disk, provider and local disk read rate
+    row_offer, first = distinct_rows(offer)
+    local = np.array(
+        [
+            catalog.local_gib.get(key, 0.0)
+            for key in zip(provider[first], instance_type[first])
+        ]
+    )[row_offer]
     # a data set goes on local disks only where they are known to hold it
-    local = pd.Series(
-        [catalog.local_gib.get(key, 0.0) for key in zip(provider, instance_type)]
-    ).to_numpy()
     fits = (needs.data_gib == 0) | (local >= needs.data_gib)
-    local_read = dict(
-        zip(
-            table["provider"][table["storage_class"] == "local"],
-            table["read_mbs"][table["storage_class"] == "local"],
-        )
-    )
+    is_local = table["storage_class"] == "local"
+    local_read = dict(zip(table["provider"][is_local], table["read_mbs"][is_local]))
+    read = np.array([local_read.get(p, math.nan) for p in provider[first]], dtype=float)
     # what a node's local disk serves of repeated epochs: where the data set fits on it
     cache = np.where(
-        fits & (needs.data_gib > 0),
-        pd.Series(provider).map(local_read).fillna(0.0).to_numpy(float),
-        0.0,
+        fits & (needs.data_gib > 0), np.where(np.isnan(read), 0.0, read)[row_offer], 0.0
     )
-    keys = pd.DataFrame(
-        {"provider": provider, "nodes": nodes, "g": gpus_per_node, "cache": cache}
-    )
-    combos = keys.drop_duplicates().reset_index(drop=True)
+    # the provider's number: its first offer's
+    provider_of = pd.factorize(provider[first])[0][row_offer]
+    # combos numbered in order of first appearance
+    combo_of_row, first = distinct_rows(provider_of, nodes, gpus_per_node, cache)
+    combos = (provider[first], nodes[first], gpus_per_node[first], cache[first])
     names = table["name"].to_numpy()
     by_name = np.argsort(names, kind="stable")
-    providers, local_class = (
-        table["provider"].to_numpy(),
-        table["storage_class"].to_numpy() == "local",
-    )
-    mine = []  # per combo: its provider's allowed options, by name
-    for p, _, _, cached in combos.itertuples(index=False):
-        fit = needs.data_gib == 0 or cached > 0
-        usable = allowed & (providers == p) & (fit | ~local_class)
-        mine.append(by_name[usable[by_name]])
-    sizes = np.array([len(m) for m in mine], dtype=np.int64)
-    pair = np.repeat(np.arange(len(combos)), sizes)  # each (combo, option) pair's combo
-    figures = storage_columns(
-        needs,
-        catalog.storage_arrays,
-        np.concatenate(mine).astype(np.int64) if len(mine) else np.zeros(0, int),
-        combos["nodes"].to_numpy(float)[pair],
-        combos["g"].to_numpy(float)[pair],
-        combos["cache"].to_numpy(float)[pair],
-    )
-    cost = np.column_stack([figures[c] for c in ("storage_h", *STORAGE_TIMING)]).round(
-        12
-    )
-    kept: list[np.ndarray] = []
-    for number, start in enumerate(np.cumsum(sizes) - sizes):
-        mine_cost = cost[start : start + sizes[number]]
-        no_worse = (mine_cost[:, None, :] <= mine_cost[None, :, :]).all(axis=2)
-        same = (mine_cost[:, None, :] == mine_cost[None, :, :]).all(axis=2)
+    providers, local_class = table["provider"].to_numpy(), is_local.to_numpy()
+    # per (provider, whether the data set fits on local disks): its allowed options, by name
+    groups: dict[tuple, int] = {}
+    options_of: list[np.ndarray] = []
+    group = np.zeros(len(first), dtype=np.int64)
+    for number, (p, cached) in enumerate(zip(combos[0], combos[3])):
+        fit = bool(needs.data_gib == 0 or cached > 0)
+        if (p, fit) not in groups:
+            groups[p, fit] = len(options_of)
+            usable = allowed & (providers == p) & (fit | ~local_class)
+            options_of.append(by_name[usable[by_name]])
+        group[number] = groups[p, fit]
+    kept: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(first)
+    for g, mine in enumerate(options_of):
+        # every combo of the group against the same options, at once
+        members = np.flatnonzero(group == g)
+        if not len(mine) or not len(members):
+            continue
+        figures = storage_columns(
+            needs,
+            catalog.storage_arrays,
+            np.tile(mine, len(members)).astype(np.int64),
+            np.repeat(combos[1][members], len(mine)).astype(float),
+            np.repeat(combos[2][members], len(mine)).astype(float),
+            np.repeat(combos[3][members], len(mine)).astype(float),
+        )
+        cost = (
+            np.column_stack([figures[c] for c in ("storage_h", *STORAGE_TIMING)])
+            .round(12)
+            .reshape(len(members), len(mine), -1)
+        )
+        no_worse = (cost[:, :, None, :] <= cost[:, None, :, :]).all(axis=3)
+        same = (cost[:, :, None, :] == cost[:, None, :, :]).all(axis=3)
         # i beats j: no worse everywhere, and better somewhere or equal and earlier by name
-        order = np.arange(sizes[number])
+        order = np.arange(len(mine))
         beats = no_worse & (~same | (order[:, None] < order[None, :]))
-        np.fill_diagonal(beats, False)
-        kept.append(mine[number][~beats.any(axis=0)])
-    # combos are numbered in order of first appearance, as drop_duplicates lists them
-    combo_of_row = keys.groupby(list(keys.columns), sort=False).ngroup().to_numpy()
-    counts = np.array([len(k) for k in kept], dtype=np.int64)[combo_of_row]
+        beats[:, order, order] = False
+        beaten = beats.any(axis=1)
+        for at, member in enumerate(members):
+            kept[member] = mine[~beaten[at]]
+    sizes = np.array([len(k) for k in kept], dtype=np.int64)
+    counts = sizes[combo_of_row]
     if not counts.any():
         return np.zeros(0, dtype=np.int64), counts, cache
-    option = np.concatenate([kept[c] for c in combo_of_row]).astype(np.int64)
+    # each row's combo's options, in turn
+    flat = np.concatenate(kept).astype(np.int64)
+    starts = (np.cumsum(sizes) - sizes)[combo_of_row]
+    option = flat[
+        np.repeat(starts - (np.cumsum(counts) - counts), counts)
+        + np.arange(counts.sum())
+    ]
     return option, counts, np.repeat(cache, counts)
 
 
@@ -516,6 +532,7 @@ def _build_rows(
     option, copies, cache = _storage_options(
         workload,
         catalog,
+        every.columns[_OFFER_ROW][repeat],
         every.columns["provider"][repeat],
         every.columns["instance_type"][repeat],
         nodes,

@@ -94,6 +94,17 @@ def _hours(gib, mbs) -> np.ndarray:
         return np.where(gib > 0, gib * GIB / (mbs * MB) / 3600.0, 0.0)
 
 
+def distinct_rows(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows numbered by their values in `columns`, in order of first appearance (a groupby's `ngroup`), and each
+    number's first row."""
+    code = np.zeros(len(columns[0]), dtype=np.int64)
+    for column in columns:
+        values, distinct = pd.factorize(column, use_na_sentinel=False)
+        code = code * len(distinct) + values
+    code = pd.factorize(code)[0]
+    return code, np.unique(code, return_index=True)[1]
+
+
 def storage_columns(
     needs: StorageNeeds,
     options: pd.DataFrame | dict[str, np.ndarray],
@@ -110,6 +121,39 @@ def storage_columns(
     (0: it does not), which serves every epoch after the first."""
     if isinstance(options, pd.DataFrame):
         options = {c: options[c].to_numpy() for c in options.columns}
+    option = np.asarray(option, dtype=np.int64)
+    nodes = np.broadcast_to(np.asarray(nodes, dtype=float), option.shape)
+    gpus_per_node = np.broadcast_to(
+        np.asarray(gpus_per_node, dtype=float), option.shape
+    )
+    cache = (
+        np.zeros(option.shape)
+        if cache_mbs is None
+        else np.broadcast_to(np.asarray(cache_mbs, dtype=float), option.shape)
+    )
+    # every figure is the row's own: work each distinct (option, nodes, node size, cache) out once
+    code, first = distinct_rows(option, nodes, gpus_per_node, cache)
+    if len(first) < len(option):
+        figures = _storage_columns(
+            needs,
+            options,
+            option[first],
+            nodes[first],
+            gpus_per_node[first],
+            cache[first],
+        )
+        return {c: v[code] for c, v in figures.items()}
+    return _storage_columns(needs, options, option, nodes, gpus_per_node, cache)
+
+
+def _storage_columns(
+    needs: StorageNeeds,
+    options: dict[str, np.ndarray],
+    option: np.ndarray,
+    nodes: np.ndarray,
+    gpus_per_node: np.ndarray,
+    cache_mbs: np.ndarray,
+) -> dict[str, np.ndarray]:
     o = {c: v[option] for c, v in options.items()}
     b = {c: v[o["backing"]] for c, v in options.items()}  # where checkpoints persist
     src = {c: v[o["origin"]] for c, v in options.items()}  # where a data set comes from
@@ -190,9 +234,8 @@ def storage_columns(
     read_h = _hours(data * min(needs.epochs, 1.0), rates["read"])
     if needs.epochs > 1:
         # the loader keeps the first epoch on the node's local disk where it fits, and reads the rest from there
-        cache = np.zeros(len(option)) if cache_mbs is None else cache_mbs * nodes
         read_h = read_h + _hours(
-            data * (needs.epochs - 1), np.maximum(rates["read"], cache)
+            data * (needs.epochs - 1), np.maximum(rates["read"], cache_mbs * nodes)
         )
     # an option bills what it provisions (one volume per node, or one); a local disk holds the data set on
     # each node (most come with the node, at 0), and its data set and checkpoints are kept in the backing store
