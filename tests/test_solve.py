@@ -464,6 +464,64 @@ def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candida
 
 
 @pytest.mark.parametrize(
+    "name", ["lora-finetune", "qlora-70b", "full-finetune-70b", "team-quarter-mix"]
+)
+def test_screening_with_runner_ups_changes_no_candidate(name, monkeypatch):
+    """With runner-ups (the JSON's `alternatives`) the screen also keeps every row that may still be one of the
+    cheapest other kinds (`screen.past_runner_ups`): the candidates are those of screening nothing, to the bit,
+    and fewer shapes are estimated."""
+    from planner.candidates import generate as generation
+    from planner.candidates.cache import CandidateCache
+
+    loaded = load_scenario(SCENARIOS / f"{name}.yaml")
+
+    def tables() -> tuple[list, int]:
+        cache = CandidateCache()
+        found = generate(
+            loaded.scenario, loaded.catalog, cache=cache, runner_ups=RUNNER_UPS
+        )
+        return [found.all, found.pruned, found.infeasible], len(cache.estimates)
+
+    screened, estimated = tables()
+    monkeypatch.setattr(
+        generation, "unbeaten_rows", lambda rows, at, *_: np.ones(len(at), dtype=bool)
+    )
+    every, all_shapes = tables()
+    for mine, theirs in zip(screened, every):
+        if isinstance(mine, pd.DataFrame):
+            pd.testing.assert_frame_equal(mine, theirs, check_exact=True)
+        else:
+            assert mine == theirs
+    assert estimated < all_shapes, (estimated, all_shapes)
+
+
+def test_past_runner_ups_agrees_with_the_kinds_a_report_prices():
+    """A row `past_runner_ups` flags is never needed (`Kinds.needed`) once its dominators are priced at any cost
+    up to their hi; a row it keeps is needed when they cost exactly their hi (nothing is kept for nothing)."""
+    from planner.candidates.price import Kinds
+    from planner.candidates.screen import past_runner_ups
+
+    rng = np.random.default_rng(5)
+    for _ in range(300):
+        rows, count = int(rng.integers(1, 12)), int(rng.integers(1, 4))
+        kind = rng.integers(0, 6, rows)
+        lo = rng.uniform(0, 10, rows).round(1)
+        dominators = rng.random(rows) < 0.5
+        hi = lo + rng.uniform(0, 3, rows).round(1)
+        flagged = past_runner_ups(kind, lo, kind[dominators], hi[dominators], count)
+        for i in range(rows):
+            for share in (0.0, 0.5, 1.0):  # what the dominators turn out to cost
+                kinds = Kinds(count, kind)
+                for j in np.flatnonzero(dominators):
+                    kinds.priced(j, lo[j] + share * (hi[j] - lo[j]))
+                needed = kinds.needed(i, lo[i])
+                if flagged[i]:
+                    assert not needed, (kind, lo, hi, dominators, i)
+                elif share == 1.0:
+                    assert needed, (kind, lo, hi, dominators, i)
+
+
+@pytest.mark.parametrize(
     "name",
     ["pretrain-deadline", pytest.param("batch-generation", marks=pytest.mark.slow)],
 )

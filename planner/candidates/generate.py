@@ -205,8 +205,8 @@ def _workload_candidates(
     fingerprint = cost_fingerprint(workload, hw_rate, error)
     screen = screen_of(rows, workload, physics, lam, state, fingerprint)
     # estimate only the shapes of rows that may be on the front (all when none may: the reasons read them)
-    screened = False  # `at` is what the screen below keeps
-    if not (exhaustive or runner_ups or physics.done[rows.shape[at]].all()):
+    screened = False  # `at` is what the screen below keeps, all of it on the front
+    if not (exhaustive or physics.done[rows.shape[at]].all()):
         unbeaten = unbeaten_rows(
             rows,
             at,
@@ -223,9 +223,10 @@ def _workload_candidates(
             catalog,
             cache,
             scenario,
+            runner_ups,
         )
-        if unbeaten.any():
-            at, screened = at[unbeaten], True
+        if unbeaten.any():  # with runner-ups the front is told below
+            at, screened = at[unbeaten], not runner_ups
     physics.estimated(rows.shape[at], rows, catalog, cache)
     work_h, item_h = rows.work_h(physics.work_h[rows.shape]), physics.item_h[rows.shape]
     fits = work_h[at] < math.inf

@@ -158,6 +158,30 @@ def dominated(
     return out
 
 
+def past_runner_ups(
+    kind: np.ndarray,
+    lo: np.ndarray,
+    dom_kind: np.ndarray,
+    dom_hi: np.ndarray,
+    count: int,
+) -> np.ndarray:
+    """Rows no report lists as a runner-up (`Kinds`): a dominator of their kind (instance type, market) costs less
+    than their lower bound for sure, or more than `count` other kinds have one that does. Each dominator is a
+    candidate whose cost is at most its hi, so its kind's cheapest is below such a row's bound whatever else is
+    priced (`Kinds.needed` says no)."""
+    out = np.zeros(len(lo), dtype=bool)
+    if len(dom_hi) == 0 or len(lo) == 0:
+        return out
+    kinds, of = np.unique(dom_kind, return_inverse=True)
+    least = np.full(len(kinds), np.inf)
+    np.minimum.at(least, of, dom_hi)
+    place = np.minimum(np.searchsorted(kinds, kind), len(kinds) - 1)
+    own = np.where(kinds[place] == kind, least[place], np.inf)
+    # kinds with a dominator below the row's bound
+    cheaper = np.searchsorted(np.sort(least), lo, side="left")
+    return (own < lo) | (cheaper > count)
+
+
 @dataclass(frozen=True)
 class Calendar:
     """How a caller books candidates in whole steps of `step_h` (`planner batch`): `booked_h(record)`, the hours a
@@ -455,8 +479,10 @@ def unbeaten_rows(
     catalog: Catalog,
     cache: CandidateCache,
     scenario: Scenario,
+    runner_ups: int = 0,
 ) -> np.ndarray:
-    """Which rows of `at` the screen keeps, estimating as few shapes as it takes to tell. A row's cost is at
+    """Which rows of `at` the screen keeps, estimating as few shapes as it takes to tell; with `runner_ups`, also
+    those that may still be one of the cheapest other kinds a report lists (`past_runner_ups`). A row's cost is at
     least its floor: its shape's floor on W run once with no failure, at the cheaper of its prices. A row whose
     floor is above what a sure row with the same limits costs at most, or whose floor misses the deadline, is
     beaten whatever its physics; the others' shapes are estimated cheapest floor first, in doubling batches,
@@ -482,7 +508,7 @@ def unbeaten_rows(
         + column["egress"][at].astype(float)
     ) * FLOOR_MARGIN
     fastest = calendar.steps(t0 * stretch) if calendar else t0
-    signature, units = rows.signature[at], rows.units[at]
+    signature, units, kind = rows.signature[at], rows.units[at], rows.kind[at]
     known = np.zeros(len(at), dtype=bool)  # lo and fastest are the screen's
     # known, and certain to end on time: what beats others (`dominated`)
     sure = np.zeros(len(at), dtype=bool)
@@ -514,19 +540,20 @@ def unbeaten_rows(
             if calendar:
                 booked[new] = calendar.steps(booked_at_most(bound, q, error))
             rest, by = np.flatnonzero(open_), np.flatnonzero(sure)
-            open_[
-                rest[
-                    dominated(
-                        signature[rest],
-                        units[rest],
-                        lo[rest],
-                        signature[by],
-                        units[by],
-                        hi[by],
-                        *((fastest[rest], booked[by]) if calendar else ()),
-                    )
-                ]
-            ] = False
+            beaten = dominated(
+                signature[rest],
+                units[rest],
+                lo[rest],
+                signature[by],
+                units[by],
+                hi[by],
+                *((fastest[rest], booked[by]) if calendar else ()),
+            )
+            if runner_ups:
+                beaten &= past_runner_ups(
+                    kind[rest], lo[rest], kind[by], hi[by], runner_ups
+                )
+            open_[rest[beaten]] = False
         pending = np.flatnonzero(open_ & ~physics.done[shape])
         if not len(pending):
             return open_
