@@ -405,6 +405,15 @@ def test_candidates_without_runner_ups_keep_the_optimum(seed):
     assert _cents(found) == _cents(run["reference"]), f"seed {seed}"
 
 
+def _same_tables(mine: list, theirs: list) -> None:
+    """Candidate tables and infeasible reasons, to the bit."""
+    for a, b in zip(mine, theirs, strict=True):
+        if isinstance(a, pd.DataFrame):
+            pd.testing.assert_frame_equal(a, b, check_exact=True)
+        else:
+            assert a == b
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -455,11 +464,7 @@ def test_estimating_only_shapes_a_floor_leaves_in_the_running_changes_no_candida
 
     lazy, estimated = tables(screening.FIRST_ESTIMATES)
     every, all_shapes = tables(10**9)
-    for mine, theirs in zip(lazy, every):
-        if isinstance(mine, pd.DataFrame):
-            pd.testing.assert_frame_equal(mine, theirs, check_exact=True)
-        else:
-            assert mine == theirs
+    _same_tables(lazy, every)
     assert estimated < all_shapes, (estimated, all_shapes)
 
 
@@ -487,11 +492,7 @@ def test_screening_with_runner_ups_changes_no_candidate(name, monkeypatch):
         generation, "unbeaten_rows", lambda rows, at, *_: np.ones(len(at), dtype=bool)
     )
     every, all_shapes = tables()
-    for mine, theirs in zip(screened, every):
-        if isinstance(mine, pd.DataFrame):
-            pd.testing.assert_frame_equal(mine, theirs, check_exact=True)
-        else:
-            assert mine == theirs
+    _same_tables(screened, every)
     assert estimated < all_shapes, (estimated, all_shapes)
 
 
