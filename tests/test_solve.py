@@ -1208,6 +1208,52 @@ def test_lp_bound_never_exceeds_the_brute_force_optimum(seed):
     assert relaxed is not None and relaxed.value <= reference["cents"] + 1e-6
 
 
+@pytest.mark.parametrize("seed", range(0, 48, 3))
+def test_a_plan_within_a_ceiling_agrees_with_brute_force(seed):
+    """`bound.plan_within`, what lazy pricing asks before pricing the rows in reach of the LP: a plan that uses
+    one of some rows and costs no more than a ceiling is found exactly when brute force has one, and what it
+    picks is such a plan."""
+    from planner.candidates.limits import limits_of
+    from planner.solve.bound import plan_within
+
+    run = random_run(seed)
+    loaded = run["loaded"]
+    exhaustive = generate(loaded.scenario, loaded.catalog, exhaustive=True)
+    if exhaustive.infeasible or exhaustive.pruned.empty:
+        return
+    cands = exhaustive.pruned.reset_index(drop=True)
+    cands["provider_region"] = cands["provider"] + "/" + cands["region"]
+    among = np.flatnonzero(np.random.default_rng(seed).random(len(cands)) < 0.3)
+    if not len(among):
+        return
+
+    def cheapest_with(rows: list[int]) -> int | None:
+        """Brute force's cheapest plan (in cents) that picks each of `rows` for its workload."""
+        keep = np.ones(len(cands), dtype=bool)
+        for r in rows:
+            keep &= (cands["workload"] != cands["workload"][r]).to_numpy()
+            keep[r] = True
+        found = brute_force(cands[keep], loaded.scenario, loaded.catalog)
+        return None if found is None else found["cents"]
+
+    costs = [c for a in among if (c := cheapest_with([int(a)])) is not None]
+    least = min(costs) if costs else None
+    cents = cands["cost_cents"].to_numpy(dtype=np.int64)
+    for ceiling in {least - 1, least} if least is not None else {int(cents.sum())}:
+        found = plan_within(
+            cands, limits_of(loaded.scenario), cents, among, ceiling, 30.0
+        )
+        if least is None or least > ceiling:
+            assert found is None, (seed, ceiling, least)
+            continue
+        assert found is not None and found is not False, (seed, ceiling)
+        picks = np.flatnonzero(found)
+        assert set(picks) & set(among) and cents[picks].sum() <= ceiling
+        assert (
+            cheapest_with(list(picks)) == cents[picks].sum()
+        )  # a plan: it holds every limit
+
+
 def test_solve_reports_which_bound_proved_it(run):
     data = json.loads(
         run("solve", SCENARIOS / "team-quarter-mix.yaml", "--format", "json").stdout

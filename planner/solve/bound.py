@@ -22,7 +22,7 @@ from highspy import cb
 
 from planner.candidates.limits import Limits
 from planner.solve import interruptible
-from planner.solve.rows import coupling_groups, coupling_rows
+from planner.solve.rows import LinearRow, coupling_groups, coupling_rows
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,49 @@ def mip_optimum(
         and (m.a_ub is None or np.all(m.a_ub @ z <= m.b_ub))
     ):
         return None  # HiGHS's tolerances let a row slip: leave it to CP-SAT
+    return z[: m.n] > 0.5
+
+
+PLAN_WITHIN_NODES = 2000
+"""Branch-and-bound nodes `plan_within` may take: a work limit, not a clock, so its answer never depends on the
+machine's load."""
+
+
+def plan_within(
+    cands: pd.DataFrame,
+    limits: Limits,
+    objective: np.ndarray,
+    among: np.ndarray,
+    ceiling: int,
+    time_limit_s: float,
+) -> np.ndarray | None | bool:
+    """A plan that picks at least one candidate of `among` (positions) and whose objective is at most `ceiling`:
+    its picks; None when HiGHS's branch and bound proves there is none; False when it cannot tell within
+    `PLAN_WITHIN_NODES` nodes (or the time limit). The picks are checked against every row in exact arithmetic."""
+    if time_limit_s <= 0:
+        return False
+    extra = [
+        LinearRow("a candidate of among", np.asarray(among), -np.ones(len(among)), -1),
+        LinearRow(
+            "ceiling", np.arange(len(cands)), np.asarray(objective), int(ceiling)
+        ),
+    ]
+    m = _matrices(cands, limits, objective, extra)
+    highs = _run(
+        m,
+        integer=True,
+        options={"time_limit": float(time_limit_s), "mip_max_nodes": PLAN_WITHIN_NODES},
+    )
+    if highs.getModelStatus() == highspy.HighsModelStatus.kInfeasible:
+        return None
+    if highs.getInfo().primal_solution_status != 2:  # no feasible solution at hand
+        return False
+    z = np.round(np.array(highs.getSolution().col_value))
+    if not (
+        np.array_equal(m.a_eq @ z, m.b_eq)
+        and (m.a_ub is None or np.all(m.a_ub @ z <= m.b_ub))
+    ):
+        return False
     return z[: m.n] > 0.5
 
 

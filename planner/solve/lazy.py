@@ -5,9 +5,11 @@ their bound than a candidate it already has (`candidates/lazy.py`). Here the LP 
 and the unpriced ones at their bounds is solved first, and the unpriced rows it picks are priced until it
 picks none (column generation): its value z is then that of the priced rows alone. The plan is solved on what
 is priced; any plan that uses an unpriced row costs at least z plus the row's reduced cost, at its bound and
-so at its exact cost, so a row whose reduced cost exceeds (the plan's cost - z) is in no cheaper plan. The
-others are priced and the round repeats, until none is left that could beat the plan: the plan and its proof
-are those of pricing every row. A scenario with no plan gets every row priced, so that the explanation of why
+so at its exact cost, so a row whose reduced cost exceeds (the plan's cost - z) is in no cheaper plan. Of the
+others, in reach of the LP, HiGHS's branch and bound is asked for a plan that picks one at its bound and costs
+no more than the plan: where it proves there is none, no unpriced row is in a plan as cheap, ties included;
+else the rows it picks are priced (all those in reach where it cannot tell) and the round repeats, until none
+is left that could beat the plan: the plan and its proof are those of pricing every row. A scenario with no plan gets every row priced, so that the explanation of why
 reads the same candidates. Unpriced rows alike in their column of the shared limits enter the LP as one,
 their cheapest bound (`coupling_key`): another's reduced cost is the stand-in's plus how much dearer its bound
 is, so each row is priced only where its own reduced cost is in reach.
@@ -24,7 +26,7 @@ import pandas as pd
 from planner.candidates.generate import CandidateSet
 from planner.candidates.lazy import Pending
 from planner.candidates.limits import Limits, node_cap
-from planner.solve.bound import LpBound, lp_bound
+from planner.solve.bound import LpBound, lp_bound, plan_within
 from planner.solve.outcome import SolveResult
 
 LP_COLUMNS = (
@@ -96,6 +98,14 @@ def solve_lazily(
         if relaxed.bound is not None and result.solved:
             upper = float(result.chosen["cost_cents"].sum())
             wanted = relaxed.reduced <= upper - relaxed.bound.value + 1e-6
+            if wanted.any():
+                # in reach of the LP, but maybe in no plan as cheap: price only what such a plan uses
+                found = _plan_with_unpriced(candidates, relaxed, wanted, limits, upper)
+                if found is None:
+                    result.unpriced = pending.left
+                    return result
+                if found is not False:
+                    wanted = found
         else:
             # no plan even at the bounds, or none found on the priced rows: every row priced, for the
             # explanation of why to read the same candidates
@@ -105,6 +115,44 @@ def solve_lazily(
             return result
         priced = pending.price(relaxed.stand_ins[wanted])
         candidates.refresh(pending, priced)
+
+
+PLAN_WITHIN_S = 30.0
+"""What `_plan_with_unpriced` may take before every row in reach is priced instead (its node limit binds first
+on every scenario measured)."""
+
+
+def _plan_with_unpriced(
+    candidates: CandidateSet,
+    relaxed: _Relaxation,
+    wanted: np.ndarray,
+    limits: Limits,
+    upper: float,
+) -> np.ndarray | None | bool:
+    """Of the unpriced rows `wanted` marks (those in reach of the LP), the ones a plan uses that picks at least
+    one of them at its bound and costs no more than `upper` (a mask over them all); None when there is no such
+    plan, which proves that no unpriced row is in a plan as cheap as the one found (its exact cost is at least
+    its bound), ties included; False when HiGHS cannot tell in its node limit."""
+    rows = relaxed.stand_ins[wanted]
+    table = pd.concat(
+        [candidates.pruned[list(LP_COLUMNS)], rows[list(LP_COLUMNS)]],
+        ignore_index=True,
+    )
+    table["provider_region"] = table["provider"] + "/" + table["region"]
+    priced = len(candidates.pruned)
+    found = plan_within(
+        table,
+        limits,
+        table["cost_cents"].to_numpy(dtype=np.int64),
+        np.arange(priced, len(table)),
+        int(round(upper)),
+        PLAN_WITHIN_S,
+    )
+    if found is None or found is False:
+        return found
+    out = np.zeros(len(wanted), dtype=bool)
+    out[np.flatnonzero(wanted)[found[priced:]]] = True
+    return out
 
 
 @dataclass(frozen=True)
