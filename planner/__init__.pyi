@@ -20,6 +20,7 @@ def solve(
     seed: int = 0,
     timings: bool = True,
     base_dir: str | Path | None = None,
+    alternatives: int = 3,
 ) -> SolvedPlan: ...
 def batch(
     quarter: Source,

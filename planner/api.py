@@ -175,9 +175,11 @@ def solve(
     seed: int = 0,
     timings: bool = True,
     base_dir: str | Path | None = None,
+    alternatives: int = 3,
 ) -> SolvedPlan:
     """`planner solve`: the scenario's cheapest plan. `timings=False` leaves the clock readings out of the JSON
-    (as `--no-timings`), so two runs compare byte for byte."""
+    (as `--no-timings`), so two runs compare byte for byte. `alternatives`: runner-ups per workload in the
+    JSON's `alternatives` (the command's 3); each is priced exactly, so 0 plans the same for less work."""
     import pandas as pd
 
     from planner.load.scenario import load_scenario
@@ -185,13 +187,15 @@ def solve(
     from planner.solve.outcome import SOLVED
     from planner.solve.pipeline import make_plan
 
+    alternatives = max(0, int(alternatives))
     plan = make_plan(
         _load(scenario, load_scenario, "scenario", base_dir),
         time_limit_s,
         workers,
         seed,
+        runner_ups=alternatives,
     )
-    data = plan_json(plan, timings)
+    data = plan_json(plan, timings, alternatives)
     frame = plan_frame(plan) if plan.status in SOLVED else pd.DataFrame()
     return SolvedPlan(
         scenario=data["scenario"],

@@ -70,6 +70,31 @@ def test_solve_gives_typed_assignments(lora):
     )
 
 
+def test_solve_without_alternatives_plans_the_same_for_less_work():
+    """`alternatives=0` prices no runner-up (as the command's table report): the same plan, empty
+    `alternatives`, fewer rows priced exactly; the default is the command's count."""
+    import inspect
+
+    from planner.candidates.generate import RUNNER_UPS
+
+    path = SCENARIOS / "qlora-70b.yaml"
+    full, lean = planner.solve(path), planner.solve(path, alternatives=0)
+    assert lean.status == full.status == "OPTIMAL"
+    assert (lean.objective_usd, lean.assignments) == (
+        full.objective_usd,
+        full.assignments,
+    )
+    assert any(a["alternatives"] for a in full.to_dict()["assignments"])
+    assert all(a["alternatives"] == [] for a in lean.to_dict()["assignments"])
+    priced = [p.to_dict()["solve_report"]["candidates_priced"] for p in (full, lean)]
+    assert priced[1] < priced[0], priced
+    from planner import api
+
+    assert inspect.signature(api.solve).parameters["alternatives"].default == (
+        RUNNER_UPS
+    )
+
+
 def test_a_path_yaml_text_and_a_dict_are_one_scenario(lora):
     text = LORA.read_text()
     as_text = planner.solve(text, timings=False, base_dir=SCENARIOS)

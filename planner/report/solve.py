@@ -18,12 +18,13 @@ from planner.schema.units import format_hours
 from planner.solve.endpoint_report import endpoint_reports
 from planner.solve.explain import explanations
 from planner.solve.outcome import SOLVED, solve_report_json
-from planner.solve.pipeline import Plan, assignments
+from planner.solve.pipeline import RUNNER_UPS, Plan, assignments
 
 
-def plan_json(plan: Plan, timings: bool = True) -> dict:
+def plan_json(plan: Plan, timings: bool = True, alternatives: int = RUNNER_UPS) -> dict:
     """The documented JSON contract of `planner solve --format json`; without `timings` it holds no
-    clock reading, so two runs of the same input are identical byte for byte."""
+    clock reading, so two runs of the same input are identical byte for byte. `alternatives`: runner-ups per
+    workload, as many as the plan's candidates were generated for."""
     result = plan.result
     solved = result is not None and plan.status in SOLVED
     data = {
@@ -32,7 +33,7 @@ def plan_json(plan: Plan, timings: bool = True) -> dict:
         "objective_usd": round(result.objective_usd, 2) if solved else None,
         "bound_usd": round(result.bound_usd, 2) if solved else None,
         "prices_as_of": _as_of(plan.loaded.catalog),
-        "assignments": assignments(plan) if solved else [],
+        "assignments": assignments(plan, alternatives) if solved else [],
         "endpoints": endpoint_reports(plan) if solved else [],
         "infeasible": plan.infeasible,
     }

@@ -10,6 +10,7 @@ import planner
 plan: planner.SolvedPlan = planner.solve(
     "scenarios/lora-finetune.yaml", time_limit_s=10, timings=False
 )
+lean: planner.SolvedPlan = planner.solve("scenarios/lora-finetune.yaml", alternatives=0)
 cost: float | None = plan.objective_usd
 table: pd.DataFrame = plan.to_frame()
 text: str = plan.to_json()
