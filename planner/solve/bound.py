@@ -162,13 +162,9 @@ def mip_optimum(
     )
     if highs.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
-    z = np.round(np.array(highs.getSolution().col_value))
-    if not (
-        np.array_equal(m.a_eq @ z, m.b_eq)
-        and (m.a_ub is None or np.all(m.a_ub @ z <= m.b_ub))
-    ):
-        return None  # HiGHS's tolerances let a row slip: leave it to CP-SAT
-    return z[: m.n] > 0.5
+    return _picks(
+        m, highs
+    )  # None where HiGHS's tolerances let a row slip: left to CP-SAT
 
 
 PLAN_WITHIN_NODES = 2000
@@ -205,12 +201,18 @@ def plan_within(
         return None
     if highs.getInfo().primal_solution_status != 2:  # no feasible solution at hand
         return False
+    picks = _picks(m, highs)
+    return False if picks is None else picks
+
+
+def _picks(m: _Matrices, highs: highspy._Highs) -> np.ndarray | None:
+    """The candidates HiGHS's integer solution picks, once it holds every row in exact arithmetic (None if not)."""
     z = np.round(np.array(highs.getSolution().col_value))
     if not (
         np.array_equal(m.a_eq @ z, m.b_eq)
         and (m.a_ub is None or np.all(m.a_ub @ z <= m.b_ub))
     ):
-        return False
+        return None
     return z[: m.n] > 0.5
 
 

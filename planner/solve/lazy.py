@@ -9,8 +9,8 @@ so at its exact cost, so a row whose reduced cost exceeds (the plan's cost - z) 
 others, in reach of the LP, HiGHS's branch and bound is asked for a plan that picks one at its bound and costs
 no more than the plan: where it proves there is none, no unpriced row is in a plan as cheap, ties included;
 else the rows it picks are priced (all those in reach where it cannot tell) and the round repeats, until none
-is left that could beat the plan: the plan and its proof are those of pricing every row. A scenario with no plan gets every row priced, so that the explanation of why
-reads the same candidates. Unpriced rows alike in their column of the shared limits enter the LP as one,
+is left that could beat the plan: the plan and its proof are those of pricing every row. A scenario with no
+plan gets every row priced, so that the explanation of why reads the same candidates. Unpriced rows alike in their column of the shared limits enter the LP as one,
 their cheapest bound (`coupling_key`): another's reduced cost is the stand-in's plus how much dearer its bound
 is, so each row is priced only where its own reduced cost is in reach.
 """
@@ -133,12 +133,7 @@ def _plan_with_unpriced(
     one of them at its bound and costs no more than `upper` (a mask over them all); None when there is no such
     plan, which proves that no unpriced row is in a plan as cheap as the one found (its exact cost is at least
     its bound), ties included; False when HiGHS cannot tell in its node limit."""
-    rows = relaxed.stand_ins[wanted]
-    table = pd.concat(
-        [candidates.pruned[list(LP_COLUMNS)], rows[list(LP_COLUMNS)]],
-        ignore_index=True,
-    )
-    table["provider_region"] = table["provider"] + "/" + table["region"]
+    table = _lp_table(candidates, relaxed.stand_ins[wanted])
     priced = len(candidates.pruned)
     found = plan_within(
         table,
@@ -200,10 +195,16 @@ def _relaxed(
     stand_ins = stand_ins.reset_index(drop=True)
     # one stand-in per workload and column of the limits: the cheapest bound stands for the rest in the LP
     first = stand_ins.groupby(key, sort=False)["cost_cents"].idxmin().to_numpy()
+    table = _lp_table(candidates, stand_ins.loc[first])
+    bound = lp_bound(table, limits, table["cost_cents"].to_numpy(dtype=np.int64))
+    return _Relaxation(stand_ins, key, first, len(candidates.pruned), bound)
+
+
+def _lp_table(candidates: CandidateSet, stand_ins: pd.DataFrame) -> pd.DataFrame:
+    """The priced rows, then `stand_ins` at their bounds, as the LP and branch and bound read candidates."""
     table = pd.concat(
-        [candidates.pruned[list(LP_COLUMNS)], stand_ins.loc[first, list(LP_COLUMNS)]],
+        [candidates.pruned[list(LP_COLUMNS)], stand_ins[list(LP_COLUMNS)]],
         ignore_index=True,
     )
     table["provider_region"] = table["provider"] + "/" + table["region"]
-    bound = lp_bound(table, limits, table["cost_cents"].to_numpy(dtype=np.int64))
-    return _Relaxation(stand_ins, key, first, len(candidates.pruned), bound)
+    return table
