@@ -31,6 +31,7 @@ and each size's worst gap.
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import tempfile
@@ -50,6 +51,7 @@ from planner.batch.model import (  # noqa: E402
 )
 from planner.batch.pipeline import (  # noqa: E402
     _pools,  # noqa: E402
+    _propagate_unplaceable,
     candidate_table,
     market,
     month_spans,
@@ -94,10 +96,16 @@ def quarter_yaml(size: int, seed: int = 11) -> str:
         release = rng.randrange(0, 50)
         gpu_h = rng.choice([1500, 3000, 5000, 8000])
         tolerance = rng.choice(["checkpointed", "none", "none"])
-        pre_due = min(DAYS - 20, release + rng.randrange(18, 35))
+        work = gpu_h if tolerance != "none" else gpu_h // 2
+        # a window it can meet on its 32 GPUs: the physics takes about 1.4x the reference hours, the promise
+        # allows 1.25x more for the estimate's own error, and failures a little more (8,000 GPU-hours: 21 days)
+        pre_due = min(
+            DAYS - 20,
+            release + max(rng.randrange(18, 35), math.ceil(work / 32 * 2 / 24)),
+        )
         lines.append(
             f"  - {{name: pt-{family:04d}, kind: training, memory: {{per_gpu: 60GiB}}, "
-            f"work: {{gpu_hours: {gpu_h if tolerance != 'none' else gpu_h // 2}, reference_gpu: H100-SXM}}, "
+            f"work: {{gpu_hours: {work}, reference_gpu: H100-SXM}}, "
             f"gpus: {{min: 16, max: 32}}, interruption_tolerance: {tolerance}, restart_overhead: 45m, "
             f"allow: {{providers: [aws], regions: [us-east-1], gpus: [H100]}}, "
             f"release: {day(release)}, due: {day(pre_due)}}}"
@@ -199,8 +207,19 @@ def bench(size: int, time_limit: float, workers: int, seed: int = 11) -> dict:
         else:
             records += found
             runs.append(info)
+    # as make_batch_plan: what waits for a run that cannot be placed cannot be placed either
+    _propagate_unplaceable(quarter.runs, infeasible)
+    records = [r for r in records if r["workload"] not in infeasible]
+    runs = [r for r in runs if r.name not in infeasible]
     cands = candidate_table(records)  # one table, as make_batch_plan makes it
     gen_s = time.perf_counter() - t0
+    refused = [r.name for r in quarter.runs if r.required and r.name in infeasible]
+    if refused:
+        print(
+            f"\n== {size} runs: `planner batch` refuses the quarter, required runs cannot be placed: "
+            + "; ".join(f"{n}: {infeasible[n]}" for n in refused)
+        )
+        return {"runs": size, "seed": seed, "status": "REFUSED"}
     c = quarter.constraints
     limits = BatchLimits(
         dict(c.gpu_quotas),

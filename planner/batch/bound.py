@@ -48,15 +48,40 @@ finish in time (the 200-run benchmark quarter at hourly steps has 32 million and
 runs the LP took 7 GB and did not finish in 30 s)."""
 
 
+Floor = tuple[float, np.ndarray]
+"""A box's LP duals read as a bound for any set of runs S (`_TimeIndexedLP.floor`): (K, v), K + Σ_(r in S) v_r."""
+
+
 @dataclass(frozen=True)
 class Relaxation:
     """The bound, and the LP solution of the box it comes from when branching ended there:
-    the nodes bought per pool and, per pooled candidate row the LP uses, its first and last start."""
+    the nodes bought per pool and, per pooled candidate row the LP uses, its first and last start.
+    `floors` bound plans that leave runs out (`bound_for`)."""
 
     bound_usd: float | None
     bought: tuple[int, ...] | None = None
     starts: dict[int, tuple[int, int]] = field(default_factory=dict)
     left_out: str = ""  # why there is no LP at all (its size), for the status line
+    runs: tuple[str, ...] = ()
+    # per box still open, or found infeasible (which a smaller set of runs may not be): the floors of its
+    # LP and its ancestors' (each valid in it; the highest counts); empty where no LP of it or above it ended
+    floors: tuple[tuple[Floor, ...], ...] = field(default=(), compare=False)
+
+    def bound_for(self, scheduled: set[str]) -> float | None:
+        """A lower bound on the cost of any plan that schedules exactly the runs `scheduled` (every run: the
+        bound itself). An optional run left out takes its row and columns out of the LP; the LP's duals stay
+        a feasible dual of what is left (the same reduced costs), so each box's Lagrangian value summed over
+        the runs kept bounds that LP (weak duality), and the least over the boxes bounds every plan."""
+        if set(self.runs) <= scheduled:
+            return self.bound_usd
+        if not self.floors or not all(self.floors):
+            return None
+        kept = np.array([r in scheduled for r in self.runs])
+        cents = min(
+            max(constant + float(v[kept].sum()) for constant, v in chain)
+            for chain in self.floors
+        )
+        return max(0.0, cents - abs(cents) * _SAFETY) * COST_RESOLUTION_USD
 
 
 def _columns(cands: pd.DataFrame, runs, pools) -> tuple[np.ndarray, np.ndarray]:
@@ -146,8 +171,9 @@ class _TimeIndexedLP:
                 )
                 for k in range(2, max(self.sizes[p], default=0) + 1)
             ]
-        self.n_x, self.n_b = n_x, n_b
+        self.n_x, self.n_b, self.n_runs = n_x, n_b, len(runs)
         self.cand, self.start, self.pooled = cand, start, pool >= 0
+        self.run_of = run_row  # per x column, its run's row
 
         rows = sp.vstack([one_each, capacity]).tocsc()
         lp = highspy.HighsLp()
@@ -184,13 +210,14 @@ class _TimeIndexedLP:
 
     def solve(
         self, box: Box, seconds: float
-    ) -> tuple[str, float, np.ndarray, dict[int, tuple[int, int]]]:
-        """("optimal", cents, bought, starts), ("infeasible", ...) or ("stopped", ...) for this box;
+    ) -> tuple[str, float, np.ndarray, dict[int, tuple[int, int]], Floor | None]:
+        """("optimal", cents, bought, starts, floor), ("infeasible", ...) or ("stopped", ...) for this box;
         `starts` (see `Relaxation`) only when the box is a leaf: no pool left to branch on."""
         highs = self.highs
         for p, (least, most) in enumerate(box):
             highs.changeColBounds(self.n_x + p, float(least), float(most))
         added = 0
+        added_upper: list[np.ndarray] = []  # the rounded rows' right-hand sides
         for p, (least, most) in enumerate(box):
             if least != most:
                 continue
@@ -209,27 +236,57 @@ class _TimeIndexedLP:
                         rows.data.astype(float),
                     )
                     added += rows.shape[0]
+                    added_upper.append(np.full(rows.shape[0], float(most // k)))
         # its clock adds up runs
         highs.setOptionValue("time_limit", highs.getRunTime() + max(seconds, 0.01))
         highs.run()
         status = highs.getModelStatus()
         value = highs.getInfo().objective_function_value
-        solution = np.array(highs.getSolution().col_value)  # read before the rows go
+        found = highs.getSolution()  # read before the rows go
+        solution = np.array(found.col_value)
+        floor = (
+            self.floor(box, found, added_upper)
+            if status == highspy.HighsModelStatus.kOptimal
+            else None
+        )
         if added:
             highs.deleteRows(
                 added, np.arange(self.base_rows, self.base_rows + added, dtype=np.int32)
             )
         bought = solution[self.n_x :]
         if status == highspy.HighsModelStatus.kInfeasible:
-            return "infeasible", math.inf, bought, {}
+            return "infeasible", math.inf, bought, {}, None
         if status != highspy.HighsModelStatus.kOptimal:
-            return "stopped", -math.inf, bought, {}
+            return "stopped", -math.inf, bought, {}, None
         starts = (
             self._starts(solution[: self.n_x])
             if _open_pool(box, bought) is None
             else {}
         )
-        return "optimal", float(value), bought, starts
+        return "optimal", float(value), bought, starts, floor
+
+    def floor(self, box: Box, found, added_upper: list[np.ndarray]) -> Floor:
+        """The LP's Lagrangian value split by run: with row duals π and reduced costs d = c − Aᵀπ, every x in
+        the box has c·x − π·(Ax − rhs) = d·x + π·rhs ≤ c·x when the capacity rows' π ≤ 0, so
+        K + Σ_r v_r, v_r = π_r + Σ_(columns c of r) min(0, d_c) (x_c in [0, 1]) and K the rounded rows' π·rhs and
+        the pools' min(d_b·least, d_b·most), bounds the LP (equal at its optimum). Leaving runs out leaves
+        every other column's d as it is: summed over the runs kept it bounds their LP."""
+        rows, cols = np.asarray(found.row_dual), np.asarray(found.col_dual)
+        per_run = rows[: self.n_runs] + np.bincount(
+            self.run_of,
+            weights=np.minimum(cols[: self.n_x], 0.0),
+            minlength=self.n_runs,
+        )
+        base = self.base_rows
+        constant = (
+            float(np.minimum(rows[base:], 0.0) @ np.concatenate(added_upper))
+            if added_upper
+            else 0.0
+        )
+        for p, (least, most) in enumerate(box):
+            d = cols[self.n_x + p]
+            constant += min(d * least, d * most)
+        return constant, per_run
 
     def _starts(self, x: np.ndarray) -> dict[int, tuple[int, int]]:
         used = np.flatnonzero((x > _INTEGRAL) & self.pooled)
@@ -296,38 +353,53 @@ def relax(
         )
     lp = _TimeIndexedLP(cands, runs, pools, steps)
     count = 0  # breaks ties in the heap in creation order
+    # (value, count, box, the LP's nodes bought, the floors of its LP and its ancestors')
     heap: list = [
-        (-math.inf, count, tuple((p.min_nodes, p.max_nodes) for p in pools), None)
+        (-math.inf, count, tuple((p.min_nodes, p.max_nodes) for p in pools), None, ())
     ]
+    infeasible: list[tuple[Floor, ...]] = []  # for every run; a smaller set may fit
     leaves: dict[
         int, dict[int, tuple[int, int]]
     ] = {}  # heap entry's count -> its LP's starts
     while heap and not (stop is not None and stop.is_set()):
-        value, _, box, bought = heap[0]
+        value, _, box, bought, floors = heap[0]
         if bought is not None and _open_pool(box, bought) is None:
             break  # the least box cannot be lifted by branching
         heapq.heappop(heap)
         if bought is None:
-            state, value_found, bought, starts = lp.solve(
+            state, value_found, bought, starts, floor = lp.solve(
                 box, deadline - time.perf_counter()
             )
             count += 1
             if starts:
                 leaves[count] = starts
             if state == "stopped":
-                heapq.heappush(heap, (value, count, box, None))
+                heapq.heappush(heap, (value, count, box, None, floors))
                 break
             if state == "optimal":
-                heapq.heappush(heap, (max(value, value_found), count, box, bought))
+                heapq.heappush(
+                    heap,
+                    (max(value, value_found), count, box, bought, (*floors, floor)),
+                )
+            else:
+                infeasible.append(floors)
             continue
         p = _open_pool(box, bought)
         for part in _split(box, p, bought[p]):
             count += 1
-            heapq.heappush(heap, (value, count, part, None))
+            heapq.heappush(heap, (value, count, part, None, floors))
+    names = tuple(r.name for r in runs)
+    open_floors = tuple(entry[4] for entry in heap) + tuple(infeasible)
     if not heap or heap[0][0] == -math.inf:
-        return Relaxation(None)
-    value, entry, _, bought = heap[0]
+        return Relaxation(None, runs=names, floors=open_floors)
+    value, entry, _, bought, _ = heap[0]
     bound = value * (1 - _SAFETY) * COST_RESOLUTION_USD
     if entry not in leaves:
-        return Relaxation(bound)
-    return Relaxation(bound, tuple(int(round(b)) for b in bought), leaves[entry])
+        return Relaxation(bound, runs=names, floors=open_floors)
+    return Relaxation(
+        bound,
+        tuple(int(round(b)) for b in bought),
+        leaves[entry],
+        runs=names,
+        floors=open_floors,
+    )

@@ -222,6 +222,20 @@ def solve_in_phases(
         if first.status not in ("FEASIBLE", "UNKNOWN") or not pools:
             return finish(first, [first])
         results, best = [first], first
+        if hint and (
+            not _solved(first)
+            or _key(greedy_result(whole, hint), whole) < _key(first, whole)
+        ):
+            # the greedy schedule is better than what the first attempt found: CP-SAT checks it against every
+            # constraint (the greedy does not check them all), and where it holds, the phases start from it. With
+            # the schedule fixed its OPTIMAL proves nothing, so it lends no bound (not in `results`).
+            checked = _log(
+                "greedy checked",
+                search(whole, FIXED_SHARE, hint, fix_hint=True, last=True),
+                started,
+            )
+            if _solved(checked):
+                best = dataclasses.replace(checked, status="FEASIBLE")
         if phased:
             around = _around_the_core(
                 whole,
@@ -238,8 +252,14 @@ def solve_in_phases(
                 not _solved(best) or _key(around, whole) < _key(best, whole)
             ):
                 best = around
-            # From the core's packing even when it left optional runs out: this phase can add them back.
-            start = around if _solved(around) else best
+            # From the cheaper of the core's packing and the best so far: the packing even when it left optional
+            # runs out (this phase can add them back), the greedy schedule where fixing the core cost more.
+            start = (
+                around
+                if _solved(around)
+                and (not _solved(best) or around.objective_usd <= best.objective_usd)
+                else best
+            )
             final = _log(
                 "whole again",
                 search(
@@ -255,35 +275,13 @@ def solve_in_phases(
                 not _solved(best) or _key(final, whole) <= _key(best, whole)
             ):
                 best = final
-        if (
-            hint
-            and _solved(best)
-            and _key(greedy_result(whole, hint), whole) < _key(best, whole)
-        ):
-            # the search ended below the greedy schedule it started from: CP-SAT checks that schedule
-            # against every constraint (the greedy does not check them all) and it is kept if it holds.
-            # With the schedule fixed its OPTIMAL proves nothing, so it lends no bound (not in `results`).
-            checked = _log(
-                "greedy checked",
-                search(whole, FIXED_SHARE, hint, fix_hint=True, last=True),
-                started,
-            )
-            if _solved(checked) and _key(checked, whole) < _key(best, whole):
-                best = dataclasses.replace(checked, status="FEASIBLE")
         relaxation = relaxed.finish()
         if (
             not _solved(best) and hint
         ):  # the clock ran out before CP-SAT completed any schedule
             best = greedy_result(whole, hint)
             results.append(best)
-        # None: stopped before its first LP, or left out
-        lp = relaxation.bound_usd if relaxation else None
-        return finish(
-            best,
-            results,
-            lp + endpoint_floor_usd if lp is not None else None,
-            relaxation.left_out if relaxation else "",
-        )
+        return finish(best, results, relaxation, endpoint_floor_usd)
 
 
 def soonest(
@@ -415,9 +413,10 @@ def _around_the_core(
     # The better packing first; the other when the rest cannot be scheduled around it (a core run placed
     # where the runs after it can no longer meet their due dates).
     fixed = None
-    for packed in sorted(
+    packed_in_order = sorted(
         (p for p in packings if _solved(p)), key=lambda p: _key(p, whole)
-    ):
+    )
+    for packed in packed_in_order:
         fixed = _log(
             "core fixed",
             search(whole, FIXED_SHARE, _as_hint(packed, names), fix_hint=True),
@@ -425,7 +424,33 @@ def _around_the_core(
         )
         if _solved(fixed):
             break
-    return fixed
+    # The rest placed by the greedy around each packing, checked by CP-SAT with every choice fixed: within its
+    # share of work CP-SAT may leave optional runs out that fit (a 500-run quarter: 14 of them, and its
+    # fine-tunes on dearer candidates), where the greedy places every run that fits in due-date order.
+    best = fixed
+    for packed in packed_in_order:
+        rest = greedy(
+            whole.cands,
+            list(whole.runs.values()),
+            whole.pools,
+            limits,
+            steps,
+            held,
+            fixed=_as_hint(packed, names),
+        )
+        if rest["failed_required"]:
+            continue
+        rest["serving"] = placed
+        checked = _log(
+            "core fixed, the rest by the greedy",
+            search(whole, FIXED_SHARE, rest, fix_hint=True),
+            started,
+        )
+        if _solved(checked) and (
+            not _solved(best) or _key(checked, whole) < _key(best, whole)
+        ):
+            best = dataclasses.replace(checked, status="FEASIBLE")
+    return best
 
 
 def greedy_result(whole, schedule: dict) -> BatchResult:
@@ -531,11 +556,12 @@ def _finish(
     searched: list[BatchResult],
     whole,
     started: float,
-    relaxed: float | None = None,
-    lp_left_out: str = "",
+    relaxation: Relaxation | None = None,
+    endpoint_floor_usd: float = 0.0,
 ) -> BatchResult:
     """`best` with the highest valid bound for its set of runs: from searches of the whole model
-    that ended with the same priority, and the LP when every run is scheduled (`lp_left_out`: why not)."""
+    that ended with the same priority, and the LP's for that set (`Relaxation.bound_for`; None when it
+    stopped before its first LP or was left out, which `left_out` says) plus the endpoints' own floor."""
     effort = {
         "solve_seconds": time.perf_counter() - started,
         "deterministic_seconds": sum(
@@ -553,8 +579,9 @@ def _finish(
     # CP-SAT bounds cost less each priority point's weight: below zero it still allows more optional runs
     # than the plan has, and says nothing about the cost of this set of runs
     bounds = [b for b in searches if b >= 0]
-    if relaxed is not None and not best.unscheduled:
-        bounds.append(relaxed)
+    lp = relaxation.bound_for(set(best.chosen["run"])) if relaxation else None
+    if lp is not None:
+        bounds.append(lp + endpoint_floor_usd)
     optimal = any(r.status == "OPTIMAL" for r in searched)
     bound = (
         best.objective_usd
@@ -563,7 +590,7 @@ def _finish(
         if bounds
         else math.nan
     )
-    why = lp_left_out or (
+    why = (relaxation.left_out if relaxation else "") or (
         "the search's bound still allows more optional runs"
         if searches and not bounds
         else ""
