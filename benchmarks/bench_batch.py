@@ -15,7 +15,12 @@ the cost of a greedy list-scheduler baseline measured in the same run:
   in its window); each reservation pool is
   sized by the peak demand of the runs whose cheapest candidate (with reserved compute
   priced at the reserved rate) is on the pool, and kept only if that pays against their
-  cheapest other candidates.
+  cheapest other candidates; then the order tried again with the runs that fared worst
+  first (planner/batch/greedy.py), the best schedule kept. The search starts from it.
+
+Runs after a run that cannot be placed are dropped as `planner batch` drops them; a required
+one makes the quarter refused, as `planner batch` refuses it (the generator gives each pretrain a
+window it can meet, so that does not happen on the seeds below).
 
 The greedy does not check every constraint: where the search's plan looks worse than the greedy's, the greedy's
 schedule is fixed in CP-SAT, and if that is INFEASIBLE there is nothing to compare (it says so).

@@ -961,6 +961,16 @@ def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
         "_near_the_relaxation",
         lambda *a: near.append(1) or original_near(*a),
     )
+    around = []  # the rest placed by the greedy around a packing
+    greedy_alone = batch_search.greedy
+    monkeypatch.setattr(
+        batch_search,
+        "greedy",
+        lambda *a, fixed=None, **k: (
+            (around.append(1) if fixed is not None else None)
+            or greedy_alone(*a, fixed=fixed, **k)
+        ),
+    )
     phased = 0
     for seed, case in _pooled_cases(random_dir):
         built.clear()
@@ -969,14 +979,23 @@ def test_phased_search_reaches_the_brute_force_optimum(random_dir, monkeypatch):
     assert phased >= 3, phased
     # the core was packed near the LP too (where the LP uses a pool)
     assert len(near) >= 2, len(near)
+    assert len(around) >= phased, (len(around), phased)
 
 
 def test_the_other_packing_is_fixed_when_the_better_one_cannot_be_extended(
     random_dir, monkeypatch
 ):
     """The core's packing may leave a run after a core run no room before its due date (on the 200-run
-    benchmark the LP neighbourhood's did); the core is then fixed at the other packing, not dropped."""
+    benchmark the LP neighbourhood's did); the core is then fixed at the other packing, not dropped. CP-SAT
+    schedules the rest around a packing only where the greedy cannot place every required run around any."""
     monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)
+    greedy_alone = batch_search.greedy
+
+    def greedy_cannot_place_the_rest(*args, fixed=None, **kwargs):
+        found = greedy_alone(*args, fixed=fixed, **kwargs)
+        return {**found, "failed_required": ["x"]} if fixed is not None else found
+
+    monkeypatch.setattr(batch_search, "greedy", greedy_cannot_place_the_rest)
     original = batch_search.solve_batch
     fixed_calls: list[tuple] = []
 

@@ -6,7 +6,9 @@ capacity allow inside its window, ending early enough that the runs after it kee
 durations off the reservations before their due dates (failing that, anywhere in its window).
 Each reservation pool is sized by the peak demand of the runs whose cheapest candidate (reserved
 compute priced at the reserved rate) is on the pool, and kept only if that pays against their
-cheapest other candidates.
+cheapest other candidates. Then the order is tried again, the runs that fared worst first (squeaky
+wheel: required runs that found no room, else those that paid most above their cheapest candidate),
+and the best schedule kept.
 """
 
 from __future__ import annotations
