@@ -403,3 +403,50 @@ def relax(
         runs=names,
         floors=open_floors,
     )
+
+
+class Background:
+    """Runs `bound(*args, stop=...)` in a thread beside the search. `finish()` stops it between
+    LPs (the least open box is still a valid bound) and returns its value or raises its error;
+    leaving the block does the same, but for a Ctrl-C, which only tells it to stop."""
+
+    def __init__(self, bound, *args):
+        self.stop, self.value, self.error = threading.Event(), None, None
+        self.late = False  # a `wait` ended before the value: what the caller did then depended on the clock
+        self.thread = (
+            threading.Thread(target=self._run, args=(bound, args), daemon=True)
+            if bound
+            else None
+        )
+
+    def _run(self, bound, args):
+        try:
+            self.value = bound(*args, stop=self.stop)
+        except BaseException as error:  # raised again where the value is wanted
+            self.error = error
+
+    def __enter__(self):
+        if self.thread:
+            self.thread.start()
+        return self
+
+    def wait(self, seconds: float):
+        """Its value if it ends within `seconds` (None if not, or on error: `finish` raises it)."""
+        if self.thread:
+            self.thread.join(seconds)
+            self.late |= self.thread.is_alive()
+        return None if self.thread is None or self.thread.is_alive() else self.value
+
+    def finish(self):
+        self.stop.set()
+        if self.thread:
+            self.thread.join()
+        if self.error:
+            raise self.error
+        return self.value
+
+    def __exit__(self, kind, error, trace):
+        if kind is not None and issubclass(kind, KeyboardInterrupt):
+            self.stop.set()  # Ctrl-C ends the command at once: do not wait out the LP (it checks between LPs)
+        else:
+            self.finish()

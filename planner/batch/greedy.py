@@ -60,6 +60,21 @@ def endpoint_occupancy(
     return out
 
 
+_READS = [
+    "run",
+    "cid",
+    "offer_key",
+    "pool",
+    "nodes",
+    "gpus",
+    "max_nodes",
+    "cost_cents",
+    "cost_usd",
+    "duration_steps",
+    "wall_q_h",
+]
+"""The candidates' columns the greedy reads."""
+
 ATTEMPTS = 16
 """Orders the greedy tries at most (squeaky wheel): due dates first, then each time with the required runs that
 found no room moved to the front, or once every required run has its place, the `SQUEAKY` runs that paid most
@@ -84,6 +99,10 @@ def greedy(
     generated quarters (and with no complete schedule to start from the search ended 3.7-8.8 % above its
     bound), and a few pretrains on dear candidates for want of that quota cost a 500-run quarter 2 %."""
     cands = cands.reset_index(drop=True)
+    if (
+        cands.empty
+    ):  # a quarter of endpoints only: its empty frame lacks some of the runs' columns
+        cands = cands.reindex(columns=cands.columns.union(_READS))
     pool_of = cands["pool"].to_numpy(dtype=int)
     nodes = cands["nodes"].to_numpy(dtype=int)
     cents = cands["cost_cents"].to_numpy(dtype=float)
@@ -92,8 +111,8 @@ def greedy(
     run_of = cands["run"].to_numpy()
     uses: list[list[tuple[tuple, int]]] = [[] for _ in range(len(cands))]
     capacity: dict[tuple, int] = {}
+    gpus = cands["gpus"].to_numpy(dtype=int) if limits.gpu_quotas else None
     for key, quota in limits.gpu_quotas.items():
-        gpus = cands["gpus"].to_numpy(dtype=int)
         for i in np.flatnonzero(quota_mask(cands, key).to_numpy()):
             uses[i].append((("quota", key), int(gpus[i])))
         capacity[("quota", key)] = int(quota)
@@ -134,11 +153,24 @@ def greedy(
         name: rows[np.lexsort((duration[rows], cents[rows]))]
         for name, rows in by_run.items()
     }
+    # what each run's cheapest candidate off the pools costs: what the squeaky wheel measures runs by
+    cheapest = {
+        name: usd[rows][pool_of[rows] < 0].min()
+        if (pool_of[rows] < 0).any()
+        else usd[rows].min()
+        for name, rows in by_run.items()
+    }
     # a run waits only for runs being scheduled, as in the model (`add_precedence`)
     waits_for = {r.name: [b for b in r.after if b in run_map] for r in runs}
     fee = (
         sum(pool.cents_per_node * b for pool, b in zip(pools, bought))
         * COST_RESOLUTION_USD
+    )
+
+    kept = (
+        np.flatnonzero(cands["cid"].isin(fixed["cids"]).to_numpy())
+        if fixed is not None
+        else []
     )
 
     def fits(i: int, usage: dict, lo: int, hi: int) -> int | None:
@@ -167,9 +199,8 @@ def greedy(
             ends[run_of[i]], starts[run_of[i]] = s + duration[i], s
             chosen.append(i)
 
-        if fixed is not None:
-            for i in np.flatnonzero(cands["cid"].isin(fixed["cids"]).to_numpy()):
-                place(int(i), fixed["starts"][run_of[i]])
+        for i in kept:
+            place(int(i), fixed["starts"][run_of[i]])
         pending = [r for r in order if r.name not in ends]
         while pending:
             run = next(
@@ -234,12 +265,6 @@ def greedy(
             ],
         }
 
-    cheapest = {
-        name: usd[rows][pool_of[rows] < 0].min()
-        if (pool_of[rows] < 0).any()
-        else usd[rows].min()
-        for name, rows in by_run.items()
-    }
     order = sorted(runs, key=lambda r: (r.due, r.release, r.name))
     best, tried = None, set()
     for _ in range(ATTEMPTS):

@@ -31,12 +31,11 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import threading
 import time
 
 import pandas as pd
 
-from planner.batch.bound import Relaxation, relax
+from planner.batch.bound import Background, Relaxation, relax
 from planner.batch.greedy import endpoint_occupancy, greedy
 from planner.batch.model import (
     BatchLimits,
@@ -203,7 +202,7 @@ def solve_in_phases(
             deterministic_seconds=done.deterministic_seconds + work,
         )
 
-    with _Background(
+    with Background(
         relax if pools else None,
         whole.cands,
         runs,
@@ -364,7 +363,7 @@ def _around_the_core(
     steps: int,
     search,
     started: float,
-    relaxed: _Background,
+    relaxed: Background,
     wait_s: float,
     hint: dict | None,
 ) -> BatchResult | None:
@@ -501,53 +500,6 @@ def _near_the_relaxation(cands: pd.DataFrame, relaxation: Relaxation) -> pd.Data
     near["first_start"] = (near["first_start"] - widen).clip(lower=0)
     near["last_start"] = near["last_start"] + widen
     return near[keep]
-
-
-class _Background:
-    """Runs `bound(*args, stop=...)` in a thread beside the search. `finish()` stops it between
-    LPs (the least open box is still a valid bound) and returns its value or raises its error;
-    leaving the block does the same, but for a Ctrl-C, which only tells it to stop."""
-
-    def __init__(self, bound, *args):
-        self.stop, self.value, self.error = threading.Event(), None, None
-        self.late = False  # a `wait` ended before the value: what the caller did then depended on the clock
-        self.thread = (
-            threading.Thread(target=self._run, args=(bound, args), daemon=True)
-            if bound
-            else None
-        )
-
-    def _run(self, bound, args):
-        try:
-            self.value = bound(*args, stop=self.stop)
-        except BaseException as error:  # raised again where the value is wanted
-            self.error = error
-
-    def __enter__(self):
-        if self.thread:
-            self.thread.start()
-        return self
-
-    def wait(self, seconds: float):
-        """Its value if it ends within `seconds` (None if not, or on error: `finish` raises it)."""
-        if self.thread:
-            self.thread.join(seconds)
-            self.late |= self.thread.is_alive()
-        return None if self.thread is None or self.thread.is_alive() else self.value
-
-    def finish(self):
-        self.stop.set()
-        if self.thread:
-            self.thread.join()
-        if self.error:
-            raise self.error
-        return self.value
-
-    def __exit__(self, kind, error, trace):
-        if kind is not None and issubclass(kind, KeyboardInterrupt):
-            self.stop.set()  # Ctrl-C ends the command at once: do not wait out the LP (it checks between LPs)
-        else:
-            self.finish()
 
 
 def _key(result: BatchResult, whole) -> tuple:
