@@ -1477,6 +1477,28 @@ def test_core_is_packed_near_the_lp_only_inside_widened_starts():
     }
 
 
+def test_the_pools_are_packed_near_the_lp_with_the_runs_it_puts_there_and_their_predecessors():
+    """A fine-tune the LP puts on a pool is packed with the core, and so is every run it waits for, however
+    far up the chain; a run the LP keeps off the pools, that no packed run waits for, is not."""
+    from types import SimpleNamespace
+
+    runs = [
+        RunInfo("pt", 0, 10, (), 1, True),
+        RunInfo("mid", 0, 10, ("pt",), 1, True),
+        RunInfo("ft", 0, 10, ("mid",), 1, True),
+        RunInfo("core", 0, 10, (), 1, True),
+        RunInfo("other", 0, 10, ("core",), 1, True),
+    ]
+    cands = pd.DataFrame(
+        {"run": ["pt", "mid", "ft", "ft", "core", "other"]},
+        index=[10, 11, 12, 13, 14, 15],
+    )
+    whole = SimpleNamespace(runs={r.name: r for r in runs}, cands=cands)
+    on_the_lp = Relaxation(1.0, (1,), {13: (0, 1), 14: (0, 0)})
+    packed = batch_search._on_the_lp_pools(whole, [runs[3]], on_the_lp)
+    assert [r.name for r in packed] == ["pt", "mid", "ft", "core"]
+
+
 @pytest.mark.slow
 def test_batch_json_on_stdout_is_only_json(tmp_path):
     """The bound's LP solver runs in the same process; nothing it prints may reach stdout."""
