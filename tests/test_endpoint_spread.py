@@ -208,3 +208,49 @@ def test_the_checker_recounts_the_pools_operating_cost(run, tmp_path):
     assert check_plan(loaded, plan) == []
     plan["endpoints"][0]["operating_usd"] += 1.0
     assert any("operating_usd" in p for p in check_plan(loaded, plan))
+
+
+def test_a_provider_searched_after_a_cheaper_one_keeps_only_plans_as_cheap(tmp_path):
+    """Each provider's search after the first keeps only plans no dearer than the best so far, whatever their
+    tie-break: the best provider's own model keeps its optimum under a cutoff at that cost and has no plan
+    under one 0.1 % below; the split's plan is the cheapest of the providers searched alone."""
+    from planner.candidates.generate import generate
+    from planner.candidates.limits import limits_of
+    from planner.solve import endpoint_search
+    from planner.solve.model import build_model
+    from planner.solve.outcome import Clock
+    from planner.solve.search import solve_model
+
+    path = tmp_path / "split.yaml"
+    path.write_text(yaml.safe_dump(SPREAD))
+    loaded = load_scenario(path)
+    found = generate(loaded.scenario, loaded.catalog)
+    limits = limits_of(loaded.scenario)
+
+    def alone(provider, cutoff=None):
+        options = found.endpoints[found.endpoints["provider"] == provider]
+        part = build_model(found.pruned, limits, serving=(options, found.traffic))
+        if cutoff is not None:
+            endpoint_search._no_dearer_than(part.constrained(), cutoff)
+        return endpoint_search.solve_with_endpoints(part, Clock(60.0), 1, 0, None, None)
+
+    each = {p: alone(p) for p in sorted(found.endpoints["provider"].unique())}
+    # lambda alone cannot carry the traffic
+    each = {p: r for p, r in each.items() if r.status != "INFEASIBLE"}
+    assert len(each) >= 2 and all(r.status == "OPTIMAL" for r in each.values())
+    cheapest = min(each, key=lambda p: (round(each[p].objective_usd, 2), p))
+    usd = each[cheapest].objective_usd
+    kept = alone(cheapest, usd)
+    assert kept.status == "OPTIMAL" and kept.objective_usd == pytest.approx(
+        usd, abs=0.005
+    )
+    # its terms' rounding allows a little above the cutoff, never a plan far below the optimum
+    assert alone(cheapest, usd * 0.999).status == "INFEASIBLE"
+    split = solve_model(
+        build_model(found.pruned, limits, serving=(found.endpoints, found.traffic)),
+        60.0,
+        1,
+    )
+    assert split.status == "OPTIMAL"
+    assert split.objective_usd == pytest.approx(usd, abs=0.005)
+    assert set(found.endpoints["provider"].iloc[split.serving["option"]]) == {cheapest}

@@ -15,7 +15,7 @@ import pickle
 import numpy as np
 import pandas as pd
 
-from planner.candidates.limits import COST_RESOLUTION_USD, Limits, node_cap
+from planner.candidates.limits import COST_RESOLUTION_USD, Limits, node_cap, to_cents
 from planner.solve.cpsat_search import Search, search
 from planner.solve.model import PlanModel, build_model
 from planner.solve.outcome import Clock, SolveResult
@@ -229,32 +229,43 @@ def _solve_by_provider(
 ) -> SolveResult:
     """One search per provider, each a model a tenth the size of the whole (an 8B endpoint over twelve catalogs:
     344 options, 14.5 s to proof on one worker as one model, 2.0 s as twelve); the cheapest plan wins, the first
-    provider by name among equals. Optimal when every search is; else its bound is the least of theirs."""
+    provider by name among equals. Optimal when every search is; else its bound is the least of theirs.
+    The providers with fewest options are searched first, and each later search only for plans as cheap as
+    the best so far (`_no_dearer_than`): a provider that cannot match it is then proven so at once, where its
+    own optimum took the longest searches (`serving-rag`: its twelve searches in a quarter of the time)."""
     options, traffic = plan.endpoints
     # as `ServingVars.options`: the chosen rows' `option` counts in it
     options = options.reset_index(drop=True)
-    best, bound, proven, deterministic = None, math.inf, True, 0.0
-    for provider in providers:
+    best, best_provider, bound, proven, deterministic = None, "", math.inf, True, 0.0
+    counts = options["provider"].value_counts()
+    for provider in sorted(providers, key=lambda p: (counts.get(p, 0), p)):
         mine = np.flatnonzero((options["provider"] == provider).to_numpy())
         part = build_model(
             plan.candidates, plan.limits, serving=(options.iloc[mine], traffic)
         )
+        if best is not None:
+            _no_dearer_than(part.constrained(), best.objective_usd)
         found = solve_with_endpoints(
             part, Clock(clock.left()), workers, seed, None, parameters
         )
         deterministic += found.deterministic_seconds
-        if found.status == "INFEASIBLE":
+        if found.status == "INFEASIBLE":  # or dearer than the best so far
             continue
         proven &= found.status == "OPTIMAL"
         bound = min(bound, found.bound_usd if found.solved else 0.0)
         if found.solved and (
-            best is None or round(found.objective_usd, 2) < round(best.objective_usd, 2)
+            best is None
+            or (round(found.objective_usd, 2), provider)
+            < (round(best.objective_usd, 2), best_provider)
         ):
-            best = dataclasses.replace(
-                found,
-                serving=found.serving.assign(
-                    option=mine[found.serving["option"].to_numpy(dtype=int)]
+            best, best_provider = (
+                dataclasses.replace(
+                    found,
+                    serving=found.serving.assign(
+                        option=mine[found.serving["option"].to_numpy(dtype=int)]
+                    ),
                 ),
+                provider,
             )
     common = dict(
         solve_seconds=clock.used(),
@@ -275,6 +286,20 @@ def _solve_by_provider(
         bound_usd=best.objective_usd if proven else min(bound, best.objective_usd),
         proved_by="cp-sat" if proven else "",
         **common,
+    )
+
+
+def _no_dearer_than(plan: PlanModel, usd: float) -> None:
+    """Cuts from `plan`'s model plans that cost more than `usd` to the cent, and keeps every other, whatever its
+    tie-break. The model holds each cost term in whole cents, c = round(100·x) per unit, so a plan's cents are at
+    least Σ (c − ½)·v over its terms (every v ≥ 0): Σ (2c − 1)·v ≤ 2·cents holds for each plan that costs no
+    more (a plan a little dearer may stay, by its terms' rounding)."""
+    cents = to_cents(usd)
+    terms = list(zip(plan.candidates["cost_cents"].astype(int), plan.pick))
+    if plan.serving is not None:
+        terms += plan.serving.unit_cents
+    plan.model.add(sum((2 * int(c) - 1) * v for c, v in terms) <= 2 * cents).with_name(
+        "no_dearer_than_the_best_provider"
     )
 
 
