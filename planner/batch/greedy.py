@@ -109,6 +109,7 @@ def greedy(
     duration = cands["duration_steps"].to_numpy(dtype=int)
     usd = cands["cost_usd"].to_numpy(dtype=float)
     run_of = cands["run"].to_numpy()
+    cid = cands["cid"].to_numpy()
     uses: list[list[tuple[tuple, int]]] = [[] for _ in range(len(cands))]
     capacity: dict[tuple, int] = {}
     gpus = cands["gpus"].to_numpy(dtype=int) if limits.gpu_quotas else None
@@ -129,7 +130,18 @@ def greedy(
     if fixed is not None:
         bought = [int(b) for b in fixed["bought"]]
     else:
-        bought = _sized_pools(cands, by_run, run_map, pools, steps, held)
+        bought = _sized_pools(
+            pool_of,
+            nodes,
+            cents,
+            duration,
+            nodes * cands["wall_q_h"].to_numpy(dtype=float),
+            by_run,
+            run_map,
+            pools,
+            steps,
+            held,
+        )
     for p, b in enumerate(bought):
         capacity[("pool", p)] = b
     base = {key: np.zeros(steps + 1, dtype=np.int64) for key in capacity}
@@ -139,14 +151,13 @@ def greedy(
     overfull = [
         key for key in base if base[key].max(initial=0) > capacity[key]
     ]  # endpoints placed one by one
+    # each run's candidates off the pools (whose nodes others may hold), or all if none
+    open_market = {
+        name: rows[pool_of[rows] < 0] if (pool_of[rows] < 0).any() else rows
+        for name, rows in by_run.items()
+    }
     latest = _latest_ends(
-        runs,
-        {
-            name: int(duration[rows][pool_of[rows] < 0].min())
-            if (pool_of[rows] < 0).any()
-            else int(duration[rows].min())
-            for name, rows in by_run.items()
-        },
+        runs, {name: int(duration[rows].min()) for name, rows in open_market.items()}
     )
     # each run's candidates, cheapest first (then the shorter)
     ranked = {
@@ -154,12 +165,7 @@ def greedy(
         for name, rows in by_run.items()
     }
     # what each run's cheapest candidate off the pools costs: what the squeaky wheel measures runs by
-    cheapest = {
-        name: usd[rows][pool_of[rows] < 0].min()
-        if (pool_of[rows] < 0).any()
-        else usd[rows].min()
-        for name, rows in by_run.items()
-    }
+    cheapest = {name: usd[rows].min() for name, rows in open_market.items()}
     # a run waits only for runs being scheduled, as in the model (`add_precedence`)
     waits_for = {r.name: [b for b in r.after if b in run_map] for r in runs}
     fee = (
@@ -168,9 +174,7 @@ def greedy(
     )
 
     kept = (
-        np.flatnonzero(cands["cid"].isin(fixed["cids"]).to_numpy())
-        if fixed is not None
-        else []
+        np.flatnonzero(np.isin(cid, list(fixed["cids"]))) if fixed is not None else []
     )
 
     def fits(i: int, usage: dict, lo: int, hi: int) -> int | None:
@@ -241,7 +245,7 @@ def greedy(
             # as the model reports its objective
             "cost_usd": fee + math.fsum(usd[i] for i in chosen),
             "bought": bought,
-            "cids": set(cands["cid"].to_numpy()[chosen]),
+            "cids": set(cid[chosen]),
             "starts": starts,
             "failed_required": [r for r in failed if run_map[r].required]
             + [f"endpoints over {k[1]}" for k in overfull],
@@ -288,15 +292,20 @@ def _rank(found: dict) -> tuple:
 
 
 def _sized_pools(
-    cands: pd.DataFrame, by_run: dict, run_map: dict, pools, steps: int, held
+    pool_of: np.ndarray,
+    nodes: np.ndarray,
+    cents: np.ndarray,
+    duration: np.ndarray,
+    node_h: np.ndarray,
+    by_run: dict,
+    run_map: dict,
+    pools,
+    steps: int,
+    held,
 ) -> list[int]:
     """Nodes bought per pool: the peak demand of the runs whose cheapest option (reserved compute at the
-    reserved rate) is the pool, kept only if that pays against their cheapest other candidates."""
-    pool_of = cands["pool"].to_numpy(dtype=int)
-    nodes = cands["nodes"].to_numpy(dtype=int)
-    cents = cands["cost_cents"].to_numpy(dtype=float)
-    duration = cands["duration_steps"].to_numpy(dtype=int)
-    node_h = nodes * cands["wall_q_h"].to_numpy(dtype=float)
+    reserved rate) is the pool, kept only if that pays against their cheapest other candidates. The
+    candidates' columns as `greedy` read them, by row."""
     bought = []
     for p, pool in enumerate(pools):
         demand = np.zeros(steps + 1)

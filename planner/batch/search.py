@@ -245,7 +245,7 @@ def solve_in_phases(
             if _solved(checked):
                 best = dataclasses.replace(checked, status="FEASIBLE")
         if phased:
-            around = _around_the_core(
+            around = _around_the_packings(
                 whole,
                 core,
                 limits,
@@ -365,7 +365,7 @@ def soonest(
     ), found.deterministic_seconds
 
 
-def _around_the_core(
+def _around_the_packings(
     whole,
     core: list[RunInfo],
     limits: BatchLimits,
@@ -394,16 +394,19 @@ def _around_the_core(
     start = greedy(small.cands, core, whole.pools, limits, steps, held)
     if placed is not None:
         start["serving"] = placed
+    # (the packing, the runs it packs)
     packings = [
-        _log(
-            "core",
-            search(small, CORE_SHARE, None if start["failed_required"] else start),
-            started,
+        (
+            _log(
+                "core",
+                search(small, CORE_SHARE, None if start["failed_required"] else start),
+                started,
+            ),
+            names,
         )
     ]
     # Waiting for the bound here keeps the plan independent of the clock unless the LP is slow.
     relaxation = relaxed.wait(wait_s)
-    packed_runs = [names]
     if relaxation is not None and relaxation.starts:
         pools = [
             dataclasses.replace(p, min_nodes=b, max_nodes=b)
@@ -413,31 +416,29 @@ def _around_the_core(
         for label, packed in zip(
             ("core", "pools"), [core] + [on_pools] * (len(on_pools) > len(core))
         ):
+            packed_names = {r.name for r in packed}
             near = _near_the_relaxation(
-                whole.cands[whole.cands["run"].isin({r.name for r in packed})],
-                relaxation,
+                whole.cands[whole.cands["run"].isin(packed_names)], relaxation
+            )
+            model = build_batch_model(
+                near, packed, pools, limits, steps, whole.endpoints
             )
             packings.append(
-                _log(
-                    f"{label} near the LP",
-                    search(
-                        build_batch_model(
-                            near, packed, pools, limits, steps, whole.endpoints
-                        ),
-                        NEIGHBOURHOOD_SHARE,
-                        None,
+                (
+                    _log(
+                        f"{label} near the LP",
+                        search(model, NEIGHBOURHOOD_SHARE, None),
+                        started,
                     ),
-                    started,
+                    packed_names,
                 )
             )
-            packed_runs.append({r.name for r in packed})
     # The rest placed by the greedy around each packing, checked by CP-SAT with every choice fixed; CP-SAT
     # schedules the rest around the best packing (the next when a packed run's followers no longer fit) only
     # where the greedy cannot place every required run. Within its share of work CP-SAT had left optional runs
     # out that fit and put fine-tunes on dearer candidates (a 500-run quarter: 14 runs out, 12 % dearer).
     packed_in_order = sorted(
-        ((p, n) for p, n in zip(packings, packed_runs) if _solved(p)),
-        key=lambda pn: _key(pn[0], whole),
+        (pn for pn in packings if _solved(pn[0])), key=lambda pn: _key(pn[0], whole)
     )
     best = None
     for packed, packed_names in packed_in_order:
