@@ -25,14 +25,15 @@ import threading
 from functools import cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from conftest import SCENARIOS
 
 from planner.batch import bound as batch_bound
-from planner.batch import pipeline
+from planner.batch import pipeline, tie_break
 from planner.batch import search as batch_search
-from planner.batch.bound import Relaxation, all_runs_lower_bound_usd, relax
+from planner.batch.bound import Relaxation, all_runs_lower_bound_usd, packed, relax
 from planner.batch.checker import check_schedule
 from planner.batch.contract import batch_json
 from planner.batch.greedy import greedy
@@ -996,6 +997,8 @@ def test_the_other_packing_is_fixed_when_the_better_one_cannot_be_extended(
         return {**found, "failed_required": ["x"]} if fixed is not None else found
 
     monkeypatch.setattr(batch_search, "greedy", greedy_cannot_place_the_rest)
+    # the LP's integer packing, fixed too, is another phase (the test below)
+    monkeypatch.setattr(batch_search, "_around_the_integer_packing", lambda *a: None)
     original = batch_search.solve_batch
     fixed_calls: list[tuple] = []
 
@@ -1030,13 +1033,43 @@ def test_the_other_packing_is_fixed_when_the_better_one_cannot_be_extended(
     assert tried >= 1, tried
 
 
+def test_the_lps_integer_packing_is_searched_with_the_rest_around_it(
+    random_dir, monkeypatch
+):
+    """Where the LP's integer packing (`bound.packed`) buys nodes, its runs are fixed on it and CP-SAT schedules
+    the rest around them; the plan stays at the brute-force optimum."""
+    monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)
+    original = batch_search.solve_batch
+    fixed: list[set] = []  # the runs fixed in each search of an integer packing
+    packings: list[set] = []
+    build = batch_search._integer_packing
+
+    def recorded(*args):
+        found = build(*args)
+        packings.append(found["runs"])
+        return found
+
+    def solve(
+        model, time_limit_s, workers, seed, hint=None, fix_hint=False, work_limit=None
+    ):
+        if fix_hint and hint and hint.get("runs") in packings:
+            fixed.append(hint["runs"])
+        return original(model, time_limit_s, workers, seed, hint, fix_hint, work_limit)
+
+    monkeypatch.setattr(batch_search, "_integer_packing", recorded)
+    monkeypatch.setattr(batch_search, "solve_batch", solve)
+    for seed, case in _pooled_cases(random_dir):
+        _plan_at_the_optimum(seed, case)
+    assert packings and fixed == packings, (packings, fixed)
+
+
 def test_a_bound_stopped_before_its_first_lp_leaves_the_plan_alone(
     random_dir, monkeypatch
 ):
     """A short --time-limit can stop the LP bound before it solves anything (a fine calendar); the plan
     is then reported with CP-SAT's own bound, not a crash."""
     monkeypatch.setattr(
-        batch_search, "relax", lambda *args, stop=None: Relaxation(None)
+        batch_search, "relax", lambda *args, stop=None, **options: Relaxation(None)
     )
     # so the phases run and the bound is asked for
     monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)
@@ -1184,7 +1217,7 @@ def test_a_tie_break_the_clock_cuts_leaves_the_search_schedule(monkeypatch):
     )  # its search stops at a schedule
     original_soonest, original_solve, cut = (
         batch_search.soonest,
-        batch_search.solve_batch,
+        tie_break.solve_batch,
         [],
     )
 
@@ -1196,11 +1229,11 @@ def test_a_tie_break_the_clock_cuts_leaves_the_search_schedule(monkeypatch):
             cut.append(found.clocked)
             return found
 
-        monkeypatch.setattr(batch_search, "solve_batch", solve)
+        monkeypatch.setattr(tie_break, "solve_batch", solve)
         try:
             return original_soonest(*args)
         finally:
-            monkeypatch.setattr(batch_search, "solve_batch", original_solve)
+            monkeypatch.setattr(tie_break, "solve_batch", original_solve)
 
     # a limit with room: the search's first phase, 5 % of it, proves the schedule in about 1.5 s of an idle core,
     # and a 3 s cap (60 s) cut it on a loaded test run, after which the two searches below parted ways (README)
@@ -1348,7 +1381,8 @@ def test_greedy_places_the_rest_around_a_fixed_part():
 
 def _cheapest_plan_cents(cands, runs, pools, scheduled, steps) -> float:
     """Brute force: every candidate and start of each run in `scheduled` (the others left out) and every count
-    bought per pool; a plan fits when each pool's nodes in use stay within what it bought at every step."""
+    bought per pool; a plan fits when each pool's nodes in use stay within what it bought at every step and
+    each run starts once the runs it waits for have ended."""
     options = []
     for run in runs:
         if run.name not in scheduled:
@@ -1367,6 +1401,14 @@ def _cheapest_plan_cents(cands, runs, pools, scheduled, steps) -> float:
     ):
         fee = sum(p.cents_per_node * b for p, b in zip(pools, bought))
         for picks in itertools.product(*options):
+            begun = {row.run: (start, row.duration_steps) for row, start in picks}
+            if any(
+                b in begun and begun[b][0] + begun[b][1] > begun[run.name][0]
+                for run in runs
+                if run.name in begun
+                for b in run.after
+            ):
+                continue  # a run starts before one it waits for has ended
             use = [[0] * steps for _ in pools]
             for row, start in picks:
                 if row.pool >= 0:
@@ -1377,6 +1419,39 @@ def _cheapest_plan_cents(cands, runs, pools, scheduled, steps) -> float:
     return best
 
 
+def _random_pooled_quarter(rng: random.Random, required: bool):
+    """(steps, pools, runs, candidates) of a small random quarter: one or two pools over every step, three or
+    four runs, each with one candidate off the pools and one on each pool, cheaper there."""
+    steps = rng.randrange(4, 7)
+    pools = [
+        Pool(f"p{k}", "x/y/z", 0, steps, rng.choice([1.0, 2.0, 3.0]), 0, 3, 1.0)
+        for k in range(rng.choice([1, 2]))
+    ]
+    runs = []
+    for r in range(rng.choice([3, 4])):
+        release = rng.randrange(0, 2)
+        runs.append(
+            RunInfo(
+                f"r{r}", release, rng.randrange(release + 2, steps + 1), (), 1, required
+            )
+        )
+    rows = []
+    for run in runs:
+        for pool in [-1] + list(range(len(pools))):
+            rows.append(
+                {
+                    "run": run.name,
+                    "pool": pool,
+                    "duration_steps": rng.randrange(1, run.due - run.release + 1),
+                    "nodes": rng.choice([1, 2, 3]),
+                    "cost_cents": rng.randrange(0, 300)
+                    if pool >= 0
+                    else rng.randrange(300, 1500),
+                }
+            )
+    return steps, pools, runs, pd.DataFrame(rows)
+
+
 def test_the_lp_bounds_plans_that_leave_optional_runs_out():
     """A plan that leaves optional runs out is bounded by the LP's duals summed over the runs it keeps
     (`Relaxation.bound_for`): on random small quarters with one or two pools, checked against brute force over
@@ -1385,39 +1460,7 @@ def test_the_lp_bounds_plans_that_leave_optional_runs_out():
     rng = random.Random(7)
     checked = positive = 0
     for _ in range(12):
-        steps = rng.randrange(4, 7)
-        pools = [
-            Pool(f"p{k}", "x/y/z", 0, steps, rng.choice([1.0, 2.0, 3.0]), 0, 3, 1.0)
-            for k in range(rng.choice([1, 2]))
-        ]
-        runs = []
-        for r in range(rng.choice([3, 4])):
-            release = rng.randrange(0, 2)
-            runs.append(
-                RunInfo(
-                    f"r{r}",
-                    release,
-                    rng.randrange(release + 2, steps + 1),
-                    (),
-                    1,
-                    False,
-                )
-            )
-        rows = []
-        for run in runs:
-            for pool in [-1] + list(range(len(pools))):
-                rows.append(
-                    {
-                        "run": run.name,
-                        "pool": pool,
-                        "duration_steps": rng.randrange(1, run.due - run.release + 1),
-                        "nodes": rng.choice([1, 2, 3]),
-                        "cost_cents": rng.randrange(0, 300)
-                        if pool >= 0
-                        else rng.randrange(300, 1500),
-                    }
-                )
-        cands = pd.DataFrame(rows)
+        steps, pools, runs, cands = _random_pooled_quarter(rng, required=False)
         relaxation = relax(cands, runs, pools, steps)
         names = [r.name for r in runs]
         for size in range(len(runs) + 1):
@@ -1429,6 +1472,86 @@ def test_the_lp_bounds_plans_that_leave_optional_runs_out():
                 positive += bound >= 0.5 * best > 0
         assert relaxation.bound_for(set(names)) == relaxation.bound_usd
     assert positive >= checked // 2, (positive, checked)  # and not trivially low
+
+
+def test_a_follower_is_released_once_the_runs_it_waits_for_can_have_ended():
+    """pt (2 steps, on demand $10) then ft after it, and x in [2, 4); ft and x each $0 on a pool of one node
+    ($1) or $10 on demand. Knowing no order, the LP put ft on the pool at 0 and x at 2: $11. ft cannot start
+    before pt can have ended (2), so it and x want the one node at once: $21, what brute force finds."""
+    pools = [Pool("pool", "x/y/z", 0, 4, 1.0, 0, 1, 1.0)]
+    runs = [
+        RunInfo("pt", 0, 4, (), 1, True),
+        RunInfo("ft", 0, 4, ("pt",), 1, True),
+        RunInfo("x", 2, 4, (), 1, True),
+    ]
+    rows = [("pt", -1, 1000)] + [
+        (name, pool, cost)
+        for name in ("ft", "x")
+        for pool, cost in ((0, 0), (-1, 1000))
+    ]
+    cands = pd.DataFrame(
+        [
+            {"run": r, "pool": p, "duration_steps": 2, "nodes": 1, "cost_cents": c}
+            for r, p, c in rows
+        ]
+    )
+    assert [r.release for r in batch_bound.released_after(cands, runs)] == [0, 2, 2]
+    best = _cheapest_plan_cents(cands, runs, pools, {"pt", "ft", "x"}, 4) / 100
+    assert best == 21.0
+    assert relax(cands, runs, pools, 4).bound_usd == pytest.approx(best, rel=1e-5)
+
+
+def test_a_release_moves_down_the_whole_chain_by_each_runs_shortest_candidate():
+    runs = [
+        RunInfo("a", 3, 20, (), 1, True),
+        RunInfo("b", 0, 20, ("a",), 1, True),
+        RunInfo("c", 9, 20, ("b", "gone"), 1, True),  # `gone` is not in the quarter
+        RunInfo("d", 0, 20, ("a", "c"), 1, True),
+    ]
+    cands = pd.DataFrame(
+        {"run": ["a", "a", "b", "c", "d"], "duration_steps": [4, 2, 5, 1, 1]}
+    )
+    released = batch_bound.released_after(cands, runs)
+    # b after a (3 + a's shortest 2); c after b (5 + 5, past its own 9); d after a and c (10 + 1)
+    assert [r.release for r in released] == [3, 5, 10, 11]
+    assert [r.name for r in released] == ["a", "b", "c", "d"]
+
+
+def test_the_integer_packing_is_the_optimum_of_the_pools_alone():
+    """With nothing but the pools to respect, the LP with whole starts and counts (`packed`) is the problem
+    itself: on random small quarters its packing, each run it leaves off the pools on its cheapest other
+    candidate, costs what brute force finds, fits what it buys, and its bound is that cost."""
+    rng = random.Random(11)
+    lifted = 0
+    for _ in range(10):
+        steps, pools, runs, cands = _random_pooled_quarter(rng, required=True)
+        best = _cheapest_plan_cents(cands, runs, pools, {r.name for r in runs}, steps)
+        relaxation = relax(cands, runs, pools, steps, keep_lp=True)
+        assert (
+            packed(relax(cands, runs, pools, steps), 10.0).packing == {}
+        )  # no LP kept
+        whole = packed(relaxation, 10.0)
+        assert whole.lp is None
+        assert relaxation.bound_usd <= whole.bound_usd <= best / 100 + 1e-9
+        assert whole.bound_usd == pytest.approx(best / 100, rel=1e-5)
+        lifted += whole.bound_usd > relaxation.bound_usd + 1e-6
+        use = np.zeros((len(pools), steps))
+        for row, start in whole.packing.items():
+            use[
+                cands.at[row, "pool"], start : start + cands.at[row, "duration_steps"]
+            ] += cands.at[row, "nodes"]
+        assert (use <= np.array(whole.packing_bought)[:, None]).all()
+        on_pools = cands.loc[list(whole.packing)]
+        assert on_pools["run"].is_unique
+        others = cands[(cands["pool"] < 0) & ~cands["run"].isin(on_pools["run"])]
+        fee = sum(p.cents_per_node * b for p, b in zip(pools, whole.packing_bought))
+        cost = (
+            fee
+            + on_pools["cost_cents"].sum()
+            + others.groupby("run")["cost_cents"].min().sum()
+        )
+        assert cost == best
+    assert lifted >= 1, lifted
 
 
 def test_an_lp_past_its_capacity_terms_is_left_out(monkeypatch):

@@ -440,7 +440,7 @@ def model(rows=2000, columns=3000):
     lp.a_matrix_.index_, lp.a_matrix_.value_ = row, dense[row, column]
     return lp
 
-def native_bound(*args, stop=None):
+def native_bound(*args, stop=None, **options):
     # the LP bound beside the search, in HiGHS for good, calling back into Python as it iterates; the first
     # call back sends the Ctrl-C
     highs = highspy._Highs()

@@ -5,6 +5,7 @@ model     the CP-SAT schedule, one function per constraint family
 greedy    a list scheduler: the first incumbent and the baseline
 bound     the time-indexed LP bound over the reservation pools
 search    the phased search (whole model, the reservation core, the rest)
+tie_break the best schedule's runs started as soon as its cost allows
 checker   an independent hour-by-hour check of a schedule
 contract  the solved quarter as its JSON contract, and the schedule confidence measured on it
 """
