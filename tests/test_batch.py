@@ -1554,6 +1554,24 @@ def test_the_integer_packing_is_the_optimum_of_the_pools_alone():
     assert lifted >= 1, lifted
 
 
+def test_the_integer_packing_starts_only_with_room_and_before_a_stop():
+    """`packed` lets the LP go without a packing when less than PACKING_ROOM times the LP's own time is left
+    (a late start overran the limit on the 500-run quarters) or once the search has stopped it."""
+    cands, runs, pools = _two_runs_one_node_apart()
+    relaxation = relax(cands, runs, pools, 4, keep_lp=True)
+    assert relaxation.lp is not None and relaxation.seconds > 0
+    short = relaxation.seconds * (batch_bound.PACKING_ROOM - 0.5)
+    stopped = threading.Event()
+    stopped.set()
+    for late in (packed(relaxation, short), packed(relaxation, 10.0, stopped)):
+        assert late.lp is None and late.packing == {} and late.packing_bought is None
+        assert late.bound_usd == relaxation.bound_usd
+    whole = packed(
+        relaxation, max(10.0, 2 * batch_bound.PACKING_ROOM * relaxation.seconds)
+    )
+    assert whole.packing == {0: 0, 2: 2} and whole.packing_bought == (1,)
+
+
 def test_an_lp_past_its_capacity_terms_is_left_out(monkeypatch):
     """Two runs of 2 steps, pooled at starts 0 and 1..2: 2 + 4 capacity terms. Past MAX_LP_TERMS no LP is built
     (500 runs at hourly steps made one of 80 million terms, 7 GB, that did not solve in time): no bound, as
