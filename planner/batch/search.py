@@ -223,9 +223,14 @@ def solve_in_phases(
         pools,
         steps,
         time_limit_s - (time.perf_counter() - started),
-        then=lambda relaxation, stop: packed(
-            relaxation, packing_by - time.perf_counter(), stop
-        ),
+        # phase 4's packing, from the LP kept for it
+        then=(
+            lambda relaxation, stop: packed(
+                relaxation, packing_by - time.perf_counter(), stop
+            )
+        )
+        if phased
+        else None,
     ) as relaxed:
         first = _log(
             "whole",
