@@ -1138,10 +1138,10 @@ def _calendar_fronts(loaded, exhaustive: bool, monkeypatch) -> tuple[dict, int]:
 def test_screened_batch_candidates_keep_the_calendar_front_of_exhaustive_pricing(
     name, monkeypatch
 ):
-    """A run's candidates are screened: a row is dropped only when a cheaper candidate with the same limits
-    is booked for no more calendar steps than the row could take. So every run keeps the whole Pareto front
-    in cost, steps and limited GPUs that pricing every row finds (a faster, dearer candidate is what fits
-    a crowded schedule)."""
+    """A run's candidates are screened: a row is dropped only when a cheaper candidate with the same limits,
+    or one drawing on no limit at all, is booked for no more calendar steps than the row could take. So every
+    run keeps the whole Pareto front in cost, steps and limited GPUs that pricing every row finds (a faster,
+    dearer candidate is what fits a crowded schedule)."""
     loaded = load_quarter(SCENARIOS / name)
     screened, priced = _calendar_fronts(loaded, False, monkeypatch)
     exhaustive, every = _calendar_fronts(loaded, True, monkeypatch)
@@ -2326,6 +2326,41 @@ def test_a_search_that_ends_below_its_greedy_start_returns_the_checked_greedy_sc
     # the greedy's optional runs are back
     assert optional & set(plan.result.chosen["run"])
     assert check_schedule(loaded, batch_json(plan)) == []
+
+
+def test_a_candidate_on_no_limit_beats_slower_dearer_ones_under_any_limit_unless_grouped():
+    """`_keep_useful`: a candidate no quota covers and no cap limits beats, on the calendar, every dearer one
+    booked for as many steps or more, whatever limits those draw on (a schedule with one has the same room, and
+    pays less, with it); not a faster one, and not where a group ties the run to its provider."""
+    from planner.batch.pipeline import _keep_useful
+    from planner.candidates.limits import Limits
+
+    def record(provider: str, cents: int, steps: int) -> dict:
+        return {
+            "provider": provider,
+            "gpu": "A100-80GB-PCIe",
+            "gpu_family": "A100",
+            "offer_key": f"{provider}/x/a100",
+            "market": "on_demand",
+            "max_nodes": math.nan,
+            "gpus": 4,
+            "pool": -1,
+            "cost_cents": cents,
+            "duration_steps": steps,
+            "nodes": 1,
+            "cid": f"eval|{provider}|{cents}",
+        }
+
+    limits = Limits(gpu_quotas={"azure": 64})
+    free, quota_slow, quota_fast = (
+        record("lambda", 300, 2),
+        record("azure", 310, 2),
+        record("azure", 320, 1),
+    )
+    kept = _keep_useful([quota_slow, free, quota_fast], limits)
+    assert [r["cid"] for r in kept] == [free["cid"], quota_fast["cid"]]
+    kept = _keep_useful([quota_slow, free, quota_fast], limits, grouped=True)
+    assert len(kept) == 3
 
 
 def test_of_two_equal_candidates_the_one_with_fewer_nodes_stays():

@@ -1416,3 +1416,78 @@ def test_solving_imports_no_scipy():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split()
     assert out == ["OPTIMAL", "[]"], out
+
+
+def test_a_row_on_no_limit_dominates_rows_of_every_signature():
+    """`dominated(anywhere=True)`: a dominator drawing no limited GPUs (no quota, no capped offer) beats rows of
+    any signature whose bound is above its hi; one drawing limited GPUs only its own signature's; with steps,
+    only rows that take as many calendar steps."""
+    from planner.candidates.screen import dominated
+
+    signature, units = np.array([1, 2, 2, 3]), np.array([8.0, 8.0, 0.0, 4.0])
+    lo = np.array([10.0, 10.0, 10.0, 8.0])
+    free = (np.array([0]), np.array([0.0]), np.array([9.0]))
+    assert not dominated(signature, units, lo, *free).any()
+    assert dominated(signature, units, lo, *free, anywhere=True).tolist() == [
+        True,
+        True,
+        True,
+        False,  # its bound is below the free row's hi
+    ]
+    limited = (np.array([1]), np.array([4.0]), np.array([9.0]))
+    assert dominated(signature, units, lo, *limited, anywhere=True).tolist() == [
+        True,
+        False,
+        False,
+        False,
+    ]
+    steps = np.array([4, 6, 6, 6])
+    assert dominated(
+        signature, units, lo, *free, steps, np.array([5]), anywhere=True
+    ).tolist() == [False, True, True, False]
+
+
+def test_a_group_keeps_a_workload_on_its_provider_when_another_is_cheaper_and_free():
+    """A free row beats rows of other signatures only where no same_provider group ties the workload to a
+    provider: here the group must follow `pinned` to runpod, though `free` alone is cheaper on lambda, which
+    no quota covers, so the plan is brute force's over every candidate."""
+    catalog = small_catalog()
+    job = {
+        "kind": "training",
+        "work": {"gpu_hours": 40, "reference_gpu": "A100-80GB"},
+        "memory": {"per_gpu": 30},
+        "checkpoint": {"every": "1h"},
+        "time_budget": 48,
+    }
+    spec = {
+        "name": "grouped",
+        "catalogs": ["lambda", "runpod"],
+        "workloads": [
+            {"name": "free", **job},
+            {"name": "pinned", **job, "allow": {"providers": ["runpod"]}},
+        ],
+        "constraints": {"gpu_quotas": {"runpod": 64}},
+    }
+    # no runner-ups: those would have every kind priced
+    alone = make_plan(
+        loaded_for(spec, catalog), time_limit_s=20.0, workers=1, runner_ups=0
+    )
+    assert alone.status == "OPTIMAL"
+    assert set(alone.chosen.set_index("workload")["provider"].items()) == {
+        ("free", "lambda"),
+        ("pinned", "runpod"),
+    }
+    # ungrouped, `free`'s rows on runpod are beaten by its candidate on lambda: none is left for the LP
+    left = alone.candidates.pending.every()
+    assert "free" not in set(left["workload"]) and "pinned" in set(left["workload"])
+    spec["constraints"]["same_provider"] = [["free", "pinned"]]
+    loaded = loaded_for(spec, catalog)
+    plan = make_plan(loaded, time_limit_s=20.0, workers=1, runner_ups=0)
+    every = generate(loaded.scenario, catalog, exhaustive=True).all
+    # every candidate on runpod, each workload's cheapest: the optimum where the quota does not bind
+    cheapest = every[every["provider"] == "runpod"].sort_values("cost_cents")
+    cheapest = cheapest.groupby("workload").head(1)
+    assert len(cheapest) == 2 and cheapest["gpus"].sum() <= 64
+    assert plan.status == "OPTIMAL"
+    assert set(plan.chosen["provider"]) == {"runpod"}
+    assert plan.chosen["cost_cents"].sum() == cheapest["cost_cents"].sum()

@@ -27,6 +27,7 @@ from planner.batch.model import (
 from planner.batch.search import solve_in_phases
 from planner.candidates.cache import CandidateCache
 from planner.candidates.endpoints import endpoint_options
+from planner.candidates.expand import grouped
 from planner.candidates.generate import candidate_records, records_table
 from planner.candidates.limits import Limits, limit_keys, limits_of, to_cents
 from planner.candidates.offers import apply_overrides, offer_prices, offers_token
@@ -272,13 +273,14 @@ def run_records(
             [],
             f"no candidate finishes within its window of {window_h:.0f} h at confidence {q:.0%}",
         )
-    return _keep_useful(fitting, limits), ""
+    return _keep_useful(fitting, limits, any(grouped(workload, limits))), ""
 
 
-def _keep_useful(cands: list[dict], limits) -> list[dict]:
+def _keep_useful(cands: list[dict], limits, grouped: bool = False) -> list[dict]:
     """Drop candidates another one beats on cost, duration and limited GPUs with the same limits
-    and pool (of equals, the one with fewer nodes to run stays); keep at most MAX_CANDIDATES_PER_RUN,
-    always including the fastest."""
+    and pool (of equals, the one with fewer nodes to run stays), or, unless a group ties the run to a provider
+    or region (`grouped`), on cost and duration drawing on no limit at all (`screen.dominated`); keep at most
+    MAX_CANDIDATES_PER_RUN, always including the fastest."""
     columns = {
         c: [r[c] for r in cands]
         for c in (
@@ -305,14 +307,19 @@ def _keep_useful(cands: list[dict], limits) -> list[dict]:
         columns["cid"],
     )
     fronts: dict[tuple, list[tuple[int, int]]] = {}
+    free = math.inf  # the shortest duration kept of a candidate drawing on no limit
     keep = []  # in (cost, duration, nodes, id) order
     for i in sorted(
         range(len(cid)), key=lambda i: (cents[i], duration[i], nodes[i], cid[i])
     ):
         front = fronts.setdefault(limits_of_row[i], [])
-        if not any(d <= duration[i] and u <= units[i] for d, u in front):
+        if free > duration[i] and not any(
+            d <= duration[i] and u <= units[i] for d, u in front
+        ):
             keep.append(i)
             front.append((duration[i], units[i]))
+            if limits_of_row[i] == ("", "", -1) and not grouped:
+                free = duration[i]
     fastest = min(keep, key=lambda i: duration[i])  # the first of the shortest
     chosen = keep[: MAX_CANDIDATES_PER_RUN - 1]
     return [cands[i] for i in chosen + ([fastest] if fastest not in chosen else [])]

@@ -314,6 +314,8 @@ class Rows:
     market_rank: np.ndarray | None = None
     shape: np.ndarray | None = None  # row -> its hardware shape's number
     shapes: list[Shape] = field(default_factory=list)  # by number
+    # a group ties the workload to one provider or region (its signature names them): `dominated`
+    grouped: bool = False
     # digest of λ and fallback prices -> `_twin_groups`
     twins: dict = field(default_factory=dict)
     physics: dict = field(default_factory=dict)  # `Physics.key` -> Physics
@@ -625,6 +627,7 @@ def _build_rows(
         shapes=[
             Shape(*s) for s in zip(*(columns[c][first].tolist() for c in SHAPE_COLUMNS))
         ],
+        grouped=any(grouped(workload, limits)),
     )
 
 

@@ -173,9 +173,11 @@ def _workload_candidates(
     runner_ups: int,
     calendar: Calendar | None = None,
     lazy: bool = False,
-) -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None, Deferred | None]:
+) -> tuple[
+    list[dict], str, int, tuple[np.ndarray, np.ndarray, bool] | None, Deferred | None
+]:
     """`candidate_records` plus each candidate's signature number and limited GPUs, which the rows already
-    carry, for `_pareto`; per-row work is on arrays, since a sweep repeats it at every point. Rows are priced
+    carry, and whether no group ties the workload to a provider or region: `pareto`'s arguments; per-row work is on arrays, since a sweep repeats it at every point. Rows are priced
     cheapest bound first; one is skipped once a candidate priced beats it for sure, unless it could still be
     one of the `runner_ups` cheapest other kinds (`Kinds`) the report lists. On a `calendar` a cheaper candidate
     beats a row only if it is booked for no more steps than the row's failure-free time takes (no booking is
@@ -291,7 +293,8 @@ def _workload_candidates(
             ranked.signature[certain],
             ranked.units[certain],
             hi[certain],
-            *((ranked.fastest, booked) if calendar else ()),
+            *((ranked.fastest, booked) if calendar else (None, None)),
+            anywhere=not rows.grouped,
         )
         if not runner_ups:  # nothing beaten is priced
             ranked = ranked.take(ranked.front)
@@ -333,6 +336,9 @@ def _workload_candidates(
     exacts, estimates, shapes = screen.exact, physics.estimates, rows.shape[at]
     considered = rows.considered
     best = [math.inf]  # the cheapest candidate priced so far
+    anywhere = (
+        not rows.grouped
+    )  # a candidate drawing on no limit beats rows of every signature (`dominated`)
 
     def off_front_by_twin(i: int) -> None:
         """A fallback row whose priced spot twin costs less for sure is off the front (only screening keeps it)."""
@@ -403,10 +409,10 @@ def _workload_candidates(
             if not exhaustive:  # what it beats for sure is not on the front
                 # `dominated` by this one candidate, written out: it runs per candidate
                 rest = slice(i + 1, None)
-                beaten = (
-                    (ranked.signature[rest] == ranked.signature[i])
+                beaten = (ranked.lo[rest] > candidate["cost_usd"]) & (
+                    anywhere & (ranked.units[i] == 0)  # it draws on no limit
+                    | (ranked.signature[rest] == ranked.signature[i])
                     & (ranked.units[rest] >= ranked.units[i])
-                    & (ranked.lo[rest] > candidate["cost_usd"])
                 )
                 steps = calendar.steps(calendar.booked_h(candidate)) if calendar else 0
                 if calendar:  # only by a candidate booked for no more steps
@@ -429,7 +435,9 @@ def _workload_candidates(
         elif ranked.front[i]:
             deferred.append(i)
 
-    def finish() -> tuple[list[dict], str, int, tuple[np.ndarray, np.ndarray] | None]:
+    def finish() -> tuple[
+        list[dict], str, int, tuple[np.ndarray, np.ndarray, bool] | None
+    ]:
         kept = saving_kept(out, risk)
         found, picked = [out[j] for j in kept], [chosen[j] for j in kept]
         if not found:
@@ -447,7 +455,7 @@ def _workload_candidates(
             found,
             "",
             considered,
-            (ranked.signature[picked], ranked.units[picked]),
+            (ranked.signature[picked], ranked.units[picked], anywhere),
         )
 
     if not deferred:

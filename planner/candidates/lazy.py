@@ -25,7 +25,7 @@ class Deferred:
     """One class's front rows left unpriced: each dearer by its bound `lo` than a candidate already priced.
     `price(places)` prices some exactly and gives each one's cost as a candidate (inf where it is none);
     `finish()` gives the class's candidates as they stand (the generation's (records, reason, rows considered,
-    (signature, limited GPUs))."""
+    `pareto`'s signature, limited GPUs and anywhere))."""
 
     at: np.ndarray  # the rows' places in the workload's pricing order
     lo: np.ndarray

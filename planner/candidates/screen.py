@@ -123,13 +123,29 @@ def dominated(
     dom_hi: np.ndarray,
     steps: np.ndarray | None = None,
     dom_steps: np.ndarray | None = None,
+    anywhere: bool = False,
 ) -> np.ndarray:
     """Rows whose cost lower bound exceeds the upper bound of some dominator with the same
     signature (number) drawing no more limited GPUs (a row never dominates itself: its hi >= its lo);
-    with `steps`, only of a dominator booked for no more calendar steps (`dom_steps`, at most)."""
+    with `steps`, only of a dominator booked for no more calendar steps (`dom_steps`, at most). With
+    `anywhere` (no group ties the workload to a provider or region: `Rows.grouped`), a dominator drawing
+    no limited GPUs dominates rows of every signature: it draws on no quota or capped offer, so a plan
+    with the row has one as feasible and cheaper with it instead."""
     out = np.zeros(len(lo), dtype=bool)
     if len(dom_hi) == 0 or len(lo) == 0:
         return out
+    if anywhere and (dom_units == 0).any():
+        free = dom_units == 0
+        out |= dominated(
+            np.zeros(len(lo)),
+            units,
+            lo,
+            np.zeros(int(free.sum())),
+            dom_units[free],
+            dom_hi[free],
+            steps,
+            None if dom_steps is None else dom_steps[free],
+        )
     if (
         steps is not None
     ):  # per level of steps, the dominators up to it against the rows from it
@@ -547,7 +563,8 @@ def unbeaten_rows(
                 signature[by],
                 units[by],
                 hi[by],
-                *((fastest[rest], booked[by]) if calendar else ()),
+                *((fastest[rest], booked[by]) if calendar else (None, None)),
+                anywhere=not rows.grouped,
             )
             if runner_ups:
                 beaten &= past_runner_ups(

@@ -10,12 +10,16 @@ import pandas as pd
 
 
 def pareto(
-    frame: pd.DataFrame, signature: np.ndarray, units: np.ndarray
+    frame: pd.DataFrame,
+    signature: np.ndarray,
+    units: np.ndarray,
+    anywhere: bool = False,
 ) -> pd.DataFrame:
     """Keep, within each signature, the candidates on the (cost, quota GPUs) Pareto front.
 
     A dominated candidate costs no less and draws no fewer quota GPUs than another of the same
-    workload with the same provider/region/offer-limit signature; wall time does not enter any
+    workload with the same provider/region/offer-limit signature, or (`anywhere`: no group ties the workload
+    to a provider or region) than one drawing on no limit at all; wall time does not enter any
     constraint, so it only breaks ties (shorter first, then fewer nodes to run, then name). Removing such
     candidates never changes the optimum. `signature` and `units` (limited GPUs) come with the rows, so a
     what-if point does not derive them again."""
@@ -39,6 +43,10 @@ def pareto(
         ):  # every cheaper one before it draws more limited GPUs
             keep.append(i)
             fewest[signature[i]] = units[i]
+            if (
+                anywhere and units[i] == 0
+            ):  # it draws on no limit: it beats every later one
+                break
     return frame.iloc[np.sort(np.array(keep, dtype=np.int64))]
 
 
