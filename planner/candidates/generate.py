@@ -177,11 +177,12 @@ def _workload_candidates(
     list[dict], str, int, tuple[np.ndarray, np.ndarray, bool] | None, Deferred | None
 ]:
     """`candidate_records` plus each candidate's signature number and limited GPUs, which the rows already
-    carry, and whether no group ties the workload to a provider or region: `pareto`'s arguments; per-row work is on arrays, since a sweep repeats it at every point. Rows are priced
-    cheapest bound first; one is skipped once a candidate priced beats it for sure, unless it could still be
-    one of the `runner_ups` cheapest other kinds (`Kinds`) the report lists. On a `calendar` a cheaper candidate
-    beats a row only if it is booked for no more steps than the row's failure-free time takes (no booking is
-    shorter): a dearer but faster row can still be what fits a schedule."""
+    carry, and whether no group ties the workload to a provider or region: `pareto`'s arguments. Per-row work
+    is on arrays, since a sweep repeats it at every point. Rows are priced cheapest bound first; one is skipped
+    once a candidate priced beats it for sure, unless it could still be one of the `runner_ups` cheapest other
+    kinds (`Kinds`) the report lists. On a `calendar` a cheaper candidate beats a row only if it is booked for no
+    more steps than the row's failure-free time takes (no booking is shorter): a dearer but faster row can still
+    be what fits a schedule."""
     rows = expanded_rows(workload, catalog, offers, limits, offers_key, cache)
     none: list[dict] = []
     if not rows.size:
@@ -336,9 +337,8 @@ def _workload_candidates(
     exacts, estimates, shapes = screen.exact, physics.estimates, rows.shape[at]
     considered = rows.considered
     best = [math.inf]  # the cheapest candidate priced so far
-    anywhere = (
-        not rows.grouped
-    )  # a candidate drawing on no limit beats rows of every signature (`dominated`)
+    # a candidate drawing on no limit beats rows of every signature (`dominated`)
+    anywhere = not rows.grouped
 
     def off_front_by_twin(i: int) -> None:
         """A fallback row whose priced spot twin costs less for sure is off the front (only screening keeps it)."""

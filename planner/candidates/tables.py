@@ -43,9 +43,8 @@ def pareto(
         ):  # every cheaper one before it draws more limited GPUs
             keep.append(i)
             fewest[signature[i]] = units[i]
-            if (
-                anywhere and units[i] == 0
-            ):  # it draws on no limit: it beats every later one
+            # one drawing on no limit beats every later one
+            if anywhere and units[i] == 0:
                 break
     return frame.iloc[np.sort(np.array(keep, dtype=np.int64))]
 
