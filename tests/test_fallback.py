@@ -630,3 +630,28 @@ def test_the_spot_phase_is_billed_session_by_session_under_a_minimum(work, lam, 
         f"({planned / replayed.mean():.4f})"
     )
     assert abs(planned / replayed.mean() - 1) <= 0.035
+
+
+@pytest.mark.parametrize(
+    "name",
+    sorted(n for n, c in CASES.items() if c.get("interruption_tolerance") is None),
+)
+def test_what_a_replay_needs_before_pricing_bounds_the_priced_policy(name):
+    """A held fallback is turned down unpriced where its replays show more on-demand node-hours than it could be
+    fitted (`on_demand_at_most`) and skipped where it is spot alone in effect (`switches`): the bound is never below
+    what `unit` prices, by Chernoff's bound or by spot alone's law, from tight deadlines to loose ones."""
+    base = _inputs(CASES[name])
+    for scale in (0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2.0, 4.0):
+        inputs = replace(base, time_budget_h=base.time_budget_h * scale)
+        law = wall_time.WallLaw(segment_plans.segment_plan(inputs))
+        for min_switch in (0.0, 1e-3):
+            assert fallback.switches(inputs, law, min_switch) == (
+                fallback.unit(inputs, None, min_switch, law) is not None
+            )
+        priced = fallback.unit(inputs, law=wall_time.WallLaw(law.plan))
+        if priced is None:
+            continue
+        fitted = sum(priced.on_demand.values())
+        by_bound = fallback.on_demand_at_most(inputs, wall_time.WallLaw(law.plan))
+        by_law = fallback.on_demand_at_most(inputs, law.compute())
+        assert fitted <= min(by_law, by_bound), (scale, fitted, by_law, by_bound)

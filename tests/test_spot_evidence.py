@@ -159,6 +159,74 @@ def test_verdict_names_what_failed():
     assert spot_evidence.verdict(fell_back, 0.9, 10.0, 3.0) == ""
 
 
+def test_it_refuses_before_pricing_only_what_the_verdict_turns_down_whatever_is_fitted():
+    ok = spot_evidence.Replayed(
+        0.97, 0.95, 10.0, 3.0, 10.5, 4.0, 20.0, ("a", "b"), False
+    )
+    # spot alone is held on its spot node-hours, known once priced
+    assert not spot_evidence.refuses(ok, 0.9)
+    # a deadline its replays miss, whatever it costs
+    assert spot_evidence.refuses(ok, 0.96) and spot_evidence.verdict(ok, 0.96, 1e9, 1e9)
+    # more on-demand node-hours than the most it could be fitted allows
+    most = 3.0 / (1 + spot_evidence.COST_SLACK)
+    assert spot_evidence.refuses(ok, 0.9, most - 0.01)
+    assert spot_evidence.verdict(ok, 0.9, 1e9, most - 0.01)
+    assert not spot_evidence.refuses(ok, 0.9, most + 0.01)
+    # a stand-in at what one more zone may cost
+    assert spot_evidence.refuses(replace(ok, stand_in=True), 0.9, 3.5)
+    assert not spot_evidence.refuses(ok, 0.9, 3.5)
+
+
+FALLBACK_ONLY = """\
+name: fallback-only
+catalogs: [aws]
+workloads:
+  - name: job
+    kind: training
+    memory: {{per_gpu: 30GiB}}
+    work: {{gpu_hours: 16, reference_gpu: A100-80GB}}
+    gpus: {{min: 1, max: 1}}
+    time_budget: {budget}
+    forbid: {{markets: [spot, on_demand]}}
+"""
+
+
+@pytest.mark.parametrize(
+    "source", ["image-training", "pretrain-deadline", "24h", "40h"]
+)
+def test_fallbacks_refused_unpriced_are_what_pricing_them_would_find(
+    source, scenario_file, monkeypatch
+):
+    """A held spot_fallback row whose replays turn it down whatever it costs is not priced, nor one that is spot
+    alone in effect: the plan, or the reason there is none (a fallback-only job whose every row fails its
+    replays), is the one of pricing every row."""
+    from planner.candidates import generate, price
+    from planner.report.solve import plan_json
+
+    path = (
+        SCENARIOS / f"{source}.yaml"
+        if source[0].isalpha()
+        else scenario_file(FALLBACK_ONLY.format(budget=source))
+    )
+
+    def report() -> dict:
+        plan = make_plan(load_scenario(path), time_limit_s=30)
+        return json.loads(json.dumps(plan_json(plan, timings=False), default=float))
+
+    refused = []
+    judge = generate.refused_unpriced
+    monkeypatch.setattr(
+        generate,
+        "refused_unpriced",
+        lambda *a: refused.append(judge(*a)) or refused[-1],
+    )
+    unpriced = report()
+    assert any(refused), "no row was refused unpriced: the test proves nothing"
+    monkeypatch.setattr(generate, "refused_unpriced", lambda *a: False)
+    monkeypatch.setattr(price._Exact, "switches", lambda *a: True)
+    assert unpriced == report()
+
+
 def test_a_stand_in_provider_is_held_at_what_one_more_zone_may_cost():
     """A provider with no traces of its own is one zone not measured: its node-hours are held at the traces'
     mean plus one more zone's spread (an Azure fallback within 1.10x on the mean replayed at 1.32x held out)."""

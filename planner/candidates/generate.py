@@ -38,6 +38,7 @@ from planner.candidates.price import (
     cost_fingerprint,
     dearer_than_twin,
     exact_of,
+    refused_unpriced,
     replay_evidence,
     why_unheld,
 )
@@ -316,7 +317,9 @@ def _workload_candidates(
     columns += [
         a[at].tolist() for a in (price, lam, work_h, item_h, fallback_price, compute_h)
     ]
-    out, missed, chosen, runaway, unheld, risky = [], [], [], [], [], []
+    out, chosen = [], []
+    # why priced rows are not candidates, each (position, what the reason reads); rows refused unpriced
+    missed, runaway, unheld, risky, refused = [], [], [], [], []
     # then every fallback row's spot twin is a row too
     spot_allowed = workload.allows_market("spot")
     traces = spot_evidence.catalog_traces(catalog)
@@ -353,15 +356,24 @@ def _workload_candidates(
                     exacts[ranked.key[t]], listed[i], budget, cache
                 )
 
-    def price(i: int) -> None:
-        """Row i through the exact cost model: a candidate, or a reason it is not one."""
+    def price(i: int, for_reason: bool = False) -> None:
+        """Row i through the exact cost model: a candidate, or a reason it is not one. A held fallback row its
+        replays turn down whatever it costs is left unpriced (`refused`), and priced only `for_reason`: why no
+        row is a candidate, where none is."""
         row = listed[i]
-        cache.priced += 1
         exact = exacts.get(ranked.key[i])
         if exact is None:
             exact = exacts[ranked.key[i]] = exact_of(
                 workload, row, hw_rate, fingerprint, cache
             )
+        if row.fallback and spot_allowed and not exact.switches(budget, cache):
+            return  # spot alone in effect: its twin is the candidate
+        if held[i] and row.fallback and not for_reason:
+            evidence = replay_evidence(exact, row, budget, traces)
+            if refused_unpriced(exact, evidence, budget, q, cache):
+                refused.append(i)
+                return
+        cache.priced += 1
         unit = exact.at(budget, cache)
         if (
             unit is None
@@ -372,18 +384,18 @@ def _workload_candidates(
             return  # a fallback that practically never switches is its spot twin, where that may be bought
         evidence = None  # its replays, where it is held to them and passes
         if unit.p_deadline < q:
-            missed.append((row, unit))
+            missed.append((i, (row, unit)))
         elif (
             not unit.billed_node_h * np.fmax(row.price, row.fallback_price)
             <= MAX_CANDIDATE_USD
         ):  # inf, NaN
-            runaway.append(row)
+            runaway.append((i, row))
         elif held[i] and (
             why := why_unheld(
                 evidence := replay_evidence(exact, row, budget, traces), unit, q
             )
         ):
-            unheld.append((row, why))
+            unheld.append((i, (row, why)))
         else:
             est = estimates[shapes[i]]
             candidate = candidate_row(
@@ -400,7 +412,7 @@ def _workload_candidates(
             if why := too_risky(
                 candidate, risk, scenario.defaults.spot_placement_scores
             ):
-                risky.append((row, why))
+                risky.append((i, (row, why)))
                 return
             out.append(candidate)
             chosen.append(i)
@@ -441,9 +453,19 @@ def _workload_candidates(
         kept = saving_kept(out, risk)
         found, picked = [out[j] for j in kept], [chosen[j] for j in kept]
         if not found:
+            for i in refused:  # priced now, for the reason
+                price(i, for_reason=True)
+            refused.clear()
             return (
                 none,
-                priced_reason(workload, q, missed, runaway, unheld, risky),
+                priced_reason(
+                    workload,
+                    q,
+                    *(
+                        [entry for _, entry in sorted(reasons, key=lambda e: e[0])]
+                        for reasons in (missed, runaway, unheld, risky)
+                    ),
+                ),
                 considered,
                 None,
             )
@@ -476,7 +498,7 @@ def _workload_candidates(
     listed = {i: listed[i] for i in deferred}
     estimates = {shapes[i]: estimates[shapes[i]] for i in deferred}
     # why rows were not candidates is read only where there is none
-    for reasons in (missed, runaway, unheld, risky):
+    for reasons in (missed, runaway, unheld, risky, refused):
         reasons.clear()
     return (
         *finish(),

@@ -86,6 +86,15 @@ class _Exact:
         """A fallback's spot twin at price 1, whatever the deadline (what `fallback.as_spot` prices it as)."""
         return costmodel.expected(self.inputs, self.tau)
 
+    def switches(self, budget: float, cache: CandidateCache) -> bool:
+        """Whether a fallback priced at `budget` is the policy (`fallback.switches`), not spot alone or nothing:
+        told before pricing, with spot alone's law kept."""
+        return fallback.switches(
+            replace(self.inputs, time_budget_h=budget),
+            _law_of(self.plan, cache),
+            FALLBACK_MIN_SWITCH,
+        )
+
     def at(
         self, budget: float, cache: CandidateCache
     ) -> CostResult | fallback.FallbackResult | None:
@@ -143,6 +152,31 @@ def replay_evidence(
         billing_minimum_h=0.0,
     )
     return spot_evidence.replayed(inputs, row.market, found, stand_in)
+
+
+def refused_unpriced(
+    exact: _Exact,
+    evidence: spot_evidence.Replayed | str,
+    budget: float,
+    q: float,
+    cache: CandidateCache,
+) -> bool:
+    """Whether a held spot_fallback row's replays turn it down whatever the policy would be fitted, so that it need
+    not be priced (its FFTs take milliseconds, its replays one): no trace holds its gang, its replays miss the
+    deadline, or they show more on-demand node-hours than it could be fitted (`fallback.on_demand_at_most`, by
+    Chernoff's bound first, then by spot alone's law, which pricing would compute anyway)."""
+    if isinstance(evidence, str):
+        return True
+    inputs, law = (
+        replace(exact.inputs, time_budget_h=budget),
+        _law_of(exact.plan, cache),
+    )
+    if spot_evidence.refuses(evidence, q, fallback.on_demand_at_most(inputs, law)):
+        return True
+    if law.ready:
+        return False
+    law.compute()
+    return spot_evidence.refuses(evidence, q, fallback.on_demand_at_most(inputs, law))
 
 
 def why_unheld(evidence: spot_evidence.Replayed | str, unit, q: float) -> str:

@@ -50,6 +50,8 @@ __all__ = [
     "leaves_room",
     "unit",
     "excess_over_spot",
+    "on_demand_at_most",
+    "switches",
     "completion_quantile",
     "expected",
 ]
@@ -162,6 +164,21 @@ def leaves_room(inputs: CandidateInputs, tau: float | None = None) -> bool:
     return _levels(segment_plan(inputs, tau), inputs.time_budget_h) is not None
 
 
+def switches(
+    inputs: CandidateInputs, law: wall_time.WallLaw, min_switch: float = 0.0
+) -> bool:
+    """Whether `unit` prices the policy (else it returns None): a deadline that leaves spot room, spot not hopeless
+    (e^600 failures a segment, where on-demand alone does better), and a switch in `min_switch` of runs or more.
+    Microseconds where the bound settles it (`_rarely_switches`), where pricing takes FFTs."""
+    p, D = law.plan, inputs.time_budget_h
+    levels = _levels(p, D) if math.isfinite(D) else None
+    return (
+        levels is not None
+        and p.lam * max(p.s, p.s_k) <= MAX_EXP
+        and not (min_switch > 0 and _rarely_switches(p, levels[0], min_switch, law))
+    )
+
+
 def unit(
     inputs: CandidateInputs,
     tau: float | None = None,
@@ -175,20 +192,13 @@ def unit(
     R + S + B, which its law (`law`, if the caller keeps it) tells, never switches, so that bounds the
     switching cheaply first."""
     # a deadline is not part of the plan
-    p = law.plan if law is not None else segment_plan(inputs, tau)
-    D = inputs.time_budget_h
-    if not math.isfinite(D):
+    law = law or wall_time.WallLaw(segment_plan(inputs, tau))
+    if not switches(inputs, law, min_switch):
         return None
-    levels = _levels(p, D)
-    if levels is None or p.lam * max(p.s, p.s_k) > MAX_EXP:
-        return None  # no room for spot, or spot hopeless: e^600 failures a segment, on-demand alone does better
-    B, B_k = levels
+    p, D = law.plan, inputs.time_budget_h
+    B, B_k = _levels(p, D)
     k, s, s_k, R, S, lam, n = p.k, p.s, p.s_k, p.R, p.S, p.lam, p.n
     margin = margin_h(R, p.tau)
-    if min_switch > 0 and _rarely_switches(
-        p, B, min_switch, law or wall_time.WallLaw(p)
-    ):
-        return None
     # work lost per failure, on average
     lost = segment_plans.trexp_mean(lam, s) if lam > 0 else 0.0
     # what a failure adds: lost work, a restart, maybe a capacity wait
@@ -383,6 +393,32 @@ def unit(
         max(waiting, 0.0) * streams,
         min(1.0, p_deadline),
     )
+
+
+def on_demand_at_most(inputs: CandidateInputs, law: wall_time.WallLaw) -> float:
+    """An upper bound on `unit`'s on-demand node-hours (its `on_demand` parts summed) in microseconds, where `unit`
+    takes FFTs: it switches only where spot alone's overhead over every segment passes B (a run whose overhead
+    stays below B never reaches a switch point), read from spot alone's law `law` where it is computed, else
+    Chernoff's bound on it; and a switched run's on-demand phase is at most the whole job run there, a restart and
+    every segment with its hardware failures (§4), billed up to a step or a minimum more per session. Lets a replay
+    that already shows more on-demand hours than the policy could be fitted turn it down unpriced."""
+    p = law.plan
+    D = inputs.time_budget_h
+    levels = _levels(p, D) if math.isfinite(D) else None
+    if levels is None or p.streams != 1:
+        return math.inf
+    B = levels[0]  # B <= B_k: staying under B over all k segments never switches
+    tail = 1 - law.p_le(p.T0 + B) if law.ready else wall_time.overhead_tail_bound(p, B)
+    hw = inputs.gpus * inputs.hw_failure_per_gpu_h
+    failures = (p.k - 1) * math.expm1(hw * p.s) + math.expm1(hw * p.s_k)
+    hours = (
+        p.R
+        + (p.k - 1) * segment_plans.seg_time(hw, p.s, p.R)
+        + segment_plans.seg_time(hw, p.s_k, p.R)
+        + (1 + failures) * max(inputs.billing_granularity_h, inputs.billing_minimum_h)
+    )
+    # the grids' own error in P(switch) (1e-6 at most against the replay's 2 points)
+    return p.n * hours * min(1.0, 1.02 * tail + 1e-6)
 
 
 def met_if_slower(inputs: CandidateInputs, p) -> float:

@@ -32,6 +32,7 @@ __all__ = [
     "largest_gang",
     "replayed",
     "verdict",
+    "refuses",
     "catalog_traces",
 ]
 
@@ -266,6 +267,22 @@ def verdict(
                 f"{' in a zone not measured' if high else ''} ({ratio}; at most {1 + COST_SLACK:.2f}x is offered)"
             )
     return ""
+
+
+def refuses(
+    evidence: Replayed, confidence: float, on_demand_at_most: float = math.inf
+) -> bool:
+    """Whether `verdict` turns a row down before it is priced: its replays miss the deadline, or show more on-demand
+    node-hours than `COST_SLACK` allows over the most its fitted ones can be (`fallback.on_demand_at_most`; spot
+    alone is held on its spot node-hours, known only once priced)."""
+    if evidence.p_deadline_low < confidence:
+        return True
+    replayed = (
+        evidence.on_demand_node_h_high
+        if evidence.stand_in
+        else evidence.on_demand_node_h
+    )
+    return replayed > (1 + COST_SLACK) * on_demand_at_most + 1e-9
 
 
 @functools.cache
