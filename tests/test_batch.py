@@ -1063,6 +1063,52 @@ def test_the_lps_integer_packing_is_searched_with_the_rest_around_it(
     assert packings and fixed == packings, (packings, fixed)
 
 
+def test_without_a_packing_near_the_lp_the_core_is_packed_with_the_fewest_nodes_too(
+    random_dir, monkeypatch
+):
+    """Where the LP gives no packing (it ends at no leaf, or not in time) and the core's search bought nodes, the
+    core is also packed with the fewest nodes bought, the rest placed around each packing; the plan stays at the
+    brute-force optimum."""
+    monkeypatch.setattr(
+        batch_search, "relax", lambda *args, stop=None, **options: Relaxation(None)
+    )
+    monkeypatch.setattr(batch_search, "FIRST_SHARE", 1e-6)
+    original = batch_search.solve_batch
+    searched: list[
+        tuple
+    ] = []  # (runs, the pools' node ranges, nodes bought) of every search
+
+    def solve(model, *args, **kwargs):
+        found = original(model, *args, **kwargs)
+        searched.append(
+            (
+                len(model.runs),
+                [(p.min_nodes, p.max_nodes) for p in model.pools],
+                list(found.bought) if found.solved else None,
+            )
+        )
+        return found
+
+    monkeypatch.setattr(batch_search, "solve_batch", solve)
+    tried = 0
+    for seed, case in _pooled_cases(random_dir):
+        searched.clear()
+        _plan_at_the_optimum(seed, case)
+        runs = len(case["loaded"].quarter.runs)
+        cores = [s for s in searched if s[0] < runs]
+        fewest = [lo for lo, _ in cores[0][1]] if cores else None
+        if cores and cores[0][2] is not None and cores[0][2] != fewest:
+            # the core bought nodes: it is packed again, every pool at its fewest
+            assert any(r == [(lo, lo) for lo in fewest] for _, r, _ in cores[1:]), (
+                seed,
+                searched,
+            )
+            tried += 1
+        else:  # not otherwise
+            assert all(r == cores[0][1] for _, r, _ in cores), (seed, searched)
+    assert tried >= 1, tried
+
+
 def test_a_bound_stopped_before_its_first_lp_leaves_the_plan_alone(
     random_dir, monkeypatch
 ):

@@ -19,6 +19,10 @@ proves optimality, the search runs in phases over the one time limit:
    c. the same with the runs the LP puts on a pool and every run they wait for, where that is
       more than the core (the LP fills bought nodes with fine-tunes after their pretrains too;
       b stays, as this larger model can run out of its share first);
+   d. where b and c cannot run (the LP ended at no leaf, or not in time: a 500-run quarter's LP takes about
+      20 s here) and a bought nodes, the core again with every pool at its fewest nodes, the other side of
+      what bought nodes are worth (a work-limited search of the core settles on one side: two nodes bought at
+      $2.126M on one generated 500-run quarter, where none bought packs it for $2.092M);
 2. around each packing the rest placed by the greedy (checked with every choice fixed), or where the
    greedy cannot place every required run, the whole model with the better packing's candidates,
    starts and bought nodes fixed;
@@ -332,7 +336,7 @@ def _around_the_packings(
     wait_s: float,
     hint: dict | None,
 ) -> BatchResult | None:
-    """Phases 1 and 2: pack the pools (three ways), then schedule the rest around the better packing
+    """Phases 1 and 2: pack the pools (two or three ways), then schedule the rest around the better packing
     (the endpoints, if any, are in every phase, from the caller's hint)."""
     names = {r.name for r in core}
     core_cands = whole.cands[whole.cands["run"].isin(names)]
@@ -363,6 +367,34 @@ def _around_the_packings(
     ]
     # Waiting for the bound here keeps the plan independent of the clock unless the LP is slow.
     relaxation = relaxed.wait(wait_s)
+    fewest = [p.min_nodes for p in whole.pools]
+    if (relaxation is None or not relaxation.starts) and (
+        _solved(packings[0][0]) and list(packings[0][0].bought) != fewest
+    ):
+        # No packing near the LP (it ended at no leaf, or not in time) and the core's search bought nodes: the
+        # core packed with the fewest bought too, the other side of what bought nodes are worth, where its search
+        # may have settled on one side (a 500-run quarter's core: two nodes bought at $2.126M, none at $2.092M)
+        unbought = [dataclasses.replace(p, max_nodes=p.min_nodes) for p in whole.pools]
+        alone = build_batch_model(
+            small.cands, core, unbought, limits, steps, whole.endpoints
+        )
+        alone_start = greedy(alone.cands, core, unbought, limits, steps, held)
+        if placed is not None:
+            alone_start["serving"] = placed
+        packings.append(
+            (
+                _log(
+                    "core, the fewest nodes bought",
+                    search(
+                        alone,
+                        NEIGHBOURHOOD_SHARE,
+                        None if alone_start["failed_required"] else alone_start,
+                    ),
+                    started,
+                ),
+                names,
+            )
+        )
     if relaxation is not None and relaxation.starts:
         pools = [
             dataclasses.replace(p, min_nodes=b, max_nodes=b)
