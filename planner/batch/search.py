@@ -19,10 +19,11 @@ proves optimality, the search runs in phases over the one time limit:
    c. the same with the runs the LP puts on a pool and every run they wait for, where that is
       more than the core (the LP fills bought nodes with fine-tunes after their pretrains too;
       b stays, as this larger model can run out of its share first);
-   d. where b and c cannot run (the LP ended at no leaf, or not in time: a 500-run quarter's LP takes about
-      20 s here) and a bought nodes, the core again with every pool at its fewest nodes, the other side of
-      what bought nodes are worth (a work-limited search of the core settles on one side: two nodes bought at
-      $2.126M on one generated 500-run quarter, where none bought packs it for $2.092M);
+   d. where b and c cannot run (the LP ended at no leaf, or not in time: a 500-run quarter's LP
+      takes about 20 s here) and the packing of a bought nodes, the core again with every pool at
+      its fewest nodes, the other side of what bought nodes are worth (a work-limited search of the
+      core settles on one side: two nodes bought at $2.126M on one generated 500-run quarter, where
+      none bought packs it for $2.092M);
 2. around each packing the rest placed by the greedy (checked with every choice fixed), or where the
    greedy cannot place every required run, the whole model with the better packing's candidates,
    starts and bought nodes fixed;
