@@ -254,3 +254,58 @@ def test_a_provider_searched_after_a_cheaper_one_keeps_only_plans_as_cheap(tmp_p
     assert split.status == "OPTIMAL"
     assert split.objective_usd == pytest.approx(usd, abs=0.005)
     assert set(found.endpoints["provider"].iloc[split.serving["option"]]) == {cheapest}
+
+
+@pytest.mark.parametrize("source", ["split", "serving-rag"])
+def test_a_provider_whose_floor_is_above_the_best_so_far_is_not_searched(
+    source, tmp_path, monkeypatch
+):
+    """`serving.floor_usd` is a lower bound on each provider's own optimum (searched alone, to proof), and the
+    split skips the providers it puts above the best plan so far: the same plan as searching every one."""
+    from conftest import SCENARIOS
+
+    from planner.candidates.generate import generate
+    from planner.candidates.limits import limits_of
+    from planner.report.solve import plan_json
+    from planner.solve import endpoint_search, serving
+    from planner.solve.model import build_model
+    from planner.solve.outcome import Clock
+    from planner.solve.pipeline import make_plan
+
+    path = tmp_path / "split.yaml"
+    if source == "split":
+        path.write_text(yaml.safe_dump(SPREAD))
+    else:
+        path = SCENARIOS / f"{source}.yaml"
+    loaded = load_scenario(path)
+    found = generate(loaded.scenario, loaded.catalog)
+    limits = limits_of(loaded.scenario)
+    for provider in sorted(found.endpoints["provider"].unique()):
+        options = found.endpoints[found.endpoints["provider"] == provider]
+        floor = serving.floor_usd(options, found.traffic)
+        part = build_model(found.pruned, limits, serving=(options, found.traffic))
+        alone = endpoint_search.solve_with_endpoints(
+            part, Clock(60.0), 1, 0, None, None
+        )
+        assert alone.status in ("OPTIMAL", "INFEASIBLE"), provider
+        if alone.status == "OPTIMAL":
+            assert floor <= alone.objective_usd, (provider, floor, alone.objective_usd)
+
+    def report() -> str:
+        plan = make_plan(load_scenario(path))
+        return json.dumps(plan_json(plan, timings=False), default=float)
+
+    skipped = []
+    floor_of = serving.floor_usd
+    monkeypatch.setattr(
+        endpoint_search,
+        "floor_usd",
+        lambda *a: skipped.append(floor_of(*a)) or skipped[-1],
+    )
+    pruned = report()
+    monkeypatch.setattr(endpoint_search, "floor_usd", lambda *a: 0.0)
+    assert pruned == report()
+    if (
+        source == "serving-rag"
+    ):  # twelve providers: most are dearer for sure than the first ones searched
+        assert len(skipped) >= 6, skipped

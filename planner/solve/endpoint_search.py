@@ -19,6 +19,11 @@ from planner.candidates.limits import COST_RESOLUTION_USD, Limits, node_cap, to_
 from planner.solve.cpsat_search import Search, search
 from planner.solve.model import PlanModel, build_model
 from planner.solve.outcome import Clock, SolveResult
+from planner.solve.serving import floor_usd
+
+FLOOR_SAFETY = 0.99
+"""A provider is skipped only when 0.99 of its endpoints' floor (`serving.floor_usd`) is above the best plan so
+far: the model's costs are whole cents per unit, the floor's are not."""
 
 
 def solve_with_endpoints(
@@ -240,6 +245,12 @@ def _solve_by_provider(
     counts = options["provider"].value_counts()
     for provider in sorted(providers, key=lambda p: (counts.get(p, 0), p)):
         mine = np.flatnonzero((options["provider"] == provider).to_numpy())
+        if (
+            best is not None
+            and FLOOR_SAFETY * floor_usd(options.iloc[mine], traffic)
+            > best.objective_usd + COST_RESOLUTION_USD
+        ):
+            continue  # dearer for sure than the best so far: its search would be INFEASIBLE
         part = build_model(
             plan.candidates, plan.limits, serving=(options.iloc[mine], traffic)
         )

@@ -251,6 +251,37 @@ def slice_load(endpoint: Endpoint, period: int, bucket: int, node_rps: float) ->
     )
 
 
+def floor_usd(options: pd.DataFrame, traffic: dict[str, Endpoint]) -> float:
+    """A lower bound on what the endpoints cost on these options (their part of the objective), in closed form:
+    every bucket's slices routed whole, each on the option where its load (`slice_load`) costs least, at a
+    node's least cost in that period: with autoscale the lesser of its own session (`period_usd`) and its share of
+    a node on all day (`all_day_usd` spread over the periods as their sessions are), without it that share alone
+    (a node on in one period is on in all). The schedule's base nodes, spot pools keeping fewer nodes than run,
+    whole nodes and pool fees only add to it. inf where a bucket with traffic has no option to serve it."""
+    total = 0.0
+    for name, endpoint in traffic.items():
+        least = np.full(
+            endpoint.rates.shape, math.inf
+        )  # per (period, bucket): one slice's least cost
+        for option in options[options["workload"] == name].itertuples(index=False):
+            sessions = np.array(
+                [period_usd(option, endpoint, p) for p in range(len(endpoint.hours))]
+            )
+            spread = (
+                all_day_usd(option, endpoint) * sessions / max(sessions.sum(), 1e-300)
+            )
+            node = np.minimum(sessions, spread) if endpoint.autoscale else spread
+            for (period, bucket), rate in np.ndenumerate(endpoint.rates):
+                rps = option.node_rps[bucket]
+                if rate > 0 and rps > 0:
+                    load = slice_load(endpoint, period, bucket, rps) / LOAD_SCALE
+                    least[period, bucket] = min(
+                        least[period, bucket], node[period] * load
+                    )
+        total += endpoint.slices * float(least[endpoint.rates > 0].sum())
+    return total
+
+
 def add_spot_pool(m, limits) -> None:
     """Spot nodes count only as many as the pool keeps at the endpoint's availability (binomial quantile of
     the nodes away), and an endpoint has at most one spot pool, so that quantile is the whole endpoint's.
