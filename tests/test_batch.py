@@ -1425,10 +1425,13 @@ def test_greedy_places_the_rest_around_a_fixed_part():
     assert found["cost_usd"] == pytest.approx(20.0)
 
 
-def _cheapest_plan_cents(cands, runs, pools, scheduled, steps) -> float:
+def _cheapest_plan_cents(
+    cands, runs, pools, scheduled, steps, quotas: dict[str, int] | None = None
+) -> float:
     """Brute force: every candidate and start of each run in `scheduled` (the others left out) and every count
-    bought per pool; a plan fits when each pool's nodes in use stay within what it bought at every step and
-    each run starts once the runs it waits for have ended."""
+    bought per pool; a plan fits when each pool's nodes in use stay within what it bought at every step, the
+    GPUs running on each provider with a quota within it, and each run starts once the runs it waits for have
+    ended."""
     options = []
     for run in runs:
         if run.name not in scheduled:
@@ -1460,7 +1463,14 @@ def _cheapest_plan_cents(cands, runs, pools, scheduled, steps) -> float:
                 if row.pool >= 0:
                     for t in range(start, start + row.duration_steps):
                         use[row.pool][t] += row.nodes
-            if all(max(u) <= b for u, b in zip(use, bought)):
+            gpus = {key: [0] * steps for key in quotas or {}}
+            for row, start in picks:
+                if quotas and row.provider in gpus:
+                    for t in range(start, start + row.duration_steps):
+                        gpus[row.provider][t] += row.gpus
+            if all(max(u) <= b for u, b in zip(use, bought)) and all(
+                max(g) <= quotas[key] for key, g in gpus.items()
+            ):
                 best = min(best, fee + sum(row.cost_cents for row, _ in picks))
     return best
 
@@ -1563,6 +1573,75 @@ def test_a_release_moves_down_the_whole_chain_by_each_runs_shortest_candidate():
     assert [r.name for r in released] == ["a", "b", "c", "d"]
 
 
+def test_a_quota_the_lp_breaks_gets_rows_of_its_own(monkeypatch):
+    """Runs a and b, 2 steps of 8 GPUs each, both inside steps [0, 3): $3 each on provider x, whose quota is 8
+    GPUs, or $10 on y. Any schedule overlaps them at step 1, so one goes to y: $13. Without the quota's rows
+    the LP puts both on x ($6); its solution uses 32 GPU-steps of x inside a window of 3 x 8, so the LP is built
+    again with a row per step, and finds $13. A quota it does not break is left out (one LP built)."""
+    pools = [Pool("pool", "x/y/z", 0, 3, 1.0, 0, 1, 100.0)]
+    runs = [RunInfo(name, 0, 3, (), 1, True) for name in ("a", "b")]
+    cands = pd.DataFrame(
+        [
+            {
+                "run": name,
+                "pool": pool,
+                "provider": provider,
+                "duration_steps": 2,
+                "nodes": 1,
+                "gpus": 8,
+                "cost_cents": cost,
+            }
+            for name in ("a", "b")
+            for pool, provider, cost in ((0, "x", 0), (-1, "x", 300), (-1, "y", 1000))
+        ]
+    )
+    assert relax(cands, runs, pools, 3).bound_usd == pytest.approx(6.0, rel=1e-5)
+    built = []
+    lp = batch_bound.TimeIndexedLP
+    monkeypatch.setattr(
+        batch_bound, "TimeIndexedLP", lambda *args: built.append(args[4:]) or lp(*args)
+    )
+    assert relax(cands, runs, pools, 3, quotas={"x": 8}).bound_usd == pytest.approx(
+        13.0, rel=1e-5
+    )
+    assert built == [(), ({"x": 8},)]
+    built.clear()
+    assert relax(cands, runs, pools, 3, quotas={"x": 16}).bound_usd == pytest.approx(
+        6.0, rel=1e-5
+    )
+    assert built == [()]
+
+
+def test_the_lp_with_quota_rows_bounds_every_plan_within_the_quotas():
+    """On random small quarters with a quota on provider x (every pool and one candidate off the pools per run;
+    another off them on y, dearer), the bound and the bound of every subset of runs (`bound_for`, whose constant
+    now counts the quota rows) stay at or below brute force under the quota, and the quota lifts the bound."""
+    rng = random.Random(5)
+    lifted = 0
+    for _ in range(10):
+        steps, pools, runs, cands = _random_pooled_quarter(rng, required=False)
+        cands = cands.assign(provider="x", gpus=8 * cands["nodes"])
+        dearer = cands[cands["pool"] < 0].assign(
+            provider="y", cost_cents=lambda f: f["cost_cents"] + 500
+        )
+        cands = pd.concat([cands, dearer], ignore_index=True)
+        quotas = {"x": 8 * rng.choice([1, 2])}
+        loose = relax(cands, runs, pools, steps)
+        relaxation = relax(cands, runs, pools, steps, quotas=quotas)
+        names = [r.name for r in runs]
+        for size in range(len(runs) + 1):
+            for kept in itertools.combinations(names, size):
+                bound = relaxation.bound_for(set(kept))
+                best = (
+                    _cheapest_plan_cents(cands, runs, pools, set(kept), steps, quotas)
+                    / 100
+                )
+                assert bound is not None and bound <= best + 1e-9, (kept, bound, best)
+        assert relaxation.bound_usd >= loose.bound_usd - 1e-9
+        lifted += relaxation.bound_usd > loose.bound_usd + 1e-6
+    assert lifted >= 3, lifted
+
+
 def test_the_integer_packing_is_the_optimum_of_the_pools_alone():
     """With nothing but the pools to respect, the LP with whole starts and counts (`packed`) is the problem
     itself: on random small quarters its packing, each run it leaves off the pools on its cheapest other
@@ -1618,16 +1697,16 @@ def test_the_integer_packing_starts_only_with_room_and_before_a_stop():
     assert whole.packing == {0: 0, 2: 2} and whole.packing_bought == (1,)
 
 
-def test_an_lp_past_its_capacity_terms_is_left_out(monkeypatch):
+def test_an_lp_past_itscapacity_terms_is_left_out(monkeypatch):
     """Two runs of 2 steps, pooled at starts 0 and 1..2: 2 + 4 capacity terms. Past MAX_LP_TERMS no LP is built
     (500 runs at hourly steps made one of 80 million terms, 7 GB, that did not solve in time): no bound, as
     when the first LP does not finish."""
     cands, runs, pools = _two_runs_one_node_apart()
-    assert batch_bound._capacity_terms(cands, runs, pools) == 6
+    assert batch_bound.capacity_terms(cands, runs, pools) == 6
     monkeypatch.setattr(batch_bound, "MAX_LP_TERMS", 6)
     assert relax(cands, runs, pools, 4).bound_usd == pytest.approx(1.0, rel=1e-5)
     monkeypatch.setattr(batch_bound, "MAX_LP_TERMS", 5)
-    monkeypatch.setattr(batch_bound, "_TimeIndexedLP", None)  # never built
+    monkeypatch.setattr(batch_bound, "TimeIndexedLP", None)  # never built
     assert relax(cands, runs, pools, 4) == Relaxation(
         None,
         left_out="the LP bound is left out: 6 capacity terms, past the 5 it builds",

@@ -49,7 +49,8 @@ import time
 
 import pandas as pd
 
-from planner.batch.bound import Background, Relaxation, packed, relax
+from planner.batch.background import Background
+from planner.batch.bound import Relaxation, packed, relax
 from planner.batch.greedy import endpoint_occupancy, greedy
 from planner.batch.model import (
     BatchLimits,
@@ -222,7 +223,9 @@ def solve_in_phases(
 
     packing_by = started + PACKING_BY * time_limit_s
     with Background(
-        functools.partial(relax, keep_lp=phased) if pools else None,
+        functools.partial(relax, keep_lp=phased, quotas=limits.gpu_quotas)
+        if pools
+        else None,
         whole.cands,
         runs,
         pools,
