@@ -1610,6 +1610,14 @@ def test_a_quota_the_lp_breaks_gets_rows_of_its_own(monkeypatch):
         6.0, rel=1e-5
     )
     assert built == [()]
+    # its rows past MAX_LP_TERMS: 8 pooled terms, 8 + 8 more under x (the pool's candidates and x's own)
+    built.clear()
+    assert batch_bound.capacity_terms(cands, runs, pools, {"x": 8}) == 24
+    monkeypatch.setattr(batch_bound, "MAX_LP_TERMS", 23)
+    assert relax(cands, runs, pools, 3, quotas={"x": 8}).bound_usd == pytest.approx(
+        6.0, rel=1e-5
+    )
+    assert built == [()]
 
 
 def test_the_lp_with_quota_rows_bounds_every_plan_within_the_quotas():
