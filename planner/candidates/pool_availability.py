@@ -17,6 +17,7 @@ pools are counted with, which the solver's reports read too.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -134,6 +135,9 @@ def pool_table(
     return sizes[last], (sizes - absent)[last]
 
 
+@lru_cache(
+    maxsize=16384
+)  # an endpoint's options ask it the same thing per bucket and period
 def most_nodes(
     need: float,
     away: float,

@@ -246,10 +246,18 @@ def _steps(
     )
 
 
-def _poisson(means: np.ndarray, most: int) -> np.ndarray:
-    """P(k arrivals) for k = 0..most per row's mean, the tail folded into `most`."""
+@lru_cache(maxsize=1024)
+def _counts(most: int) -> tuple[np.ndarray, np.ndarray]:
+    """k = 0..most and log k!, read-only (`_poisson` reads them thousands of times per plan)."""
     k = np.arange(most + 1)
     log_factorial = np.concatenate(([0.0], np.cumsum(np.log(np.arange(1, most + 1)))))
+    k.flags.writeable = log_factorial.flags.writeable = False
+    return k, log_factorial
+
+
+def _poisson(means: np.ndarray, most: int) -> np.ndarray:
+    """P(k arrivals) for k = 0..most per row's mean, the tail folded into `most`."""
+    k, log_factorial = _counts(most)
     with np.errstate(divide="ignore"):
         logs = (
             k[None, :] * np.log(means[:, None])
@@ -303,7 +311,13 @@ def _ttft(state: _Steps, rate: float, quantile: float | None) -> float:
 
     def below(t: float) -> float:
         return float(
-            (weight * np.clip((t - carried[None, :]) / lengths[:, None], 0, 1)).sum()
+            # np.minimum/np.maximum: np.clip's wrapper costs more than the arithmetic on these small arrays
+            (
+                weight
+                * np.minimum(
+                    np.maximum((t - carried[None, :]) / lengths[:, None], 0.0), 1.0
+                )
+            ).sum()
         )
 
     low, high = 0.0, float(lengths[-1] + carried[-1])
