@@ -1610,6 +1610,21 @@ def test_a_quota_the_lp_breaks_gets_rows_of_its_own(monkeypatch):
         6.0, rel=1e-5
     )
     assert built == [()]
+    # the LP built again does not finish its first box in time: the first LP's bound stands (not none)
+    solve = lp.solve
+    monkeypatch.setattr(
+        lp,
+        "solve",
+        lambda self, box, seconds: (
+            ("stopped", -math.inf, np.zeros(1), {}, None)
+            if len(self.quota_gpus)
+            else solve(self, box, seconds)
+        ),
+    )
+    assert relax(cands, runs, pools, 3, quotas={"x": 8}).bound_usd == pytest.approx(
+        6.0, rel=1e-5
+    )
+    monkeypatch.setattr(lp, "solve", solve)
     # its rows past MAX_LP_TERMS: 8 pooled terms, 8 + 8 more under x (the pool's candidates and x's own)
     built.clear()
     assert batch_bound.capacity_terms(cands, runs, pools, {"x": 8}) == 24

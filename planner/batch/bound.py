@@ -164,16 +164,18 @@ def all_runs_lower_bound_usd(
 
 def _with_quotas(
     lp: TimeIndexedLP, cands, runs, pools, steps, quotas, deadline
-) -> TimeIndexedLP:
-    """`lp`, or the LP built again with rows for the quotas its first box's solution breaks, while their
-    terms stay within MAX_LP_TERMS."""
+) -> tuple[TimeIndexedLP, float, tuple[Floor, ...]]:
+    """`lp`, or the LP built again with rows for the quotas its first box's solution breaks (while their terms
+    stay within MAX_LP_TERMS); with that first LP's value and floor, which bound every box, so that they stand
+    where the LP built again does not finish its first box in time."""
     box = tuple((p.min_nodes, p.max_nodes) for p in pools)
-    if lp.solve(box, deadline - time.perf_counter())[0] != "optimal":
-        return lp
+    state, value, _, _, floor = lp.solve(box, deadline - time.perf_counter())
+    if state != "optimal" or floor is None:
+        return lp, -math.inf, ()
     broken = lp.broken(quotas, cands)
-    if not broken or capacity_terms(cands, runs, pools, broken) > MAX_LP_TERMS:
-        return lp
-    return TimeIndexedLP(cands, runs, pools, steps, broken)
+    if broken and capacity_terms(cands, runs, pools, broken) <= MAX_LP_TERMS:
+        lp = TimeIndexedLP(cands, runs, pools, steps, broken)
+    return lp, value, (floor,)
 
 
 def relax(
@@ -204,14 +206,16 @@ def relax(
         )
     names = tuple(r.name for r in runs)
     runs = released_after(cands, runs)
-    lp = TimeIndexedLP(cands, runs, pools, steps)
+    lp, value, floors = TimeIndexedLP(cands, runs, pools, steps), -math.inf, ()
     if quotas:
-        lp = _with_quotas(lp, cands, runs, pools, steps, quotas, deadline)
+        lp, value, floors = _with_quotas(
+            lp, cands, runs, pools, steps, quotas, deadline
+        )
     kept = lp if keep_lp else None
     count = 0  # breaks ties in the heap in creation order
     # (value, count, box, the LP's nodes bought, the floors of its LP and its ancestors')
     heap: list = [
-        (-math.inf, count, tuple((p.min_nodes, p.max_nodes) for p in pools), None, ())
+        (value, count, tuple((p.min_nodes, p.max_nodes) for p in pools), None, floors)
     ]
     infeasible: list[tuple[Floor, ...]] = []  # for every run; a smaller set may fit
     leaves: dict[
