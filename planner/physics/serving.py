@@ -265,14 +265,15 @@ def _poisson(means: np.ndarray, most: int) -> np.ndarray:
             - log_factorial[None, :]
         )
     pmf = np.exp(logs)
-    pmf[:, -1] += np.clip(1 - pmf.sum(axis=1), 0, None)
+    pmf[:, -1] += np.maximum(1 - pmf.sum(axis=1), 0.0)
     return pmf
 
 
 def _stationary(means: np.ndarray, most: int) -> np.ndarray | None:
     """The chain j -> Poisson(means[j])'s stationary law; None when its mass runs to the end (no steady state)."""
     moves = _poisson(means, most)
-    a = moves.T - np.eye(most + 1)
+    a = moves.T.copy()
+    a.flat[:: most + 2] -= 1.0  # less the identity
     a[-1, :] = 1.0
     rhs = np.zeros(most + 1)
     rhs[-1] = 1.0
@@ -280,7 +281,7 @@ def _stationary(means: np.ndarray, most: int) -> np.ndarray | None:
         law = np.linalg.solve(a, rhs)
     except np.linalg.LinAlgError:
         return None
-    law = np.clip(law, 0, None)
+    law = np.maximum(law, 0.0)
     law /= law.sum()
     if law[-max(1, most // 8) :].sum() > 1e-6:
         return None
