@@ -121,11 +121,9 @@ def latency(
     output: int,
     rate: float,
     quantile: float | None = 0.9,
-    guess: float | None = None,
 ) -> Latency | None:
     """TTFT (at `quantile`; the mean when None), mean TPOT and mean decode batch at `rate` requests/s; None when
-    the replica is overloaded (the steps grow without bound). `guess`: where the mean step's fixed point starts
-    (the idle step when None), a lower rate's mean step in `capacity`'s search."""
+    the replica is overloaded (the steps grow without bound)."""
     scheduler = batching.default_scheduler(replica.gpu.name, replica.vram_gib)
     seats = min(max_batch(replica, prompt, output), scheduler.max_seqs)
     return _latency(
@@ -136,7 +134,6 @@ def latency(
         output,
         float(rate),
         quantile,
-        guess,
     )
 
 
@@ -149,7 +146,6 @@ def _latency(
     output: int,
     rate: float,
     quantile: float | None,
-    guess: float | None = None,
 ) -> Latency | None:
     flops = cost.prompt_flops(0, prompt)
 
@@ -157,7 +153,7 @@ def _latency(
         return _steps(cost, scheduler, prompt, output, rate, flops, step)
 
     # the mean step is a fixed point: it sets the decode batch, which sets the steps (secant on step - mean)
-    before = float(cost.seconds(1, prompt, 0, 0.0)) if guess is None else guess
+    before = float(cost.seconds(1, prompt, 0, 0.0))
     first = again(before)
     if first is None:
         return None
@@ -394,14 +390,8 @@ def capacity(
 
     seqs = batching.default_scheduler(replica.gpu.name, replica.vram_gib).max_seqs
 
-    passed: list[
-        float
-    ] = []  # the mean step at the highest rate that met the SLO: where the next starts
-
     def meets(rate: float) -> str:
-        at = latency(
-            replica, prompt, output, rate, quantile, passed[-1] if passed else None
-        )
+        at = latency(replica, prompt, output, rate, quantile)
         if at is None:
             return "throughput"
         if at.batch > min(fits, seqs):
@@ -410,7 +400,6 @@ def capacity(
             return "tpot"
         if at.ttft_s > ttft_s:
             return "ttft"
-        passed.append(at.tpot_s)
         return ""
 
     cost = batching.step_cost(replica)
