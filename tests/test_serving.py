@@ -771,3 +771,46 @@ def test_an_slo_may_name_one_target_and_both_allow_the_least_of_each_alone(tmp_p
     for key in both:
         assert both[key] == pytest.approx(min(ttft[key], tpot[key]), rel=1e-3)
     assert any(tpot[k] > both[k] * 1.1 for k in both)  # without the TTFT target, more
+
+
+def test_a_secant_jump_past_every_steady_state_does_not_make_the_replica_overloaded():
+    """The mean step is a fixed point, found by secant steps from the idle step. On serving-chat's H100 at TP 4
+    (2,048 prompt and 512 output tokens) near 30.3 requests/s the secant jumped from 17 ms to 126 ms, a decode
+    batch of 1,962 whose steps reach no steady state, and the replica was called overloaded, though stepping up
+    from idle meets the fixed point near 44 ms with a steady state at every step on the way. Wherever that
+    walk finds the fixed point, `latency` finds it too, between the walk's last two steps."""
+    from planner.candidates.endpoints import replica_of
+    from planner.load.scenario import load_scenario
+    from planner.physics import batching, serving
+
+    loaded = load_scenario(
+        Path(__file__).resolve().parents[1] / "scenarios" / "serving-chat.yaml"
+    )
+    [workload] = [w for w in loaded.scenario.workloads if w.name == "chat-8b"]
+    offer = next(
+        o
+        for o in loaded.catalog.offers.itertuples(index=False)
+        if o.gpu == "H100-SXM" and o.gpus_per_node >= 4
+    )
+    replica = replica_of(
+        workload, loaded.catalog, offer, 4, loaded.scenario.defaults.vram_headroom
+    )
+    cost = batching.step_cost(replica)
+    scheduler = batching.default_scheduler(replica.gpu.name, replica.vram_gib)
+    flops = cost.prompt_flops(0, 2048)
+    found = 0
+    for rate in np.linspace(30.0, 30.45, 10):
+        step, walk = float(cost.seconds(1, 2048, 0, 0.0)), []
+        while True:  # up from idle by 0.5 ms while the gap (mean - step) stays positive
+            state = serving._steps(cost, scheduler, 2048, 512, rate, flops, step)
+            if state is None or state.mean <= step:
+                break
+            walk.append(step)
+            step += 5e-4
+        if state is None:
+            continue  # no steady state on the way up: overloaded either way
+        found += 1
+        at = serving.latency(replica, 2048, 512, float(rate), workload.slo.quantile)
+        assert at is not None, rate
+        assert walk[-1] <= at.tpot_s <= step, (rate, walk[-1], at.tpot_s, step)
+    assert found >= 6, found

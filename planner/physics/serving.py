@@ -157,18 +157,24 @@ def _latency(
     first = again(before)
     if first is None:
         return None
-    gap_before, step = first.mean - before, first.mean
+    gap_before, step, last, secant = first.mean - before, first.mean, first, False
     for _ in range(100):
         state = again(step)
+        if state is None and secant:
+            # the secant jumped past the steady states (a decode batch no chain keeps up with) where the
+            # plain iteration would not: take the plain iteration's step instead
+            step, secant = last.mean, False
+            state = again(step)
         if state is None or step > STEP_MOST_S:
             return None
         gap = state.mean - step
         if abs(gap) <= 1e-7 * step:
             break
         slope = (gap - gap_before) / (step - before) if step != before else 0.0
-        before, gap_before = step, gap
+        before, gap_before, last = step, gap, state
         # a secant step where the gap falls with the step (a stable fixed point), else the plain iteration
-        step = step - gap / slope if slope < -1e-12 else state.mean
+        secant = slope < -1e-12
+        step = step - gap / slope if secant else state.mean
         step = max(step, 1e-9)
     else:
         return None
