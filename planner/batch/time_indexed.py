@@ -101,7 +101,10 @@ class TimeIndexedLP:
         cands = cands.reset_index(drop=True)
         steps = max([steps] + [p.end for p in pools])
         covered = _covered(cands, quotas)
-        cand, start = _columns(cands, runs, pools, _any(covered))
+        quota_timed = _any(
+            covered
+        )  # candidates under a quota with rows: a column per start
+        cand, start = _columns(cands, runs, pools, quota_timed)
         n_x, n_b = len(cand), len(pools)
         run_row = (
             cands["run"].map({r.name: k for k, r in enumerate(runs)}).to_numpy()[cand]
@@ -148,7 +151,9 @@ class TimeIndexedLP:
         window = {r.name: (r.release, r.due) for r in runs}
         self.release = cands["run"].map(lambda n: window[n][0]).to_numpy()[cand]
         self.due = cands["run"].map(lambda n: window[n][1]).to_numpy()[cand]
-        self.timed = (pool >= 0) | (_any(covered)[cand] if covered else False)
+        self.timed = (
+            pool >= 0 if quota_timed is None else (pool >= 0) | quota_timed[cand]
+        )
         self.duration, self.steps = duration, steps
         self.x = np.zeros(n_x)
 
