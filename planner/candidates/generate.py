@@ -357,7 +357,7 @@ def _workload_candidates(
                 )
 
     def price(i: int, for_reason: bool = False) -> None:
-        """Row i through the exact cost model: a candidate, or a reason it is not one. A held fallback row its
+        """Row i through the exact cost model: a candidate, or a reason it is not one. A held spot or fallback row its
         replays turn down whatever it costs is left unpriced (`refused`), and priced only `for_reason`: why no
         row is a candidate, where none is."""
         row = listed[i]
@@ -368,9 +368,9 @@ def _workload_candidates(
             )
         if row.fallback and spot_allowed and not exact.switches(budget, cache):
             return  # spot alone in effect: its twin is the candidate
-        if held[i] and row.fallback and not for_reason:
+        if held[i] and not for_reason:
             evidence = replay_evidence(exact, row, budget, traces)
-            if refused_unpriced(exact, evidence, budget, q, cache):
+            if refused_unpriced(exact, evidence, budget, q, cache, row.fallback):
                 refused.append(i)
                 return
         cache.priced += 1

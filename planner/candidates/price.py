@@ -160,13 +160,17 @@ def refused_unpriced(
     budget: float,
     q: float,
     cache: CandidateCache,
+    fallback_row: bool = True,
 ) -> bool:
-    """Whether a held spot_fallback row's replays turn it down whatever the policy would be fitted, so that it need
-    not be priced (its FFTs take milliseconds, its replays one): no trace holds its gang, its replays miss the
-    deadline, or they show more on-demand node-hours than it could be fitted (`fallback.on_demand_at_most`, by
-    Chernoff's bound first, then by spot alone's law, which pricing would compute anyway)."""
+    """Whether a held spot or spot_fallback row's replays turn it down whatever it would be priced at, so that it
+    need not be priced (its FFTs take milliseconds, its replays one): no trace holds its gang, its replays miss
+    the deadline, or a fallback's show more on-demand node-hours than it could be fitted
+    (`fallback.on_demand_at_most`, by Chernoff's bound first, then by spot alone's law, which pricing would
+    compute anyway). Spot alone is held on its spot node-hours too, known only once priced."""
     if isinstance(evidence, str):
         return True
+    if not fallback_row:
+        return spot_evidence.refuses(evidence, q)
     inputs, law = (
         replace(exact.inputs, time_budget_h=budget),
         _law_of(exact.plan, cache),
