@@ -113,6 +113,16 @@ class StepCost:
             self.allreduce_s + self.allreduce_s_per_token * tokens
         )
 
+    def most_per_prompt(self, prompt_tokens: int, prompt_flops: float) -> float:
+        """The most one more prompt of `prompt_tokens` adds to a step, whatever the step carries: its compute (or,
+        MoE, the experts' weights its tokens touch, if more) and its all-reduce. A step of j prompts is at most
+        `seconds` of none plus j times this; the first prompt may add far less, hidden under a memory-bound step."""
+        experts = self.weights_s * self.moe_share_per_token * prompt_tokens
+        return (
+            max(prompt_flops * self.prefill_flop_s, experts)
+            + self.allreduce_s_per_token * prompt_tokens
+        )
+
     def prompt_flops(self, start: int, end: int) -> float:
         """FLOPs of prompt tokens start..end (`generation.prefill_flops` cut at a chunk boundary)."""
         return self.active_flops_per_token * (end - start) + self.attention_flops * (

@@ -234,13 +234,15 @@ def _steps(
             queue_s=held,
         )
     idle = cost.seconds(decodes, context, 0, 0.0)
-    # what one more prompt adds to a step (compute-bound: a constant)
-    per_prompt = cost.seconds(decodes, context, prompt, flops) - idle
-    if rate * per_prompt >= 1:
+    # what one more prompt adds to a step at most: the first may hide under a memory-bound step, the rest each
+    # add their compute
+    rho = rate * max(
+        cost.seconds(decodes, context, prompt, flops) - idle,
+        cost.most_per_prompt(prompt, flops),
+    )
+    if rho >= 1:
         return None  # the prompts alone outrun the steps
-    # prompts per step where arrivals keep up
-    reach = rate * idle / (1 - rate * per_prompt)
-    most = int(min(CHAIN_MAX, math.ceil(reach + 8 * math.sqrt(reach + 1) + 8)))
+    most = _followed(rate * idle, rho)
     counts = np.arange(most + 1, dtype=float)
     lengths = cost.seconds(decodes, context, counts * prompt, counts * flops)
     law = _stationary(rate * lengths, most)
@@ -250,6 +252,17 @@ def _steps(
     return _Steps(
         mean, decodes, float(law @ (lengths - lengths[0])) / mean, lengths, law
     )
+
+
+def _followed(arrivals: float, rho: float) -> int:
+    """Prompts per step the chain j -> Poisson(arrivals + rho j) is followed to (`CHAIN_MAX` at most): its mean
+    where arrivals keep up, arrivals / (1 - rho), and eight spreads beyond. Its variance is the mean over
+    1 - rho^2, far above a Poisson's where each prompt's compute nearly fills the step it lands in: followed only
+    a Poisson's spread, its tail was cut where it still held mass, and steps between steady ones were called
+    overloaded."""
+    reach = arrivals / (1 - rho)
+    spread = math.sqrt((reach + 1) / (1 - rho * rho))
+    return int(min(CHAIN_MAX, math.ceil(reach + 8 * spread + 8)))
 
 
 @lru_cache(maxsize=1024)
@@ -384,7 +397,30 @@ def capacity(
     tpot_s: float,
     quantile: float = 0.9,
 ) -> Capacity:
-    """The largest request rate one replica serves within the SLO at one request size."""
+    """The largest request rate one replica serves within the SLO at one request size. Its chains' linear solves
+    run on one BLAS thread: OpenBLAS spreads a solve of a few dozen states over every core, whose threads then
+    spin, and on two cores the search took twice the CPU for no less time."""
+    with _blas().limit(limits=1, user_api="blas"):
+        return _capacity(replica, prompt, output, ttft_s, tpot_s, quantile)
+
+
+@lru_cache(maxsize=1)
+def _blas():
+    from threadpoolctl import (
+        ThreadpoolController,
+    )  # reading the loaded libraries takes milliseconds: once
+
+    return ThreadpoolController()
+
+
+def _capacity(
+    replica: Replica,
+    prompt: int,
+    output: int,
+    ttft_s: float,
+    tpot_s: float,
+    quantile: float,
+) -> Capacity:
     fits = max_batch(replica, prompt, output)
     if fits < 1:
         return Capacity(0.0, "the weights and one sequence's KV cache do not fit", 0)
