@@ -243,9 +243,13 @@ def _steps(
     if rho >= 1:
         return None  # the prompts alone outrun the steps
     most = _followed(rate * idle, rho)
-    counts = np.arange(most + 1, dtype=float)
-    lengths = cost.seconds(decodes, context, counts * prompt, counts * flops)
-    law = _stationary(rate * lengths, most)
+    while True:  # a law whose tail still holds mass where it is cut is followed twice as far
+        counts = np.arange(most + 1, dtype=float)
+        lengths = cost.seconds(decodes, context, counts * prompt, counts * flops)
+        law = _stationary(rate * lengths, most)
+        if law is not None or most >= CHAIN_MAX:
+            break
+        most = min(CHAIN_MAX, 2 * most)
     if law is None:
         return None
     mean = float(law @ lengths)
