@@ -88,6 +88,45 @@ def test_capacity_falls_as_the_tpot_target_tightens_and_grows_with_fp8_kv():
     )
 
 
+def test_the_capacity_is_the_largest_rate_within_the_slo_to_a_ten_thousandth():
+    """By its definition, read off `latency`: within the SLO at the capacity, past it a ten-thousandth above
+    (the search's tolerance), on every published case's replica at two request sizes and two SLOs."""
+    from planner.physics import batching, serving
+
+    checked = 0
+    for case in published.CASES[::3]:
+        replica = published.replica(case)
+        for prompt, output in ((512, 256), (3072, 384)):
+            for ttft, tpot in ((1.0, 0.05), (0.3, 0.03)):
+                cap = serving.capacity(replica, prompt, output, ttft, tpot)
+                if not cap.max_requests_per_s or cap.limit == "prefill":
+                    continue
+                seats = min(
+                    cap.max_batch,
+                    batching.default_scheduler(
+                        replica.gpu.name, replica.vram_gib
+                    ).max_seqs,
+                )
+
+                def within(rate: float) -> bool:
+                    at = serving.latency(replica, prompt, output, rate)
+                    return (
+                        at is not None
+                        and at.batch <= seats
+                        and at.tpot_s <= tpot
+                        and at.ttft_s <= ttft
+                    )
+
+                assert within(cap.max_requests_per_s), (case.name, prompt, ttft)
+                assert not within(cap.max_requests_per_s * (1 + 2e-4)), (
+                    case.name,
+                    prompt,
+                    ttft,
+                )
+                checked += 1
+    assert checked >= 20, checked
+
+
 # ---------------------------------------------------------------- Mélange's published example
 
 MELANGE_CATALOG = """# source: Mélange example prices (tyler-griggs/melange-release melange/config/example.json @ebba701)

@@ -435,34 +435,55 @@ def _capacity(
         return Capacity(0.0, "one prefill is slower than the TTFT target", fits)
 
     seqs = batching.default_scheduler(replica.gpu.name, replica.vram_gib).max_seqs
+    seats = min(fits, seqs)
 
-    def meets(rate: float) -> str:
+    def meets(rate: float) -> tuple[str, float]:
+        """Why `rate` is past what the replica serves ('' when it is not), and how far within their targets its
+        figures are: the least of target / figure, less 1 (-1 overloaded), which falls about linearly in the
+        rate where a latency grows as one over the rate left."""
         at = latency(replica, prompt, output, rate, quantile)
         if at is None:
-            return "throughput"
-        if at.batch > min(fits, seqs):
-            return "kv_cache" if fits <= seqs else "sequences"
+            return "throughput", -1.0
+        within = min(seats / at.batch, tpot_s / at.tpot_s, ttft_s / at.ttft_s) - 1
+        if at.batch > seats:
+            return ("kv_cache" if fits <= seqs else "sequences"), within
         if at.tpot_s > tpot_s:
-            return "tpot"
+            return "tpot", within
         if at.ttft_s > ttft_s:
-            return "ttft"
-        return ""
+            return "ttft", within
+        return "", within
 
     cost = batching.step_cost(replica)
     low, high = (
         0.0,
         1.0 / (cost.prompt_flops(0, prompt) * cost.prefill_flop_s),
     )  # the prompts' compute alone
-    limit = meets(high * (1 - 1e-9)) or "prefill"
-    for _ in range(60):
-        mid = (low + high) / 2
-        reason = meets(mid)
-        if reason:
-            high, limit = mid, reason
-        else:
-            low = mid
+    limit, above = meets(high * (1 - 1e-9))
+    limit, above = limit or "prefill", min(above, 0.0)
+    below = min(seats / idle.batch, tpot_s / idle.tpot_s, ttft_s / idle.ttft_s) - 1
+    # regula falsi on how far within the targets (Illinois: an end kept twice has its figure halved), each
+    # step at least half the tolerance from either end, and halving where a step did not halve the bracket
+    kept, stuck = "", 0
+    for _ in range(100):
         if high - low <= 1e-4 * high:
             break
+        if stuck < 2 and below > above:
+            step = 0.5e-4 * high
+            mid = high - above * (high - low) / (above - below)
+            mid = min(max(mid, low + step), high - step)
+        else:
+            mid, stuck = (low + high) / 2, 0
+        reason, within = meets(mid)
+        width = high - low
+        if reason:
+            high, above, limit = mid, within, reason
+            below = below / 2 if kept == "low" else below
+            kept = "low"
+        else:
+            low, below = mid, within
+            above = above / 2 if kept == "high" else above
+            kept = "high"
+        stuck = stuck + 1 if high - low > width / 2 else 0
     return Capacity(
         low,
         limit,
