@@ -28,7 +28,7 @@ this for the sizes they cover.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
@@ -124,29 +124,35 @@ def latency(
 ) -> Latency | None:
     """TTFT (at `quantile`; the mean when None), mean TPOT and mean decode batch at `rate` requests/s; None when
     the replica is overloaded (the steps grow without bound)."""
-    scheduler = batching.default_scheduler(replica.gpu.name, replica.vram_gib)
-    seats = min(max_batch(replica, prompt, output), scheduler.max_seqs)
-    return _latency(
-        batching.step_cost(replica),
-        scheduler,
-        seats,
-        prompt,
-        output,
+    scheduler, rate = (
+        batching.default_scheduler(replica.gpu.name, replica.vram_gib),
         float(rate),
-        quantile,
     )
+    steady = _steady(
+        batching.step_cost(replica), scheduler, prompt, output, rate, quantile
+    )
+    if steady is None:
+        return None
+    seats = min(max_batch(replica, prompt, output), scheduler.max_seqs)
+    seated = (
+        _seat_wait(rate, steady.batch / rate, seats, quantile)
+        if seats > 0
+        else math.inf
+    )
+    return replace(steady, ttft_s=steady.ttft_s + seated)
 
 
 @lru_cache(maxsize=65536)
-def _latency(
+def _steady(
     cost: batching.StepCost,
     scheduler: batching.Scheduler,
-    seats: int,
     prompt: int,
     output: int,
     rate: float,
     quantile: float | None,
 ) -> Latency | None:
+    """`latency` but for the wait for a free sequence slot: kept without the replica's seats, so that replicas
+    alike but for their memory (an H100 of 80 or 79.65 GiB) share it."""
     flops = cost.prompt_flops(0, prompt)
 
     def again(step: float) -> _Steps | None:
@@ -178,14 +184,9 @@ def _latency(
         step = max(step, 1e-9)
     else:
         return None
-    seated = (
-        _seat_wait(rate, state.decodes / rate, seats, quantile)
-        if seats > 0
-        else math.inf
-    )
     return Latency(
         rate,
-        _ttft(state, rate, quantile) + seated,
+        _ttft(state, rate, quantile),
         state.mean,
         state.decodes,
         state.prefill_share,
@@ -243,7 +244,9 @@ def _steps(
     if rho >= 1:
         return None  # the prompts alone outrun the steps
     most = _followed(rate * idle, rho)
-    while True:  # a law whose tail still holds mass where it is cut is followed twice as far
+    while (
+        True
+    ):  # a law whose tail still holds mass where it is cut is followed twice as far
         counts = np.arange(most + 1, dtype=float)
         lengths = cost.seconds(decodes, context, counts * prompt, counts * flops)
         law = _stationary(rate * lengths, most)
