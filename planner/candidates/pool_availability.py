@@ -151,9 +151,8 @@ def most_nodes(
     so the search weighs every size at once for pools of up to a few hundred nodes, and a few rounds of
     sizes spread over what is left for a million."""
     want = max(1, math.ceil(min(need, MOST_POOL_NODES) - 1e-9))
-    if (
-        away <= 0 and zone_away <= 0
-    ):  # every node counts (on demand): no search, and no SciPy to import
+    # every node counts (on demand): no search, and no SciPy to import
+    if away <= 0 and zone_away <= 0:
         return min(want, cap) if cap is not None else want
     low, high = (
         want,

@@ -244,9 +244,8 @@ def _steps(
     if rho >= 1:
         return None  # the prompts alone outrun the steps
     most = _followed(rate * idle, rho)
-    while (
-        True
-    ):  # a law whose tail still holds mass where it is cut is followed twice as far
+    # a law whose tail still holds mass where it is cut is followed twice as far
+    while True:
         counts = np.arange(most + 1, dtype=float)
         lengths = cost.seconds(decodes, context, counts * prompt, counts * flops)
         law = _stationary(rate * lengths, most)
@@ -413,9 +412,8 @@ def capacity(
 
 @lru_cache(maxsize=1)
 def _blas():
-    from threadpoolctl import (
-        ThreadpoolController,
-    )  # reading the loaded libraries takes milliseconds: once
+    # reading the loaded libraries takes milliseconds: once
+    from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
 
@@ -463,7 +461,7 @@ def _capacity(
     )  # the prompts' compute alone
     limit, above = meets(high * (1 - 1e-9))
     limit, above = limit or "prefill", min(above, 0.0)
-    below = min(seats / idle.batch, tpot_s / idle.tpot_s, ttft_s / idle.ttft_s) - 1
+    below = meets(1e-9)[1]  # idle, within every target
     # regula falsi on how far within the targets (Illinois: an end kept twice has its figure halved), each
     # step at least half the tolerance from either end, and halving where a step did not halve the bracket
     kept, stuck = "", 0
