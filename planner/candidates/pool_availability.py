@@ -47,13 +47,12 @@ def kept_counts(
     """`kept_nodes` for every pool size in `n` at once: the binomial's quantile by bisection on its CDF (scipy's
     incomplete beta, which stays exact where summing the terms one by one drifts or underflows: pools of
     hundreds of nodes)."""
-    from scipy import (
-        special,  # here, not at the top: a solve without endpoints never imports SciPy (0.2 s)
-    )
-
     n = np.asarray(n, dtype=np.int64)
     if away <= 0 and zone_away <= 0:
-        return n
+        return n  # every node counts (on demand): nothing to import
+    # here, not at the top: a solve without spot endpoint options never imports SciPy (0.25 s)
+    from scipy import special
+
     target = (availability - 1e-12) / (1 - zone_away) if zone_away < 1 else math.inf
     if (
         target > 1
@@ -151,9 +150,6 @@ def most_nodes(
     so the search weighs every size at once for pools of up to a few hundred nodes, and a few rounds of
     sizes spread over what is left for a million."""
     want = max(1, math.ceil(min(need, MOST_POOL_NODES) - 1e-9))
-    # every node counts (on demand): no search, and no SciPy to import
-    if away <= 0 and zone_away <= 0:
-        return min(want, cap) if cap is not None else want
     low, high = (
         want,
         4 * want + 16,
