@@ -344,3 +344,77 @@ def test_an_unknown_storage_name_is_one_line_naming_its_place(run, tmp_path):
     assert "workloads[0].allow.storage[1]" in result.stderr
     assert "unknown storage 'lustre'" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_rows_are_numbered_as_a_groupby_numbers_them(seed):
+    """`distinct_rows`, `numbered` and `first_rows` (the rows' numbering every workload's expansion repeats)
+    against pandas' `ngroup` and NumPy's first indices, on columns with NaN and large values."""
+    from planner.physics.storage import distinct_rows, first_rows, numbered
+
+    rng = np.random.default_rng(seed)
+    n = 2_000
+    columns = [
+        rng.integers(0, 7, n).astype(float),
+        np.where(rng.random(n) < 0.2, np.nan, rng.integers(0, 3, n).astype(float)),
+        rng.choice(np.array(["a", "b", "c"], dtype=object), n),
+        rng.integers(0, 2**40, n) % 5 * 2**40,
+    ]
+    frame = pd.DataFrame({str(i): c for i, c in enumerate(columns)})
+    expected = frame.groupby(list(frame.columns), sort=False, dropna=False).ngroup()
+    code, first = distinct_rows(*columns)
+    np.testing.assert_array_equal(code, expected.to_numpy())
+    np.testing.assert_array_equal(first, np.unique(code, return_index=True)[1])
+    codes = [pd.factorize(c, use_na_sentinel=False)[0] for c in columns]
+    # a number taken as given, refined by the rest: the same partition in the same order
+    np.testing.assert_array_equal(numbered(codes[0], codes[1:]), code)
+    np.testing.assert_array_equal(
+        first_rows(np.array([0, 0, 1, 0, 2, 1, 3])), [0, 2, 4, 6]
+    )
+
+
+@pytest.mark.parametrize(
+    "name", ["image-training", "pretrain-multinode", "lora-finetune"]
+)
+def test_a_rows_storage_columns_are_its_options_own(name):
+    """Expansion works each storage option's columns out once per (provider, node count, node size, local disk)
+    while it decides which options no other beats; every row's must be what `storage_columns` gives that row:
+    its option, node count and node size, and its local disk's read rate where the data set fits on it."""
+    from planner.candidates.expand import _build_rows, all_markets, storage_needs
+    from planner.candidates.limits import limits_of
+    from planner.load.scenario import load_scenario
+
+    loaded = load_scenario(SCENARIOS / f"{name}.yaml")
+    catalog, limits = loaded.catalog, limits_of(loaded.scenario)
+    table = catalog.storage_table.reset_index(drop=True)
+    local = table[table["storage_class"] == "local"]
+    local_read = dict(zip(local["provider"], local["read_mbs"]))
+    every = all_markets(catalog.offers, catalog, limits)
+    checked = 0
+    for workload in loaded.scenario.workloads:
+        rows = _build_rows(workload, catalog, catalog.offers, every, limits)
+        if not rows.size:
+            continue
+        needs = storage_needs(workload, catalog)
+        c = rows.columns
+        on_disk = [
+            local_read.get(p, 0.0)
+            if needs.data_gib > 0
+            and catalog.local_gib.get((p, t), 0.0) >= needs.data_gib
+            else 0.0
+            for p, t in zip(c["provider"], c["instance_type"])
+        ]
+        expected = storage_columns(
+            needs,
+            catalog.storage_arrays,
+            pd.MultiIndex.from_arrays([table["provider"], table["name"]]).get_indexer(
+                list(zip(c["provider"], c["storage"]))
+            ),
+            c["nodes"],
+            c["gpus_per_node"].astype(float),
+            np.nan_to_num(np.array(on_disk, dtype=float)),
+        )
+        for column, values in expected.items():
+            np.testing.assert_array_equal(c[column], values, err_msg=column)
+        checked += rows.size
+    assert checked > 100

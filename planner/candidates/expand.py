@@ -23,7 +23,9 @@ from planner.physics.hardware_shape import Shape, checkpoint_size_gib
 from planner.physics.storage import (
     StorageNeeds,
     distinct_rows,
+    first_rows,
     needs_of,
+    numbered,
     storage_columns,
     storage_work_h,
 )
@@ -62,6 +64,7 @@ class _Markets:
         tuple[int, bool, float]
     ]  # (GPUs per node, multi-node, node cap): what its node counts depend on
     codes: dict = field(default_factory=dict)  # (column, sorted) -> `code`
+    numbers: dict = field(default_factory=dict)  # columns -> `number`
 
     def code(self, column: str, sort: bool = False) -> np.ndarray:
         """The column's values numbered (NaN too), in order of first appearance or, `sort`, of value."""
@@ -70,6 +73,13 @@ class _Markets:
                 self.columns[column], sort=sort, use_na_sentinel=False
             )[0]
         return self.codes[column, sort]
+
+    def number(self, names: tuple[str, ...]) -> np.ndarray:
+        """The rows numbered by their values in `names` (`numbered`), kept: what every workload's rows repeat."""
+        if names not in self.numbers:
+            start = np.zeros(len(self.ladder), dtype=np.int64)
+            self.numbers[names] = numbered(start, (self.code(n) for n in names))
+        return self.numbers[names]
 
 
 def all_markets(offers: pd.DataFrame, catalog: Catalog, limits: Limits) -> _Markets:
@@ -388,10 +398,11 @@ def _storage_options(
     instance_type: np.ndarray,
     nodes: np.ndarray,
     gpus_per_node: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
     """The storage options each (offer, market, node count) row is repeated for, how many per row, and each
-    repeated row's local disk read rate for repeated epochs (`storage_columns`' `cache_mbs`): those of
-    its provider the workload allows that no other beats. An option is beaten for a row when another is no
+    repeated row's storage columns (`storage_columns`, the local disk serving repeated epochs where the data set
+    fits on it), worked out once per (provider, node count, node size, local disk): the options of its provider
+    the workload allows that no other beats. An option is beaten for a row when another is no
     dearer per hour and no slower to checkpoint, restart, read or fill, one of them strictly: the cost model's
     every figure rises with these, and no constraint of the plan reads storage, so the beaten one could never
     be chosen. Ties keep the first by name."""
@@ -434,25 +445,32 @@ def _storage_options(
             usable = allowed & (providers == p) & (fit | ~local_class)
             options_of.append(by_name[usable[by_name]])
         group[number] = groups[p, fit]
+    # every combo against its group's options, group by group, in one call: each (combo, option) pair once
+    blocks = [
+        (mine, members)
+        for g, mine in enumerate(options_of)
+        if len(mine) and len(members := np.flatnonzero(group == g))
+    ]
+    if not blocks:
+        return np.zeros(0, dtype=np.int64), np.zeros(len(nodes), dtype=np.int64), {}
+    combo_of_pair = np.concatenate(
+        [np.repeat(members, len(mine)) for mine, members in blocks]
+    )
+    figures = storage_columns(
+        needs,
+        catalog.storage_arrays,
+        np.concatenate([np.tile(mine, len(members)) for mine, members in blocks]),
+        *(c[combo_of_pair].astype(float) for c in combos[1:]),
+    )
+    cost_columns = np.column_stack(
+        [figures[c] for c in ("storage_h", *STORAGE_TIMING)]
+    ).round(12)
     kept: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(first)
-    for g, mine in enumerate(options_of):
-        # every combo of the group against the same options, at once
-        members = np.flatnonzero(group == g)
-        if not len(mine) or not len(members):
-            continue
-        figures = storage_columns(
-            needs,
-            catalog.storage_arrays,
-            np.tile(mine, len(members)).astype(np.int64),
-            np.repeat(combos[1][members], len(mine)).astype(float),
-            np.repeat(combos[2][members], len(mine)).astype(float),
-            np.repeat(combos[3][members], len(mine)).astype(float),
-        )
-        cost = (
-            np.column_stack([figures[c] for c in ("storage_h", *STORAGE_TIMING)])
-            .round(12)
-            .reshape(len(members), len(mine), -1)
-        )
+    kept_at: list[np.ndarray] = list(kept)  # each combo's kept options' pairs
+    start = 0
+    for mine, members in blocks:
+        size = len(members) * len(mine)
+        cost = cost_columns[start : start + size].reshape(len(members), len(mine), -1)
         no_worse = (cost[:, :, None, :] <= cost[:, None, :, :]).all(axis=3)
         same = (cost[:, :, None, :] == cost[:, None, :, :]).all(axis=3)
         # i beats j: no worse everywhere, and better somewhere or equal and earlier by name
@@ -462,18 +480,19 @@ def _storage_options(
         beaten = beats.any(axis=1)
         for at, member in enumerate(members):
             kept[member] = mine[~beaten[at]]
+            kept_at[member] = start + at * len(mine) + np.flatnonzero(~beaten[at])
+        start += size
     sizes = np.array([len(k) for k in kept], dtype=np.int64)
     counts = sizes[combo_of_row]
     if not counts.any():
-        return np.zeros(0, dtype=np.int64), counts, cache
+        return np.zeros(0, dtype=np.int64), counts, {}
     # each row's combo's options, in turn
-    flat = np.concatenate(kept).astype(np.int64)
-    starts = (np.cumsum(sizes) - sizes)[combo_of_row]
-    option = flat[
-        np.repeat(starts - (np.cumsum(counts) - counts), counts)
-        + np.arange(counts.sum())
-    ]
-    return option, counts, np.repeat(cache, counts)
+    take = np.repeat(
+        (np.cumsum(sizes) - sizes)[combo_of_row] - (np.cumsum(counts) - counts), counts
+    ) + np.arange(counts.sum())
+    option = np.concatenate(kept).astype(np.int64)[take]
+    pair = np.concatenate(kept_at).astype(np.int64)[take]
+    return option, counts, {c: v[pair] for c, v in figures.items()}
 
 
 def _build_rows(
@@ -531,7 +550,7 @@ def _build_rows(
         np.repeat(starts - firsts, sizes) + np.arange(considered)
     ]
     # then each row once per storage option that no other option of its provider beats for it
-    option, copies, cache = _storage_options(
+    option, copies, figures = _storage_options(
         workload,
         catalog,
         every.columns[_OFFER_ROW][repeat],
@@ -554,14 +573,7 @@ def _build_rows(
     }
     columns["nodes"], columns["gpus"] = nodes, nodes * columns["gpus_per_node"]
     storage = catalog.storage_table
-    columns |= storage_columns(
-        storage_needs(workload, catalog),
-        catalog.storage_arrays,
-        option,
-        nodes,
-        columns["gpus_per_node"].astype(float),
-        cache,
-    )
+    columns |= figures
     for column in ("storage_class", "persistent"):
         columns[column] = storage[column].to_numpy()[option]
     columns["storage"] = storage["name"].to_numpy()[option]
@@ -585,26 +597,21 @@ def _build_rows(
                 else pd.factorize(per_offer[column], use_na_sentinel=False)[0][
                     offer_market
                 ]
-                if column in per_offer
-                else every.code(column)[repeat]
             )
         return codes[column]
 
     def number(names: list[str]) -> np.ndarray:
-        """Rows numbered by their values in `names` in order of first appearance (a groupby's `ngroup`),
-        from the columns' codes rather than their strings."""
-        number, size = np.zeros(considered, dtype=np.int64), 1
-        for name in names:
-            values = int(code(name).max()) + 1
-            if size * values >= 2**62:  # renumber before the mixed radix overflows
-                number = pd.factorize(number)[0]
-                size = int(number.max()) + 1
-            number, size = number * values + code(name), size * values
-        return pd.factorize(number)[0]
+        """Rows numbered by their values in `names` (`numbered`), from the columns' codes rather than their
+        strings: the (offer, market) rows' own columns numbered together once (`_Markets.number`), then the
+        rest."""
+        own = tuple(n for n in names if n not in _PER_NODE_COUNT and n not in per_offer)
+        return numbered(
+            every.number(own)[repeat], (code(n) for n in names if n not in own)
+        )
 
     signature = _signature_columns(workload, limits)
     shape = number(SHAPE_COLUMNS)
-    first = np.unique(shape, return_index=True)[1]
+    first = first_rows(shape)
     return Rows(
         catalog,
         "",

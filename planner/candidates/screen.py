@@ -23,6 +23,7 @@ from planner.economics.estimate_error import EstimateError
 from planner.economics.inputs import estimate_error
 from planner.load.catalog import Catalog
 from planner.physics.estimate import FLOOR_MARGIN
+from planner.physics.storage import first_rows, numbered
 from planner.schema.scenario import Scenario
 from planner.schema.workload import Risk, Workload
 
@@ -296,8 +297,8 @@ def screen_of(
     screens, key = rows.screens[state], (physics.key, fingerprint)
     if key not in screens:
         lam_code = pd.factorize(lam)[0]
-        code = pd.factorize(rows.timing * (lam_code.max() + 1) + lam_code)[0]
-        first = np.unique(code, return_index=True)[1]
+        code = numbered(rows.timing, [lam_code])
+        first = first_rows(code)
         screens[key] = _Screen(
             code,
             first,

@@ -97,12 +97,31 @@ def _hours(gib, mbs) -> np.ndarray:
 def distinct_rows(*columns: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows numbered by their values in `columns`, in order of first appearance (a groupby's `ngroup`), and each
     number's first row."""
-    code = np.zeros(len(columns[0]), dtype=np.int64)
-    for column in columns:
-        values, distinct = pd.factorize(column, use_na_sentinel=False)
-        code = code * len(distinct) + values
-    code = pd.factorize(code)[0]
-    return code, np.unique(code, return_index=True)[1]
+    code = numbered(
+        np.zeros(len(columns[0]), dtype=np.int64),
+        (pd.factorize(column, use_na_sentinel=False)[0] for column in columns),
+    )
+    return code, first_rows(code)
+
+
+def numbered(number: np.ndarray, codes) -> np.ndarray:
+    """Rows numbered by `number` and each of `codes` (small integer codes of columns): equal in all, the same
+    number, in order of first appearance (a groupby's `ngroup`), by a mixed radix over the codes."""
+    size = int(number.max()) + 1
+    for code in codes:
+        values = int(code.max()) + 1
+        if size * values >= 2**62:  # renumber before the mixed radix overflows
+            number = pd.factorize(number)[0]
+            size = int(number.max()) + 1
+        number, size = number * values + code, size * values
+    return pd.factorize(number)[0]
+
+
+def first_rows(code: np.ndarray) -> np.ndarray:
+    """Each number's first row, of rows numbered in order of first appearance (`numbered`): where a row's number
+    passes every one before it (`np.unique`'s first indices, without its sort)."""
+    seen = np.maximum.accumulate(code)
+    return np.flatnonzero(np.concatenate(([True], seen[1:] > seen[:-1])))
 
 
 def storage_columns(
