@@ -25,7 +25,7 @@ from planner.batch.model import (
     RunInfo,
 )
 from planner.batch.search import solve_in_phases
-from planner.candidates.cache import CandidateCache
+from planner.candidates.cache import CandidateCache, without_cycle_collection
 from planner.candidates.endpoints import endpoint_options
 from planner.candidates.expand import grouped
 from planner.candidates.generate import candidate_records, records_table
@@ -495,6 +495,7 @@ def with_confidence(loaded: LoadedQuarter, confidence: float) -> LoadedQuarter:
     )
 
 
+@without_cycle_collection()
 def make_batch_plan(
     loaded: LoadedQuarter,
     time_limit_s: float = 60.0,

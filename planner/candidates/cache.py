@@ -7,7 +7,24 @@ on, and the whole belongs to one catalog (handing it another empties it).
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+
+
+@contextmanager
+def without_cycle_collection():
+    """Python's cycle collector paused while a plan is made: generating and pricing candidates allocates millions
+    of small objects and keeps many, so the collector's full passes traverse an ever larger heap (13 % of the
+    time of 1,000 varied workloads: 18 passes of ~0.85 s), while planning makes no cycles worth their cost.
+    Reference counting frees as always; the collector resumes after, as it was."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 @dataclass

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
-from planner.candidates.cache import CandidateCache
+from planner.candidates.cache import CandidateCache, without_cycle_collection
 from planner.candidates.generate import RUNNER_UPS, CandidateSet, generate
 from planner.candidates.limits import Limits, limits_of, quota_mask
 from planner.candidates.purchase import purchase_json
@@ -48,6 +48,7 @@ class Plan:
         return self.result.chosen
 
 
+@without_cycle_collection()
 def make_plan(
     loaded: LoadedScenario,
     time_limit_s: float = DEFAULT_TIME_LIMIT_S,
