@@ -178,3 +178,29 @@ def test_a_report_without_runner_ups_leaves_them_unpriced_for_the_same_plan(
             rf"{a['workload']}\s+│ {a['provider']}\s+│ {a['region']}\s+│ {a['instance_type']}\s",
             table.output,
         ), a["workload"]
+
+
+def test_planning_pauses_the_cycle_collector_and_restores_it_as_it_was():
+    """`without_cycle_collection` around a plan: paused inside, enabled after (also when it raises), and left
+    off where the caller had it off."""
+    import gc
+
+    from planner.candidates.cache import without_cycle_collection
+
+    assert gc.isenabled()
+    with without_cycle_collection():
+        assert not gc.isenabled()
+        with without_cycle_collection():  # nested: the inner one leaves it to the outer
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(ValueError), without_cycle_collection():
+        raise ValueError
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with without_cycle_collection():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
