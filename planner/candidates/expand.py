@@ -456,17 +456,20 @@ def _storage_options(
     combo_of_pair = np.concatenate(
         [np.repeat(members, len(mine)) for mine, members in blocks]
     )
+    option_of_pair = np.concatenate(
+        [np.tile(mine, len(members)) for mine, members in blocks]
+    )
     figures = storage_columns(
         needs,
         catalog.storage_arrays,
-        np.concatenate([np.tile(mine, len(members)) for mine, members in blocks]),
+        option_of_pair,
         *(c[combo_of_pair].astype(float) for c in combos[1:]),
     )
     cost_columns = np.column_stack(
         [figures[c] for c in ("storage_h", *STORAGE_TIMING)]
     ).round(12)
+    # each combo's kept options, as their pairs
     kept: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(first)
-    kept_at: list[np.ndarray] = list(kept)  # each combo's kept options' pairs
     start = 0
     for mine, members in blocks:
         size = len(members) * len(mine)
@@ -479,8 +482,7 @@ def _storage_options(
         beats[:, order, order] = False
         beaten = beats.any(axis=1)
         for at, member in enumerate(members):
-            kept[member] = mine[~beaten[at]]
-            kept_at[member] = start + at * len(mine) + np.flatnonzero(~beaten[at])
+            kept[member] = start + at * len(mine) + np.flatnonzero(~beaten[at])
         start += size
     sizes = np.array([len(k) for k in kept], dtype=np.int64)
     counts = sizes[combo_of_row]
@@ -490,9 +492,8 @@ def _storage_options(
     take = np.repeat(
         (np.cumsum(sizes) - sizes)[combo_of_row] - (np.cumsum(counts) - counts), counts
     ) + np.arange(counts.sum())
-    option = np.concatenate(kept).astype(np.int64)[take]
-    pair = np.concatenate(kept_at).astype(np.int64)[take]
-    return option, counts, {c: v[pair] for c, v in figures.items()}
+    pair = np.concatenate(kept).astype(np.int64)[take]
+    return option_of_pair[pair], counts, {c: v[pair] for c, v in figures.items()}
 
 
 def _build_rows(

@@ -124,10 +124,8 @@ def latency(
 ) -> Latency | None:
     """TTFT (at `quantile`; the mean when None), mean TPOT and mean decode batch at `rate` requests/s; None when
     the replica is overloaded (the steps grow without bound)."""
-    scheduler, rate = (
-        batching.default_scheduler(replica.gpu.name, replica.vram_gib),
-        float(rate),
-    )
+    scheduler = batching.default_scheduler(replica.gpu.name, replica.vram_gib)
+    rate = float(rate)
     steady = _steady(
         batching.step_cost(replica), scheduler, prompt, output, rate, quantile
     )
